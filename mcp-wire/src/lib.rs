@@ -1,0 +1,23 @@
+//! JSON-RPC 2.0 and Model Context Protocol wire types and framing codecs.
+//!
+//! This crate contains no networking code and no runtime: it is sans-IO, like `quinn-proto`.
+//! Transports push bytes in and pull messages out; nothing here blocks, spawns or reads a clock.
+//!
+//! ```text
+//!   bytes from a peer ──► framing (sse / ndjson) ──► jsonrpc ──► model types
+//!   model types ──► jsonrpc ──► framing ──► bytes to a peer
+//! ```
+//!
+//! - [`jsonrpc`]: ids, requests, notifications, responses, the wire error object, batches.
+//! - [`model`]: the MCP model as one superset of every published revision.
+//! - [`names`]: method names, reserved `_meta` keys, error codes and HTTP header names.
+//! - [`header`]: the `Mcp-Name` / `Mcp-Param-*` header value codec of 2026-07-28.
+//! - [`sse`]: Server-Sent Events framing (encoder and push decoder).
+//! - [`ndjson`]: newline-delimited JSON framing for stdio.
+
+pub mod header;
+pub mod jsonrpc;
+pub mod model;
+pub mod names;
+pub mod ndjson;
+pub mod sse;

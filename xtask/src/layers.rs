@@ -1,0 +1,307 @@
+//! The layering matrix and its check over `cargo metadata` output.
+//!
+//! Only normal dependencies count: dev-dependencies may cross layers (tests often need a peer).
+
+use std::fmt;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+/// What one workspace crate may depend on.
+struct Layer {
+    /// The crate's package name.
+    name: &'static str,
+    /// The workspace crates it may depend on.
+    allowed_internal: &'static [&'static str],
+    /// External crates it must never depend on.
+    forbidden_external: &'static [&'static str],
+}
+
+/// Runtime, network and storage crates: none of them may appear in the sans-IO layers.
+const RUNTIME_AND_IO: &[&str] = &[
+    "tokio",
+    "async-std",
+    "smol",
+    "mio",
+    "hyper",
+    "hyper-util",
+    "http",
+    "http-body",
+    "http-body-util",
+    "reqwest",
+    "redis",
+    "tower",
+];
+
+/// Runtime and network crates, with `http` allowed (header types are plain data).
+const RUNTIME_AND_NETWORK: &[&str] = &[
+    "tokio",
+    "async-std",
+    "smol",
+    "mio",
+    "hyper",
+    "hyper-util",
+    "reqwest",
+    "redis",
+    "tower",
+];
+
+const MATRIX: &[Layer] = &[
+    Layer {
+        name: "mcp-wire",
+        allowed_internal: &[],
+        forbidden_external: RUNTIME_AND_IO,
+    },
+    Layer {
+        name: "mcp-schema",
+        allowed_internal: &["mcp-wire"],
+        forbidden_external: RUNTIME_AND_IO,
+    },
+    Layer {
+        name: "mcp-adapters",
+        allowed_internal: &["mcp-wire", "mcp-schema"],
+        forbidden_external: RUNTIME_AND_NETWORK,
+    },
+    Layer {
+        name: "mcp-hub",
+        allowed_internal: &[],
+        forbidden_external: &[],
+    },
+    Layer {
+        name: "mcp-server",
+        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters", "mcp-hub"],
+        forbidden_external: &[],
+    },
+    Layer {
+        name: "mcp-client",
+        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters"],
+        forbidden_external: &[],
+    },
+    Layer {
+        name: "xtask",
+        allowed_internal: &[],
+        forbidden_external: &[],
+    },
+    Layer {
+        name: "mcp-tests",
+        allowed_internal: &[
+            "mcp-wire",
+            "mcp-schema",
+            "mcp-adapters",
+            "mcp-hub",
+            "mcp-server",
+            "mcp-client",
+        ],
+        forbidden_external: &[],
+    },
+];
+
+/// One broken rule.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Violation {
+    /// A workspace crate depends on a workspace crate outside its allowed set.
+    Internal { from: String, to: String },
+    /// A crate depends on an external crate its layer forbids.
+    External { from: String, to: String },
+    /// A workspace crate the matrix does not know: every new crate needs a row.
+    UnknownCrate { name: String },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Internal { from, to } => {
+                write!(f, "{from} must not depend on the workspace crate {to}")
+            }
+            Self::External { from, to } => {
+                write!(f, "{from} must not depend on {to} (a runtime or I/O crate)")
+            }
+            Self::UnknownCrate { name } => write!(
+                f,
+                "{name} is a workspace crate with no row in the layering matrix (xtask/src/layers.rs)"
+            ),
+        }
+    }
+}
+
+/// Checks `cargo metadata --format-version 1` output against the matrix.
+pub(crate) fn check(metadata: &Value) -> Result<Vec<Violation>> {
+    let packages = metadata["packages"]
+        .as_array()
+        .context("cargo metadata has no `packages` array")?;
+    let members: Vec<&str> = packages
+        .iter()
+        .filter_map(|package| package["name"].as_str())
+        .collect();
+    let mut violations = Vec::new();
+    for package in packages {
+        let name = package["name"].as_str().context("a package has no name")?;
+        let Some(layer) = MATRIX.iter().find(|layer| layer.name == name) else {
+            violations.push(Violation::UnknownCrate {
+                name: name.to_owned(),
+            });
+            continue;
+        };
+        let dependencies = package["dependencies"]
+            .as_array()
+            .with_context(|| format!("{name} has no `dependencies` array"))?;
+        for dependency in dependencies {
+            // `kind` is null for normal dependencies, "dev" or "build" otherwise.
+            if !dependency["kind"].is_null() {
+                continue;
+            }
+            let to = dependency["name"]
+                .as_str()
+                .with_context(|| format!("a dependency of {name} has no name"))?;
+            if members.contains(&to) {
+                if !layer.allowed_internal.contains(&to) {
+                    violations.push(Violation::Internal {
+                        from: name.to_owned(),
+                        to: to.to_owned(),
+                    });
+                }
+            } else if layer.forbidden_external.contains(&to) {
+                violations.push(Violation::External {
+                    from: name.to_owned(),
+                    to: to.to_owned(),
+                });
+            }
+        }
+    }
+    Ok(violations)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn package(name: &str, deps: &[(&str, Option<&str>)]) -> Value {
+        let deps: Vec<Value> = deps
+            .iter()
+            .map(|(dep, kind)| json!({"name": dep, "kind": kind}))
+            .collect();
+        json!({"name": name, "dependencies": deps})
+    }
+
+    fn valid_workspace() -> Vec<Value> {
+        vec![
+            package("mcp-wire", &[("serde", None), ("proptest", Some("dev"))]),
+            package("mcp-schema", &[("mcp-wire", None), ("jsonschema", None)]),
+            package(
+                "mcp-adapters",
+                &[("mcp-wire", None), ("mcp-schema", None), ("http", None)],
+            ),
+            package("mcp-hub", &[("tokio", None), ("redis", None)]),
+            package(
+                "mcp-server",
+                &[
+                    ("mcp-wire", None),
+                    ("mcp-schema", None),
+                    ("mcp-adapters", None),
+                    ("mcp-hub", None),
+                    ("tokio", None),
+                ],
+            ),
+            package(
+                "mcp-client",
+                &[
+                    ("mcp-wire", None),
+                    ("mcp-adapters", None),
+                    ("mcp-server", Some("dev")),
+                ],
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_real_workspace_respects_the_matrix() {
+        let output = std::process::Command::new(super::super::cargo_bin())
+            .args(["metadata", "--format-version", "1", "--no-deps"])
+            .output()
+            .expect("cargo metadata runs");
+        let metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata is JSON");
+        assert_eq!(check(&metadata).expect("well-formed metadata"), vec![]);
+    }
+
+    #[test]
+    fn a_valid_sample_passes() {
+        let metadata = json!({"packages": valid_workspace()});
+        assert_eq!(check(&metadata).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn violating_samples_fail() {
+        let cases = [
+            (
+                package("mcp-client", &[("mcp-server", None)]),
+                Violation::Internal {
+                    from: "mcp-client".into(),
+                    to: "mcp-server".into(),
+                },
+            ),
+            (
+                package("mcp-client", &[("mcp-hub", None)]),
+                Violation::Internal {
+                    from: "mcp-client".into(),
+                    to: "mcp-hub".into(),
+                },
+            ),
+            (
+                package("mcp-wire", &[("tokio", None)]),
+                Violation::External {
+                    from: "mcp-wire".into(),
+                    to: "tokio".into(),
+                },
+            ),
+            (
+                package("mcp-wire", &[("http", None)]),
+                Violation::External {
+                    from: "mcp-wire".into(),
+                    to: "http".into(),
+                },
+            ),
+            (
+                package("mcp-schema", &[("mcp-adapters", None)]),
+                Violation::Internal {
+                    from: "mcp-schema".into(),
+                    to: "mcp-adapters".into(),
+                },
+            ),
+            (
+                package("mcp-adapters", &[("hyper", None)]),
+                Violation::External {
+                    from: "mcp-adapters".into(),
+                    to: "hyper".into(),
+                },
+            ),
+            (
+                package("mcp-hub", &[("mcp-wire", None)]),
+                Violation::Internal {
+                    from: "mcp-hub".into(),
+                    to: "mcp-wire".into(),
+                },
+            ),
+            (
+                package("mcp-extra", &[]),
+                Violation::UnknownCrate {
+                    name: "mcp-extra".into(),
+                },
+            ),
+        ];
+        for (violating, expected) in cases {
+            let mut packages = valid_workspace();
+            let name = violating["name"].clone();
+            packages.retain(|package| package["name"] != name);
+            packages.push(violating);
+            let metadata = json!({"packages": packages});
+            assert_eq!(check(&metadata).unwrap(), vec![expected]);
+        }
+    }
+
+    #[test]
+    fn malformed_metadata_is_an_error() {
+        assert!(check(&json!({})).is_err());
+    }
+}

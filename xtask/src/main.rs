@@ -1,0 +1,102 @@
+//! Project automation for the MCP workspace, run as `cargo xtask <task>`.
+//!
+//! Tasks:
+//! - `ci`: everything CI checks, in order: formatting, clippy with `-D warnings` on all targets
+//!   and features, rustdoc with `-D warnings`, the tests, and `check-layers`.
+//! - `check-layers`: fails when a workspace crate's normal dependencies break the layering matrix
+//!   of `ARCHITECTURE.md`.
+
+mod layers;
+
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let task = args.first().map(String::as_str).unwrap_or("help");
+    match task {
+        "ci" => ci(),
+        "check-layers" => check_layers(),
+        "help" | "--help" | "-h" => {
+            println!("usage: cargo xtask <ci | check-layers>");
+            Ok(())
+        }
+        other => bail!("unknown task `{other}`; try `cargo xtask help`"),
+    }
+}
+
+/// Runs every check CI runs, stopping at the first failure.
+fn ci() -> Result<()> {
+    cargo(&["fmt", "--all", "--check"], &[])?;
+    cargo(
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    cargo(
+        &["doc", "--workspace", "--no-deps", "--all-features"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    check_layers()?;
+    cargo(&["test", "--workspace", "--all-features"], &[])?;
+    Ok(())
+}
+
+fn check_layers() -> Result<()> {
+    let output = Command::new(cargo_bin())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .context("running cargo metadata")?;
+    if !output.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).context("parsing cargo metadata")?;
+    let violations = layers::check(&metadata)?;
+    if violations.is_empty() {
+        println!("check-layers: every workspace crate respects the layering matrix");
+        return Ok(());
+    }
+    for violation in &violations {
+        eprintln!("check-layers: {violation}");
+    }
+    bail!("{} layering violation(s)", violations.len())
+}
+
+fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(cargo_bin())
+        .args(args)
+        .envs(env.iter().copied())
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
