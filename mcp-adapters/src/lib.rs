@@ -7,3 +7,17 @@
 //! (`can_ask`, `can_push_ask`, `asks_in_arguments`, batching, handshake ...).
 //!
 //! **Layering:** depends on `mcp-wire` and `mcp-schema` only. No runtime or I/O crate.
+
+mod adapter;
+mod failure;
+mod features;
+mod operation;
+mod revision;
+mod select;
+
+pub use adapter::Adapter;
+pub use failure::{ErrorMapping, Failure, FailureKind, codes};
+pub use features::{AskMechanism, Features, StructuredOutput, VersionHeader};
+pub use operation::{ClientRequestKind, Operation};
+pub use revision::Revision;
+pub use select::{AdapterSet, EmptySetError, Hint, Rejected, Selected, SelectedBy, SelectionInput};
