@@ -1,1 +1,1326 @@
-//! (being written)
+//! JSON-RPC 2.0: ids, requests, notifications, responses, the wire error object and batches.
+//!
+//! Decoding goes from bytes straight to [`Message`] in one pass of serde: the envelope is read
+//! member by member and never goes through an intermediate [`Value`]; only `params`, `result` and
+//! `error.data` are kept as [`Value`] for the layers above to type.
+//!
+//! [`decode`] never fails as a whole. It yields a [`Decoded`]: one outcome for a single message, or
+//! one outcome per item for a batch, so that one bad item never aborts its siblings. An outcome is
+//! either a [`Message`] or a [`DecodeError`] that already knows its JSON-RPC code, and the id of the
+//! offending item when it had a usable one.
+//!
+//! ```
+//! use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
+//!
+//! let decoded = jsonrpc::decode(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+//! let Decoded::Single(Ok(Message::Request(request))) = decoded else { panic!() };
+//! assert_eq!(request.id, Id::Number(1));
+//! assert_eq!(request.method, "ping");
+//!
+//! // One bad item in a batch does not hide the good one, and keeps its id.
+//! let decoded = jsonrpc::decode(br#"[{"jsonrpc":"1.0","id":"a","method":"x"},
+//!                                    {"jsonrpc":"2.0","method":"notifications/initialized"}]"#);
+//! let Decoded::Batch(items) = decoded else { panic!() };
+//! assert_eq!(items[0].as_ref().unwrap_err().id(), Some(&Id::from("a")));
+//! assert!(matches!(items[1], Ok(Message::Notification(_))));
+//! ```
+//!
+//! # Ids
+//!
+//! An [`Id`] is a string or an integer that fits in `i64`. `null`, booleans, fractional numbers,
+//! structured values and integers outside the `i64` range are rejected: the message becomes an
+//! invalid request (-32600) without a usable id. Large integers are never truncated or rounded.
+//!
+//! # Leniency
+//!
+//! Members other than `jsonrpc`, `id`, `method`, `params`, `result` and `error` are ignored.
+//! `"params": null` is read as absent `params`. An error response may have no `id` or a `null` id
+//! (both decode to `id: None`, and `None` is written back as `"id": null`).
+//! A `data` member of `null` in an error object reads as absent.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeSeq, SerializeStruct, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::names::error_code;
+
+/// The only JSON-RPC version accepted and written: `"2.0"`.
+pub const VERSION: &str = "2.0";
+
+/// A JSON-RPC request id (also the shape of MCP progress tokens and subscription ids).
+///
+/// Integers are kept as `i64`; see the module docs for what is rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Id {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl Id {
+    /// The id as a string slice, if it is a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::String(s) => Some(s),
+            Self::Number(_) => None,
+        }
+    }
+
+    /// The id as an integer, if it is one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Self::Number(n) => Some(*n),
+            Self::String(_) => None,
+        }
+    }
+}
+
+impl From<i64> for Id {
+    fn from(n: i64) -> Self {
+        Self::Number(n)
+    }
+}
+
+impl From<String> for Id {
+    fn from(s: String) -> Self {
+        Self::String(s)
+    }
+}
+
+impl From<&str> for Id {
+    fn from(s: &str) -> Self {
+        Self::String(s.to_owned())
+    }
+}
+
+impl fmt::Display for Id {
+    /// Integers print as digits, strings as themselves (unquoted).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Number(n) => write!(f, "{n}"),
+            Self::String(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Number(n) => serializer.serialize_i64(*n),
+            Self::String(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match deserializer.deserialize_any(IdSlotVisitor)? {
+            IdSlot::Valid(id) => Ok(id),
+            IdSlot::Null => Err(de::Error::custom("a JSON-RPC id must not be null")),
+            IdSlot::Absent | IdSlot::Invalid => Err(de::Error::custom(
+                "a JSON-RPC id must be a string or an integer within the i64 range",
+            )),
+        }
+    }
+}
+
+/// The JSON-RPC error object `{code, message, data?}` as it travels on the wire.
+///
+/// This is plain data, not a Rust error type: a handler failure is turned into one of these by
+/// the layer that owns the failure, never the other way round. `D` types the `data` member;
+/// it defaults to [`Value`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(bound(serialize = "D: Serialize", deserialize = "D: Deserialize<'de>"))]
+pub struct ErrorObject<D = Value> {
+    /// The error code, for example [`error_code::METHOD_NOT_FOUND`].
+    pub code: i64,
+    /// A short description, ideally one sentence.
+    pub message: String,
+    /// Extra information defined by the sender.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<D>,
+}
+
+impl<D> ErrorObject<D> {
+    /// An error object with no `data`.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Sets `data`.
+    #[must_use]
+    pub fn with_data(mut self, data: D) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
+impl ErrorObject {
+    /// -32700, the body is not JSON.
+    pub fn parse_error(detail: impl fmt::Display) -> Self {
+        Self::new(error_code::PARSE_ERROR, format!("Parse error: {detail}"))
+    }
+
+    /// -32600, JSON but not a valid JSON-RPC message.
+    pub fn invalid_request(detail: impl fmt::Display) -> Self {
+        Self::new(
+            error_code::INVALID_REQUEST,
+            format!("Invalid request: {detail}"),
+        )
+    }
+
+    /// -32601 for `method`.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            error_code::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+    }
+
+    /// -32602 with `message`.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(error_code::INVALID_PARAMS, message)
+    }
+
+    /// -32603 with `message`.
+    pub fn internal_error(message: impl Into<String>) -> Self {
+        Self::new(error_code::INTERNAL_ERROR, message)
+    }
+}
+
+impl<D> fmt::Display for ErrorObject<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+/// A request: a method call that expects a [`Response`] with the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id the response must echo.
+    pub id: Id,
+    /// The method name, for example [`names::method::TOOLS_CALL`](crate::names::method::TOOLS_CALL).
+    pub method: String,
+    /// `params`: an object (MCP) or an array (plain JSON-RPC), if present.
+    pub params: Option<Value>,
+}
+
+/// A notification: a method call without an id, never answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// `params`: an object (MCP) or an array (plain JSON-RPC), if present.
+    pub params: Option<Value>,
+}
+
+/// A response: the `result` of a request, or its `error`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request answered. `None` only for an error about a message whose id could not
+    /// be read; written as `"id": null`.
+    pub id: Option<Id>,
+    /// `Ok(result)` or `Err(error)`.
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+impl Response {
+    /// A successful response.
+    pub fn success(id: Id, result: Value) -> Self {
+        Self {
+            id: Some(id),
+            outcome: Ok(result),
+        }
+    }
+
+    /// An error response. Pass `None` only when the request's id is unknown.
+    pub fn error(id: Option<Id>, error: ErrorObject) -> Self {
+        Self {
+            id,
+            outcome: Err(error),
+        }
+    }
+}
+
+/// Any single JSON-RPC message.
+///
+/// Complete by definition: JSON-RPC 2.0 has exactly these three kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request (has `method` and `id`).
+    Request(Request),
+    /// A notification (has `method`, no `id`).
+    Notification(Notification),
+    /// A response (has `result` or `error`).
+    Response(Response),
+}
+
+impl Message {
+    /// The method name of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Self::Request(r) => Some(&r.method),
+            Self::Notification(n) => Some(&n.method),
+            Self::Response(_) => None,
+        }
+    }
+
+    /// The id of a request or response.
+    pub fn id(&self) -> Option<&Id> {
+        match self {
+            Self::Request(r) => Some(&r.id),
+            Self::Notification(_) => None,
+            Self::Response(r) => r.id.as_ref(),
+        }
+    }
+}
+
+impl From<Request> for Message {
+    fn from(r: Request) -> Self {
+        Self::Request(r)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(n: Notification) -> Self {
+        Self::Notification(n)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(r: Response) -> Self {
+        Self::Response(r)
+    }
+}
+
+/// Why a JSON value is not a valid JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InvalidReason {
+    /// The message (or batch item) is not a JSON object.
+    NotAnObject,
+    /// The body is an empty array.
+    EmptyBatch,
+    /// The batch has more items than [`DecodeOptions::max_batch_len`].
+    BatchTooLarge {
+        /// The limit in force.
+        limit: usize,
+    },
+    /// `jsonrpc` is missing or is not exactly `"2.0"`.
+    BadVersion,
+    /// `id` is null, a boolean, a fractional number, an integer outside `i64`, or structured.
+    BadId,
+    /// `method` is not a string.
+    MethodNotString,
+    /// `params` is neither an object nor an array.
+    BadParams,
+    /// `method` appears together with `result` or `error`.
+    MethodWithResponseMember,
+    /// Both `result` and `error` are present.
+    ResultAndError,
+    /// None of `method`, `result` or `error` is present.
+    NoMethodOrResponseMember,
+    /// `error` is not an object with an integer `code` and a string `message`.
+    BadErrorObject,
+    /// A `result` response has no id, or a `null` one.
+    ResultWithoutId,
+    /// A member appears twice.
+    DuplicateMember(&'static str),
+}
+
+impl fmt::Display for InvalidReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAnObject => f.write_str("a JSON-RPC message must be a JSON object"),
+            Self::EmptyBatch => f.write_str("a batch must not be empty"),
+            Self::BatchTooLarge { limit } => write!(f, "a batch must have at most {limit} items"),
+            Self::BadVersion => f.write_str(r#""jsonrpc" must be exactly "2.0""#),
+            Self::BadId => {
+                f.write_str(r#""id" must be a string or an integer within the i64 range"#)
+            }
+            Self::MethodNotString => f.write_str(r#""method" must be a string"#),
+            Self::BadParams => f.write_str(r#""params" must be an object or an array"#),
+            Self::MethodWithResponseMember => {
+                f.write_str(r#""method" must not appear with "result" or "error""#)
+            }
+            Self::ResultAndError => f.write_str(r#""result" and "error" must not both appear"#),
+            Self::NoMethodOrResponseMember => {
+                f.write_str(r#"one of "method", "result" or "error" is required"#)
+            }
+            Self::BadErrorObject => f.write_str(
+                r#""error" must be an object with an integer "code" and a string "message""#,
+            ),
+            Self::ResultWithoutId => f.write_str(r#"a "result" response needs a non-null "id""#),
+            Self::DuplicateMember(name) => write!(f, "member {name:?} appears more than once"),
+        }
+    }
+}
+
+/// Why bytes did not decode to a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The body is not JSON at all (-32700). Never produced for a single batch item: a batch that
+    /// is not valid JSON is one parse error.
+    #[error("parse error: {detail}")]
+    Parse {
+        /// What the JSON parser reported (position included).
+        detail: String,
+    },
+    /// JSON, but not a valid JSON-RPC message (-32600).
+    #[error("invalid request: {reason}")]
+    Invalid {
+        /// The item's id, when it had a usable one, so the error response can echo it.
+        id: Option<Id>,
+        /// What is wrong.
+        reason: InvalidReason,
+    },
+}
+
+impl DecodeError {
+    /// The JSON-RPC error code: -32700 or -32600.
+    pub fn code(&self) -> i64 {
+        match self {
+            Self::Parse { .. } => error_code::PARSE_ERROR,
+            Self::Invalid { .. } => error_code::INVALID_REQUEST,
+        }
+    }
+
+    /// The id to echo in the error response, if the offending message had a usable one.
+    pub fn id(&self) -> Option<&Id> {
+        match self {
+            Self::Parse { .. } => None,
+            Self::Invalid { id, .. } => id.as_ref(),
+        }
+    }
+
+    /// The wire error object for this failure.
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            Self::Parse { detail } => ErrorObject::parse_error(detail),
+            Self::Invalid { reason, .. } => ErrorObject::invalid_request(reason),
+        }
+    }
+
+    /// The error response to send back: the error object, with the id when one was usable.
+    pub fn to_response(&self) -> Response {
+        Response::error(self.id().cloned(), self.to_error_object())
+    }
+}
+
+/// The outcome of decoding one message or one batch item.
+pub type Outcome = Result<Message, DecodeError>;
+
+/// What [`decode`] found in a body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decoded {
+    /// The body was one message (or was not a batch: a parse error, a scalar, an empty array).
+    Single(Outcome),
+    /// The body was a non-empty array: one outcome per item, in order.
+    Batch(Vec<Outcome>),
+}
+
+/// Limits applied by [`decode_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DecodeOptions {
+    /// The most items a batch may have. A longer batch is still read to its end (so a syntax error
+    /// anywhere is a parse error), but yields a single -32600 and no items.
+    ///
+    /// Default is `256`.
+    pub max_batch_len: usize,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        Self { max_batch_len: 256 }
+    }
+}
+
+impl DecodeOptions {
+    /// Sets [`max_batch_len`](Self::max_batch_len). Default is `256`.
+    #[must_use]
+    pub fn max_batch_len(mut self, limit: usize) -> Self {
+        self.max_batch_len = limit;
+        self
+    }
+}
+
+/// Decodes a body with the default [`DecodeOptions`].
+///
+/// Whether a batch is allowed at all depends on the protocol revision (only 2025-03-26 has them);
+/// that check belongs to the caller.
+pub fn decode(bytes: &[u8]) -> Decoded {
+    decode_with(bytes, DecodeOptions::default())
+}
+
+/// Decodes a body: a single message or a batch.
+///
+/// Nesting deeper than serde_json's recursion limit (128) is a parse error.
+pub fn decode_with(bytes: &[u8], options: DecodeOptions) -> Decoded {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let decoded = deserializer
+        .deserialize_any(TopVisitor { options })
+        .and_then(|decoded| deserializer.end().map(|()| decoded));
+    // The visitors accept every well-formed JSON value, so any error is a JSON syntax error.
+    decoded.unwrap_or_else(|e| {
+        Decoded::Single(Err(DecodeError::Parse {
+            detail: e.to_string(),
+        }))
+    })
+}
+
+/// Serializes one message to bytes.
+pub fn encode(message: &Message) -> Vec<u8> {
+    // Cannot fail: the writer is a Vec, every map key is a string, and `Value` holds no NaN.
+    serde_json::to_vec(message).unwrap_or_default()
+}
+
+/// Serializes a batch (a JSON array of messages) to bytes.
+pub fn encode_batch(messages: &[Message]) -> Vec<u8> {
+    // Cannot fail, as in `encode`.
+    serde_json::to_vec(messages).unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serialization: `"jsonrpc":"2.0"` first, then the members in the usual order.
+
+impl Serialize for Request {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = 3 + usize::from(self.params.is_some());
+        let mut s = serializer.serialize_struct("Request", len)?;
+        s.serialize_field("jsonrpc", VERSION)?;
+        s.serialize_field("id", &self.id)?;
+        s.serialize_field("method", &self.method)?;
+        if let Some(params) = &self.params {
+            s.serialize_field("params", params)?;
+        }
+        s.end()
+    }
+}
+
+impl Serialize for Notification {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = 2 + usize::from(self.params.is_some());
+        let mut s = serializer.serialize_struct("Notification", len)?;
+        s.serialize_field("jsonrpc", VERSION)?;
+        s.serialize_field("method", &self.method)?;
+        if let Some(params) = &self.params {
+            s.serialize_field("params", params)?;
+        }
+        s.end()
+    }
+}
+
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Response", 3)?;
+        s.serialize_field("jsonrpc", VERSION)?;
+        s.serialize_field("id", &self.id)?;
+        match &self.outcome {
+            Ok(result) => s.serialize_field("result", result)?,
+            Err(error) => s.serialize_field("error", error)?,
+        }
+        s.end()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Request(r) => r.serialize(serializer),
+            Self::Notification(n) => n.serialize(serializer),
+            Self::Response(r) => r.serialize(serializer),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strict deserialization for typed use (`serde_json::from_value::<Message>`): the same envelope
+// reader as `decode`, with an invalid message turned into a serde error.
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(ItemVisitor)?
+            .map_err(de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Message::deserialize(deserializer)? {
+            Message::Request(r) => Ok(r),
+            _ => Err(de::Error::custom("expected a JSON-RPC request")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Notification {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Message::deserialize(deserializer)? {
+            Message::Notification(n) => Ok(n),
+            _ => Err(de::Error::custom("expected a JSON-RPC notification")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Response {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Message::deserialize(deserializer)? {
+            Message::Response(r) => Ok(r),
+            _ => Err(de::Error::custom("expected a JSON-RPC response")),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lenient envelope reader. Every visitor here accepts any well-formed JSON value, so the only
+// errors serde_json can report while using them are syntax errors.
+
+struct TopVisitor {
+    options: DecodeOptions,
+}
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Decoded;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message or batch")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Decoded, A::Error> {
+        read_envelope(map).map(Decoded::Single)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Decoded, A::Error> {
+        let limit = self.options.max_batch_len;
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(limit));
+        while let Some(item) = seq.next_element_seed(ItemSeed)? {
+            if items.len() == limit {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                return Ok(invalid_single(InvalidReason::BatchTooLarge { limit }));
+            }
+            items.push(item);
+        }
+        if items.is_empty() {
+            return Ok(invalid_single(InvalidReason::EmptyBatch));
+        }
+        Ok(Decoded::Batch(items))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Decoded, E> {
+        Ok(invalid_single(InvalidReason::NotAnObject))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Decoded, E> {
+        Ok(invalid_single(InvalidReason::NotAnObject))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Decoded, E> {
+        Ok(invalid_single(InvalidReason::NotAnObject))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Decoded, E> {
+        Ok(invalid_single(InvalidReason::NotAnObject))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Decoded, E> {
+        Ok(invalid_single(InvalidReason::NotAnObject))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Decoded, E> {
+        Ok(invalid_single(InvalidReason::NotAnObject))
+    }
+}
+
+fn invalid_single(reason: InvalidReason) -> Decoded {
+    Decoded::Single(Err(DecodeError::Invalid { id: None, reason }))
+}
+
+fn invalid(reason: InvalidReason) -> Outcome {
+    Err(DecodeError::Invalid { id: None, reason })
+}
+
+struct ItemSeed;
+
+impl<'de> DeserializeSeed<'de> for ItemSeed {
+    type Value = Outcome;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Outcome, D::Error> {
+        deserializer.deserialize_any(ItemVisitor)
+    }
+}
+
+struct ItemVisitor;
+
+impl<'de> Visitor<'de> for ItemVisitor {
+    type Value = Outcome;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Outcome, A::Error> {
+        read_envelope(map)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Outcome, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(invalid(InvalidReason::NotAnObject))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Outcome, E> {
+        Ok(invalid(InvalidReason::NotAnObject))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Outcome, E> {
+        Ok(invalid(InvalidReason::NotAnObject))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Outcome, E> {
+        Ok(invalid(InvalidReason::NotAnObject))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Outcome, E> {
+        Ok(invalid(InvalidReason::NotAnObject))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Outcome, E> {
+        Ok(invalid(InvalidReason::NotAnObject))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Outcome, E> {
+        Ok(invalid(InvalidReason::NotAnObject))
+    }
+}
+
+/// The envelope members, read without allocating.
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MemberVisitor;
+
+        impl Visitor<'_> for MemberVisitor {
+            type Value = Member;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Member, E> {
+                Ok(match name {
+                    "jsonrpc" => Member::Jsonrpc,
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    "result" => Member::Result,
+                    "error" => Member::Error,
+                    _ => Member::Other,
+                })
+            }
+        }
+
+        deserializer.deserialize_identifier(MemberVisitor)
+    }
+}
+
+/// What the `id` member held.
+enum IdSlot {
+    Absent,
+    Null,
+    Valid(Id),
+    Invalid,
+}
+
+struct IdSlotSeed;
+
+impl<'de> DeserializeSeed<'de> for IdSlotSeed {
+    type Value = IdSlot;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<IdSlot, D::Error> {
+        deserializer.deserialize_any(IdSlotVisitor)
+    }
+}
+
+struct IdSlotVisitor;
+
+impl<'de> Visitor<'de> for IdSlotVisitor {
+    type Value = IdSlot;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string or an integer")
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<IdSlot, E> {
+        Ok(IdSlot::Valid(Id::Number(n)))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<IdSlot, E> {
+        Ok(i64::try_from(n).map_or(IdSlot::Invalid, |n| IdSlot::Valid(Id::Number(n))))
+    }
+
+    fn visit_i128<E: de::Error>(self, n: i128) -> Result<IdSlot, E> {
+        Ok(i64::try_from(n).map_or(IdSlot::Invalid, |n| IdSlot::Valid(Id::Number(n))))
+    }
+
+    fn visit_u128<E: de::Error>(self, n: u128) -> Result<IdSlot, E> {
+        Ok(i64::try_from(n).map_or(IdSlot::Invalid, |n| IdSlot::Valid(Id::Number(n))))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<IdSlot, E> {
+        // Fractional numbers, and integers too large for u64 (serde_json reads those as f64).
+        Ok(IdSlot::Invalid)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<IdSlot, E> {
+        Ok(IdSlot::Invalid)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<IdSlot, E> {
+        Ok(IdSlot::Valid(Id::String(s.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<IdSlot, E> {
+        Ok(IdSlot::Valid(Id::String(s)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<IdSlot, E> {
+        Ok(IdSlot::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<IdSlot, E> {
+        Ok(IdSlot::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<IdSlot, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<IdSlot, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(IdSlot::Invalid)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IdSlot, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(IdSlot::Invalid)
+    }
+}
+
+/// Reads any value; yields the string if it was one.
+struct StringSeed;
+
+impl<'de> DeserializeSeed<'de> for StringSeed {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(StringVisitor)
+    }
+}
+
+struct StringVisitor;
+
+impl<'de> Visitor<'de> for StringVisitor {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Some(s.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+        Ok(Some(s))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+fn read_envelope<'de, A: MapAccess<'de>>(mut map: A) -> Result<Outcome, A::Error> {
+    let mut version: Option<Option<String>> = None;
+    let mut id = IdSlot::Absent;
+    let mut seen_id = false;
+    let mut method: Option<Option<String>> = None;
+    let mut params: Option<Value> = None;
+    let mut seen_params = false;
+    let mut result: Option<Value> = None;
+    let mut error: Option<Value> = None;
+    let mut duplicate: Option<&'static str> = None;
+
+    while let Some(member) = map.next_key::<Member>()? {
+        match member {
+            Member::Jsonrpc => {
+                let value = map.next_value_seed(StringSeed)?;
+                if version.is_some() {
+                    duplicate.get_or_insert("jsonrpc");
+                } else {
+                    version = Some(value);
+                }
+            }
+            Member::Id => {
+                let slot = map.next_value_seed(IdSlotSeed)?;
+                if seen_id {
+                    duplicate.get_or_insert("id");
+                } else {
+                    seen_id = true;
+                    id = slot;
+                }
+            }
+            Member::Method => {
+                let value = map.next_value_seed(StringSeed)?;
+                if method.is_some() {
+                    duplicate.get_or_insert("method");
+                } else {
+                    method = Some(value);
+                }
+            }
+            Member::Params => {
+                let value: Value = map.next_value()?;
+                if seen_params {
+                    duplicate.get_or_insert("params");
+                } else {
+                    seen_params = true;
+                    // `"params": null` reads as absent.
+                    params = (!value.is_null()).then_some(value);
+                }
+            }
+            Member::Result => {
+                let value: Value = map.next_value()?;
+                if result.is_some() {
+                    duplicate.get_or_insert("result");
+                } else {
+                    result = Some(value);
+                }
+            }
+            Member::Error => {
+                let value: Value = map.next_value()?;
+                if error.is_some() {
+                    duplicate.get_or_insert("error");
+                } else {
+                    error = Some(value);
+                }
+            }
+            Member::Other => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+
+    let id_is_null = matches!(id, IdSlot::Null);
+    let id_is_invalid = matches!(id, IdSlot::Invalid);
+    let usable_id = match id {
+        IdSlot::Valid(id) => Some(id),
+        IdSlot::Absent | IdSlot::Null | IdSlot::Invalid => None,
+    };
+    let fail = |id: Option<Id>, reason| Ok(Err(DecodeError::Invalid { id, reason }));
+
+    if let Some(name) = duplicate {
+        return fail(usable_id, InvalidReason::DuplicateMember(name));
+    }
+    if !matches!(version, Some(Some(ref v)) if v == VERSION) {
+        return fail(usable_id, InvalidReason::BadVersion);
+    }
+    if let Some(method) = method {
+        if result.is_some() || error.is_some() {
+            return fail(usable_id, InvalidReason::MethodWithResponseMember);
+        }
+        let Some(method) = method else {
+            return fail(usable_id, InvalidReason::MethodNotString);
+        };
+        if params
+            .as_ref()
+            .is_some_and(|p| !p.is_object() && !p.is_array())
+        {
+            return fail(usable_id, InvalidReason::BadParams);
+        }
+        if id_is_null || id_is_invalid {
+            return fail(None, InvalidReason::BadId);
+        }
+        return Ok(Ok(match usable_id {
+            Some(id) => Message::Request(Request { id, method, params }),
+            None => Message::Notification(Notification { method, params }),
+        }));
+    }
+    match (result, error) {
+        (Some(_), Some(_)) => fail(usable_id, InvalidReason::ResultAndError),
+        (Some(result), None) => match usable_id {
+            Some(id) => Ok(Ok(Message::Response(Response::success(id, result)))),
+            None if id_is_invalid => fail(None, InvalidReason::BadId),
+            None => fail(None, InvalidReason::ResultWithoutId),
+        },
+        (None, Some(error)) => {
+            if id_is_invalid {
+                return fail(None, InvalidReason::BadId);
+            }
+            match ErrorObject::deserialize(error) {
+                Ok(error) => Ok(Ok(Message::Response(Response::error(usable_id, error)))),
+                Err(_) => fail(usable_id, InvalidReason::BadErrorObject),
+            }
+        }
+        (None, None) => fail(usable_id, InvalidReason::NoMethodOrResponseMember),
+    }
+}
+
+/// A batch of messages, serialized as a JSON array.
+///
+/// [`decode`] reports batches item by item ([`Decoded::Batch`]); this type is for sending one.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Batch(pub Vec<Message>);
+
+impl Serialize for Batch {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for message in &self.0 {
+            seq.serialize_element(message)?;
+        }
+        seq.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn single(body: &str) -> Outcome {
+        match decode(body.as_bytes()) {
+            Decoded::Single(outcome) => outcome,
+            Decoded::Batch(items) => panic!("expected a single outcome, got a batch: {items:?}"),
+        }
+    }
+
+    fn invalid_reason(body: &str) -> (Option<Id>, InvalidReason) {
+        match single(body) {
+            Err(DecodeError::Invalid { id, reason }) => (id, reason),
+            other => panic!("expected an invalid request for {body}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parse_error_versus_invalid_request() {
+        for body in [
+            "",
+            "{",
+            "{\"jsonrpc\":\"2.0\",",
+            "not json",
+            "[1,",
+            "{} trailing",
+            "\u{0}",
+        ] {
+            let outcome = single(body);
+            let err = outcome.expect_err(body);
+            assert!(matches!(err, DecodeError::Parse { .. }), "{body}: {err:?}");
+            assert_eq!(err.code(), -32700);
+            assert_eq!(err.id(), None);
+        }
+        for body in [
+            "1",
+            "\"x\"",
+            "null",
+            "true",
+            "{}",
+            "[]",
+            r#"{"jsonrpc":"2.0"}"#,
+        ] {
+            let err = single(body).expect_err(body);
+            assert!(
+                matches!(err, DecodeError::Invalid { .. }),
+                "{body}: {err:?}"
+            );
+            assert_eq!(err.code(), -32600);
+        }
+    }
+
+    #[test]
+    fn a_syntax_error_inside_a_batch_is_one_parse_error() {
+        let err = single(r#"[{"jsonrpc":"2.0","method":"a"}, {"jsonrpc": ]"#).unwrap_err();
+        assert!(matches!(err, DecodeError::Parse { .. }));
+    }
+
+    #[test]
+    fn empty_batch_is_an_invalid_request() {
+        let (id, reason) = invalid_reason("[]");
+        assert_eq!((id, reason), (None, InvalidReason::EmptyBatch));
+        assert_eq!(invalid_reason(" [ ] ").1, InvalidReason::EmptyBatch);
+    }
+
+    #[test]
+    fn bad_ids_are_rejected() {
+        for id in [
+            "null",
+            "true",
+            "false",
+            "1.5",
+            "1.0",
+            "1e3",
+            "[1]",
+            "{\"a\":1}",
+            "9223372036854775808",
+            "18446744073709551616",
+            "-9223372036854775809",
+        ] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+            assert_eq!(invalid_reason(&body), (None, InvalidReason::BadId), "{id}");
+        }
+    }
+
+    #[test]
+    fn extreme_integer_ids_are_kept_exactly() {
+        for n in [i64::MIN, -1, 0, i64::MAX] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"m"}}"#);
+            let message = single(&body).unwrap();
+            assert_eq!(message.id(), Some(&Id::Number(n)));
+            assert_eq!(serde_json::to_value(&message).unwrap()["id"], json!(n));
+        }
+    }
+
+    #[test]
+    fn invalid_items_keep_a_usable_id() {
+        let cases: &[(&str, Option<Id>, InvalidReason)] = &[
+            (
+                r#"{"jsonrpc":"1.0","id":7,"method":"m"}"#,
+                Some(Id::Number(7)),
+                InvalidReason::BadVersion,
+            ),
+            (
+                r#"{"id":"a","method":"m"}"#,
+                Some(Id::from("a")),
+                InvalidReason::BadVersion,
+            ),
+            (
+                r#"{"jsonrpc":2.0,"id":"a","method":"m"}"#,
+                Some(Id::from("a")),
+                InvalidReason::BadVersion,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":4}"#,
+                Some(Id::Number(3)),
+                InvalidReason::MethodNotString,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"m","params":"x"}"#,
+                Some(Id::Number(3)),
+                InvalidReason::BadParams,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"m","params":5}"#,
+                Some(Id::Number(3)),
+                InvalidReason::BadParams,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"m","result":{}}"#,
+                Some(Id::Number(3)),
+                InvalidReason::MethodWithResponseMember,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"result":1,"error":{"code":1,"message":"m"}}"#,
+                Some(Id::Number(3)),
+                InvalidReason::ResultAndError,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3}"#,
+                Some(Id::Number(3)),
+                InvalidReason::NoMethodOrResponseMember,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"error":{"code":"x","message":"m"}}"#,
+                Some(Id::Number(3)),
+                InvalidReason::BadErrorObject,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"error":{"code":1}}"#,
+                Some(Id::Number(3)),
+                InvalidReason::BadErrorObject,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"m","method":"n"}"#,
+                Some(Id::Number(3)),
+                InvalidReason::DuplicateMember("method"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"id":4,"method":"m"}"#,
+                Some(Id::Number(3)),
+                InvalidReason::DuplicateMember("id"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","result":1}"#,
+                None,
+                InvalidReason::ResultWithoutId,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"result":1}"#,
+                None,
+                InvalidReason::ResultWithoutId,
+            ),
+        ];
+        for (body, id, reason) in cases {
+            assert_eq!(invalid_reason(body), (id.clone(), reason.clone()), "{body}");
+            let response = single(body).unwrap_err().to_response();
+            assert_eq!(response.id, *id);
+            assert_eq!(response.outcome.unwrap_err().code, -32600);
+        }
+    }
+
+    #[test]
+    fn kinds_of_message() {
+        let request =
+            single(r#"{"method":"m","params":{"a":1},"id":"x","jsonrpc":"2.0","extra":[1,{}]}"#);
+        assert_eq!(
+            request.unwrap(),
+            Message::Request(Request {
+                id: Id::from("x"),
+                method: "m".into(),
+                params: Some(json!({"a": 1}))
+            })
+        );
+        let notification = single(r#"{"jsonrpc":"2.0","method":"n","params":[1,2]}"#);
+        assert_eq!(
+            notification.unwrap(),
+            Message::Notification(Notification {
+                method: "n".into(),
+                params: Some(json!([1, 2]))
+            })
+        );
+        let null_params = single(r#"{"jsonrpc":"2.0","method":"n","params":null}"#);
+        assert_eq!(
+            null_params.unwrap(),
+            Message::Notification(Notification {
+                method: "n".into(),
+                params: None
+            })
+        );
+        let result = single(r#"{"jsonrpc":"2.0","id":1,"result":null}"#);
+        assert_eq!(
+            result.unwrap(),
+            Message::Response(Response::success(Id::Number(1), Value::Null))
+        );
+        for body in [
+            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+        ] {
+            assert_eq!(
+                single(body).unwrap(),
+                Message::Response(Response::error(
+                    None,
+                    ErrorObject::new(-32700, "Parse error")
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn serialization_writes_the_version_and_null_ids() {
+        let response = Message::Response(Response::error(None, ErrorObject::parse_error("x")));
+        assert_eq!(
+            serde_json::to_value(&response).unwrap(),
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error: x"}})
+        );
+        let request = Message::Request(Request {
+            id: Id::Number(1),
+            method: "m".into(),
+            params: None,
+        });
+        assert_eq!(
+            String::from_utf8(encode(&request)).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#
+        );
+    }
+
+    #[test]
+    fn batch_limit() {
+        let body = r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"},{"jsonrpc":"2.0","method":"c"}]"#;
+        let limited = decode_with(body.as_bytes(), DecodeOptions::default().max_batch_len(2));
+        assert_eq!(
+            limited,
+            Decoded::Single(Err(DecodeError::Invalid {
+                id: None,
+                reason: InvalidReason::BatchTooLarge { limit: 2 }
+            }))
+        );
+        let Decoded::Batch(items) =
+            decode_with(body.as_bytes(), DecodeOptions::default().max_batch_len(3))
+        else {
+            panic!("expected a batch");
+        };
+        assert_eq!(items.len(), 3);
+    }
+
+    #[test]
+    fn strict_deserialize_rejects_invalid_messages() {
+        assert!(
+            serde_json::from_value::<Message>(json!({"jsonrpc": "2.0", "id": 1.5, "method": "m"}))
+                .is_err()
+        );
+        assert!(
+            serde_json::from_value::<Request>(json!({"jsonrpc": "2.0", "method": "m"})).is_err()
+        );
+        assert!(
+            serde_json::from_value::<Notification>(json!({"jsonrpc": "2.0", "method": "m"}))
+                .is_ok()
+        );
+        assert!(serde_json::from_value::<Id>(json!(null)).is_err());
+        assert!(serde_json::from_value::<Id>(json!(true)).is_err());
+        assert!(serde_json::from_value::<Id>(json!(2.5)).is_err());
+        assert_eq!(
+            serde_json::from_value::<Id>(json!(-3)).unwrap(),
+            Id::Number(-3)
+        );
+    }
+}
