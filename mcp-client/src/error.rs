@@ -1,0 +1,228 @@
+//! The client's error type and the JSON-RPC error object it carries.
+
+use std::fmt;
+use std::time::Duration;
+
+use mcp_wire::jsonrpc::ErrorObject;
+use serde_json::Value;
+
+use crate::transport::TransportError;
+
+/// What went wrong, as a coarse category.
+///
+/// New categories may be added; match with a wildcard arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The server answered with a JSON-RPC error; see [`Error::rpc`].
+    Rpc,
+    /// The request did not complete within its timeout.
+    Timeout,
+    /// The transport failed: connection refused or reset, the child process exited, the stream
+    /// ended before the response arrived.
+    Transport,
+    /// The server sent something this client cannot read: a wrong content type, a truncated or
+    /// oversized frame, JSON that is not a JSON-RPC message, a result of the wrong shape, an
+    /// unknown `resultType`.
+    Protocol,
+    /// No revision both sides support: the server refused every version the client offered, or
+    /// answered with one the client does not speak.
+    UnsupportedVersion,
+    /// The server kept asking questions past the configured bound on rounds.
+    TooManyRounds,
+    /// The server needs an answer the client has no callback for.
+    InputRequired,
+    /// The operation does not exist on the negotiated revision or transport.
+    Unsupported,
+    /// The client was closed.
+    Closed,
+}
+
+/// Every failure of a client operation.
+///
+/// An opaque value: ask it what happened with [`Error::kind`] or the `is_*` methods, and read the
+/// server's JSON-RPC error with [`Error::rpc`], [`Error::code`], [`Error::message`] and
+/// [`Error::data`]. The `Display` text is meant for people and is not stable.
+pub struct Error {
+    inner: Box<Inner>,
+}
+
+struct Inner {
+    kind: ErrorKind,
+    detail: String,
+    rpc: Option<ErrorObject>,
+    status: Option<u16>,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, detail: impl Into<String>) -> Self {
+        Self {
+            inner: Box::new(Inner {
+                kind,
+                detail: detail.into(),
+                rpc: None,
+                status: None,
+                source: None,
+            }),
+        }
+    }
+
+    pub(crate) fn rpc_error(rpc: ErrorObject, status: Option<u16>) -> Self {
+        let mut error = Self::new(ErrorKind::Rpc, String::new());
+        error.inner.rpc = Some(rpc);
+        error.inner.status = status;
+        error
+    }
+
+    pub(crate) fn protocol(detail: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Protocol, detail)
+    }
+
+    pub(crate) fn timeout(after: Duration) -> Self {
+        Self::new(ErrorKind::Timeout, format!("no response within {after:?}"))
+    }
+
+    pub(crate) fn closed() -> Self {
+        Self::new(ErrorKind::Closed, "the client is closed")
+    }
+
+    pub(crate) fn with_status(mut self, status: u16) -> Self {
+        self.inner.status = Some(status);
+        self
+    }
+
+    /// The category of this error.
+    pub fn kind(&self) -> ErrorKind {
+        self.inner.kind
+    }
+
+    /// The server's JSON-RPC error object, when the server refused the request.
+    pub fn rpc(&self) -> Option<&ErrorObject> {
+        self.inner.rpc.as_ref()
+    }
+
+    /// The JSON-RPC error code, when the server refused the request.
+    pub fn code(&self) -> Option<i64> {
+        self.rpc().map(|rpc| rpc.code)
+    }
+
+    /// The server's error message, when the server refused the request.
+    pub fn message(&self) -> Option<&str> {
+        self.rpc().map(|rpc| rpc.message.as_str())
+    }
+
+    /// The server's error data, when the server refused the request and sent some.
+    pub fn data(&self) -> Option<&Value> {
+        self.rpc().and_then(|rpc| rpc.data.as_ref())
+    }
+
+    /// The HTTP status of the response that carried this error, on HTTP transports.
+    pub fn http_status(&self) -> Option<u16> {
+        self.inner.status
+    }
+
+    /// Whether the server answered with a JSON-RPC error.
+    pub fn is_rpc(&self) -> bool {
+        self.kind() == ErrorKind::Rpc
+    }
+
+    /// Whether the request timed out.
+    pub fn is_timeout(&self) -> bool {
+        self.kind() == ErrorKind::Timeout
+    }
+
+    /// Whether the transport failed.
+    pub fn is_transport(&self) -> bool {
+        self.kind() == ErrorKind::Transport
+    }
+
+    /// Whether the server sent something unreadable.
+    pub fn is_protocol(&self) -> bool {
+        self.kind() == ErrorKind::Protocol
+    }
+
+    /// Whether no common revision could be agreed.
+    pub fn is_unsupported_version(&self) -> bool {
+        self.kind() == ErrorKind::UnsupportedVersion
+    }
+
+    /// Whether the client was closed.
+    pub fn is_closed(&self) -> bool {
+        self.kind() == ErrorKind::Closed
+    }
+}
+
+impl From<TransportError> for Error {
+    fn from(error: TransportError) -> Self {
+        let kind = match &error {
+            TransportError::Protocol(_) | TransportError::TooLarge { .. } => ErrorKind::Protocol,
+            TransportError::Closed => ErrorKind::Closed,
+            TransportError::Status { .. } | TransportError::Io(_) | TransportError::Http(_) => {
+                ErrorKind::Transport
+            }
+            TransportError::Unsupported(_) => ErrorKind::Unsupported,
+        };
+        let status = match &error {
+            TransportError::Status { status, .. } => Some(*status),
+            _ => None,
+        };
+        let mut out = Self::new(kind, String::new());
+        out.inner.status = status;
+        out.inner.source = Some(Box::new(error));
+        out
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("Error");
+        s.field("kind", &self.inner.kind);
+        if !self.inner.detail.is_empty() {
+            s.field("detail", &self.inner.detail);
+        }
+        if let Some(rpc) = &self.inner.rpc {
+            s.field("rpc", rpc);
+        }
+        if let Some(status) = self.inner.status {
+            s.field("status", &status);
+        }
+        if let Some(source) = &self.inner.source {
+            s.field("source", source);
+        }
+        s.finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.inner.kind {
+            ErrorKind::Rpc => "the server refused the request",
+            ErrorKind::Timeout => "request timed out",
+            ErrorKind::Transport => "transport failed",
+            ErrorKind::Protocol => "unreadable message from the server",
+            ErrorKind::UnsupportedVersion => "no protocol revision in common",
+            ErrorKind::TooManyRounds => "too many rounds of questions",
+            ErrorKind::InputRequired => "the server needs input the client cannot give",
+            ErrorKind::Unsupported => "not supported",
+            ErrorKind::Closed => "client closed",
+        };
+        f.write_str(what)?;
+        if let Some(rpc) = &self.inner.rpc {
+            write!(f, ": {rpc}")?;
+        }
+        if !self.inner.detail.is_empty() {
+            write!(f, ": {}", self.inner.detail)?;
+        }
+        if let Some(source) = &self.inner.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

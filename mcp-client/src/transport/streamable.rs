@@ -1,0 +1,406 @@
+//! Streamable HTTP (2025-03-26 and later): one endpoint, a POST per message.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use super::{
+    BoxFuture, Delivery, Inbound, MessageStream, Outbound, OutboundKind, Transport, TransportError,
+    TransportInfo,
+};
+use mcp_wire::sse::{SseDecoder, SseError};
+
+pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+
+/// The default limit on one message or SSE event: 16 MiB.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
+
+pub(crate) type Pool = HyperClient<HttpConnector, Full<Bytes>>;
+
+/// Builds a [`StreamableHttp`] transport.
+#[derive(Debug, Clone)]
+pub struct StreamableHttpBuilder {
+    uri: Uri,
+    headers: HeaderMap,
+    max_message_size: usize,
+    connect_timeout: Option<Duration>,
+    pool_idle_timeout: Option<Duration>,
+}
+
+impl StreamableHttpBuilder {
+    /// Adds a header sent on every request, such as `Authorization`.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.append(name, value);
+        self
+    }
+
+    /// The largest message or SSE event accepted from the server.
+    /// Default is 16 MiB ([`DEFAULT_MAX_MESSAGE_SIZE`]).
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// How long to wait for a TCP connection. Default is 10 seconds.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How long an idle pooled connection is kept. Default is 90 seconds.
+    pub fn pool_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_idle_timeout = Some(timeout);
+        self
+    }
+
+    /// Builds the transport. It opens no connection until the first message.
+    pub fn build(self) -> StreamableHttp {
+        let pool = new_pool(self.connect_timeout, self.pool_idle_timeout);
+        StreamableHttp {
+            shared: Arc::new(Shared {
+                pool,
+                origin: origin_of(&self.uri),
+                uri: self.uri,
+                headers: self.headers,
+                session: Mutex::new(None),
+                max_message_size: self.max_message_size,
+            }),
+        }
+    }
+}
+
+pub(crate) fn new_pool(connect: Option<Duration>, idle: Option<Duration>) -> Pool {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.set_connect_timeout(Some(connect.unwrap_or(Duration::from_secs(10))));
+    connector.enforce_http(true);
+    HyperClient::builder(TokioExecutor::new())
+        .pool_idle_timeout(idle.unwrap_or(Duration::from_secs(90)))
+        .build(connector)
+}
+
+pub(crate) fn origin_of(uri: &Uri) -> Option<String> {
+    let scheme = uri.scheme_str()?;
+    let authority = uri.authority()?;
+    let port = authority.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Some(format!("{scheme}://{}:{port}", authority.host().to_ascii_lowercase()))
+}
+
+/// The Streamable HTTP transport: every message is a POST to one endpoint, and each request's
+/// answer is a JSON body or an SSE stream read event by event.
+///
+/// Connections are pooled (hyper-util's client, `TCP_NODELAY` on). The session id
+/// (`Mcp-Session-Id`) is adopted from whichever response carries one and sent on every later
+/// request; [`Transport::close`] ends it with `DELETE`. Clones share the pool and the session.
+#[derive(Debug, Clone)]
+pub struct StreamableHttp {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    pool: Pool,
+    uri: Uri,
+    origin: Option<String>,
+    headers: HeaderMap,
+    session: Mutex<Option<HeaderValue>>,
+    max_message_size: usize,
+}
+
+impl StreamableHttp {
+    /// A builder for a transport posting to `uri` (`http://host:port/mcp`).
+    pub fn builder(uri: Uri) -> StreamableHttpBuilder {
+        StreamableHttpBuilder {
+            uri,
+            headers: HeaderMap::new(),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            connect_timeout: None,
+            pool_idle_timeout: None,
+        }
+    }
+
+    /// A transport posting to `uri` with default settings.
+    pub fn new(uri: Uri) -> Self {
+        Self::builder(uri).build()
+    }
+
+    /// The endpoint this transport posts to.
+    pub fn uri(&self) -> &Uri {
+        &self.shared.uri
+    }
+
+    fn session(&self) -> Option<HeaderValue> {
+        self.shared.session.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn adopt_session(&self, headers: &HeaderMap) {
+        if let Some(id) = headers.get(SESSION_HEADER) {
+            // Visible ASCII only (0x21-0x7E); ignore anything else rather than echo it.
+            if !id.is_empty() && id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
+                *self.shared.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.clone());
+            }
+        }
+    }
+
+    fn request(&self, method: Method, headers: HeaderMap, body: Bytes) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = self.shared.uri.clone();
+        let h = request.headers_mut();
+        h.reserve(self.shared.headers.len() + headers.len() + 3);
+        for (name, value) in &self.shared.headers {
+            h.append(name, value.clone());
+        }
+        if let Some(session) = self.session() {
+            h.insert(SESSION_HEADER, session);
+        }
+        for (name, value) in headers {
+            if let Some(name) = name {
+                h.insert(name, value);
+            }
+        }
+        request
+    }
+
+    async fn post(&self, message: Outbound) -> Result<Delivery, TransportError> {
+        let mut request = self.request(Method::POST, message.headers, message.body);
+        let h = request.headers_mut();
+        h.insert(CONTENT_TYPE, JSON);
+        h.insert(ACCEPT, ACCEPT_BOTH);
+        let response = self
+            .shared
+            .pool
+            .request(request)
+            .await
+            .map_err(|e| TransportError::Http(error_chain(&e)))?;
+        self.adopt_session(response.headers());
+        let status = response.status();
+        let limit = self.shared.max_message_size;
+        if !status.is_success() {
+            return Err(status_error(response, limit).await);
+        }
+        let is_request = matches!(message.kind, OutboundKind::Request(_));
+        if status == http::StatusCode::ACCEPTED || !is_request {
+            // Drain what little there is so the connection returns to the pool.
+            let _ = read_bounded(response.into_body(), 64 * 1024).await;
+            return Ok(Delivery::Accepted);
+        }
+        let content_type = content_type(response.headers());
+        match content_type.as_deref() {
+            Some("application/json") => {
+                let body = read_bounded(response.into_body(), limit).await?;
+                let message = super::parse_message(&body)?;
+                Ok(Delivery::Stream(Box::pin(futures::stream::once(async move {
+                    Ok(Inbound::new(message))
+                }))))
+            }
+            Some("text/event-stream") => Ok(Delivery::Stream(sse_stream(response.into_body(), limit))),
+            other => {
+                let what = other.unwrap_or("none").to_owned();
+                Err(TransportError::Protocol(format!("unexpected content type {what:?}")))
+            }
+        }
+    }
+}
+
+/// The media type of a response, lowercased and without parameters.
+pub(crate) fn content_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(CONTENT_TYPE)?.to_str().ok()?;
+    let media = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    Some(media)
+}
+
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
+pub(crate) async fn status_error(
+    response: http::Response<Incoming>,
+    limit: usize,
+) -> TransportError {
+    let status = response.status().as_u16();
+    let content_type = content_type(response.headers());
+    let body = read_bounded(response.into_body(), limit.min(1024 * 1024)).await.unwrap_or_default();
+    TransportError::Status { status, content_type, body }
+}
+
+/// Reads a whole body, failing once it passes `limit` bytes.
+pub(crate) async fn read_bounded(mut body: Incoming, limit: usize) -> Result<Bytes, TransportError> {
+    let mut out = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| TransportError::Http(error_chain(&e)))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > limit {
+                return Err(TransportError::TooLarge { limit });
+            }
+            if out.is_empty() {
+                out = BytesMut::from(data);
+            } else {
+                out.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(out.freeze())
+}
+
+/// Reads an SSE body event by event, never waiting for the end of the body to hand out a
+/// message: a question the server pushes arrives while the call is still open.
+pub(crate) fn sse_stream(body: Incoming, limit: usize) -> MessageStream {
+    struct State {
+        body: Incoming,
+        decoder: SseDecoder,
+        done: bool,
+    }
+    let decoder = SseDecoder::new().with_max_event_size(limit);
+    let state = State { body, decoder, done: false };
+    Box::pin(futures::stream::unfold(state, |mut s| async move {
+        if s.done {
+            return None;
+        }
+        loop {
+            match s.decoder.next() {
+                Some(Ok(event)) => {
+                    if event.event().is_some_and(|kind| kind != "message") || event.data().is_empty() {
+                        // Keep-alives and other event types carry no message.
+                        continue;
+                    }
+                    let event_id = Some(s.decoder.last_event_id()).filter(|id| !id.is_empty()).map(str::to_owned);
+                    let item = super::parse_message(event.data().as_bytes())
+                        .map(|message| Inbound { message, event_id });
+                    if item.is_err() {
+                        s.done = true;
+                    }
+                    return Some((item, s));
+                }
+                Some(Err(SseError::EventTooLarge { limit, .. })) => {
+                    s.done = true;
+                    return Some((Err(TransportError::TooLarge { limit }), s));
+                }
+                Some(Err(e)) => {
+                    s.done = true;
+                    return Some((Err(TransportError::Protocol(e.to_string())), s));
+                }
+                None => {}
+            }
+            match s.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        s.decoder.push(&data);
+                    }
+                }
+                Some(Err(e)) => {
+                    s.done = true;
+                    return Some((Err(TransportError::Http(error_chain(&e))), s));
+                }
+                None => {
+                    s.done = true;
+                    if s.decoder.buffered_len() > 0 {
+                        return Some((
+                            Err(TransportError::Protocol("SSE stream ended mid-event".into())),
+                            s,
+                        ));
+                    }
+                    return None;
+                }
+            }
+        }
+    }))
+}
+
+impl Transport for StreamableHttp {
+    fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
+        Box::pin(self.post(message))
+    }
+
+    fn incoming(&self) -> Option<MessageStream> {
+        None
+    }
+
+    fn open_stream(
+        &self,
+        headers: HeaderMap,
+        last_event_id: Option<String>,
+    ) -> BoxFuture<'_, Result<MessageStream, TransportError>> {
+        Box::pin(async move {
+            let mut request = self.request(Method::GET, headers, Bytes::new());
+            request.headers_mut().insert(ACCEPT, EVENT_STREAM);
+            if let Some(id) = last_event_id.and_then(|id| HeaderValue::try_from(id).ok()) {
+                request.headers_mut().insert(LAST_EVENT_ID, id);
+            }
+            let response = self
+                .shared
+                .pool
+                .request(request)
+                .await
+                .map_err(|e| TransportError::Http(error_chain(&e)))?;
+            let limit = self.shared.max_message_size;
+            if !response.status().is_success() {
+                return Err(status_error(response, limit).await);
+            }
+            if content_type(response.headers()).as_deref() != Some("text/event-stream") {
+                return Err(TransportError::Protocol("GET stream is not text/event-stream".into()));
+            }
+            Ok(sse_stream(response.into_body(), limit))
+        })
+    }
+
+    fn info(&self) -> TransportInfo {
+        TransportInfo {
+            request_streams: true,
+            http: true,
+            legacy_sse: false,
+            origin: self.shared.origin.clone(),
+        }
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.session().and_then(|v| v.to_str().ok().map(str::to_owned))
+    }
+
+    fn reset_session(&self) {
+        *self.shared.session.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            if self.session().is_none() {
+                return Ok(());
+            }
+            let request = self.request(Method::DELETE, HeaderMap::new(), Bytes::new());
+            self.reset_session();
+            let response = self
+                .shared
+                .pool
+                .request(request)
+                .await
+                .map_err(|e| TransportError::Http(error_chain(&e)))?;
+            let status = response.status();
+            let _ = read_bounded(response.into_body(), 64 * 1024).await;
+            // 405: the server does not let clients end sessions; 404: it already ended.
+            if status.is_success() || status.as_u16() == 405 || status.as_u16() == 404 {
+                Ok(())
+            } else {
+                Err(TransportError::Status { status: status.as_u16(), content_type: None, body: Bytes::new() })
+            }
+        })
+    }
+}
