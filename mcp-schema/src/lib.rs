@@ -8,4 +8,40 @@
 //! annotations and validates arguments with validators compiled once.
 //!
 //! **Layering:** depends on `mcp-wire` only (plus `serde_json`, `jsonschema`, `thiserror`).
-//! No runtime, no I/O.
+//! No runtime, no I/O: no `$ref` is ever fetched.
+//!
+//! ```text
+//!   declared inputSchema ──► project_input(profile)  ──► Offered(schema) | NotOffered(why)
+//!   declared outputSchema ─► project_output(profile) ──► Shown | SchemaHidden | Dropped
+//!   declared inputSchema ──► extract_headers         ──► [(property path, header name)]
+//!   declared inputSchema ──► Validator::compile      ──► validate(arguments) ──► [issues]
+//! ```
+//!
+//! - [`profile`]: [`SchemaProfile`], what a revision can hold, with one constant per revision.
+//! - [`projection`]: the projection rules, one function each, listed in the module docs.
+//! - [`cache`]: [`ProjectionCache`], computed once per tool and profile.
+//! - [`header`]: `x-mcp-header` extraction and its registration errors.
+//! - [`validate`]: [`Validator`], compiled once, draft-07 or 2020-12.
+//! - [`asking`]: the `mcpAnswers`/`mcpState` properties of the 2025-03-26 and 2024-11-05
+//!   asking-in-arguments mechanism.
+//!
+//! The crate has no feature flags.
+
+pub mod asking;
+pub mod cache;
+pub mod header;
+mod keywords;
+mod pointer;
+pub mod profile;
+pub mod projection;
+pub mod validate;
+
+pub use asking::{AskingPropertiesError, MCP_ANSWERS, MCP_STATE, with_asking_properties};
+pub use cache::{ProjectionCache, ToolProjection};
+pub use header::{HeaderAnnotationError, HeaderBinding, HeaderValueType, extract_headers};
+pub use profile::{Dialect, InputSupport, OutputSupport, SchemaProfile};
+pub use projection::{
+    NotOffered, NotOfferedReason, OutputDrop, OutputProjection, Projection, ProjectionLimits,
+    project_input, project_input_with, project_output, project_output_with,
+};
+pub use validate::{SchemaError, ValidationIssue, Validator, ValidatorOptions};
