@@ -1,0 +1,257 @@
+//! The normalized, revision-independent shape of what a client sent.
+
+use std::fmt;
+use std::str::FromStr;
+
+use mcp_wire::jsonrpc::{ErrorObject, Id};
+use serde_json::{Map, Value};
+
+use crate::ask::Answers;
+use crate::failure::Failure;
+use crate::operation::Operation;
+
+/// One decoded item of a body: a call, a reply to a server-pushed request, or a failure.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Incoming {
+    /// A request or notification, decoded and checked.
+    Call(Box<Call>),
+    /// A JSON-RPC response from the client to a request the server pushed (2025-06-18 and
+    /// 2025-11-25 `elicitation/create`, or `sampling/createMessage`, `roots/list`, `ping` on any
+    /// revision with a handshake). The server publishes it to whoever waits for that id.
+    Reply(Reply),
+    /// The item could not be decoded; answer with this failure (unless it was a notification).
+    Invalid(Invalid),
+}
+
+/// A client's answer to a request the server pushed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    /// The id the server gave the pushed request.
+    pub id: Id,
+    /// `Ok(result)` or the JSON-RPC error the client answered with. An error is a refusal,
+    /// never an acceptance; see [`ElicitAnswer::from_reply`](crate::ElicitAnswer::from_reply).
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+/// An item that failed to decode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invalid {
+    /// The item's id, when it had a usable one. The error response carries it (`null`, or no
+    /// `id` member on revisions where it is optional, otherwise).
+    pub id: Option<Id>,
+    /// `false` when the item was a notification or a response: JSON-RPC sends nothing back for
+    /// those (over HTTP a lone invalid notification still gets an error status).
+    pub respond: bool,
+    /// What went wrong.
+    pub failure: Failure,
+}
+
+/// What the server knows about the client for one call.
+///
+/// On 2026-07-28 both come from the request's `_meta`, and the capabilities are always present
+/// (`{}` means none; silence never means "whatever you said before"). On revisions with a
+/// handshake they are only on `initialize`; for later calls the server fills them from the
+/// session (or stdio connection) with [`ClientContext::fill_from`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClientContext {
+    /// The client's `Implementation` (`{name, version, ...}`), if stated.
+    pub info: Option<Value>,
+    /// The client's `ClientCapabilities` object, if stated.
+    pub capabilities: Option<Map<String, Value>>,
+}
+
+impl ClientContext {
+    /// The client declared the top-level capability `name` (`"elicitation"`, `"sampling"`,
+    /// `"roots"`, ...).
+    pub fn has(&self, name: &str) -> bool {
+        self.capabilities
+            .as_ref()
+            .is_some_and(|c| c.get(name).is_some_and(|v| !v.is_null()))
+    }
+
+    /// The client can answer form-mode elicitation (`elicitation: {}` means form only).
+    pub fn can_elicit_form(&self) -> bool {
+        match self.capability("elicitation") {
+            Some(Value::Object(o)) => o.is_empty() || o.contains_key("form"),
+            Some(v) => !v.is_null(),
+            None => false,
+        }
+    }
+
+    /// The client can answer URL-mode elicitation.
+    pub fn can_elicit_url(&self) -> bool {
+        matches!(self.capability("elicitation"), Some(Value::Object(o)) if o.contains_key("url"))
+    }
+
+    /// The value of the capability `name`.
+    pub fn capability(&self, name: &str) -> Option<&Value> {
+        self.capabilities.as_ref().and_then(|c| c.get(name))
+    }
+
+    /// Fills what this call did not state from what the session remembers (legacy revisions).
+    pub fn fill_from(&mut self, remembered: &Self) {
+        if self.info.is_none() {
+            self.info.clone_from(&remembered.info);
+        }
+        if self.capabilities.is_none() {
+            self.capabilities.clone_from(&remembered.capabilities);
+        }
+    }
+}
+
+/// A decoded request or notification.
+///
+/// `params` keeps the raw params object minus what was moved into typed fields: `arguments`,
+/// `inputResponses` and `requestState` are taken out (so are `mcpAnswers` / `mcpState` from the
+/// arguments of a tool call on revisions that ask in arguments). `_meta` and everything else
+/// stay, so a handler can read any field an operation has (`ref` of `completion/complete`,
+/// `notifications` of `subscriptions/listen`, `requestId` of `notifications/cancelled` ...).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Call {
+    /// What to do.
+    pub operation: Operation,
+    /// The request id; `None` for a notification.
+    pub id: Option<Id>,
+    /// The wire method.
+    pub method: String,
+    /// `params.name` (tool, prompt) or `params.uri` (resource read, subscribe, unsubscribe).
+    pub target: Option<String>,
+    /// `params.arguments` of `tools/call` and `prompts/get` (empty when absent).
+    pub arguments: Map<String, Value>,
+    /// The rest of `params` (see the type docs).
+    pub params: Map<String, Value>,
+    /// The client's identity and capabilities, as far as this call states them.
+    pub client: ClientContext,
+    /// The protocol version the call names: `_meta` on 2026-07-28, `params.protocolVersion` on
+    /// `initialize`.
+    pub protocol_version: Option<String>,
+    /// `_meta.progressToken`.
+    pub progress_token: Option<Id>,
+    /// The requested log level: `_meta["io.modelcontextprotocol/logLevel"]` on 2026-07-28, or
+    /// `params.level` of `logging/setLevel`.
+    pub log_level: Option<LogLevel>,
+    /// Answers to earlier questions: MRTR `inputResponses`, or the `mcpAnswers` argument.
+    pub answers: Option<Answers>,
+    /// The opaque state of an earlier attempt: MRTR `requestState`, or the `mcpState`
+    /// argument.
+    pub request_state: Option<String>,
+    /// `params.cursor` of the list operations.
+    pub cursor: Option<String>,
+}
+
+impl Call {
+    /// A call with only the operation, id and method set (the decoder fills the rest; tests
+    /// and the stdio layer may build calls by hand).
+    pub fn new(operation: Operation, id: Option<Id>, method: impl Into<String>) -> Self {
+        Self {
+            operation,
+            id,
+            method: method.into(),
+            target: None,
+            arguments: Map::new(),
+            params: Map::new(),
+            client: ClientContext::default(),
+            protocol_version: None,
+            progress_token: None,
+            log_level: None,
+            answers: None,
+            request_state: None,
+            cursor: None,
+        }
+    }
+
+    /// The call is a notification (no reply).
+    pub fn is_notification(&self) -> bool {
+        self.id.is_none()
+    }
+
+    /// The call is a retry of an earlier attempt that asked something (it carries answers or
+    /// request state). Its result is never cacheable.
+    pub fn is_retry(&self) -> bool {
+        self.answers.is_some() || self.request_state.is_some()
+    }
+
+    /// `params._meta`, if present.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.params.get("_meta").and_then(Value::as_object)
+    }
+
+    /// The request a `notifications/cancelled` refers to (`params.requestId`).
+    pub fn cancelled_request(&self) -> Option<Id> {
+        self.params
+            .get("requestId")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+}
+
+/// The eight RFC 5424 log levels, least severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// `debug`.
+    Debug,
+    /// `info`.
+    Info,
+    /// `notice`.
+    Notice,
+    /// `warning`.
+    Warning,
+    /// `error`.
+    Error,
+    /// `critical`.
+    Critical,
+    /// `alert`.
+    Alert,
+    /// `emergency`.
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, least severe first.
+    pub const ALL: [Self; 8] = [
+        Self::Debug,
+        Self::Info,
+        Self::Notice,
+        Self::Warning,
+        Self::Error,
+        Self::Critical,
+        Self::Alert,
+        Self::Emergency,
+    ];
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Notice => "notice",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Critical => "critical",
+            Self::Alert => "alert",
+            Self::Emergency => "emergency",
+        }
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The string is not one of the eight level names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown log level {0:?}")]
+pub struct UnknownLogLevel(pub String);
+
+impl FromStr for LogLevel {
+    type Err = UnknownLogLevel;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| UnknownLogLevel(s.to_owned()))
+    }
+}

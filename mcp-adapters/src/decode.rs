@@ -1,0 +1,498 @@
+//! Decoding a body (already parsed once by `mcp_wire::jsonrpc`) into normalized items.
+//!
+//! # Validation order
+//!
+//! The spec leaves the order open when several checks fail. This crate uses one order, chosen
+//! so that header problems (which an intermediary may have routed on) are reported before
+//! anything that depends on trusting the body:
+//!
+//! 1. the body is JSON (`-32700`, 400) and a valid JSON-RPC message or batch (`-32600`, 400);
+//!    a batch on a revision without batches, or `initialize` inside one (`-32600`, 400);
+//! 2. revision selection ([`AdapterSet::select`](crate::AdapterSet::select)): header and
+//!    `_meta` versions agree (`-32020`), the version is served (`-32022`), a modern-only
+//!    server gets a version header (`-32020`);
+//! 3. on 2026-07-28 over HTTP ([`Adapter::decode_http`]): `MCP-Protocol-Version` present and
+//!    equal to `_meta` (again, for pinned requests), then `Mcp-Method`, then `Mcp-Name` when the
+//!    body has a string `name`/`uri` (`-32020`, 400);
+//! 4. on 2026-07-28: the required `_meta` fields, protocol version and client capabilities
+//!    (`-32602`, 400), and the `_meta` version is this revision's (`-32022`);
+//! 5. the method exists on the revision (`-32601`; 404 on 2026-07-28);
+//! 6. the params of the method (`-32602`): `name`/`uri`, `arguments`, `cursor`, log level,
+//!    `inputResponses`/`requestState`, `mcpAnswers`/`mcpState`;
+//! 7. on 2026-07-28 over HTTP, `Mcp-Param-*` mirror the named tool's `x-mcp-header`
+//!    arguments: missing, extra, malformed or different (`-32020`, 400);
+//! 8. then, in the server: unknown tool, prompt or resource, and when a handler asks,
+//!    the client capability ([`Adapter::check_ask`], `-32021` on 2026-07-28).
+
+use mcp_wire::jsonrpc::{DecodeError, Decoded, Id, Message};
+use mcp_wire::names::{headers as header_names, meta, method};
+use serde_json::{Map, Value};
+
+use crate::adapter::Adapter;
+use crate::ask::{ANSWERS_ARGUMENT, Answers, STATE_ARGUMENT};
+use crate::call::{Call, ClientContext, Incoming, Invalid, LogLevel, Reply};
+use crate::failure::Failure;
+use crate::headers::{self, HeaderSource, Lookup, NoTools, ToolHeaders};
+use crate::operation::{Operation, method_map};
+use crate::revision::Revision;
+use crate::select::{AdapterSet, Hint, Rejected, Selected, SelectionInput};
+
+/// What [`Adapter::decode`] found in a body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodedBody {
+    /// The body was a JSON-RPC batch: the answer is a JSON array of the responses, in item
+    /// order (HTTP 200), or nothing (HTTP 202) when no item needs an answer.
+    pub batch: bool,
+    /// One entry per message (one for a single message; for a batch, one per item).
+    pub items: Vec<Incoming>,
+}
+
+impl DecodedBody {
+    fn single(item: Incoming) -> Self {
+        Self {
+            batch: false,
+            items: vec![item],
+        }
+    }
+}
+
+impl<'a> SelectionInput<'a> {
+    /// The version hints of a decoded body: the `_meta` protocol version of the first message
+    /// that has params, and the requested version when that message is `initialize`.
+    /// Header, pin and session are left unset.
+    pub fn from_body(body: &'a Decoded) -> Self {
+        let first = match body {
+            Decoded::Single(Ok(message)) => Some(message),
+            Decoded::Batch(items) => items.iter().find_map(|i| i.as_ref().ok()),
+            Decoded::Single(Err(_)) => None,
+        };
+        let mut input = Self::default();
+        let Some(message) = first else {
+            return input;
+        };
+        let params = match message {
+            Message::Request(r) => r.params.as_ref(),
+            Message::Notification(n) => n.params.as_ref(),
+            Message::Response(_) => None,
+        };
+        if let Some(version) = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+        {
+            input.meta = version.as_str().map_or(Hint::Malformed, Hint::Value);
+        }
+        if message.method() == Some(method::INITIALIZE) {
+            input.initialize = Some(match params.and_then(|p| p.get("protocolVersion")) {
+                None => Hint::Absent,
+                Some(v) => v.as_str().map_or(Hint::Malformed, Hint::Value),
+            });
+        }
+        input
+    }
+
+    /// Sets [`header`](Self::header) from the request's `MCP-Protocol-Version` header.
+    #[must_use]
+    pub fn with_headers(mut self, headers: &'a (impl HeaderSource + ?Sized)) -> Self {
+        self.header = match headers.lookup(header_names::PROTOCOL_VERSION) {
+            Lookup::Missing => Hint::Absent,
+            Lookup::One(raw) => std::str::from_utf8(raw).map_or(Hint::Malformed, Hint::Value),
+            Lookup::Repeated => Hint::Malformed,
+        };
+        self
+    }
+}
+
+impl AdapterSet {
+    /// Selection for a Streamable HTTP POST: a body that is not JSON is refused first
+    /// (`-32700`, rendered by the newest adapter), then [`AdapterSet::select`] runs on the
+    /// body's hints, the `MCP-Protocol-Version` header, the operator's `pin` and the session's
+    /// stored version.
+    pub fn select_http(
+        &self,
+        body: &Decoded,
+        headers: &(impl HeaderSource + ?Sized),
+        pin: Option<&str>,
+        session: Option<&str>,
+    ) -> Result<Selected, Rejected> {
+        if let Decoded::Single(Err(DecodeError::Parse { detail })) = body {
+            return Err(Rejected {
+                adapter: self.newest(),
+                failure: Failure::parse(detail),
+            });
+        }
+        let mut input = SelectionInput::from_body(body).with_headers(headers);
+        input.pin = pin;
+        input.session = session;
+        self.select(&input)
+    }
+}
+
+/// Where the HTTP checks get their inputs.
+struct Http<'a, H: ?Sized, T: ?Sized> {
+    headers: &'a H,
+    tools: &'a T,
+}
+
+impl Adapter {
+    /// Decodes a body received without HTTP headers (stdio, or HTTP+SSE message POSTs): no
+    /// header checks run. See the module docs for the validation order.
+    pub fn decode(&self, body: Decoded) -> DecodedBody {
+        self.decode_inner::<[(&str, &str)], NoTools>(body, None)
+    }
+
+    /// Decodes a Streamable HTTP POST body and runs this revision's header checks (only
+    /// 2026-07-28 has any). `tools` gives the `x-mcp-header` bindings of the tool a
+    /// `tools/call` names, for the `Mcp-Param-*` check.
+    pub fn decode_http<H, T>(&self, body: Decoded, headers: &H, tools: &T) -> DecodedBody
+    where
+        H: HeaderSource + ?Sized,
+        T: ToolHeaders + ?Sized,
+    {
+        self.decode_inner(body, Some(Http { headers, tools }))
+    }
+
+    /// Decodes one message (no header checks).
+    pub fn decode_message(&self, message: Message) -> Incoming {
+        self.decode_one::<[(&str, &str)], NoTools>(message, None, false)
+    }
+
+    fn decode_inner<H, T>(&self, body: Decoded, http: Option<Http<'_, H, T>>) -> DecodedBody
+    where
+        H: HeaderSource + ?Sized,
+        T: ToolHeaders + ?Sized,
+    {
+        match body {
+            Decoded::Single(Ok(message)) => {
+                DecodedBody::single(self.decode_one(message, http.as_ref(), false))
+            }
+            Decoded::Single(Err(error)) => DecodedBody::single(invalid_envelope(&error)),
+            Decoded::Batch(_) if !self.allows_batch() => {
+                DecodedBody::single(Incoming::Invalid(Invalid {
+                    id: None,
+                    respond: true,
+                    failure: Failure::invalid_request(format!(
+                        "JSON-RPC batches are not supported on {}",
+                        self.version()
+                    )),
+                }))
+            }
+            Decoded::Batch(items) => DecodedBody {
+                batch: true,
+                items: items
+                    .into_iter()
+                    .map(|item| match item {
+                        Ok(message) => self.decode_one(message, http.as_ref(), true),
+                        Err(error) => invalid_envelope(&error),
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    fn decode_one<H, T>(
+        &self,
+        message: Message,
+        http: Option<&Http<'_, H, T>>,
+        in_batch: bool,
+    ) -> Incoming
+    where
+        H: HeaderSource + ?Sized,
+        T: ToolHeaders + ?Sized,
+    {
+        match message {
+            Message::Response(response) => match (response.id, self.has_handshake()) {
+                (Some(id), true) => Incoming::Reply(Reply {
+                    id,
+                    outcome: response.outcome,
+                }),
+                (id, has_handshake) => Incoming::Invalid(Invalid {
+                    id,
+                    respond: false,
+                    failure: Failure::invalid_request(if has_handshake {
+                        "a response without an id cannot be routed".to_owned()
+                    } else {
+                        format!("clients must not send responses on {}", self.version())
+                    }),
+                }),
+            },
+            Message::Request(request) => {
+                if in_batch && request.method == method::INITIALIZE {
+                    return Incoming::Invalid(Invalid {
+                        id: Some(request.id),
+                        respond: true,
+                        failure: Failure::invalid_request("initialize must not be part of a batch"),
+                    });
+                }
+                let id = request.id.clone();
+                self.decode_call(Some(request.id), request.method, request.params, http)
+                    .unwrap_or_else(|failure| {
+                        Incoming::Invalid(Invalid {
+                            id: Some(id),
+                            respond: true,
+                            failure,
+                        })
+                    })
+            }
+            Message::Notification(notification) => self
+                .decode_call(None, notification.method, notification.params, http)
+                .unwrap_or_else(|failure| {
+                    Incoming::Invalid(Invalid {
+                        id: None,
+                        respond: false,
+                        failure,
+                    })
+                }),
+        }
+    }
+
+    fn decode_call<H, T>(
+        &self,
+        id: Option<Id>,
+        method: String,
+        params: Option<Value>,
+        http: Option<&Http<'_, H, T>>,
+    ) -> Result<Incoming, Failure>
+    where
+        H: HeaderSource + ?Sized,
+        T: ToolHeaders + ?Sized,
+    {
+        let features = self.features();
+        let is_request = id.is_some();
+        let mut params = match params {
+            None => Map::new(),
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(Failure::invalid_params("params must be an object")),
+        };
+        let known = self.operation(&method);
+
+        // 3. Header mirroring (2026-07-28 over HTTP, requests only).
+        if let Some(http) = http.filter(|_| features.mirrors_headers && is_request) {
+            let meta_version = params
+                .get("_meta")
+                .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+                .and_then(Value::as_str);
+            headers::check_version(http.headers, meta_version)?;
+            headers::check_method(http.headers, &method)?;
+            if let Some(op) = known.filter(|op| op.has_target())
+                && let Some(name) = params.get(target_field(op)).and_then(Value::as_str)
+            {
+                headers::check_name(http.headers, name)?;
+            }
+        }
+
+        // 4. Required `_meta` (2026-07-28 requests).
+        let mut client = ClientContext::default();
+        let mut protocol_version = None;
+        let mut log_level = None;
+        if features.per_request_meta && is_request {
+            let meta_obj = params
+                .get("_meta")
+                .and_then(Value::as_object)
+                .ok_or_else(|| Failure::missing_meta("missing params._meta"))?;
+            let version = match meta_obj.get(meta::PROTOCOL_VERSION) {
+                Some(Value::String(v)) => v.clone(),
+                Some(_) => {
+                    return Err(Failure::missing_meta(format!(
+                        "_meta {:?} must be a string",
+                        meta::PROTOCOL_VERSION
+                    )));
+                }
+                None => {
+                    return Err(Failure::missing_meta(format!(
+                        "missing _meta {:?}",
+                        meta::PROTOCOL_VERSION
+                    )));
+                }
+            };
+            if version != self.version() {
+                return Err(Failure::unsupported_version(&version, &[self.revision()]));
+            }
+            protocol_version = Some(version);
+            client.capabilities = match meta_obj.get(meta::CLIENT_CAPABILITIES) {
+                Some(Value::Object(c)) => Some(c.clone()),
+                Some(_) => {
+                    return Err(Failure::missing_meta(format!(
+                        "_meta {:?} must be an object",
+                        meta::CLIENT_CAPABILITIES
+                    )));
+                }
+                None => {
+                    return Err(Failure::missing_meta(format!(
+                        "missing _meta {:?}",
+                        meta::CLIENT_CAPABILITIES
+                    )));
+                }
+            };
+            client.info = meta_obj
+                .get(meta::CLIENT_INFO)
+                .filter(|v| v.is_object())
+                .cloned();
+            if let Some(level) = meta_obj.get(meta::LOG_LEVEL) {
+                log_level = Some(parse_level(level)?);
+            }
+        }
+
+        // 5. The method.
+        let operation = match known {
+            Some(op) if op.is_notification() != is_request => op,
+            Some(_) | None if !is_request => Operation::Notification,
+            Some(_) => {
+                return Err(Failure::invalid_request(format!(
+                    "{method} is a notification, not a request"
+                )));
+            }
+            None if features.supports_extensions && !is_core_method(&method) => {
+                Operation::Extension
+            }
+            None => return Err(Failure::unknown_method(&method)),
+        };
+
+        // 6. Params.
+        let mut call = Call::new(operation, id, method);
+        call.client = client;
+        call.protocol_version = protocol_version;
+        call.log_level = log_level;
+        call.progress_token = params
+            .get("_meta")
+            .and_then(|m| m.get(meta::PROGRESS_TOKEN))
+            .and_then(|t| serde_json::from_value::<Id>(t.clone()).ok());
+        match operation {
+            Operation::CallTool | Operation::GetPrompt => {
+                call.target = Some(required_string(&params, "name")?);
+                call.arguments = match params.remove("arguments") {
+                    None | Some(Value::Null) => Map::new(),
+                    Some(Value::Object(a)) => a,
+                    Some(_) => return Err(Failure::invalid_params("arguments must be an object")),
+                };
+            }
+            Operation::ReadResource | Operation::Subscribe | Operation::Unsubscribe => {
+                call.target = Some(required_string(&params, "uri")?);
+            }
+            Operation::ListTools
+            | Operation::ListPrompts
+            | Operation::ListResources
+            | Operation::ListResourceTemplates => {
+                call.cursor = optional_string(&params, "cursor")?;
+            }
+            Operation::Describe if features.has_handshake => {
+                let version = required_string(&params, "protocolVersion")?;
+                call.protocol_version = Some(version);
+                call.client.capabilities = match params.get("capabilities") {
+                    None | Some(Value::Null) => Some(Map::new()),
+                    Some(Value::Object(c)) => Some(c.clone()),
+                    Some(_) => {
+                        return Err(Failure::invalid_params("capabilities must be an object"));
+                    }
+                };
+                call.client.info = params.get("clientInfo").filter(|v| v.is_object()).cloned();
+            }
+            Operation::SetLogLevel => {
+                let level = params
+                    .get("level")
+                    .ok_or_else(|| Failure::invalid_params("missing params.level"))?;
+                call.log_level = Some(parse_level(level)?);
+            }
+            _ => {}
+        }
+        if features.can_ask() && operation.may_require_input() {
+            call.answers = match params.remove("inputResponses") {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(a)) => Some(Answers::from_map(a)),
+                Some(_) => return Err(Failure::invalid_params("inputResponses must be an object")),
+            };
+            call.request_state = match params.remove("requestState") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s),
+                Some(_) => return Err(Failure::invalid_params("requestState must be a string")),
+            };
+        }
+        if features.asks_in_arguments() && operation == Operation::CallTool {
+            call.answers = match call.arguments.remove(ANSWERS_ARGUMENT) {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(a)) => Some(Answers::from_map(a)),
+                Some(_) => {
+                    return Err(Failure::invalid_params(format!(
+                        "{ANSWERS_ARGUMENT} must be an object"
+                    )));
+                }
+            };
+            call.request_state = match call.arguments.remove(STATE_ARGUMENT) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s),
+                Some(_) => {
+                    return Err(Failure::invalid_params(format!(
+                        "{STATE_ARGUMENT} must be a string"
+                    )));
+                }
+            };
+        }
+        call.params = params;
+
+        // 7. `Mcp-Param-*`.
+        if let Some(http) = http.filter(|_| features.mirrors_headers && is_request)
+            && operation == Operation::CallTool
+            && let Some(bindings) = call
+                .target
+                .as_deref()
+                .and_then(|name| http.tools.header_bindings(name))
+        {
+            headers::check_params(http.headers, bindings, &call.arguments)?;
+        }
+        Ok(Incoming::Call(Box::new(call)))
+    }
+}
+
+/// The params field an operation's target is in.
+pub(crate) fn target_field(operation: Operation) -> &'static str {
+    match operation {
+        Operation::ReadResource | Operation::Subscribe | Operation::Unsubscribe => "uri",
+        _ => "name",
+    }
+}
+
+/// A method some revision defines (so it is not an extension method on 2026-07-28).
+fn is_core_method(name: &str) -> bool {
+    Revision::ALL
+        .iter()
+        .any(|r| method_map(*r).iter().any(|(m, _)| *m == name))
+        || name.starts_with("notifications/")
+}
+
+fn invalid_envelope(error: &DecodeError) -> Incoming {
+    let failure = match error {
+        DecodeError::Parse { detail } => Failure::parse(detail),
+        other => Failure::invalid_request(other.to_error_object().message),
+    };
+    Incoming::Invalid(Invalid {
+        id: error.id().cloned(),
+        respond: true,
+        failure,
+    })
+}
+
+fn required_string(params: &Map<String, Value>, field: &str) -> Result<String, Failure> {
+    match params.get(field) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(Failure::invalid_params(format!(
+            "params.{field} must be a string"
+        ))),
+        None => Err(Failure::invalid_params(format!("missing params.{field}"))),
+    }
+}
+
+fn optional_string(params: &Map<String, Value>, field: &str) -> Result<Option<String>, Failure> {
+    match params.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(Failure::invalid_params(format!(
+            "params.{field} must be a string"
+        ))),
+    }
+}
+
+fn parse_level(value: &Value) -> Result<LogLevel, Failure> {
+    value
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| Failure::invalid_params(format!("invalid log level {value}")))
+}

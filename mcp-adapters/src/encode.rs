@@ -1,0 +1,419 @@
+//! Encoding outcomes into JSON-RPC messages, identically for JSON, SSE and stdio.
+//!
+//! An [`Encoded`] is one JSON-RPC message (as JSON) plus the HTTP status it goes with; the
+//! transport frames it (`application/json` body, SSE `data:` event, or one ndjson line).
+
+use http::StatusCode;
+use mcp_wire::jsonrpc::Id;
+use mcp_wire::names::{meta, method};
+use serde_json::{Map, Value, json};
+
+use crate::adapter::Adapter;
+use crate::ask::{INPUT_REQUIRED_META, InputRequests, instructions_text};
+use crate::call::{Call, LogLevel};
+use crate::failure::Failure;
+use crate::features::AskMechanism;
+use crate::operation::Operation;
+use crate::select::AdapterSet;
+
+/// What a handler produced for a call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// The result object, in the newest revision's superset shape (the adapter projects it).
+    Value(Value),
+    /// The handler needs answers first.
+    InputRequired {
+        /// The questions, by server-assigned key.
+        requests: InputRequests,
+        /// Opaque state for the next attempt (the server must integrity-protect it).
+        state: Option<String>,
+    },
+    /// The call failed.
+    Failure(Failure),
+}
+
+/// Who may cache a result (`cacheScope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CacheScope {
+    /// Any client or shared intermediary may cache it.
+    Public,
+    /// Only caches of the same authorization context.
+    #[default]
+    Private,
+}
+
+impl CacheScope {
+    /// The wire value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Private => "private",
+        }
+    }
+}
+
+/// The cache hints of one cacheable result (`ttlMs`, `cacheScope`).
+///
+/// Default is `ttlMs: 0` (immediately stale) and `cacheScope: "private"`: safe for anything.
+/// Configure it per list and per resource (all pages of one list must share one scope).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CacheHint {
+    /// Freshness in milliseconds.
+    pub ttl_ms: u64,
+    /// Who may cache.
+    pub scope: CacheScope,
+}
+
+impl CacheHint {
+    /// `ttlMs: 0`, `cacheScope: "private"`.
+    pub const NONE: Self = Self {
+        ttl_ms: 0,
+        scope: CacheScope::Private,
+    };
+}
+
+/// What the encoder needs besides the outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ResultContext<'a> {
+    /// The server's `Implementation`, put in `_meta["io.modelcontextprotocol/serverInfo"]` of
+    /// every result on 2026-07-28 (omitted when `None`).
+    pub server_info: Option<&'a Value>,
+    /// The cache hints for this result, when the operation is cacheable. Default is
+    /// [`CacheHint::NONE`].
+    pub cache: CacheHint,
+}
+
+/// One encoded JSON-RPC message and the HTTP status that carries it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Encoded {
+    /// The JSON-RPC message.
+    pub message: Value,
+    /// The HTTP status (200 for results; the failure table's status for errors).
+    pub status: StatusCode,
+}
+
+impl Encoded {
+    /// The message as bytes (compact JSON, no trailing newline).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.message).unwrap_or_default()
+    }
+}
+
+impl Adapter {
+    /// Encodes the outcome of `call`. `None` for a notification (nothing is sent back).
+    pub fn encode(
+        &self,
+        call: &Call,
+        outcome: Outcome,
+        ctx: &ResultContext<'_>,
+    ) -> Option<Encoded> {
+        let id = call.id.clone()?;
+        Some(match outcome {
+            Outcome::Value(value) => {
+                self.encode_result(id, call.operation, call.is_retry(), value, ctx)
+            }
+            Outcome::InputRequired { requests, state } => self
+                .encode_input_required(id.clone(), call, &requests, state.as_deref(), ctx)
+                .unwrap_or_else(|failure| self.encode_failure(Some(id), &failure)),
+            Outcome::Failure(failure) => self.encode_failure(Some(id), &failure),
+        })
+    }
+
+    /// A success response carrying `result`, projected and enveloped for this revision (see
+    /// [`Adapter::result_body`]).
+    pub fn encode_result(
+        &self,
+        id: Id,
+        operation: Operation,
+        is_retry: bool,
+        result: Value,
+        ctx: &ResultContext<'_>,
+    ) -> Encoded {
+        match self.result_body(operation, is_retry, result, ctx) {
+            Ok(body) => Encoded {
+                message: json!({"jsonrpc": "2.0", "id": id, "result": body}),
+                status: StatusCode::OK,
+            },
+            Err(failure) => self.encode_failure(Some(id), &failure),
+        }
+    }
+
+    /// The result object for this revision:
+    ///
+    /// - `tools/call` results get [`Adapter::project_tool_result`], `prompts/get` results
+    ///   [`Adapter::project_prompt_result`];
+    /// - on 2026-07-28: `resultType: "complete"` unless the handler set one,
+    ///   `_meta["io.modelcontextprotocol/serverInfo"]`, and on cacheable operations `ttlMs` and
+    ///   `cacheScope` from `ctx.cache` unless already set. On a retry (the call carried
+    ///   answers or request state) they are forced to `0` and `"private"`: the spec requires
+    ///   the fields on every complete result of those methods and forbids caching retries;
+    /// - elsewhere `resultType`, `ttlMs` and `cacheScope` are removed.
+    ///
+    /// A result that is not a JSON object is an `Internal` failure.
+    pub fn result_body(
+        &self,
+        operation: Operation,
+        is_retry: bool,
+        result: Value,
+        ctx: &ResultContext<'_>,
+    ) -> Result<Value, Failure> {
+        let Value::Object(mut body) = result else {
+            return Err(Failure::internal("a result must be a JSON object"));
+        };
+        match operation {
+            Operation::CallTool => self.project_tool_result(&mut body),
+            Operation::GetPrompt => self.project_prompt_result(&mut body),
+            _ => {}
+        }
+        let f = self.features();
+        if f.result_envelope {
+            body.entry("resultType")
+                .or_insert_with(|| "complete".into());
+            self.add_server_info(&mut body, ctx);
+            let complete = body.get("resultType").and_then(Value::as_str) == Some("complete");
+            if f.cache_hints && operation.is_cacheable() && complete {
+                let hint = if is_retry { CacheHint::NONE } else { ctx.cache };
+                if is_retry || !body.contains_key("ttlMs") {
+                    body.insert("ttlMs".into(), hint.ttl_ms.into());
+                }
+                if is_retry || !body.contains_key("cacheScope") {
+                    body.insert("cacheScope".into(), hint.scope.as_str().into());
+                }
+            }
+        } else {
+            for key in ["resultType", "ttlMs", "cacheScope"] {
+                body.remove(key);
+            }
+        }
+        Ok(Value::Object(body))
+    }
+
+    fn add_server_info(&self, body: &mut Map<String, Value>, ctx: &ResultContext<'_>) {
+        if let Some(info) = ctx.server_info {
+            let meta_obj = body
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = meta_obj {
+                m.entry(meta::SERVER_INFO)
+                    .or_insert_with(|| self.project_implementation(info));
+            }
+        }
+    }
+
+    /// An error response. `id: None` (the request's id could not be read) is written as
+    /// `"id": null` where the revision's schema requires an id (up to 2025-06-18, as JSON-RPC
+    /// 2.0 says), and as no `id` member from 2025-11-25 on, where it is optional.
+    pub fn encode_failure(&self, id: Option<Id>, failure: &Failure) -> Encoded {
+        let mapping = failure.mapping(self.revision());
+        let mut error = Map::new();
+        error.insert("code".into(), mapping.code.into());
+        error.insert("message".into(), Value::String(failure.message.clone()));
+        if let Some(data) = &failure.data {
+            error.insert("data".into(), data.clone());
+        }
+        let mut message = Map::new();
+        message.insert("jsonrpc".into(), "2.0".into());
+        match id {
+            Some(id) => {
+                message.insert("id".into(), json!(id));
+            }
+            None if self.features().error_id_optional => {}
+            None => {
+                message.insert("id".into(), Value::Null);
+            }
+        }
+        message.insert("error".into(), Value::Object(error));
+        Encoded {
+            message: Value::Object(message),
+            status: mapping.status,
+        }
+    }
+
+    /// Encodes questions the handler needs answered, by this revision's mechanism:
+    ///
+    /// - 2026-07-28: an `InputRequiredResult` (`resultType: "input_required"`, `inputRequests`,
+    ///   `requestState`, server info; never cache hints). Only for `tools/call`, `prompts/get`
+    ///   and `resources/read`; at least one of questions or state.
+    /// - 2025-03-26 and 2024-11-05: a successful `CallToolResult` (not an error: the call is
+    ///   unfinished, not failed) whose text says exactly what to send back as JSON to copy
+    ///   (earlier answers included, since the client must resend them all), with the questions
+    ///   repeated under `_meta[`[`INPUT_REQUIRED_META`]`]`. Only for `tools/call`.
+    /// - 2025-11-25 and 2025-06-18 push each question instead ([`Adapter::pushed_request`]),
+    ///   so this is an `Internal` failure there.
+    pub fn encode_input_required(
+        &self,
+        id: Id,
+        call: &Call,
+        requests: &InputRequests,
+        state: Option<&str>,
+        ctx: &ResultContext<'_>,
+    ) -> Result<Encoded, Failure> {
+        let result = self.input_required_result(call, requests, state, ctx)?;
+        Ok(Encoded {
+            message: json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            status: StatusCode::OK,
+        })
+    }
+
+    /// The result object of [`Adapter::encode_input_required`].
+    pub fn input_required_result(
+        &self,
+        call: &Call,
+        requests: &InputRequests,
+        state: Option<&str>,
+        ctx: &ResultContext<'_>,
+    ) -> Result<Value, Failure> {
+        let mut shaped = Map::new();
+        for (key, request) in requests {
+            shaped.insert(key.clone(), self.input_request(key, request)?);
+        }
+        match self.features().ask {
+            AskMechanism::InputRequired => {
+                if !call.operation.may_require_input() {
+                    return Err(Failure::internal(format!(
+                        "{} cannot ask for input during {}",
+                        self.version(),
+                        call.method
+                    )));
+                }
+                if requests.is_empty() && state.is_none() {
+                    return Err(Failure::internal(
+                        "an input-required result needs questions or request state",
+                    ));
+                }
+                let mut body = Map::new();
+                body.insert("resultType".into(), "input_required".into());
+                if !shaped.is_empty() {
+                    body.insert("inputRequests".into(), Value::Object(shaped));
+                }
+                if let Some(state) = state {
+                    body.insert("requestState".into(), state.into());
+                }
+                self.add_server_info(&mut body, ctx);
+                Ok(Value::Object(body))
+            }
+            AskMechanism::InArguments => {
+                if call.operation != Operation::CallTool {
+                    return Err(Failure::internal(format!(
+                        "{} can only ask during tools/call",
+                        self.version()
+                    )));
+                }
+                let questions: Map<String, Value> = requests
+                    .iter()
+                    .map(|(k, r)| {
+                        let mut q = Map::new();
+                        q.insert("method".into(), r.kind().method().into());
+                        q.insert("params".into(), Value::Object(r.params().clone()));
+                        (k.clone(), Value::Object(q))
+                    })
+                    .collect();
+                let text = instructions_text(requests, state, call.answers.as_ref());
+                Ok(json!({
+                    "content": [{"type": "text", "text": text}],
+                    "isError": false,
+                    "_meta": {
+                        INPUT_REQUIRED_META: {"inputRequests": questions, "requestState": state}
+                    }
+                }))
+            }
+            AskMechanism::Push => Err(Failure::internal(format!(
+                "{} pushes questions on the call's stream; use pushed_request",
+                self.version()
+            ))),
+        }
+    }
+
+    /// The result of `initialize` (revisions with a handshake) or `server/discover`
+    /// (2026-07-28), before the envelope ([`Adapter::result_body`] adds it):
+    /// `protocolVersion` is this adapter's version (the negotiated one), `supportedVersions`
+    /// the set's, capabilities and identity projected for the revision. On 2026-07-28 the
+    /// identity goes in `_meta` (through `ctx.server_info` when encoding), not in the body.
+    pub fn describe_result(
+        &self,
+        set: &AdapterSet,
+        server_info: &Value,
+        capabilities: &Value,
+        instructions: Option<&str>,
+    ) -> Value {
+        let mut body = Map::new();
+        body.insert(
+            "capabilities".into(),
+            self.project_server_capabilities(capabilities),
+        );
+        if self.has_handshake() {
+            body.insert("protocolVersion".into(), self.version().into());
+            body.insert(
+                "serverInfo".into(),
+                self.project_implementation(server_info),
+            );
+        } else {
+            body.insert("supportedVersions".into(), json!(set.versions()));
+        }
+        if let Some(text) = instructions {
+            body.insert("instructions".into(), text.into());
+        }
+        Value::Object(body)
+    }
+
+    /// A `notifications/progress` message. `message` is dropped on 2024-11-05, which has no
+    /// such field.
+    pub fn progress_notification(
+        &self,
+        token: &Id,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Value {
+        let mut params = Map::new();
+        params.insert("progressToken".into(), json!(token));
+        params.insert("progress".into(), json!(progress));
+        if let Some(total) = total {
+            params.insert("total".into(), json!(total));
+        }
+        if let Some(text) = message.filter(|_| self.progress_message()) {
+            params.insert("message".into(), text.into());
+        }
+        notification(method::NOTIFICATION_PROGRESS, params)
+    }
+
+    /// A `notifications/message` log message.
+    pub fn log_notification(&self, level: LogLevel, data: Value, logger: Option<&str>) -> Value {
+        let mut params = Map::new();
+        params.insert("level".into(), level.as_str().into());
+        if let Some(logger) = logger {
+            params.insert("logger".into(), logger.into());
+        }
+        params.insert("data".into(), data);
+        notification(method::NOTIFICATION_MESSAGE, params)
+    }
+
+    /// A change notification (`notifications/resources/updated`, the `*/list_changed` ones)
+    /// for delivery. On 2026-07-28 it belongs to a `subscriptions/listen` stream and carries
+    /// `_meta["io.modelcontextprotocol/subscriptionId"]` = the listen request's id; elsewhere
+    /// `subscription` is ignored.
+    pub fn change_notification(
+        &self,
+        method_name: &str,
+        params: Option<Map<String, Value>>,
+        subscription: Option<&Id>,
+    ) -> Value {
+        let mut params = params.unwrap_or_default();
+        if self.features().has_listen
+            && let Some(id) = subscription
+        {
+            let meta_obj = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = meta_obj {
+                m.insert(meta::SUBSCRIPTION_ID.into(), json!(id));
+            }
+        }
+        notification(method_name, params)
+    }
+}
+
+/// `{"jsonrpc": "2.0", "method", "params"}`.
+fn notification(method_name: &str, params: Map<String, Value>) -> Value {
+    json!({"jsonrpc": "2.0", "method": method_name, "params": params})
+}
