@@ -263,12 +263,12 @@ impl Adapter {
         state: Option<&str>,
         ctx: &ResultContext<'_>,
     ) -> Result<Value, Failure> {
-        let mut shaped = Map::new();
-        for (key, request) in requests {
-            shaped.insert(key.clone(), self.input_request(key, request)?);
-        }
         match self.features().ask {
             AskMechanism::InputRequired => {
+                let mut shaped = Map::new();
+                for (key, request) in requests {
+                    shaped.insert(key.clone(), self.input_request(key, request)?);
+                }
                 if !call.operation.may_require_input() {
                     return Err(Failure::internal(format!(
                         "{} cannot ask for input during {}",
