@@ -21,7 +21,11 @@ pub(crate) struct LineDecoder {
 
 impl LineDecoder {
     pub(crate) fn new(limit: usize) -> Self {
-        Self { buf: Vec::new(), scanned: 0, limit }
+        Self {
+            buf: Vec::new(),
+            scanned: 0,
+            limit,
+        }
     }
 
     pub(crate) fn push(&mut self, bytes: &[u8]) {

@@ -1,11 +1,49 @@
 //! The MCP client for every protocol revision and transport.
 //!
+//! One [`Client`] speaks whichever revision the server does — 2024-11-05 (HTTP+SSE), 2025-03-26,
+//! 2025-06-18, 2025-11-25 or 2026-07-28 — over Streamable HTTP, HTTP+SSE, stdio, or a
+//! [`transport::Transport`] of your own. It picks the revision the way the spec's dual-era
+//! client does (or speaks the one you pin), and from then on every difference between revisions
+//! is decided by the `mcp-adapters` flags of the revision in use, never by comparing version
+//! strings.
+//!
+//! ```text
+//!   Client ──► negotiate (adapter flags) ──► _meta / headers / session ──► Transport
+//!     ▲                                                                     │
+//!     └── results, questions (on_ask), notifications (on_notification) ◄────┘
+//! ```
+//!
+//! - Calls: [`Client::list_tools`] (and a stream over all pages, [`Client::list_stream`]),
+//!   [`Client::call_tool`], [`Client::read_resource`], [`Client::get_prompt`],
+//!   [`Client::complete`], or any method with [`Client::request`]. Each has a timeout, and
+//!   dropping its future cancels it on the server.
+//! - Asking: one [`ClientBuilder::on_ask`] callback answers elicitation (form and URL), sampling
+//!   and roots, whether the server uses MRTR (2026-07-28), pushed requests (2025-06-18,
+//!   2025-11-25) or the `mcpAnswers`/`mcpState` argument convention (2025-03-26, 2024-11-05).
+//! - Notifications: [`ClientBuilder::on_notification`] and [`Client::listen`].
+//! - Errors: one opaque [`Error`] with [`Error::kind`] and the JSON-RPC [`ErrorObject`].
+//!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema` and `mcp-adapters` only; never on
 //! `mcp-server` or `mcp-hub`.
 
+mod ask;
+mod asking;
+mod bindings;
+mod builder;
+mod cache;
+mod calls;
+mod client;
 mod codec;
 mod error;
+mod listen;
+mod negotiate;
 pub mod transport;
 
+pub use ask::{Answer, Asks, Question, QuestionKind};
+pub use builder::ClientBuilder;
+pub use calls::{ListKind, Page};
+pub use client::{CallOptions, Client, INPUT_REQUIRED_META, Progress, ServerDescription};
 pub use error::{Error, ErrorKind};
-pub use mcp_wire::jsonrpc::ErrorObject;
+pub use listen::{Listener, Subscriptions};
+pub use mcp_adapters::Revision;
+pub use mcp_wire::jsonrpc::{ErrorObject, Notification};

@@ -63,13 +63,20 @@ impl HttpSseBuilder {
         for (name, value) in &self.headers {
             request.headers_mut().append(name, value.clone());
         }
-        request.headers_mut().insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let response = pool.request(request).await.map_err(|e| TransportError::Http(error_chain(&e)))?;
+        request
+            .headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let response = pool
+            .request(request)
+            .await
+            .map_err(|e| TransportError::Http(error_chain(&e)))?;
         if !response.status().is_success() {
             return Err(status_error(response, self.max_message_size).await);
         }
         if content_type(response.headers()).as_deref() != Some("text/event-stream") {
-            return Err(TransportError::Protocol("the SSE endpoint is not text/event-stream".into()));
+            return Err(TransportError::Protocol(
+                "the SSE endpoint is not text/event-stream".into(),
+            ));
         }
         let router = Router::new();
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
@@ -83,7 +90,9 @@ impl HttpSseBuilder {
             Ok(Ok(data)) => data,
             Ok(Err(_)) => {
                 reader.abort();
-                return Err(TransportError::Protocol("the stream ended before an endpoint event".into()));
+                return Err(TransportError::Protocol(
+                    "the stream ended before an endpoint event".into(),
+                ));
             }
             Err(_) => {
                 reader.abort();
@@ -122,7 +131,9 @@ fn resolve(base: &Uri, data: &str) -> Result<Uri, TransportError> {
     if data.contains("://") {
         let uri: Uri = data.parse().map_err(|_| bad())?;
         if origin_of(&uri) != origin_of(base) {
-            return Err(TransportError::Protocol(format!("endpoint {data:?} is on another origin")));
+            return Err(TransportError::Protocol(format!(
+                "endpoint {data:?} is on another origin"
+            )));
         }
         return Ok(uri);
     }
@@ -161,7 +172,9 @@ async fn read_stream(
                             .map(str::to_owned);
                         match super::parse_message(event.data().as_bytes()) {
                             Ok(message) => router.dispatch(Inbound { message, event_id }),
-                            Err(e) => tracing::warn!(error = %e, "unreadable message on the SSE stream"),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "unreadable message on the SSE stream")
+                            }
                         }
                     }
                     _ => {}
@@ -297,8 +310,14 @@ mod tests {
     fn endpoint_resolution() {
         let base: Uri = "http://127.0.0.1:8080/app/sse".parse().unwrap();
         let cases: &[(&str, Option<&str>)] = &[
-            ("/messages?session_id=1", Some("http://127.0.0.1:8080/messages?session_id=1")),
-            ("messages?s=2", Some("http://127.0.0.1:8080/app/messages?s=2")),
+            (
+                "/messages?session_id=1",
+                Some("http://127.0.0.1:8080/messages?session_id=1"),
+            ),
+            (
+                "messages?s=2",
+                Some("http://127.0.0.1:8080/app/messages?s=2"),
+            ),
             ("http://127.0.0.1:8080/m", Some("http://127.0.0.1:8080/m")),
             ("http://evil.example:8080/m", None),
             ("/bad path", None),

@@ -32,7 +32,7 @@ mod streamable;
 
 pub use http_sse::{HttpSse, HttpSseBuilder};
 pub use router::Router;
-pub use stdio::{Stdio, StdioBuilder, Stderr};
+pub use stdio::{Stderr, Stdio, StdioBuilder};
 pub use streamable::{DEFAULT_MAX_MESSAGE_SIZE, StreamableHttp, StreamableHttpBuilder};
 
 /// A boxed, sendable future, as the [`Transport`] methods return.
@@ -53,7 +53,10 @@ pub struct Inbound {
 impl Inbound {
     /// A message without an event id.
     pub fn new(message: Message) -> Self {
-        Self { message, event_id: None }
+        Self {
+            message,
+            event_id: None,
+        }
     }
 }
 
@@ -120,7 +123,12 @@ pub struct TransportInfo {
 impl TransportInfo {
     /// A connection-shaped transport that is not HTTP (stdio, a socket, an in-memory pipe).
     pub fn connection() -> Self {
-        Self { request_streams: false, http: false, legacy_sse: false, origin: None }
+        Self {
+            request_streams: false,
+            http: false,
+            legacy_sse: false,
+            origin: None,
+        }
     }
 }
 
@@ -210,4 +218,9 @@ pub(crate) fn parse_message(bytes: &[u8]) -> Result<Message, TransportError> {
         Decoded::Single(Err(e)) => Err(TransportError::Protocol(e.to_string())),
         Decoded::Batch(_) => Err(TransportError::Protocol("an unexpected batch".into())),
     }
+}
+
+/// The origin key Streamable HTTP and HTTP+SSE transports report for `uri`.
+pub(crate) fn streamable_origin(uri: &http::Uri) -> Option<String> {
+    streamable::origin_of(uri)
 }

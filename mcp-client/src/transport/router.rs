@@ -85,7 +85,11 @@ impl Router {
             state.pending.insert(id.clone(), tx);
         }
         drop(state);
-        Box::pin(Pending { rx, id: Some(id), router: self.clone() })
+        Box::pin(Pending {
+            rx,
+            id: Some(id),
+            router: self.clone(),
+        })
     }
 
     /// The stream of messages no request is waiting for. Returns `Some` once.
@@ -195,7 +199,10 @@ mod tests {
     use super::*;
 
     fn response(id: Option<i64>) -> Inbound {
-        Inbound::new(Message::Response(Response { id: id.map(Id::Number), outcome: Ok(json!({})) }))
+        Inbound::new(Message::Response(Response {
+            id: id.map(Id::Number),
+            outcome: Ok(json!({})),
+        }))
     }
 
     #[tokio::test]
@@ -206,7 +213,10 @@ mod tests {
         let mut one = router.register(Id::Number(1));
         let mut two = router.register(Id::Number(2));
         router.dispatch(response(Some(2)));
-        router.dispatch(Inbound::new(Message::Notification(Notification { method: "n".into(), params: None })));
+        router.dispatch(Inbound::new(Message::Notification(Notification {
+            method: "n".into(),
+            params: None,
+        })));
         router.dispatch(response(Some(1)));
         router.dispatch(response(Some(99)));
         assert_eq!(two.next().await.unwrap().unwrap(), response(Some(2)));
@@ -226,9 +236,15 @@ mod tests {
         assert_eq!(two.next().await.unwrap().unwrap(), response(None));
         let mut three = router.register(Id::Number(3));
         router.close(None);
-        assert!(matches!(three.next().await, Some(Err(TransportError::Closed))));
+        assert!(matches!(
+            three.next().await,
+            Some(Err(TransportError::Closed))
+        ));
         let mut four = router.register(Id::Number(4));
-        assert!(matches!(four.next().await, Some(Err(TransportError::Closed))));
+        assert!(matches!(
+            four.next().await,
+            Some(Err(TransportError::Closed))
+        ));
     }
 
     #[tokio::test]

@@ -126,7 +126,9 @@ struct Shared {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stdio").field("router", &self.router).finish_non_exhaustive()
+        f.debug_struct("Stdio")
+            .field("router", &self.router)
+            .finish_non_exhaustive()
     }
 }
 
@@ -154,7 +156,11 @@ impl Stdio {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let router = Router::new();
-        let reader = tokio::spawn(read_lines(reader, LineDecoder::new(max_message_size), router.clone()));
+        let reader = tokio::spawn(read_lines(
+            reader,
+            LineDecoder::new(max_message_size),
+            router.clone(),
+        ));
         Self {
             shared: Arc::new(Shared {
                 writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
@@ -169,7 +175,11 @@ impl Stdio {
 
     /// The child's stderr, when it was spawned with [`Stderr::Capture`]. Returns `Some` once.
     pub fn take_stderr(&self) -> Option<ChildStderr> {
-        self.shared.stderr.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.shared
+            .stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     async fn write(&self, message: Outbound) -> Result<Delivery, TransportError> {
@@ -203,7 +213,9 @@ async fn read_lines<R: AsyncRead + Unpin>(mut reader: R, mut decoder: LineDecode
                     Err(e) => tracing::warn!(error = %e, "unreadable line from the server"),
                 },
                 Ok(None) => break,
-                Err(FrameError::TooLarge { limit }) => break 'outer Some(TransportError::TooLarge { limit }),
+                Err(FrameError::TooLarge { limit }) => {
+                    break 'outer Some(TransportError::TooLarge { limit });
+                }
             }
         }
         match reader.read(&mut buf).await {

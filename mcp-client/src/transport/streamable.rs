@@ -94,8 +94,13 @@ pub(crate) fn new_pool(connect: Option<Duration>, idle: Option<Duration>) -> Poo
 pub(crate) fn origin_of(uri: &Uri) -> Option<String> {
     let scheme = uri.scheme_str()?;
     let authority = uri.authority()?;
-    let port = authority.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
-    Some(format!("{scheme}://{}:{port}", authority.host().to_ascii_lowercase()))
+    let port = authority
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Some(format!(
+        "{scheme}://{}:{port}",
+        authority.host().to_ascii_lowercase()
+    ))
 }
 
 /// The Streamable HTTP transport: every message is a POST to one endpoint, and each request's
@@ -142,14 +147,22 @@ impl StreamableHttp {
     }
 
     fn session(&self) -> Option<HeaderValue> {
-        self.shared.session.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.shared
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn adopt_session(&self, headers: &HeaderMap) {
         if let Some(id) = headers.get(SESSION_HEADER) {
             // Visible ASCII only (0x21-0x7E); ignore anything else rather than echo it.
             if !id.is_empty() && id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
-                *self.shared.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.clone());
+                *self
+                    .shared
+                    .session
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(id.clone());
             }
         }
     }
@@ -202,14 +215,18 @@ impl StreamableHttp {
             Some("application/json") => {
                 let body = read_bounded(response.into_body(), limit).await?;
                 let message = super::parse_message(&body)?;
-                Ok(Delivery::Stream(Box::pin(futures::stream::once(async move {
-                    Ok(Inbound::new(message))
-                }))))
+                Ok(Delivery::Stream(Box::pin(futures::stream::once(
+                    async move { Ok(Inbound::new(message)) },
+                ))))
             }
-            Some("text/event-stream") => Ok(Delivery::Stream(sse_stream(response.into_body(), limit))),
+            Some("text/event-stream") => {
+                Ok(Delivery::Stream(sse_stream(response.into_body(), limit)))
+            }
             other => {
                 let what = other.unwrap_or("none").to_owned();
-                Err(TransportError::Protocol(format!("unexpected content type {what:?}")))
+                Err(TransportError::Protocol(format!(
+                    "unexpected content type {what:?}"
+                )))
             }
         }
     }
@@ -218,7 +235,12 @@ impl StreamableHttp {
 /// The media type of a response, lowercased and without parameters.
 pub(crate) fn content_type(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(CONTENT_TYPE)?.to_str().ok()?;
-    let media = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let media = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     Some(media)
 }
 
@@ -239,12 +261,21 @@ pub(crate) async fn status_error(
 ) -> TransportError {
     let status = response.status().as_u16();
     let content_type = content_type(response.headers());
-    let body = read_bounded(response.into_body(), limit.min(1024 * 1024)).await.unwrap_or_default();
-    TransportError::Status { status, content_type, body }
+    let body = read_bounded(response.into_body(), limit.min(1024 * 1024))
+        .await
+        .unwrap_or_default();
+    TransportError::Status {
+        status,
+        content_type,
+        body,
+    }
 }
 
 /// Reads a whole body, failing once it passes `limit` bytes.
-pub(crate) async fn read_bounded(mut body: Incoming, limit: usize) -> Result<Bytes, TransportError> {
+pub(crate) async fn read_bounded(
+    mut body: Incoming,
+    limit: usize,
+) -> Result<Bytes, TransportError> {
     let mut out = BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| TransportError::Http(error_chain(&e)))?;
@@ -271,7 +302,11 @@ pub(crate) fn sse_stream(body: Incoming, limit: usize) -> MessageStream {
         done: bool,
     }
     let decoder = SseDecoder::new().with_max_event_size(limit);
-    let state = State { body, decoder, done: false };
+    let state = State {
+        body,
+        decoder,
+        done: false,
+    };
     Box::pin(futures::stream::unfold(state, |mut s| async move {
         if s.done {
             return None;
@@ -279,11 +314,15 @@ pub(crate) fn sse_stream(body: Incoming, limit: usize) -> MessageStream {
         loop {
             match s.decoder.next() {
                 Some(Ok(event)) => {
-                    if event.event().is_some_and(|kind| kind != "message") || event.data().is_empty() {
+                    if event.event().is_some_and(|kind| kind != "message")
+                        || event.data().is_empty()
+                    {
                         // Keep-alives and other event types carry no message.
                         continue;
                     }
-                    let event_id = Some(s.decoder.last_event_id()).filter(|id| !id.is_empty()).map(str::to_owned);
+                    let event_id = Some(s.decoder.last_event_id())
+                        .filter(|id| !id.is_empty())
+                        .map(str::to_owned);
                     let item = super::parse_message(event.data().as_bytes())
                         .map(|message| Inbound { message, event_id });
                     if item.is_err() {
@@ -315,7 +354,9 @@ pub(crate) fn sse_stream(body: Incoming, limit: usize) -> MessageStream {
                     s.done = true;
                     if s.decoder.buffered_len() > 0 {
                         return Some((
-                            Err(TransportError::Protocol("SSE stream ended mid-event".into())),
+                            Err(TransportError::Protocol(
+                                "SSE stream ended mid-event".into(),
+                            )),
                             s,
                         ));
                     }
@@ -357,7 +398,9 @@ impl Transport for StreamableHttp {
                 return Err(status_error(response, limit).await);
             }
             if content_type(response.headers()).as_deref() != Some("text/event-stream") {
-                return Err(TransportError::Protocol("GET stream is not text/event-stream".into()));
+                return Err(TransportError::Protocol(
+                    "GET stream is not text/event-stream".into(),
+                ));
             }
             Ok(sse_stream(response.into_body(), limit))
         })
@@ -373,11 +416,16 @@ impl Transport for StreamableHttp {
     }
 
     fn session_id(&self) -> Option<String> {
-        self.session().and_then(|v| v.to_str().ok().map(str::to_owned))
+        self.session()
+            .and_then(|v| v.to_str().ok().map(str::to_owned))
     }
 
     fn reset_session(&self) {
-        *self.shared.session.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self
+            .shared
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
@@ -399,7 +447,11 @@ impl Transport for StreamableHttp {
             if status.is_success() || status.as_u16() == 405 || status.as_u16() == 404 {
                 Ok(())
             } else {
-                Err(TransportError::Status { status: status.as_u16(), content_type: None, body: Bytes::new() })
+                Err(TransportError::Status {
+                    status: status.as_u16(),
+                    content_type: None,
+                    body: Bytes::new(),
+                })
             }
         })
     }

@@ -1,0 +1,260 @@
+//! Building and connecting a [`Client`].
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue, Uri};
+use mcp_adapters::{Adapter, Revision};
+use mcp_wire::jsonrpc::Notification;
+use serde_json::{Value, json};
+
+use crate::ask::{Answer, Asks, OnAsk, Question, ask_fn};
+use crate::client::{Client, Config, Inner};
+use crate::error::{Error, ErrorKind};
+use crate::negotiate::{self, Choice, Negotiated, Remembered};
+use crate::transport::{
+    DEFAULT_MAX_MESSAGE_SIZE, HttpSse, Stdio, StdioBuilder, StreamableHttp, Transport,
+};
+
+/// Configures a [`Client`] and connects it.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), mcp_client::Error> {
+/// use mcp_client::{Answer, Asks, Client};
+///
+/// let client = Client::builder()
+///     .client_info("my-app", "1.0.0")
+///     .on_ask(Asks::none().elicitation(), |question| async move {
+///         println!("{}", question.message().unwrap_or_default());
+///         Answer::accept(serde_json::json!({}))
+///     })
+///     .connect_http("http://127.0.0.1:8080/mcp")
+///     .await?;
+/// let tools = client.list_tools().await?;
+/// # let _ = tools; Ok(()) }
+/// ```
+pub struct ClientBuilder {
+    client_info: Value,
+    choice: Choice,
+    timeout: Duration,
+    on_ask: Option<OnAsk>,
+    on_notification: Option<crate::client::NotifyFn>,
+    max_rounds: usize,
+    log_level: Option<String>,
+    cache_entries: usize,
+    headers: HeaderMap,
+    max_message_size: usize,
+    remember_era: bool,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("client_info", &self.client_info)
+            .field("choice", &self.choice)
+            .field("timeout", &self.timeout)
+            .field("on_ask", &self.on_ask)
+            .field("max_rounds", &self.max_rounds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            client_info: json!({"name": "mcp-client", "version": env!("CARGO_PKG_VERSION")}),
+            choice: Choice::Negotiate,
+            timeout: Duration::from_secs(60),
+            on_ask: None,
+            on_notification: None,
+            max_rounds: 8,
+            log_level: None,
+            cache_entries: 256,
+            headers: HeaderMap::new(),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            remember_era: true,
+        }
+    }
+}
+
+impl Client {
+    /// A builder with the defaults.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+}
+
+impl ClientBuilder {
+    /// The client's name and version, sent as `clientInfo`.
+    /// Default is `mcp-client` and this crate's version.
+    pub fn client_info(mut self, name: &str, version: &str) -> Self {
+        self.client_info = json!({"name": name, "version": version});
+        self
+    }
+
+    /// Speaks only `revision`: no negotiation, no fallback to another revision. (Over
+    /// [`ClientBuilder::connect_http`] the fallback from Streamable HTTP to HTTP+SSE still
+    /// happens for a revision with a handshake.)
+    /// Default is to negotiate as the spec's dual-era client does.
+    pub fn revision(mut self, revision: Revision) -> Self {
+        self.choice = Choice::Pinned(revision);
+        self
+    }
+
+    /// The timeout of every call unless [`crate::CallOptions::timeout`] says otherwise; it covers
+    /// the whole call, including rounds of questions and the time `on_ask` takes.
+    /// Default is 60 seconds.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Answers the server's questions (elicitation, sampling, roots) whatever mechanism the
+    /// revision uses: MRTR, pushed requests, or the argument convention. The client declares
+    /// exactly the capabilities in `asks`. Default is no callback and no capabilities.
+    pub fn on_ask<F, Fut>(mut self, asks: Asks, f: F) -> Self
+    where
+        F: Fn(Question) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answer> + Send + 'static,
+    {
+        self.on_ask = Some(OnAsk {
+            asks,
+            callback: ask_fn(f),
+        });
+        self
+    }
+
+    /// Called with every notification from the server (progress, log messages, list changes),
+    /// from whichever stream it arrives on. Keep it quick: it runs on the client's reader.
+    /// Default is none.
+    pub fn on_notification(mut self, f: impl Fn(&Notification) + Send + Sync + 'static) -> Self {
+        self.on_notification = Some(Arc::new(f));
+        self
+    }
+
+    /// The most rounds of questions one call may take before it fails with
+    /// [`ErrorKind::TooManyRounds`]. Default is 8.
+    pub fn max_rounds(mut self, rounds: usize) -> Self {
+        self.max_rounds = rounds;
+        self
+    }
+
+    /// The log level asked of the server: per request on 2026-07-28, with `logging/setLevel`
+    /// after `initialize` otherwise. Default is none (the server sends no log messages).
+    pub fn log_level(mut self, level: &str) -> Self {
+        self.log_level = Some(level.to_owned());
+        self
+    }
+
+    /// How many results the 2026-07-28 cache holds; 0 turns it off. Default is 256.
+    pub fn cache_capacity(mut self, entries: usize) -> Self {
+        self.cache_entries = entries;
+        self
+    }
+
+    /// A header sent on every HTTP request, such as `Authorization`. Default is none.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.append(name, value);
+        self
+    }
+
+    /// The largest message accepted from the server. Default is 16 MiB.
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// Whether the revision an HTTP origin speaks is remembered for later clients in this
+    /// process, so they skip the probing. Default is `true`.
+    pub fn remember_era(mut self, remember: bool) -> Self {
+        self.remember_era = remember;
+        self
+    }
+
+    fn config(&self) -> Config {
+        Config {
+            client_info: self.client_info.clone(),
+            timeout: self.timeout,
+            on_ask: self.on_ask.clone(),
+            on_notification: self.on_notification.clone(),
+            max_rounds: self.max_rounds,
+            log_level: self.log_level.clone(),
+            cache_entries: self.cache_entries,
+        }
+    }
+
+    fn first_adapter(&self) -> Adapter {
+        match self.choice {
+            Choice::Pinned(r) => Adapter::new(r),
+            Choice::Negotiate => Adapter::new(Revision::LATEST),
+        }
+    }
+
+    async fn start(&self, transport: Arc<dyn Transport>) -> Result<(Client, Negotiated), Error> {
+        let inner = Inner::new(transport, self.config(), self.first_adapter());
+        let client = Client { inner };
+        let negotiated = negotiate::negotiate(&client, self.choice, self.remember_era).await?;
+        Ok((client, negotiated))
+    }
+
+    /// Connects over any transport and negotiates (or starts the pinned revision).
+    pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
+        let (client, negotiated) = self.start(Arc::new(transport)).await?;
+        match negotiated {
+            Negotiated::Done => Ok(client),
+            Negotiated::FallBackToSse => Err(Error::new(
+                ErrorKind::Unsupported,
+                "the server wants HTTP+SSE",
+            )),
+        }
+    }
+
+    /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`), falling back to
+    /// `initialize` and then to HTTP+SSE as the spec's dual-era client does.
+    pub async fn connect_http(self, url: &str) -> Result<Client, Error> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|_| Error::new(ErrorKind::Transport, format!("invalid URL {url:?}")))?;
+        if self.remember_era {
+            let era =
+                crate::transport::streamable_origin(&uri).and_then(|o| negotiate::remembered(&o));
+            if era.is_some_and(|e: Remembered| e.http_sse) {
+                return self.connect_sse(url).await;
+            }
+        }
+        let mut builder = StreamableHttp::builder(uri).max_message_size(self.max_message_size);
+        for (name, value) in &self.headers {
+            builder = builder.header(name.clone(), value.clone());
+        }
+        let (client, negotiated) = self.start(Arc::new(builder.build())).await?;
+        match negotiated {
+            Negotiated::Done => Ok(client),
+            Negotiated::FallBackToSse => {
+                drop(client);
+                self.connect_sse(url).await
+            }
+        }
+    }
+
+    /// Connects to an HTTP+SSE (2024-11-05 transport) stream endpoint (`http://host:port/sse`).
+    pub async fn connect_sse(self, url: &str) -> Result<Client, Error> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|_| Error::new(ErrorKind::Transport, format!("invalid URL {url:?}")))?;
+        let mut builder = HttpSse::builder(uri)
+            .max_message_size(self.max_message_size)
+            .endpoint_timeout(self.timeout);
+        for (name, value) in &self.headers {
+            builder = builder.header(name.clone(), value.clone());
+        }
+        let transport = builder.connect().await?;
+        self.connect(transport).await
+    }
+
+    /// Spawns a stdio server and connects to it.
+    pub async fn connect_stdio(self, command: StdioBuilder) -> Result<Client, Error> {
+        let transport: Stdio = command.max_message_size(self.max_message_size).spawn()?;
+        self.connect(transport).await
+    }
+}

@@ -1,0 +1,273 @@
+//! The typed calls: lists (a page, or a stream over every page), tools, resources, prompts,
+//! completion, logging.
+
+use std::collections::{HashSet, VecDeque};
+
+use futures::Stream;
+use mcp_adapters::Operation;
+use mcp_wire::names::method;
+use serde_json::{Map, Value, json};
+
+use crate::bindings;
+use crate::client::{CallOptions, Client};
+use crate::error::{Error, ErrorKind};
+
+/// One page of a list.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Page {
+    /// The items of this page (tools, resources, templates or prompts), as the server sent them.
+    pub items: Vec<Value>,
+    /// The cursor of the next page, `None` on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// Which list a page belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `resources/list`.
+    Resources,
+    /// `resources/templates/list`.
+    ResourceTemplates,
+    /// `prompts/list`.
+    Prompts,
+}
+
+impl ListKind {
+    fn operation(self) -> Operation {
+        match self {
+            Self::Tools => Operation::ListTools,
+            Self::Resources => Operation::ListResources,
+            Self::ResourceTemplates => Operation::ListResourceTemplates,
+            Self::Prompts => Operation::ListPrompts,
+        }
+    }
+
+    fn field(self) -> &'static str {
+        match self {
+            Self::Tools => "tools",
+            Self::Resources => "resources",
+            Self::ResourceTemplates => "resourceTemplates",
+            Self::Prompts => "prompts",
+        }
+    }
+}
+
+/// The most pages one listing follows before it decides the server is looping.
+const MAX_PAGES: usize = 10_000;
+
+impl Client {
+    fn method_of(&self, operation: Operation) -> Result<&'static str, Error> {
+        self.adapter().method(operation).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{operation:?} does not exist on {}",
+                    self.adapter().version()
+                ),
+            )
+        })
+    }
+
+    /// One page of a list.
+    pub async fn list_page(&self, kind: ListKind, cursor: Option<&str>) -> Result<Page, Error> {
+        let name = self.method_of(kind.operation())?;
+        let params = cursor.map(|c| json!({"cursor": c}));
+        let result = self.request(name, params).await?;
+        let Some(Value::Array(items)) = result.get(kind.field()) else {
+            return Err(Error::protocol(format!(
+                "{name} result has no {} array",
+                kind.field()
+            )));
+        };
+        let mut items = items.clone();
+        if kind == ListKind::Tools {
+            items = self.checked_tools(items);
+        }
+        let next_cursor = match result.get("nextCursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(c.clone()),
+            Some(_) => return Err(Error::protocol("nextCursor is not a string")),
+        };
+        Ok(Page { items, next_cursor })
+    }
+
+    /// Keeps the header bindings of the tools, and drops (with a warning) tools whose
+    /// `x-mcp-header` annotations are invalid, on revisions that mirror headers.
+    fn checked_tools(&self, tools: Vec<Value>) -> Vec<Value> {
+        if !self.adapter().features().mirrors_headers {
+            return tools;
+        }
+        let tools: Vec<Value> = tools
+            .into_iter()
+            .filter(|tool| {
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+                match bindings::bindings(tool.get("inputSchema").unwrap_or(&Value::Null)) {
+                    Ok(_) => true,
+                    Err(reason) => {
+                        tracing::warn!(tool = name, %reason, "tool excluded: invalid x-mcp-header annotation");
+                        false
+                    }
+                }
+            })
+            .collect();
+        self.inner.remember_tools(&tools);
+        tools
+    }
+
+    /// Every item of a list, as a stream that fetches pages as it goes.
+    pub fn list_stream(
+        &self,
+        kind: ListKind,
+    ) -> impl Stream<Item = Result<Value, Error>> + Send + 'static {
+        struct State {
+            client: Client,
+            kind: ListKind,
+            buffer: VecDeque<Value>,
+            cursor: Option<String>,
+            seen: HashSet<String>,
+            started: bool,
+            done: bool,
+        }
+        let state = State {
+            client: self.clone(),
+            kind,
+            buffer: VecDeque::new(),
+            cursor: None,
+            seen: HashSet::new(),
+            started: false,
+            done: false,
+        };
+        futures::stream::unfold(state, |mut s| async move {
+            loop {
+                if let Some(item) = s.buffer.pop_front() {
+                    return Some((Ok(item), s));
+                }
+                if s.done || (s.started && s.cursor.is_none()) {
+                    return None;
+                }
+                s.started = true;
+                match s.client.list_page(s.kind, s.cursor.as_deref()).await {
+                    Ok(page) => {
+                        if let Some(next) = &page.next_cursor
+                            && (!s.seen.insert(next.clone()) || s.seen.len() > MAX_PAGES)
+                        {
+                            s.done = true;
+                            return Some((Err(Error::protocol("the server repeats a cursor")), s));
+                        }
+                        s.cursor = page.next_cursor;
+                        s.buffer.extend(page.items);
+                    }
+                    Err(e) => {
+                        s.done = true;
+                        return Some((Err(e), s));
+                    }
+                }
+            }
+        })
+    }
+
+    async fn list_all(&self, kind: ListKind) -> Result<Vec<Value>, Error> {
+        use futures::TryStreamExt;
+        self.list_stream(kind).try_collect().await
+    }
+
+    /// Every tool, following all pages. On 2026-07-28 a tool with an invalid `x-mcp-header`
+    /// annotation is left out with a warning, and the others' bindings are kept for mirroring.
+    pub async fn list_tools(&self) -> Result<Vec<Value>, Error> {
+        self.list_all(ListKind::Tools).await
+    }
+
+    /// Every resource, following all pages.
+    pub async fn list_resources(&self) -> Result<Vec<Value>, Error> {
+        self.list_all(ListKind::Resources).await
+    }
+
+    /// Every resource template, following all pages.
+    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, Error> {
+        self.list_all(ListKind::ResourceTemplates).await
+    }
+
+    /// Every prompt, following all pages.
+    pub async fn list_prompts(&self) -> Result<Vec<Value>, Error> {
+        self.list_all(ListKind::Prompts).await
+    }
+
+    /// Calls a tool. Questions the tool asks are answered through `on_ask`, whatever mechanism
+    /// the revision uses. A tool failure is a result with `isError: true`, not an `Err`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, Error> {
+        self.call_tool_with(name, arguments, CallOptions::new())
+            .await
+    }
+
+    /// [`Client::call_tool`] with per-call options (timeout, progress).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<Value, Error> {
+        let call = self.method_of(Operation::CallTool)?;
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        if !arguments.is_null() {
+            params.insert("arguments".into(), arguments);
+        }
+        self.request_with(call, Some(Value::Object(params)), options)
+            .await
+    }
+
+    /// Reads a resource.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
+        let read = self.method_of(Operation::ReadResource)?;
+        self.request(read, Some(json!({"uri": uri}))).await
+    }
+
+    /// Gets a prompt with its arguments (an object of strings, or `null`).
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, Error> {
+        let get = self.method_of(Operation::GetPrompt)?;
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        if !arguments.is_null() {
+            params.insert("arguments".into(), arguments);
+        }
+        self.request(get, Some(Value::Object(params))).await
+    }
+
+    /// Asks for completions of one argument. `reference` is `{"type": "ref/prompt", "name"}` or
+    /// `{"type": "ref/resource", "uri"}`; `context` is `{"arguments": {...}}` where supported.
+    pub async fn complete(
+        &self,
+        reference: Value,
+        argument: &str,
+        value: &str,
+        context: Option<Value>,
+    ) -> Result<Value, Error> {
+        let complete = self.method_of(Operation::Complete)?;
+        let mut params = json!({"ref": reference, "argument": {"name": argument, "value": value}});
+        if let Some(context) = context {
+            params["context"] = context;
+        }
+        self.request(complete, Some(params)).await
+    }
+
+    /// Sets the session's log level (`logging/setLevel`), on revisions that have it. On
+    /// 2026-07-28 the level travels with each request instead: see
+    /// [`crate::ClientBuilder::log_level`].
+    pub async fn set_log_level(&self, level: &str) -> Result<(), Error> {
+        let set = self.method_of(Operation::SetLogLevel)?;
+        self.request(set, Some(json!({"level": level})))
+            .await
+            .map(|_| ())
+    }
+
+    /// `ping`, on revisions that have it.
+    pub async fn ping(&self) -> Result<(), Error> {
+        let ping = self.method_of(Operation::Ping)?;
+        let _ = method::PING;
+        self.request(ping, None).await.map(|_| ())
+    }
+}

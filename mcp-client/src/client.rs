@@ -1,0 +1,945 @@
+//! The client: request ids, response routing, timeouts, cancellation, sessions, asking.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use mcp_adapters::{Adapter, Operation};
+use mcp_wire::jsonrpc::{ErrorObject, Id, Message, Notification, Request};
+use mcp_wire::names::{error_code, meta, method};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::ask::{Answer, OnAsk, Question, declared};
+use crate::bindings::{self, Binding};
+use crate::cache::Cache;
+use crate::error::{Error, ErrorKind};
+use crate::transport::{
+    Delivery, MessageStream, Outbound, OutboundKind, Transport, TransportError, TransportInfo,
+};
+
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+
+/// The `_meta` key under which a 2025-03-26 or 2024-11-05 tool result repeats the questions it
+/// asks in text (the argument convention). No revision specifies one; this is the workspace's.
+pub const INPUT_REQUIRED_META: &str = "dev.mcp-rs/inputRequired";
+
+/// A progress update for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Progress so far.
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// A message, on revisions that carry one.
+    pub message: Option<String>,
+}
+
+type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+pub(crate) type NotifyFn = Arc<dyn Fn(&Notification) + Send + Sync>;
+
+/// Per-call options: a timeout, progress, a log level.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) on_progress: Option<ProgressFn>,
+    pub(crate) meta: Option<Map<String, Value>>,
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl CallOptions {
+    /// Default options: the client's timeout, no progress.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The timeout of this call, in place of the client's.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Receives the call's progress notifications (a progress token is sent with the call).
+    pub fn on_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Extra `_meta` entries sent with the call.
+    pub fn meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
+        self
+    }
+}
+
+/// What the server said about itself when the client connected.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerDescription {
+    /// The capabilities object.
+    pub capabilities: Value,
+    /// The server's `Implementation` (`serverInfo`, or `_meta` on 2026-07-28), when sent.
+    pub server_info: Option<Value>,
+    /// Instructions for the model, when sent.
+    pub instructions: Option<String>,
+    /// The versions the server lists (2026-07-28 `supportedVersions`); empty after `initialize`.
+    pub supported_versions: Vec<String>,
+}
+
+pub(crate) struct Config {
+    pub(crate) client_info: Value,
+    pub(crate) timeout: Duration,
+    pub(crate) on_ask: Option<OnAsk>,
+    pub(crate) on_notification: Option<NotifyFn>,
+    pub(crate) max_rounds: usize,
+    pub(crate) log_level: Option<String>,
+    pub(crate) cache_entries: usize,
+}
+
+pub(crate) struct State {
+    pub(crate) adapter: Adapter,
+    /// `initialize` completed (so the version header is due on handshake revisions).
+    pub(crate) initialized: bool,
+    pub(crate) server: Option<ServerDescription>,
+}
+
+struct ListenerSlot {
+    id: u64,
+    subscription: Option<Id>,
+    filter: crate::listen::Filter,
+    tx: mpsc::UnboundedSender<Notification>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) info: TransportInfo,
+    pub(crate) config: Config,
+    pub(crate) state: RwLock<State>,
+    next_id: AtomicI64,
+    progress: Mutex<HashMap<Id, ProgressFn>>,
+    listeners: Mutex<Vec<ListenerSlot>>,
+    next_listener: AtomicI64,
+    tools: Mutex<HashMap<String, Arc<[Binding]>>>,
+    cache: Mutex<Cache>,
+    reinit: tokio::sync::Mutex<u64>,
+    closed: AtomicBool,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for task in self
+            .tasks
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+        if let Some(task) = self
+            .get_stream
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A connected MCP client.
+///
+/// Cheap to clone: clones share the connection, the negotiated revision and the session. Every
+/// call is bounded by a timeout, and dropping a call's future cancels it on the server
+/// (closing its stream on 2026-07-28 over HTTP, `notifications/cancelled` otherwise).
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("revision", &self.adapter().version())
+            .field("transport", &self.inner.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a request's first attempt ended, before revision-specific interpretation.
+pub(crate) enum Outcome {
+    Result(Value),
+    /// A JSON-RPC error, or an HTTP error status, or both (an error object in an HTTP error body).
+    Refused {
+        error: Option<ErrorObject>,
+        status: Option<u16>,
+    },
+}
+
+impl Inner {
+    pub(crate) fn new(
+        transport: Arc<dyn Transport>,
+        config: Config,
+        adapter: Adapter,
+    ) -> Arc<Self> {
+        let info = transport.info();
+        let cache = Cache::new(config.cache_entries);
+        let inner = Arc::new(Self {
+            transport,
+            info,
+            config,
+            state: RwLock::new(State {
+                adapter,
+                initialized: false,
+                server: None,
+            }),
+            next_id: AtomicI64::new(1),
+            progress: Mutex::new(HashMap::new()),
+            listeners: Mutex::new(Vec::new()),
+            next_listener: AtomicI64::new(1),
+            tools: Mutex::new(HashMap::new()),
+            cache: Mutex::new(cache),
+            reinit: tokio::sync::Mutex::new(0),
+            closed: AtomicBool::new(false),
+            tasks: Mutex::new(Vec::new()),
+            get_stream: Mutex::new(None),
+        });
+        if let Some(incoming) = inner.transport.incoming() {
+            let weak = Arc::downgrade(&inner);
+            let task = tokio::spawn(pump_incoming(weak, incoming));
+            lock(&inner.tasks).push(task);
+        }
+        inner
+    }
+
+    pub(crate) fn adapter(&self) -> Adapter {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).adapter
+    }
+
+    pub(crate) fn set_adapter(&self, adapter: Adapter) {
+        self.state
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .adapter = adapter;
+    }
+
+    fn initialized(&self) -> bool {
+        self.state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .initialized
+    }
+
+    pub(crate) fn set_initialized(&self, done: bool) {
+        self.state
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .initialized = done;
+    }
+
+    pub(crate) fn set_server(&self, server: ServerDescription) {
+        self.state.write().unwrap_or_else(|e| e.into_inner()).server = Some(server);
+    }
+
+    fn next_id(&self) -> Id {
+        Id::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn new_id(&self) -> Id {
+        self.next_id()
+    }
+
+    /// `params` with the revision's per-request `_meta`.
+    pub(crate) fn decorate_public(&self, adapter: Adapter, params: Value) -> Value {
+        self.decorate(adapter, Some(params), None, None)
+            .unwrap_or(Value::Null)
+    }
+
+    /// The revision's HTTP headers for a request (`method_name` empty for a GET).
+    pub(crate) fn headers_public(
+        &self,
+        adapter: Adapter,
+        method_name: &str,
+        params: Option<&Value>,
+    ) -> HeaderMap {
+        let name = (!method_name.is_empty()).then_some(method_name);
+        self.headers(adapter, name, params)
+    }
+
+    /// The client capabilities to declare on `adapter`'s revision.
+    pub(crate) fn capabilities(&self, adapter: Adapter) -> Value {
+        match &self.config.on_ask {
+            Some(on_ask) => on_ask.asks.capabilities(adapter),
+            None => json!({}),
+        }
+    }
+
+    /// The revision's HTTP headers for one message.
+    fn headers(
+        &self,
+        adapter: Adapter,
+        method_name: Option<&str>,
+        params: Option<&Value>,
+    ) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if !self.info.http {
+            return headers;
+        }
+        let features = adapter.features();
+        let version_due = match features.version_header {
+            mcp_adapters::VersionHeader::EveryRequest => true,
+            mcp_adapters::VersionHeader::AfterHandshake => self.initialized(),
+            _ => false,
+        };
+        if version_due {
+            headers.insert(
+                PROTOCOL_VERSION,
+                HeaderValue::from_static(adapter.version()),
+            );
+        }
+        if features.mirrors_headers
+            && let Some(m) = method_name
+        {
+            if let Ok(v) = HeaderValue::try_from(m) {
+                headers.insert(MCP_METHOD, v);
+            }
+            let name = match adapter.operation(m) {
+                Some(Operation::CallTool | Operation::GetPrompt) => {
+                    params.and_then(|p| p.get("name"))
+                }
+                Some(Operation::ReadResource) => params.and_then(|p| p.get("uri")),
+                _ => None,
+            };
+            if let Some(v) = name.and_then(Value::as_str).and_then(bindings::name_value) {
+                headers.insert(MCP_NAME, v);
+            }
+            if adapter.operation(m) == Some(Operation::CallTool) {
+                let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+                let found = tool.and_then(|t| lock(&self.tools).get(t).cloned());
+                if let Some(b) = found {
+                    bindings::mirror(&b, params.and_then(|p| p.get("arguments")), &mut headers);
+                }
+            }
+        }
+        headers
+    }
+
+    /// `params` with the revision's per-request `_meta`, the progress token and extra `_meta`.
+    fn decorate(
+        &self,
+        adapter: Adapter,
+        params: Option<Value>,
+        progress: Option<&Id>,
+        extra: Option<&Map<String, Value>>,
+    ) -> Option<Value> {
+        let per_request = adapter.features().per_request_meta;
+        if !per_request && progress.is_none() && extra.is_none() {
+            return params;
+        }
+        let mut params = match params {
+            Some(Value::Object(map)) => map,
+            None => Map::new(),
+            Some(other) => return Some(other),
+        };
+        let mut m = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        if let Some(extra) = extra {
+            for (k, v) in extra {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        if per_request {
+            m.insert(
+                meta::PROTOCOL_VERSION.into(),
+                Value::String(adapter.version().into()),
+            );
+            m.insert(meta::CLIENT_CAPABILITIES.into(), self.capabilities(adapter));
+            m.insert(meta::CLIENT_INFO.into(), self.config.client_info.clone());
+            if adapter.features().per_request_log_level
+                && let Some(level) = &self.config.log_level
+            {
+                m.insert(meta::LOG_LEVEL.into(), Value::String(level.clone()));
+            }
+        }
+        if let Some(token) = progress {
+            m.insert(
+                meta::PROGRESS_TOKEN.into(),
+                serde_json::to_value(token).unwrap_or(Value::Null),
+            );
+        }
+        params.insert("_meta".into(), Value::Object(m));
+        Some(Value::Object(params))
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify(
+        &self,
+        method_name: &str,
+        params: Option<Value>,
+    ) -> Result<(), Error> {
+        let adapter = self.adapter();
+        let headers = self.headers(adapter, None, None);
+        let body = mcp_wire::jsonrpc::encode(&Message::Notification(Notification {
+            method: method_name.to_owned(),
+            params,
+        }));
+        let outbound = Outbound {
+            kind: OutboundKind::Notification,
+            body: Bytes::from(body),
+            headers,
+        };
+        match self.transport.send(outbound).await? {
+            Delivery::Accepted => Ok(()),
+            // A notification has no answer; drop whatever stream came back.
+            Delivery::Stream(_) => Ok(()),
+        }
+    }
+
+    /// One attempt of one request on `adapter`, with its own id; handles pushed questions and
+    /// notifications that arrive on its stream. Dropping the future cancels the request.
+    pub(crate) async fn attempt(
+        self: &Arc<Self>,
+        adapter: Adapter,
+        method_name: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<Outcome, Error> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::closed());
+        }
+        let id = self.next_id();
+        let token = options.on_progress.as_ref().map(|f| {
+            lock(&self.progress).insert(id.clone(), f.clone());
+            id.clone()
+        });
+        let params = self.decorate(adapter, params, token.as_ref(), options.meta.as_ref());
+        let headers = self.headers(adapter, Some(method_name), params.as_ref());
+        let body = mcp_wire::jsonrpc::encode(&Message::Request(Request {
+            id: id.clone(),
+            method: method_name.to_owned(),
+            params,
+        }));
+        let mut guard = InFlight {
+            inner: self.clone(),
+            id: id.clone(),
+            token,
+            adapter,
+            done: false,
+            cancellable: adapter.operation(method_name) != Some(Operation::Describe),
+        };
+        let outbound = Outbound {
+            kind: OutboundKind::Request(id.clone()),
+            body: Bytes::from(body),
+            headers,
+        };
+        let delivery = self.transport.send(outbound).await;
+        let outcome = match delivery {
+            Ok(Delivery::Stream(stream)) => self.read_response(&id, stream).await,
+            Ok(Delivery::Accepted) => Err(Error::protocol(
+                "the server accepted a request without answering it",
+            )),
+            Err(TransportError::Status {
+                status,
+                content_type,
+                body,
+            }) => {
+                guard.done = true;
+                let error = refusal(content_type.as_deref(), &body);
+                return Ok(Outcome::Refused {
+                    error,
+                    status: Some(status),
+                });
+            }
+            Err(e) => {
+                guard.done = true;
+                return Err(e.into());
+            }
+        };
+        guard.done = true;
+        outcome
+    }
+
+    async fn read_response(
+        self: &Arc<Self>,
+        id: &Id,
+        mut stream: MessageStream,
+    ) -> Result<Outcome, Error> {
+        while let Some(item) = stream.next().await {
+            let inbound = item?;
+            match inbound.message {
+                Message::Response(r) => {
+                    if r.id.is_some() && r.id.as_ref() != Some(id) {
+                        tracing::debug!("a response for another request on this stream");
+                        continue;
+                    }
+                    return Ok(match r.outcome {
+                        Ok(v) => Outcome::Result(v),
+                        Err(e) => Outcome::Refused {
+                            error: Some(e),
+                            status: None,
+                        },
+                    });
+                }
+                Message::Request(request) => {
+                    // A pushed question: answer it with a POST of its own, then keep reading.
+                    let inner = self.clone();
+                    inner.answer_request(request).await;
+                }
+                Message::Notification(n) => self.dispatch_notification(n),
+            }
+        }
+        Err(Error::from(TransportError::Protocol(
+            "the stream ended before the response".into(),
+        )))
+    }
+
+    /// Answers a request the server pushed (`elicitation/create`, `sampling/createMessage`,
+    /// `roots/list`, `ping`).
+    pub(crate) async fn answer_request(self: Arc<Self>, request: Request) {
+        let outcome = match request.method.as_str() {
+            method::PING => Ok(json!({})),
+            _ => {
+                let question = Question::new(request.method.clone(), request.params, None);
+                match &self.config.on_ask {
+                    Some(on_ask) if declared(&on_ask.asks, &question) => {
+                        (on_ask.callback)(question).await.into_outcome()
+                    }
+                    _ => Err(ErrorObject::new(
+                        error_code::METHOD_NOT_FOUND,
+                        format!("the client does not answer {}", request.method),
+                    )),
+                }
+            }
+        };
+        let adapter = self.adapter();
+        let headers = self.headers(adapter, None, None);
+        let body = mcp_wire::jsonrpc::encode(&Message::Response(mcp_wire::jsonrpc::Response {
+            id: Some(request.id),
+            outcome,
+        }));
+        let outbound = Outbound {
+            kind: OutboundKind::Response,
+            body: Bytes::from(body),
+            headers,
+        };
+        if let Err(e) = self.transport.send(outbound).await {
+            tracing::warn!(error = %e, "could not deliver an answer to the server");
+        }
+    }
+
+    pub(crate) fn dispatch_notification(&self, n: Notification) {
+        match n.method.as_str() {
+            method::NOTIFICATION_PROGRESS => {
+                let params = n.params.as_ref();
+                let token = params
+                    .and_then(|p| p.get("progressToken"))
+                    .and_then(|t| serde_json::from_value::<Id>(t.clone()).ok());
+                let callback = token.and_then(|t| lock(&self.progress).get(&t).cloned());
+                if let (Some(callback), Some(p)) = (callback, params) {
+                    callback(Progress {
+                        progress: p.get("progress").and_then(Value::as_f64).unwrap_or(0.0),
+                        total: p.get("total").and_then(Value::as_f64),
+                        message: p.get("message").and_then(Value::as_str).map(str::to_owned),
+                    });
+                }
+            }
+            method::NOTIFICATION_TOOLS_LIST_CHANGED => {
+                lock(&self.tools).clear();
+                lock(&self.cache).invalidate(&n.method, n.params.as_ref());
+            }
+            _ => lock(&self.cache).invalidate(&n.method, n.params.as_ref()),
+        }
+        if let Some(f) = &self.config.on_notification {
+            f(&n);
+        }
+        let subscription = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(meta::SUBSCRIPTION_ID))
+            .and_then(|t| serde_json::from_value::<Id>(t.clone()).ok());
+        let mut listeners = lock(&self.listeners);
+        listeners.retain(|slot| {
+            let wanted = match (&subscription, &slot.subscription) {
+                (Some(s), Some(mine)) => s == mine,
+                (Some(_), None) => slot.filter.accepts(&n),
+                (None, _) => slot.filter.accepts(&n),
+            };
+            !wanted || slot.tx.send(n.clone()).is_ok()
+        });
+    }
+
+    pub(crate) fn add_listener(
+        &self,
+        subscription: Option<Id>,
+        filter: crate::listen::Filter,
+    ) -> (u64, mpsc::UnboundedReceiver<Notification>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed) as u64;
+        lock(&self.listeners).push(ListenerSlot {
+            id,
+            subscription,
+            filter,
+            tx,
+        });
+        (id, rx)
+    }
+
+    pub(crate) fn remove_listener(&self, id: u64) -> bool {
+        let mut listeners = lock(&self.listeners);
+        listeners.retain(|slot| slot.id != id);
+        listeners.is_empty()
+    }
+
+    pub(crate) fn cache_get(&self, key: &str) -> Option<Value> {
+        lock(&self.cache).get(key, Instant::now())
+    }
+
+    pub(crate) fn cache_put(&self, key: String, value: &Value) {
+        lock(&self.cache).put(key, value, Instant::now());
+    }
+
+    pub(crate) fn remember_tools(&self, tools: &[Value]) {
+        let mut map = lock(&self.tools);
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+            if let Ok(b) = bindings::bindings(schema) {
+                map.insert(name.to_owned(), b.into());
+            }
+        }
+    }
+
+    pub(crate) fn forget_tools(&self) {
+        lock(&self.tools).clear();
+        lock(&self.cache).clear();
+    }
+
+    pub(crate) fn close_flag(&self) -> bool {
+        self.closed.swap(true, Ordering::AcqRel)
+    }
+
+    pub(crate) fn generation(&self) -> &tokio::sync::Mutex<u64> {
+        &self.reinit
+    }
+
+    pub(crate) fn track(&self, task: JoinHandle<()>) {
+        let mut tasks = lock(&self.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+}
+
+/// The JSON-RPC error in an HTTP error body, when there is one.
+pub(crate) fn refusal(content_type: Option<&str>, body: &[u8]) -> Option<ErrorObject> {
+    if body.is_empty() {
+        return None;
+    }
+    let json_body = match content_type {
+        Some("application/json") | None => body.to_vec(),
+        Some("text/event-stream") => {
+            let mut decoder = mcp_wire::sse::SseDecoder::new();
+            decoder.push(body);
+            decoder.push(b"\n\n");
+            decoder.find_map(Result::ok)?.into_data().into_bytes()
+        }
+        Some(_) => return None,
+    };
+    match crate::transport::parse_message(&json_body).ok()? {
+        Message::Response(r) => r.outcome.err(),
+        _ => None,
+    }
+}
+
+/// Sends the cancellation the revision needs when a request's future is dropped unfinished.
+struct InFlight {
+    inner: Arc<Inner>,
+    id: Id,
+    token: Option<Id>,
+    adapter: Adapter,
+    done: bool,
+    cancellable: bool,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(token) = &self.token {
+            lock(&self.inner.progress).remove(token);
+        }
+        if self.done || !self.cancellable {
+            return;
+        }
+        let stream_close_cancels =
+            self.inner.info.request_streams && self.adapter.features().stream_close_cancels;
+        if stream_close_cancels {
+            // Dropping the response stream closed it: that is the cancellation.
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let inner = self.inner.clone();
+        let id = self.id.clone();
+        handle.spawn(async move {
+            let params = json!({"requestId": id, "reason": "cancelled by the client"});
+            if let Err(e) = inner
+                .notify(method::NOTIFICATION_CANCELLED, Some(params))
+                .await
+            {
+                tracing::debug!(error = %e, "could not send notifications/cancelled");
+            }
+        });
+    }
+}
+
+async fn pump_incoming(inner: std::sync::Weak<Inner>, mut incoming: MessageStream) {
+    while let Some(item) = incoming.next().await {
+        let Some(inner) = inner.upgrade() else { return };
+        match item {
+            Ok(inbound) => match inbound.message {
+                Message::Request(request) => {
+                    // Answer on a task of its own: the user may take a while.
+                    let handle = tokio::spawn(inner.clone().answer_request(request));
+                    inner.track(handle);
+                }
+                Message::Notification(n) => inner.dispatch_notification(n),
+                Message::Response(_) => {}
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "incoming stream failed");
+                return;
+            }
+        }
+    }
+}
+
+impl Client {
+    pub(crate) fn adapter(&self) -> Adapter {
+        self.inner.adapter()
+    }
+
+    /// The revision in use.
+    pub fn revision(&self) -> mcp_adapters::Revision {
+        self.adapter().revision()
+    }
+
+    /// What the server said about itself when the client connected.
+    pub fn server(&self) -> Option<ServerDescription> {
+        self.inner
+            .state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .server
+            .clone()
+    }
+
+    /// The session id the server issued, on transports that have sessions.
+    pub fn session_id(&self) -> Option<String> {
+        self.inner.transport.session_id()
+    }
+
+    /// Sends any request and returns its result, with the client's timeout. The revision's
+    /// `_meta`, headers, session handling and asking all apply.
+    pub async fn request(&self, method_name: &str, params: Option<Value>) -> Result<Value, Error> {
+        self.request_with(method_name, params, CallOptions::default())
+            .await
+    }
+
+    /// [`Client::request`] with per-call options.
+    pub async fn request_with(
+        &self,
+        method_name: &str,
+        params: Option<Value>,
+        options: CallOptions,
+    ) -> Result<Value, Error> {
+        let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
+        match tokio::time::timeout(timeout, self.run(method_name, params, &options)).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::timeout(timeout)),
+        }
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method_name: &str, params: Option<Value>) -> Result<(), Error> {
+        self.inner.notify(method_name, params).await
+    }
+
+    /// The whole life of one call: session recovery, header-mismatch retry, questions.
+    async fn run(
+        &self,
+        method_name: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<Value, Error> {
+        let adapter = self.adapter();
+        let cache_key = if adapter.features().cache_hints {
+            Cache::key(method_name, params.as_ref())
+        } else {
+            None
+        };
+        if let Some(key) = &cache_key
+            && let Some(hit) = self.inner.cache_get(key)
+        {
+            return Ok(hit);
+        }
+        let mut rounds = 0usize;
+        let mut answers = Map::new();
+        let mut state: Option<Value> = None;
+        let mut recovered = false;
+        let mut refetched = false;
+        loop {
+            let adapter = self.adapter();
+            let session = self.inner.transport.session_id();
+            let attempt_params = crate::asking::with_answers(
+                adapter,
+                method_name,
+                params.clone(),
+                &answers,
+                state.as_ref(),
+            );
+            let outcome = self
+                .inner
+                .attempt(adapter, method_name, attempt_params, options)
+                .await;
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(e) => return Err(e),
+            };
+            let result = match outcome {
+                Outcome::Result(v) => v,
+                Outcome::Refused { error, status } => {
+                    let code = error.as_ref().map(|e| e.code);
+                    // A legacy session the server forgot: initialize again and retry once.
+                    if status == Some(404)
+                        && !recovered
+                        && adapter.has_sessions()
+                        && self.inner.info.http
+                        && !self.inner.info.legacy_sse
+                        && code != Some(error_code::METHOD_NOT_FOUND)
+                    {
+                        recovered = true;
+                        crate::negotiate::reinitialize(self, session).await?;
+                        continue;
+                    }
+                    // A header the server reads differently: re-fetch the tool list and retry once.
+                    if code == Some(error_code::HEADER_MISMATCH)
+                        && !refetched
+                        && adapter.features().mirrors_headers
+                        && adapter.operation(method_name) == Some(Operation::CallTool)
+                    {
+                        refetched = true;
+                        self.inner.forget_tools();
+                        let _ = Box::pin(self.list_tools()).await;
+                        continue;
+                    }
+                    return Err(match (error, status) {
+                        (Some(e), status) => Error::rpc_error(e, status),
+                        (None, Some(status)) => Error::new(
+                            ErrorKind::Transport,
+                            "the server answered with an HTTP error",
+                        )
+                        .with_status(status),
+                        (None, None) => Error::protocol("an empty refusal"),
+                    });
+                }
+            };
+            match crate::asking::questions(adapter, method_name, &result)? {
+                None => {
+                    if rounds == 0
+                        && let Some(key) = cache_key
+                    {
+                        self.inner.cache_put(key, &result);
+                    }
+                    return Ok(result);
+                }
+                Some(asked) => {
+                    rounds += 1;
+                    if rounds > self.inner.config.max_rounds {
+                        return Err(Error::new(
+                            ErrorKind::TooManyRounds,
+                            format!("still asking after {} rounds", self.inner.config.max_rounds),
+                        ));
+                    }
+                    for (key, question) in asked.questions {
+                        let answer = self.answer(question).await?;
+                        answers.insert(key, answer);
+                    }
+                    state = asked.state;
+                }
+            }
+        }
+    }
+
+    async fn answer(&self, question: Question) -> Result<Value, Error> {
+        let Some(on_ask) = &self.inner.config.on_ask else {
+            return Err(Error::new(
+                ErrorKind::InputRequired,
+                format!(
+                    "the server asks {} and no on_ask callback is set",
+                    question.method()
+                ),
+            ));
+        };
+        let outcome = (on_ask.callback)(question).await.into_outcome();
+        outcome.map_err(|e| {
+            Error::new(
+                ErrorKind::InputRequired,
+                format!("the answer was refused: {e}"),
+            )
+        })
+    }
+
+    /// Ends the session (HTTP `DELETE`) or the connection, and stops background tasks. Calls
+    /// made after this fail with [`ErrorKind::Closed`].
+    pub async fn close(&self) -> Result<(), Error> {
+        if self.inner.close_flag() {
+            return Ok(());
+        }
+        if let Some(task) = lock(&self.inner.get_stream).take() {
+            task.abort();
+        }
+        self.inner.transport.close().await?;
+        Ok(())
+    }
+}
+
+impl Answer {
+    /// Whether this answer accepts (an elicitation `accept`, or any other result).
+    pub fn is_accept(&self) -> bool {
+        match self.outcome() {
+            Ok(v) => v
+                .get("action")
+                .and_then(Value::as_str)
+                .is_none_or(|a| a == "accept"),
+            Err(_) => false,
+        }
+    }
+}

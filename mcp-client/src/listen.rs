@@ -1,0 +1,359 @@
+//! Long-lived notifications: `subscriptions/listen` on 2026-07-28, `resources/subscribe` and the
+//! standalone stream before.
+
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use mcp_adapters::Operation;
+use mcp_wire::jsonrpc::{Id, Message, Notification, Request};
+use mcp_wire::names::method;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::client::{CallOptions, Client, Inner, refusal};
+use crate::error::{Error, ErrorKind};
+use crate::transport::{Delivery, Outbound, OutboundKind, TransportError};
+
+/// What a [`Listener`] wants to hear about.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subscriptions {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: Vec<String>,
+}
+
+impl Subscriptions {
+    /// Nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `notifications/tools/list_changed`.
+    pub fn tools_changed(mut self) -> Self {
+        self.tools = true;
+        self
+    }
+
+    /// `notifications/prompts/list_changed`.
+    pub fn prompts_changed(mut self) -> Self {
+        self.prompts = true;
+        self
+    }
+
+    /// `notifications/resources/list_changed`.
+    pub fn resources_changed(mut self) -> Self {
+        self.resources = true;
+        self
+    }
+
+    /// `notifications/resources/updated` for `uri`.
+    pub fn resource(mut self, uri: impl Into<String>) -> Self {
+        self.uris.push(uri.into());
+        self
+    }
+}
+
+/// Which notifications one listener receives.
+#[derive(Debug, Clone)]
+pub(crate) struct Filter {
+    subs: Subscriptions,
+}
+
+impl Filter {
+    pub(crate) fn accepts(&self, n: &Notification) -> bool {
+        match n.method.as_str() {
+            method::NOTIFICATION_TOOLS_LIST_CHANGED => self.subs.tools,
+            method::NOTIFICATION_PROMPTS_LIST_CHANGED => self.subs.prompts,
+            method::NOTIFICATION_RESOURCES_LIST_CHANGED => self.subs.resources,
+            method::NOTIFICATION_RESOURCES_UPDATED => {
+                let uri = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str);
+                uri.is_some_and(|u| self.subs.uris.iter().any(|s| s == u))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A stream of the notifications asked for with [`Client::listen`]. Dropping it ends the
+/// subscription (closing the listen stream, or `notifications/cancelled` on stdio).
+pub struct Listener {
+    rx: mpsc::UnboundedReceiver<Notification>,
+    inner: Weak<Inner>,
+    slot: u64,
+    task: Option<JoinHandle<()>>,
+    accepted: Option<Value>,
+    cancel: Option<Id>,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("accepted", &self.accepted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Listener {
+    /// What the server agreed to send (the `notifications` of its acknowledgement, 2026-07-28).
+    pub fn accepted(&self) -> Option<&Value> {
+        self.accepted.as_ref()
+    }
+}
+
+impl Stream for Listener {
+    type Item = Notification;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        let last = inner.remove_listener(self.slot);
+        if let Some(id) = self.cancel.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            let inner = inner.clone();
+            handle.spawn(async move {
+                let params = json!({"requestId": id, "reason": "listener dropped"});
+                let _ = inner
+                    .notify(method::NOTIFICATION_CANCELLED, Some(params))
+                    .await;
+            });
+        }
+        if last
+            && let Some(task) = inner
+                .get_stream
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl Client {
+    /// Subscribes to notifications: one `subscriptions/listen` request on 2026-07-28;
+    /// `resources/subscribe` per URI and the standalone stream (resumed with `Last-Event-ID`
+    /// where the revision allows) before. Every notification also reaches `on_notification`.
+    pub async fn listen(&self, subscriptions: Subscriptions) -> Result<Listener, Error> {
+        let adapter = self.adapter();
+        let inner = &self.inner;
+        if let Some(listen) = adapter.method(Operation::Listen) {
+            let mut notifications = serde_json::Map::new();
+            for (flag, name) in [
+                (subscriptions.tools, "toolsListChanged"),
+                (subscriptions.prompts, "promptsListChanged"),
+                (subscriptions.resources, "resourcesListChanged"),
+            ] {
+                if flag {
+                    notifications.insert(name.into(), Value::Bool(true));
+                }
+            }
+            if !subscriptions.uris.is_empty() {
+                notifications.insert("resourceSubscriptions".into(), json!(subscriptions.uris));
+            }
+            let id = inner.new_id();
+            let (slot, mut rx) = inner.add_listener(
+                Some(id.clone()),
+                Filter {
+                    subs: subscriptions,
+                },
+            );
+            let params = inner.decorate_public(adapter, json!({"notifications": notifications}));
+            let headers = inner.headers_public(adapter, listen, Some(&params));
+            let body = mcp_wire::jsonrpc::encode(&Message::Request(Request {
+                id: id.clone(),
+                method: listen.to_owned(),
+                params: Some(params),
+            }));
+            let outbound = Outbound {
+                kind: OutboundKind::Request(id.clone()),
+                body: Bytes::from(body),
+                headers,
+            };
+            let delivery = match inner.transport.send(outbound).await {
+                Ok(d) => d,
+                Err(TransportError::Status {
+                    status,
+                    content_type,
+                    body,
+                }) => {
+                    inner.remove_listener(slot);
+                    return Err(match refusal(content_type.as_deref(), &body) {
+                        Some(e) => Error::rpc_error(e, Some(status)),
+                        None => {
+                            Error::new(ErrorKind::Transport, "listen refused").with_status(status)
+                        }
+                    });
+                }
+                Err(e) => {
+                    inner.remove_listener(slot);
+                    return Err(e.into());
+                }
+            };
+            let Delivery::Stream(mut stream) = delivery else {
+                inner.remove_listener(slot);
+                return Err(Error::protocol(
+                    "the server accepted subscriptions/listen without a stream",
+                ));
+            };
+            let weak = Arc::downgrade(inner);
+            let listen_id = id.clone();
+            let task = tokio::spawn(async move {
+                while let Some(item) = stream.next().await {
+                    let Some(inner) = weak.upgrade() else { return };
+                    match item {
+                        Ok(inbound) => match inbound.message {
+                            Message::Notification(n) => inner.dispatch_notification(n),
+                            Message::Request(r) => inner.clone().answer_request(r).await,
+                            Message::Response(r)
+                                if r.id.as_ref() == Some(&listen_id) || r.id.is_none() =>
+                            {
+                                break;
+                            }
+                            Message::Response(_) => {}
+                        },
+                        Err(_) => break,
+                    }
+                }
+                // The subscription ended: close the listener's stream.
+                if let Some(inner) = weak.upgrade() {
+                    inner.remove_listener(slot);
+                }
+            });
+            // Wait for the acknowledgement, which names what the server will send.
+            let timeout = inner.config.timeout;
+            let first = tokio::time::timeout(timeout, rx.recv()).await;
+            let cancel = (!inner.info.request_streams).then(|| id.clone());
+            let mut listener = Listener {
+                rx,
+                inner: Arc::downgrade(inner),
+                slot,
+                task: Some(task),
+                accepted: None,
+                cancel,
+            };
+            match first {
+                Ok(Some(n)) if n.method == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED => {
+                    listener.accepted = n
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("notifications"))
+                        .cloned();
+                }
+                Ok(Some(n)) => {
+                    return Err(Error::protocol(format!(
+                        "listen stream began with {} instead of an acknowledgement",
+                        n.method
+                    )));
+                }
+                Ok(None) => {
+                    return Err(Error::protocol(
+                        "the listen stream ended before its acknowledgement",
+                    ));
+                }
+                Err(_) => return Err(Error::timeout(timeout)),
+            }
+            return Ok(listener);
+        }
+        // Handshake revisions: subscribe per URI, then the standalone stream.
+        if let Some(subscribe) = adapter.method(Operation::Subscribe) {
+            for uri in &subscriptions.uris {
+                self.request_with(subscribe, Some(json!({"uri": uri})), CallOptions::new())
+                    .await?;
+            }
+        }
+        let (slot, rx) = inner.add_listener(
+            None,
+            Filter {
+                subs: subscriptions,
+            },
+        );
+        let listener = Listener {
+            rx,
+            inner: Arc::downgrade(inner),
+            slot,
+            task: None,
+            accepted: None,
+            cancel: None,
+        };
+        if inner.info.request_streams && adapter.features().has_get_stream {
+            let mut running = inner.get_stream.lock().unwrap_or_else(|e| e.into_inner());
+            if running.as_ref().is_none_or(JoinHandle::is_finished) {
+                *running = Some(tokio::spawn(get_stream(Arc::downgrade(inner))));
+            }
+        }
+        Ok(listener)
+    }
+}
+
+/// Keeps the standalone GET stream open while listeners exist, resuming after the last event id
+/// where the revision allows it.
+async fn get_stream(weak: Weak<Inner>) {
+    let mut last_event_id: Option<String> = None;
+    let mut failures = 0u32;
+    loop {
+        let Some(inner) = weak.upgrade() else { return };
+        let adapter = inner.adapter();
+        let headers = inner.headers_public(adapter, "", None);
+        let resume = if adapter.features().sse_resumable {
+            last_event_id.clone()
+        } else {
+            None
+        };
+        let opened = inner.transport.open_stream(headers, resume).await;
+        let mut stream = match opened {
+            Ok(stream) => stream,
+            Err(TransportError::Status { status: 405, .. }) => return,
+            Err(e) => {
+                failures += 1;
+                tracing::debug!(error = %e, failures, "could not open the notification stream");
+                if failures > 5 {
+                    return;
+                }
+                drop(inner);
+                tokio::time::sleep(Duration::from_millis(200 << failures.min(5))).await;
+                continue;
+            }
+        };
+        drop(inner);
+        failures = 0;
+        while let Some(item) = stream.next().await {
+            let Some(inner) = weak.upgrade() else { return };
+            match item {
+                Ok(inbound) => {
+                    if inbound.event_id.is_some() {
+                        last_event_id = inbound.event_id;
+                    }
+                    match inbound.message {
+                        Message::Notification(n) => inner.dispatch_notification(n),
+                        Message::Request(r) => inner.clone().answer_request(r).await,
+                        Message::Response(_) => {}
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        // The server closed the stream (SSE polling, a restart): reconnect after a pause.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
