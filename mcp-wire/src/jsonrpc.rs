@@ -163,6 +163,18 @@ impl<D> ErrorObject<D> {
     }
 }
 
+impl<D: Serialize> ErrorObject<D> {
+    /// The same error with `data` turned into JSON, for a [`Response`].
+    pub fn into_untyped(self) -> Result<ErrorObject, serde_json::Error> {
+        let data = self.data.map(serde_json::to_value).transpose()?;
+        Ok(ErrorObject {
+            code: self.code,
+            message: self.message,
+            data,
+        })
+    }
+}
+
 impl ErrorObject {
     /// -32700, the body is not JSON.
     pub fn parse_error(detail: impl fmt::Display) -> Self {
@@ -193,6 +205,11 @@ impl ErrorObject {
     /// -32603 with `message`.
     pub fn internal_error(message: impl Into<String>) -> Self {
         Self::new(error_code::INTERNAL_ERROR, message)
+    }
+
+    /// `data` read as `D`, if there is any.
+    pub fn data_as<D: de::DeserializeOwned>(&self) -> Option<Result<D, serde_json::Error>> {
+        self.data.as_ref().map(D::deserialize)
     }
 }
 
