@@ -1,6 +1,57 @@
 //! The MCP server: one registry of handler declarations served on every protocol revision.
 //!
-//! It will own the registry, typed handlers, the `Exchange` handed to a handler, the socket-free
-//! dispatch entry point, and the stdio and HTTP transports (Streamable HTTP and HTTP+SSE).
+//! Declare a server once with [`Server::builder`]: its identity, [`Tool`]s (typed async
+//! handlers whose JSON Schema is derived with schemars), [`Resource`]s and
+//! [`ResourceTemplate`]s, [`Prompt`]s and a [`Completer`]. Then either feed it messages through
+//! the socket-free entry point [`Server::handle`] (every transport does, and so do tests) or
+//! serve it on stdio with [`serve_stdio`].
+//!
+//! ```text
+//! bytes ──► mcp-wire decode ──► AdapterSet selection ──► adapter decode (normalized Call)
+//!       ──► registry + handler (Exchange) ──► adapter-shaped result ──► bytes
+//! ```
+//!
+//! Everything that differs between revisions is decided by the adapter's flags
+//! (`can_ask`, `can_push_ask`, `asks_in_arguments`, `has_handshake`, ...), never by a version
+//! string. A handler that takes an [`Exchange`] can [`ask`](Exchange::ask) the user on every
+//! revision: the question becomes the result on 2026-07-28 (MRTR), a pushed request on
+//! 2025-06-18 and 2025-11-25, and a result naming the `mcpAnswers`/`mcpState` arguments on
+//! 2025-03-26 and 2024-11-05.
 //!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
+
+mod ask;
+mod completion;
+mod content;
+mod dispatch;
+mod error;
+mod exchange;
+mod icon;
+mod page;
+mod project;
+mod prompt;
+mod resource;
+mod schema;
+mod server;
+mod state;
+mod stdio;
+mod tool;
+
+pub use ask::{Answer, AnswerAction, Question};
+pub use completion::{Completer, Completion, CompletionRef, CompletionRequest, MAX_COMPLETION_VALUES};
+pub use content::{CallToolResult, Content, GetPromptResult, PromptMessage, ResourceContents, Role};
+pub use dispatch::{Context, Input, Outgoing, Reply};
+pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
+pub use exchange::Exchange;
+pub use icon::Icon;
+pub use prompt::{IntoPromptResult, Prompt, PromptHandler};
+pub use resource::{
+    CacheHint, CacheScope, IntoResourceContents, RequestAndExchange, RequestOnly, Resource, ResourceHandler,
+    ResourceRequest, ResourceTemplate,
+};
+pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder};
+pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
+pub use tool::{ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Tool, ToolAnnotations, ToolHandler};
+
+/// Re-exported so handlers can name levels and revisions without another dependency.
+pub use mcp_adapters::{LogLevel, Revision};

@@ -1,0 +1,155 @@
+//! Questions a handler puts to the client (and through it, the user), and their answers.
+
+use mcp_adapters::{ClientRequestKind, ElicitAction, ElicitAnswer, InputRequest};
+use mcp_wire::jsonrpc::ErrorObject;
+use serde_json::{Map, Value, json};
+
+/// A question: one request the client answers (`elicitation/create`, or
+/// `sampling/createMessage`, `roots/list`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Question(pub(crate) InputRequest);
+
+impl Question {
+    /// Asks the user to confirm `message` (form-mode elicitation with no fields).
+    pub fn elicit(message: impl Into<String>) -> Self {
+        Self::elicit_with(message, json!({"type": "object", "properties": {}}))
+    }
+
+    /// Asks the user for the fields of `requested_schema` (a flat object schema of primitive
+    /// properties, as elicitation requires).
+    pub fn elicit_with(message: impl Into<String>, requested_schema: Value) -> Self {
+        Self(InputRequest::elicit(message, requested_schema))
+    }
+
+    /// Any request the client can answer (see [`InputRequest`]'s constructors).
+    pub fn request(request: InputRequest) -> Self {
+        Self(request)
+    }
+
+    /// Which client request this is.
+    pub fn kind(&self) -> ClientRequestKind {
+        self.0.kind()
+    }
+
+    /// The request.
+    pub fn as_request(&self) -> &InputRequest {
+        &self.0
+    }
+}
+
+/// What the user did with a question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnswerAction {
+    /// Accepted, with content.
+    Accept,
+    /// Explicitly declined.
+    Decline,
+    /// Dismissed without a choice, or the client refused or failed to answer.
+    Cancel,
+}
+
+/// An answer to a [`Question`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    action: AnswerAction,
+    content: Value,
+}
+
+impl Answer {
+    /// An answer with this action and content (an object, or `null` for none).
+    pub fn new(action: AnswerAction, content: Value) -> Self {
+        Self { action, content }
+    }
+
+    /// Reads the client's answer to a question of `kind`: a result or a JSON-RPC error.
+    ///
+    /// Elicitation answers are read defensively (only `"action": "accept"` accepts; an error
+    /// reply is `cancel`). For the other kinds the result itself is the accepted content.
+    pub(crate) fn from_reply(kind: ClientRequestKind, reply: &Result<Value, ErrorObject>) -> Self {
+        if kind == ClientRequestKind::Elicit {
+            let answer = ElicitAnswer::from_reply(reply);
+            let action = match answer.action {
+                ElicitAction::Accept => AnswerAction::Accept,
+                ElicitAction::Decline => AnswerAction::Decline,
+                ElicitAction::Cancel => AnswerAction::Cancel,
+            };
+            let content = if action == AnswerAction::Accept { Value::Object(answer.content) } else { Value::Null };
+            return Self { action, content };
+        }
+        match reply {
+            Ok(result) => Self::new(AnswerAction::Accept, result.clone()),
+            Err(_) => Self::refused(AnswerAction::Cancel),
+        }
+    }
+
+    /// A refusal (a timeout, a decline).
+    pub(crate) fn refused(action: AnswerAction) -> Self {
+        Self::new(action, Value::Null)
+    }
+
+    /// What the user did.
+    pub fn action(&self) -> AnswerAction {
+        self.action
+    }
+
+    /// The user accepted.
+    pub fn accepted(&self) -> bool {
+        self.action == AnswerAction::Accept
+    }
+
+    /// The content (`null` unless accepted).
+    pub fn content(&self) -> &Value {
+        &self.content
+    }
+
+    /// One field of the content.
+    pub fn get(&self, field: &str) -> Option<&Value> {
+        self.content.get(field)
+    }
+}
+
+/// The text of a result that asks on revisions where the question rides in the tool call:
+/// what to send back, as JSON to copy, then the questions.
+pub(crate) fn argument_instructions(questions: &[(String, Question)], state: &str) -> String {
+    let mut answers = Map::new();
+    for (key, question) in questions {
+        let template = if question.kind() == ClientRequestKind::Elicit {
+            json!({"action": "accept", "content": {}})
+        } else {
+            json!({})
+        };
+        answers.insert(key.clone(), template);
+    }
+    let copy = json!({ mcp_adapters::ANSWERS_ARGUMENT: answers, mcp_adapters::STATE_ARGUMENT: state });
+    let mut text = String::from(
+        "This call is not finished: it needs the user's answers first. Put the questions below to the user, then call this tool again with the same arguments and these two added:\n\n",
+    );
+    text.push_str(&copy.to_string());
+    text.push_str(
+        "\n\nFor each question, keep \"accept\" and fill \"content\" with the user's reply, or set \"action\" to \"decline\" or \"cancel\". Questions:\n",
+    );
+    for (key, question) in questions {
+        let what = question.0.message().unwrap_or(question.kind().method());
+        text.push_str(&format!("- {key}: {what}\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elicitation_answers_are_never_accepted_by_default() {
+        let cases = [
+            (Ok(json!({"action": "accept", "content": {"a": 1}})), AnswerAction::Accept),
+            (Ok(json!({"action": "decline"})), AnswerAction::Decline),
+            (Ok(json!({"action": "cancel"})), AnswerAction::Cancel),
+            (Ok(json!({"content": {"a": 1}})), AnswerAction::Decline),
+            (Err(ErrorObject::internal_error("no")), AnswerAction::Cancel),
+        ];
+        for (reply, action) in cases {
+            assert_eq!(Answer::from_reply(ClientRequestKind::Elicit, &reply).action(), action, "{reply:?}");
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Prompts: typed arguments and messages.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::content::{GetPromptResult, PromptMessage};
+use crate::error::PromptError;
+use crate::exchange::Exchange;
+use crate::icon::{Icon, icons_value};
+use crate::schema;
+use crate::tool::{ArgsAndExchange, ArgsOnly};
+
+/// What a prompt handler may return: `String` (one user message), [`PromptMessage`],
+/// `Vec<PromptMessage>`, [`GetPromptResult`], or `Result<T, E>` of these where
+/// `E: Into<PromptError>`.
+pub trait IntoPromptResult: Send + 'static {
+    /// The rendered prompt.
+    fn into_prompt_result(self) -> Result<GetPromptResult, PromptError>;
+}
+
+impl IntoPromptResult for GetPromptResult {
+    fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
+        Ok(self)
+    }
+}
+
+impl IntoPromptResult for String {
+    fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
+        Ok(GetPromptResult { description: None, messages: vec![PromptMessage::user(self)] })
+    }
+}
+
+impl IntoPromptResult for PromptMessage {
+    fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
+        Ok(GetPromptResult { description: None, messages: vec![self] })
+    }
+}
+
+impl IntoPromptResult for Vec<PromptMessage> {
+    fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
+        Ok(GetPromptResult { description: None, messages: self })
+    }
+}
+
+impl<T: IntoPromptResult, E: Into<PromptError> + Send + 'static> IntoPromptResult for Result<T, E> {
+    fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
+        self.map_err(Into::into)?.into_prompt_result()
+    }
+}
+
+/// An async function usable as a prompt: `async fn(A) -> R` or `async fn(A, Exchange) -> R`,
+/// where `A: DeserializeOwned + JsonSchema` (its fields are the prompt's arguments; prompt
+/// arguments are strings on the wire) and `R:` [`IntoPromptResult`].
+pub trait PromptHandler<M>: Send + Sync + 'static {
+    /// The typed arguments.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The return type.
+    type Output: IntoPromptResult;
+
+    /// Runs the handler.
+    fn call(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, Self::Output>;
+}
+
+impl<F, Fut, A, R> PromptHandler<ArgsOnly<A>> for F
+where
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: IntoPromptResult,
+{
+    type Args = A;
+    type Output = R;
+
+    fn call(&self, args: A, _: Exchange) -> BoxFuture<'static, R> {
+        self(args).boxed()
+    }
+}
+
+impl<F, Fut, A, R> PromptHandler<ArgsAndExchange<A>> for F
+where
+    F: Fn(A, Exchange) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: IntoPromptResult,
+{
+    type Args = A;
+    type Output = R;
+
+    fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
+        self(args, ex).boxed()
+    }
+}
+
+pub(crate) type ErasedPrompt = Arc<
+    dyn Fn(Value, Exchange) -> Result<BoxFuture<'static, Result<GetPromptResult, PromptError>>, String>
+        + Send
+        + Sync,
+>;
+
+/// A prompt declaration.
+#[derive(Clone)]
+pub struct Prompt {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) icons: Vec<Icon>,
+    pub(crate) schema: Value,
+    pub(crate) render: ErasedPrompt,
+}
+
+impl fmt::Debug for Prompt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prompt").field("name", &self.name).field("title", &self.title).finish_non_exhaustive()
+    }
+}
+
+impl Prompt {
+    /// A prompt named `name` rendered by `handler`.
+    pub fn new<H: PromptHandler<M>, M>(name: impl Into<String>, handler: H) -> Self {
+        let handler = Arc::new(handler);
+        let render: ErasedPrompt = Arc::new(move |arguments: Value, ex: Exchange| {
+            let args: H::Args = serde_json::from_value(arguments).map_err(|e| e.to_string())?;
+            let fut = handler.call(args, ex);
+            Ok(async move { fut.await.into_prompt_result() }.boxed())
+        });
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            icons: Vec::new(),
+            schema: schema::derive::<H::Args>(schema::Purpose::Input),
+            render,
+        }
+    }
+
+    /// The prompt's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sets the display title (not shown before 2025-06-18). Default is none.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description. Default is none.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Adds an icon (shown from 2025-11-25). Default is none.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// The prompt arguments, from the argument type's top-level properties.
+    pub(crate) fn arguments(&self) -> Result<Vec<Value>, String> {
+        if !schema::is_object_rooted(&self.schema) {
+            return Err("prompt arguments must be a struct (an object schema)".into());
+        }
+        let required: Vec<&str> = self
+            .schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(properties) = self.schema.get("properties").and_then(Value::as_object) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(properties.len());
+        for (name, property) in properties {
+            let mut arg = Map::new();
+            arg.insert("name".into(), Value::String(name.clone()));
+            if let Some(title) = property.get("title").and_then(Value::as_str) {
+                arg.insert("title".into(), Value::String(title.to_owned()));
+            }
+            if let Some(description) = property.get("description").and_then(Value::as_str) {
+                arg.insert("description".into(), Value::String(description.to_owned()));
+            }
+            if required.contains(&name.as_str()) {
+                arg.insert("required".into(), Value::Bool(true));
+            }
+            out.push(Value::Object(arg));
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn definition(&self, arguments: &[Value]) -> Value {
+        let mut out = Map::new();
+        out.insert("name".into(), Value::String(self.name.clone()));
+        if let Some(title) = &self.title {
+            out.insert("title".into(), Value::String(title.clone()));
+        }
+        if let Some(description) = &self.description {
+            out.insert("description".into(), Value::String(description.clone()));
+        }
+        if !arguments.is_empty() {
+            out.insert("arguments".into(), Value::Array(arguments.to_vec()));
+        }
+        if let Some(icons) = icons_value(&self.icons) {
+            out.insert("icons".into(), icons);
+        }
+        Value::Object(out)
+    }
+}

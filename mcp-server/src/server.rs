@@ -1,0 +1,518 @@
+//! The registry: server identity, declarations, settings, and per-revision views built once.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use mcp_adapters::{Adapter, AdapterSet, Revision};
+use mcp_hub::{EventLog, StateStore};
+use mcp_schema::Validator;
+use serde_json::{Map, Value};
+
+use crate::completion::Completer;
+use crate::error::RegistrationError;
+use crate::icon::{Icon, icons_value};
+use crate::project;
+use crate::prompt::Prompt;
+use crate::resource::{CacheHint, CacheScope, Resource, ResourceTemplate, UriTemplate, check_fixed_uri};
+use crate::schema::is_object_rooted;
+use crate::state::RequestStates;
+use crate::tool::Tool;
+
+/// Builds a [`Server`]: identity, declarations and settings. Declarations are checked by
+/// [`build`](Self::build).
+///
+/// ```
+/// use mcp_server::{NoArgs, Server, Tool};
+///
+/// async fn hello(_: NoArgs) -> String {
+///     "hello".to_owned()
+/// }
+///
+/// let server = Server::builder("demo", "1.0")
+///     .instructions("Say hello.")
+///     .tool(Tool::new("hello", hello).read_only())
+///     .build()
+///     .unwrap();
+/// assert_eq!(server.name(), "demo");
+/// ```
+pub struct ServerBuilder {
+    identity: Identity,
+    instructions: Option<String>,
+    tools: Vec<Tool>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+    completer: Option<Completer>,
+    page_size: usize,
+    request_state_ttl: Duration,
+    ask_timeout: Duration,
+    list_cache: CacheHint,
+    adapters: AdapterSet,
+    store: Option<Arc<dyn StateStore>>,
+    log: Option<Arc<dyn EventLog>>,
+}
+
+impl fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerBuilder").field("identity", &self.identity).finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Identity {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) website_url: Option<String>,
+    pub(crate) icons: Vec<Icon>,
+}
+
+/// The default page size of the four list operations.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+impl ServerBuilder {
+    fn new(name: String, version: String) -> Self {
+        Self {
+            identity: Identity { name, version, ..Identity::default() },
+            instructions: None,
+            tools: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+            completer: None,
+            page_size: DEFAULT_PAGE_SIZE,
+            request_state_ttl: Duration::from_secs(600),
+            ask_timeout: Duration::from_secs(120),
+            list_cache: CacheHint::default(),
+            adapters: AdapterSet::all(),
+            store: None,
+            log: None,
+        }
+    }
+
+    /// Sets the display title of the server (shown from 2025-06-18). Default is none.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.identity.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description of the server (shown from 2025-11-25). Default is none.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.identity.description = Some(description.into());
+        self
+    }
+
+    /// Sets the server's website (shown from 2025-11-25). Default is none.
+    #[must_use]
+    pub fn website_url(mut self, url: impl Into<String>) -> Self {
+        self.identity.website_url = Some(url.into());
+        self
+    }
+
+    /// Adds an icon of the server (shown from 2025-11-25). Default is none.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.identity.icons.push(icon);
+        self
+    }
+
+    /// Sets the instructions a client may show its model. Default is none.
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Registers a tool.
+    #[must_use]
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Registers a resource at a fixed URI.
+    #[must_use]
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Registers a resource template.
+    #[must_use]
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    /// Registers a prompt.
+    #[must_use]
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Sets the completion handler; without one, the `completions` capability is absent and
+    /// `completion/complete` answers with no values. Default is none.
+    #[must_use]
+    pub fn completion(mut self, completer: Completer) -> Self {
+        self.completer = Some(completer);
+        self
+    }
+
+    /// Sets how many entries one page of `tools/list`, `resources/list`,
+    /// `resources/templates/list` and `prompts/list` holds (at least 1). Default is `100`.
+    #[must_use]
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// Sets how long the state of a call that asked stays redeemable. Default is 600 s.
+    #[must_use]
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.request_state_ttl = ttl;
+        self
+    }
+
+    /// Sets how long a pushed question waits for its reply before it counts as `cancel`.
+    /// Default is 120 s.
+    #[must_use]
+    pub fn ask_timeout(mut self, timeout: Duration) -> Self {
+        self.ask_timeout = timeout;
+        self
+    }
+
+    /// Sets the cache hint of `server/discover` and the list results (2026-07-28). Default is
+    /// `ttlMs: 0`, `cacheScope: "private"`.
+    #[must_use]
+    pub fn list_cache(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.list_cache = CacheHint { ttl_ms, scope };
+        self
+    }
+
+    /// Sets the revisions served. Default is all of them.
+    #[must_use]
+    pub fn revisions(mut self, adapters: AdapterSet) -> Self {
+        self.adapters = adapters;
+        self
+    }
+
+    /// Sets the state store (request state, handler state). Default is a fresh in-memory
+    /// store, which is right for one process; share one store between workers.
+    #[must_use]
+    pub fn state_store(mut self, store: Arc<dyn StateStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Sets the event log through which replies to pushed questions reach the waiting call.
+    /// Default is a fresh in-memory log.
+    #[must_use]
+    pub fn event_log(mut self, log: Arc<dyn EventLog>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// Checks every declaration and builds the server.
+    ///
+    /// Refused: duplicate names (tools, prompts), URIs and templates; tool names outside
+    /// 1 to 128 characters of `A-Z a-z 0-9 _ - .`; invalid `x-mcp-header` annotations; input
+    /// schemas that are not object-rooted or do not compile; prompt arguments that are not a
+    /// struct; malformed URIs and templates that are not RFC 6570 level 1.
+    pub fn build(self) -> Result<Server, RegistrationError> {
+        if self.page_size == 0 {
+            return Err(RegistrationError::InvalidSetting {
+                setting: "page_size",
+                reason: "a page holds at least one entry".into(),
+            });
+        }
+        let tools = build_tools(self.tools)?;
+        let prompts = build_prompts(self.prompts)?;
+        let (resources, templates) = build_resources(self.resources, self.templates)?;
+        let hub = Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()));
+        let store = self.store.unwrap_or_else(|| hub.clone());
+        let log = self.log.unwrap_or(hub);
+        let registry = Registry {
+            identity: self.identity,
+            instructions: self.instructions,
+            tool_index: index(tools.iter().map(|t| t.tool.name.as_str())),
+            tools,
+            resource_index: index(resources.iter().map(|r| r.uri.as_str())),
+            resources,
+            template_order: {
+                let mut order: Vec<usize> = (0..templates.len()).collect();
+                order.sort_by_key(|&i| std::cmp::Reverse(templates[i].parsed.literal_len()));
+                order
+            },
+            templates,
+            prompt_index: index(prompts.iter().map(|p| p.prompt.name.as_str())),
+            prompts,
+            completer: self.completer,
+            page_size: self.page_size,
+            ask_timeout: self.ask_timeout,
+            list_cache: self.list_cache,
+            adapters: self.adapters,
+            states: RequestStates::new(store, self.request_state_ttl),
+            log,
+            views: Default::default(),
+        };
+        Ok(Server { registry: Arc::new(registry) })
+    }
+}
+
+fn index<'a>(keys: impl Iterator<Item = &'a str>) -> HashMap<String, usize> {
+    keys.enumerate().map(|(i, k)| (k.to_owned(), i)).collect()
+}
+
+/// A registered tool with what was derived from it once.
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Tool,
+    pub(crate) validator: Validator,
+    pub(crate) output_schema: Option<Value>,
+}
+
+pub(crate) struct PromptEntry {
+    pub(crate) prompt: Prompt,
+    pub(crate) arguments: Vec<Value>,
+    pub(crate) validator: Validator,
+}
+
+pub(crate) struct TemplateEntry {
+    pub(crate) template: ResourceTemplate,
+    pub(crate) parsed: UriTemplate,
+}
+
+/// Tool names per the 2025-11-25 guidance.
+pub(crate) fn check_tool_name(name: &str) -> Result<(), RegistrationError> {
+    let fail = |reason: &str| RegistrationError::InvalidToolName { name: name.to_owned(), reason: reason.to_owned() };
+    if name.is_empty() {
+        return Err(fail("a tool name has at least one character"));
+    }
+    if name.chars().count() > 128 {
+        return Err(fail("a tool name has at most 128 characters"));
+    }
+    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
+        return Err(fail(&format!("{bad:?} is not allowed; use A-Z, a-z, 0-9, '_', '-' and '.'")));
+    }
+    Ok(())
+}
+
+fn build_tools(tools: Vec<Tool>) -> Result<Vec<ToolEntry>, RegistrationError> {
+    let mut out: Vec<ToolEntry> = Vec::with_capacity(tools.len());
+    for mut tool in tools {
+        check_tool_name(&tool.name)?;
+        if out.iter().any(|t| t.tool.name == tool.name) {
+            return Err(RegistrationError::Duplicate { kind: "tool", name: tool.name });
+        }
+        let schema_error = |reason: String| RegistrationError::Schema { kind: "tool", name: tool.name.clone(), reason };
+        if !is_object_rooted(&tool.input_schema) {
+            return Err(schema_error(
+                "the arguments must be a struct or map: inputSchema needs `\"type\": \"object\"` at its root".into(),
+            ));
+        }
+        for (path, header) in std::mem::take(&mut tool.headers) {
+            annotate_header(&mut tool.input_schema, &path, &header).map_err(|reason| {
+                RegistrationError::InvalidHeader { tool: tool.name.clone(), reason }
+            })?;
+        }
+        mcp_schema::extract_headers(&tool.input_schema)
+            .map_err(|e| RegistrationError::InvalidHeader { tool: tool.name.clone(), reason: e.to_string() })?;
+        let validator = Validator::compile(&tool.input_schema).map_err(|e| schema_error(e.to_string()))?;
+        let output_schema = match tool.output_schema.take() {
+            None => None,
+            Some(Err(reason)) => return Err(schema_error(format!("output schema: {reason}"))),
+            Some(Ok(schema)) => {
+                Validator::compile(&schema).map_err(|e| schema_error(format!("output schema: {e}")))?;
+                Some(schema)
+            }
+        };
+        out.push(ToolEntry { tool, validator, output_schema });
+    }
+    out.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
+    Ok(out)
+}
+
+/// Writes `x-mcp-header: header` on the property at `path` (names joined by `.`).
+fn annotate_header(schema: &mut Value, path: &str, header: &str) -> Result<(), String> {
+    let mut node = schema;
+    for name in path.split('.') {
+        node = node
+            .get_mut("properties")
+            .and_then(|p| p.get_mut(name))
+            .ok_or_else(|| format!("no argument {path:?} reached through `properties` (nested structs behind `$ref` cannot carry headers)"))?;
+    }
+    let Some(object) = node.as_object_mut() else {
+        return Err(format!("the schema of {path:?} is not an object"));
+    };
+    object.insert(mcp_schema::header::KEYWORD.into(), Value::String(header.to_owned()));
+    Ok(())
+}
+
+fn build_prompts(prompts: Vec<Prompt>) -> Result<Vec<PromptEntry>, RegistrationError> {
+    let mut out: Vec<PromptEntry> = Vec::with_capacity(prompts.len());
+    for prompt in prompts {
+        if prompt.name.is_empty() {
+            return Err(RegistrationError::Schema { kind: "prompt", name: prompt.name, reason: "a prompt needs a name".into() });
+        }
+        if out.iter().any(|p| p.prompt.name == prompt.name) {
+            return Err(RegistrationError::Duplicate { kind: "prompt", name: prompt.name });
+        }
+        let schema_error = |reason: String| RegistrationError::Schema { kind: "prompt", name: prompt.name.clone(), reason };
+        let arguments = prompt.arguments().map_err(schema_error)?;
+        let validator = Validator::compile(&prompt.schema).map_err(|e| schema_error(e.to_string()))?;
+        out.push(PromptEntry { prompt, arguments, validator });
+    }
+    out.sort_by(|a, b| a.prompt.name.cmp(&b.prompt.name));
+    Ok(out)
+}
+
+fn build_resources(
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+) -> Result<(Vec<Resource>, Vec<TemplateEntry>), RegistrationError> {
+    let mut fixed: Vec<Resource> = Vec::with_capacity(resources.len());
+    for resource in resources {
+        check_fixed_uri(&resource.uri)?;
+        if fixed.iter().any(|r| r.uri == resource.uri) {
+            return Err(RegistrationError::Duplicate { kind: "resource", name: resource.uri });
+        }
+        fixed.push(resource);
+    }
+    fixed.sort_by(|a, b| a.uri.cmp(&b.uri));
+    let mut parsed: Vec<TemplateEntry> = Vec::with_capacity(templates.len());
+    for template in templates {
+        let uri_template = UriTemplate::parse(&template.template)?;
+        crate::resource::check_scheme(&template.template).map_err(|reason| RegistrationError::InvalidUri {
+            uri: template.template.clone(),
+            reason: reason.to_owned(),
+        })?;
+        if parsed.iter().any(|t| t.template.template == template.template) {
+            return Err(RegistrationError::Duplicate { kind: "resource template", name: template.template });
+        }
+        parsed.push(TemplateEntry { template, parsed: uri_template });
+    }
+    parsed.sort_by(|a, b| a.template.template.cmp(&b.template.template));
+    Ok((fixed, parsed))
+}
+
+/// The registry behind a [`Server`].
+pub(crate) struct Registry {
+    pub(crate) identity: Identity,
+    pub(crate) instructions: Option<String>,
+    pub(crate) tools: Vec<ToolEntry>,
+    pub(crate) tool_index: HashMap<String, usize>,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) resource_index: HashMap<String, usize>,
+    pub(crate) templates: Vec<TemplateEntry>,
+    /// Template indices, most literal text first: the most specific template matches first.
+    pub(crate) template_order: Vec<usize>,
+    pub(crate) prompts: Vec<PromptEntry>,
+    pub(crate) prompt_index: HashMap<String, usize>,
+    pub(crate) completer: Option<Completer>,
+    pub(crate) page_size: usize,
+    pub(crate) ask_timeout: Duration,
+    pub(crate) list_cache: CacheHint,
+    pub(crate) adapters: AdapterSet,
+    pub(crate) states: RequestStates,
+    pub(crate) log: Arc<dyn EventLog>,
+    views: [OnceLock<project::RevisionView>; 5],
+}
+
+impl Registry {
+    /// What `adapter`'s revision is shown, computed on first use and kept.
+    pub(crate) fn view(&self, adapter: Adapter) -> &project::RevisionView {
+        let slot = Revision::ALL.iter().position(|r| *r == adapter.revision()).unwrap_or(0);
+        self.views[slot].get_or_init(|| project::RevisionView::build(self, adapter))
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    pub(crate) fn prompt(&self, name: &str) -> Option<&PromptEntry> {
+        self.prompt_index.get(name).map(|&i| &self.prompts[i])
+    }
+
+    pub(crate) fn server_info(&self, adapter: Adapter) -> Value {
+        let features = adapter.features();
+        let id = &self.identity;
+        let mut out = Map::new();
+        out.insert("name".into(), Value::String(id.name.clone()));
+        out.insert("version".into(), Value::String(id.version.clone()));
+        if features.has_titles
+            && let Some(title) = &id.title
+        {
+            out.insert("title".into(), Value::String(title.clone()));
+        }
+        if features.has_icons {
+            if let Some(description) = &id.description {
+                out.insert("description".into(), Value::String(description.clone()));
+            }
+            if let Some(url) = &id.website_url {
+                out.insert("websiteUrl".into(), Value::String(url.clone()));
+            }
+            if let Some(icons) = icons_value(&id.icons) {
+                out.insert("icons".into(), icons);
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+/// An MCP server: one registry of declarations, served on every configured revision.
+///
+/// Cheap to clone (shared). Feed it messages with [`Server::handle`](crate::Server::handle), or
+/// serve it on stdio with [`serve_stdio`](crate::serve_stdio).
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) registry: Arc<Registry>,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.registry.identity.name)
+            .field("tools", &self.registry.tools.len())
+            .field("resources", &self.registry.resources.len())
+            .field("templates", &self.registry.templates.len())
+            .field("prompts", &self.registry.prompts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts declaring a server named `name` at `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder::new(name.into(), version.into())
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.registry.identity.name
+    }
+
+    /// The revisions served.
+    pub fn revisions(&self) -> &AdapterSet {
+        &self.registry.adapters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_guidance() {
+        for good in ["a", "get_weather", "v1.search-all", &"x".repeat(128)] {
+            assert!(check_tool_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "with space", "slash/no", "ünï", "colon:x", &"x".repeat(129)] {
+            assert!(matches!(check_tool_name(bad), Err(RegistrationError::InvalidToolName { .. })), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The stdio transport: newline-delimited JSON on stdin and stdout.
+//!
+//! Logs belong on stderr; nothing but protocol messages is written to stdout. Requests run
+//! concurrently, so a long call does not hold up the next one, and `notifications/cancelled`
+//! reaches a call in flight. Messages that change the connection (`initialize`,
+//! `server/discover`, `logging/setLevel`), notifications and replies are handled in order,
+//! before the next line is read. A line over the limit is answered with an error and reading
+//! goes on. At end of input the server stops after the calls in flight finish; calls still
+//! running after [`StdioConfig::shutdown_grace`] are cancelled.
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use mcp_adapters::{AdapterSet, Failure};
+use mcp_wire::jsonrpc::{ErrorObject, Response};
+use mcp_wire::ndjson::{NdjsonDecoder, NdjsonError};
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::dispatch::{Context, Outgoing};
+use crate::error::StdioError;
+use crate::server::Server;
+
+/// The default longest line read from stdin: 4 MiB.
+pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
+
+/// Settings of the stdio transport.
+#[derive(Clone, Debug)]
+pub struct StdioConfig {
+    max_line: usize,
+    shutdown_grace: Duration,
+}
+
+impl Default for StdioConfig {
+    fn default() -> Self {
+        Self { max_line: DEFAULT_MAX_LINE, shutdown_grace: Duration::from_secs(10) }
+    }
+}
+
+impl StdioConfig {
+    /// Default settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the longest line accepted, in bytes; a longer one is answered with an invalid
+    /// request error (`id: null`) and skipped. Default is 4 MiB.
+    #[must_use]
+    pub fn max_line(mut self, bytes: usize) -> Self {
+        self.max_line = bytes.max(1);
+        self
+    }
+
+    /// Sets how long calls in flight may go on after end of input before they are cancelled.
+    /// Default is 10 s.
+    #[must_use]
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+}
+
+/// Serves `server` on the process's stdin and stdout with default settings, until end of
+/// input.
+pub async fn serve_stdio(server: Server) -> Result<(), StdioError> {
+    serve_stdio_with(server, tokio::io::stdin(), tokio::io::stdout(), StdioConfig::default()).await
+}
+
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    method: Option<&'a str>,
+}
+
+/// Whether a message must be handled before the next line is read.
+fn in_order(line: &[u8]) -> bool {
+    match serde_json::from_slice::<Peek<'_>>(line) {
+        Ok(Peek { method: Some(method) }) => {
+            matches!(method, "initialize" | "server/discover" | "logging/setLevel") || method.starts_with("notifications/")
+        }
+        // Replies, batches and garbage are quick: handle them in order too.
+        _ => true,
+    }
+}
+
+/// Serves `server` on any reader and writer (a child's pipes, an in-memory duplex in tests).
+pub async fn serve_stdio_with<R, W>(server: Server, mut reader: R, writer: W, config: StdioConfig) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let ctx = Context::connection();
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer_task = tokio::spawn(write_lines(writer, out_rx));
+    let mut decoder = NdjsonDecoder::new().with_max_line_length(config.max_line);
+    let mut calls = JoinSet::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let read = reader.read(&mut buf).await?;
+        if read == 0 {
+            decoder.finish();
+        } else {
+            decoder.push(&buf[..read]);
+        }
+        for line in decoder.by_ref() {
+            match line {
+                Err(NdjsonError::LineTooLong { length, limit }) => {
+                    tracing::warn!(length, limit, "stdio line over the limit; skipped");
+                    let adapter = ctx.revision().map_or_else(|| AdapterSet::all().newest(), Into::into);
+                    let failure = Failure::invalid_request(format!("message of {length}+ bytes exceeds the limit of {limit} bytes"));
+                    let mapping = adapter.failure_mapping(failure.kind);
+                    let response = Response::error(None, ErrorObject::new(mapping.code, failure.message));
+                    let _ = out_tx.send(Outgoing::Message(response.into()).to_bytes());
+                }
+                Err(other) => tracing::warn!(%other, "stdio framing error"),
+                Ok(line) => {
+                    let reply = server.handle(line.clone(), &ctx);
+                    let out = out_tx.clone();
+                    let forward = async move {
+                        let mut reply = reply;
+                        while let Some(message) = reply.next().await {
+                            if out.send(message.to_bytes()).is_err() {
+                                break;
+                            }
+                        }
+                    };
+                    if in_order(&line) {
+                        forward.await;
+                    } else {
+                        calls.spawn(forward);
+                    }
+                }
+            }
+            // Reap finished calls so the set does not grow with the connection's age.
+            while calls.try_join_next().is_some() {}
+        }
+        if read == 0 {
+            break;
+        }
+    }
+    // End of input: let the calls in flight finish, then cancel what is left.
+    let drain = async { while calls.join_next().await.is_some() {} };
+    if tokio::time::timeout(config.shutdown_grace, drain).await.is_err() {
+        ctx.cancel_all();
+        while calls.join_next().await.is_some() {}
+    }
+    drop(out_tx);
+    match writer_task.await {
+        Ok(result) => result.map_err(StdioError::Io),
+        Err(join) => Err(StdioError::Io(std::io::Error::other(join.to_string()))),
+    }
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::UnboundedReceiver<Vec<u8>>) -> std::io::Result<()> {
+    while let Some(mut line) = lines.recv().await {
+        line.push(b'\n');
+        writer.write_all(&line).await?;
+        writer.flush().await?;
+    }
+    writer.shutdown().await.or(Ok(()))
+}

@@ -1,0 +1,464 @@
+//! Tools: typed async handlers, their metadata, and what they may return.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use mcp_adapters::Revision;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::content::{CallToolResult, Content};
+use crate::error::{Interrupt, ToolError};
+use crate::exchange::Exchange;
+use crate::icon::Icon;
+use crate::schema;
+
+/// A tool's behaviour hints (`annotations`). Every hint is optional; `None` is not sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolAnnotations {
+    /// A display title (older clients read this one; newer ones prefer the tool's `title`).
+    pub title: Option<String>,
+    /// The tool does not modify its environment.
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates.
+    pub destructive_hint: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    pub idempotent_hint: Option<bool>,
+    /// The tool interacts with an open world of external entities.
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    pub(crate) fn to_value(&self) -> Option<Value> {
+        let mut out = Map::new();
+        if let Some(title) = &self.title {
+            out.insert("title".into(), Value::String(title.clone()));
+        }
+        for (key, hint) in [
+            ("readOnlyHint", self.read_only_hint),
+            ("destructiveHint", self.destructive_hint),
+            ("idempotentHint", self.idempotent_hint),
+            ("openWorldHint", self.open_world_hint),
+        ] {
+            if let Some(hint) = hint {
+                out.insert(key.into(), Value::Bool(hint));
+            }
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+}
+
+/// Arguments of a tool that takes none: its input schema is
+/// `{"type": "object", "additionalProperties": false}`, as the spec recommends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+impl JsonSchema for NoArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NoArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "object", "additionalProperties": false})
+    }
+}
+
+/// Structured tool output: the value becomes `structuredContent` (plus its JSON text), and
+/// `T`'s JSON Schema becomes the tool's `outputSchema`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Json<T>(pub T);
+
+/// What a tool handler may return.
+///
+/// Implemented for `String` and `&'static str` (one text block), [`Content`] and
+/// `Vec<Content>`, a full [`CallToolResult`], [`Json<T>`] (structured output), `()` (no
+/// content), and `Result<T, E>` for any of these with an error that displays (an `Err`
+/// becomes a result with `isError: true` and the error's text).
+pub trait IntoToolResult: Send + 'static {
+    /// The result.
+    fn into_tool_result(self) -> CallToolResult;
+
+    /// The `outputSchema` this return type implies, if any. Default is `None`.
+    fn output_schema() -> Option<Result<Value, String>> {
+        None
+    }
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(vec![Content::text(self)])
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(vec![Content::text(self)])
+    }
+}
+
+impl IntoToolResult for () {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(Vec::new())
+    }
+}
+
+impl IntoToolResult for Content {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(vec![self])
+    }
+}
+
+impl IntoToolResult for Vec<Content> {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(self)
+    }
+}
+
+impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(value) => CallToolResult::structured(value),
+            Err(err) => CallToolResult::error(format!("the tool's output cannot be encoded: {err}")),
+        }
+    }
+
+    fn output_schema() -> Option<Result<Value, String>> {
+        Some(Ok(schema::derive::<T>(schema::Purpose::Output)))
+    }
+}
+
+impl<T: IntoToolResult, E: fmt::Display + Send + 'static> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> CallToolResult {
+        match self {
+            Ok(value) => value.into_tool_result(),
+            Err(err) => CallToolResult::error(err.to_string()),
+        }
+    }
+
+    fn output_schema() -> Option<Result<Value, String>> {
+        T::output_schema()
+    }
+}
+
+/// Marker for a handler `async fn(args: A) -> R`.
+#[derive(Debug)]
+pub struct ArgsOnly<A>(PhantomData<fn(A)>);
+
+/// Marker for a handler `async fn(args: A, ex: Exchange) -> R`.
+#[derive(Debug)]
+pub struct ArgsAndExchange<A>(PhantomData<fn(A)>);
+
+/// An async function usable as a tool: `async fn(A) -> R` or `async fn(A, Exchange) -> R`,
+/// where `A: DeserializeOwned + JsonSchema` and `R:` [`IntoToolResult`].
+///
+/// `M` is a marker that tells the two shapes apart; it is always inferred.
+pub trait ToolHandler<M>: Send + Sync + 'static {
+    /// The typed arguments.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The return type.
+    type Output: IntoToolResult;
+    /// The handler takes an [`Exchange`], so it can ask the user something.
+    const TAKES_EXCHANGE: bool;
+
+    /// Runs the handler.
+    fn call(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, Self::Output>;
+}
+
+impl<F, Fut, A, R> ToolHandler<ArgsOnly<A>> for F
+where
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = A;
+    type Output = R;
+    const TAKES_EXCHANGE: bool = false;
+
+    fn call(&self, args: A, _: Exchange) -> BoxFuture<'static, R> {
+        self(args).boxed()
+    }
+}
+
+impl<F, Fut, A, R> ToolHandler<ArgsAndExchange<A>> for F
+where
+    F: Fn(A, Exchange) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = A;
+    type Output = R;
+    const TAKES_EXCHANGE: bool = true;
+
+    fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
+        self(args, ex).boxed()
+    }
+}
+
+/// What the type-erased tool function gives back: a result, or arguments that did not
+/// deserialize (reported as an `isError` result by the dispatcher).
+pub(crate) type ErasedTool =
+    Arc<dyn Fn(Value, Exchange) -> Result<BoxFuture<'static, CallToolResult>, String> + Send + Sync>;
+
+/// A tool declaration: a name, a typed handler and metadata.
+///
+/// ```
+/// use mcp_server::{Json, Tool};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct AddArgs { a: i64, b: i64 }
+///
+/// #[derive(Serialize, JsonSchema)]
+/// struct Sum { sum: i64 }
+///
+/// async fn add(args: AddArgs) -> Json<Sum> {
+///     Json(Sum { sum: args.a + args.b })
+/// }
+///
+/// let tool = Tool::new("add", add).title("Add").read_only();
+/// assert_eq!(tool.name(), "add");
+/// ```
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) annotations: ToolAnnotations,
+    pub(crate) icons: Vec<Icon>,
+    pub(crate) min_revision: Option<Revision>,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) input_schema: Value,
+    pub(crate) output_schema: Option<Result<Value, String>>,
+    pub(crate) takes_exchange: bool,
+    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) call: ErasedTool,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("title", &self.title)
+            .field("takes_exchange", &self.takes_exchange)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// A tool named `name` served by `handler`.
+    ///
+    /// The input schema is derived here, once, from the handler's argument type (JSON Schema
+    /// 2020-12); the output schema likewise when the handler returns [`Json<T>`]. Whether they
+    /// are acceptable is checked by [`ServerBuilder::build`](crate::ServerBuilder::build).
+    pub fn new<H, M>(name: impl Into<String>, handler: H) -> Self
+    where
+        H: ToolHandler<M>,
+    {
+        let handler = Arc::new(handler);
+        let call: ErasedTool = Arc::new(move |arguments: Value, ex: Exchange| {
+            let args: H::Args = serde_json::from_value(arguments).map_err(|e| e.to_string())?;
+            let fut = handler.call(args, ex);
+            Ok(async move { fut.await.into_tool_result() }.boxed())
+        });
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            annotations: ToolAnnotations::default(),
+            icons: Vec::new(),
+            min_revision: None,
+            headers: Vec::new(),
+            input_schema: schema::derive::<H::Args>(schema::Purpose::Input),
+            output_schema: <H::Output as IntoToolResult>::output_schema(),
+            takes_exchange: H::TAKES_EXCHANGE,
+            meta: None,
+            call,
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The handler takes an [`Exchange`], so it may ask; on revisions where questions ride
+    /// in the arguments the tool gains the `mcpAnswers` / `mcpState` properties.
+    pub fn can_ask(&self) -> bool {
+        self.takes_exchange
+    }
+
+    /// The input schema as derived (before any revision's projection).
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    /// Sets the display title (not shown before 2025-06-18). Default is none.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description. Default is none.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Replaces all annotations. Default is none.
+    #[must_use]
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Hints that the tool does not modify its environment (`readOnlyHint: true`).
+    #[must_use]
+    pub fn read_only(mut self) -> Self {
+        self.annotations.read_only_hint = Some(true);
+        self
+    }
+
+    /// Hints that the tool may destroy data (`destructiveHint: true`).
+    #[must_use]
+    pub fn destructive(mut self) -> Self {
+        self.annotations.destructive_hint = Some(true);
+        self
+    }
+
+    /// Hints that repeating a call has no further effect (`idempotentHint: true`).
+    #[must_use]
+    pub fn idempotent(mut self) -> Self {
+        self.annotations.idempotent_hint = Some(true);
+        self
+    }
+
+    /// Hints whether the tool talks to an open world of external entities (`openWorldHint`).
+    #[must_use]
+    pub fn open_world(mut self, open: bool) -> Self {
+        self.annotations.open_world_hint = Some(open);
+        self
+    }
+
+    /// Adds an icon (shown from 2025-11-25). Default is none.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Offers the tool only on `revision` and newer. Default is every revision.
+    #[must_use]
+    pub fn min_revision(mut self, revision: Revision) -> Self {
+        self.min_revision = Some(revision);
+        self
+    }
+
+    /// Annotates the argument at `path` (property names joined by `.`) with
+    /// `x-mcp-header: header`, so 2026-07-28 clients mirror it in `Mcp-Param-<header>`.
+    ///
+    /// The same annotation may be written on the field itself with
+    /// `#[schemars(extend("x-mcp-header" = "Region"))]`. Both are checked when the server is
+    /// built.
+    #[must_use]
+    pub fn header(mut self, path: impl Into<String>, header: impl Into<String>) -> Self {
+        self.headers.push((path.into(), header.into()));
+        self
+    }
+
+    /// Sets `_meta` on the tool definition. Default is none.
+    #[must_use]
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// The definition in the newest revision's shape, before projection.
+    pub(crate) fn definition(&self, input_schema: &Value, output_schema: Option<&Value>) -> Value {
+        let mut out = Map::new();
+        out.insert("name".into(), Value::String(self.name.clone()));
+        if let Some(title) = &self.title {
+            out.insert("title".into(), Value::String(title.clone()));
+        }
+        if let Some(description) = &self.description {
+            out.insert("description".into(), Value::String(description.clone()));
+        }
+        out.insert("inputSchema".into(), input_schema.clone());
+        if let Some(output) = output_schema {
+            out.insert("outputSchema".into(), output.clone());
+        }
+        if let Some(annotations) = self.annotations.to_value() {
+            out.insert("annotations".into(), annotations);
+        }
+        if !self.icons.is_empty() {
+            out.insert("icons".into(), Value::Array(self.icons.iter().map(Icon::to_value).collect()));
+        }
+        if let Some(meta) = &self.meta {
+            out.insert("_meta".into(), Value::Object(meta.clone()));
+        }
+        Value::Object(out)
+    }
+}
+
+/// Runs a tool's erased function: deserialization failures and panics are reported, the
+/// handler's own outcome is returned as it is.
+pub(crate) enum ToolRun {
+    /// The handler finished (successfully or with `isError`).
+    Done(CallToolResult),
+    /// The arguments passed the schema but did not deserialize into the handler's type.
+    BadArguments(String),
+    /// The handler panicked.
+    Panicked(String),
+}
+
+pub(crate) async fn run_tool(call: &ErasedTool, arguments: Value, ex: Exchange) -> ToolRun {
+    let fut = match call(arguments, ex) {
+        Ok(fut) => fut,
+        Err(message) => return ToolRun::BadArguments(message),
+    };
+    match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(result) => ToolRun::Done(result),
+        Err(panic) => ToolRun::Panicked(panic_message(&*panic)),
+    }
+}
+
+/// The text of a panic payload, when it has one.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "handler panicked".to_owned()
+    }
+}
+
+impl From<Interrupt> for CallToolResult {
+    fn from(interrupt: Interrupt) -> Self {
+        Self::error(interrupt.to_string())
+    }
+}
+
+impl From<ToolError> for CallToolResult {
+    fn from(err: ToolError) -> Self {
+        Self::error(err.to_string())
+    }
+}
