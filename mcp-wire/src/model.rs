@@ -12,7 +12,8 @@
 //!   meaningful value (`structuredContent`).
 //! - JSON `number` members are `f64`; integral values are written as integers (`50`, not `50.0`).
 //!   Members the schemas type as `integer` (`ttlMs`, `maxTokens`, `size`) are `u64`.
-//! - Member order is not preserved (serde_json maps are sorted), which JSON does not give meaning to.
+//! - Member order is not guaranteed to survive (serde_json maps are sorted unless its
+//!   `preserve_order` feature is on); JSON gives it no meaning.
 //!
 //! # Shape of the module
 //!
