@@ -26,7 +26,7 @@ impl<'a> Hint<'a> {
 
 /// Everything about a request that can pick its revision.
 ///
-/// Build it with [`SelectionInput::from_body`](crate::Body::selection_input) (which reads the
+/// Build it with [`SelectionInput::from_body`] (which reads the
 /// body's `_meta` version and `initialize` params) and fill in the rest.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SelectionInput<'a> {
