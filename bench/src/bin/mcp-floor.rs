@@ -1,0 +1,54 @@
+//! `mcp-floor`: the bare hyper 1 floor server (see `mcp_bench::floor`).
+//!
+//! ```text
+//! mcp-floor --port PORT [--body JSON]
+//! ```
+//!
+//! Listens on `127.0.0.1:PORT` with tokio's multi-thread runtime (one worker per core it may
+//! run on; the harness pins it to one).
+
+use std::process::ExitCode;
+
+use bytes::Bytes;
+use mcp_bench::floor;
+
+fn main() -> ExitCode {
+    let mut port = None;
+    let mut body = floor::FLOOR_BODY.to_owned();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--port", Some(value)) => port = value.parse::<u16>().ok(),
+            ("--body", Some(value)) => body = value,
+            _ => port = None,
+        }
+        if port.is_none() && arg == "--port" {
+            break;
+        }
+    }
+    let Some(port) = port else {
+        eprintln!("usage: mcp-floor --port PORT [--body JSON]");
+        return ExitCode::from(2);
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("mcp-floor: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        floor::serve(listener, Bytes::from(body)).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("mcp-floor: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! `mcp-load`: the load generator. Prints one JSON line (see `mcp_bench::load::Report`).
+//!
+//! ```text
+//! mcp-load --url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
+//!          [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply]
+//! ```
+//!
+//! Runs on a current-thread tokio runtime: the harness pins it to one core with `taskset`.
+
+use std::process::ExitCode;
+
+use mcp_bench::load::{self, LoadConfig};
+
+fn main() -> ExitCode {
+    let config = match LoadConfig::from_args(std::env::args().skip(1)) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("mcp-load: {error}");
+            eprintln!(
+                "usage: mcp-load --url URL --revision REV [--transport streamable|http+sse] \
+                 [--concurrency N] [--warmup SECS] [--duration SECS] [--timeout SECS] \
+                 [--fixed-reply]"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("mcp-load: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(load::run(&config)) {
+        Ok(report) => match serde_json::to_string(&report) {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("mcp-load: {error}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(error) => {
+            eprintln!("mcp-load: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
