@@ -741,7 +741,13 @@ impl Server {
     fn ask_outcome(&self, adapter: Adapter, call: &Call, pending: &[(String, Question)], state_id: &str) -> Outcome {
         let mut requests = Map::new();
         for (key, question) in pending {
-            match adapter.input_request(key, question.as_request()) {
+            let request = if adapter.asks_in_arguments() {
+                // The revision has no such request; the convention repeats it as it was asked.
+                Ok(json!({"method": question.kind().method(), "params": question.as_request().params()}))
+            } else {
+                adapter.input_request(key, question.as_request())
+            };
+            match request {
                 Ok(request) => {
                     requests.insert(key.clone(), request);
                 }
