@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::bounded;
-use super::reply::{self, Row};
+use super::reply::{self, Row, StreamRows};
 use crate::BackendError;
 use crate::Cursor;
 
@@ -128,7 +128,7 @@ impl Dispatcher {
     }
 
     /// Hands fresh entries to the watches they concern; keeps the others.
-    fn deliver(&mut self, streams: Vec<(Vec<u8>, Vec<Row>)>) {
+    fn deliver(&mut self, streams: Vec<StreamRows>) {
         for (key, rows) in streams {
             let Some(newest) = rows.last().map(|row| row.id.key()) else {
                 continue;

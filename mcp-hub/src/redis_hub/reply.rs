@@ -59,8 +59,11 @@ pub(super) fn rows(value: Value) -> Result<Vec<Row>, BackendError> {
     }
 }
 
+/// The entries of one stream in an `XREAD` reply, with the stream key.
+pub(super) type StreamRows = (Vec<u8>, Vec<Row>);
+
 /// Parses an `XREAD` reply: per stream key, its entries. `Nil` when the block timed out.
-pub(super) fn streams(value: Value) -> Result<Vec<(Vec<u8>, Vec<Row>)>, BackendError> {
+pub(super) fn streams(value: Value) -> Result<Vec<StreamRows>, BackendError> {
     let pairs: Vec<(Value, Value)> = match value {
         Value::Nil => return Ok(Vec::new()),
         // RESP3: a map from key to entries.
@@ -183,7 +186,12 @@ mod tests {
         let whole = stream(&[("5-0", "0-0"), ("6-0", "5-0"), ("6-1", "6-0")]);
         let trimmed = stream(&[("6-0", "5-0"), ("6-1", "6-0")]);
         // (rows, cursor, expected ids or fault)
-        let table: &[(&[Row], &str, Result<&[&str], Fault>)] = &[
+        type Case<'a> = (
+            &'a [Row],
+            &'static str,
+            Result<&'static [&'static str], Fault>,
+        );
+        let table: &[Case<'_>] = &[
             (&whole, "0-0", Ok(&["5-0", "6-0", "6-1"])),
             (&whole, "5-0", Ok(&["6-0", "6-1"])),
             (&whole, "6-1", Ok(&[])),
