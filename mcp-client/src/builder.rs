@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue, Uri};
-use mcp_adapters::{Adapter, Revision};
+use mcp_adapters::{Adapter, LogLevel, Revision};
 use mcp_wire::jsonrpc::Notification;
 use serde_json::{Value, json};
 
@@ -41,7 +41,7 @@ pub struct ClientBuilder {
     on_ask: Option<OnAsk>,
     on_notification: Option<crate::client::NotifyFn>,
     max_rounds: usize,
-    log_level: Option<String>,
+    log_level: Option<LogLevel>,
     cache_entries: usize,
     headers: HeaderMap,
     max_message_size: usize,
@@ -142,8 +142,8 @@ impl ClientBuilder {
 
     /// The log level asked of the server: per request on 2026-07-28, with `logging/setLevel`
     /// after `initialize` otherwise. Default is none (the server sends no log messages).
-    pub fn log_level(mut self, level: &str) -> Self {
-        self.log_level = Some(level.to_owned());
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 
@@ -179,7 +179,7 @@ impl ClientBuilder {
             on_ask: self.on_ask.clone(),
             on_notification: self.on_notification.clone(),
             max_rounds: self.max_rounds,
-            log_level: self.log_level.clone(),
+            log_level: self.log_level,
             cache_entries: self.cache_entries,
         }
     }
@@ -215,7 +215,7 @@ impl ClientBuilder {
     pub async fn connect_http(self, url: &str) -> Result<Client, Error> {
         let uri: Uri = url
             .parse()
-            .map_err(|_| Error::new(ErrorKind::Transport, format!("invalid URL {url:?}")))?;
+            .map_err(|_| Error::new(ErrorKind::InvalidInput, format!("invalid URL {url:?}")))?;
         if self.remember_era {
             let era =
                 crate::transport::streamable_origin(&uri).and_then(|o| negotiate::remembered(&o));
@@ -241,7 +241,7 @@ impl ClientBuilder {
     pub async fn connect_sse(self, url: &str) -> Result<Client, Error> {
         let uri: Uri = url
             .parse()
-            .map_err(|_| Error::new(ErrorKind::Transport, format!("invalid URL {url:?}")))?;
+            .map_err(|_| Error::new(ErrorKind::InvalidInput, format!("invalid URL {url:?}")))?;
         let mut builder = HttpSse::builder(uri)
             .max_message_size(self.max_message_size)
             .endpoint_timeout(self.timeout);

@@ -8,7 +8,6 @@ use mcp_adapters::Operation;
 use mcp_wire::names::method;
 use serde_json::{Map, Value, json};
 
-use crate::bindings;
 use crate::client::{CallOptions, Client};
 use crate::error::{Error, ErrorKind};
 
@@ -98,14 +97,15 @@ impl Client {
     /// Keeps the header bindings of the tools, and drops (with a warning) tools whose
     /// `x-mcp-header` annotations are invalid, on revisions that mirror headers.
     fn checked_tools(&self, tools: Vec<Value>) -> Vec<Value> {
-        if !self.adapter().features().mirrors_headers {
+        let adapter = self.adapter();
+        if !adapter.features().mirrors_headers {
             return tools;
         }
         let tools: Vec<Value> = tools
             .into_iter()
             .filter(|tool| {
                 let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
-                match bindings::bindings(tool.get("inputSchema").unwrap_or(&Value::Null)) {
+                match adapter.tool_header_bindings(tool) {
                     Ok(_) => true,
                     Err(reason) => {
                         tracing::warn!(tool = name, %reason, "tool excluded: invalid x-mcp-header annotation");
@@ -114,7 +114,7 @@ impl Client {
                 }
             })
             .collect();
-        self.inner.remember_tools(&tools);
+        self.inner.remember_tools(adapter, &tools);
         tools
     }
 

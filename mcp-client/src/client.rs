@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use mcp_adapters::{Adapter, Operation};
+use mcp_adapters::{Adapter, Answers, ClientContext, LogLevel, Operation, VersionHeader};
+use mcp_schema::HeaderBinding;
 use mcp_wire::jsonrpc::{ErrorObject, Id, Message, Notification, Request};
 use mcp_wire::names::{error_code, meta, method};
 use serde_json::{Map, Value, json};
@@ -17,7 +18,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::ask::{Answer, OnAsk, Question, declared};
-use crate::bindings::{self, Binding};
 use crate::cache::Cache;
 use crate::error::{Error, ErrorKind};
 use crate::transport::{
@@ -25,12 +25,6 @@ use crate::transport::{
 };
 
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
-pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-
-/// The `_meta` key under which a 2025-03-26 or 2024-11-05 tool result repeats the questions it
-/// asks in text (the argument convention). No revision specifies one; this is the workspace's.
-pub const INPUT_REQUIRED_META: &str = "dev.mcp-rs/inputRequired";
 
 /// A progress update for one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,7 +105,7 @@ pub(crate) struct Config {
     pub(crate) on_ask: Option<OnAsk>,
     pub(crate) on_notification: Option<NotifyFn>,
     pub(crate) max_rounds: usize,
-    pub(crate) log_level: Option<String>,
+    pub(crate) log_level: Option<LogLevel>,
     pub(crate) cache_entries: usize,
 }
 
@@ -138,7 +132,7 @@ pub(crate) struct Inner {
     progress: Mutex<HashMap<Id, ProgressFn>>,
     listeners: Mutex<Vec<ListenerSlot>>,
     next_listener: AtomicI64,
-    tools: Mutex<HashMap<String, Arc<[Binding]>>>,
+    tools: Mutex<HashMap<String, Arc<[HeaderBinding]>>>,
     cache: Mutex<Cache>,
     reinit: tokio::sync::Mutex<u64>,
     closed: AtomicBool,
@@ -247,13 +241,6 @@ impl Inner {
             .adapter = adapter;
     }
 
-    fn initialized(&self) -> bool {
-        self.state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .initialized
-    }
-
     pub(crate) fn set_initialized(&self, done: bool) {
         self.state
             .write()
@@ -285,9 +272,9 @@ impl Inner {
         adapter: Adapter,
         method_name: &str,
         params: Option<&Value>,
-    ) -> HeaderMap {
+    ) -> Result<HeaderMap, Error> {
         let name = (!method_name.is_empty()).then_some(method_name);
-        self.headers(adapter, name, params)
+        self.headers(adapter, name, params, false)
     }
 
     /// The client capabilities to declare on `adapter`'s revision.
@@ -298,54 +285,60 @@ impl Inner {
         }
     }
 
-    /// The revision's HTTP headers for one message.
+    /// What the adapter needs to know about this client: its identity and the capabilities it
+    /// declares on `adapter`'s revision.
+    pub(crate) fn context(&self, adapter: Adapter) -> ClientContext {
+        let capabilities = match self.capabilities(adapter) {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        ClientContext {
+            info: Some(self.config.client_info.clone()),
+            capabilities: Some(capabilities),
+        }
+    }
+
+    /// The revision's HTTP headers for one message (`method_name` `None` for a GET stream).
     fn headers(
         &self,
         adapter: Adapter,
         method_name: Option<&str>,
         params: Option<&Value>,
-    ) -> HeaderMap {
+        is_notification: bool,
+    ) -> Result<HeaderMap, Error> {
         let mut headers = HeaderMap::new();
         if !self.info.http {
-            return headers;
+            return Ok(headers);
         }
-        let features = adapter.features();
-        let version_due = match features.version_header {
-            mcp_adapters::VersionHeader::EveryRequest => true,
-            mcp_adapters::VersionHeader::AfterHandshake => self.initialized(),
-            _ => false,
+        let Some(method_name) = method_name else {
+            if adapter.features().version_header != VersionHeader::Undefined {
+                headers.insert(
+                    PROTOCOL_VERSION,
+                    HeaderValue::from_static(adapter.version()),
+                );
+            }
+            return Ok(headers);
         };
-        if version_due {
-            headers.insert(
-                PROTOCOL_VERSION,
-                HeaderValue::from_static(adapter.version()),
-            );
+        let empty = Map::new();
+        let map = params.and_then(Value::as_object).unwrap_or(&empty);
+        let bindings = if adapter.operation(method_name) == Some(Operation::CallTool) {
+            let tool = map.get("name").and_then(Value::as_str);
+            tool.and_then(|t| lock(&self.tools).get(t).cloned())
+        } else {
+            None
+        };
+        let pairs = adapter
+            .client_headers(method_name, map, is_notification, bindings.as_deref())
+            .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+        headers.reserve(pairs.len());
+        for (name, value) in pairs {
+            let name = HeaderName::try_from(name)
+                .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+            let value = HeaderValue::try_from(value)
+                .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+            headers.insert(name, value);
         }
-        if features.mirrors_headers
-            && let Some(m) = method_name
-        {
-            if let Ok(v) = HeaderValue::try_from(m) {
-                headers.insert(MCP_METHOD, v);
-            }
-            let name = match adapter.operation(m) {
-                Some(Operation::CallTool | Operation::GetPrompt) => {
-                    params.and_then(|p| p.get("name"))
-                }
-                Some(Operation::ReadResource) => params.and_then(|p| p.get("uri")),
-                _ => None,
-            };
-            if let Some(v) = name.and_then(Value::as_str).and_then(bindings::name_value) {
-                headers.insert(MCP_NAME, v);
-            }
-            if adapter.operation(m) == Some(Operation::CallTool) {
-                let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-                let found = tool.and_then(|t| lock(&self.tools).get(t).cloned());
-                if let Some(b) = found {
-                    bindings::mirror(&b, params.and_then(|p| p.get("arguments")), &mut headers);
-                }
-            }
-        }
-        headers
+        Ok(headers)
     }
 
     /// `params` with the revision's per-request `_meta`, the progress token and extra `_meta`.
@@ -365,35 +358,21 @@ impl Inner {
             None => Map::new(),
             Some(other) => return Some(other),
         };
-        let mut m = match params.remove("_meta") {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
         if let Some(extra) = extra {
-            for (k, v) in extra {
-                m.insert(k.clone(), v.clone());
+            let entry = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = entry {
+                for (k, v) in extra {
+                    m.insert(k.clone(), v.clone());
+                }
             }
         }
-        if per_request {
-            m.insert(
-                meta::PROTOCOL_VERSION.into(),
-                Value::String(adapter.version().into()),
-            );
-            m.insert(meta::CLIENT_CAPABILITIES.into(), self.capabilities(adapter));
-            m.insert(meta::CLIENT_INFO.into(), self.config.client_info.clone());
-            if adapter.features().per_request_log_level
-                && let Some(level) = &self.config.log_level
-            {
-                m.insert(meta::LOG_LEVEL.into(), Value::String(level.clone()));
-            }
-        }
-        if let Some(token) = progress {
-            m.insert(
-                meta::PROGRESS_TOKEN.into(),
-                serde_json::to_value(token).unwrap_or(Value::Null),
-            );
-        }
-        params.insert("_meta".into(), Value::Object(m));
+        let level = self
+            .config
+            .log_level
+            .filter(|_| adapter.features().per_request_log_level);
+        let params = adapter.client_params(params, &self.context(adapter), level, progress);
         Some(Value::Object(params))
     }
 
@@ -404,7 +383,7 @@ impl Inner {
         params: Option<Value>,
     ) -> Result<(), Error> {
         let adapter = self.adapter();
-        let headers = self.headers(adapter, None, None);
+        let headers = self.headers(adapter, Some(method_name), None, true)?;
         let body = mcp_wire::jsonrpc::encode(&Message::Notification(Notification {
             method: method_name.to_owned(),
             params,
@@ -439,7 +418,15 @@ impl Inner {
             id.clone()
         });
         let params = self.decorate(adapter, params, token.as_ref(), options.meta.as_ref());
-        let headers = self.headers(adapter, Some(method_name), params.as_ref());
+        let headers = match self.headers(adapter, Some(method_name), params.as_ref(), false) {
+            Ok(h) => h,
+            Err(e) => {
+                if let Some(token) = &token {
+                    lock(&self.progress).remove(token);
+                }
+                return Err(e);
+            }
+        };
         let body = mcp_wire::jsonrpc::encode(&Message::Request(Request {
             id: id.clone(),
             method: method_name.to_owned(),
@@ -538,7 +525,7 @@ impl Inner {
             }
         };
         let adapter = self.adapter();
-        let headers = self.headers(adapter, None, None);
+        let headers = self.headers(adapter, None, None, false).unwrap_or_default();
         let body = mcp_wire::jsonrpc::encode(&Message::Response(mcp_wire::jsonrpc::Response {
             id: Some(request.id),
             outcome,
@@ -625,14 +612,13 @@ impl Inner {
         lock(&self.cache).put(key, value, Instant::now());
     }
 
-    pub(crate) fn remember_tools(&self, tools: &[Value]) {
+    pub(crate) fn remember_tools(&self, adapter: Adapter, tools: &[Value]) {
         let mut map = lock(&self.tools);
         for tool in tools {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
             };
-            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
-            if let Ok(b) = bindings::bindings(schema) {
+            if let Ok(b) = adapter.tool_header_bindings(tool) {
                 map.insert(name.to_owned(), b.into());
             }
         }
@@ -811,8 +797,8 @@ impl Client {
             return Ok(hit);
         }
         let mut rounds = 0usize;
-        let mut answers = Map::new();
-        let mut state: Option<Value> = None;
+        let mut answers = Answers::new();
+        let mut state: Option<String> = None;
         let mut recovered = false;
         let mut refetched = false;
         loop {
@@ -823,8 +809,9 @@ impl Client {
                 method_name,
                 params.clone(),
                 &answers,
-                state.as_ref(),
-            );
+                state.as_deref(),
+                rounds == 0,
+            )?;
             let outcome = self
                 .inner
                 .attempt(adapter, method_name, attempt_params, options)
@@ -890,7 +877,7 @@ impl Client {
                     }
                     for (key, question) in asked.questions {
                         let answer = self.answer(question).await?;
-                        answers.insert(key, answer);
+                        answers.insert(key, Ok(answer));
                     }
                     state = asked.state;
                 }

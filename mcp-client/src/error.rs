@@ -34,6 +34,9 @@ pub enum ErrorKind {
     InputRequired,
     /// The operation does not exist on the negotiated revision or transport.
     Unsupported,
+    /// The caller's input cannot be sent: an argument bound to an `Mcp-Param-*` header that no
+    /// header can carry, a malformed URL.
+    InvalidInput,
     /// The client was closed.
     Closed,
 }
@@ -205,6 +208,7 @@ impl fmt::Display for Error {
             ErrorKind::TooManyRounds => "too many rounds of questions",
             ErrorKind::InputRequired => "the server needs input the client cannot give",
             ErrorKind::Unsupported => "not supported",
+            ErrorKind::InvalidInput => "invalid input",
             ErrorKind::Closed => "client closed",
         };
         f.write_str(what)?;

@@ -28,7 +28,6 @@
 
 mod ask;
 mod asking;
-mod bindings;
 mod builder;
 mod cache;
 mod calls;
@@ -42,8 +41,8 @@ pub mod transport;
 pub use ask::{Answer, Asks, Question, QuestionKind};
 pub use builder::ClientBuilder;
 pub use calls::{ListKind, Page};
-pub use client::{CallOptions, Client, INPUT_REQUIRED_META, Progress, ServerDescription};
+pub use client::{CallOptions, Client, Progress, ServerDescription};
 pub use error::{Error, ErrorKind};
 pub use listen::{Listener, Subscriptions};
-pub use mcp_adapters::Revision;
+pub use mcp_adapters::{INPUT_REQUIRED_META, LogLevel, Revision};
 pub use mcp_wire::jsonrpc::{ErrorObject, Notification};

@@ -179,7 +179,7 @@ impl Client {
                 },
             );
             let params = inner.decorate_public(adapter, json!({"notifications": notifications}));
-            let headers = inner.headers_public(adapter, listen, Some(&params));
+            let headers = inner.headers_public(adapter, listen, Some(&params))?;
             let body = mcp_wire::jsonrpc::encode(&Message::Request(Request {
                 id: id.clone(),
                 method: listen.to_owned(),
@@ -314,7 +314,7 @@ async fn get_stream(weak: Weak<Inner>) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
         let adapter = inner.adapter();
-        let headers = inner.headers_public(adapter, "", None);
+        let headers = inner.headers_public(adapter, "", None).unwrap_or_default();
         let resume = if adapter.features().sse_resumable {
             last_event_id.clone()
         } else {

@@ -296,11 +296,7 @@ async fn initialize(
     let name = adapter
         .method(Operation::Describe)
         .unwrap_or(method::INITIALIZE);
-    let params = json!({
-        "protocolVersion": adapter.version(),
-        "capabilities": inner.capabilities(adapter),
-        "clientInfo": inner.config.client_info,
-    });
+    let (_, params) = adapter.handshake_request(&inner.context(adapter));
     inner.set_initialized(false);
     let options = CallOptions::new();
     let timeout = inner.config.timeout;
@@ -348,8 +344,12 @@ async fn initialize(
                 )
             {
                 let options = CallOptions::new();
-                let attempt =
-                    inner.attempt(adapter, set_level, Some(json!({"level": level})), &options);
+                let attempt = inner.attempt(
+                    adapter,
+                    set_level,
+                    Some(json!({"level": level.as_str()})),
+                    &options,
+                );
                 if let Ok(Ok(Outcome::Refused { error, .. })) =
                     tokio::time::timeout(timeout, attempt).await
                 {
