@@ -2,7 +2,7 @@
 
 use mcp_adapters::{ClientRequestKind, ElicitAction, ElicitAnswer, InputRequest};
 use mcp_wire::jsonrpc::ErrorObject;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// A question: one request the client answers (`elicitation/create`, or
 /// `sampling/createMessage`, `roots/list`).
@@ -106,33 +106,6 @@ impl Answer {
     pub fn get(&self, field: &str) -> Option<&Value> {
         self.content.get(field)
     }
-}
-
-/// The text of a result that asks on revisions where the question rides in the tool call:
-/// what to send back, as JSON to copy, then the questions.
-pub(crate) fn argument_instructions(questions: &[(String, Question)], state: &str) -> String {
-    let mut answers = Map::new();
-    for (key, question) in questions {
-        let template = if question.kind() == ClientRequestKind::Elicit {
-            json!({"action": "accept", "content": {}})
-        } else {
-            json!({})
-        };
-        answers.insert(key.clone(), template);
-    }
-    let copy = json!({ mcp_adapters::ANSWERS_ARGUMENT: answers, mcp_adapters::STATE_ARGUMENT: state });
-    let mut text = String::from(
-        "This call is not finished: it needs the user's answers first. Put the questions below to the user, then call this tool again with the same arguments and these two added:\n\n",
-    );
-    text.push_str(&copy.to_string());
-    text.push_str(
-        "\n\nFor each question, keep \"accept\" and fill \"content\" with the user's reply, or set \"action\" to \"decline\" or \"cancel\". Questions:\n",
-    );
-    for (key, question) in questions {
-        let what = question.0.message().unwrap_or(question.kind().method());
-        text.push_str(&format!("- {key}: {what}\n"));
-    }
-    text
 }
 
 #[cfg(test)]

@@ -17,14 +17,15 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use futures::stream::{FusedStream, Stream};
 use mcp_adapters::{
-    Adapter, Call, ClientContext, Failure, Incoming, LogLevel, Operation, Revision, SelectionInput,
+    Adapter, CacheHint, Call, ClientContext, Encoded, Failure, Incoming, InputRequests, LogLevel, Operation,
+    Outcome, ResultContext, Revision, SelectionInput,
 };
 use mcp_hub::Namespace;
-use mcp_wire::jsonrpc::{self, Decoded, ErrorObject, Id, Message, Notification, Response};
-use serde_json::{Map, Value, json};
+use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::ask::{Answer, Question, argument_instructions};
+use crate::ask::Answer;
 use crate::completion::{Completion, CompletionRequest};
 use crate::content::CallToolResult;
 use crate::error::{PromptError, ResourceError};
@@ -33,7 +34,7 @@ use crate::exchange::{
     reply_topic,
 };
 use crate::page::{ListKind, page};
-use crate::project::{self, RevisionView};
+use crate::project::RevisionView;
 use crate::resource::ResourceRequest;
 use crate::server::{Registry, Server};
 use crate::state::{Redeemed, StateError, binding};
@@ -78,37 +79,41 @@ impl From<Value> for Input {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Outgoing {
-    /// A response, a notification, or a server-to-client request.
-    Message(Message),
-    /// The responses to a JSON-RPC batch, in item order (one JSON array).
-    Batch(Vec<Message>),
+    /// A notification or a server-to-client request, sent before the response.
+    Message(Value),
+    /// The response, with the HTTP status it goes with.
+    Response(Encoded),
+    /// The responses to a JSON-RPC batch, in item order (one JSON array, HTTP 200).
+    Batch(Vec<Encoded>),
 }
 
 impl Outgoing {
     /// The serialized message (compact JSON, no newline).
     pub fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            Self::Message(message) => jsonrpc::encode(message),
-            Self::Batch(messages) => jsonrpc::encode_batch(messages),
-        }
+        serde_json::to_vec(&self.to_value()).unwrap_or_default()
     }
 
     /// The message as JSON.
     pub fn to_value(&self) -> Value {
-        serde_json::from_slice(&self.to_bytes()).unwrap_or(Value::Null)
+        match self {
+            Self::Message(message) => message.clone(),
+            Self::Response(encoded) => encoded.message.clone(),
+            Self::Batch(items) => Value::Array(items.iter().map(|e| e.message.clone()).collect()),
+        }
     }
 
-    /// The message, if it is a single one.
-    pub fn as_message(&self) -> Option<&Message> {
+    /// The HTTP status of a response (200 for a batch); `None` for other messages.
+    pub fn status(&self) -> Option<http::StatusCode> {
         match self {
-            Self::Message(message) => Some(message),
-            Self::Batch(_) => None,
+            Self::Message(_) => None,
+            Self::Response(encoded) => Some(encoded.status),
+            Self::Batch(_) => Some(http::StatusCode::OK),
         }
     }
 
     /// It is a response (the last thing a call sends).
     pub fn is_response(&self) -> bool {
-        matches!(self, Self::Batch(_) | Self::Message(Message::Response(_)))
+        !matches!(self, Self::Message(_))
     }
 }
 
@@ -223,7 +228,7 @@ impl Context {
 pub struct Reply {
     driver: Option<BoxFuture<'static, Option<Outgoing>>>,
     final_message: Option<Outgoing>,
-    rx: mpsc::UnboundedReceiver<Message>,
+    rx: mpsc::UnboundedReceiver<Value>,
     done: bool,
 }
 
@@ -287,7 +292,7 @@ impl Server {
         self.handle(input, ctx).collect().await
     }
 
-    async fn run(&self, input: Input, ctx: Context, sink: mpsc::UnboundedSender<Message>) -> Option<Outgoing> {
+    async fn run(&self, input: Input, ctx: Context, sink: mpsc::UnboundedSender<Value>) -> Option<Outgoing> {
         let registry = &self.registry;
         let bytes = match input {
             Input::Bytes(bytes) => bytes,
@@ -300,13 +305,14 @@ impl Server {
             None => {
                 if let Decoded::Single(Err(jsonrpc::DecodeError::Parse { detail })) = &decoded {
                     let adapter = registry.adapters.newest();
-                    return Some(error_message(adapter, None, &Failure::parse(detail)));
+                    return Some(Outgoing::Response(adapter.encode_failure(None, &Failure::parse(detail))));
                 }
                 let input = SelectionInput::from_body(&decoded);
                 match registry.adapters.select(&input) {
                     Ok(selected) => selected.adapter,
                     Err(rejected) => {
-                        return Some(error_message(rejected.adapter, first_id(&decoded), &rejected.failure));
+                        let id = first_id(&decoded);
+                        return Some(Outgoing::Response(rejected.adapter.encode_failure(id, &rejected.failure)));
                     }
                 }
             }
@@ -321,7 +327,7 @@ impl Server {
         if body.batch {
             (!responses.is_empty()).then_some(Outgoing::Batch(responses))
         } else {
-            responses.pop().map(Outgoing::Message)
+            responses.pop().map(Outgoing::Response)
         }
     }
 
@@ -330,49 +336,31 @@ impl Server {
         adapter: Adapter,
         item: Incoming,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Message>,
-    ) -> Option<Message> {
+        sink: &mpsc::UnboundedSender<Value>,
+    ) -> Option<Encoded> {
         match item {
             Incoming::Reply(reply) => {
                 self.route_reply(&reply, ctx).await;
                 None
             }
-            Incoming::Invalid(invalid) => {
-                invalid.respond.then(|| error_response(adapter, invalid.id, &invalid.failure))
-            }
+            Incoming::Invalid(invalid) => invalid.respond.then(|| adapter.encode_failure(invalid.id, &invalid.failure)),
             Incoming::Call(call) => {
                 let call = *call;
-                let id = call.id.clone();
-                let operation = call.operation;
-                let retry = call.is_retry();
                 let cancel = CancelHandle::new();
-                if let Some(id) = &id {
+                if let Some(id) = &call.id {
                     ctx.in_flight().insert(id.clone(), cancel.clone());
                 }
-                let outcome = self.call(adapter, call, ctx, sink, &cancel).await;
-                if let Some(id) = &id {
+                let done = self.call(adapter, &call, ctx, sink, &cancel).await;
+                if let Some(id) = &call.id {
                     ctx.in_flight().remove(id);
                 }
-                let id = id?;
                 if *cancel.watcher().borrow() {
                     // A cancelled request gets no response.
                     return None;
                 }
-                Some(match outcome {
-                    Outcome::Value(result) => {
-                        Response::success(id, envelope(self, adapter, operation, result, None)).into()
-                    }
-                    Outcome::Cacheable(result, hint) => {
-                        // A retry's result must not be cached: it is fresh for no time at all.
-                        let hint = if retry { crate::resource::CacheHint::default() } else { hint };
-                        Response::success(id, envelope(self, adapter, operation, result, Some(hint))).into()
-                    }
-                    Outcome::InputRequired(result) => {
-                        Response::success(id, envelope(self, adapter, Operation::Notification, result, None)).into()
-                    }
-                    Outcome::Failure(failure) => error_response(adapter, Some(id), &failure),
-                    Outcome::Silent => return None,
-                })
+                let Done::Send(outcome, cache) = done else { return None };
+                let context = ResultContext { server_info: Some(&self.registry.server_info), cache };
+                adapter.encode(&call, outcome, &context)
             }
         }
     }
@@ -392,14 +380,14 @@ impl Server {
     async fn call(
         &self,
         adapter: Adapter,
-        mut call: Call,
+        call: &Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Message>,
+        sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
-    ) -> Outcome {
+    ) -> Done {
         let registry = &*self.registry;
-        let features = adapter.features();
-        if !features.per_request_meta {
+        let mut call = call.clone();
+        if !adapter.features().per_request_meta {
             let connection = ctx.conn();
             call.client.fill_from(&connection.client);
             if call.operation != Operation::SetLogLevel {
@@ -412,20 +400,20 @@ impl Server {
             Operation::HandshakeComplete
             | Operation::Progress
             | Operation::RootsListChanged
-            | Operation::Notification => Outcome::Silent,
+            | Operation::Notification => Done::Silent,
             Operation::Cancelled => {
                 if let Some(id) = call.cancelled_request() {
                     ctx.cancel(&id);
                 }
-                Outcome::Silent
+                Done::Silent
             }
-            Operation::Ping => Outcome::Value(json!({})),
+            Operation::Ping => Done::value(json!({})),
             Operation::SetLogLevel => match call.log_level {
                 Some(level) => {
                     ctx.conn().log_level = Some(level);
-                    Outcome::Value(json!({}))
+                    Done::value(json!({}))
                 }
-                None => Outcome::Failure(Failure::invalid_params("logging/setLevel needs a valid level")),
+                None => Done::failure(Failure::invalid_params("logging/setLevel needs a valid level")),
             },
             Operation::ListTools => list(registry, ListKind::Tools, "tools", &view.tools, &call),
             Operation::ListResources => list(registry, ListKind::Resources, "resources", &view.resources, &call),
@@ -433,79 +421,77 @@ impl Server {
                 list(registry, ListKind::Templates, "resourceTemplates", &view.templates, &call)
             }
             Operation::ListPrompts => list(registry, ListKind::Prompts, "prompts", &view.prompts, &call),
-            Operation::CallTool => self.call_tool(adapter, view, call, ctx, sink, cancel).await,
-            Operation::ReadResource => self.read_resource(adapter, call, ctx, sink, cancel).await,
-            Operation::GetPrompt => self.get_prompt(adapter, call, ctx, sink, cancel).await,
+            Operation::CallTool => self.call_tool(adapter, view, &call, ctx, sink, cancel).await,
+            Operation::ReadResource => self.read_resource(adapter, &call, ctx, sink, cancel).await,
+            Operation::GetPrompt => self.get_prompt(adapter, &call, ctx, sink, cancel).await,
             Operation::Complete => self.complete(&call).await,
-            Operation::Listen => self.listen(&call, sink),
-            Operation::Subscribe | Operation::Unsubscribe => Outcome::Failure(Failure::unknown_method(&call.method)),
-            _ => Outcome::Failure(Failure::unknown_method(&call.method)),
+            Operation::Listen => self.listen(adapter, &call, sink),
+            _ => Done::failure(Failure::unknown_method(&call.method)),
         }
     }
 
-    fn describe(&self, adapter: Adapter, call: &Call, ctx: &Context) -> Outcome {
+    fn describe(&self, adapter: Adapter, call: &Call, ctx: &Context) -> Done {
         let registry = &*self.registry;
-        let view = registry.view(adapter);
-        let mut result = Map::new();
         if adapter.has_handshake() {
-            {
-                let mut connection = ctx.conn();
-                if ctx.inner.can_push || connection.adapter.is_none() {
-                    connection.adapter = Some(adapter);
-                }
-                connection.client = call.client.clone();
+            let mut connection = ctx.conn();
+            if ctx.inner.can_push || connection.adapter.is_none() {
+                connection.adapter = Some(adapter);
             }
-            result.insert("protocolVersion".into(), Value::String(adapter.version().to_owned()));
-            result.insert("capabilities".into(), view.capabilities.clone());
-            result.insert("serverInfo".into(), view.server_info.clone());
-        } else {
-            result.insert("supportedVersions".into(), json!(registry.adapters.versions()));
-            result.insert("capabilities".into(), view.capabilities.clone());
+            // Keep the client's identity and capabilities for the life of the connection.
+            connection.client = call.client.clone();
         }
-        if let Some(instructions) = &registry.instructions {
-            result.insert("instructions".into(), Value::String(instructions.clone()));
-        }
-        Outcome::Cacheable(Value::Object(result), registry.list_cache)
+        let view = registry.view(adapter);
+        let result = adapter.describe_result(
+            &registry.adapters,
+            &registry.server_info,
+            &view.capabilities,
+            registry.instructions.as_deref(),
+        );
+        Done::Send(Outcome::Value(result), registry.list_cache)
     }
 
     async fn call_tool(
         &self,
         adapter: Adapter,
         view: &RevisionView,
-        call: Call,
+        call: &Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Message>,
+        sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
-    ) -> Outcome {
+    ) -> Done {
         let name = call.target.clone().unwrap_or_default();
-        let (Some(entry), Some(shape)) = (self.registry.tool(&name), view.tool_shapes.get(&name)) else {
-            return Outcome::Failure(Failure::unknown_tool(&name));
+        let (Some(entry), Some(tool_view)) = (self.registry.tool(&name), view.tool_views.get(&name)) else {
+            return Done::failure(Failure::unknown_tool(&name));
         };
-        let resumed = match self.resume(ctx, &call, &name).await {
+        let structured = tool_view.structured_content;
+        let finish = |result: CallToolResult| {
+            let mut value = result.to_value();
+            if !structured && let Some(object) = value.as_object_mut() {
+                object.remove("structuredContent");
+            }
+            Done::value(value)
+        };
+        let resumed = match self.resume(ctx, call, &name).await {
             Ok(resumed) => resumed,
-            Err(outcome) => return outcome,
+            Err(done) => return done,
         };
         let arguments = Value::Object(call.arguments.clone());
         if let Err(issues) = entry.validator.validate(&arguments) {
             let text: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            let result = CallToolResult::error(format!("invalid arguments:\n{}", text.join("\n")));
-            return Outcome::Value(project::tool_result(adapter, Some(shape), result.to_value()));
+            return finish(CallToolResult::error(format!("invalid arguments:\n{}", text.join("\n"))));
         }
-        let ex = self.exchange(adapter, &call, ctx, sink, cancel, resumed);
+        let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
         let run = with_cancel(cancel, run_tool(&entry.tool.call, arguments, ex.clone())).await;
-        if let Some(outcome) = self.interrupted(adapter, &call, &name, &ex).await {
-            return outcome;
+        if let Some(done) = self.interrupted(call, &name, &ex).await {
+            return done;
         }
         match run {
-            None => Outcome::Silent,
-            Some(ToolRun::Done(result)) => Outcome::Value(project::tool_result(adapter, Some(shape), result.to_value())),
-            Some(ToolRun::BadArguments(message)) => {
-                let result = CallToolResult::error(format!("invalid arguments:\n{message}"));
-                Outcome::Value(project::tool_result(adapter, Some(shape), result.to_value()))
-            }
+            None => Done::Silent,
+            Some(ToolRun::Done(result)) => finish(result),
+            Some(ToolRun::BadArguments(message)) => finish(CallToolResult::error(format!("invalid arguments:\n{message}"))),
             Some(ToolRun::Panicked(message)) => {
                 tracing::error!(tool = %name, %message, "tool handler panicked");
-                Outcome::Failure(Failure::internal(format!("tool {name:?} failed unexpectedly: {message}")))
+                Done::failure(Failure::internal(format!("tool {name:?} failed unexpectedly: {message}")))
             }
         }
     }
@@ -513,11 +499,11 @@ impl Server {
     async fn read_resource(
         &self,
         adapter: Adapter,
-        call: Call,
+        call: &Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Message>,
+        sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
-    ) -> Outcome {
+    ) -> Done {
         let registry = &*self.registry;
         let uri = call.target.clone().unwrap_or_default();
         let found = registry
@@ -534,27 +520,27 @@ impl Server {
                 })
             });
         let Some((read, meta, vars)) = found else {
-            return Outcome::Failure(Failure::resource_not_found(&uri));
+            return Done::failure(Failure::resource_not_found(&uri));
         };
-        let resumed = match self.resume(ctx, &call, &uri).await {
+        let resumed = match self.resume(ctx, call, &uri).await {
             Ok(resumed) => resumed,
-            Err(outcome) => return outcome,
+            Err(done) => return done,
         };
-        let ex = self.exchange(adapter, &call, ctx, sink, cancel, resumed);
+        let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
         let request = ResourceRequest { uri: uri.clone(), vars };
         let fut = std::panic::AssertUnwindSafe(read(request, ex.clone())).catch_unwind();
         let run = with_cancel(cancel, fut).await;
-        if let Some(outcome) = self.interrupted(adapter, &call, &uri, &ex).await {
-            return outcome;
+        if let Some(done) = self.interrupted(call, &uri, &ex).await {
+            return done;
         }
         match run {
-            None => Outcome::Silent,
-            Some(Err(panic)) => Outcome::Failure(Failure::internal(format!(
+            None => Done::Silent,
+            Some(Err(panic)) => Done::failure(Failure::internal(format!(
                 "reading {uri} failed unexpectedly: {}",
                 panic_message(&*panic)
             ))),
-            Some(Ok(Err(ResourceError::NotFound(_)))) => Outcome::Failure(Failure::resource_not_found(&uri)),
-            Some(Ok(Err(err))) => Outcome::Failure(Failure::internal(err.to_string())),
+            Some(Ok(Err(ResourceError::NotFound(_)))) => Done::failure(Failure::resource_not_found(&uri)),
+            Some(Ok(Err(err))) => Done::failure(Failure::internal(err.to_string())),
             Some(Ok(Ok(contents))) => {
                 let contents: Vec<Value> = contents
                     .into_iter()
@@ -563,7 +549,7 @@ impl Server {
                         c.into_value()
                     })
                     .collect();
-                Outcome::Cacheable(json!({"contents": contents}), meta.cache)
+                Done::Send(Outcome::Value(json!({"contents": contents})), meta.cache)
             }
         }
     }
@@ -571,65 +557,59 @@ impl Server {
     async fn get_prompt(
         &self,
         adapter: Adapter,
-        call: Call,
+        call: &Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Message>,
+        sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
-    ) -> Outcome {
+    ) -> Done {
         let name = call.target.clone().unwrap_or_default();
         let Some(entry) = self.registry.prompt(&name) else {
-            return Outcome::Failure(Failure::unknown_prompt(&name));
+            return Done::failure(Failure::unknown_prompt(&name));
         };
         let arguments = Value::Object(call.arguments.clone());
         if let Err(issues) = entry.validator.validate(&arguments) {
             let text: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            return Outcome::Failure(Failure::invalid_params(format!("invalid prompt arguments: {}", text.join("; "))));
+            return Done::failure(Failure::invalid_params(format!("invalid prompt arguments: {}", text.join("; "))));
         }
-        let resumed = match self.resume(ctx, &call, &name).await {
+        let resumed = match self.resume(ctx, call, &name).await {
             Ok(resumed) => resumed,
-            Err(outcome) => return outcome,
+            Err(done) => return done,
         };
-        let ex = self.exchange(adapter, &call, ctx, sink, cancel, resumed);
+        let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
         let fut = match (entry.prompt.render)(arguments, ex.clone()) {
             Ok(fut) => fut,
             Err(message) => {
-                return Outcome::Failure(Failure::invalid_params(format!("invalid prompt arguments: {message}")));
+                return Done::failure(Failure::invalid_params(format!("invalid prompt arguments: {message}")));
             }
         };
         let run = with_cancel(cancel, std::panic::AssertUnwindSafe(fut).catch_unwind()).await;
-        if let Some(outcome) = self.interrupted(adapter, &call, &name, &ex).await {
-            return outcome;
+        if let Some(done) = self.interrupted(call, &name, &ex).await {
+            return done;
         }
         match run {
-            None => Outcome::Silent,
-            Some(Err(panic)) => Outcome::Failure(Failure::internal(format!(
+            None => Done::Silent,
+            Some(Err(panic)) => Done::failure(Failure::internal(format!(
                 "prompt {name:?} failed unexpectedly: {}",
                 panic_message(&*panic)
             ))),
             Some(Ok(Err(PromptError::InvalidArguments(message)))) => {
-                Outcome::Failure(Failure::invalid_params(format!("invalid prompt arguments: {message}")))
+                Done::failure(Failure::invalid_params(format!("invalid prompt arguments: {message}")))
             }
-            Some(Ok(Err(err))) => Outcome::Failure(Failure::internal(err.to_string())),
-            Some(Ok(Ok(result))) => {
-                let mut value = result.to_value();
-                if !adapter.features().has_resource_link || !adapter.features().has_audio {
-                    strip_prompt_content(adapter, &mut value);
-                }
-                Outcome::Value(value)
-            }
+            Some(Ok(Err(err))) => Done::failure(Failure::internal(err.to_string())),
+            Some(Ok(Ok(result))) => Done::value(result.to_value()),
         }
     }
 
-    async fn complete(&self, call: &Call) -> Outcome {
+    async fn complete(&self, call: &Call) -> Done {
         let Some(completer) = &self.registry.completer else {
-            return Outcome::Value(Completion::default().to_value());
+            return Done::value(Completion::default().to_value());
         };
         let Some(request) = CompletionRequest::from_params(&Value::Object(call.params.clone())) else {
-            return Outcome::Failure(Failure::invalid_params("completion/complete needs `ref` and `argument`"));
+            return Done::failure(Failure::invalid_params("completion/complete needs `ref` and `argument`"));
         };
         match std::panic::AssertUnwindSafe((completer.0)(request)).catch_unwind().await {
-            Ok(completion) => Outcome::Value(completion.to_value()),
-            Err(panic) => Outcome::Failure(Failure::internal(format!(
+            Ok(completion) => Done::value(completion.to_value()),
+            Err(panic) => Done::failure(Failure::internal(format!(
                 "completion failed unexpectedly: {}",
                 panic_message(&*panic)
             ))),
@@ -638,18 +618,15 @@ impl Server {
 
     /// `subscriptions/listen`: nothing is offered (no list changes, no subscriptions), so the
     /// acknowledgement names an empty subset and the stream ends at once.
-    fn listen(&self, call: &Call, sink: &mpsc::UnboundedSender<Message>) -> Outcome {
-        let id = call.id.clone().map_or(Value::Null, |id| json!(id));
-        let _ = sink.send(Message::Notification(Notification {
-            method: "notifications/subscriptions/acknowledged".into(),
-            params: Some(json!({"notifications": {}, "_meta": {"io.modelcontextprotocol/subscriptionId": id}})),
-        }));
-        Outcome::Value(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": id}}))
+    fn listen(&self, adapter: Adapter, call: &Call, sink: &mpsc::UnboundedSender<Value>) -> Done {
+        let Some(id) = call.id.clone() else { return Done::Silent };
+        let _ = sink.send(adapter.subscriptions_acknowledged(&id, json!({})));
+        Done::value(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": id}}))
     }
 
     /// Redeems the request state of a retry; answers count only for questions the state
     /// lists. Answers without state are ignored: nothing was asked.
-    async fn resume(&self, ctx: &Context, call: &Call, target: &str) -> Result<Resumed, Outcome> {
+    async fn resume(&self, ctx: &Context, call: &Call, target: &str) -> Result<Resumed, Done> {
         let Some(state_id) = &call.request_state else {
             return Ok(Resumed::default());
         };
@@ -657,9 +634,9 @@ impl Server {
         let redeemed: Redeemed = match self.registry.states.redeem(&ctx.inner.namespace, state_id, &bound).await {
             Ok(redeemed) => redeemed,
             Err(StateError::Invalid(why)) => {
-                return Err(Outcome::Failure(Failure::invalid_params(format!("invalid requestState: {why}"))));
+                return Err(Done::failure(Failure::invalid_params(format!("invalid requestState: {why}"))));
             }
-            Err(err) => return Err(Outcome::Failure(Failure::internal(err.to_string()))),
+            Err(err) => return Err(Done::failure(Failure::internal(err.to_string()))),
         };
         let mut answers = BTreeMap::new();
         if let Some(given) = &call.answers {
@@ -679,7 +656,7 @@ impl Server {
         adapter: Adapter,
         call: &Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Message>,
+        sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
         resumed: Resumed,
     ) -> Exchange {
@@ -698,11 +675,7 @@ impl Server {
             log_level: call.log_level,
             sink: sink.clone(),
             cancel: cancel.watcher(),
-            ask: Mutex::new(AskState {
-                answers: resumed.answers,
-                asked: resumed.asked,
-                ..AskState::default()
-            }),
+            ask: Mutex::new(AskState { answers: resumed.answers, asked: resumed.asked, ..AskState::default() }),
             previous_state: resumed.state,
             push,
             store: registry.states.store().clone(),
@@ -711,67 +684,32 @@ impl Server {
     }
 
     /// The outcome a handler's interruption calls for, if it was interrupted.
-    async fn interrupted(&self, adapter: Adapter, call: &Call, target: &str, ex: &Exchange) -> Option<Outcome> {
+    async fn interrupted(&self, call: &Call, target: &str, ex: &Exchange) -> Option<Done> {
         let (interrupt, pending, mut asked, saved) = {
             let mut state = ex.lock();
             let interrupt = state.interrupt.take()?;
             (interrupt, std::mem::take(&mut state.pending), std::mem::take(&mut state.asked), state.saved_state.take())
         };
         match interrupt {
-            Interrupted::Cancelled => Some(Outcome::Silent),
-            Interrupted::Failed(failure) => Some(Outcome::Failure(failure)),
+            Interrupted::Cancelled => Some(Done::Silent),
+            Interrupted::Failed(failure) => Some(Done::failure(failure)),
             Interrupted::NeedsInput if pending.is_empty() => {
-                Some(Outcome::Failure(Failure::internal("the handler stopped for input but asked nothing")))
+                Some(Done::failure(Failure::internal("the handler stopped for input but asked nothing")))
             }
             Interrupted::NeedsInput => {
-                for (key, question) in &pending {
+                let mut requests = InputRequests::new();
+                for (key, question) in pending {
                     asked.insert(key.clone(), question.kind().method().to_owned());
+                    requests.insert(key, question.0);
                 }
                 let payload = saved.or_else(|| ex.state().cloned());
                 let bound = binding(&call.method, target, &call.arguments);
-                let state_id = match self.registry.states.issue(&ex.inner.namespace, bound, asked, payload).await {
-                    Ok(id) => id,
-                    Err(err) => return Some(Outcome::Failure(Failure::internal(err.to_string()))),
-                };
-                Some(self.ask_outcome(adapter, call, &pending, &state_id))
-            }
-        }
-    }
-
-    fn ask_outcome(&self, adapter: Adapter, call: &Call, pending: &[(String, Question)], state_id: &str) -> Outcome {
-        let mut requests = Map::new();
-        for (key, question) in pending {
-            let request = if adapter.asks_in_arguments() {
-                // The revision has no such request; the convention repeats it as it was asked.
-                Ok(json!({"method": question.kind().method(), "params": question.as_request().params()}))
-            } else {
-                adapter.input_request(key, question.as_request())
-            };
-            match request {
-                Ok(request) => {
-                    requests.insert(key.clone(), request);
+                match self.registry.states.issue(&ex.inner.namespace, bound, asked, payload).await {
+                    Ok(state) => Some(Done::Send(Outcome::InputRequired { requests, state: Some(state) }, CacheHint::NONE)),
+                    Err(err) => Some(Done::failure(Failure::internal(err.to_string()))),
                 }
-                Err(failure) => return Outcome::Failure(failure),
             }
         }
-        if adapter.can_ask() {
-            let mut result = Map::new();
-            result.insert("resultType".into(), json!("input_required"));
-            result.insert("inputRequests".into(), Value::Object(requests));
-            result.insert("requestState".into(), json!(state_id));
-            return Outcome::InputRequired(Value::Object(result));
-        }
-        if call.operation != Operation::CallTool {
-            return Outcome::Failure(Failure::internal("this revision can only ask during tools/call"));
-        }
-        let mut result = CallToolResult::success(vec![argument_instructions(pending, state_id).into()]);
-        let mut meta = Map::new();
-        meta.insert(
-            mcp_adapters::INPUT_REQUIRED_META.into(),
-            json!({"inputRequests": requests, "requestState": state_id}),
-        );
-        result.meta = Some(meta);
-        Outcome::Value(result.to_value())
     }
 }
 
@@ -783,18 +721,22 @@ struct Resumed {
     state: Option<Value>,
 }
 
-/// A call's outcome before the adapter's envelope.
-enum Outcome {
-    /// A result.
-    Value(Value),
-    /// A result that carries cache hints where the revision has them.
-    Cacheable(Value, crate::resource::CacheHint),
-    /// An interim `input_required` result (never cacheable).
-    InputRequired(Value),
-    /// A failure.
-    Failure(Failure),
+/// What a call leads to.
+enum Done {
+    /// Encode this outcome (with these cache hints where the revision has them).
+    Send(Outcome, CacheHint),
     /// Nothing is sent (a notification, a cancelled call).
     Silent,
+}
+
+impl Done {
+    fn value(value: Value) -> Self {
+        Self::Send(Outcome::Value(value), CacheHint::NONE)
+    }
+
+    fn failure(failure: Failure) -> Self {
+        Self::Send(Outcome::Failure(failure), CacheHint::NONE)
+    }
 }
 
 /// Runs `fut` unless the call is cancelled first (then the future is dropped).
@@ -806,55 +748,17 @@ async fn with_cancel<F: Future>(cancel: &CancelHandle, fut: F) -> Option<F::Outp
     }
 }
 
-fn list(registry: &Registry, kind: ListKind, field: &str, entries: &[(String, Value)], call: &Call) -> Outcome {
+fn list(registry: &Registry, kind: ListKind, field: &str, entries: &[(String, Value)], call: &Call) -> Done {
     let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
     let Ok((range, next)) = page(kind, &keys, call.cursor.as_deref(), registry.page_size) else {
-        return Outcome::Failure(Failure::invalid_params("unknown cursor"));
+        return Done::failure(Failure::invalid_params("unknown cursor"));
     };
-    let mut result = Map::new();
+    let mut result = serde_json::Map::new();
     result.insert(field.into(), Value::Array(entries[range].iter().map(|(_, v)| v.clone()).collect()));
     if let Some(next) = next {
         result.insert("nextCursor".into(), Value::String(next));
     }
-    Outcome::Cacheable(Value::Object(result), registry.list_cache)
-}
-
-/// Adds what every result carries on the revision: `resultType`, the server's identity in
-/// `_meta`, and cache hints on complete results of the cacheable operations (never on a
-/// retry).
-fn envelope(server: &Server, adapter: Adapter, operation: Operation, result: Value, hint: Option<crate::resource::CacheHint>) -> Value {
-    let features = adapter.features();
-    if !features.result_envelope {
-        return result;
-    }
-    let Value::Object(mut object) = result else { return result };
-    object.entry("resultType").or_insert_with(|| json!("complete"));
-    let meta = object.entry("_meta").or_insert_with(|| json!({}));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(
-            "io.modelcontextprotocol/serverInfo".into(),
-            server.registry.view(adapter).server_info.clone(),
-        );
-    }
-    if features.cache_hints && operation.is_cacheable() {
-        let hint = hint.unwrap_or_default();
-        object.insert("ttlMs".into(), json!(hint.ttl_ms));
-        object.insert("cacheScope".into(), json!(hint.scope.as_str()));
-    }
-    Value::Object(object)
-}
-
-fn error_response(adapter: Adapter, id: Option<Id>, failure: &Failure) -> Message {
-    let mapping = adapter.failure_mapping(failure.kind);
-    let mut error = ErrorObject::new(mapping.code, failure.message.clone());
-    if let Some(data) = &failure.data {
-        error = error.with_data(data.clone());
-    }
-    Response::error(id, error).into()
-}
-
-fn error_message(adapter: Adapter, id: Option<Id>, failure: &Failure) -> Outgoing {
-    Outgoing::Message(error_response(adapter, id, failure))
+    Done::Send(Outcome::Value(Value::Object(result)), registry.list_cache)
 }
 
 /// The id of the first request in a body, so a refusal before decoding can still name it.
@@ -862,18 +766,5 @@ fn first_id(decoded: &Decoded) -> Option<Id> {
     match decoded {
         Decoded::Single(Ok(Message::Request(request))) => Some(request.id.clone()),
         _ => None,
-    }
-}
-
-fn strip_prompt_content(adapter: Adapter, value: &mut Value) {
-    let Some(messages) = value.get_mut("messages").and_then(Value::as_array_mut) else { return };
-    for message in messages {
-        if let Some(content) = message.get_mut("content") {
-            let wrapped = json!({"content": [content.clone()]});
-            let projected = project::tool_result(adapter, None, wrapped);
-            if let Some(block) = projected.pointer("/content/0") {
-                *content = block.clone();
-            }
-        }
     }
 }

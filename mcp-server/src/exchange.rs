@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use mcp_adapters::{Adapter, ClientContext, Failure, LogLevel, Operation, Revision};
 use mcp_hub::{EventLog, Namespace, StateStore};
-use mcp_wire::jsonrpc::{Id, Message, Notification, Request};
+use mcp_wire::jsonrpc::Id;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
 
@@ -17,7 +17,7 @@ use crate::error::Interrupt;
 use crate::state::random_id;
 
 /// Where a call's messages go before its final response: notifications and pushed requests.
-pub(crate) type Sink = mpsc::UnboundedSender<Message>;
+pub(crate) type Sink = mpsc::UnboundedSender<Value>;
 
 /// A cancellation signal shared by a call and whoever may cancel it.
 #[derive(Clone, Debug)]
@@ -150,18 +150,7 @@ impl Exchange {
     /// nothing. `message` is dropped on revisions without it (2024-11-05).
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some(token) = &self.inner.progress_token else { return };
-        let mut params = Map::new();
-        params.insert("progressToken".into(), json!(token));
-        params.insert("progress".into(), json!(progress));
-        if let Some(total) = total {
-            params.insert("total".into(), json!(total));
-        }
-        if let Some(message) = message
-            && self.inner.adapter.progress_message()
-        {
-            params.insert("message".into(), Value::String(message.to_owned()));
-        }
-        self.notify("notifications/progress", Value::Object(params));
+        self.send(self.inner.adapter.progress_notification(token, progress, total, message));
     }
 
     /// The log level the client asked for, if any: `logging/setLevel` on the connection, or
@@ -182,21 +171,12 @@ impl Exchange {
         if level < threshold {
             return;
         }
-        let mut params = Map::new();
-        params.insert("level".into(), Value::String(level.as_str().to_owned()));
-        if let Some(logger) = logger {
-            params.insert("logger".into(), Value::String(logger.to_owned()));
-        }
-        params.insert("data".into(), data.into());
-        self.notify("notifications/message", Value::Object(params));
+        self.send(self.inner.adapter.log_notification(level, data.into(), logger));
     }
 
-    fn notify(&self, method: &str, params: Value) {
+    fn send(&self, message: Value) {
         // The call may be over (its stream closed): a late notification is dropped.
-        let _ = self.inner.sink.send(Message::Notification(Notification {
-            method: method.to_owned(),
-            params: Some(params),
-        }));
+        let _ = self.inner.sink.send(message);
     }
 
     /// The call was cancelled (the client sent `notifications/cancelled`, or closed the
@@ -296,16 +276,13 @@ impl Exchange {
             Ok(request) => request,
             Err(failure) => return Err(self.stop(Interrupted::Failed(failure))),
         };
-        let Some(request) = as_request(request) else {
-            return Err(fail("the adapter built no request"));
-        };
         let topic = reply_topic(&push.namespace, &id);
         // Take the position first, so a reply that comes before the first poll is still read.
         let cursor = match push.log.position(&topic).await {
             Ok(cursor) => cursor,
             Err(err) => return Err(fail(&err.to_string())),
         };
-        if self.inner.sink.send(Message::Request(request)).is_err() {
+        if self.inner.sink.send(request).is_err() {
             return Err(self.stop(Interrupted::Cancelled));
         }
         let deadline = tokio::time::Instant::now() + push.timeout;
@@ -356,14 +333,6 @@ pub(crate) fn encode_reply(outcome: &Result<Value, mcp_wire::jsonrpc::ErrorObjec
         Err(error) => json!({"error": {"code": error.code, "message": error.message}}),
     };
     Bytes::from(value.to_string())
-}
-
-/// A pushed request built by the adapter, as a wire request.
-fn as_request(value: Value) -> Option<Request> {
-    let Value::Object(mut object) = value else { return None };
-    let id = serde_json::from_value(object.remove("id")?).ok()?;
-    let method = object.remove("method")?.as_str()?.to_owned();
-    Some(Request { id, method, params: object.remove("params") })
 }
 
 fn decode_reply(payload: &[u8]) -> Result<Value, mcp_wire::jsonrpc::ErrorObject> {

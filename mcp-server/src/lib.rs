@@ -46,7 +46,7 @@ pub use exchange::Exchange;
 pub use icon::Icon;
 pub use prompt::{IntoPromptResult, Prompt, PromptHandler};
 pub use resource::{
-    CacheHint, CacheScope, IntoResourceContents, RequestAndExchange, RequestOnly, Resource, ResourceHandler,
+    IntoResourceContents, RequestAndExchange, RequestOnly, Resource, ResourceHandler,
     ResourceRequest, ResourceTemplate,
 };
 pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder};
@@ -54,4 +54,4 @@ pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
 pub use tool::{ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Tool, ToolAnnotations, ToolHandler};
 
 /// Re-exported so handlers can name levels and revisions without another dependency.
-pub use mcp_adapters::{LogLevel, Revision};
+pub use mcp_adapters::{CacheHint, CacheScope, LogLevel, Revision};

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
+use mcp_adapters::{CacheHint, CacheScope};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -15,36 +16,6 @@ use crate::content::ResourceContents;
 use crate::error::{RegistrationError, ResourceError};
 use crate::exchange::Exchange;
 use crate::icon::{Icon, icons_value};
-
-/// Who may cache a result: only this caller (`private`) or anyone (`public`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum CacheScope {
-    /// Only the requesting client may reuse it. The default.
-    #[default]
-    Private,
-    /// Shared caches may reuse it.
-    Public,
-}
-
-impl CacheScope {
-    /// The wire value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Private => "private",
-            Self::Public => "public",
-        }
-    }
-}
-
-/// How long a result may be reused (2026-07-28 `ttlMs` / `cacheScope`; ignored by older
-/// revisions).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CacheHint {
-    /// Milliseconds the result stays fresh. Default is `0`.
-    pub ttl_ms: u64,
-    /// Who may reuse it. Default is `private`.
-    pub scope: CacheScope,
-}
 
 /// What a resource read receives: the URI asked for and, for a template, its variables
 /// (percent-decoded).

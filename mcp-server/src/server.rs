@@ -15,7 +15,9 @@ use crate::error::RegistrationError;
 use crate::icon::{Icon, icons_value};
 use crate::project;
 use crate::prompt::Prompt;
-use crate::resource::{CacheHint, CacheScope, Resource, ResourceTemplate, UriTemplate, check_fixed_uri};
+use mcp_adapters::{CacheHint, CacheScope};
+
+use crate::resource::{Resource, ResourceTemplate, UriTemplate, check_fixed_uri};
 use crate::schema::is_object_rooted;
 use crate::state::RequestStates;
 use crate::tool::Tool;
@@ -238,6 +240,7 @@ impl ServerBuilder {
         let store = self.store.unwrap_or_else(|| hub.clone());
         let log = self.log.unwrap_or(hub);
         let registry = Registry {
+            server_info: self.identity.to_value(),
             identity: self.identity,
             instructions: self.instructions,
             tool_index: index(tools.iter().map(|t| t.tool.name.as_str())),
@@ -403,6 +406,7 @@ fn build_resources(
 /// The registry behind a [`Server`].
 pub(crate) struct Registry {
     pub(crate) identity: Identity,
+    pub(crate) server_info: Value,
     pub(crate) instructions: Option<String>,
     pub(crate) tools: Vec<ToolEntry>,
     pub(crate) tool_index: HashMap<String, usize>,
@@ -438,27 +442,25 @@ impl Registry {
         self.prompt_index.get(name).map(|&i| &self.prompts[i])
     }
 
-    pub(crate) fn server_info(&self, adapter: Adapter) -> Value {
-        let features = adapter.features();
-        let id = &self.identity;
+}
+
+impl Identity {
+    /// The server's `Implementation` as declared (each adapter projects it).
+    pub(crate) fn to_value(&self) -> Value {
         let mut out = Map::new();
-        out.insert("name".into(), Value::String(id.name.clone()));
-        out.insert("version".into(), Value::String(id.version.clone()));
-        if features.has_titles
-            && let Some(title) = &id.title
-        {
+        out.insert("name".into(), Value::String(self.name.clone()));
+        out.insert("version".into(), Value::String(self.version.clone()));
+        if let Some(title) = &self.title {
             out.insert("title".into(), Value::String(title.clone()));
         }
-        if features.has_icons {
-            if let Some(description) = &id.description {
-                out.insert("description".into(), Value::String(description.clone()));
-            }
-            if let Some(url) = &id.website_url {
-                out.insert("websiteUrl".into(), Value::String(url.clone()));
-            }
-            if let Some(icons) = icons_value(&id.icons) {
-                out.insert("icons".into(), icons);
-            }
+        if let Some(description) = &self.description {
+            out.insert("description".into(), Value::String(description.clone()));
+        }
+        if let Some(url) = &self.website_url {
+            out.insert("websiteUrl".into(), Value::String(url.clone()));
+        }
+        if let Some(icons) = icons_value(&self.icons) {
+            out.insert("icons".into(), icons);
         }
         Value::Object(out)
     }

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use mcp_adapters::{AdapterSet, Failure};
-use mcp_wire::jsonrpc::{ErrorObject, Response};
 use mcp_wire::ndjson::{NdjsonDecoder, NdjsonError};
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
@@ -110,9 +109,7 @@ where
                     tracing::warn!(length, limit, "stdio line over the limit; skipped");
                     let adapter = ctx.revision().map_or_else(|| AdapterSet::all().newest(), Into::into);
                     let failure = Failure::invalid_request(format!("message of {length}+ bytes exceeds the limit of {limit} bytes"));
-                    let mapping = adapter.failure_mapping(failure.kind);
-                    let response = Response::error(None, ErrorObject::new(mapping.code, failure.message));
-                    let _ = out_tx.send(Outgoing::Message(response.into()).to_bytes());
+                    let _ = out_tx.send(Outgoing::Response(adapter.encode_failure(None, &failure)).to_bytes());
                 }
                 Err(other) => tracing::warn!(%other, "stdio framing error"),
                 Ok(line) => {
