@@ -413,6 +413,32 @@ impl Adapter {
     }
 }
 
+impl Adapter {
+    /// The first message of a `subscriptions/listen` stream (2026-07-28):
+    /// `notifications/subscriptions/acknowledged` with the honoured subset of the requested
+    /// `notifications` filter, tagged with the listen request's id.
+    pub fn subscriptions_acknowledged(&self, subscription: &Id, honoured: Value) -> Value {
+        let mut params = Map::new();
+        params.insert("notifications".into(), honoured);
+        params.insert(
+            "_meta".into(),
+            json!({ meta::SUBSCRIPTION_ID: subscription }),
+        );
+        notification(method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, params)
+    }
+
+    /// A `notifications/cancelled` (`requestId`, optional `reason`): sent by a client on
+    /// every revision, and by a 2026-07-28 server on stdio to end a listen stream.
+    pub fn cancelled_notification(&self, request: &Id, reason: Option<&str>) -> Value {
+        let mut params = Map::new();
+        params.insert("requestId".into(), json!(request));
+        if let Some(reason) = reason {
+            params.insert("reason".into(), reason.into());
+        }
+        notification(method::NOTIFICATION_CANCELLED, params)
+    }
+}
+
 /// `{"jsonrpc": "2.0", "method", "params"}`.
 fn notification(method_name: &str, params: Map<String, Value>) -> Value {
     json!({"jsonrpc": "2.0", "method": method_name, "params": params})

@@ -148,6 +148,18 @@ impl AdapterSet {
         }
     }
 
+    /// The served revisions that have an `initialize` handshake: the set an HTTP+SSE
+    /// (2024-11-05 transport) endpoint uses, since 2026-07-28's required headers cannot travel
+    /// with HTTP+SSE messages. `EmptySetError` when none is served.
+    pub fn handshake_only(&self) -> Result<Self, EmptySetError> {
+        Self::new(
+            self.revisions
+                .iter()
+                .copied()
+                .filter(|r| Adapter::new(*r).has_handshake()),
+        )
+    }
+
     /// The served adapters, newest first.
     pub fn adapters(&self) -> &[Adapter] {
         &self.adapters
@@ -489,6 +501,17 @@ mod tests {
         let bare = set.select(&SelectionInput::default()).unwrap_err();
         assert_eq!(bare.failure.kind, FailureKind::UnsupportedVersion);
         assert_eq!(bare.failure.data.unwrap()["requested"], "2025-03-26");
+    }
+
+    #[test]
+    fn handshake_only_drops_2026() {
+        let sse = AdapterSet::all().handshake_only().unwrap();
+        assert_eq!(sse.newest().revision(), Revision::V2025_11_25);
+        assert_eq!(sse.revisions().len(), 4);
+        assert_eq!(
+            AdapterSet::only(Revision::V2026_07_28).handshake_only(),
+            Err(EmptySetError)
+        );
     }
 
     #[test]

@@ -320,6 +320,20 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
         adapter.change_notification("notifications/tools/list_changed", None, Some(&sub)),
     ));
 
+    if adapter.features().has_listen {
+        out.push((
+            "SubscriptionsAcknowledgedNotification",
+            adapter.subscriptions_acknowledged(
+                &sub,
+                json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a.txt"]}),
+            ),
+        ));
+    }
+    out.push((
+        "CancelledNotification",
+        adapter.cancelled_notification(&Id::from(3), Some("user")),
+    ));
+
     // Pushed requests.
     if adapter.has_handshake() {
         let sampling = InputRequest::create_message(
