@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use mcp_wire::header::{ParamType, is_token};
 use serde_json::Value;
 
 use crate::keywords::for_each_subschema;
@@ -21,24 +22,12 @@ pub const KEYWORD: &str = "x-mcp-header";
 /// The prefix of every mirrored header's name.
 pub const HEADER_PREFIX: &str = "Mcp-Param-";
 
-/// The JSON type of an annotated property, which fixes how its value is written in the header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum HeaderValueType {
-    /// A string, sent as is (or base64-encoded when it is not plain ASCII).
-    String,
-    /// An integer within ±(2^53 − 1), sent as its decimal text.
-    Integer,
-    /// A boolean, sent as `true` or `false`.
-    Boolean,
-}
-
 /// One annotated property: where its value is in the arguments, and the header it goes to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HeaderBinding {
     property_path: Vec<String>,
     name: String,
-    value_type: HeaderValueType,
+    value_type: ParamType,
     nullable: bool,
 }
 
@@ -60,8 +49,9 @@ impl HeaderBinding {
         format!("{HEADER_PREFIX}{}", self.name)
     }
 
-    /// The property's declared type.
-    pub fn value_type(&self) -> HeaderValueType {
+    /// The property's declared type, which fixes how its value is written in the header
+    /// (see `mcp_wire::header`).
+    pub fn value_type(&self) -> ParamType {
         self.value_type
     }
 
@@ -305,11 +295,11 @@ impl Walk {
 }
 
 /// The property's own `type`: one of string, integer, boolean, optionally with null.
-fn property_type(schema: &Value) -> Option<(HeaderValueType, bool)> {
+fn property_type(schema: &Value) -> Option<(ParamType, bool)> {
     let primitive = |t: &str| match t {
-        "string" => Some(HeaderValueType::String),
-        "integer" => Some(HeaderValueType::Integer),
-        "boolean" => Some(HeaderValueType::Boolean),
+        "string" => Some(ParamType::String),
+        "integer" => Some(ParamType::Integer),
+        "boolean" => Some(ParamType::Boolean),
         _ => None,
     };
     match schema.get("type")? {
@@ -324,31 +314,6 @@ fn property_type(schema: &Value) -> Option<(HeaderValueType, bool)> {
         }
         _ => None,
     }
-}
-
-/// RFC 9110 `token = 1*tchar`.
-fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'!' | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'&'
-                        | b'\''
-                        | b'*'
-                        | b'+'
-                        | b'-'
-                        | b'.'
-                        | b'^'
-                        | b'_'
-                        | b'`'
-                        | b'|'
-                        | b'~'
-                )
-        })
 }
 
 #[cfg(test)]
@@ -378,7 +343,7 @@ mod tests {
             }
         });
         let bindings = extract_headers(&schema).unwrap();
-        let got: Vec<(Vec<String>, &str, HeaderValueType, bool)> = bindings
+        let got: Vec<(Vec<String>, &str, ParamType, bool)> = bindings
             .iter()
             .map(|b| {
                 (
@@ -395,19 +360,19 @@ mod tests {
                 (
                     vec!["limits".to_owned(), "dry".to_owned()],
                     "Method",
-                    HeaderValueType::Boolean,
+                    ParamType::Boolean,
                     false
                 ),
                 (
                     vec!["limits".to_owned(), "max".to_owned()],
                     "Max-Items",
-                    HeaderValueType::Integer,
+                    ParamType::Integer,
                     true
                 ),
                 (
                     vec!["region".to_owned()],
                     "Region",
-                    HeaderValueType::String,
+                    ParamType::String,
                     false
                 ),
             ]

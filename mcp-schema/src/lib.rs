@@ -7,7 +7,8 @@
 //! simplified losslessly reported as "not offered". It also extracts `x-mcp-header`
 //! annotations and validates arguments with validators compiled once.
 //!
-//! **Layering:** depends on `mcp-wire` only (plus `serde_json`, `jsonschema`, `thiserror`).
+//! **Layering:** depends on `mcp-wire` only (for the header-name token syntax and the header
+//! value types), plus `serde_json`, `jsonschema` and `thiserror`.
 //! No runtime, no I/O: no `$ref` is ever fetched.
 //!
 //! ```text
@@ -38,7 +39,7 @@ pub mod validate;
 
 pub use asking::{AskingPropertiesError, MCP_ANSWERS, MCP_STATE, with_asking_properties};
 pub use cache::{ProjectionCache, ToolProjection};
-pub use header::{HeaderAnnotationError, HeaderBinding, HeaderValueType, extract_headers};
+pub use header::{HeaderAnnotationError, HeaderBinding, extract_headers};
 pub use profile::{Dialect, InputSupport, OutputSupport, SchemaProfile};
 pub use projection::{
     NotOffered, NotOfferedReason, OutputDrop, OutputProjection, Projection, ProjectionLimits,
