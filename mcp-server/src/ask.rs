@@ -73,7 +73,11 @@ impl Answer {
                 ElicitAction::Decline => AnswerAction::Decline,
                 ElicitAction::Cancel => AnswerAction::Cancel,
             };
-            let content = if action == AnswerAction::Accept { Value::Object(answer.content) } else { Value::Null };
+            let content = if action == AnswerAction::Accept {
+                Value::Object(answer.content)
+            } else {
+                Value::Null
+            };
             return Self { action, content };
         }
         match reply {
@@ -115,14 +119,21 @@ mod tests {
     #[test]
     fn elicitation_answers_are_never_accepted_by_default() {
         let cases = [
-            (Ok(json!({"action": "accept", "content": {"a": 1}})), AnswerAction::Accept),
+            (
+                Ok(json!({"action": "accept", "content": {"a": 1}})),
+                AnswerAction::Accept,
+            ),
             (Ok(json!({"action": "decline"})), AnswerAction::Decline),
             (Ok(json!({"action": "cancel"})), AnswerAction::Cancel),
             (Ok(json!({"content": {"a": 1}})), AnswerAction::Decline),
             (Err(ErrorObject::internal_error("no")), AnswerAction::Cancel),
         ];
         for (reply, action) in cases {
-            assert_eq!(Answer::from_reply(ClientRequestKind::Elicit, &reply).action(), action, "{reply:?}");
+            assert_eq!(
+                Answer::from_reply(ClientRequestKind::Elicit, &reply).action(),
+                action,
+                "{reply:?}"
+            );
         }
     }
 }

@@ -79,7 +79,11 @@ impl From<Vec<String>> for Completion {
         let total = values.len();
         let has_more = total > MAX_COMPLETION_VALUES;
         values.truncate(MAX_COMPLETION_VALUES);
-        Self { values, total: Some(total as u64), has_more }
+        Self {
+            values,
+            total: Some(total as u64),
+            has_more,
+        }
     }
 }
 
@@ -95,7 +99,8 @@ impl Completion {
     }
 }
 
-pub(crate) type ErasedCompleter = Arc<dyn Fn(CompletionRequest) -> BoxFuture<'static, Completion> + Send + Sync>;
+pub(crate) type ErasedCompleter =
+    Arc<dyn Fn(CompletionRequest) -> BoxFuture<'static, Completion> + Send + Sync>;
 
 /// The server's completion handler.
 #[derive(Clone)]
@@ -131,7 +136,10 @@ mod tests {
     fn long_lists_are_cut_to_one_hundred() {
         let values: Vec<String> = (0..150).map(|i| i.to_string()).collect();
         let completion = Completion::from(values).to_value();
-        assert_eq!(completion["completion"]["values"].as_array().unwrap().len(), 100);
+        assert_eq!(
+            completion["completion"]["values"].as_array().unwrap().len(),
+            100
+        );
         assert_eq!(completion["completion"]["total"], 150);
         assert_eq!(completion["completion"]["hasMore"], true);
     }

@@ -106,12 +106,19 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// A successful result with these content blocks.
     pub fn success(content: Vec<Content>) -> Self {
-        Self { content, ..Self::default() }
+        Self {
+            content,
+            ..Self::default()
+        }
     }
 
     /// A failed result (`isError: true`) carrying one text block.
     pub fn error(message: impl Into<String>) -> Self {
-        Self { content: vec![Content::text(message)], is_error: true, ..Self::default() }
+        Self {
+            content: vec![Content::text(message)],
+            is_error: true,
+            ..Self::default()
+        }
     }
 
     /// Structured output plus its JSON text as one text block, as the spec recommends for
@@ -162,12 +169,20 @@ enum Body {
 impl ResourceContents {
     /// Text contents.
     pub fn text(uri: impl Into<String>, text: impl Into<String>) -> Self {
-        Self { uri: uri.into(), mime_type: None, body: Body::Text(text.into()) }
+        Self {
+            uri: uri.into(),
+            mime_type: None,
+            body: Body::Text(text.into()),
+        }
     }
 
     /// Binary contents (sent base64-encoded as `blob`).
     pub fn blob(uri: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
-        Self { uri: uri.into(), mime_type: None, body: Body::Blob(bytes.into()) }
+        Self {
+            uri: uri.into(),
+            mime_type: None,
+            body: Body::Blob(bytes.into()),
+        }
     }
 
     /// Sets the MIME type.
@@ -244,12 +259,18 @@ pub struct PromptMessage {
 impl PromptMessage {
     /// A user message with one text block.
     pub fn user(text: impl Into<String>) -> Self {
-        Self { role: Role::User, content: Content::text(text) }
+        Self {
+            role: Role::User,
+            content: Content::text(text),
+        }
     }
 
     /// An assistant message with one text block.
     pub fn assistant(text: impl Into<String>) -> Self {
-        Self { role: Role::Assistant, content: Content::text(text) }
+        Self {
+            role: Role::Assistant,
+            content: Content::text(text),
+        }
     }
 
     pub(crate) fn to_value(&self) -> Value {

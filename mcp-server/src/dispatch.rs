@@ -17,8 +17,8 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use futures::stream::{FusedStream, Stream};
 use mcp_adapters::{
-    Adapter, CacheHint, Call, ClientContext, Encoded, Failure, Incoming, InputRequests, LogLevel, Operation,
-    Outcome, ResultContext, Revision, SelectionInput,
+    Adapter, CacheHint, Call, ClientContext, Encoded, Failure, Incoming, InputRequests, LogLevel,
+    Operation, Outcome, ResultContext, Revision, SelectionInput,
 };
 use mcp_hub::Namespace;
 use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
@@ -30,8 +30,8 @@ use crate::completion::{Completion, CompletionRequest};
 use crate::content::CallToolResult;
 use crate::error::{PromptError, ResourceError};
 use crate::exchange::{
-    AskState, CancelHandle, Exchange, ExchangeInner, Interrupted, PUSH_ID_PREFIX, Pusher, encode_reply,
-    reply_topic,
+    AskState, CancelHandle, Exchange, ExchangeInner, Interrupted, PUSH_ID_PREFIX, Pusher,
+    encode_reply, reply_topic,
 };
 use crate::page::{ListKind, page};
 use crate::project::RevisionView;
@@ -192,7 +192,9 @@ impl Context {
             connection: Mutex::new(Connection::default()),
             in_flight: Mutex::new(HashMap::new()),
         };
-        Self { inner: Arc::new(inner) }
+        Self {
+            inner: Arc::new(inner),
+        }
     }
 
     /// The revision an `initialize` selected on this connection, if any.
@@ -215,11 +217,17 @@ impl Context {
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.inner.connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .connection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn in_flight(&self) -> MutexGuard<'_, HashMap<Id, CancelHandle>> {
-        self.inner.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -234,7 +242,9 @@ pub struct Reply {
 
 impl fmt::Debug for Reply {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Reply").field("done", &self.done).finish_non_exhaustive()
+        f.debug_struct("Reply")
+            .field("done", &self.done)
+            .finish_non_exhaustive()
     }
 }
 
@@ -283,7 +293,12 @@ impl Server {
         let ctx = ctx.clone();
         let input = input.into();
         let driver = async move { server.run(input, ctx, tx).await }.boxed();
-        Reply { driver: Some(driver), final_message: None, rx, done: false }
+        Reply {
+            driver: Some(driver),
+            final_message: None,
+            rx,
+            done: false,
+        }
     }
 
     /// [`handle`](Self::handle), collected: every message the input produces, in order.
@@ -292,7 +307,12 @@ impl Server {
         self.handle(input, ctx).collect().await
     }
 
-    async fn run(&self, input: Input, ctx: Context, sink: mpsc::UnboundedSender<Value>) -> Option<Outgoing> {
+    async fn run(
+        &self,
+        input: Input,
+        ctx: Context,
+        sink: mpsc::UnboundedSender<Value>,
+    ) -> Option<Outgoing> {
         let registry = &self.registry;
         let bytes = match input {
             Input::Bytes(bytes) => bytes,
@@ -305,14 +325,18 @@ impl Server {
             None => {
                 if let Decoded::Single(Err(jsonrpc::DecodeError::Parse { detail })) = &decoded {
                     let adapter = registry.adapters.newest();
-                    return Some(Outgoing::Response(adapter.encode_failure(None, &Failure::parse(detail))));
+                    return Some(Outgoing::Response(
+                        adapter.encode_failure(None, &Failure::parse(detail)),
+                    ));
                 }
                 let input = SelectionInput::from_body(&decoded);
                 match registry.adapters.select(&input) {
                     Ok(selected) => selected.adapter,
                     Err(rejected) => {
                         let id = first_id(&decoded);
-                        return Some(Outgoing::Response(rejected.adapter.encode_failure(id, &rejected.failure)));
+                        return Some(Outgoing::Response(
+                            rejected.adapter.encode_failure(id, &rejected.failure),
+                        ));
                     }
                 }
             }
@@ -343,7 +367,9 @@ impl Server {
                 self.route_reply(&reply, ctx).await;
                 None
             }
-            Incoming::Invalid(invalid) => invalid.respond.then(|| adapter.encode_failure(invalid.id, &invalid.failure)),
+            Incoming::Invalid(invalid) => invalid
+                .respond
+                .then(|| adapter.encode_failure(invalid.id, &invalid.failure)),
             Incoming::Call(call) => {
                 let call = *call;
                 let cancel = CancelHandle::new();
@@ -358,8 +384,13 @@ impl Server {
                     // A cancelled request gets no response.
                     return None;
                 }
-                let Done::Send(outcome, cache) = done else { return None };
-                let context = ResultContext { server_info: Some(&self.registry.server_info), cache };
+                let Done::Send(outcome, cache) = done else {
+                    return None;
+                };
+                let context = ResultContext {
+                    server_info: Some(&self.registry.server_info),
+                    cache,
+                };
                 adapter.encode(&call, outcome, &context)
             }
         }
@@ -367,12 +398,21 @@ impl Server {
 
     /// Publishes a reply to a pushed question where the waiting call reads it.
     async fn route_reply(&self, reply: &mcp_adapters::Reply, ctx: &Context) {
-        let Some(id) = reply.id.as_str().filter(|id| id.starts_with(PUSH_ID_PREFIX)) else {
+        let Some(id) = reply
+            .id
+            .as_str()
+            .filter(|id| id.starts_with(PUSH_ID_PREFIX))
+        else {
             tracing::debug!(id = %reply.id, "reply to a request this server did not push; ignored");
             return;
         };
         let topic = reply_topic(&ctx.inner.namespace, id);
-        if let Err(err) = self.registry.log.publish(&topic, encode_reply(&reply.outcome)).await {
+        if let Err(err) = self
+            .registry
+            .log
+            .publish(&topic, encode_reply(&reply.outcome))
+            .await
+        {
             tracing::warn!(%err, "could not publish a reply to a pushed question");
         }
     }
@@ -413,15 +453,32 @@ impl Server {
                     ctx.conn().log_level = Some(level);
                     Done::value(json!({}))
                 }
-                None => Done::failure(Failure::invalid_params("logging/setLevel needs a valid level")),
+                None => Done::failure(Failure::invalid_params(
+                    "logging/setLevel needs a valid level",
+                )),
             },
             Operation::ListTools => list(registry, ListKind::Tools, "tools", &view.tools, &call),
-            Operation::ListResources => list(registry, ListKind::Resources, "resources", &view.resources, &call),
-            Operation::ListResourceTemplates => {
-                list(registry, ListKind::Templates, "resourceTemplates", &view.templates, &call)
+            Operation::ListResources => list(
+                registry,
+                ListKind::Resources,
+                "resources",
+                &view.resources,
+                &call,
+            ),
+            Operation::ListResourceTemplates => list(
+                registry,
+                ListKind::Templates,
+                "resourceTemplates",
+                &view.templates,
+                &call,
+            ),
+            Operation::ListPrompts => {
+                list(registry, ListKind::Prompts, "prompts", &view.prompts, &call)
             }
-            Operation::ListPrompts => list(registry, ListKind::Prompts, "prompts", &view.prompts, &call),
-            Operation::CallTool => self.call_tool(adapter, view, &call, ctx, sink, cancel).await,
+            Operation::CallTool => {
+                self.call_tool(adapter, view, &call, ctx, sink, cancel)
+                    .await
+            }
             Operation::ReadResource => self.read_resource(adapter, &call, ctx, sink, cancel).await,
             Operation::GetPrompt => self.get_prompt(adapter, &call, ctx, sink, cancel).await,
             Operation::Complete => self.complete(&call).await,
@@ -460,7 +517,9 @@ impl Server {
         cancel: &CancelHandle,
     ) -> Done {
         let name = call.target.clone().unwrap_or_default();
-        let (Some(entry), Some(tool_view)) = (self.registry.tool(&name), view.tool_views.get(&name)) else {
+        let (Some(entry), Some(tool_view)) =
+            (self.registry.tool(&name), view.tool_views.get(&name))
+        else {
             return Done::failure(Failure::unknown_tool(&name));
         };
         let structured = tool_view.structured_content;
@@ -478,7 +537,10 @@ impl Server {
         let arguments = Value::Object(call.arguments.clone());
         if let Err(issues) = entry.validator.validate(&arguments) {
             let text: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            return finish(CallToolResult::error(format!("invalid arguments:\n{}", text.join("\n"))));
+            return finish(CallToolResult::error(format!(
+                "invalid arguments:\n{}",
+                text.join("\n")
+            )));
         }
         let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
         let run = with_cancel(cancel, run_tool(&entry.tool.call, arguments, ex.clone())).await;
@@ -488,10 +550,14 @@ impl Server {
         match run {
             None => Done::Silent,
             Some(ToolRun::Done(result)) => finish(result),
-            Some(ToolRun::BadArguments(message)) => finish(CallToolResult::error(format!("invalid arguments:\n{message}"))),
+            Some(ToolRun::BadArguments(message)) => finish(CallToolResult::error(format!(
+                "invalid arguments:\n{message}"
+            ))),
             Some(ToolRun::Panicked(message)) => {
                 tracing::error!(tool = %name, %message, "tool handler panicked");
-                Done::failure(Failure::internal(format!("tool {name:?} failed unexpectedly: {message}")))
+                Done::failure(Failure::internal(format!(
+                    "tool {name:?} failed unexpectedly: {message}"
+                )))
             }
         }
     }
@@ -516,7 +582,9 @@ impl Server {
             .or_else(|| {
                 registry.template_order.iter().find_map(|&i| {
                     let t = &registry.templates[i];
-                    t.parsed.matches(&uri).map(|vars| (t.template.read.clone(), &t.template.meta, vars))
+                    t.parsed
+                        .matches(&uri)
+                        .map(|vars| (t.template.read.clone(), &t.template.meta, vars))
                 })
             });
         let Some((read, meta, vars)) = found else {
@@ -527,7 +595,10 @@ impl Server {
             Err(done) => return done,
         };
         let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
-        let request = ResourceRequest { uri: uri.clone(), vars };
+        let request = ResourceRequest {
+            uri: uri.clone(),
+            vars,
+        };
         let fut = std::panic::AssertUnwindSafe(read(request, ex.clone())).catch_unwind();
         let run = with_cancel(cancel, fut).await;
         if let Some(done) = self.interrupted(call, &uri, &ex).await {
@@ -539,7 +610,9 @@ impl Server {
                 "reading {uri} failed unexpectedly: {}",
                 panic_message(&*panic)
             ))),
-            Some(Ok(Err(ResourceError::NotFound(_)))) => Done::failure(Failure::resource_not_found(&uri)),
+            Some(Ok(Err(ResourceError::NotFound(_)))) => {
+                Done::failure(Failure::resource_not_found(&uri))
+            }
             Some(Ok(Err(err))) => Done::failure(Failure::internal(err.to_string())),
             Some(Ok(Ok(contents))) => {
                 let contents: Vec<Value> = contents
@@ -569,7 +642,10 @@ impl Server {
         let arguments = Value::Object(call.arguments.clone());
         if let Err(issues) = entry.validator.validate(&arguments) {
             let text: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            return Done::failure(Failure::invalid_params(format!("invalid prompt arguments: {}", text.join("; "))));
+            return Done::failure(Failure::invalid_params(format!(
+                "invalid prompt arguments: {}",
+                text.join("; ")
+            )));
         }
         let resumed = match self.resume(ctx, call, &name).await {
             Ok(resumed) => resumed,
@@ -579,7 +655,9 @@ impl Server {
         let fut = match (entry.prompt.render)(arguments, ex.clone()) {
             Ok(fut) => fut,
             Err(message) => {
-                return Done::failure(Failure::invalid_params(format!("invalid prompt arguments: {message}")));
+                return Done::failure(Failure::invalid_params(format!(
+                    "invalid prompt arguments: {message}"
+                )));
             }
         };
         let run = with_cancel(cancel, std::panic::AssertUnwindSafe(fut).catch_unwind()).await;
@@ -592,9 +670,9 @@ impl Server {
                 "prompt {name:?} failed unexpectedly: {}",
                 panic_message(&*panic)
             ))),
-            Some(Ok(Err(PromptError::InvalidArguments(message)))) => {
-                Done::failure(Failure::invalid_params(format!("invalid prompt arguments: {message}")))
-            }
+            Some(Ok(Err(PromptError::InvalidArguments(message)))) => Done::failure(
+                Failure::invalid_params(format!("invalid prompt arguments: {message}")),
+            ),
             Some(Ok(Err(err))) => Done::failure(Failure::internal(err.to_string())),
             Some(Ok(Ok(result))) => Done::value(result.to_value()),
         }
@@ -604,10 +682,16 @@ impl Server {
         let Some(completer) = &self.registry.completer else {
             return Done::value(Completion::default().to_value());
         };
-        let Some(request) = CompletionRequest::from_params(&Value::Object(call.params.clone())) else {
-            return Done::failure(Failure::invalid_params("completion/complete needs `ref` and `argument`"));
+        let Some(request) = CompletionRequest::from_params(&Value::Object(call.params.clone()))
+        else {
+            return Done::failure(Failure::invalid_params(
+                "completion/complete needs `ref` and `argument`",
+            ));
         };
-        match std::panic::AssertUnwindSafe((completer.0)(request)).catch_unwind().await {
+        match std::panic::AssertUnwindSafe((completer.0)(request))
+            .catch_unwind()
+            .await
+        {
             Ok(completion) => Done::value(completion.to_value()),
             Err(panic) => Done::failure(Failure::internal(format!(
                 "completion failed unexpectedly: {}",
@@ -619,7 +703,9 @@ impl Server {
     /// `subscriptions/listen`: nothing is offered (no list changes, no subscriptions), so the
     /// acknowledgement names an empty subset and the stream ends at once.
     fn listen(&self, adapter: Adapter, call: &Call, sink: &mpsc::UnboundedSender<Value>) -> Done {
-        let Some(id) = call.id.clone() else { return Done::Silent };
+        let Some(id) = call.id.clone() else {
+            return Done::Silent;
+        };
         let _ = sink.send(adapter.subscriptions_acknowledged(&id, json!({})));
         Done::value(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": id}}))
     }
@@ -631,24 +717,37 @@ impl Server {
             return Ok(Resumed::default());
         };
         let bound = binding(&call.method, target, &call.arguments);
-        let redeemed: Redeemed = match self.registry.states.redeem(&ctx.inner.namespace, state_id, &bound).await {
+        let redeemed: Redeemed = match self
+            .registry
+            .states
+            .redeem(&ctx.inner.namespace, state_id, &bound)
+            .await
+        {
             Ok(redeemed) => redeemed,
             Err(StateError::Invalid(why)) => {
-                return Err(Done::failure(Failure::invalid_params(format!("invalid requestState: {why}"))));
+                return Err(Done::failure(Failure::invalid_params(format!(
+                    "invalid requestState: {why}"
+                ))));
             }
             Err(err) => return Err(Done::failure(Failure::internal(err.to_string()))),
         };
         let mut answers = BTreeMap::new();
         if let Some(given) = &call.answers {
             for (key, method) in &redeemed.asked {
-                let (Some(raw), Some(kind)) = (given.get(key), mcp_adapters::ClientRequestKind::from_method(method))
-                else {
+                let (Some(raw), Some(kind)) = (
+                    given.get(key),
+                    mcp_adapters::ClientRequestKind::from_method(method),
+                ) else {
                     continue;
                 };
                 answers.insert(key.clone(), Answer::from_reply(kind, &Ok(raw.clone())));
             }
         }
-        Ok(Resumed { asked: redeemed.asked, answers, state: redeemed.payload })
+        Ok(Resumed {
+            asked: redeemed.asked,
+            answers,
+            state: redeemed.payload,
+        })
     }
 
     fn exchange(
@@ -675,7 +774,11 @@ impl Server {
             log_level: call.log_level,
             sink: sink.clone(),
             cancel: cancel.watcher(),
-            ask: Mutex::new(AskState { answers: resumed.answers, asked: resumed.asked, ..AskState::default() }),
+            ask: Mutex::new(AskState {
+                answers: resumed.answers,
+                asked: resumed.asked,
+                ..AskState::default()
+            }),
             previous_state: resumed.state,
             push,
             store: registry.states.store().clone(),
@@ -688,14 +791,19 @@ impl Server {
         let (interrupt, pending, mut asked, saved) = {
             let mut state = ex.lock();
             let interrupt = state.interrupt.take()?;
-            (interrupt, std::mem::take(&mut state.pending), std::mem::take(&mut state.asked), state.saved_state.take())
+            (
+                interrupt,
+                std::mem::take(&mut state.pending),
+                std::mem::take(&mut state.asked),
+                state.saved_state.take(),
+            )
         };
         match interrupt {
             Interrupted::Cancelled => Some(Done::Silent),
             Interrupted::Failed(failure) => Some(Done::failure(failure)),
-            Interrupted::NeedsInput if pending.is_empty() => {
-                Some(Done::failure(Failure::internal("the handler stopped for input but asked nothing")))
-            }
+            Interrupted::NeedsInput if pending.is_empty() => Some(Done::failure(
+                Failure::internal("the handler stopped for input but asked nothing"),
+            )),
             Interrupted::NeedsInput => {
                 let mut requests = InputRequests::new();
                 for (key, question) in pending {
@@ -704,8 +812,19 @@ impl Server {
                 }
                 let payload = saved.or_else(|| ex.state().cloned());
                 let bound = binding(&call.method, target, &call.arguments);
-                match self.registry.states.issue(&ex.inner.namespace, bound, asked, payload).await {
-                    Ok(state) => Some(Done::Send(Outcome::InputRequired { requests, state: Some(state) }, CacheHint::NONE)),
+                match self
+                    .registry
+                    .states
+                    .issue(&ex.inner.namespace, bound, asked, payload)
+                    .await
+                {
+                    Ok(state) => Some(Done::Send(
+                        Outcome::InputRequired {
+                            requests,
+                            state: Some(state),
+                        },
+                        CacheHint::NONE,
+                    )),
                     Err(err) => Some(Done::failure(Failure::internal(err.to_string()))),
                 }
             }
@@ -748,13 +867,22 @@ async fn with_cancel<F: Future>(cancel: &CancelHandle, fut: F) -> Option<F::Outp
     }
 }
 
-fn list(registry: &Registry, kind: ListKind, field: &str, entries: &[(String, Value)], call: &Call) -> Done {
+fn list(
+    registry: &Registry,
+    kind: ListKind,
+    field: &str,
+    entries: &[(String, Value)],
+    call: &Call,
+) -> Done {
     let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
     let Ok((range, next)) = page(kind, &keys, call.cursor.as_deref(), registry.page_size) else {
         return Done::failure(Failure::invalid_params("unknown cursor"));
     };
     let mut result = serde_json::Map::new();
-    result.insert(field.into(), Value::Array(entries[range].iter().map(|(_, v)| v.clone()).collect()));
+    result.insert(
+        field.into(),
+        Value::Array(entries[range].iter().map(|(_, v)| v.clone()).collect()),
+    );
     if let Some(next) = next {
         result.insert("nextCursor".into(), Value::String(next));
     }

@@ -116,7 +116,9 @@ impl fmt::Debug for Exchange {
 
 impl Exchange {
     pub(crate) fn new(inner: ExchangeInner) -> Self {
-        Self { inner: Arc::new(inner) }
+        Self {
+            inner: Arc::new(inner),
+        }
     }
 
     /// The protocol revision of this call.
@@ -149,8 +151,14 @@ impl Exchange {
     /// Reports progress, if the client asked for it (sent a progress token); otherwise does
     /// nothing. `message` is dropped on revisions without it (2024-11-05).
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = &self.inner.progress_token else { return };
-        self.send(self.inner.adapter.progress_notification(token, progress, total, message));
+        let Some(token) = &self.inner.progress_token else {
+            return;
+        };
+        self.send(
+            self.inner
+                .adapter
+                .progress_notification(token, progress, total, message),
+        );
     }
 
     /// The log level the client asked for, if any: `logging/setLevel` on the connection, or
@@ -167,11 +175,17 @@ impl Exchange {
 
     /// Like [`log`](Self::log), naming the logger.
     pub fn log_to(&self, level: LogLevel, logger: Option<&str>, data: impl Into<Value>) {
-        let Some(threshold) = self.inner.log_level else { return };
+        let Some(threshold) = self.inner.log_level else {
+            return;
+        };
         if level < threshold {
             return;
         }
-        self.send(self.inner.adapter.log_notification(level, data.into(), logger));
+        self.send(
+            self.inner
+                .adapter
+                .log_notification(level, data.into(), logger),
+        );
     }
 
     fn send(&self, message: Value) {
@@ -243,7 +257,11 @@ impl Exchange {
             return Ok(answer.clone());
         }
         let adapter = self.inner.adapter;
-        if let Err(failure) = adapter.check_ask(self.inner.operation, question.as_request(), &self.inner.client) {
+        if let Err(failure) = adapter.check_ask(
+            self.inner.operation,
+            question.as_request(),
+            &self.inner.client,
+        ) {
             return Err(self.stop(Interrupted::Failed(failure)));
         }
         if adapter.can_push_ask() {
@@ -266,13 +284,19 @@ impl Exchange {
 
     async fn push(&self, push: &Pusher, question: &Question) -> Result<Answer, Interrupt> {
         let fail = |what: &str| {
-            self.stop(Interrupted::Failed(Failure::internal(format!("the question could not be sent: {what}"))))
+            self.stop(Interrupted::Failed(Failure::internal(format!(
+                "the question could not be sent: {what}"
+            ))))
         };
         let id = match random_id() {
             Ok(id) => format!("{PUSH_ID_PREFIX}{id}"),
             Err(err) => return Err(fail(&err.to_string())),
         };
-        let request = match self.inner.adapter.pushed_request(Id::String(id.clone()), question.as_request()) {
+        let request = match self
+            .inner
+            .adapter
+            .pushed_request(Id::String(id.clone()), question.as_request())
+        {
             Ok(request) => request,
             Err(failure) => return Err(self.stop(Interrupted::Failed(failure))),
         };
@@ -299,7 +323,10 @@ impl Exchange {
             match events {
                 Ok(events) => {
                     if let Some(event) = events.first() {
-                        break Ok(Answer::from_reply(question.kind(), &decode_reply(&event.payload)));
+                        break Ok(Answer::from_reply(
+                            question.kind(),
+                            &decode_reply(&event.payload),
+                        ));
                     }
                 }
                 Err(err) => break Err(fail(&err.to_string())),
@@ -322,7 +349,10 @@ impl Exchange {
     pub(crate) fn lock(&self) -> MutexGuard<'_, AskState> {
         // A handler that panicked while holding the lock leaves consistent data behind: every
         // update is a single insert or assignment.
-        self.inner.ask.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .ask
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -336,7 +366,11 @@ pub(crate) fn encode_reply(outcome: &Result<Value, mcp_wire::jsonrpc::ErrorObjec
 }
 
 fn decode_reply(payload: &[u8]) -> Result<Value, mcp_wire::jsonrpc::ErrorObject> {
-    let refused = || Err(mcp_wire::jsonrpc::ErrorObject::internal_error("unreadable reply"));
+    let refused = || {
+        Err(mcp_wire::jsonrpc::ErrorObject::internal_error(
+            "unreadable reply",
+        ))
+    };
     match serde_json::from_slice::<Value>(payload) {
         Ok(Value::Object(mut reply)) => match reply.remove("result") {
             Some(result) => Ok(result),

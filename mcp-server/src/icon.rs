@@ -14,7 +14,12 @@ pub struct Icon {
 impl Icon {
     /// An icon at `src` (an `https:` or `data:` URI).
     pub fn new(src: impl Into<String>) -> Self {
-        Self { src: src.into(), mime_type: None, sizes: Vec::new(), theme: None }
+        Self {
+            src: src.into(),
+            mime_type: None,
+            sizes: Vec::new(),
+            theme: None,
+        }
     }
 
     /// Sets the MIME type. Default is none.

@@ -38,8 +38,12 @@ mod stdio;
 mod tool;
 
 pub use ask::{Answer, AnswerAction, Question};
-pub use completion::{Completer, Completion, CompletionRef, CompletionRequest, MAX_COMPLETION_VALUES};
-pub use content::{CallToolResult, Content, GetPromptResult, PromptMessage, ResourceContents, Role};
+pub use completion::{
+    Completer, Completion, CompletionRef, CompletionRequest, MAX_COMPLETION_VALUES,
+};
+pub use content::{
+    CallToolResult, Content, GetPromptResult, PromptMessage, ResourceContents, Role,
+};
 pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
 pub use exchange::Exchange;
@@ -51,7 +55,9 @@ pub use resource::{
 };
 pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder};
 pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
-pub use tool::{ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Tool, ToolAnnotations, ToolHandler};
+pub use tool::{
+    ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Tool, ToolAnnotations, ToolHandler,
+};
 
 /// Re-exported so handlers can name levels and revisions without another dependency.
 pub use mcp_adapters::{CacheHint, CacheScope, LogLevel, Revision};

@@ -61,7 +61,9 @@ pub(crate) fn page<K: AsRef<str>>(
         None => 0,
         Some(cursor) => {
             let last = decode_cursor(kind, cursor)?;
-            let at = keys.binary_search_by(|k| k.as_ref().cmp(last.as_str())).map_err(|_| UnknownCursor)?;
+            let at = keys
+                .binary_search_by(|k| k.as_ref().cmp(last.as_str()))
+                .map_err(|_| UnknownCursor)?;
             at + 1
         }
     };
@@ -95,8 +97,18 @@ mod tests {
     fn foreign_and_garbled_cursors_are_refused() {
         let keys = ["a", "b", "c"];
         let other = encode_cursor(ListKind::Prompts, "a");
-        for bad in [other.as_str(), "", "!!!", "dDpa", &encode_cursor(ListKind::Tools, "zz")] {
-            assert_eq!(page(ListKind::Tools, &keys, Some(bad), 2), Err(UnknownCursor), "{bad}");
+        for bad in [
+            other.as_str(),
+            "",
+            "!!!",
+            "dDpa",
+            &encode_cursor(ListKind::Tools, "zz"),
+        ] {
+            assert_eq!(
+                page(ListKind::Tools, &keys, Some(bad), 2),
+                Err(UnknownCursor),
+                "{bad}"
+            );
         }
     }
 

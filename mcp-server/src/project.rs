@@ -29,7 +29,10 @@ impl RevisionView {
         let mut tool_views = HashMap::new();
         for entry in &registry.tools {
             let tool = &entry.tool;
-            if tool.min_revision.is_some_and(|min| adapter.revision() < min) {
+            if tool
+                .min_revision
+                .is_some_and(|min| adapter.revision() < min)
+            {
                 continue;
             }
             let definition = tool.definition(&tool.input_schema, entry.output_schema.as_ref());
@@ -47,16 +50,30 @@ impl RevisionView {
                 ),
             }
         }
-        let resources = registry.resources.iter().map(|r| (r.uri.clone(), adapter.project_resource(&r.definition()))).collect();
+        let resources = registry
+            .resources
+            .iter()
+            .map(|r| (r.uri.clone(), adapter.project_resource(&r.definition())))
+            .collect();
         let templates = registry
             .templates
             .iter()
-            .map(|t| (t.template.template.clone(), adapter.project_resource(&t.template.definition())))
+            .map(|t| {
+                (
+                    t.template.template.clone(),
+                    adapter.project_resource(&t.template.definition()),
+                )
+            })
             .collect();
         let prompts = registry
             .prompts
             .iter()
-            .map(|p| (p.prompt.name.clone(), adapter.project_prompt(&p.prompt.definition(&p.arguments))))
+            .map(|p| {
+                (
+                    p.prompt.name.clone(),
+                    adapter.project_prompt(&p.prompt.definition(&p.arguments)),
+                )
+            })
             .collect();
         let mut capabilities = serde_json::Map::new();
         if !tools.is_empty() {
@@ -72,6 +89,13 @@ impl RevisionView {
             capabilities.insert("completions".into(), json!({}));
         }
         capabilities.insert("logging".into(), json!({}));
-        Self { tools, tool_views, resources, templates, prompts, capabilities: Value::Object(capabilities) }
+        Self {
+            tools,
+            tool_views,
+            resources,
+            templates,
+            prompts,
+            capabilities: Value::Object(capabilities),
+        }
     }
 }

@@ -33,19 +33,28 @@ impl IntoPromptResult for GetPromptResult {
 
 impl IntoPromptResult for String {
     fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
-        Ok(GetPromptResult { description: None, messages: vec![PromptMessage::user(self)] })
+        Ok(GetPromptResult {
+            description: None,
+            messages: vec![PromptMessage::user(self)],
+        })
     }
 }
 
 impl IntoPromptResult for PromptMessage {
     fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
-        Ok(GetPromptResult { description: None, messages: vec![self] })
+        Ok(GetPromptResult {
+            description: None,
+            messages: vec![self],
+        })
     }
 }
 
 impl IntoPromptResult for Vec<PromptMessage> {
     fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
-        Ok(GetPromptResult { description: None, messages: self })
+        Ok(GetPromptResult {
+            description: None,
+            messages: self,
+        })
     }
 }
 
@@ -99,7 +108,10 @@ where
 }
 
 pub(crate) type ErasedPrompt = Arc<
-    dyn Fn(Value, Exchange) -> Result<BoxFuture<'static, Result<GetPromptResult, PromptError>>, String>
+    dyn Fn(
+            Value,
+            Exchange,
+        ) -> Result<BoxFuture<'static, Result<GetPromptResult, PromptError>>, String>
         + Send
         + Sync,
 >;
@@ -117,7 +129,10 @@ pub struct Prompt {
 
 impl fmt::Debug for Prompt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Prompt").field("name", &self.name).field("title", &self.title).finish_non_exhaustive()
+        f.debug_struct("Prompt")
+            .field("name", &self.name)
+            .field("title", &self.title)
+            .finish_non_exhaustive()
     }
 }
 

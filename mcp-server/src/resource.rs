@@ -35,8 +35,11 @@ impl ResourceRequest {
 
     /// The variables as a typed value (field names are variable names).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ResourceError> {
-        let map: Map<String, Value> =
-            self.vars.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+        let map: Map<String, Value> = self
+            .vars
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
         serde_json::from_value(Value::Object(map))
             .map_err(|e| ResourceError::NotFound(format!("{}: {e}", self.uri)))
     }
@@ -133,7 +136,10 @@ where
 }
 
 pub(crate) type ErasedReader = Arc<
-    dyn Fn(ResourceRequest, Exchange) -> BoxFuture<'static, Result<Vec<ResourceContents>, ResourceError>>
+    dyn Fn(
+            ResourceRequest,
+            Exchange,
+        ) -> BoxFuture<'static, Result<Vec<ResourceContents>, ResourceError>>
         + Send
         + Sync,
 >;
@@ -230,7 +236,10 @@ pub struct Resource {
 
 impl fmt::Debug for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Resource").field("uri", &self.uri).field("meta", &self.meta).finish_non_exhaustive()
+        f.debug_struct("Resource")
+            .field("uri", &self.uri)
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
     }
 }
 
@@ -243,7 +252,10 @@ impl Resource {
     ) -> Self {
         Self {
             uri: uri.into(),
-            meta: ResourceMeta { name: name.into(), ..ResourceMeta::default() },
+            meta: ResourceMeta {
+                name: name.into(),
+                ..ResourceMeta::default()
+            },
             read: erase(handler),
         }
     }
@@ -297,7 +309,10 @@ impl ResourceTemplate {
     ) -> Self {
         Self {
             template: template.into(),
-            meta: ResourceMeta { name: name.into(), ..ResourceMeta::default() },
+            meta: ResourceMeta {
+                name: name.into(),
+                ..ResourceMeta::default()
+            },
             read: erase(handler),
         }
     }
@@ -353,7 +368,10 @@ impl UriTemplate {
                     if name.is_empty() {
                         return Err(fail("empty expression '{}'"));
                     }
-                    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+                    if !name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                    {
                         return Err(fail(
                             "only level 1 expressions '{name}' are supported (letters, digits, '_' and '.')",
                         ));
@@ -374,7 +392,9 @@ impl UriTemplate {
             }
         }
         if !parts.iter().any(|p| matches!(p, Part::Var(_))) {
-            return Err(fail("a template needs at least one '{var}'; use a fixed resource"));
+            return Err(fail(
+                "a template needs at least one '{var}'; use a fixed resource",
+            ));
         }
         Ok(Self { parts })
     }
@@ -400,14 +420,16 @@ impl UriTemplate {
 fn match_parts(parts: &[Part], uri: &str, vars: &mut BTreeMap<String, String>) -> bool {
     match parts.split_first() {
         None => uri.is_empty(),
-        Some((Part::Literal(lit), rest)) => {
-            uri.strip_prefix(lit.as_str()).is_some_and(|tail| match_parts(rest, tail, vars))
-        }
+        Some((Part::Literal(lit), rest)) => uri
+            .strip_prefix(lit.as_str())
+            .is_some_and(|tail| match_parts(rest, tail, vars)),
         Some((Part::Var(name), rest)) => {
             // A value is a non-empty run without '/', so try each possible end in turn.
             let limit = uri.find('/').unwrap_or(uri.len());
             for end in (1..=limit).filter(|&e| uri.is_char_boundary(e)) {
-                let Some(value) = percent_decode(&uri[..end]) else { continue };
+                let Some(value) = percent_decode(&uri[..end]) else {
+                    continue;
+                };
                 if match_parts(rest, &uri[end..], vars) {
                     vars.insert(name.clone(), value);
                     return true;
@@ -437,11 +459,14 @@ fn percent_decode(text: &str) -> Option<String> {
 
 /// A fixed resource URI must have a scheme (`scheme:rest`, RFC 3986) and no braces.
 pub(crate) fn check_fixed_uri(uri: &str) -> Result<(), RegistrationError> {
-    let fail = |reason: &str| RegistrationError::InvalidUri { uri: uri.to_owned(), reason: reason.to_owned() };
+    let fail = |reason: &str| RegistrationError::InvalidUri {
+        uri: uri.to_owned(),
+        reason: reason.to_owned(),
+    };
     if uri.contains(['{', '}']) {
         return Err(fail("braces make it a template; use ResourceTemplate"));
     }
-    check_scheme(uri).map_err(|r| fail(r))
+    check_scheme(uri).map_err(fail)
 }
 
 pub(crate) fn check_scheme(uri: &str) -> Result<(), &'static str> {
@@ -465,13 +490,22 @@ mod tests {
 
     #[test]
     fn level_one_templates_match_and_decode() {
-        let cases: &[(&str, &str, Option<&[(&str, &str)]>)] = &[
+        type Case<'a> = (&'a str, &'a str, Option<&'a [(&'a str, &'a str)]>);
+        let cases: &[Case<'_>] = &[
             ("res://items/{id}", "res://items/42", Some(&[("id", "42")])),
-            ("res://items/{id}", "res://items/a%20b", Some(&[("id", "a b")])),
+            (
+                "res://items/{id}",
+                "res://items/a%20b",
+                Some(&[("id", "a b")]),
+            ),
             ("res://items/{id}", "res://items/", None),
             ("res://items/{id}", "res://items/4/2", None),
             ("res://items/{id}", "res://other/4", None),
-            ("res://{kind}/{id}.json", "res://a/b.c.json", Some(&[("kind", "a"), ("id", "b.c")])),
+            (
+                "res://{kind}/{id}.json",
+                "res://a/b.c.json",
+                Some(&[("kind", "a"), ("id", "b.c")]),
+            ),
             ("res://{kind}/{id}.json", "res://a/b.txt", None),
             ("file:///{name}", "file:///x", Some(&[("name", "x")])),
             ("res://items/{id}", "res://items/%zz", None),
@@ -480,7 +514,10 @@ mod tests {
             let parsed = UriTemplate::parse(template).unwrap();
             let got = parsed.matches(uri);
             let expected = expected.map(|pairs| {
-                pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>()
+                pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect::<BTreeMap<_, _>>()
             });
             assert_eq!(got, expected, "{template} against {uri}");
         }

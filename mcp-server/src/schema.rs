@@ -20,7 +20,10 @@ pub(crate) fn derive<T: JsonSchema + ?Sized>(purpose: Purpose) -> Value {
         Purpose::Input => settings.for_deserialize(),
         Purpose::Output => settings.for_serialize(),
     };
-    settings.into_generator().into_root_schema_for::<T>().to_value()
+    settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
 }
 
 /// The root of `schema` is an object schema (`"type": "object"`), as `inputSchema` requires.

@@ -58,7 +58,9 @@ pub struct ServerBuilder {
 
 impl fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerBuilder").field("identity", &self.identity).finish_non_exhaustive()
+        f.debug_struct("ServerBuilder")
+            .field("identity", &self.identity)
+            .finish_non_exhaustive()
     }
 }
 
@@ -78,7 +80,11 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 impl ServerBuilder {
     fn new(name: String, version: String) -> Self {
         Self {
-            identity: Identity { name, version, ..Identity::default() },
+            identity: Identity {
+                name,
+                version,
+                ..Identity::default()
+            },
             instructions: None,
             tools: Vec::new(),
             resources: Vec::new(),
@@ -264,7 +270,9 @@ impl ServerBuilder {
             log,
             views: Default::default(),
         };
-        Ok(Server { registry: Arc::new(registry) })
+        Ok(Server {
+            registry: Arc::new(registry),
+        })
     }
 }
 
@@ -292,15 +300,23 @@ pub(crate) struct TemplateEntry {
 
 /// Tool names per the 2025-11-25 guidance.
 pub(crate) fn check_tool_name(name: &str) -> Result<(), RegistrationError> {
-    let fail = |reason: &str| RegistrationError::InvalidToolName { name: name.to_owned(), reason: reason.to_owned() };
+    let fail = |reason: &str| RegistrationError::InvalidToolName {
+        name: name.to_owned(),
+        reason: reason.to_owned(),
+    };
     if name.is_empty() {
         return Err(fail("a tool name has at least one character"));
     }
     if name.chars().count() > 128 {
         return Err(fail("a tool name has at most 128 characters"));
     }
-    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
-        return Err(fail(&format!("{bad:?} is not allowed; use A-Z, a-z, 0-9, '_', '-' and '.'")));
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(fail(&format!(
+            "{bad:?} is not allowed; use A-Z, a-z, 0-9, '_', '-' and '.'"
+        )));
     }
     Ok(())
 }
@@ -310,9 +326,16 @@ fn build_tools(tools: Vec<Tool>) -> Result<Vec<ToolEntry>, RegistrationError> {
     for mut tool in tools {
         check_tool_name(&tool.name)?;
         if out.iter().any(|t| t.tool.name == tool.name) {
-            return Err(RegistrationError::Duplicate { kind: "tool", name: tool.name });
+            return Err(RegistrationError::Duplicate {
+                kind: "tool",
+                name: tool.name,
+            });
         }
-        let schema_error = |reason: String| RegistrationError::Schema { kind: "tool", name: tool.name.clone(), reason };
+        let schema_error = |reason: String| RegistrationError::Schema {
+            kind: "tool",
+            name: tool.name.clone(),
+            reason,
+        };
         if !is_object_rooted(&tool.input_schema) {
             return Err(schema_error(
                 "the arguments must be a struct or map: inputSchema needs `\"type\": \"object\"` at its root".into(),
@@ -320,21 +343,34 @@ fn build_tools(tools: Vec<Tool>) -> Result<Vec<ToolEntry>, RegistrationError> {
         }
         for (path, header) in std::mem::take(&mut tool.headers) {
             annotate_header(&mut tool.input_schema, &path, &header).map_err(|reason| {
-                RegistrationError::InvalidHeader { tool: tool.name.clone(), reason }
+                RegistrationError::InvalidHeader {
+                    tool: tool.name.clone(),
+                    reason,
+                }
             })?;
         }
-        mcp_schema::extract_headers(&tool.input_schema)
-            .map_err(|e| RegistrationError::InvalidHeader { tool: tool.name.clone(), reason: e.to_string() })?;
-        let validator = Validator::compile(&tool.input_schema).map_err(|e| schema_error(e.to_string()))?;
+        mcp_schema::extract_headers(&tool.input_schema).map_err(|e| {
+            RegistrationError::InvalidHeader {
+                tool: tool.name.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        let validator =
+            Validator::compile(&tool.input_schema).map_err(|e| schema_error(e.to_string()))?;
         let output_schema = match tool.output_schema.take() {
             None => None,
             Some(Err(reason)) => return Err(schema_error(format!("output schema: {reason}"))),
             Some(Ok(schema)) => {
-                Validator::compile(&schema).map_err(|e| schema_error(format!("output schema: {e}")))?;
+                Validator::compile(&schema)
+                    .map_err(|e| schema_error(format!("output schema: {e}")))?;
                 Some(schema)
             }
         };
-        out.push(ToolEntry { tool, validator, output_schema });
+        out.push(ToolEntry {
+            tool,
+            validator,
+            output_schema,
+        });
     }
     out.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
     Ok(out)
@@ -352,7 +388,10 @@ fn annotate_header(schema: &mut Value, path: &str, header: &str) -> Result<(), S
     let Some(object) = node.as_object_mut() else {
         return Err(format!("the schema of {path:?} is not an object"));
     };
-    object.insert(mcp_schema::header::KEYWORD.into(), Value::String(header.to_owned()));
+    object.insert(
+        mcp_schema::header::KEYWORD.into(),
+        Value::String(header.to_owned()),
+    );
     Ok(())
 }
 
@@ -360,15 +399,31 @@ fn build_prompts(prompts: Vec<Prompt>) -> Result<Vec<PromptEntry>, RegistrationE
     let mut out: Vec<PromptEntry> = Vec::with_capacity(prompts.len());
     for prompt in prompts {
         if prompt.name.is_empty() {
-            return Err(RegistrationError::Schema { kind: "prompt", name: prompt.name, reason: "a prompt needs a name".into() });
+            return Err(RegistrationError::Schema {
+                kind: "prompt",
+                name: prompt.name,
+                reason: "a prompt needs a name".into(),
+            });
         }
         if out.iter().any(|p| p.prompt.name == prompt.name) {
-            return Err(RegistrationError::Duplicate { kind: "prompt", name: prompt.name });
+            return Err(RegistrationError::Duplicate {
+                kind: "prompt",
+                name: prompt.name,
+            });
         }
-        let schema_error = |reason: String| RegistrationError::Schema { kind: "prompt", name: prompt.name.clone(), reason };
+        let schema_error = |reason: String| RegistrationError::Schema {
+            kind: "prompt",
+            name: prompt.name.clone(),
+            reason,
+        };
         let arguments = prompt.arguments().map_err(schema_error)?;
-        let validator = Validator::compile(&prompt.schema).map_err(|e| schema_error(e.to_string()))?;
-        out.push(PromptEntry { prompt, arguments, validator });
+        let validator =
+            Validator::compile(&prompt.schema).map_err(|e| schema_error(e.to_string()))?;
+        out.push(PromptEntry {
+            prompt,
+            arguments,
+            validator,
+        });
     }
     out.sort_by(|a, b| a.prompt.name.cmp(&b.prompt.name));
     Ok(out)
@@ -382,7 +437,10 @@ fn build_resources(
     for resource in resources {
         check_fixed_uri(&resource.uri)?;
         if fixed.iter().any(|r| r.uri == resource.uri) {
-            return Err(RegistrationError::Duplicate { kind: "resource", name: resource.uri });
+            return Err(RegistrationError::Duplicate {
+                kind: "resource",
+                name: resource.uri,
+            });
         }
         fixed.push(resource);
     }
@@ -390,14 +448,25 @@ fn build_resources(
     let mut parsed: Vec<TemplateEntry> = Vec::with_capacity(templates.len());
     for template in templates {
         let uri_template = UriTemplate::parse(&template.template)?;
-        crate::resource::check_scheme(&template.template).map_err(|reason| RegistrationError::InvalidUri {
-            uri: template.template.clone(),
-            reason: reason.to_owned(),
+        crate::resource::check_scheme(&template.template).map_err(|reason| {
+            RegistrationError::InvalidUri {
+                uri: template.template.clone(),
+                reason: reason.to_owned(),
+            }
         })?;
-        if parsed.iter().any(|t| t.template.template == template.template) {
-            return Err(RegistrationError::Duplicate { kind: "resource template", name: template.template });
+        if parsed
+            .iter()
+            .any(|t| t.template.template == template.template)
+        {
+            return Err(RegistrationError::Duplicate {
+                kind: "resource template",
+                name: template.template,
+            });
         }
-        parsed.push(TemplateEntry { template, parsed: uri_template });
+        parsed.push(TemplateEntry {
+            template,
+            parsed: uri_template,
+        });
     }
     parsed.sort_by(|a, b| a.template.template.cmp(&b.template.template));
     Ok((fixed, parsed))
@@ -430,7 +499,10 @@ pub(crate) struct Registry {
 impl Registry {
     /// What `adapter`'s revision is shown, computed on first use and kept.
     pub(crate) fn view(&self, adapter: Adapter) -> &project::RevisionView {
-        let slot = Revision::ALL.iter().position(|r| *r == adapter.revision()).unwrap_or(0);
+        let slot = Revision::ALL
+            .iter()
+            .position(|r| *r == adapter.revision())
+            .unwrap_or(0);
         self.views[slot].get_or_init(|| project::RevisionView::build(self, adapter))
     }
 
@@ -441,7 +513,6 @@ impl Registry {
     pub(crate) fn prompt(&self, name: &str) -> Option<&PromptEntry> {
         self.prompt_index.get(name).map(|&i| &self.prompts[i])
     }
-
 }
 
 impl Identity {
@@ -513,8 +584,21 @@ mod tests {
         for good in ["a", "get_weather", "v1.search-all", &"x".repeat(128)] {
             assert!(check_tool_name(good).is_ok(), "{good}");
         }
-        for bad in ["", "with space", "slash/no", "ünï", "colon:x", &"x".repeat(129)] {
-            assert!(matches!(check_tool_name(bad), Err(RegistrationError::InvalidToolName { .. })), "{bad}");
+        for bad in [
+            "",
+            "with space",
+            "slash/no",
+            "ünï",
+            "colon:x",
+            &"x".repeat(129),
+        ] {
+            assert!(
+                matches!(
+                    check_tool_name(bad),
+                    Err(RegistrationError::InvalidToolName { .. })
+                ),
+                "{bad}"
+            );
         }
     }
 }

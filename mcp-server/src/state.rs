@@ -57,7 +57,9 @@ pub(crate) struct RequestStates {
 
 impl std::fmt::Debug for RequestStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RequestStates").field("ttl", &self.ttl).finish_non_exhaustive()
+        f.debug_struct("RequestStates")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
     }
 }
 
@@ -82,9 +84,11 @@ impl RequestStates {
             binding,
             asked,
             payload,
-            expires_at_ms: now_ms().saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)),
+            expires_at_ms: now_ms()
+                .saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)),
         };
-        let bytes = Bytes::from(serde_json::to_vec(&record).map_err(|e| StateError::Store(e.to_string()))?);
+        let bytes =
+            Bytes::from(serde_json::to_vec(&record).map_err(|e| StateError::Store(e.to_string()))?);
         // A collision of 192 random bits is not expected; retry once all the same.
         for _ in 0..2 {
             let id = random_id()?;
@@ -95,34 +99,57 @@ impl RequestStates {
                 Err(err) => return Err(StateError::Store(err.to_string())),
             }
         }
-        Err(StateError::Store("could not allocate a request state id".into()))
+        Err(StateError::Store(
+            "could not allocate a request state id".into(),
+        ))
     }
 
     /// Redeems `id` for a call with `binding`: the record is deleted (single use) and returned
     /// if it was live, unexpired and bound to the same call.
-    pub(crate) async fn redeem(&self, namespace: &Namespace, id: &str, binding: &str) -> Result<Redeemed, StateError> {
-        if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+    pub(crate) async fn redeem(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        binding: &str,
+    ) -> Result<Redeemed, StateError> {
+        if id.is_empty()
+            || id.len() > 64
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
             return Err(StateError::Invalid("not a state this server issued"));
         }
         let key = namespace.key(&state_key(id));
-        let record = self.store.get(&key).await.map_err(|e| StateError::Store(e.to_string()))?;
+        let record = self
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| StateError::Store(e.to_string()))?;
         let Some(record) = record else {
             return Err(StateError::Invalid("unknown, expired or already used"));
         };
         // Whoever deletes the record owns it: a concurrent replay loses here.
-        let removed = self.store.delete(&key).await.map_err(|e| StateError::Store(e.to_string()))?;
+        let removed = self
+            .store
+            .delete(&key)
+            .await
+            .map_err(|e| StateError::Store(e.to_string()))?;
         if !removed {
             return Err(StateError::Invalid("already used"));
         }
-        let stored: StoredState =
-            serde_json::from_slice(&record.value).map_err(|_| StateError::Invalid("unreadable record"))?;
+        let stored: StoredState = serde_json::from_slice(&record.value)
+            .map_err(|_| StateError::Invalid("unreadable record"))?;
         if stored.expires_at_ms <= now_ms() {
             return Err(StateError::Invalid("expired"));
         }
         if stored.binding != binding {
             return Err(StateError::Invalid("issued for another call"));
         }
-        Ok(Redeemed { asked: stored.asked, payload: stored.payload })
+        Ok(Redeemed {
+            asked: stored.asked,
+            payload: stored.payload,
+        })
     }
 }
 
@@ -201,15 +228,43 @@ mod tests {
 
     #[test]
     fn binding_ignores_key_order_and_sees_every_difference() {
-        let a = binding("tools/call", "deploy", &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}})));
-        let b = binding("tools/call", "deploy", &object(json!({"y": {"a": [1, 2], "b": 2}, "x": 1})));
+        let a = binding(
+            "tools/call",
+            "deploy",
+            &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}})),
+        );
+        let b = binding(
+            "tools/call",
+            "deploy",
+            &object(json!({"y": {"a": [1, 2], "b": 2}, "x": 1})),
+        );
         assert_eq!(a, b);
         for other in [
-            binding("prompts/get", "deploy", &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}}))),
-            binding("tools/call", "deploy2", &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}}))),
-            binding("tools/call", "deploy", &object(json!({"x": 2, "y": {"b": 2, "a": [1, 2]}}))),
-            binding("tools/call", "deploy", &object(json!({"x": 1, "y": {"b": 2, "a": [2, 1]}}))),
-            binding("tools/call", "deploy", &object(json!({"x": "1", "y": {"b": 2, "a": [1, 2]}}))),
+            binding(
+                "prompts/get",
+                "deploy",
+                &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}})),
+            ),
+            binding(
+                "tools/call",
+                "deploy2",
+                &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}})),
+            ),
+            binding(
+                "tools/call",
+                "deploy",
+                &object(json!({"x": 2, "y": {"b": 2, "a": [1, 2]}})),
+            ),
+            binding(
+                "tools/call",
+                "deploy",
+                &object(json!({"x": 1, "y": {"b": 2, "a": [2, 1]}})),
+            ),
+            binding(
+                "tools/call",
+                "deploy",
+                &object(json!({"x": "1", "y": {"b": 2, "a": [1, 2]}})),
+            ),
         ] {
             assert_ne!(a, other);
         }
@@ -221,6 +276,9 @@ mod tests {
         let b = random_id().unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert!(a.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+        );
     }
 }

@@ -34,7 +34,10 @@ pub struct StdioConfig {
 
 impl Default for StdioConfig {
     fn default() -> Self {
-        Self { max_line: DEFAULT_MAX_LINE, shutdown_grace: Duration::from_secs(10) }
+        Self {
+            max_line: DEFAULT_MAX_LINE,
+            shutdown_grace: Duration::from_secs(10),
+        }
     }
 }
 
@@ -64,7 +67,13 @@ impl StdioConfig {
 /// Serves `server` on the process's stdin and stdout with default settings, until end of
 /// input.
 pub async fn serve_stdio(server: Server) -> Result<(), StdioError> {
-    serve_stdio_with(server, tokio::io::stdin(), tokio::io::stdout(), StdioConfig::default()).await
+    serve_stdio_with(
+        server,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        StdioConfig::default(),
+    )
+    .await
 }
 
 #[derive(Deserialize)]
@@ -76,8 +85,13 @@ struct Peek<'a> {
 /// Whether a message must be handled before the next line is read.
 fn in_order(line: &[u8]) -> bool {
     match serde_json::from_slice::<Peek<'_>>(line) {
-        Ok(Peek { method: Some(method) }) => {
-            matches!(method, "initialize" | "server/discover" | "logging/setLevel") || method.starts_with("notifications/")
+        Ok(Peek {
+            method: Some(method),
+        }) => {
+            matches!(
+                method,
+                "initialize" | "server/discover" | "logging/setLevel"
+            ) || method.starts_with("notifications/")
         }
         // Replies, batches and garbage are quick: handle them in order too.
         _ => true,
@@ -85,7 +99,12 @@ fn in_order(line: &[u8]) -> bool {
 }
 
 /// Serves `server` on any reader and writer (a child's pipes, an in-memory duplex in tests).
-pub async fn serve_stdio_with<R, W>(server: Server, mut reader: R, writer: W, config: StdioConfig) -> Result<(), StdioError>
+pub async fn serve_stdio_with<R, W>(
+    server: Server,
+    mut reader: R,
+    writer: W,
+    config: StdioConfig,
+) -> Result<(), StdioError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -107,9 +126,15 @@ where
             match line {
                 Err(NdjsonError::LineTooLong { length, limit }) => {
                     tracing::warn!(length, limit, "stdio line over the limit; skipped");
-                    let adapter = ctx.revision().map_or_else(|| AdapterSet::all().newest(), Into::into);
-                    let failure = Failure::invalid_request(format!("message of {length}+ bytes exceeds the limit of {limit} bytes"));
-                    let _ = out_tx.send(Outgoing::Response(adapter.encode_failure(None, &failure)).to_bytes());
+                    let adapter = ctx
+                        .revision()
+                        .map_or_else(|| AdapterSet::all().newest(), Into::into);
+                    let failure = Failure::invalid_request(format!(
+                        "message of {length}+ bytes exceeds the limit of {limit} bytes"
+                    ));
+                    let _ = out_tx.send(
+                        Outgoing::Response(adapter.encode_failure(None, &failure)).to_bytes(),
+                    );
                 }
                 Err(other) => tracing::warn!(%other, "stdio framing error"),
                 Ok(line) => {
@@ -139,7 +164,10 @@ where
     }
     // End of input: let the calls in flight finish, then cancel what is left.
     let drain = async { while calls.join_next().await.is_some() {} };
-    if tokio::time::timeout(config.shutdown_grace, drain).await.is_err() {
+    if tokio::time::timeout(config.shutdown_grace, drain)
+        .await
+        .is_err()
+    {
         ctx.cancel_all();
         while calls.join_next().await.is_some() {}
     }
@@ -150,7 +178,10 @@ where
     }
 }
 
-async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::UnboundedReceiver<Vec<u8>>) -> std::io::Result<()> {
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+) -> std::io::Result<()> {
     while let Some(mut line) = lines.recv().await {
         line.push(b'\n');
         writer.write_all(&line).await?;

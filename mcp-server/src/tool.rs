@@ -132,7 +132,9 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> CallToolResult {
         match serde_json::to_value(&self.0) {
             Ok(value) => CallToolResult::structured(value),
-            Err(err) => CallToolResult::error(format!("the tool's output cannot be encoded: {err}")),
+            Err(err) => {
+                CallToolResult::error(format!("the tool's output cannot be encoded: {err}"))
+            }
         }
     }
 
@@ -212,8 +214,9 @@ where
 
 /// What the type-erased tool function gives back: a result, or arguments that did not
 /// deserialize (reported as an `isError` result by the dispatcher).
-pub(crate) type ErasedTool =
-    Arc<dyn Fn(Value, Exchange) -> Result<BoxFuture<'static, CallToolResult>, String> + Send + Sync>;
+pub(crate) type ErasedTool = Arc<
+    dyn Fn(Value, Exchange) -> Result<BoxFuture<'static, CallToolResult>, String> + Send + Sync,
+>;
 
 /// A tool declaration: a name, a typed handler and metadata.
 ///
@@ -409,7 +412,10 @@ impl Tool {
             out.insert("annotations".into(), annotations);
         }
         if !self.icons.is_empty() {
-            out.insert("icons".into(), Value::Array(self.icons.iter().map(Icon::to_value).collect()));
+            out.insert(
+                "icons".into(),
+                Value::Array(self.icons.iter().map(Icon::to_value).collect()),
+            );
         }
         if let Some(meta) = &self.meta {
             out.insert("_meta".into(), Value::Object(meta.clone()));

@@ -4,8 +4,9 @@
 mod support;
 
 use mcp_server::{
-    CacheScope, Completer, CompletionRequest, Content, Context, Exchange, Json, LogLevel, NoArgs, Prompt,
-    Question, Resource, ResourceError, ResourceRequest, ResourceTemplate, Revision, Server, Tool, ToolError,
+    CacheScope, Completer, CompletionRequest, Content, Context, Exchange, Json, LogLevel, NoArgs,
+    Prompt, Question, Resource, ResourceError, ResourceRequest, ResourceTemplate, Revision, Server,
+    Tool, ToolError,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -24,7 +25,9 @@ struct Sum {
 }
 
 async fn add(args: AddArgs) -> Json<Sum> {
-    Json(Sum { sum: args.a + args.b })
+    Json(Sum {
+        sum: args.a + args.b,
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -50,8 +53,17 @@ struct DeployArgs {
 }
 
 async fn deploy(args: DeployArgs, ex: Exchange) -> Result<String, ToolError> {
-    let answer = ex.ask("confirm", Question::elicit(format!("Deploy {}?", args.service))).await?;
-    Ok(if answer.accepted() { format!("deployed {}", args.service) } else { format!("kept {}", args.service) })
+    let answer = ex
+        .ask(
+            "confirm",
+            Question::elicit(format!("Deploy {}?", args.service)),
+        )
+        .await?;
+    Ok(if answer.accepted() {
+        format!("deployed {}", args.service)
+    } else {
+        format!("kept {}", args.service)
+    })
 }
 
 /// Asks twice: the second question only after the first is answered.
@@ -75,8 +87,19 @@ async fn count(args: CountArgs, ex: Exchange) -> String {
     format!("counted to {}", args.to)
 }
 
+/// Reports that it started, then waits to be cancelled.
+async fn wait(_: NoArgs, ex: Exchange) -> String {
+    ex.progress(0.0, None, Some("started"));
+    ex.cancelled().await;
+    "cancelled".to_owned()
+}
+
 async fn mixed(_: NoArgs) -> Vec<Content> {
-    vec![Content::text("plain"), Content::resource_link("config://app", "config"), Content::audio(b"ab", "audio/wav")]
+    vec![
+        Content::text("plain"),
+        Content::resource_link("config://app", "config"),
+        Content::audio(b"ab", "audio/wav"),
+    ]
 }
 
 async fn config(_: ResourceRequest) -> String {
@@ -102,7 +125,11 @@ async fn greet(args: GreetArgs) -> String {
 }
 
 async fn complete(request: CompletionRequest) -> Vec<String> {
-    ["Alice", "Albert", "Bob"].iter().filter(|n| n.starts_with(&request.value)).map(|n| (*n).to_owned()).collect()
+    ["Alice", "Albert", "Bob"]
+        .iter()
+        .filter(|n| n.starts_with(&request.value))
+        .map(|n| (*n).to_owned())
+        .collect()
 }
 
 fn server(page_size: usize) -> Server {
@@ -118,8 +145,13 @@ fn server(page_size: usize) -> Server {
         .tool(Tool::new("two_step", two_step))
         .tool(Tool::new("count", count))
         .tool(Tool::new("mixed", mixed))
+        .tool(Tool::new("wait", wait))
         .tool(Tool::new("modern_only", echo).min_revision(Revision::V2026_07_28))
-        .resource(Resource::new("config://app", "config", config).mime_type("application/json").cache(60_000, CacheScope::Public))
+        .resource(
+            Resource::new("config://app", "config", config)
+                .mime_type("application/json")
+                .cache(60_000, CacheScope::Public),
+        )
         .resource(Resource::new("config://other", "other", config))
         .resource_template(ResourceTemplate::new("res://items/{id}", "item", item).title("Item"))
         .prompt(Prompt::new("greet", greet).title("Greeting"))
@@ -148,11 +180,18 @@ async fn describe_on_every_revision() {
             check(revision, "DiscoverResult", &result);
             assert_eq!(result["resultType"], "complete");
             assert_eq!(result["supportedVersions"][0], "2026-07-28");
-            assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "test-server");
+            assert_eq!(
+                result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+                "test-server"
+            );
             assert_eq!(result["ttlMs"], 0);
             assert_eq!(result["instructions"], "Use the tools.");
             assert!(result["capabilities"]["completions"].is_object());
-            assert_eq!(client.ctx.revision(), None, "discover keeps the connection stateless");
+            assert_eq!(
+                client.ctx.revision(),
+                None,
+                "discover keeps the connection stateless"
+            );
         }
     }
 }
@@ -168,10 +207,16 @@ async fn initialize_negotiates_and_sticks() {
         )
         .await;
     let result = out[0].to_value();
-    assert_eq!(result["result"]["protocolVersion"], "2025-11-25", "an unknown version gets the newest with a handshake");
+    assert_eq!(
+        result["result"]["protocolVersion"], "2025-11-25",
+        "an unknown version gets the newest with a handshake"
+    );
     // A modern request on a legacy connection is served by the connection's revision.
     let out = server
-        .handle_all(json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {}}), &ctx)
+        .handle_all(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {}}),
+            &ctx,
+        )
         .await;
     assert_eq!(out[0].to_value()["error"]["code"], -32601);
 }
@@ -198,8 +243,14 @@ async fn lists_paginate_in_order_on_every_revision() {
         let mut sorted = names.clone();
         sorted.sort();
         assert_eq!(names, sorted, "{revision}: deterministic order");
-        assert_eq!(names.contains(&"modern_only".to_owned()), revision == Revision::V2026_07_28, "{revision}");
-        let error = client.err("tools/list", json!({"cursor": "not-a-cursor"})).await;
+        assert_eq!(
+            names.contains(&"modern_only".to_owned()),
+            revision == Revision::V2026_07_28,
+            "{revision}"
+        );
+        let error = client
+            .err("tools/list", json!({"cursor": "not-a-cursor"}))
+            .await;
         assert_eq!(error["code"], -32602, "{revision}");
         // A cursor from another list is unknown too.
         let first = client.ok("resources/list", json!({})).await;
@@ -208,11 +259,18 @@ async fn lists_paginate_in_order_on_every_revision() {
         assert!(resource_cursor.is_null(), "two resources fit one page");
         let prompts = client.ok("prompts/list", json!({})).await;
         check(revision, "ListPromptsResult", &prompts);
-        assert_eq!(prompts["prompts"][0]["arguments"][0], json!({"name": "name", "description": "Whom to greet.", "required": true}));
+        assert_eq!(
+            prompts["prompts"][0]["arguments"][0],
+            json!({"name": "name", "description": "Whom to greet.", "required": true})
+        );
         let templates = client.ok("resources/templates/list", json!({})).await;
         check(revision, "ListResourceTemplatesResult", &templates);
         let has_title = templates["resourceTemplates"][0].get("title").is_some();
-        assert_eq!(has_title, revision >= Revision::V2025_06_18, "{revision}: titles");
+        assert_eq!(
+            has_title,
+            revision >= Revision::V2025_06_18,
+            "{revision}: titles"
+        );
     }
 }
 
@@ -223,39 +281,64 @@ async fn tool_calls_on_every_revision() {
         let mut client = Client::new(&server, revision, json!({})).await;
         let call = |name: &str, arguments: Value| json!({"name": name, "arguments": arguments});
 
-        let text = client.ok("tools/call", call("echo", json!({"text": "hi"}))).await;
+        let text = client
+            .ok("tools/call", call("echo", json!({"text": "hi"})))
+            .await;
         check(revision, "CallToolResult", &text);
         assert_eq!(text["content"][0], json!({"type": "text", "text": "hi"}));
 
-        let structured = client.ok("tools/call", call("add", json!({"a": 2, "b": 3}))).await;
+        let structured = client
+            .ok("tools/call", call("add", json!({"a": 2, "b": 3})))
+            .await;
         check(revision, "CallToolResult", &structured);
         assert_eq!(structured["content"][0]["text"], "{\"sum\":5}");
         let expect_structured = revision >= Revision::V2025_06_18;
-        assert_eq!(structured.get("structuredContent").is_some(), expect_structured, "{revision}");
+        assert_eq!(
+            structured.get("structuredContent").is_some(),
+            expect_structured,
+            "{revision}"
+        );
 
         let failed = client.ok("tools/call", call("boom", json!({}))).await;
         check(revision, "CallToolResult", &failed);
         assert_eq!(failed["isError"], true);
         assert_eq!(failed["content"][0]["text"], "it broke");
 
-        let invalid = client.ok("tools/call", call("add", json!({"a": "two"}))).await;
+        let invalid = client
+            .ok("tools/call", call("add", json!({"a": "two"})))
+            .await;
         assert_eq!(invalid["isError"], true, "{revision}");
         let message = invalid["content"][0]["text"].as_str().unwrap();
         assert!(message.starts_with("invalid arguments"), "{message}");
 
         let panicked = client.err("tools/call", call("panics", json!({}))).await;
         assert_eq!(panicked["code"], -32603);
-        assert!(panicked["message"].as_str().unwrap().contains("handler bug"));
+        assert!(
+            panicked["message"]
+                .as_str()
+                .unwrap()
+                .contains("handler bug")
+        );
         // The server keeps serving after a panic.
-        let again = client.ok("tools/call", call("echo", json!({"text": "still here"}))).await;
+        let again = client
+            .ok("tools/call", call("echo", json!({"text": "still here"})))
+            .await;
         assert_eq!(again["content"][0]["text"], "still here");
 
         let unknown = client.err("tools/call", call("nope", json!({}))).await;
-        assert!(unknown["code"] == -32602 || unknown["code"] == -32601, "{unknown}");
+        assert!(
+            unknown["code"] == -32602 || unknown["code"] == -32601,
+            "{unknown}"
+        );
 
         let mixed = client.ok("tools/call", call("mixed", json!({}))).await;
         check(revision, "CallToolResult", &mixed);
-        let kinds: Vec<&str> = mixed["content"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
+        let kinds: Vec<&str> = mixed["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["type"].as_str().unwrap())
+            .collect();
         let expected: &[&str] = match revision {
             Revision::V2024_11_05 => &["text", "text", "text"],
             Revision::V2025_03_26 => &["text", "text", "audio"],
@@ -275,14 +358,21 @@ async fn resources_on_every_revision() {
     let server = server(100);
     for revision in Revision::ALL {
         let mut client = Client::new(&server, revision, json!({})).await;
-        let fixed = client.ok("resources/read", json!({"uri": "config://app"})).await;
+        let fixed = client
+            .ok("resources/read", json!({"uri": "config://app"}))
+            .await;
         check(revision, "ReadResourceResult", &fixed);
-        assert_eq!(fixed["contents"][0], json!({"uri": "config://app", "mimeType": "application/json", "text": "{\"mode\":\"test\"}"}));
+        assert_eq!(
+            fixed["contents"][0],
+            json!({"uri": "config://app", "mimeType": "application/json", "text": "{\"mode\":\"test\"}"})
+        );
         if !client.legacy() {
             assert_eq!(fixed["ttlMs"], 60_000);
             assert_eq!(fixed["cacheScope"], "public");
         }
-        let templated = client.ok("resources/read", json!({"uri": "res://items/a%2Fb"})).await;
+        let templated = client
+            .ok("resources/read", json!({"uri": "res://items/a%2Fb"}))
+            .await;
         check(revision, "ReadResourceResult", &templated);
         assert_eq!(templated["contents"][0]["text"], "item a/b");
         let missing_code = if client.legacy() { -32002 } else { -32602 };
@@ -298,10 +388,20 @@ async fn prompts_and_completion_on_every_revision() {
     let server = server(100);
     for revision in Revision::ALL {
         let mut client = Client::new(&server, revision, json!({})).await;
-        let prompt = client.ok("prompts/get", json!({"name": "greet", "arguments": {"name": "Ada"}})).await;
+        let prompt = client
+            .ok(
+                "prompts/get",
+                json!({"name": "greet", "arguments": {"name": "Ada"}}),
+            )
+            .await;
         check(revision, "GetPromptResult", &prompt);
-        assert_eq!(prompt["messages"][0], json!({"role": "user", "content": {"type": "text", "text": "Greet Ada."}}));
-        let missing = client.err("prompts/get", json!({"name": "greet", "arguments": {}})).await;
+        assert_eq!(
+            prompt["messages"][0],
+            json!({"role": "user", "content": {"type": "text", "text": "Greet Ada."}})
+        );
+        let missing = client
+            .err("prompts/get", json!({"name": "greet", "arguments": {}}))
+            .await;
         assert_eq!(missing["code"], -32602);
         let unknown = client.err("prompts/get", json!({"name": "nope"})).await;
         assert!(unknown["code"] == -32602 || unknown["code"] == -32601);
@@ -309,7 +409,10 @@ async fn prompts_and_completion_on_every_revision() {
             .ok("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "Al"}}))
             .await;
         check(revision, "CompleteResult", &completion);
-        assert_eq!(completion["completion"]["values"], json!(["Alice", "Albert"]));
+        assert_eq!(
+            completion["completion"]["values"],
+            json!(["Alice", "Albert"])
+        );
     }
 }
 
@@ -318,36 +421,65 @@ async fn progress_and_logging_as_each_revision_allows() {
     let server = server(100);
     for revision in Revision::ALL {
         let mut client = Client::new(&server, revision, json!({})).await;
-        let mut params = json!({"name": "count", "arguments": {"to": 2}, "_meta": {"progressToken": "tok"}});
+        let mut params =
+            json!({"name": "count", "arguments": {"to": 2}, "_meta": {"progressToken": "tok"}});
         // Without a level, no log messages.
         let (before, response) = client.request("tools/call", params.clone()).await;
         assert_eq!(response["result"]["content"][0]["text"], "counted to 2");
-        assert!(before.iter().all(|m| m["method"] == "notifications/progress"), "{before:?}");
+        assert!(
+            before
+                .iter()
+                .all(|m| m["method"] == "notifications/progress"),
+            "{before:?}"
+        );
         assert_eq!(before.len(), 2);
         for (i, progress) in before.iter().enumerate() {
             check(revision, "ProgressNotification", progress);
             assert_eq!(progress["params"]["progressToken"], "tok");
             assert_eq!(progress["params"]["progress"], json!(i as f64 + 1.0));
-            assert_eq!(progress["params"].get("message").is_some(), revision != Revision::V2024_11_05, "{revision}");
+            assert_eq!(
+                progress["params"].get("message").is_some(),
+                revision != Revision::V2024_11_05,
+                "{revision}"
+            );
         }
         // At warning: the warning messages are sent, the debug ones are not.
         if client.legacy() {
-            assert_eq!(client.ok("logging/setLevel", json!({"level": "warning"})).await, json!({}));
-            let error = client.err("logging/setLevel", json!({"level": "loud"})).await;
+            assert_eq!(
+                client
+                    .ok("logging/setLevel", json!({"level": "warning"}))
+                    .await,
+                json!({})
+            );
+            let error = client
+                .err("logging/setLevel", json!({"level": "loud"}))
+                .await;
             assert_eq!(error["code"], -32602);
         } else {
             params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("warning");
         }
         let (before, _) = client.request("tools/call", params).await;
-        let logs: Vec<&Value> = before.iter().filter(|m| m["method"] == "notifications/message").collect();
+        let logs: Vec<&Value> = before
+            .iter()
+            .filter(|m| m["method"] == "notifications/message")
+            .collect();
         assert_eq!(logs.len(), 2, "{revision}: {before:?}");
         for log in logs {
             check(revision, "LoggingMessageNotification", log);
             assert_eq!(log["params"]["level"], "warning");
         }
         // No token, no progress.
-        let (before, _) = client.request("tools/call", json!({"name": "count", "arguments": {"to": 1}})).await;
-        assert!(before.iter().all(|m| m["method"] != "notifications/progress"));
+        let (before, _) = client
+            .request(
+                "tools/call",
+                json!({"name": "count", "arguments": {"to": 1}}),
+            )
+            .await;
+        assert!(
+            before
+                .iter()
+                .all(|m| m["method"] != "notifications/progress")
+        );
     }
 }
 
@@ -358,17 +490,31 @@ async fn mrtr_asks_in_the_result_and_binds_the_retry() {
 
     // A client that did not declare elicitation gets -32021 naming the capability.
     let mut silent = Client::new(&server, revision, json!({})).await;
-    let error = silent.err("tools/call", json!({"name": "deploy", "arguments": {"service": "web"}})).await;
+    let error = silent
+        .err(
+            "tools/call",
+            json!({"name": "deploy", "arguments": {"service": "web"}}),
+        )
+        .await;
     assert_eq!(error["code"], -32021);
-    assert!(error["data"]["requiredCapabilities"]["elicitation"].is_object(), "{error}");
+    assert!(
+        error["data"]["requiredCapabilities"]["elicitation"].is_object(),
+        "{error}"
+    );
 
     let mut client = Client::new(&server, revision, elicit_caps()).await;
     let call = json!({"name": "deploy", "arguments": {"service": "web"}});
     let first = client.ok("tools/call", call.clone()).await;
     check(revision, "InputRequiredResult", &first);
     assert_eq!(first["resultType"], "input_required");
-    assert_eq!(first["inputRequests"]["confirm"]["method"], "elicitation/create");
-    assert_eq!(first["inputRequests"]["confirm"]["params"]["message"], "Deploy web?");
+    assert_eq!(
+        first["inputRequests"]["confirm"]["method"],
+        "elicitation/create"
+    );
+    assert_eq!(
+        first["inputRequests"]["confirm"]["params"]["message"],
+        "Deploy web?"
+    );
     assert!(first.get("ttlMs").is_none());
     let state = first["requestState"].as_str().unwrap().to_owned();
 
@@ -376,7 +522,10 @@ async fn mrtr_asks_in_the_result_and_binds_the_retry() {
     let mut unbound = call.clone();
     unbound["inputResponses"] = json!({"confirm": {"action": "accept", "content": {}}});
     let again = client.ok("tools/call", unbound).await;
-    assert_eq!(again["resultType"], "input_required", "a client cannot pre-answer");
+    assert_eq!(
+        again["resultType"], "input_required",
+        "a client cannot pre-answer"
+    );
 
     // State bound to other arguments is refused (and used up).
     let mut other = call.clone();
@@ -389,7 +538,8 @@ async fn mrtr_asks_in_the_result_and_binds_the_retry() {
     let first = client.ok("tools/call", call.clone()).await;
     let state = first["requestState"].as_str().unwrap().to_owned();
     let mut retry = call.clone();
-    retry["inputResponses"] = json!({"confirm": {"action": "accept", "content": {}}, "unasked": {"action": "accept"}});
+    retry["inputResponses"] =
+        json!({"confirm": {"action": "accept", "content": {}}, "unasked": {"action": "accept"}});
     retry["requestState"] = json!(state);
     let done = client.ok("tools/call", retry.clone()).await;
     check(revision, "CallToolResult", &done);
@@ -406,7 +556,10 @@ async fn mrtr_asks_in_the_result_and_binds_the_retry() {
     let mut declined = call.clone();
     declined["inputResponses"] = json!({"confirm": {"action": "decline"}});
     declined["requestState"] = first["requestState"].clone();
-    assert_eq!(client.ok("tools/call", declined).await["content"][0]["text"], "kept web");
+    assert_eq!(
+        client.ok("tools/call", declined).await["content"][0]["text"],
+        "kept web"
+    );
 
     // Two questions: the client sends every answer so far on each round.
     let call = json!({"name": "two_step", "arguments": {}});
@@ -418,9 +571,13 @@ async fn mrtr_asks_in_the_result_and_binds_the_retry() {
     let round2 = client.ok("tools/call", retry).await;
     assert!(round2["inputRequests"].get("second").is_some(), "{round2}");
     let mut retry = call.clone();
-    retry["inputResponses"] = json!({"first": {"action": "accept", "content": {}}, "second": {"action": "cancel"}});
+    retry["inputResponses"] =
+        json!({"first": {"action": "accept", "content": {}}, "second": {"action": "cancel"}});
     retry["requestState"] = round2["requestState"].clone();
-    assert_eq!(client.ok("tools/call", retry).await["content"][0]["text"], "true false");
+    assert_eq!(
+        client.ok("tools/call", retry).await["content"][0]["text"],
+        "true false"
+    );
 }
 
 #[tokio::test]
@@ -428,19 +585,31 @@ async fn pushed_questions_wait_for_the_reply() {
     let server = server(100);
     for revision in [Revision::V2025_06_18, Revision::V2025_11_25] {
         for (reply, expected) in [
-            (json!({"result": {"action": "accept", "content": {}}}), "deployed web"),
+            (
+                json!({"result": {"action": "accept", "content": {}}}),
+                "deployed web",
+            ),
             (json!({"result": {"action": "decline"}}), "kept web"),
             // An error reply is a refusal, never an acceptance.
-            (json!({"error": {"code": -32603, "message": "cannot"}}), "kept web"),
+            (
+                json!({"error": {"code": -32603, "message": "cannot"}}),
+                "kept web",
+            ),
         ] {
             let mut client = Client::new(&server, revision, elicit_caps()).await;
-            let (id, mut stream) = client.start("tools/call", json!({"name": "deploy", "arguments": {"service": "web"}}));
+            let (id, mut stream) = client.start(
+                "tools/call",
+                json!({"name": "deploy", "arguments": {"service": "web"}}),
+            );
             let question = next(&mut stream).await;
             check(revision, "JSONRPCMessage", &question);
             check(revision, "ElicitRequest", &question);
             assert_eq!(question["method"], "elicitation/create");
             let mut answer = json!({"jsonrpc": "2.0", "id": question["id"]});
-            answer.as_object_mut().unwrap().extend(reply.as_object().unwrap().clone());
+            answer
+                .as_object_mut()
+                .unwrap()
+                .extend(reply.as_object().unwrap().clone());
             let waiting = tokio::spawn(async move {
                 let response = next(&mut stream).await;
                 (response, stream)
@@ -448,11 +617,19 @@ async fn pushed_questions_wait_for_the_reply() {
             client.send(answer).await;
             let (response, _) = waiting.await.unwrap();
             assert_eq!(response["id"], id);
-            assert_eq!(response["result"]["content"][0]["text"], expected, "{revision}");
+            assert_eq!(
+                response["result"]["content"][0]["text"], expected,
+                "{revision}"
+            );
         }
         // Without the capability the server does not ask.
         let mut client = Client::new(&server, revision, json!({})).await;
-        let error = client.err("tools/call", json!({"name": "deploy", "arguments": {"service": "web"}})).await;
+        let error = client
+            .err(
+                "tools/call",
+                json!({"name": "deploy", "arguments": {"service": "web"}}),
+            )
+            .await;
         assert_eq!(error["code"], -32603, "{revision}");
     }
 }
@@ -464,20 +641,44 @@ async fn questions_ride_in_the_arguments_before_elicitation() {
         let mut client = Client::new(&server, revision, json!({})).await;
         let tools = client.ok("tools/list", json!({})).await;
         let schema_of = |name: &str| {
-            tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()["inputSchema"].clone()
+            tools["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == name)
+                .unwrap()["inputSchema"]
+                .clone()
         };
-        assert!(schema_of("deploy")["properties"].get("mcpAnswers").is_some(), "tools that can ask get the arguments");
+        assert!(
+            schema_of("deploy")["properties"]
+                .get("mcpAnswers")
+                .is_some(),
+            "tools that can ask get the arguments"
+        );
         assert!(schema_of("deploy")["properties"].get("mcpState").is_some());
-        assert!(schema_of("echo")["properties"].get("mcpAnswers").is_none(), "other tools keep their schema");
+        assert!(
+            schema_of("echo")["properties"].get("mcpAnswers").is_none(),
+            "other tools keep their schema"
+        );
 
         let call = json!({"name": "deploy", "arguments": {"service": "web"}});
         let first = client.ok("tools/call", call.clone()).await;
         check(revision, "CallToolResult", &first);
-        assert_ne!(first.get("isError"), Some(&json!(true)), "an unfinished call is not an error");
+        assert_ne!(
+            first.get("isError"),
+            Some(&json!(true)),
+            "an unfinished call is not an error"
+        );
         let text = first["content"][0]["text"].as_str().unwrap();
-        assert!(text.contains("mcpAnswers") && text.contains("Deploy web?"), "{text}");
+        assert!(
+            text.contains("mcpAnswers") && text.contains("Deploy web?"),
+            "{text}"
+        );
         let meta = &first["_meta"][mcp_adapters::INPUT_REQUIRED_META];
-        assert_eq!(meta["inputRequests"]["confirm"]["method"], "elicitation/create");
+        assert_eq!(
+            meta["inputRequests"]["confirm"]["method"],
+            "elicitation/create"
+        );
         let state = meta["requestState"].clone();
 
         let mut retry = call.clone();
@@ -485,6 +686,30 @@ async fn questions_ride_in_the_arguments_before_elicitation() {
         retry["arguments"]["mcpState"] = state;
         let done = client.ok("tools/call", retry).await;
         assert_eq!(done["content"][0]["text"], "deployed web", "{revision}");
+    }
+}
+
+#[tokio::test]
+async fn cancelled_requests_stop_and_get_no_response() {
+    let server = server(100);
+    for revision in Revision::ALL {
+        let mut client = Client::new(&server, revision, json!({})).await;
+        let (id, mut stream) = client.start(
+            "tools/call",
+            json!({"name": "wait", "arguments": {}, "_meta": {"progressToken": 1}}),
+        );
+        let started = next(&mut stream).await;
+        assert_eq!(started["method"], "notifications/progress");
+        let mut cancel = json!({"requestId": id});
+        if !client.legacy() {
+            cancel = client.params(cancel);
+        }
+        client.notify("notifications/cancelled", cancel).await;
+        use futures::StreamExt as _;
+        assert!(
+            stream.next().await.is_none(),
+            "{revision}: a cancelled request gets no response"
+        );
     }
 }
 
@@ -500,7 +725,10 @@ async fn batches_only_where_the_revision_has_them() {
     let out = server.handle_all(batch.clone(), &client.ctx).await;
     assert_eq!(out.len(), 1);
     let answers = out[0].to_value();
-    assert_eq!(answers[0], json!({"jsonrpc": "2.0", "id": 10, "result": {}}));
+    assert_eq!(
+        answers[0],
+        json!({"jsonrpc": "2.0", "id": 10, "result": {}})
+    );
     assert_eq!(answers[1]["error"]["code"], -32601);
     let other = Client::new(&server, Revision::V2025_06_18, json!({})).await;
     let out = server.handle_all(batch, &other.ctx).await;
@@ -515,13 +743,21 @@ async fn bad_input_is_answered_not_fatal() {
         (b"{not json", Some(-32700)),
         (b"[]", Some(-32600)),
         (br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, Some(-32600)),
-        (br#"{"jsonrpc":"2.0","method":"notifications/unknown"}"#, None),
+        (
+            br#"{"jsonrpc":"2.0","method":"notifications/unknown"}"#,
+            None,
+        ),
         (br#"{"jsonrpc":"2.0","id":"x","result":{}}"#, None),
     ];
     for (bytes, code) in cases {
         let out = server.handle_all(*bytes, &ctx).await;
         match code {
-            Some(code) => assert_eq!(out[0].to_value()["error"]["code"], *code, "{}", String::from_utf8_lossy(bytes)),
+            Some(code) => assert_eq!(
+                out[0].to_value()["error"]["code"],
+                *code,
+                "{}",
+                String::from_utf8_lossy(bytes)
+            ),
             None => assert!(out.is_empty(), "{out:?}"),
         }
     }

@@ -35,7 +35,13 @@ impl Peer {
             .expect("the demo binary starts");
         let stdin = child.stdin.take();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Self { child, stdin, lines, revision, next_id: 0 }
+        Self {
+            child,
+            stdin,
+            lines,
+            revision,
+            next_id: 0,
+        }
     }
 
     async fn write(&mut self, message: &Value) {
@@ -72,7 +78,10 @@ impl Peer {
     async fn request(&mut self, method: &str, params: Value, capabilities: &Value) -> Value {
         self.next_id += 1;
         let params = self.params(params, capabilities);
-        self.write(&json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})).await;
+        self.write(
+            &json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}),
+        )
+        .await;
         self.read().await
     }
 
@@ -87,11 +96,21 @@ impl Peer {
     async fn finish(mut self) -> Vec<Value> {
         drop(self.stdin.take());
         let mut rest = Vec::new();
-        while let Some(line) = tokio::time::timeout(READ_LIMIT, self.lines.next_line()).await.unwrap().unwrap() {
+        while let Some(line) = tokio::time::timeout(READ_LIMIT, self.lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+        {
             rest.push(serde_json::from_str(&line).unwrap());
         }
-        let status = tokio::time::timeout(READ_LIMIT, self.child.wait()).await.unwrap().unwrap();
-        assert!(status.success(), "the server exits cleanly at end of input: {status}");
+        let status = tokio::time::timeout(READ_LIMIT, self.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            status.success(),
+            "the server exits cleanly at end of input: {status}"
+        );
         rest
     }
 }
@@ -114,18 +133,39 @@ async fn every_revision_over_pipes() {
                 .await;
             check(revision, "InitializeResult", &init);
             assert_eq!(init["protocolVersion"], revision.as_str());
-            peer.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+            peer.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .await;
         }
         let tools = peer.result("tools/list", json!({}), &caps).await;
         check(revision, "ListToolsResult", &tools);
         assert_eq!(tools["tools"].as_array().unwrap().len(), 5);
-        let sum = peer.result("tools/call", json!({"name": "add", "arguments": {"a": 40, "b": 2}}), &caps).await;
+        let sum = peer
+            .result(
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 40, "b": 2}}),
+                &caps,
+            )
+            .await;
         assert_eq!(sum["content"][0]["text"], "{\"sum\":42}", "{revision}");
-        let failed = peer.result("tools/call", json!({"name": "boom", "arguments": {}}), &caps).await;
+        let failed = peer
+            .result(
+                "tools/call",
+                json!({"name": "boom", "arguments": {}}),
+                &caps,
+            )
+            .await;
         assert_eq!(failed["isError"], true);
-        let read = peer.result("resources/read", json!({"uri": "config://app"}), &caps).await;
+        let read = peer
+            .result("resources/read", json!({"uri": "config://app"}), &caps)
+            .await;
         check(revision, "ReadResourceResult", &read);
-        let prompt = peer.result("prompts/get", json!({"name": "greet", "arguments": {"name": "Ada"}}), &caps).await;
+        let prompt = peer
+            .result(
+                "prompts/get",
+                json!({"name": "greet", "arguments": {"name": "Ada"}}),
+                &caps,
+            )
+            .await;
         check(revision, "GetPromptResult", &prompt);
 
         // Ask, the revision's way.
@@ -150,9 +190,11 @@ async fn every_revision_over_pipes() {
             }
             _ => {
                 let asked = peer.result("tools/call", deploy.clone(), &caps).await;
-                let state = asked["_meta"][mcp_adapters::INPUT_REQUIRED_META]["requestState"].clone();
+                let state =
+                    asked["_meta"][mcp_adapters::INPUT_REQUIRED_META]["requestState"].clone();
                 let mut retry = deploy.clone();
-                retry["arguments"]["mcpAnswers"] = json!({"confirm": {"action": "accept", "content": {}}});
+                retry["arguments"]["mcpAnswers"] =
+                    json!({"confirm": {"action": "accept", "content": {}}});
                 retry["arguments"]["mcpState"] = state;
                 peer.result("tools/call", retry, &caps).await
             }
@@ -165,9 +207,15 @@ async fn every_revision_over_pipes() {
         peer.next_id += 1;
         peer.write(&json!({"jsonrpc": "2.0", "id": peer.next_id, "method": "tools/call", "params": params})).await;
         let first = peer.read().await;
-        assert_eq!(first["method"], "notifications/progress", "{revision}: {first}");
+        assert_eq!(
+            first["method"], "notifications/progress",
+            "{revision}: {first}"
+        );
         assert_eq!(peer.read().await["method"], "notifications/progress");
-        assert_eq!(peer.read().await["result"]["content"][0]["text"], "counted to 2");
+        assert_eq!(
+            peer.read().await["result"]["content"][0]["text"],
+            "counted to 2"
+        );
 
         let rest = peer.finish().await;
         assert!(rest.is_empty(), "{rest:?}");
@@ -188,9 +236,20 @@ async fn an_over_long_line_is_answered_and_reading_goes_on() {
     peer.write(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": huge}}}))
         .await;
     let refused = peer.read().await;
-    assert_eq!(refused["error"]["code"], -32600, "{}", &refused.to_string()[..200.min(refused.to_string().len())]);
+    assert_eq!(
+        refused["error"]["code"],
+        -32600,
+        "{}",
+        &refused.to_string()[..200.min(refused.to_string().len())]
+    );
     assert_eq!(refused["id"], Value::Null);
-    let echoed = peer.result("tools/call", json!({"name": "echo", "arguments": {"text": "after"}}), &caps).await;
+    let echoed = peer
+        .result(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "after"}}),
+            &caps,
+        )
+        .await;
     assert_eq!(echoed["content"][0]["text"], "after");
     peer.finish().await;
 }
@@ -212,5 +271,9 @@ async fn end_of_input_lets_calls_in_flight_finish() {
     let rest = peer.finish().await;
     let mut answered: Vec<i64> = rest.iter().filter_map(|m| m["id"].as_i64()).collect();
     answered.sort_unstable();
-    assert_eq!(answered, [10, 11, 12], "every call in flight is answered before exit");
+    assert_eq!(
+        answered,
+        [10, 11, 12],
+        "every call in flight is answered before exit"
+    );
 }

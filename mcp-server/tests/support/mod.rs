@@ -14,7 +14,12 @@ use serde_json::{Value, json};
 pub fn schemas_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("MCP_SPEC_SCHEMAS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/spec-schemas")));
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../shared/spec-schemas"
+            ))
+        });
     if dir.join("2026-07-28/schema.json").is_file() {
         return Some(dir);
     }
@@ -23,7 +28,10 @@ pub fn schemas_dir() -> Option<PathBuf> {
         "the official schemas are missing at {} (set MCP_SPEC_SCHEMAS)",
         dir.display()
     );
-    eprintln!("notice: official schemas not found at {}; messages are not validated against them", dir.display());
+    eprintln!(
+        "notice: official schemas not found at {}; messages are not validated against them",
+        dir.display()
+    );
     None
 }
 
@@ -36,16 +44,28 @@ pub struct SpecSchema {
 
 impl SpecSchema {
     /// The schema of `revision`, loaded once; `None` when the schemas are not available.
-    pub fn of(revision: Revision) -> Option<&'static SpecSchema> {
+    pub fn of(revision: Revision) -> Option<&'static Self> {
         static ALL: OnceLock<Option<HashMap<Revision, SpecSchema>>> = OnceLock::new();
         let all = ALL.get_or_init(|| {
             let dir = schemas_dir()?;
             let mut map = HashMap::new();
             for revision in Revision::ALL {
-                let text = std::fs::read_to_string(dir.join(revision.as_str()).join("schema.json")).expect("readable schema");
+                let text = std::fs::read_to_string(dir.join(revision.as_str()).join("schema.json"))
+                    .expect("readable schema");
                 let document: Value = serde_json::from_str(&text).expect("schema is JSON");
-                let defs = if document.get("$defs").is_some() { "$defs" } else { "definitions" };
-                map.insert(revision, SpecSchema { document, defs, validators: Mutex::new(HashMap::new()) });
+                let defs = if document.get("$defs").is_some() {
+                    "$defs"
+                } else {
+                    "definitions"
+                };
+                map.insert(
+                    revision,
+                    Self {
+                        document,
+                        defs,
+                        validators: Mutex::new(HashMap::new()),
+                    },
+                );
             }
             Some(map)
         });
@@ -59,15 +79,26 @@ impl SpecSchema {
             validators
                 .entry(type_name.to_owned())
                 .or_insert_with(|| {
-                    assert!(self.document[self.defs].get(type_name).is_some(), "no type {type_name} in the schema");
+                    assert!(
+                        self.document[self.defs].get(type_name).is_some(),
+                        "no type {type_name} in the schema"
+                    );
                     let mut document = self.document.clone();
                     document["$ref"] = json!(format!("#/{}/{type_name}", self.defs));
-                    std::sync::Arc::new(jsonschema::validator_for(&document).expect("schema compiles"))
+                    std::sync::Arc::new(
+                        jsonschema::validator_for(&document).expect("schema compiles"),
+                    )
                 })
                 .clone()
         };
-        let errors: Vec<String> = validator.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-        assert!(errors.is_empty(), "not a valid {type_name}: {errors:?}\n{instance:#}");
+        let errors: Vec<String> = validator
+            .iter_errors(instance)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "not a valid {type_name}: {errors:?}\n{instance:#}"
+        );
     }
 }
 
@@ -90,7 +121,13 @@ pub struct Client {
 impl Client {
     /// A client of `revision`; legacy revisions are initialized with `capabilities`.
     pub async fn new(server: &Server, revision: Revision, capabilities: Value) -> Self {
-        let mut client = Self { server: server.clone(), ctx: Context::connection(), revision, capabilities, next_id: 0 };
+        let mut client = Self {
+            server: server.clone(),
+            ctx: Context::connection(),
+            revision,
+            capabilities,
+            next_id: 0,
+        };
         if client.legacy() {
             let caps = client.capabilities.clone();
             let result = client
@@ -113,9 +150,16 @@ impl Client {
     /// `params` with this revision's per-request `_meta` added (2026-07-28).
     pub fn params(&self, mut params: Value) -> Value {
         if !self.legacy() {
-            let meta = params.as_object_mut().unwrap().entry("_meta").or_insert_with(|| json!({}));
+            let meta = params
+                .as_object_mut()
+                .unwrap()
+                .entry("_meta")
+                .or_insert_with(|| json!({}));
             meta["io.modelcontextprotocol/protocolVersion"] = json!(self.revision.as_str());
-            if meta.get("io.modelcontextprotocol/clientCapabilities").is_none() {
+            if meta
+                .get("io.modelcontextprotocol/clientCapabilities")
+                .is_none()
+            {
                 meta["io.modelcontextprotocol/clientCapabilities"] = self.capabilities.clone();
             }
         }
@@ -139,14 +183,20 @@ impl Client {
     /// A request that must succeed: its result.
     pub async fn ok(&mut self, method: &str, params: Value) -> Value {
         let (_, response) = self.request(method, params).await;
-        assert!(response.get("error").is_none(), "{method} failed: {response}");
+        assert!(
+            response.get("error").is_none(),
+            "{method} failed: {response}"
+        );
         response["result"].clone()
     }
 
     /// A request that must fail: its error object.
     pub async fn err(&mut self, method: &str, params: Value) -> Value {
         let (_, response) = self.request(method, params).await;
-        assert!(response.get("result").is_none(), "{method} should fail: {response}");
+        assert!(
+            response.get("result").is_none(),
+            "{method} should fail: {response}"
+        );
         response["error"].clone()
     }
 
