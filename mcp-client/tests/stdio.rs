@@ -1,0 +1,361 @@
+//! The client over stdio: against our own server (every revision and the negotiation from
+//! both starting points, over in-memory pipes, with every message validated against the
+//! official schema), and the transport against a real child process.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_adapters::AdapterSet;
+use mcp_client::transport::{Delivery, Outbound, OutboundKind, Stderr, Stdio, Transport};
+use mcp_client::{Answer, Asks, CallOptions, Client, ErrorKind, QuestionKind, Revision};
+use mcp_server::{
+    Completer, CompletionRequest, Exchange, NoArgs, Prompt, Question, Resource, ResourceRequest,
+    Server, StdioConfig, Tool, ToolError, serve_stdio_with,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use support::{Recorded, within};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Notify;
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoArgs {
+    text: String,
+}
+
+async fn echo(args: EchoArgs) -> String {
+    args.text
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct DeployArgs {
+    service: String,
+}
+
+async fn deploy(args: DeployArgs, ex: Exchange) -> Result<String, ToolError> {
+    let answer = ex
+        .ask(
+            "confirm",
+            Question::elicit(format!("Deploy {}?", args.service)),
+        )
+        .await?;
+    Ok(if answer.accepted() {
+        format!("deployed {}", args.service)
+    } else {
+        format!("kept {}", args.service)
+    })
+}
+
+async fn count(_: NoArgs, ex: Exchange) -> String {
+    for i in 1..=3 {
+        ex.progress(f64::from(i), Some(3.0), None);
+    }
+    "counted".into()
+}
+
+async fn boom(_: NoArgs) -> Result<String, ToolError> {
+    Err(ToolError::new("boom"))
+}
+
+/// Set when the `wait` tool's call is cancelled (its future dropped or told so).
+struct Watch {
+    cancelled: AtomicBool,
+    notify: Notify,
+}
+
+static WATCH: Watch = Watch {
+    cancelled: AtomicBool::new(false),
+    notify: Notify::const_new(),
+};
+
+struct OnDrop;
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        WATCH.cancelled.store(true, Ordering::SeqCst);
+        WATCH.notify.notify_waiters();
+    }
+}
+
+async fn wait(_: NoArgs, ex: Exchange) -> String {
+    let _guard = OnDrop;
+    ex.cancelled().await;
+    "cancelled".into()
+}
+
+async fn config(_: ResourceRequest) -> String {
+    "{}".into()
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    name: String,
+}
+
+async fn greet(args: GreetArgs) -> String {
+    format!("greet {}", args.name)
+}
+
+async fn complete(request: CompletionRequest) -> Vec<String> {
+    ["Alice", "Bob"]
+        .iter()
+        .filter(|n| n.starts_with(&request.value))
+        .map(|n| (*n).to_owned())
+        .collect()
+}
+
+fn server(revisions: AdapterSet) -> Server {
+    Server::builder("stdio-test", "1")
+        .tool(Tool::new("echo", echo))
+        .tool(Tool::new("deploy", deploy))
+        .tool(Tool::new("count", count))
+        .tool(Tool::new("boom", boom))
+        .tool(Tool::new("wait", wait))
+        .resource(Resource::new("config://app", "config", config))
+        .prompt(Prompt::new("greet", greet))
+        .completion(Completer::new(complete))
+        .revisions(revisions)
+        .build()
+        .unwrap()
+}
+
+/// Runs `server` on in-memory pipes and records every line the client writes.
+fn pipes(server: Server) -> (Stdio, Arc<Mutex<Vec<Value>>>) {
+    let (client_out, mut tee_in) = tokio::io::duplex(1 << 16);
+    let (mut tee_out, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, client_in) = tokio::io::duplex(1 << 16);
+    let recorded = Arc::new(Mutex::new(Vec::new()));
+    let sink = recorded.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        let mut line = Vec::new();
+        while let Ok(n) = tee_in.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            for &b in &buf[..n] {
+                if b == b'\n' {
+                    sink.lock()
+                        .unwrap()
+                        .push(serde_json::from_slice(&line).unwrap());
+                    line.clear();
+                } else {
+                    line.push(b);
+                }
+            }
+            if tee_out.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(serve_stdio_with(
+        server,
+        server_in,
+        server_out,
+        StdioConfig::new(),
+    ));
+    (Stdio::from_pipes(client_in, client_out, 1 << 20), recorded)
+}
+
+fn answering() -> mcp_client::ClientBuilder {
+    Client::builder()
+        .timeout(Duration::from_secs(10))
+        .on_ask(Asks::all(), |q| async move {
+            match q.kind() {
+                QuestionKind::Roots => Answer::result(json!({"roots": []})),
+                _ => Answer::accept(json!({})),
+            }
+        })
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn every_call_and_the_ask_on_every_revision() {
+    for revision in Revision::ALL {
+        let (transport, recorded) = pipes(server(AdapterSet::all()));
+        let client = within(answering().revision(revision).connect(transport))
+            .await
+            .unwrap();
+        assert_eq!(client.revision(), revision);
+        let tools = within(client.list_tools()).await.unwrap();
+        assert_eq!(tools.len(), 5, "{revision}");
+        assert_eq!(
+            text(
+                &within(client.call_tool("echo", json!({"text": "hi"})))
+                    .await
+                    .unwrap()
+            ),
+            "hi"
+        );
+        let deployed = within(client.call_tool("deploy", json!({"service": "web"})))
+            .await
+            .unwrap();
+        assert_eq!(text(&deployed), "deployed web", "{revision}: {deployed}");
+        let failed = within(client.call_tool("boom", json!({}))).await.unwrap();
+        assert_eq!(failed["isError"], true);
+        let progress = Arc::new(Mutex::new(Vec::new()));
+        let sink = progress.clone();
+        let options =
+            CallOptions::new().on_progress(move |p| sink.lock().unwrap().push(p.progress));
+        within(client.call_tool_with("count", json!({}), options))
+            .await
+            .unwrap();
+        assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0], "{revision}");
+        let read = within(client.read_resource("config://app")).await.unwrap();
+        assert_eq!(read["contents"][0]["text"], "{}");
+        let prompt = within(client.get_prompt("greet", json!({"name": "Ann"})))
+            .await
+            .unwrap();
+        assert!(
+            prompt["messages"][0]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("greet Ann")
+        );
+        let done = within(client.complete(
+            json!({"type": "ref/prompt", "name": "greet"}),
+            "name",
+            "A",
+            None,
+        ))
+        .await
+        .unwrap();
+        assert_eq!(done["completion"]["values"], json!(["Alice"]));
+        within(client.close()).await.unwrap();
+        let recorded: Vec<Recorded> = recorded
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|body| Recorded {
+                revision: revision.as_str().into(),
+                headers: Default::default(),
+                body: body.clone(),
+            })
+            .collect();
+        support::schema::validate(&recorded);
+    }
+}
+
+#[tokio::test]
+async fn negotiates_modern_and_falls_back_to_initialize() {
+    let (transport, recorded) = pipes(server(AdapterSet::all()));
+    let client = within(answering().connect(transport)).await.unwrap();
+    assert_eq!(client.revision(), Revision::V2026_07_28);
+    assert_eq!(recorded.lock().unwrap()[0]["method"], "server/discover");
+
+    let legacy = AdapterSet::new([Revision::V2025_11_25, Revision::V2025_06_18]).unwrap();
+    let (transport, recorded) = pipes(server(legacy));
+    let client = within(answering().connect(transport)).await.unwrap();
+    assert_eq!(client.revision(), Revision::V2025_11_25);
+    let deployed = within(client.call_tool("deploy", json!({"service": "db"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&deployed), "deployed db");
+    // Everything before the call's answer has gone through the recording pipe by now.
+    let methods: Vec<Value> = recorded
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|m| m["method"].clone())
+        .collect();
+    assert_eq!(
+        methods[..3],
+        [
+            json!("server/discover"),
+            json!("initialize"),
+            json!("notifications/initialized")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn dropping_a_call_sends_cancelled_on_stdio() {
+    for revision in [Revision::V2026_07_28, Revision::V2025_11_25] {
+        WATCH.cancelled.store(false, Ordering::SeqCst);
+        let (transport, recorded) = pipes(server(AdapterSet::all()));
+        let client = within(answering().revision(revision).connect(transport))
+            .await
+            .unwrap();
+        let notified = WATCH.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let options = CallOptions::new().timeout(Duration::from_millis(200));
+        let error = within(client.call_tool_with("wait", json!({}), options))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Timeout);
+        within(notified).await;
+        assert!(WATCH.cancelled.load(Ordering::SeqCst));
+        let sent = recorded.lock().unwrap().clone();
+        let cancel = sent
+            .iter()
+            .find(|m| m["method"] == "notifications/cancelled")
+            .expect("cancelled sent");
+        let call = sent.iter().find(|m| m["method"] == "tools/call").unwrap();
+        assert_eq!(cancel["params"]["requestId"], call["id"], "{revision}");
+    }
+}
+
+#[tokio::test]
+async fn spawns_a_child_reads_its_lines_and_captures_stderr() {
+    let script = r#"echo 'starting' >&2
+printf '%s\n' 'not json at all' '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}'
+read line
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"ok":true}}'
+cat >/dev/null
+echo 'bye' >&2"#;
+    let transport = Stdio::builder("sh")
+        .arg("-c")
+        .arg(script)
+        .stderr(Stderr::Capture)
+        .spawn()
+        .unwrap();
+    let mut stderr = transport.take_stderr().unwrap();
+    let mut incoming = transport.incoming().unwrap();
+    let outbound = Outbound {
+        kind: OutboundKind::Request(mcp_wire::jsonrpc::Id::Number(1)),
+        body: bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+        headers: Default::default(),
+    };
+    let Delivery::Stream(mut stream) = within(transport.send(outbound)).await.unwrap() else {
+        panic!("a request gets a stream")
+    };
+    use futures::StreamExt;
+    let response = within(stream.next()).await.unwrap().unwrap();
+    assert_eq!(
+        response.message.id(),
+        Some(&mcp_wire::jsonrpc::Id::Number(1))
+    );
+    let note = within(incoming.next()).await.unwrap().unwrap();
+    assert_eq!(note.message.method(), Some("notifications/message"));
+    within(transport.close()).await.unwrap();
+    let mut err = String::new();
+    within(stderr.read_to_string(&mut err)).await.unwrap();
+    assert_eq!(err, "starting\nbye\n");
+}
+
+#[tokio::test]
+async fn a_child_that_exits_fails_waiting_calls() {
+    let transport = Stdio::builder("sh")
+        .arg("-c")
+        .arg("read line; exit 3")
+        .stderr(Stderr::Null)
+        .spawn()
+        .unwrap();
+    let client = Client::builder()
+        .timeout(Duration::from_secs(10))
+        .revision(Revision::V2025_06_18)
+        .connect(transport);
+    let error = within(client).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Closed | ErrorKind::Transport),
+        "{error:?}"
+    );
+}
