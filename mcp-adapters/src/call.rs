@@ -12,6 +12,7 @@ use crate::operation::Operation;
 
 /// One decoded item of a body: a call, a reply to a server-pushed request, or a failure.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Incoming {
     /// A request or notification, decoded and checked.
     Call(Box<Call>),

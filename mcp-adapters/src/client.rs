@@ -40,6 +40,7 @@ pub enum ClientError {
 
 /// What a result means to the client.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ResultKind {
     /// The final result (`resultType` absent or `"complete"`, or any result on revisions
     /// without questions in results).

@@ -18,6 +18,7 @@ use crate::select::AdapterSet;
 
 /// What a handler produced for a call.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The result object, in the newest revision's superset shape (the adapter projects it).
     Value(Value),

@@ -8,6 +8,7 @@ use crate::revision::Revision;
 ///
 /// Each revision has exactly one mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AskMechanism {
     /// 2026-07-28 (MRTR): the question *is* the result (`resultType: "input_required"`); the
     /// client calls again with `inputResponses` and the opaque `requestState`.
@@ -24,6 +25,7 @@ pub enum AskMechanism {
 
 /// What a tool result may carry as structured output, and whether `outputSchema` exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StructuredOutput {
     /// No `structuredContent`, no `outputSchema` (2025-03-26 and 2024-11-05): the value
     /// travels as text only.
@@ -38,6 +40,7 @@ pub enum StructuredOutput {
 
 /// Whether, and when, the `MCP-Protocol-Version` HTTP header is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum VersionHeader {
     /// Not defined by the revision; its absence implies 2025-03-26.
     Undefined,

@@ -55,7 +55,7 @@ fn outcome(item: &Incoming) -> Result<(), FailureKind> {
             );
             Err(invalid.failure.kind)
         }
-        Incoming::Reply(r) => panic!("unexpected reply {r:?}"),
+        other => panic!("unexpected {other:?}"),
     }
 }
 

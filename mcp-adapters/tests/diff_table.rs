@@ -154,7 +154,7 @@ fn rows() -> Vec<Row> {
                 match &decoded.items[0] {
                     Incoming::Call(_) => "accepted".into(),
                     Incoming::Invalid(i) => mapping(a, i.failure.kind),
-                    Incoming::Reply(_) => "reply".into(),
+                    other => format!("{other:?}"),
                 }
             },
         },
