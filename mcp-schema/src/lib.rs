@@ -28,6 +28,8 @@
 //!
 //! The crate has no feature flags.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 pub mod asking;
 pub mod cache;
 pub mod header;

@@ -28,10 +28,14 @@
 //! | `unevaluated_to_additional` | `unevaluatedProperties` becomes `additionalProperties` once everything is merged | lossless, or **not offered** next to a dropped conditional |
 //! | `object_property_schemas` | a boolean `properties` entry becomes `{}` (`true`) | lossless; `false` is **not offered** |
 //! | `require_object_root` | the root gets `type: "object"` | lossless for arguments (always objects); a root that excludes objects is **not offered** |
+//! | `check_dialect` | a `$schema` other than 2020-12 | **not offered** (the rules assume 2020-12 meaning) |
+//! | [`ProjectionLimits`] | nesting deeper than `max_depth`, or more than `max_nodes` subschemas once inlined | **not offered** |
 //!
 //! The result is meant to read the same under draft-07 (the dialect of the 2024-11-05 to
 //! 2025-06-18 `schema.json`) and under 2020-12 (2025-11-25): it only keeps keywords that both
-//! dialects define identically.
+//! dialects define identically. One caveat: `format` is kept as declared; 2020-12 treats it as
+//! an annotation (and so does the server's [`Validator`](crate::Validator)), while a draft-07
+//! client may choose to assert it.
 
 mod merge;
 mod union;
@@ -715,7 +719,12 @@ impl<'a> Simplifier<'a> {
         merge::object_property_schemas(props).or_else(|reason| self.fail(reason))
     }
 
-    /// Checks a `$schema` value. Rule `drop_non_portable_keywords` then removes it.
+    /// Rule `check_dialect`: a `$schema` must name 2020-12; rule `drop_non_portable_keywords`
+    /// then removes it.
+    ///
+    /// Why: every other rule reads keywords with their 2020-12 meaning (`$ref` with siblings,
+    /// `items`, `dependencies`…). A schema declared in another dialect would be projected
+    /// wrongly, so it is not offered rather than guessed at.
     fn check_dialect(&self, value: &Value) -> Result<(), NotOffered> {
         match value.as_str().map(Dialect::from_uri) {
             Some(Some(Dialect::Draft202012)) => Ok(()),
