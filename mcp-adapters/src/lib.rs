@@ -47,6 +47,8 @@
 //! **Layering:** depends on `mcp-wire` and `mcp-schema` (and `http` for header types) only.
 //! No runtime or I/O crate. The crate has no feature flags.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 mod adapter;
 mod ask;
 mod call;
