@@ -36,11 +36,16 @@ pub(crate) fn questions(
     let may_ask = adapter
         .operation(method)
         .is_some_and(|o| o.may_require_input());
-    if !may_ask || !(adapter.can_ask() || adapter.asks_in_arguments()) {
+    if adapter.can_ask() && !may_ask {
         return Err(Error::protocol(format!(
             "{method} cannot ask questions on {}",
             adapter.version()
         )));
+    }
+    if !adapter.can_ask() && !(adapter.asks_in_arguments() && may_ask) {
+        // Questions in `_meta` where this revision has no way to send answers back: the result
+        // is what it is, and the caller can read the `_meta` itself.
+        return Ok(None);
     }
     if asked.requests.is_empty() && asked.state.is_none() {
         return Err(Error::protocol(

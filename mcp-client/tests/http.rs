@@ -99,6 +99,58 @@ async fn negotiates_from_each_starting_point() {
 }
 
 #[tokio::test]
+async fn a_recognized_modern_refusal_retries_with_a_mutual_version() {
+    let config = Config {
+        streamable: vec!["2025-06-18", "2025-03-26"],
+        sse: false,
+        refuse_modern: true,
+    };
+    let mock = Mock::start(config).await;
+    let client = within(answering().connect_http(&mock.mcp_url()))
+        .await
+        .unwrap();
+    assert_eq!(client.revision(), Revision::V2025_06_18);
+    let methods = mock.methods();
+    assert_eq!(
+        methods[..3],
+        ["server/discover", "initialize", "notifications/initialized"]
+    );
+    let initialize = mock
+        .recorded()
+        .into_iter()
+        .find(|r| r.body["method"] == "initialize")
+        .unwrap();
+    assert_eq!(
+        initialize.body["params"]["protocolVersion"], "2025-06-18",
+        "the newest mutual version"
+    );
+    // Pushed asking works on what was negotiated.
+    let result = within(client.call_tool("ask", json!({}))).await.unwrap();
+    assert_eq!(text(&result), "answer=accept");
+    support::schema::validate(&mock.recorded());
+}
+
+#[tokio::test]
+async fn pushed_questions_arrive_on_the_http_sse_stream() {
+    let mock = Mock::start(Config::sse_only()).await;
+    let client = within(answering().connect_http(&mock.sse_url()))
+        .await
+        .unwrap();
+    assert_eq!(client.revision(), Revision::V2025_11_25);
+    let result = within(client.call_tool("ask", json!({}))).await.unwrap();
+    assert_eq!(text(&result), "answer=accept");
+    let mut listener = within(client.listen(Subscriptions::new().tools_changed()))
+        .await
+        .unwrap();
+    mock.publish("notifications/tools/list_changed", json!({}));
+    assert_eq!(
+        within(listener.next()).await.unwrap().method,
+        "notifications/tools/list_changed"
+    );
+    support::schema::validate(&mock.recorded());
+}
+
+#[tokio::test]
 async fn remembers_the_era_per_origin() {
     let mock = Mock::start(Config::legacy_only()).await;
     let url = mock.mcp_url();

@@ -48,6 +48,9 @@ pub struct Config {
     pub streamable: Vec<&'static str>,
     /// Serve HTTP+SSE at `/sse` and `/messages` (handshake revisions only).
     pub sse: bool,
+    /// Answer a modern request with `-32022` naming the (legacy) versions served, as a server
+    /// that knows the modern era but does not speak it would.
+    pub refuse_modern: bool,
 }
 
 impl Config {
@@ -55,24 +58,28 @@ impl Config {
         Self {
             streamable: ALL.to_vec(),
             sse: true,
+            refuse_modern: false,
         }
     }
     pub fn modern_only() -> Self {
         Self {
             streamable: vec![MODERN],
             sse: false,
+            refuse_modern: false,
         }
     }
     pub fn legacy_only() -> Self {
         Self {
             streamable: ALL[1..].to_vec(),
             sse: false,
+            refuse_modern: false,
         }
     }
     pub fn sse_only() -> Self {
         Self {
             streamable: Vec::new(),
             sse: true,
+            refuse_modern: false,
         }
     }
 }
@@ -516,6 +523,13 @@ impl Mock {
 
         let modern = revision == MODERN;
         if modern {
+            if !self.config.streamable.contains(&MODERN) && self.config.refuse_modern {
+                let data = json!({"supported": self.config.streamable, "requested": MODERN});
+                return Reply::Status(
+                    StatusCode::BAD_REQUEST,
+                    error(id, -32022, "unsupported protocol version", Some(data)),
+                );
+            }
             if !self.config.streamable.contains(&MODERN) {
                 // A legacy server knows nothing of _meta: without a session this is a bad request.
                 return Reply::Status(
@@ -581,6 +595,21 @@ impl Mock {
                     }
                     _ => {}
                 }
+            }
+        }
+        if on_sse && method == "initialize" {
+            // HTTP+SSE: the handshake picks the session's revision.
+            let requested = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let version = if ALL[1..].contains(&requested) {
+                requested
+            } else {
+                "2024-11-05"
+            };
+            if let Some(s) = &session {
+                self.lock().sessions.insert(s.clone(), version.to_owned());
             }
         }
         self.dispatch(&revision, headers, id, &method, params, modern)
