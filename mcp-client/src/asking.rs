@@ -42,7 +42,8 @@ pub(crate) fn questions(
             adapter.version()
         )));
     }
-    if !adapter.can_ask() && !(adapter.asks_in_arguments() && may_ask) {
+    let answerable = adapter.can_ask() || (adapter.asks_in_arguments() && may_ask);
+    if !answerable {
         // Questions in `_meta` where this revision has no way to send answers back: the result
         // is what it is, and the caller can read the `_meta` itself.
         return Ok(None);
