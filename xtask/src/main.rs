@@ -6,6 +6,7 @@
 //! - `check-layers`: fails when a workspace crate's normal dependencies break the layering matrix
 //!   of `ARCHITECTURE.md`.
 
+mod bench;
 mod layers;
 
 use std::process::{Command, ExitCode};
@@ -28,8 +29,9 @@ fn run() -> Result<()> {
     match task {
         "ci" => ci(),
         "check-layers" => check_layers(),
+        "bench" => bench::run(&args[1..]),
         "help" | "--help" | "-h" => {
-            println!("usage: cargo xtask <ci | check-layers>");
+            println!("usage: cargo xtask <ci | check-layers | bench [--quick]>");
             Ok(())
         }
         other => bail!("unknown task `{other}`; try `cargo xtask help`"),

@@ -1,0 +1,1422 @@
+//! `cargo xtask bench [--quick]`: the benchmark harness (issue 12).
+//!
+//! What it does, in order:
+//!
+//! 1. Builds the `mcp-bench` binaries in release mode (`mcp-load`, `mcp-floor`,
+//!    `mcp-bench-server`).
+//! 2. Prepares the peers in a cache folder outside the workspace (`$MCP_BENCH_CACHE`, default
+//!    `<workspace>/../.mcp-bench-cache`), so their dependencies never reach ours: the rmcp peer
+//!    (`bench/peers/rmcp-peer`, copied there and built with its own target folder) and the Python
+//!    reference system (`aiohttp-tiny-mcp` 0.5.8 in a venv, serving `bench/peers/python/tiny_peer.py`).
+//!    With `--quick` nothing is installed or built: a peer that is not cached is skipped.
+//! 3. Starts every server row pinned to core 0 (`taskset -c 0`), each on its own port; a server
+//!    that exits with code 3 is reported "not available" (our `mcp-bench-server` until our HTTP
+//!    transport exists).
+//! 4. For each revision and concurrency, runs rounds: in each round every server in turn
+//!    (rotated each round: A B C, B C A, ...) gets one `mcp-load` run pinned to core 1.
+//!    Ratios (share of the floor, ratio to rmcp) are taken within a round, then the median over
+//!    rounds is reported, with the min-max spread of calls/s.
+//! 5. Writes the report (`docs/benchmarks.md`, or `target/bench/benchmarks-quick.md` with
+//!    `--quick`) and stops every server it started, on every path.
+//!
+//! Options: `--quick`, `--no-peers`, `--rounds N`, `--warmup SECS`, `--measure SECS`,
+//! `--revisions A,B`, `--concurrency 1,32`, `--out PATH`.
+
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    fs,
+    net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+/// Exit code of a server that cannot serve yet (`mcp_bench::EXIT_NOT_AVAILABLE`; xtask does not
+/// depend on workspace crates).
+const EXIT_NOT_AVAILABLE: i32 = 3;
+/// The pinned rmcp version (kept in step with `bench/peers/rmcp-peer/Cargo.toml`).
+const RMCP_VERSION: &str = "3.11.0";
+/// The pinned Python reference system.
+const TINY_PACKAGE: &str = "aiohttp-tiny-mcp";
+const TINY_VERSION: &str = "0.5.8";
+/// The revisions, oldest first; 2024-11-05 is measured over HTTP+SSE.
+const REVISIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+const LEGACY: &str = "2024-11-05";
+/// How long a server may take to accept connections.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs the task with the arguments after `bench`.
+pub(crate) fn run(args: &[String]) -> Result<()> {
+    let settings = Settings::parse(args)?;
+    let root = workspace_root();
+    let target_dir = target_dir(&root)?;
+    ensure_two_cores()?;
+
+    let started = Instant::now();
+    cargo_build_bench()?;
+    let bin = target_dir.join("release");
+    let cache = cache_dir(&root);
+    let log_dir = target_dir.join("bench-logs");
+    fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
+
+    let mut rows = vec![
+        RowSpec::floor(&bin),
+        RowSpec::ours(&bin, Store::Memory),
+        RowSpec::ours(&bin, Store::Redis),
+    ];
+    let mut notes = Vec::new();
+    if settings.peers {
+        match prepare_rmcp(&root, &cache, settings.quick) {
+            Ok(program) => {
+                rows.push(RowSpec::rmcp(&program, RmcpMode::Session));
+                rows.push(RowSpec::rmcp(&program, RmcpMode::Stateless));
+            }
+            Err(why) => notes.push(format!("rmcp peer skipped: {why:#}")),
+        }
+        match prepare_python(&root, &cache, settings.quick) {
+            Ok((python, script)) => rows.push(RowSpec::python(&python, &script)),
+            Err(why) => notes.push(format!("aiohttp-tiny-mcp peer skipped: {why:#}")),
+        }
+    } else {
+        notes.push("peers skipped (--no-peers)".to_owned());
+    }
+    for note in &notes {
+        eprintln!("xtask bench: {note}");
+    }
+
+    let load_before = loadavg();
+    // Servers are stopped when `servers` is dropped, on every path out of this function.
+    let servers = Servers::start(rows, &log_dir)?;
+    let results = measure(&settings, &bin, &servers)?;
+    let load_after = loadavg();
+    let peak_rss: BTreeMap<&str, Option<f64>> = servers
+        .rows
+        .iter()
+        .map(|row| {
+            (
+                row.spec.key,
+                row.running().and_then(|r| status_kib(r.pid, "VmHWM:")),
+            )
+        })
+        .map(|(key, kib)| (key, kib.map(|k| k as f64 / 1024.0)))
+        .collect();
+    let rows: Vec<RowInfo> = servers
+        .rows
+        .iter()
+        .map(|row| RowInfo {
+            key: row.spec.key,
+            label: row.spec.label.clone(),
+            command: row.spec.command_line(),
+            unavailable: row.state.as_ref().err().cloned(),
+        })
+        .collect();
+    drop(servers);
+
+    let report = Report {
+        settings: &settings,
+        rows: &rows,
+        results: &results,
+        notes: &notes,
+        peak_rss: &peak_rss,
+        load_before,
+        load_after,
+        wall: started.elapsed(),
+    };
+    let markdown = report.markdown();
+    let out = settings.out.clone().unwrap_or_else(|| {
+        if settings.quick {
+            target_dir.join("bench").join("benchmarks-quick.md")
+        } else {
+            root.join("docs").join("benchmarks.md")
+        }
+    });
+    if let Some(parent) = out.parent() {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    fs::write(&out, &markdown).with_context(|| format!("writing {}", out.display()))?;
+    println!("{}", report.tables());
+    println!(
+        "xtask bench: wrote {} in {:.0} s",
+        out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    report.check_floor()
+}
+
+/// What to measure and how.
+#[derive(Debug)]
+struct Settings {
+    quick: bool,
+    peers: bool,
+    rounds: usize,
+    warmup: f64,
+    measure: f64,
+    revisions: Vec<&'static str>,
+    concurrencies: Vec<u32>,
+    out: Option<PathBuf>,
+}
+
+impl Settings {
+    fn parse(args: &[String]) -> Result<Self> {
+        let quick = args.iter().any(|a| a == "--quick");
+        let mut settings = Self {
+            quick,
+            peers: true,
+            rounds: if quick { 1 } else { 3 },
+            warmup: if quick { 0.3 } else { 0.5 },
+            measure: if quick { 1.0 } else { 2.0 },
+            revisions: REVISIONS.to_vec(),
+            concurrencies: vec![1, 32],
+            out: None,
+        };
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            let mut value = || {
+                it.next()
+                    .with_context(|| format!("{arg} needs a value"))
+                    .cloned()
+            };
+            match arg.as_str() {
+                "--quick" => {}
+                "--no-peers" => settings.peers = false,
+                "--rounds" => settings.rounds = positive(&value()?, arg)?,
+                "--warmup" => settings.warmup = seconds(&value()?, arg, true)?,
+                "--measure" => settings.measure = seconds(&value()?, arg, false)?,
+                "--out" => settings.out = Some(PathBuf::from(value()?)),
+                "--revisions" => {
+                    settings.revisions = value()?
+                        .split(',')
+                        .map(|r| {
+                            REVISIONS
+                                .into_iter()
+                                .find(|known| *known == r)
+                                .with_context(|| format!("unknown revision `{r}`"))
+                        })
+                        .collect::<Result<_>>()?;
+                }
+                "--concurrency" => {
+                    settings.concurrencies = value()?
+                        .split(',')
+                        .map(|c| positive(c, arg).map(|c| c as u32))
+                        .collect::<Result<_>>()?;
+                }
+                other => bail!(
+                    "unknown option `{other}`; usage: cargo xtask bench [--quick] [--no-peers] \
+                     [--rounds N] [--warmup SECS] [--measure SECS] [--revisions A,B] \
+                     [--concurrency 1,32] [--out PATH]"
+                ),
+            }
+        }
+        Ok(settings)
+    }
+}
+
+fn positive(value: &str, flag: &str) -> Result<usize> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0 && *n <= 10_000)
+        .with_context(|| format!("{flag}: `{value}` is not a positive integer"))
+}
+
+fn seconds(value: &str, flag: &str, zero_ok: bool) -> Result<f64> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && (*s > 0.0 || (zero_ok && *s == 0.0)) && *s <= 600.0)
+        .with_context(|| format!("{flag}: `{value}` is not a duration in seconds"))
+}
+
+fn workspace_root() -> PathBuf {
+    // xtask lives one level below the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn target_dir(root: &Path) -> Result<PathBuf> {
+    let output = Command::new(crate::cargo_bin())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root)
+        .output()
+        .context("running cargo metadata")?;
+    if !output.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let metadata: Value =
+        serde_json::from_slice(&output.stdout).context("parsing cargo metadata")?;
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata has no target_directory")
+}
+
+fn ensure_two_cores() -> Result<()> {
+    if command_exists("taskset", &["--version"]).is_none() {
+        bail!("taskset is required (util-linux): the harness always pins servers and load");
+    }
+    let cores = thread::available_parallelism().map_or(1, usize::from);
+    if cores < 2 {
+        bail!("the harness needs 2 cores (server on core 0, load on core 1); this has {cores}");
+    }
+    Ok(())
+}
+
+fn cargo_build_bench() -> Result<()> {
+    crate::cargo(&["build", "--release", "-p", "mcp-bench", "--bins"], &[])
+}
+
+fn cache_dir(root: &Path) -> PathBuf {
+    std::env::var_os("MCP_BENCH_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("..").join(".mcp-bench-cache"))
+}
+
+/// Runs `program args` quietly; its trimmed stdout if it succeeds.
+fn command_exists(program: &str, args: &[&str]) -> Option<String> {
+    let output = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Copies `from` to `to` when the contents differ (so an unchanged peer is not rebuilt);
+/// returns whether it wrote.
+fn sync_file(from: &Path, to: &Path) -> Result<bool> {
+    let wanted = fs::read(from).with_context(|| format!("reading {}", from.display()))?;
+    if fs::read(to).ok().as_deref() == Some(&wanted[..]) {
+        return Ok(false);
+    }
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    fs::write(to, wanted).with_context(|| format!("writing {}", to.display()))?;
+    Ok(true)
+}
+
+/// Makes sure the rmcp peer is built in the cache; returns its binary.
+fn prepare_rmcp(root: &Path, cache: &Path, quick: bool) -> Result<PathBuf> {
+    let source = root.join("bench/peers/rmcp-peer");
+    let dir = cache.join("rmcp-peer");
+    let program = dir.join("target/release/rmcp-peer");
+    let files = ["Cargo.toml", "Cargo.lock", "src/main.rs"];
+    if quick {
+        let current = files.iter().all(|f| {
+            !source.join(f).exists() || fs::read(source.join(f)).ok() == fs::read(dir.join(f)).ok()
+        });
+        if !program.exists() || !current {
+            bail!(
+                "not built in {} (run `cargo xtask bench` once)",
+                dir.display()
+            );
+        }
+        return Ok(program);
+    }
+    for file in files {
+        if source.join(file).exists() {
+            sync_file(&source.join(file), &dir.join(file))?;
+        }
+    }
+    eprintln!(
+        "xtask bench: building the rmcp {RMCP_VERSION} peer in {}",
+        dir.display()
+    );
+    let locked = source.join("Cargo.lock").exists();
+    let mut args = vec!["build", "--release"];
+    if locked {
+        args.push("--locked");
+    }
+    let status = Command::new(crate::cargo_bin())
+        .args(&args)
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .status()
+        .context("running cargo build for the rmcp peer")?;
+    if !status.success() {
+        bail!("cargo build of the rmcp peer failed ({status})");
+    }
+    if !locked {
+        // Keep the resolved versions with the peer's sources for the next run.
+        let _ = sync_file(&dir.join("Cargo.lock"), &source.join("Cargo.lock"));
+    }
+    Ok(program)
+}
+
+/// Makes sure the Python venv with the reference system exists in the cache; returns the
+/// interpreter and the server script.
+fn prepare_python(root: &Path, cache: &Path, quick: bool) -> Result<(PathBuf, PathBuf)> {
+    let venv = cache.join("py-venv");
+    let python = venv.join("bin/python");
+    let script = cache.join("tiny_peer.py");
+    let installed = || {
+        command_exists(
+            python.to_str().unwrap_or("python"),
+            &[
+                "-c",
+                "import importlib.metadata as m; print(m.version('aiohttp-tiny-mcp'))",
+            ],
+        )
+        .is_some_and(|v| v == TINY_VERSION)
+    };
+    if quick {
+        if !python.exists() || !installed() || !script.exists() {
+            bail!(
+                "not installed in {} (run `cargo xtask bench` once)",
+                venv.display()
+            );
+        }
+        sync_file(&root.join("bench/peers/python/tiny_peer.py"), &script)?;
+        return Ok((python, script));
+    }
+    if !python.exists() {
+        let python3 = command_exists("python3", &["--version"]).context("python3 not found")?;
+        eprintln!(
+            "xtask bench: creating a venv with {python3} in {}",
+            venv.display()
+        );
+        run_status(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    }
+    if !installed() {
+        eprintln!("xtask bench: installing {TINY_PACKAGE}=={TINY_VERSION}");
+        run_status(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet"])
+                .arg(format!("{TINY_PACKAGE}=={TINY_VERSION}")),
+        )?;
+    }
+    sync_file(&root.join("bench/peers/python/tiny_peer.py"), &script)?;
+    Ok((python, script))
+}
+
+fn run_status(command: &mut Command) -> Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("running {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The store behind our server's row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Store {
+    Memory,
+    Redis,
+}
+
+/// rmcp's two configurations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RmcpMode {
+    Session,
+    Stateless,
+}
+
+/// Which comparisons a row takes part in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Floor,
+    Ours,
+    Rmcp,
+    Peer,
+}
+
+/// A server row: how to start it and what it serves.
+#[derive(Debug)]
+struct RowSpec {
+    key: &'static str,
+    label: String,
+    role: Role,
+    program: PathBuf,
+    /// Arguments before `--port <port>`.
+    args: Vec<String>,
+    /// Serves 2024-11-05 over HTTP+SSE at `/sse`.
+    legacy_sse: bool,
+    /// Needs a Redis server; its URL is passed as `--redis-url`.
+    needs_redis: bool,
+    /// The load generator's `--fixed-reply` (the floor).
+    fixed_reply: bool,
+}
+
+impl RowSpec {
+    fn floor(bin: &Path) -> Self {
+        Self {
+            key: "floor",
+            label: "bare hyper 1 server, fixed JSON body (the floor)".to_owned(),
+            role: Role::Floor,
+            program: bin.join("mcp-floor"),
+            args: Vec::new(),
+            legacy_sse: true,
+            needs_redis: false,
+            fixed_reply: true,
+        }
+    }
+
+    fn ours(bin: &Path, store: Store) -> Self {
+        let (key, store_name) = match store {
+            Store::Memory => ("ours-memory", "memory"),
+            Store::Redis => ("ours-redis", "redis"),
+        };
+        Self {
+            key,
+            label: format!("mcp-server, {store_name} store"),
+            role: Role::Ours,
+            program: bin.join("mcp-bench-server"),
+            args: vec!["--store".to_owned(), store_name.to_owned()],
+            legacy_sse: true,
+            needs_redis: store == Store::Redis,
+            fixed_reply: false,
+        }
+    }
+
+    fn rmcp(program: &Path, mode: RmcpMode) -> Self {
+        let (key, label, mode_name) = match mode {
+            RmcpMode::Session => (
+                "rmcp-session",
+                format!("rmcp {RMCP_VERSION}, sessions (its default), SSE replies"),
+                "session",
+            ),
+            RmcpMode::Stateless => (
+                "rmcp-stateless",
+                format!("rmcp {RMCP_VERSION}, stateless, JSON replies (its fastest)"),
+                "stateless",
+            ),
+        };
+        Self {
+            key,
+            label,
+            role: Role::Rmcp,
+            program: program.to_path_buf(),
+            args: vec!["--mode".to_owned(), mode_name.to_owned()],
+            legacy_sse: false,
+            needs_redis: false,
+            fixed_reply: false,
+        }
+    }
+
+    fn python(python: &Path, script: &Path) -> Self {
+        Self {
+            key: "tiny",
+            label: format!("{TINY_PACKAGE} {TINY_VERSION} (the Python reference system)"),
+            role: Role::Peer,
+            program: python.to_path_buf(),
+            args: vec![script.display().to_string()],
+            legacy_sse: true,
+            needs_redis: false,
+            fixed_reply: false,
+        }
+    }
+
+    /// The path and transport measured on `revision`, or `None` if the row does not serve it.
+    fn endpoint(&self, revision: &str) -> Option<(&'static str, &'static str)> {
+        if revision == LEGACY {
+            self.legacy_sse.then_some(("/sse", "http+sse"))
+        } else {
+            Some(("/mcp", "streamable"))
+        }
+    }
+
+    /// The launch command as written in the report.
+    fn command_line(&self) -> String {
+        let program = self
+            .program
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let mut line = format!("taskset -c 0 {program}");
+        for arg in &self.args {
+            let arg = Path::new(arg)
+                .file_name()
+                .filter(|_| arg.contains('/'))
+                .map_or_else(|| arg.clone(), |n| n.to_string_lossy().into_owned());
+            line.push(' ');
+            line.push_str(&arg);
+        }
+        line.push_str(" --port PORT");
+        if self.needs_redis {
+            line.push_str(" --redis-url redis://127.0.0.1:RPORT");
+        }
+        line
+    }
+}
+
+/// A child process killed and reaped when dropped.
+#[derive(Debug)]
+struct ChildGuard {
+    name: String,
+    child: Child,
+}
+
+impl ChildGuard {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait()
+            && let Err(error) = self.child.kill()
+        {
+            eprintln!("xtask bench: could not stop {}: {error}", self.name);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// A started server.
+#[derive(Debug)]
+struct Running {
+    port: u16,
+    pid: u32,
+    _child: ChildGuard,
+    _redis: Option<ChildGuard>,
+}
+
+/// A row and whether its server runs.
+#[derive(Debug)]
+struct Row {
+    spec: RowSpec,
+    state: Result<Running, String>,
+}
+
+impl Row {
+    fn running(&self) -> Option<&Running> {
+        self.state.as_ref().ok()
+    }
+}
+
+/// Every row; dropping it stops every server.
+#[derive(Debug)]
+struct Servers {
+    rows: Vec<Row>,
+}
+
+impl Servers {
+    fn start(specs: Vec<RowSpec>, log_dir: &Path) -> Result<Self> {
+        let mut servers = Self { rows: Vec::new() };
+        for spec in specs {
+            // Our Redis row waits for our memory row: if our server is not available, neither
+            // is it, and Redis need not be started.
+            let ours_unavailable = servers
+                .rows
+                .iter()
+                .find(|r| r.spec.role == Role::Ours)
+                .and_then(|r| r.state.as_ref().err())
+                .filter(|_| spec.role == Role::Ours)
+                .cloned();
+            let state = match ours_unavailable {
+                Some(why) => Err(why),
+                None => start_server(&spec, log_dir),
+            };
+            match &state {
+                Ok(running) => eprintln!(
+                    "xtask bench: {} on 127.0.0.1:{} (pid {})",
+                    spec.key, running.port, running.pid
+                ),
+                Err(why) => eprintln!("xtask bench: {}: {why}", spec.key),
+            }
+            servers.rows.push(Row { spec, state });
+        }
+        if servers
+            .rows
+            .iter()
+            .all(|r| r.spec.role != Role::Floor || r.running().is_none())
+        {
+            bail!("the floor server did not start; see {}", log_dir.display());
+        }
+        Ok(servers)
+    }
+}
+
+/// A free port on 127.0.0.1 (bound, then released for the server to take).
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Starts `spec` pinned to core 0 and waits until it accepts connections.
+/// `Err` is the reason the row is not available.
+fn start_server(spec: &RowSpec, log_dir: &Path) -> Result<Running, String> {
+    let redis = if spec.needs_redis {
+        Some(start_redis(log_dir)?)
+    } else {
+        None
+    };
+    let port = free_port().map_err(|e| e.to_string())?;
+    let log_path = log_dir.join(format!("{}.log", spec.key));
+    let log = fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut command = Command::new("taskset");
+    command
+        .arg("-c")
+        .arg("0")
+        .arg(&spec.program)
+        .args(&spec.args)
+        .arg("--port")
+        .arg(port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    if let Some((_, redis_port)) = &redis {
+        command
+            .arg("--redis-url")
+            .arg(format!("redis://127.0.0.1:{redis_port}"));
+    }
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+    let mut guard = ChildGuard {
+        name: spec.key.to_owned(),
+        child,
+    };
+    wait_ready(&mut guard, port, &log_path)?;
+    Ok(Running {
+        port,
+        pid: guard.pid(),
+        _child: guard,
+        _redis: redis.map(|(guard, _)| guard),
+    })
+}
+
+fn start_redis(log_dir: &Path) -> Result<(ChildGuard, u16), String> {
+    if command_exists("redis-server", &["--version"]).is_none() {
+        return Err("redis-server is not installed".to_owned());
+    }
+    let port = free_port().map_err(|e| e.to_string())?;
+    let log_path = log_dir.join("redis.log");
+    let log = fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let child = Command::new("taskset")
+        .args(["-c", "0", "redis-server", "--bind", "127.0.0.1", "--port"])
+        .arg(port.to_string())
+        .args(["--save", "", "--appendonly", "no"])
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start redis-server: {e}"))?;
+    let mut guard = ChildGuard {
+        name: "redis-server".to_owned(),
+        child,
+    };
+    wait_ready(&mut guard, port, &log_path)?;
+    Ok((guard, port))
+}
+
+fn wait_ready(guard: &mut ChildGuard, port: u16, log: &Path) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    loop {
+        match guard.child.try_wait() {
+            Ok(Some(status)) => {
+                let said = fs::read_to_string(log).unwrap_or_default();
+                let said = said.lines().last().unwrap_or("").trim().to_owned();
+                return Err(if status.code() == Some(EXIT_NOT_AVAILABLE) {
+                    format!("not available ({said})")
+                } else {
+                    format!("exited at start ({status}): {said}")
+                });
+            }
+            Ok(None) => {}
+            Err(error) => return Err(error.to_string()),
+        }
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "did not accept connections within {START_TIMEOUT:?}"
+            ));
+        }
+        // Polling a child process for readiness; not a test.
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One `mcp-load` run.
+#[derive(Clone, Debug)]
+struct Sample {
+    calls_per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+    first_error: Option<String>,
+    rss_mib: Option<f64>,
+}
+
+/// Samples per (revision, concurrency, row key), one slot per round.
+type Results = BTreeMap<(&'static str, u32), BTreeMap<&'static str, Vec<Option<Sample>>>>;
+
+fn measure(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Results> {
+    let load = bin.join("mcp-load");
+    let mut results = Results::new();
+    for &revision in &settings.revisions {
+        for &concurrency in &settings.concurrencies {
+            let active: Vec<&Row> = servers
+                .rows
+                .iter()
+                .filter(|r| r.running().is_some() && r.spec.endpoint(revision).is_some())
+                .collect();
+            let cell = results.entry((revision, concurrency)).or_default();
+            for row in &servers.rows {
+                cell.insert(row.spec.key, vec![None; settings.rounds]);
+            }
+            for round in 0..settings.rounds {
+                for i in 0..active.len() {
+                    let row = active[(i + round) % active.len()];
+                    let sample = load_once(&load, row, revision, concurrency, settings)?;
+                    eprintln!(
+                        "xtask bench: {revision} c={concurrency} round {} {:<15} {:>9.0} calls/s  p50 {:.3} ms  p99 {:.3} ms  errors {}",
+                        round + 1,
+                        row.spec.key,
+                        sample.calls_per_s,
+                        sample.p50_ms,
+                        sample.p99_ms,
+                        sample.errors
+                    );
+                    if let Some(slot) = cell.get_mut(row.spec.key) {
+                        slot[round] = Some(sample);
+                    }
+                }
+            }
+        }
+    }
+    Ok(results)
+}
+
+fn load_once(
+    load: &Path,
+    row: &Row,
+    revision: &str,
+    concurrency: u32,
+    settings: &Settings,
+) -> Result<Sample> {
+    let running = row.running().context("row not running")?;
+    let (path, transport) = row.spec.endpoint(revision).context("revision not served")?;
+    let mut command = Command::new("taskset");
+    command
+        .args(["-c", "1"])
+        .arg(load)
+        .arg("--url")
+        .arg(format!("http://127.0.0.1:{}{path}", running.port))
+        .args(["--revision", revision, "--transport", transport])
+        .arg("--concurrency")
+        .arg(concurrency.to_string())
+        .arg("--warmup")
+        .arg(settings.warmup.to_string())
+        .arg("--duration")
+        .arg(settings.measure.to_string());
+    if row.spec.fixed_reply {
+        command.arg("--fixed-reply");
+    }
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .context("running mcp-load")?;
+    if !output.status.success() {
+        bail!(
+            "mcp-load failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let report: Value = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "parsing the mcp-load report `{}`",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })?;
+    let number = |key: &str| report[key].as_f64().unwrap_or(0.0);
+    Ok(Sample {
+        calls_per_s: number("calls_per_s"),
+        p50_ms: number("p50_ms"),
+        p99_ms: number("p99_ms"),
+        errors: report["errors"].as_u64().unwrap_or(0),
+        first_error: report["first_error"].as_str().map(str::to_owned),
+        rss_mib: status_kib(running.pid, "VmRSS:").map(|k| k as f64 / 1024.0),
+    })
+}
+
+/// A `/proc/<pid>/status` field in KiB.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+}
+
+fn loadavg() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| {
+            let parts: Vec<&str> = s.split_whitespace().take(3).collect();
+            (parts.len() == 3).then(|| parts.join(" "))
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    })
+}
+
+/// The summary of one row in one cell.
+#[derive(Debug, Default)]
+struct RowSummary {
+    calls: Option<(f64, f64, f64)>,
+    p50: Option<f64>,
+    p99: Option<f64>,
+    of_floor: Option<f64>,
+    vs_rmcp: Option<f64>,
+    rss: Option<f64>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+/// Summarises a row: medians over rounds; ratios per round (same round), then their median.
+fn summarise(cell: &BTreeMap<&str, Vec<Option<Sample>>>, key: &str) -> RowSummary {
+    let Some(samples) = cell.get(key) else {
+        return RowSummary::default();
+    };
+    let present: Vec<&Sample> = samples.iter().flatten().collect();
+    if present.is_empty() {
+        return RowSummary::default();
+    }
+    let calls: Vec<f64> = present.iter().map(|s| s.calls_per_s).collect();
+    let min = calls.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = calls.iter().copied().fold(0.0, f64::max);
+    let per_round = |reference: &dyn Fn(usize) -> Option<f64>| {
+        let ratios: Vec<f64> = samples
+            .iter()
+            .enumerate()
+            .filter_map(|(round, s)| {
+                let s = s.as_ref()?;
+                let r = reference(round)?;
+                (r > 0.0).then(|| s.calls_per_s / r)
+            })
+            .collect();
+        median(ratios)
+    };
+    let calls_in = |key: &str, round: usize| {
+        cell.get(key)
+            .and_then(|s| s.get(round))
+            .and_then(Option::as_ref)
+            .map(|s| s.calls_per_s)
+    };
+    let of_floor = per_round(&|round| calls_in("floor", round));
+    let vs_rmcp = per_round(&|round| {
+        let session = calls_in("rmcp-session", round);
+        let stateless = calls_in("rmcp-stateless", round);
+        match (session, stateless) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    });
+    RowSummary {
+        calls: median(calls).map(|m| (m, min, max)),
+        p50: median(present.iter().map(|s| s.p50_ms).collect()),
+        p99: median(present.iter().map(|s| s.p99_ms).collect()),
+        of_floor,
+        vs_rmcp,
+        rss: median(present.iter().filter_map(|s| s.rss_mib).collect()),
+        errors: present.iter().map(|s| s.errors).sum(),
+        first_error: present.iter().find_map(|s| s.first_error.clone()),
+    }
+}
+
+/// What the report says about a row besides its samples.
+#[derive(Debug)]
+struct RowInfo {
+    key: &'static str,
+    label: String,
+    command: String,
+    unavailable: Option<String>,
+}
+
+/// Everything the report is written from.
+struct Report<'a> {
+    settings: &'a Settings,
+    rows: &'a [RowInfo],
+    results: &'a Results,
+    notes: &'a [String],
+    peak_rss: &'a BTreeMap<&'a str, Option<f64>>,
+    load_before: String,
+    load_after: String,
+    wall: Duration,
+}
+
+/// Row order and labels in the tables (taken from the first cell that has the row).
+const ROW_ORDER: [&str; 6] = [
+    "floor",
+    "ours-memory",
+    "ours-redis",
+    "rmcp-session",
+    "rmcp-stateless",
+    "tiny",
+];
+
+impl Report<'_> {
+    fn markdown(&self) -> String {
+        let mut md = String::new();
+        let s = self.settings;
+        let ours_measured = self.results.values().any(|cell| {
+            ["ours-memory", "ours-redis"]
+                .iter()
+                .any(|k| cell.get(k).is_some_and(|v| v.iter().any(Option::is_some)))
+        });
+        let _ = writeln!(md, "# Benchmarks\n");
+        if s.quick {
+            let _ = writeln!(
+                md,
+                "**Quick run** (`cargo xtask bench --quick`): one short round, to prove the harness works. \
+                 These figures are not measurements.\n"
+            );
+        }
+        if !ours_measured {
+            let _ = writeln!(
+                md,
+                "**Partial:** our server's rows are pending: `mcp-bench-server` reports that our HTTP transport (issue 7) is not available yet. \
+                 The floor and the peers below were measured in full.\n"
+            );
+        }
+        let _ = writeln!(
+            md,
+            "Generated by `cargo xtask bench{}`.\n",
+            if s.quick { " --quick" } else { "" }
+        );
+        let _ = writeln!(md, "## Machine and run\n");
+        let _ = writeln!(md, "| | |\n| --- | --- |");
+        let _ = writeln!(md, "| date | {} |", date());
+        let _ = writeln!(md, "| CPU | {} |", cpu_model());
+        let _ = writeln!(
+            md,
+            "| cores (`nproc`) | {} |",
+            command_exists("nproc", &[]).unwrap_or_default()
+        );
+        let _ = writeln!(
+            md,
+            "| kernel | {} |",
+            command_exists("uname", &["-sr"]).unwrap_or_default()
+        );
+        let _ = writeln!(
+            md,
+            "| rustc | {} |",
+            command_exists("rustc", &["--version"]).unwrap_or_default()
+        );
+        let _ = writeln!(
+            md,
+            "| load average (1, 5, 15 min) before / after | {} / {} |",
+            self.load_before, self.load_after
+        );
+        let _ = writeln!(
+            md,
+            "| settings | {} round(s), {} s warm-up + {} s measured per run, concurrency {:?} |",
+            s.rounds, s.warmup, s.measure, s.concurrencies
+        );
+        let _ = writeln!(md, "| wall time | {:.0} s |\n", self.wall.as_secs_f64());
+        let _ = writeln!(md, "## Method\n");
+        let _ = writeln!(
+            md,
+            "- Every server is pinned to core 0 (`taskset -c 0`) and the load generator to core 1 (`taskset -c 1`), on 127.0.0.1.\n\
+             - The load generator (`mcp-load`, release build, current-thread tokio runtime) runs C workers, each on its own keep-alive HTTP/1.1 connection \
+             (hyper `client::conn::http1`, `TCP_NODELAY`) with its own session where the revision has one: `initialize` + `notifications/initialized` \
+             and the session header on 2024-11-05 to 2025-11-25, per-request `_meta` and the `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers on 2026-07-28. \
+             Then `tools/call add {{a: 2, b: 3}}` in a loop; every reply is parsed (JSON or SSE) and its sum checked; failures are counted as errors.\n\
+             - 2024-11-05 is measured over HTTP+SSE (`GET /sse`, POSTs to the `endpoint` event's URL, replies on the stream); rmcp has no HTTP+SSE transport, so it has no 2024-11-05 row.\n\
+             - The floor is a bare hyper 1 HTTP/1.1 server answering any POST with a fixed 130-byte JSON-RPC `add` result (and, for 2024-11-05, the same over an HTTP+SSE stream).\n\
+             - Rounds alternate the servers (rotated each round: A B C, B C A, ...). Calls/s is the median over rounds with the min-max spread; \
+             p50/p99 are medians of the per-round latency percentiles. \
+             \"of floor\" and \"vs rmcp\" are ratios taken within each round, then the median: \"vs rmcp\" divides by the faster rmcp mode of that round.\n\
+             - RSS is the server's resident set after each run (median); the peak is `VmHWM` at the end.\n\
+             - Absolute numbers move between runs on this shared machine; compare servers only within one run.\n"
+        );
+        let _ = writeln!(md, "## Commands\n");
+        let _ = writeln!(
+            md,
+            "```sh\ncargo xtask bench            # this report\ncargo xtask bench --quick    # CI: one short round, peers only if cached\n```\n"
+        );
+        let _ = writeln!(
+            md,
+            "Each run: `taskset -c 1 mcp-load --url http://127.0.0.1:PORT/mcp --revision REV --concurrency C --warmup {} --duration {}` \
+            (`/sse --transport http+sse` for 2024-11-05; `--fixed-reply` for the floor). Servers:\n",
+            s.warmup, s.measure
+        );
+        for row in self.rows {
+            let _ = writeln!(md, "- `{}` ({}): `{}`", row.key, row.label, row.command);
+        }
+        let _ = writeln!(md);
+        let unavailable: Vec<String> = self
+            .rows
+            .iter()
+            .filter_map(|r| Some(format!("`{}`: {}", r.key, r.unavailable.as_deref()?)))
+            .collect();
+        if !self.notes.is_empty() || !unavailable.is_empty() {
+            let _ = writeln!(md, "Notes:\n");
+            for note in self.notes.iter().chain(&unavailable) {
+                let _ = writeln!(md, "- {note}");
+            }
+            let _ = writeln!(md);
+        }
+        let _ = writeln!(md, "## Results\n");
+        md.push_str(&self.tables());
+        md.push_str(&self.peak_table());
+        md.push_str(&self.targets());
+        md
+    }
+
+    fn label(&self, key: &str) -> String {
+        self.rows
+            .iter()
+            .find(|r| r.key == key)
+            .map_or_else(|| key.to_owned(), |r| r.label.clone())
+    }
+
+    fn unavailable(&self, key: &str) -> Option<&str> {
+        self.rows
+            .iter()
+            .find(|r| r.key == key)
+            .and_then(|r| r.unavailable.as_deref())
+    }
+
+    fn tables(&self) -> String {
+        let mut md = String::new();
+        for ((revision, concurrency), cell) in self.results {
+            let transport = if *revision == LEGACY {
+                "HTTP+SSE"
+            } else {
+                "Streamable HTTP"
+            };
+            let _ = writeln!(md, "### {revision}, c={concurrency} ({transport})\n");
+            let _ = writeln!(
+                md,
+                "| server | calls/s (median, min-max) | p50 ms | p99 ms | of floor | vs rmcp | RSS MiB | errors |\n| --- | --: | --: | --: | --: | --: | --: | --: |"
+            );
+            for key in ROW_ORDER {
+                let label = self.label(key);
+                if self.unavailable(key).is_some() {
+                    let _ = writeln!(md, "| {label} | not available (see notes) | | | | | | |");
+                    continue;
+                }
+                if !cell.contains_key(key) {
+                    continue;
+                }
+                let row = summarise(cell, key);
+                let Some((calls, min, max)) = row.calls else {
+                    let why = if key.starts_with("rmcp") && *revision == LEGACY {
+                        "n/a (no HTTP+SSE transport)"
+                    } else {
+                        "n/a"
+                    };
+                    let _ = writeln!(md, "| {label} | {why} | | | | | | |");
+                    continue;
+                };
+                let pct = |v: Option<f64>| {
+                    v.map_or_else(|| "-".to_owned(), |v| format!("{:.0}%", v * 100.0))
+                };
+                let ratio =
+                    |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}x"));
+                let errors = match (&row.first_error, row.errors) {
+                    (Some(first), n) if n > 0 => format!("**{n}** ({})", first.replace('|', "/")),
+                    (_, n) => n.to_string(),
+                };
+                let _ = writeln!(
+                    md,
+                    "| {label} | {} ({}-{}) | {:.3} | {:.3} | {} | {} | {} | {errors} |",
+                    thousands(calls),
+                    thousands(min),
+                    thousands(max),
+                    row.p50.unwrap_or(0.0),
+                    row.p99.unwrap_or(0.0),
+                    pct(row.of_floor),
+                    ratio(row.vs_rmcp),
+                    row.rss
+                        .map_or_else(|| "-".to_owned(), |r| format!("{r:.1}")),
+                );
+            }
+            let _ = writeln!(md);
+        }
+        md
+    }
+
+    fn peak_table(&self) -> String {
+        let mut md = String::from(
+            "### Peak RSS over the whole run\n\n| server | peak RSS MiB |\n| --- | --: |\n",
+        );
+        for key in ROW_ORDER {
+            if let Some(Some(peak)) = self.peak_rss.get(key) {
+                let _ = writeln!(md, "| {} | {peak:.1} |", self.label(key));
+            }
+        }
+        md.push('\n');
+        md
+    }
+
+    /// Our figures against the issue's targets, each marked met, missed or pending.
+    fn targets(&self) -> String {
+        let mut md =
+            String::from("## Targets\n\n| target | figure | status |\n| --- | --- | --- |\n");
+        let share = |concurrency: u32| -> Option<(f64, &str)> {
+            self.results
+                .iter()
+                .filter(|((_, c), _)| *c == concurrency)
+                .map(|((revision, _), cell)| {
+                    summarise(cell, "ours-memory")
+                        .of_floor
+                        .map(|s| (s, *revision))
+                })
+                .collect::<Option<Vec<_>>>()
+                .and_then(|v| v.into_iter().min_by(|a, b| a.0.total_cmp(&b.0)))
+        };
+        for (concurrency, goal) in [(1, 0.85), (32, 0.75)] {
+            let target = format!(
+                ">= {:.0}% of the floor at c={concurrency} on every revision",
+                goal * 100.0
+            );
+            let line = match share(concurrency) {
+                Some((worst, revision)) => format!(
+                    "| {target} | lowest {:.0}% ({revision}) | {} |",
+                    worst * 100.0,
+                    if worst >= goal { "met" } else { "**missed**" }
+                ),
+                None => format!("| {target} | - | pending (our server's row not available) |"),
+            };
+            let _ = writeln!(md, "{line}");
+        }
+        let redis: Option<f64> = self
+            .results
+            .values()
+            .map(|cell| {
+                let memory = summarise(cell, "ours-memory").calls?.0;
+                let redis = summarise(cell, "ours-redis").calls?.0;
+                (memory > 0.0).then(|| redis / memory)
+            })
+            .collect::<Option<Vec<_>>>()
+            .and_then(|v| v.into_iter().min_by(f64::total_cmp));
+        let _ = writeln!(
+            md,
+            "{}",
+            match redis {
+                Some(r) => format!(
+                    "| Redis store within 25% of the memory store | worst {:.0}% of memory | {} |",
+                    r * 100.0,
+                    if r >= 0.75 { "met" } else { "**missed**" }
+                ),
+                None => "| Redis store within 25% of the memory store | - | pending (our server's row not available) |".to_owned(),
+            }
+        );
+        for target in [
+            "10,000 idle legacy sessions <= 10 MB extra RSS",
+            "our client >= 90% of the raw hyper client loop",
+            "stdio >= 70% of the raw pipe",
+            "pushed ask answered through the hub: answer-to-handler p50/p99",
+        ] {
+            let _ = writeln!(md, "| {target} | - | pending (row not built yet) |");
+        }
+        md.push('\n');
+        md.push_str(&self.headline());
+        md
+    }
+
+    /// The peers' shares of the floor, for the README's headline.
+    fn headline(&self) -> String {
+        let mut md = String::from(
+            "## Headline ratios (share of the floor, median over revisions 2025-03-26 to 2026-07-28)\n\n",
+        );
+        for key in ROW_ORDER.iter().skip(1) {
+            for &concurrency in &self.settings.concurrencies {
+                let shares: Vec<f64> = self
+                    .results
+                    .iter()
+                    .filter(|((revision, c), _)| *c == concurrency && *revision != LEGACY)
+                    .filter_map(|(_, cell)| summarise(cell, key).of_floor)
+                    .collect();
+                if let Some(m) = median(shares) {
+                    let _ = writeln!(
+                        md,
+                        "- {}, c={concurrency}: {:.0}% of the floor",
+                        self.label(key),
+                        m * 100.0
+                    );
+                }
+            }
+        }
+        md.push('\n');
+        md
+    }
+
+    /// Fails when the floor, which must always work, had errors or no calls.
+    fn check_floor(&self) -> Result<()> {
+        for ((revision, concurrency), cell) in self.results {
+            let floor = summarise(cell, "floor");
+            match floor.calls {
+                Some((calls, ..)) if calls > 0.0 && floor.errors == 0 => {}
+                _ => bail!(
+                    "the floor failed on {revision} c={concurrency}: {} error(s), first: {}",
+                    floor.errors,
+                    floor.first_error.unwrap_or_default()
+                ),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn thousands(value: f64) -> String {
+    let n = value.round() as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn date() -> String {
+    command_exists("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn cpu_model() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|rest| rest.trim_start_matches([' ', '\t', ':']).trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0]), Some(3.0));
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn thousands_separators() {
+        for (value, text) in [
+            (0.0, "0"),
+            (999.4, "999"),
+            (1000.0, "1,000"),
+            (36_512.6, "36,513"),
+            (1_234_567.0, "1,234,567"),
+        ] {
+            assert_eq!(thousands(value), text);
+        }
+    }
+
+    fn sample(calls_per_s: f64) -> Option<Sample> {
+        Some(Sample {
+            calls_per_s,
+            p50_ms: 0.1,
+            p99_ms: 0.2,
+            errors: 0,
+            first_error: None,
+            rss_mib: Some(4.0),
+        })
+    }
+
+    #[test]
+    fn ratios_are_taken_within_a_round() {
+        // The floor swings between rounds; the peer tracks it at half its rate.
+        let mut cell = BTreeMap::new();
+        cell.insert("floor", vec![sample(100.0), sample(200.0), sample(50.0)]);
+        cell.insert("tiny", vec![sample(50.0), sample(100.0), sample(25.0)]);
+        cell.insert("rmcp-session", vec![sample(10.0), sample(20.0), None]);
+        cell.insert(
+            "rmcp-stateless",
+            vec![sample(25.0), sample(10.0), sample(5.0)],
+        );
+        let tiny = summarise(&cell, "tiny");
+        assert_eq!(tiny.of_floor, Some(0.5));
+        assert_eq!(tiny.calls, Some((50.0, 25.0, 100.0)));
+        // Per round: 50/25, 100/20, 25/5.
+        assert_eq!(tiny.vs_rmcp, Some(5.0));
+        let floor = summarise(&cell, "floor");
+        assert_eq!(floor.of_floor, Some(1.0));
+        assert!(summarise(&cell, "ours-memory").calls.is_none());
+    }
+
+    #[test]
+    fn settings_parse() {
+        let args: Vec<String> = [
+            "--quick",
+            "--rounds",
+            "2",
+            "--revisions",
+            "2025-11-25,2026-07-28",
+            "--concurrency",
+            "1,8",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let settings = Settings::parse(&args).expect("valid");
+        assert!(settings.quick);
+        assert_eq!(settings.rounds, 2);
+        assert_eq!(settings.revisions, vec!["2025-11-25", "2026-07-28"]);
+        assert_eq!(settings.concurrencies, vec![1, 8]);
+        assert_eq!(settings.measure, 1.0);
+        for bad in [
+            &["--rounds", "0"][..],
+            &["--revisions", "2025-01-01"],
+            &["--measure"],
+            &["--what"],
+        ] {
+            let args: Vec<String> = bad.iter().map(|s| (*s).to_owned()).collect();
+            assert!(Settings::parse(&args).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn endpoints_per_row() {
+        let bin = Path::new("/bin");
+        let floor = RowSpec::floor(bin);
+        let rmcp = RowSpec::rmcp(bin, RmcpMode::Stateless);
+        assert_eq!(floor.endpoint(LEGACY), Some(("/sse", "http+sse")));
+        assert_eq!(floor.endpoint("2026-07-28"), Some(("/mcp", "streamable")));
+        assert_eq!(rmcp.endpoint(LEGACY), None);
+        assert_eq!(rmcp.endpoint("2025-03-26"), Some(("/mcp", "streamable")));
+        assert_eq!(
+            RowSpec::ours(bin, Store::Redis).command_line(),
+            "taskset -c 0 mcp-bench-server --store redis --port PORT --redis-url redis://127.0.0.1:RPORT"
+        );
+    }
+}
