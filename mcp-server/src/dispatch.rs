@@ -371,12 +371,19 @@ impl Server {
                 .respond
                 .then(|| adapter.encode_failure(invalid.id, &invalid.failure)),
             Incoming::Call(call) => {
-                let call = *call;
+                let mut call = *call;
                 let cancel = CancelHandle::new();
                 if let Some(id) = &call.id {
-                    ctx.in_flight().insert(id.clone(), cancel.clone());
+                    let mut in_flight = ctx.in_flight();
+                    if in_flight.contains_key(id) {
+                        let failure = Failure::invalid_request(format!(
+                            "request id {id} is already in flight"
+                        ));
+                        return Some(adapter.encode_failure(Some(id.clone()), &failure));
+                    }
+                    in_flight.insert(id.clone(), cancel.clone());
                 }
-                let done = self.call(adapter, &call, ctx, sink, &cancel).await;
+                let done = self.call(adapter, &mut call, ctx, sink, &cancel).await;
                 if let Some(id) = &call.id {
                     ctx.in_flight().remove(id);
                 }
@@ -392,6 +399,13 @@ impl Server {
                     cache,
                 };
                 adapter.encode(&call, outcome, &context)
+            }
+            other => {
+                tracing::debug!(
+                    ?other,
+                    "an incoming item of a kind this server does not handle; ignored"
+                );
+                None
             }
         }
     }
@@ -420,13 +434,12 @@ impl Server {
     async fn call(
         &self,
         adapter: Adapter,
-        call: &Call,
+        call: &mut Call,
         ctx: &Context,
         sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
     ) -> Done {
         let registry = &*self.registry;
-        let mut call = call.clone();
         if !adapter.features().per_request_meta {
             let connection = ctx.conn();
             call.client.fill_from(&connection.client);
@@ -436,7 +449,7 @@ impl Server {
         }
         let view = registry.view(adapter);
         match call.operation {
-            Operation::Describe => self.describe(adapter, &call, ctx),
+            Operation::Describe => self.describe(adapter, call, ctx),
             Operation::HandshakeComplete
             | Operation::Progress
             | Operation::RootsListChanged
@@ -457,32 +470,29 @@ impl Server {
                     "logging/setLevel needs a valid level",
                 )),
             },
-            Operation::ListTools => list(registry, ListKind::Tools, "tools", &view.tools, &call),
+            Operation::ListTools => list(registry, ListKind::Tools, "tools", &view.tools, call),
             Operation::ListResources => list(
                 registry,
                 ListKind::Resources,
                 "resources",
                 &view.resources,
-                &call,
+                call,
             ),
             Operation::ListResourceTemplates => list(
                 registry,
                 ListKind::Templates,
                 "resourceTemplates",
                 &view.templates,
-                &call,
+                call,
             ),
             Operation::ListPrompts => {
-                list(registry, ListKind::Prompts, "prompts", &view.prompts, &call)
+                list(registry, ListKind::Prompts, "prompts", &view.prompts, call)
             }
-            Operation::CallTool => {
-                self.call_tool(adapter, view, &call, ctx, sink, cancel)
-                    .await
-            }
-            Operation::ReadResource => self.read_resource(adapter, &call, ctx, sink, cancel).await,
-            Operation::GetPrompt => self.get_prompt(adapter, &call, ctx, sink, cancel).await,
-            Operation::Complete => self.complete(&call).await,
-            Operation::Listen => self.listen(adapter, &call, sink),
+            Operation::CallTool => self.call_tool(adapter, view, call, ctx, sink, cancel).await,
+            Operation::ReadResource => self.read_resource(adapter, call, ctx, sink, cancel).await,
+            Operation::GetPrompt => self.get_prompt(adapter, call, ctx, sink, cancel).await,
+            Operation::Complete => self.complete(call).await,
+            Operation::Listen => self.listen(adapter, call, sink),
             _ => Done::failure(Failure::unknown_method(&call.method)),
         }
     }
@@ -511,7 +521,7 @@ impl Server {
         &self,
         adapter: Adapter,
         view: &RevisionView,
-        call: &Call,
+        call: &mut Call,
         ctx: &Context,
         sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
@@ -534,7 +544,12 @@ impl Server {
             Ok(resumed) => resumed,
             Err(done) => return done,
         };
-        let arguments = Value::Object(call.arguments.clone());
+        // Only a handler that can ask needs the arguments again (to bind new request state).
+        let arguments = Value::Object(if entry.tool.takes_exchange {
+            call.arguments.clone()
+        } else {
+            std::mem::take(&mut call.arguments)
+        });
         if let Err(issues) = entry.validator.validate(&arguments) {
             let text: Vec<String> = issues.iter().map(ToString::to_string).collect();
             return finish(CallToolResult::error(format!(

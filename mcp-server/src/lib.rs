@@ -18,6 +18,57 @@
 //! 2025-06-18 and 2025-11-25, and a result naming the `mcpAnswers`/`mcpState` arguments on
 //! 2025-03-26 and 2024-11-05.
 //!
+//! ```
+//! use mcp_server::{Context, Exchange, Json, Question, Server, Tool, ToolError};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use serde_json::json;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs { a: i64, b: i64 }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Sum { sum: i64 }
+//!
+//! async fn add(args: AddArgs) -> Json<Sum> {
+//!     Json(Sum { sum: args.a + args.b })
+//! }
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct DeployArgs { service: String }
+//!
+//! async fn deploy(args: DeployArgs, ex: Exchange) -> Result<String, ToolError> {
+//!     let answer = ex.ask("confirm", Question::elicit(format!("Deploy {}?", args.service))).await?;
+//!     Ok(if answer.accepted() { "deployed".into() } else { "kept".into() })
+//! }
+//!
+//! let server = Server::builder("demo", "1.0")
+//!     .tool(Tool::new("add", add).read_only())
+//!     .tool(Tool::new("deploy", deploy).destructive())
+//!     .build()?;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+//! // One message in, the messages to send out: no socket needed.
+//! let ctx = Context::connection();
+//! let meta = json!({
+//!     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+//!     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+//! });
+//! let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+//!     "params": {"_meta": meta, "name": "add", "arguments": {"a": 2, "b": 3}}});
+//! let out = server.handle_all(call, &ctx).await;
+//! assert_eq!(out[0].to_value()["result"]["structuredContent"], json!({"sum": 5}));
+//!
+//! // On 2026-07-28 a question is the result; the client calls again with the answer.
+//! let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+//!     "params": {"_meta": meta, "name": "deploy", "arguments": {"service": "web"}}});
+//! let out = server.handle_all(ask, &ctx).await;
+//! assert_eq!(out[0].to_value()["result"]["resultType"], "input_required");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
 
 mod ask;

@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use mcp_adapters::{Adapter, ToolDefinition, ToolView};
+use mcp_adapters::{Adapter, ToolDefinition, ToolHeaders, ToolView};
+use mcp_schema::HeaderBinding;
 use serde_json::{Value, json};
 
 use crate::server::Registry;
@@ -97,5 +98,13 @@ impl RevisionView {
             prompts,
             capabilities: Value::Object(capabilities),
         }
+    }
+}
+
+impl ToolHeaders for RevisionView {
+    fn header_bindings(&self, name: &str) -> Option<&[HeaderBinding]> {
+        self.tool_views
+            .get(name)
+            .map(|view| view.header_bindings.as_slice())
     }
 }

@@ -573,6 +573,13 @@ impl Server {
     pub fn revisions(&self) -> &AdapterSet {
         &self.registry.adapters
     }
+
+    /// The `x-mcp-header` bindings of the tools offered on `adapter`'s revision, for the
+    /// `Mcp-Param-*` checks of [`Adapter::decode_http`](mcp_adapters::Adapter::decode_http).
+    /// Computed once per revision.
+    pub fn tool_headers(&self, adapter: Adapter) -> &impl mcp_adapters::ToolHeaders {
+        self.registry.view(adapter)
+    }
 }
 
 #[cfg(test)]

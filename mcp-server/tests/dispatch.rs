@@ -94,6 +94,14 @@ async fn wait(_: NoArgs, ex: Exchange) -> String {
     "cancelled".to_owned()
 }
 
+async fn whoami(_: NoArgs, ex: Exchange) -> String {
+    ex.client_info()
+        .and_then(|i| i.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
 async fn mixed(_: NoArgs) -> Vec<Content> {
     vec![
         Content::text("plain"),
@@ -146,6 +154,7 @@ fn server(page_size: usize) -> Server {
         .tool(Tool::new("count", count))
         .tool(Tool::new("mixed", mixed))
         .tool(Tool::new("wait", wait))
+        .tool(Tool::new("whoami", whoami))
         .tool(Tool::new("modern_only", echo).min_revision(Revision::V2026_07_28))
         .resource(
             Resource::new("config://app", "config", config)
@@ -711,6 +720,58 @@ async fn cancelled_requests_stop_and_get_no_response() {
             "{revision}: a cancelled request gets no response"
         );
     }
+}
+
+#[tokio::test]
+async fn the_connection_remembers_who_the_client_is() {
+    let server = server(100);
+    for revision in Revision::ALL {
+        let mut client = Client::new(&server, revision, json!({})).await;
+        let result = client
+            .ok("tools/call", json!({"name": "whoami", "arguments": {}}))
+            .await;
+        let expected = if client.legacy() { "test" } else { "unknown" };
+        assert_eq!(result["content"][0]["text"], expected, "{revision}");
+    }
+}
+
+#[tokio::test]
+async fn a_request_id_in_flight_cannot_be_reused() {
+    let server = server(100);
+    let mut client = Client::new(&server, Revision::V2025_11_25, json!({})).await;
+    let (id, mut stream) = client.start(
+        "tools/call",
+        json!({"name": "wait", "arguments": {}, "_meta": {"progressToken": 1}}),
+    );
+    assert_eq!(next(&mut stream).await["method"], "notifications/progress");
+    let duplicate = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    let out = server.handle_all(duplicate, &client.ctx).await;
+    assert_eq!(out[0].to_value()["error"]["code"], -32600);
+    assert!(client.ctx.cancel(&mcp_wire::jsonrpc::Id::Number(id)));
+    use futures::StreamExt as _;
+    assert!(stream.next().await.is_none());
+}
+
+#[tokio::test]
+async fn header_bindings_are_served_per_revision() {
+    use mcp_adapters::{Adapter, ToolHeaders as _};
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)] // only the derived schema matters here
+    struct Routed {
+        region: String,
+    }
+    async fn routed(_: Routed) -> String {
+        String::new()
+    }
+    let server = Server::builder("h", "1")
+        .tool(Tool::new("routed", routed).header("region", "Region"))
+        .build()
+        .unwrap();
+    let modern = server.tool_headers(Adapter::new(Revision::V2026_07_28));
+    assert_eq!(modern.header_bindings("routed").map(<[_]>::len), Some(1));
+    assert!(modern.header_bindings("missing").is_none());
+    let legacy = server.tool_headers(Adapter::new(Revision::V2025_06_18));
+    assert_eq!(legacy.header_bindings("routed").map(<[_]>::len), Some(0));
 }
 
 #[tokio::test]
