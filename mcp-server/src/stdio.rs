@@ -8,6 +8,8 @@
 //! goes on. At end of input the server stops after the calls in flight finish; calls still
 //! running after [`StdioConfig::shutdown_grace`] are cancelled.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
@@ -15,7 +17,7 @@ use mcp_adapters::{AdapterSet, Failure};
 use mcp_wire::ndjson::{NdjsonDecoder, NdjsonError};
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::dispatch::{Context, Outgoing};
@@ -29,6 +31,7 @@ pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
 #[derive(Clone, Debug)]
 pub struct StdioConfig {
     max_line: usize,
+    max_in_flight: usize,
     shutdown_grace: Duration,
 }
 
@@ -36,6 +39,7 @@ impl Default for StdioConfig {
     fn default() -> Self {
         Self {
             max_line: DEFAULT_MAX_LINE,
+            max_in_flight: 128,
             shutdown_grace: Duration::from_secs(10),
         }
     }
@@ -52,6 +56,15 @@ impl StdioConfig {
     #[must_use]
     pub fn max_line(mut self, bytes: usize) -> Self {
         self.max_line = bytes.max(1);
+        self
+    }
+
+    /// Sets how many requests run at once (at least 1). As many more wait in a queue; beyond
+    /// that the server stops reading stdin until a call finishes. Replies and notifications
+    /// are never held back. Default is `128`.
+    #[must_use]
+    pub fn max_in_flight(mut self, calls: usize) -> Self {
+        self.max_in_flight = calls.max(1);
         self
     }
 
@@ -114,11 +127,47 @@ where
     let writer_task = tokio::spawn(write_lines(writer, out_rx));
     let mut decoder = NdjsonDecoder::new().with_max_line_length(config.max_line);
     let mut calls = JoinSet::new();
+    let permits = Arc::new(Semaphore::new(config.max_in_flight));
+    let mut waiting: VecDeque<Vec<u8>> = VecDeque::new();
     let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let read = reader.read(&mut buf).await?;
+    let mut at_end = false;
+    let start = |line: Vec<u8>, permit: OwnedSemaphorePermit, calls: &mut JoinSet<()>| {
+        let forward = forward(server.handle(line, &ctx), out_tx.clone());
+        calls.spawn(async move {
+            forward.await;
+            drop(permit);
+        });
+    };
+    while !at_end {
+        // Start the requests that waited for a free slot.
+        while !waiting.is_empty() {
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                break;
+            };
+            start(waiting.pop_front().unwrap_or_default(), permit, &mut calls);
+        }
+        // Reap finished calls so the set does not grow with the connection's age.
+        while calls.try_join_next().is_some() {}
+        if waiting.len() >= config.max_in_flight {
+            // Too much queued: stop reading until a call finishes (backpressure on the pipe).
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            start(waiting.pop_front().unwrap_or_default(), permit, &mut calls);
+            continue;
+        }
+        let read = tokio::select! {
+            read = reader.read(&mut buf) => read?,
+            permit = permits.clone().acquire_owned(), if !waiting.is_empty() => {
+                if let Ok(permit) = permit {
+                    start(waiting.pop_front().unwrap_or_default(), permit, &mut calls);
+                }
+                continue;
+            }
+        };
         if read == 0 {
             decoder.finish();
+            at_end = true;
         } else {
             decoder.push(&buf[..read]);
         }
@@ -137,30 +186,19 @@ where
                     );
                 }
                 Err(other) => tracing::warn!(%other, "stdio framing error"),
-                Ok(line) => {
-                    let reply = server.handle(line.clone(), &ctx);
-                    let out = out_tx.clone();
-                    let forward = async move {
-                        let mut reply = reply;
-                        while let Some(message) = reply.next().await {
-                            if out.send(message.to_bytes()).is_err() {
-                                break;
-                            }
-                        }
-                    };
-                    if in_order(&line) {
-                        forward.await;
-                    } else {
-                        calls.spawn(forward);
-                    }
+                Ok(line) if in_order(&line) => {
+                    forward(server.handle(line, &ctx), out_tx.clone()).await
                 }
+                Ok(line) => waiting.push_back(line),
             }
-            // Reap finished calls so the set does not grow with the connection's age.
-            while calls.try_join_next().is_some() {}
         }
-        if read == 0 {
+    }
+    // Requests still queued at end of input run too.
+    while let Some(line) = waiting.pop_front() {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
             break;
-        }
+        };
+        start(line, permit, &mut calls);
     }
     // End of input: let the calls in flight finish, then cancel what is left.
     let drain = async { while calls.join_next().await.is_some() {} };
@@ -175,6 +213,15 @@ where
     match writer_task.await {
         Ok(result) => result.map_err(StdioError::Io),
         Err(join) => Err(StdioError::Io(std::io::Error::other(join.to_string()))),
+    }
+}
+
+/// Sends what one message produces to the writer.
+async fn forward(mut reply: crate::dispatch::Reply, out: mpsc::UnboundedSender<Vec<u8>>) {
+    while let Some(message) = reply.next().await {
+        if out.send(message.to_bytes()).is_err() {
+            break;
+        }
     }
 }
 

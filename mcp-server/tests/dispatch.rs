@@ -590,6 +590,22 @@ async fn mrtr_asks_in_the_result_and_binds_the_retry() {
 }
 
 #[tokio::test]
+async fn expired_request_state_is_refused() {
+    let server = Server::builder("s", "1")
+        .tool(Tool::new("deploy", deploy))
+        .request_state_ttl(std::time::Duration::ZERO)
+        .build()
+        .unwrap();
+    let mut client = Client::new(&server, Revision::V2026_07_28, elicit_caps()).await;
+    let call = json!({"name": "deploy", "arguments": {"service": "web"}});
+    let first = client.ok("tools/call", call.clone()).await;
+    let mut retry = call;
+    retry["inputResponses"] = json!({"confirm": {"action": "accept", "content": {}}});
+    retry["requestState"] = first["requestState"].clone();
+    assert_eq!(client.err("tools/call", retry).await["code"], -32602);
+}
+
+#[tokio::test]
 async fn pushed_questions_wait_for_the_reply() {
     let server = server(100);
     for revision in [Revision::V2025_06_18, Revision::V2025_11_25] {
