@@ -90,7 +90,14 @@ pub enum Outgoing {
 impl Outgoing {
     /// The serialized message (compact JSON, no newline).
     pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.to_value()).unwrap_or_default()
+        match self {
+            Self::Message(message) => serde_json::to_vec(message).unwrap_or_default(),
+            Self::Response(encoded) => encoded.to_bytes(),
+            Self::Batch(items) => {
+                let messages: Vec<&Value> = items.iter().map(|e| &e.message).collect();
+                serde_json::to_vec(&messages).unwrap_or_default()
+            }
+        }
     }
 
     /// The message as JSON.
@@ -373,6 +380,7 @@ impl Server {
             Incoming::Call(call) => {
                 let mut call = *call;
                 let cancel = CancelHandle::new();
+                let mut registered = None;
                 if let Some(id) = &call.id {
                     let mut in_flight = ctx.in_flight();
                     if in_flight.contains_key(id) {
@@ -382,11 +390,14 @@ impl Server {
                         return Some(adapter.encode_failure(Some(id.clone()), &failure));
                     }
                     in_flight.insert(id.clone(), cancel.clone());
+                    // Removed when the call ends, or when its reply stream is dropped.
+                    registered = Some(InFlight {
+                        ctx: ctx.clone(),
+                        id: id.clone(),
+                    });
                 }
                 let done = self.call(adapter, &mut call, ctx, sink, &cancel).await;
-                if let Some(id) = &call.id {
-                    ctx.in_flight().remove(id);
-                }
+                drop(registered);
                 if *cancel.watcher().borrow() {
                     // A cancelled request gets no response.
                     return None;
@@ -501,9 +512,8 @@ impl Server {
         let registry = &*self.registry;
         if adapter.has_handshake() {
             let mut connection = ctx.conn();
-            if ctx.inner.can_push || connection.adapter.is_none() {
-                connection.adapter = Some(adapter);
-            }
+            // The handshake's revision holds for the rest of the connection.
+            connection.adapter = Some(adapter);
             // Keep the client's identity and capabilities for the life of the connection.
             connection.client = call.client.clone();
         }
@@ -844,6 +854,18 @@ impl Server {
                 }
             }
         }
+    }
+}
+
+/// A request id registered as in flight, until this is dropped.
+struct InFlight {
+    ctx: Context,
+    id: Id,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.ctx.in_flight().remove(&self.id);
     }
 }
 

@@ -752,6 +752,25 @@ async fn the_connection_remembers_who_the_client_is() {
 }
 
 #[tokio::test]
+async fn dropping_a_reply_stream_cancels_the_call_and_frees_its_id() {
+    let server = server(100);
+    let mut client = Client::new(&server, Revision::V2025_11_25, json!({})).await;
+    let (id, mut stream) = client.start(
+        "tools/call",
+        json!({"name": "wait", "arguments": {}, "_meta": {"progressToken": 1}}),
+    );
+    assert_eq!(next(&mut stream).await["method"], "notifications/progress");
+    drop(stream);
+    let again = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    let out = server.handle_all(again, &client.ctx).await;
+    assert_eq!(
+        out[0].to_value()["result"],
+        json!({}),
+        "the id is free again"
+    );
+}
+
+#[tokio::test]
 async fn a_request_id_in_flight_cannot_be_reused() {
     let server = server(100);
     let mut client = Client::new(&server, Revision::V2025_11_25, json!({})).await;
