@@ -590,6 +590,31 @@ async fn mrtr_asks_in_the_result_and_binds_the_retry() {
 }
 
 #[tokio::test]
+async fn prompts_ask_only_where_the_revision_can_carry_it() {
+    async fn careful(_: NoArgs, ex: Exchange) -> Result<String, mcp_server::PromptError> {
+        let answer = ex.ask("sure", Question::elicit("Sure?")).await?;
+        Ok(format!("sure: {}", answer.accepted()))
+    }
+    let server = Server::builder("p", "1")
+        .prompt(Prompt::new("careful", careful))
+        .build()
+        .unwrap();
+    // 2026-07-28: the question is the result of prompts/get too.
+    let mut modern = Client::new(&server, Revision::V2026_07_28, elicit_caps()).await;
+    let first = modern.ok("prompts/get", json!({"name": "careful"})).await;
+    assert_eq!(first["resultType"], "input_required");
+    let retry = json!({"name": "careful", "inputResponses": {"sure": {"action": "accept", "content": {}}}, "requestState": first["requestState"]});
+    let done = modern.ok("prompts/get", retry).await;
+    check(Revision::V2026_07_28, "GetPromptResult", &done);
+    assert_eq!(done["messages"][0]["content"]["text"], "sure: true");
+    // 2025-03-26 asks only in tool arguments: a prompt that asks fails, it is never
+    // answered with a tool-shaped result.
+    let mut legacy = Client::new(&server, Revision::V2025_03_26, json!({})).await;
+    let error = legacy.err("prompts/get", json!({"name": "careful"})).await;
+    assert_eq!(error["code"], -32603);
+}
+
+#[tokio::test]
 async fn expired_request_state_is_refused() {
     let server = Server::builder("s", "1")
         .tool(Tool::new("deploy", deploy))
