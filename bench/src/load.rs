@@ -72,6 +72,10 @@ pub struct LoadConfig {
     /// The target answers every POST with one fixed body (the floor): handshake replies are not
     /// checked and reply ids are not compared; sums still are. Default is `false`.
     pub fixed_reply: bool,
+    /// Instead of calling `add`, open this many sessions (handshakes over Streamable HTTP, on
+    /// [`concurrency`](Self::concurrency) connections) and leave them idle; see
+    /// [`open_sessions`]. Default is `None`.
+    pub sessions: Option<usize>,
 }
 
 impl LoadConfig {
@@ -86,13 +90,16 @@ impl LoadConfig {
             duration: Duration::from_secs(3),
             timeout: Duration::from_secs(10),
             fixed_reply: false,
+            sessions: None,
         }
     }
 
     /// Parses the `mcp-load` command line (without the program name).
     ///
     /// `--url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
-    /// [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply]`
+    /// [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply] [--sessions N]`
+    ///
+    /// `--sessions` needs a revision with a handshake and Streamable HTTP.
     pub fn from_args<I, S>(args: I) -> Result<Self, ArgsError>
     where
         I: IntoIterator<Item = S>,
@@ -105,6 +112,7 @@ impl LoadConfig {
         let mut warmup = None;
         let mut duration = None;
         let mut timeout = None;
+        let mut sessions = None;
         let mut fixed_reply = false;
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -132,6 +140,9 @@ impl LoadConfig {
                 "--duration" => {
                     duration = Some(seconds(value).filter(|d| !d.is_zero()).ok_or_else(bad)?);
                 }
+                "--sessions" => {
+                    sessions = Some(value.parse().ok().filter(|&n| n > 0).ok_or_else(bad)?);
+                }
                 "--timeout" => {
                     timeout = Some(seconds(value).filter(|d| !d.is_zero()).ok_or_else(bad)?);
                 }
@@ -147,6 +158,12 @@ impl LoadConfig {
         config.duration = duration.unwrap_or(config.duration);
         config.timeout = timeout.unwrap_or(config.timeout);
         config.fixed_reply = fixed_reply;
+        config.sessions = sessions;
+        if sessions.is_some()
+            && (!revision.has_handshake() || config.transport != Transport::Streamable)
+        {
+            return Err(ArgsError::SessionsNeedHandshake);
+        }
         Ok(config)
     }
 }
@@ -179,6 +196,9 @@ pub enum ArgsError {
     /// A required flag is missing.
     #[error("`{0}` is required")]
     Required(&'static str),
+    /// `--sessions` with 2026-07-28 or HTTP+SSE.
+    #[error("`--sessions` needs a revision with a handshake, over Streamable HTTP")]
+    SessionsNeedHandshake,
 }
 
 /// A load run that could not start.
@@ -251,6 +271,134 @@ pub struct Report {
     pub max_ms: f64,
     /// The first error seen, if any.
     pub first_error: Option<String>,
+}
+
+/// The result of [`open_sessions`], printed by `mcp-load --sessions` as one JSON line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SessionsReport {
+    /// The target URL.
+    pub url: String,
+    /// The revision of the handshakes.
+    pub revision: &'static str,
+    /// Sessions asked for.
+    pub requested: usize,
+    /// Handshakes that completed.
+    pub opened: u64,
+    /// Completed handshakes whose `initialize` reply carried an `Mcp-Session-Id` (a server
+    /// without sessions keeps nothing, and answers none).
+    pub with_session_id: u64,
+    /// Failed handshakes.
+    pub errors: u64,
+    /// Wall time, in seconds.
+    pub duration_s: f64,
+    /// The first error seen, if any.
+    pub first_error: Option<String>,
+}
+
+/// Opens [`LoadConfig::sessions`] sessions with `initialize` + `notifications/initialized`
+/// over [`LoadConfig::concurrency`] keep-alive connections, and leaves them idle (no `DELETE`):
+/// the harness compares the server's RSS before and after.
+///
+/// A connection that fails is reopened; [`LoadConfig::timeout`] bounds each handshake.
+pub async fn open_sessions(config: &LoadConfig) -> Result<SessionsReport, LoadError> {
+    let target = Arc::new(Target::parse(&config.url)?);
+    let requested = config.sessions.unwrap_or(0);
+    let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(requested));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..config.concurrency.max(1))
+        .map(|_| {
+            let target = target.clone();
+            let remaining = remaining.clone();
+            let (revision, timeout) = (config.revision, config.timeout);
+            tokio::spawn(async move {
+                let mut tally = SessionTally::default();
+                let mut buf = Vec::with_capacity(512);
+                let mut conn: Option<StreamableConn> = None;
+                let mut failures_in_a_row = 0;
+                let take = || {
+                    remaining
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                        .is_ok()
+                };
+                while failures_in_a_row < MAX_OPEN_FAILURES && take() {
+                    let attempt = async {
+                        if conn.is_none() {
+                            conn = Some(StreamableConn {
+                                sender: target.connect().await?,
+                                target: target.clone(),
+                                revision,
+                                session: None,
+                                decoder: SseDecoder::new(),
+                                next_id: 1,
+                                fixed_reply: false,
+                            });
+                        }
+                        let Some(c) = conn.as_mut() else {
+                            return Err(CallError::StreamEnded);
+                        };
+                        c.handshake(&mut buf, Expect::Initialize(revision)).await?;
+                        Ok(c.session.is_some())
+                    };
+                    match tokio::time::timeout(timeout, attempt)
+                        .await
+                        .unwrap_or(Err(CallError::Timeout))
+                    {
+                        Ok(with_id) => {
+                            failures_in_a_row = 0;
+                            tally.opened += 1;
+                            tally.with_session_id += u64::from(with_id);
+                        }
+                        Err(error) => {
+                            failures_in_a_row += 1;
+                            tally.errors += 1;
+                            tally.first_error.get_or_insert(error.to_string());
+                            conn = None;
+                        }
+                    }
+                }
+                tally
+            })
+        })
+        .collect();
+    let mut total = SessionTally::default();
+    for worker in workers {
+        match worker.await {
+            Ok(tally) => {
+                total.opened += tally.opened;
+                total.with_session_id += tally.with_session_id;
+                total.errors += tally.errors;
+                if total.first_error.is_none() {
+                    total.first_error = tally.first_error;
+                }
+            }
+            Err(join) => {
+                total.errors += 1;
+                total
+                    .first_error
+                    .get_or_insert(format!("worker failed: {join}"));
+            }
+        }
+    }
+    Ok(SessionsReport {
+        url: config.url.clone(),
+        revision: config.revision.as_str(),
+        requested,
+        opened: total.opened,
+        with_session_id: total.with_session_id,
+        errors: total.errors,
+        duration_s: started.elapsed().as_secs_f64(),
+        first_error: total.first_error,
+    })
+}
+
+/// What one [`open_sessions`] worker counted.
+#[derive(Debug, Default)]
+struct SessionTally {
+    opened: u64,
+    with_session_id: u64,
+    errors: u64,
+    first_error: Option<String>,
 }
 
 const WARMUP: u8 = 0;
@@ -475,14 +623,7 @@ impl Worker {
                     fixed_reply: self.fixed_reply,
                 };
                 if self.revision.has_handshake() {
-                    request::write_initialize(buf, self.revision);
-                    let response = conn.post(buf, PostKind::Initialize).await?;
-                    conn.session = response.headers().get(MCP_SESSION_ID).cloned();
-                    read_reply(response, &mut conn.decoder, expect_init).await?;
-                    let response = conn
-                        .post(request::INITIALIZED, PostKind::Initialized)
-                        .await?;
-                    expect_accepted(response).await?;
+                    conn.handshake(buf, expect_init).await?;
                 }
                 Ok(Session::Streamable(conn))
             }
@@ -578,6 +719,21 @@ struct StreamableConn {
 }
 
 impl StreamableConn {
+    /// Opens a new session on this connection: `initialize` (remembering the
+    /// `Mcp-Session-Id` of its reply, if any) and `notifications/initialized`.
+    async fn handshake(&mut self, buf: &mut Vec<u8>, expect: Expect) -> Result<(), CallError> {
+        self.session = None;
+        self.next_id = 1;
+        request::write_initialize(buf, self.revision);
+        let response = self.post(buf, PostKind::Initialize).await?;
+        self.session = response.headers().get(MCP_SESSION_ID).cloned();
+        read_reply(response, &mut self.decoder, expect).await?;
+        let response = self
+            .post(request::INITIALIZED, PostKind::Initialized)
+            .await?;
+        expect_accepted(response).await
+    }
+
     async fn post(&mut self, body: &[u8], kind: PostKind) -> Result<Response<Incoming>, CallError> {
         let mut request = Request::new(Full::new(Bytes::copy_from_slice(body)));
         *request.method_mut() = Method::POST;
@@ -873,7 +1029,29 @@ mod tests {
 
     #[test]
     fn bad_args() {
-        let cases: [(&[&str], ArgsError); 6] = [
+        let cases: [(&[&str], ArgsError); 8] = [
+            (
+                &[
+                    "--url",
+                    "http://h:1/",
+                    "--revision",
+                    "2026-07-28",
+                    "--sessions",
+                    "5",
+                ],
+                ArgsError::SessionsNeedHandshake,
+            ),
+            (
+                &[
+                    "--url",
+                    "http://h:1/",
+                    "--revision",
+                    "2024-11-05",
+                    "--sessions",
+                    "5",
+                ],
+                ArgsError::SessionsNeedHandshake,
+            ),
             (&["--revision", "2025-03-26"], ArgsError::Required("--url")),
             (&["--url", "http://h:1/"], ArgsError::Required("--revision")),
             (&["--url"], ArgsError::MissingValue("--url".into())),

@@ -254,3 +254,34 @@ async fn strict_server_with_wrong_sum_fails_on_sse_replies() {
     let error = report.first_error.expect("an error message");
     assert!(error.contains("wrong sum 7"), "{error}");
 }
+
+#[tokio::test]
+async fn sessions_mode_opens_and_counts_sessions() {
+    let base = start_strict(5).await;
+    let mut strict = config(&base, Revision::V2025_11_25);
+    strict.sessions = Some(25);
+    strict.concurrency = 3;
+    let report = load::open_sessions(&strict).await.expect("the run starts");
+    assert_eq!(
+        (
+            report.requested,
+            report.opened,
+            report.with_session_id,
+            report.errors
+        ),
+        (25, 25, 25, 0),
+        "{:?}",
+        report.first_error
+    );
+
+    // The floor answers `initialize` with an `add` result (id 1): every handshake fails its
+    // check.
+    let base = start_floor(FLOOR_BODY).await;
+    let mut floor = config(&base, Revision::V2025_06_18);
+    floor.sessions = Some(25);
+    let report = load::open_sessions(&floor).await.expect("the run starts");
+    assert_eq!(report.opened, 0);
+    assert!(report.errors > 0);
+    let error = report.first_error.expect("an error message");
+    assert!(error.contains("request id 0"), "{error}");
+}

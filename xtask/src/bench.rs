@@ -16,11 +16,14 @@
 //!    (rotated each round: A B C, B C A, ...) gets one `mcp-load` run pinned to core 1.
 //!    Ratios (share of the floor, ratio to rmcp) are taken within a round, then the median over
 //!    rounds is reported, with the min-max spread of calls/s.
-//! 5. Writes the report (`docs/benchmarks.md`, or `target/bench/benchmarks-quick.md` with
+//! 5. Idle memory: for every server but the floor, opens `--sessions` sessions (2025-11-25
+//!    handshakes over Streamable HTTP, left idle) and compares its RSS before and after.
+//! 6. Writes the report (`docs/benchmarks.md`, or `target/bench/benchmarks-quick.md` with
 //!    `--quick`) and stops every server it started, on every path.
 //!
 //! Options: `--quick`, `--no-peers`, `--rounds N`, `--warmup SECS`, `--measure SECS`,
-//! `--revisions A,B`, `--concurrency 1,32`, `--out PATH`.
+//! `--revisions A,B`, `--concurrency 1,32`, `--sessions N` (idle sessions per server, 0 to
+//! skip; default 10,000, 200 with `--quick`), `--out PATH`.
 
 use std::{
     collections::BTreeMap,
@@ -99,6 +102,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     // Servers are stopped when `servers` is dropped, on every path out of this function.
     let servers = Servers::start(rows, &log_dir)?;
     let results = measure(&settings, &bin, &servers)?;
+    let idle = idle_sessions(&settings, &bin, &servers)?;
     let load_after = loadavg();
     let peak_rss: BTreeMap<&str, Option<f64>> = servers
         .rows
@@ -127,6 +131,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         settings: &settings,
         rows: &rows,
         results: &results,
+        idle: &idle,
         notes: &notes,
         peak_rss: &peak_rss,
         load_before,
@@ -145,7 +150,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
     fs::write(&out, &markdown).with_context(|| format!("writing {}", out.display()))?;
-    println!("{}", report.tables());
+    println!("{}{}", report.tables(), report.idle_table());
     println!(
         "xtask bench: wrote {} in {:.0} s",
         out.display(),
@@ -164,6 +169,8 @@ struct Settings {
     measure: f64,
     revisions: Vec<&'static str>,
     concurrencies: Vec<u32>,
+    /// Idle sessions opened per server after the throughput rounds (0: skipped).
+    sessions: usize,
     out: Option<PathBuf>,
 }
 
@@ -178,6 +185,7 @@ impl Settings {
             measure: if quick { 1.0 } else { 2.0 },
             revisions: REVISIONS.to_vec(),
             concurrencies: vec![1, 32],
+            sessions: if quick { 200 } else { 10_000 },
             out: None,
         };
         let mut it = args.iter();
@@ -194,6 +202,10 @@ impl Settings {
                 "--warmup" => settings.warmup = seconds(&value()?, arg, true)?,
                 "--measure" => settings.measure = seconds(&value()?, arg, false)?,
                 "--out" => settings.out = Some(PathBuf::from(value()?)),
+                "--sessions" => {
+                    let v = value()?;
+                    settings.sessions = if v == "0" { 0 } else { positive(&v, arg)? };
+                }
                 "--revisions" => {
                     settings.revisions = value()?
                         .split(',')
@@ -214,7 +226,7 @@ impl Settings {
                 other => bail!(
                     "unknown option `{other}`; usage: cargo xtask bench [--quick] [--no-peers] \
                      [--rounds N] [--warmup SECS] [--measure SECS] [--revisions A,B] \
-                     [--concurrency 1,32] [--out PATH]"
+                     [--concurrency 1,32] [--sessions N] [--out PATH]"
                 ),
             }
         }
@@ -865,6 +877,86 @@ fn status_kib(pid: u32, field: &str) -> Option<u64> {
         .and_then(|kib| kib.parse().ok())
 }
 
+/// One server's idle-sessions measurement.
+#[derive(Clone, Debug)]
+struct IdleSample {
+    key: &'static str,
+    requested: usize,
+    opened: u64,
+    with_session_id: u64,
+    errors: u64,
+    first_error: Option<String>,
+    before_kib: u64,
+    after_kib: u64,
+}
+
+impl IdleSample {
+    /// Extra resident memory per session that got an id, in bytes.
+    fn bytes_per_session(&self) -> Option<f64> {
+        (self.with_session_id > 0).then(|| {
+            self.after_kib.saturating_sub(self.before_kib) as f64 * 1024.0
+                / self.with_session_id as f64
+        })
+    }
+}
+
+/// The revision of the idle sessions: the newest with a handshake.
+const IDLE_REVISION: &str = "2025-11-25";
+
+fn idle_sessions(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Vec<IdleSample>> {
+    let mut samples = Vec::new();
+    if settings.sessions == 0 {
+        return Ok(samples);
+    }
+    for row in &servers.rows {
+        let Some(running) = row.running() else {
+            continue;
+        };
+        if row.spec.role == Role::Floor {
+            continue;
+        }
+        let before = status_kib(running.pid, "VmRSS:").unwrap_or(0);
+        let output = Command::new("taskset")
+            .args(["-c", "1"])
+            .arg(bin.join("mcp-load"))
+            .arg("--url")
+            .arg(format!("http://127.0.0.1:{}/mcp", running.port))
+            .args(["--revision", IDLE_REVISION, "--concurrency", "4"])
+            .arg("--sessions")
+            .arg(settings.sessions.to_string())
+            .stdin(Stdio::null())
+            .output()
+            .context("running mcp-load --sessions")?;
+        if !output.status.success() {
+            bail!(
+                "mcp-load --sessions failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let report: Value =
+            serde_json::from_slice(&output.stdout).context("parsing the sessions report")?;
+        let after = status_kib(running.pid, "VmRSS:").unwrap_or(0);
+        let count = |key: &str| report[key].as_u64().unwrap_or(0);
+        let sample = IdleSample {
+            key: row.spec.key,
+            requested: settings.sessions,
+            opened: count("opened"),
+            with_session_id: count("with_session_id"),
+            errors: count("errors"),
+            first_error: report["first_error"].as_str().map(str::to_owned),
+            before_kib: before,
+            after_kib: after,
+        };
+        eprintln!(
+            "xtask bench: idle sessions {:<15} opened {} (with id {}), RSS {} -> {} KiB, errors {}",
+            sample.key, sample.opened, sample.with_session_id, before, after, sample.errors
+        );
+        samples.push(sample);
+    }
+    Ok(samples)
+}
+
 fn loadavg() -> String {
     fs::read_to_string("/proc/loadavg")
         .ok()
@@ -966,6 +1058,7 @@ struct Report<'a> {
     settings: &'a Settings,
     rows: &'a [RowInfo],
     results: &'a Results,
+    idle: &'a [IdleSample],
     notes: &'a [String],
     peak_rss: &'a BTreeMap<&'a str, Option<f64>>,
     load_before: String,
@@ -1012,6 +1105,21 @@ impl Report<'_> {
             "Generated by `cargo xtask bench{}`.\n",
             if s.quick { " --quick" } else { "" }
         );
+        let busy = |load: &str| {
+            load.split_whitespace()
+                .next()
+                .and_then(|l| l.parse::<f64>().ok())
+                .is_some_and(|l| l > 1.5)
+        };
+        if busy(&self.load_before) || busy(&self.load_after) {
+            let _ = writeln!(
+                md,
+                "**Noisy run:** the load average shows other processes competing for the two cores during this run \
+                 (pinning keeps our processes on their cores, not the others off them). \
+                 Absolute figures, c=1 above all, are lower and more spread than on a quiet machine; \
+                 the same-round ratios are the figures to read.\n"
+            );
+        }
         let _ = writeln!(md, "## Machine and run\n");
         let _ = writeln!(md, "| | |\n| --- | --- |");
         let _ = writeln!(md, "| date | {} |", date());
@@ -1088,6 +1196,7 @@ impl Report<'_> {
         let _ = writeln!(md, "## Results\n");
         md.push_str(&self.tables());
         md.push_str(&self.peak_table());
+        md.push_str(&self.idle_table());
         md.push_str(&self.targets());
         md
     }
@@ -1179,6 +1288,39 @@ impl Report<'_> {
         md
     }
 
+    fn idle_table(&self) -> String {
+        if self.idle.is_empty() {
+            return String::new();
+        }
+        let mut md = format!(
+            "### Idle sessions ({IDLE_REVISION} handshakes over Streamable HTTP, left idle)\n\n\
+             | server | sessions opened | with a session id | RSS before MiB | RSS after MiB | extra MiB | bytes per session | errors |\n\
+             | --- | --: | --: | --: | --: | --: | --: | --: |\n"
+        );
+        for sample in self.idle {
+            let extra = sample.after_kib.saturating_sub(sample.before_kib) as f64 / 1024.0;
+            let errors = match (&sample.first_error, sample.errors) {
+                (Some(first), n) if n > 0 => format!("**{n}** ({})", first.replace('|', "/")),
+                (_, n) => n.to_string(),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} of {} | {} | {:.1} | {:.1} | {extra:.1} | {} | {errors} |",
+                self.label(sample.key),
+                thousands(sample.opened as f64),
+                thousands(sample.requested as f64),
+                thousands(sample.with_session_id as f64),
+                sample.before_kib as f64 / 1024.0,
+                sample.after_kib as f64 / 1024.0,
+                sample
+                    .bytes_per_session()
+                    .map_or_else(|| "- (no sessions kept)".to_owned(), thousands),
+            );
+        }
+        md.push('\n');
+        md
+    }
+
     /// Our figures against the issue's targets, each marked met, missed or pending.
     fn targets(&self) -> String {
         let mut md =
@@ -1232,8 +1374,26 @@ impl Report<'_> {
                 None => "| Redis store within 25% of the memory store | - | pending (our server's row not available) |".to_owned(),
             }
         );
+        let idle_target =
+            "10,000 idle legacy sessions <= 10 MB extra RSS (1,000 bytes per session)";
+        let line = match self.idle.iter().find(|s| s.key == "ours-memory") {
+            Some(sample) => match sample.bytes_per_session() {
+                Some(per) => format!(
+                    "| {idle_target} | {} bytes per session over {} sessions | {} |",
+                    thousands(per),
+                    thousands(sample.with_session_id as f64),
+                    if per <= 1_000.0 && sample.errors == 0 {
+                        "met"
+                    } else {
+                        "**missed**"
+                    }
+                ),
+                None => format!("| {idle_target} | no session ids | **missed** |"),
+            },
+            None => format!("| {idle_target} | - | pending (our server's row not available) |"),
+        };
+        let _ = writeln!(md, "{line}");
         for target in [
-            "10,000 idle legacy sessions <= 10 MB extra RSS",
             "our client >= 90% of the raw hyper client loop",
             "stdio >= 70% of the raw pipe",
             "pushed ask answered through the hub: answer-to-handler p50/p99",

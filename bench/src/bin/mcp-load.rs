@@ -3,7 +3,11 @@
 //! ```text
 //! mcp-load --url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
 //!          [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply]
+//!          [--sessions N]
 //! ```
+//!
+//! With `--sessions N` it opens N sessions and leaves them idle instead (see
+//! `mcp_bench::load::open_sessions`), printing a `SessionsReport` line.
 //!
 //! Runs on a current-thread tokio runtime: the harness pins it to one core with `taskset`.
 
@@ -19,7 +23,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: mcp-load --url URL --revision REV [--transport streamable|http+sse] \
                  [--concurrency N] [--warmup SECS] [--duration SECS] [--timeout SECS] \
-                 [--fixed-reply]"
+                 [--fixed-reply] [--sessions N]"
             );
             return ExitCode::from(2);
         }
@@ -34,8 +38,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(load::run(&config)) {
-        Ok(report) => match serde_json::to_string(&report) {
+    let line = runtime.block_on(async {
+        if config.sessions.is_some() {
+            load::open_sessions(&config)
+                .await
+                .map(|r| serde_json::to_string(&r))
+        } else {
+            load::run(&config).await.map(|r| serde_json::to_string(&r))
+        }
+    });
+    match line {
+        Ok(line) => match line {
             Ok(line) => {
                 println!("{line}");
                 ExitCode::SUCCESS
