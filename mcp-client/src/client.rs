@@ -161,6 +161,11 @@ impl Drop for Inner {
     }
 }
 
+/// How many times one request's stream is resumed before the client gives up.
+const MAX_RESUMES: u32 = 16;
+/// The longest `retry:` pause honoured, in milliseconds.
+const MAX_RETRY_MS: u64 = 30_000;
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -447,7 +452,7 @@ impl Inner {
         };
         let delivery = self.transport.send(outbound).await;
         let outcome = match delivery {
-            Ok(Delivery::Stream(stream)) => self.read_response(&id, stream).await,
+            Ok(Delivery::Stream(stream)) => self.read_response(adapter, &id, stream).await,
             Ok(Delivery::Accepted) => Err(Error::protocol(
                 "the server accepted a request without answering it",
             )),
@@ -474,11 +479,39 @@ impl Inner {
 
     async fn read_response(
         self: &Arc<Self>,
+        adapter: Adapter,
         id: &Id,
         mut stream: MessageStream,
     ) -> Result<Outcome, Error> {
-        while let Some(item) = stream.next().await {
-            let inbound = item?;
+        let mut resumed = 0u32;
+        loop {
+            let Some(item) = stream.next().await else {
+                break;
+            };
+            let inbound = match item {
+                Ok(inbound) => inbound,
+                // SSE polling: the server closed the stream after an event id; the rest of it,
+                // the response included, comes on a GET resuming after that id.
+                Err(TransportError::Interrupted {
+                    last_event_id,
+                    retry_ms,
+                }) if adapter.features().sse_resumable
+                    && self.info.request_streams
+                    && resumed < MAX_RESUMES =>
+                {
+                    resumed += 1;
+                    if let Some(ms) = retry_ms {
+                        tokio::time::sleep(Duration::from_millis(ms.min(MAX_RETRY_MS))).await;
+                    }
+                    let headers = self.headers(adapter, None, None, false)?;
+                    stream = self
+                        .transport
+                        .open_stream(headers, Some(last_event_id))
+                        .await?;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             match inbound.message {
                 Message::Response(r) => {
                     if r.id.is_some() && r.id.as_ref() != Some(id) {

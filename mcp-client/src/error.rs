@@ -161,9 +161,10 @@ impl From<TransportError> for Error {
         let kind = match &error {
             TransportError::Protocol(_) | TransportError::TooLarge { .. } => ErrorKind::Protocol,
             TransportError::Closed => ErrorKind::Closed,
-            TransportError::Status { .. } | TransportError::Io(_) | TransportError::Http(_) => {
-                ErrorKind::Transport
-            }
+            TransportError::Status { .. }
+            | TransportError::Io(_)
+            | TransportError::Http(_)
+            | TransportError::Interrupted { .. } => ErrorKind::Transport,
             TransportError::Unsupported(_) => ErrorKind::Unsupported,
         };
         let status = match &error {

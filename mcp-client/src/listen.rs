@@ -337,9 +337,19 @@ async fn get_stream(weak: Weak<Inner>) {
         };
         drop(inner);
         failures = 0;
+        let mut pause = Duration::from_millis(100);
         while let Some(item) = stream.next().await {
             let Some(inner) = weak.upgrade() else { return };
             match item {
+                Err(TransportError::Interrupted {
+                    last_event_id: last,
+                    retry_ms,
+                }) => {
+                    last_event_id = Some(last);
+                    if let Some(ms) = retry_ms {
+                        pause = Duration::from_millis(ms.min(30_000));
+                    }
+                }
                 Ok(inbound) => {
                     if inbound.event_id.is_some() {
                         last_event_id = inbound.event_id;
@@ -354,6 +364,6 @@ async fn get_stream(weak: Weak<Inner>) {
             }
         }
         // The server closed the stream (SSE polling, a restart): reconnect after a pause.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(pause).await;
     }
 }

@@ -536,6 +536,22 @@ async fn listens_on_2026_and_on_the_legacy_get_stream_with_resume() {
 }
 
 #[tokio::test]
+async fn resumes_a_polled_post_stream_with_last_event_id() {
+    let mock = Mock::start(Config::all()).await;
+    let client = connect(&mock, Revision::V2025_11_25, builder()).await;
+    let result = within(client.call_tool("poll", json!({}))).await.unwrap();
+    assert_eq!(text(&result), "polled");
+    let call = mock
+        .recorded()
+        .into_iter()
+        .rev()
+        .find(|r| r.body["method"] == "tools/call")
+        .unwrap();
+    let expected = format!("p-{}", call.body["id"]);
+    assert!(mock.replayed().contains(&expected), "{:?}", mock.replayed());
+}
+
+#[tokio::test]
 async fn a_misbehaving_server_gets_typed_errors_and_no_hang() {
     let mock = Mock::start(Config::all()).await;
     let cases = [

@@ -209,6 +209,16 @@ pub enum TransportError {
     /// The transport cannot do this.
     #[error("not supported by this transport: {0}")]
     Unsupported(&'static str),
+    /// An SSE stream whose events carry ids ended cleanly: the server may want the client to
+    /// resume it with `GET` and `Last-Event-ID` (SSE polling, 2025-11-25). The last item of such
+    /// a stream.
+    #[error("the SSE stream ended after event {last_event_id:?}")]
+    Interrupted {
+        /// The id of the last event received.
+        last_event_id: String,
+        /// The reconnection time the server asked for (`retry:`), in milliseconds.
+        retry_ms: Option<u64>,
+    },
 }
 
 /// Reads one JSON-RPC message a server sent; a batch or anything else is a protocol error.

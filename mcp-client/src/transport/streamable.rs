@@ -360,6 +360,14 @@ pub(crate) fn sse_stream(body: Incoming, limit: usize) -> MessageStream {
                             s,
                         ));
                     }
+                    let last = s.decoder.last_event_id();
+                    if !last.is_empty() {
+                        let error = TransportError::Interrupted {
+                            last_event_id: last.to_owned(),
+                            retry_ms: s.decoder.retry(),
+                        };
+                        return Some((Err(error), s));
+                    }
                     return None;
                 }
             }

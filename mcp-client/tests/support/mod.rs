@@ -118,6 +118,8 @@ struct State {
     deleted: Vec<String>,
     region_header: String,
     misbehaviour: Option<Misbehaviour>,
+    replay: HashMap<String, Value>,
+    replayed: Vec<String>,
 }
 
 pub struct Mock {
@@ -272,6 +274,10 @@ impl Mock {
         self.lock().deleted.clone()
     }
 
+    pub fn replayed(&self) -> Vec<String> {
+        self.lock().replayed.clone()
+    }
+
     pub fn last_event_ids(&self) -> Vec<Option<String>> {
         self.lock().last_event_ids.clone()
     }
@@ -396,6 +402,14 @@ impl Mock {
             return empty(StatusCode::METHOD_NOT_ALLOWED);
         };
         let _ = version;
+        let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+        if let Some((event_id, message)) = resume.and_then(|id| state.replay.remove_entry(id)) {
+            state.replayed.push(event_id);
+            // SSE polling: the rest of a POST stream, after the event id the client names.
+            let (tx, rx) = mpsc::unbounded_channel();
+            let _ = tx.send(Bytes::from(format!("id: replayed\ndata: {message}\n\n")));
+            return sse_response(rx);
+        }
         let last = headers
             .get("last-event-id")
             .and_then(|v| v.to_str().ok())
@@ -844,6 +858,17 @@ impl Mock {
                     mock.closed_streams.fetch_add(1, Ordering::Relaxed);
                     mock.closed.notify_waiters();
                 });
+                Reply::Stream(rx)
+            }
+            "poll" => {
+                // SSE polling (2025-11-25): prime the stream with an id, then close it; the
+                // response waits for the client's GET with Last-Event-ID.
+                let (tx, rx) = mpsc::unbounded_channel();
+                let event_id = format!("p-{id}");
+                let _ = tx.send(Bytes::from(format!("id: {event_id}\nretry: 5\ndata: \n\n")));
+                self.lock()
+                    .replay
+                    .insert(event_id, ok(id, text_result("polled".into())));
                 Reply::Stream(rx)
             }
             "bad" => {
