@@ -43,6 +43,7 @@ pub struct ClientBuilder {
     max_rounds: usize,
     log_level: Option<LogLevel>,
     cache_entries: usize,
+    probe_timeout: Duration,
     headers: HeaderMap,
     max_message_size: usize,
     remember_era: bool,
@@ -71,6 +72,7 @@ impl Default for ClientBuilder {
             max_rounds: 8,
             log_level: None,
             cache_entries: 256,
+            probe_timeout: Duration::from_secs(5),
             headers: HeaderMap::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             remember_era: true,
@@ -153,6 +155,14 @@ impl ClientBuilder {
         self
     }
 
+    /// How long the dual-era probe (`server/discover`) waits on a transport that is not HTTP
+    /// before deciding the server is a legacy one that ignores unknown requests, and falling back
+    /// to `initialize`. Default is 5 seconds.
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
     /// A header sent on every HTTP request, such as `Authorization`. Default is none.
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.append(name, value);
@@ -181,6 +191,7 @@ impl ClientBuilder {
             max_rounds: self.max_rounds,
             log_level: self.log_level,
             cache_entries: self.cache_entries,
+            probe_timeout: self.probe_timeout,
         }
     }
 

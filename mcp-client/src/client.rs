@@ -107,6 +107,7 @@ pub(crate) struct Config {
     pub(crate) max_rounds: usize,
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) cache_entries: usize,
+    pub(crate) probe_timeout: Duration,
 }
 
 pub(crate) struct State {

@@ -158,7 +158,7 @@ async fn start(
     if adapter.has_handshake() {
         initialize(client, adapter, tried).await
     } else {
-        match describe(client, adapter).await? {
+        match describe(client, adapter, false).await? {
             Described::Modern => Ok(Negotiated::Done),
             Described::Supported(list) => match best(client, &list, tried) {
                 Some(next) => Box::pin(start(client, next, tried)).await,
@@ -194,7 +194,7 @@ async fn probe(client: &Client) -> Result<Negotiated, Error> {
     };
     let mut tried = vec![modern];
     let http = client.inner.info.http;
-    let described = describe(client, Adapter::new(modern)).await;
+    let described = describe(client, Adapter::new(modern), true).await;
     match described {
         Ok(Described::Modern) => Ok(Negotiated::Done),
         Ok(Described::Supported(list)) => match best(client, &list, &tried) {
@@ -220,12 +220,22 @@ enum Described {
 }
 
 /// `server/discover` on a revision without a handshake.
-async fn describe(client: &Client, adapter: Adapter) -> Result<Described, Error> {
+async fn describe(client: &Client, adapter: Adapter, probing: bool) -> Result<Described, Error> {
     let name = adapter
         .method(Operation::Describe)
         .unwrap_or(method::SERVER_DISCOVER);
     let options = CallOptions::new();
-    let timeout = client.inner.config.timeout;
+    // On stdio a server that ignores the probe is a legacy one: do not wait the whole request
+    // timeout to find out.
+    let timeout = if client.inner.info.http || !probing {
+        client.inner.config.timeout
+    } else {
+        client
+            .inner
+            .config
+            .probe_timeout
+            .min(client.inner.config.timeout)
+    };
     let attempt = client
         .inner
         .attempt(adapter, name, Some(json!({})), &options);

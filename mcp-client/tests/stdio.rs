@@ -359,3 +359,70 @@ async fn a_child_that_exits_fails_waiting_calls() {
         "{error:?}"
     );
 }
+
+/// A legacy stdio server that ignores requests it does not know (no answer at all).
+async fn silent_legacy_server(
+    reader: tokio::io::DuplexStream,
+    mut writer: tokio::io::DuplexStream,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(reader).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let message: Value = serde_json::from_str(&line).unwrap();
+        let reply = match message["method"].as_str() {
+            Some("initialize") => json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}}}),
+            Some("tools/list") => {
+                json!({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+            }
+            _ => continue,
+        };
+        let mut bytes = serde_json::to_vec(&reply).unwrap();
+        bytes.push(b'\n');
+        writer.write_all(&bytes).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_probe_the_server_ignores_falls_back_after_the_probe_timeout() {
+    let (client_out, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, client_in) = tokio::io::duplex(1 << 16);
+    tokio::spawn(silent_legacy_server(server_in, server_out));
+    let transport = Stdio::from_pipes(client_in, client_out, 1 << 20);
+    let client = Client::builder()
+        .probe_timeout(Duration::from_millis(100))
+        .timeout(Duration::from_secs(10))
+        .connect(transport);
+    let client = within(client).await.unwrap();
+    assert_eq!(client.revision(), Revision::V2025_06_18);
+    assert!(within(client.list_tools()).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn bounded_rounds_of_questions() {
+    async fn nag(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
+        // A new question every round, forever.
+        let round = (0..).find(|i| !ex.answered(&format!("q{i}"))).unwrap_or(0);
+        for i in 0..=round {
+            ex.ask(&format!("q{i}"), Question::elicit("again?")).await?;
+        }
+        Ok("never".into())
+    }
+    let server = Server::builder("nag", "1")
+        .tool(Tool::new("nag", nag))
+        .build()
+        .unwrap();
+    let (transport, _) = pipes(server);
+    let client = within(
+        answering()
+            .max_rounds(3)
+            .revision(Revision::V2026_07_28)
+            .connect(transport),
+    )
+    .await
+    .unwrap();
+    let error = within(client.call_tool("nag", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::TooManyRounds, "{error}");
+}
