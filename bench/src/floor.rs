@@ -9,6 +9,7 @@
 //! - Anything else: `405`.
 //!
 //! Every accepted connection gets `TCP_NODELAY`.
+//! [`serve_stdio`] is the stdio floor: the same fixed reply for every line on stdin.
 
 use std::{
     collections::HashMap,
@@ -63,6 +64,25 @@ pub async fn serve(listener: TcpListener, body: Bytes) -> std::io::Result<()> {
                 .await;
         });
     }
+}
+
+/// The stdio floor: answers every line read from `input` with `body` and a newline on
+/// `output`, flushed, until `input` ends. Blank lines get no answer.
+pub fn serve_stdio(
+    input: impl std::io::BufRead,
+    mut output: impl std::io::Write,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let mut reply = body.to_vec();
+    reply.push(b'\n');
+    for line in input.split(b'\n') {
+        if line?.trim_ascii().is_empty() {
+            continue;
+        }
+        output.write_all(&reply)?;
+        output.flush()?;
+    }
+    Ok(())
 }
 
 fn is_transient(error: &std::io::Error) -> bool {
@@ -232,6 +252,13 @@ mod tests {
             check_add_reply(FLOOR_BODY.as_bytes(), None),
             Ok(Checked::Passed)
         );
+    }
+
+    #[test]
+    fn stdio_floor_answers_each_line() {
+        let mut out = Vec::new();
+        serve_stdio(&b"{\"a\":1}\n\n{\"b\":2}\n{\"c\":3}"[..], &mut out, b"R").expect("in memory");
+        assert_eq!(out, b"R\nR\nR\n");
     }
 
     #[test]

@@ -8,10 +8,12 @@
 //! - `mcp-load`: the load generator ([`load`]). C workers, each on its own keep-alive HTTP/1.1
 //!   connection (hyper's `client::conn::http1`, `TCP_NODELAY`), do the revision's handshake and
 //!   then call `tools/call add {a: 2, b: 3}` in a loop; every reply is parsed (JSON or SSE) and
-//!   its sum checked ([`reply`]).
+//!   its sum checked ([`reply`]). With `--transport stdio --command ...` it drives a child
+//!   process over its pipes instead (one call at a time).
 //!   It prints one JSON line ([`load::Report`]): calls/s, p50, p99, errors.
 //! - `mcp-floor`: the floor ([`floor`]), a bare hyper 1 HTTP/1.1 server answering any POST with a
-//!   fixed JSON-RPC result, and the 2024-11-05 HTTP+SSE shape on `GET /sse`.
+//!   fixed JSON-RPC result, and the 2024-11-05 HTTP+SSE shape on `GET /sse`; with `--stdio`, the
+//!   stdio floor: a process answering every line on stdin with that fixed line.
 //! - `mcp-bench-server`: our server with an `add` tool, for the harness's own rows.
 //!   It exits with [`EXIT_NOT_AVAILABLE`] until our HTTP transport exists.
 //!
@@ -129,14 +131,17 @@ pub enum Transport {
     /// The 2024-11-05 HTTP+SSE transport: a `GET` SSE stream whose `endpoint` event names the
     /// POST URL; replies arrive as `message` events on the stream.
     HttpSse,
+    /// stdio: newline-delimited JSON-RPC over a child process's stdin and stdout.
+    Stdio,
 }
 
 impl Transport {
-    /// The name used on the command line: `streamable` or `http+sse`.
+    /// The name used on the command line: `streamable`, `http+sse` or `stdio`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Streamable => "streamable",
             Self::HttpSse => "http+sse",
+            Self::Stdio => "stdio",
         }
     }
 }
@@ -154,6 +159,7 @@ impl FromStr for Transport {
         match s {
             "streamable" => Ok(Self::Streamable),
             "http+sse" | "sse" => Ok(Self::HttpSse),
+            "stdio" => Ok(Self::Stdio),
             _ => Err(UnknownName {
                 kind: "transport",
                 name: s.to_owned(),
@@ -179,7 +185,7 @@ mod tests {
         for revision in Revision::ALL {
             assert_eq!(revision.as_str().parse::<Revision>(), Ok(revision));
         }
-        for transport in [Transport::Streamable, Transport::HttpSse] {
+        for transport in [Transport::Streamable, Transport::HttpSse, Transport::Stdio] {
             assert_eq!(transport.as_str().parse::<Transport>(), Ok(transport));
         }
         assert!("2025-01-01".parse::<Revision>().is_err());

@@ -54,8 +54,11 @@ use crate::{
 #[non_exhaustive]
 pub struct LoadConfig {
     /// The URL: the MCP endpoint for Streamable HTTP, the SSE stream (`GET`) for HTTP+SSE.
-    /// Only `http://` is supported.
+    /// Only `http://` is supported. Unused with [`Transport::Stdio`].
     pub url: String,
+    /// The server to spawn for [`Transport::Stdio`]: program and arguments.
+    /// Default is empty.
+    pub command: Vec<String>,
     /// The revision spoken.
     pub revision: Revision,
     /// The transport. Default is the revision's [`Revision::default_transport`].
@@ -83,6 +86,7 @@ impl LoadConfig {
     pub fn new(url: impl Into<String>, revision: Revision) -> Self {
         Self {
             url: url.into(),
+            command: Vec::new(),
             revision,
             transport: revision.default_transport(),
             concurrency: 1,
@@ -97,7 +101,9 @@ impl LoadConfig {
     /// Parses the `mcp-load` command line (without the program name).
     ///
     /// `--url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
-    /// [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply] [--sessions N]`
+    /// [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply] [--sessions N]`, or
+    /// `--transport stdio --command "PROGRAM ARGS..."` instead of `--url` (the command is split
+    /// on whitespace; concurrency 1 only).
     ///
     /// `--sessions` needs a revision with a handshake and Streamable HTTP.
     pub fn from_args<I, S>(args: I) -> Result<Self, ArgsError>
@@ -106,6 +112,7 @@ impl LoadConfig {
         S: AsRef<str>,
     {
         let mut url = None;
+        let mut command = Vec::new();
         let mut revision = None;
         let mut transport = None;
         let mut concurrency = None;
@@ -131,6 +138,7 @@ impl LoadConfig {
             };
             match arg {
                 "--url" => url = Some(value.to_owned()),
+                "--command" => command = value.split_whitespace().map(str::to_owned).collect(),
                 "--revision" => revision = Some(value.parse().map_err(|_| bad())?),
                 "--transport" => transport = Some(value.parse().map_err(|_| bad())?),
                 "--concurrency" => {
@@ -149,16 +157,28 @@ impl LoadConfig {
                 _ => return Err(ArgsError::UnknownFlag(arg.to_owned())),
             }
         }
-        let url = url.ok_or(ArgsError::Required("--url"))?;
-        let revision = revision.ok_or(ArgsError::Required("--revision"))?;
+        let revision: Revision = revision.ok_or(ArgsError::Required("--revision"))?;
+        let transport = transport.unwrap_or(revision.default_transport());
+        let url = match (url, transport) {
+            (Some(url), _) => url,
+            (None, Transport::Stdio) => String::new(),
+            (None, _) => return Err(ArgsError::Required("--url")),
+        };
+        if transport == Transport::Stdio && command.is_empty() {
+            return Err(ArgsError::Required("--command"));
+        }
         let mut config = Self::new(url, revision);
-        config.transport = transport.unwrap_or(config.transport);
+        config.transport = transport;
+        config.command = command;
         config.concurrency = concurrency.unwrap_or(config.concurrency);
         config.warmup = warmup.unwrap_or(config.warmup);
         config.duration = duration.unwrap_or(config.duration);
         config.timeout = timeout.unwrap_or(config.timeout);
         config.fixed_reply = fixed_reply;
         config.sessions = sessions;
+        if config.transport == Transport::Stdio && config.concurrency != 1 {
+            return Err(ArgsError::StdioConcurrency);
+        }
         if sessions.is_some()
             && (!revision.has_handshake() || config.transport != Transport::Streamable)
         {
@@ -196,6 +216,9 @@ pub enum ArgsError {
     /// A required flag is missing.
     #[error("`{0}` is required")]
     Required(&'static str),
+    /// `--concurrency` above 1 with stdio (one pipe, one call at a time).
+    #[error("stdio runs one call at a time: `--concurrency` must be 1")]
+    StdioConcurrency,
     /// `--sessions` with 2026-07-28 or HTTP+SSE.
     #[error("`--sessions` needs a revision with a handshake, over Streamable HTTP")]
     SessionsNeedHandshake,
@@ -208,6 +231,9 @@ pub enum LoadError {
     /// The URL is not `http://host:port/path`.
     #[error("bad URL `{0}`: expected http://host:port/path")]
     BadUrl(String),
+    /// stdio without a command to spawn.
+    #[error("no command to spawn for stdio")]
+    NoCommand,
 }
 
 /// Why one call (or one handshake) failed; counted, never fatal to the run.
@@ -238,6 +264,9 @@ pub enum CallError {
     /// The HTTP+SSE stream did not start with a usable `endpoint` event.
     #[error("bad endpoint event: {0}")]
     Endpoint(String),
+    /// Spawning or talking to the stdio child failed, or it closed its stdout.
+    #[error("stdio: {0}")]
+    Stdio(#[source] std::io::Error),
     /// The call took longer than [`LoadConfig::timeout`].
     #[error("timed out")]
     Timeout,
@@ -409,12 +438,21 @@ const STOP: u8 = 2;
 ///
 /// Must be called inside a tokio runtime with the time and IO drivers enabled.
 pub async fn run(config: &LoadConfig) -> Result<Report, LoadError> {
-    let target = Arc::new(Target::parse(&config.url)?);
+    let target = Arc::new(if config.transport == Transport::Stdio {
+        if config.command.is_empty() {
+            return Err(LoadError::NoCommand);
+        }
+        Target::none()
+    } else {
+        Target::parse(&config.url)?
+    });
+    let command = Arc::new(config.command.clone());
     let phase = Arc::new(AtomicU8::new(WARMUP));
     let workers: Vec<_> = (0..config.concurrency.max(1))
         .map(|_| {
             let worker = Worker {
                 target: target.clone(),
+                command: command.clone(),
                 phase: phase.clone(),
                 revision: config.revision,
                 transport: config.transport,
@@ -441,7 +479,11 @@ pub async fn run(config: &LoadConfig) -> Result<Report, LoadError> {
     let secs = measured.as_secs_f64();
     let ms = |ns: u64| (ns as f64 / 1e3).round() / 1e3;
     Ok(Report {
-        url: config.url.clone(),
+        url: if config.transport == Transport::Stdio {
+            format!("stdio:{}", config.command.join(" "))
+        } else {
+            config.url.clone()
+        },
         revision: config.revision.as_str(),
         transport: config.transport.as_str(),
         concurrency: config.concurrency,
@@ -468,6 +510,15 @@ struct Target {
 }
 
 impl Target {
+    /// A placeholder for stdio runs, which connect nowhere.
+    fn none() -> Self {
+        Self {
+            authority: String::new(),
+            host: HeaderValue::from_static(""),
+            path: Uri::default(),
+        }
+    }
+
     fn parse(url: &str) -> Result<Self, LoadError> {
         let bad = || LoadError::BadUrl(url.to_owned());
         let uri: Uri = url.parse().map_err(|_| bad())?;
@@ -542,6 +593,7 @@ impl Stats {
 /// One worker: a connection (two for HTTP+SSE) and a loop of calls.
 struct Worker {
     target: Arc<Target>,
+    command: Arc<Vec<String>>,
     phase: Arc<AtomicU8>,
     revision: Revision,
     transport: Transport,
@@ -627,6 +679,16 @@ impl Worker {
                 }
                 Ok(Session::Streamable(conn))
             }
+            Transport::Stdio => {
+                let mut conn = StdioConn::spawn(&self.command, self.revision, self.fixed_reply)?;
+                if self.revision.has_handshake() {
+                    request::write_initialize(buf, self.revision);
+                    conn.send(buf).await?;
+                    conn.next_reply(expect_init).await?;
+                    conn.send(request::INITIALIZED).await?;
+                }
+                Ok(Session::Stdio(conn))
+            }
             Transport::HttpSse => {
                 let mut conn = SseConn::open(&self.target, self.revision, self.fixed_reply).await?;
                 request::write_initialize(buf, self.revision);
@@ -653,6 +715,7 @@ const ADD: HeaderValue = HeaderValue::from_static("add");
 enum Session {
     Streamable(StreamableConn),
     HttpSse(SseConn),
+    Stdio(StdioConn),
 }
 
 impl Session {
@@ -665,6 +728,14 @@ impl Session {
                 let response = conn.post(buf, PostKind::Call).await?;
                 let expect = Expect::Add((!conn.fixed_reply).then_some(id));
                 read_reply(response, &mut conn.decoder, expect).await
+            }
+            Self::Stdio(conn) => {
+                let id = conn.next_id;
+                conn.next_id += 1;
+                request::write_add_call(buf, conn.revision, id);
+                conn.send(buf).await?;
+                conn.next_reply(Expect::Add((!conn.fixed_reply).then_some(id)))
+                    .await
             }
             Self::HttpSse(conn) => {
                 let id = conn.next_id;
@@ -967,6 +1038,83 @@ impl SseConn {
     }
 }
 
+/// A stdio server: a child process, killed when this is dropped.
+struct StdioConn {
+    _child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+    line: Vec<u8>,
+    revision: Revision,
+    next_id: u64,
+    fixed_reply: bool,
+}
+
+/// The longest reply line read from a stdio server.
+const MAX_LINE: usize = 1 << 20;
+
+impl StdioConn {
+    fn spawn(command: &[String], revision: Revision, fixed_reply: bool) -> Result<Self, CallError> {
+        let (program, args) = command
+            .split_first()
+            .ok_or_else(|| CallError::Stdio(std::io::ErrorKind::InvalidInput.into()))?;
+        let mut child = tokio::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(CallError::Stdio)?;
+        let missing = || CallError::Stdio(std::io::ErrorKind::BrokenPipe.into());
+        let stdin = child.stdin.take().ok_or_else(missing)?;
+        let stdout = child.stdout.take().ok_or_else(missing)?;
+        Ok(Self {
+            _child: child,
+            stdin,
+            stdout: tokio::io::BufReader::new(stdout),
+            line: Vec::with_capacity(512),
+            revision,
+            next_id: 1,
+            fixed_reply,
+        })
+    }
+
+    /// Writes one message and its newline in one write.
+    async fn send(&mut self, message: &[u8]) -> Result<(), CallError> {
+        use tokio::io::AsyncWriteExt as _;
+        self.line.clear();
+        self.line.extend_from_slice(message);
+        self.line.push(b'\n');
+        self.stdin
+            .write_all(&self.line)
+            .await
+            .map_err(CallError::Stdio)
+    }
+
+    /// Reads lines until the reply, skipping requests and notifications.
+    async fn next_reply(&mut self, expect: Expect) -> Result<(), CallError> {
+        use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
+        loop {
+            self.line.clear();
+            let read = (&mut self.stdout)
+                .take(MAX_LINE as u64)
+                .read_until(b'\n', &mut self.line)
+                .await
+                .map_err(CallError::Stdio)?;
+            if read == 0 {
+                return Err(CallError::Stdio(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+            let message = self.line.trim_ascii();
+            if message.is_empty() {
+                continue;
+            }
+            if expect.check(message)? == Checked::Passed {
+                return Ok(());
+            }
+        }
+    }
+}
+
 /// The request target for POSTs from an `endpoint` event's data: an absolute URL's path and
 /// query, or an absolute path.
 fn post_path(endpoint: &str) -> Result<Uri, CallError> {
@@ -1029,7 +1177,24 @@ mod tests {
 
     #[test]
     fn bad_args() {
-        let cases: [(&[&str], ArgsError); 8] = [
+        let cases: [(&[&str], ArgsError); 10] = [
+            (
+                &["--transport", "stdio", "--revision", "2025-03-26"],
+                ArgsError::Required("--command"),
+            ),
+            (
+                &[
+                    "--transport",
+                    "stdio",
+                    "--command",
+                    "x",
+                    "--revision",
+                    "2025-03-26",
+                    "--concurrency",
+                    "2",
+                ],
+                ArgsError::StdioConcurrency,
+            ),
             (
                 &[
                     "--url",

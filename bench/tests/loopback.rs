@@ -285,3 +285,40 @@ async fn sessions_mode_opens_and_counts_sessions() {
     let error = report.first_error.expect("an error message");
     assert!(error.contains("request id 0"), "{error}");
 }
+
+fn stdio_config(revision: Revision, fixed_reply: bool) -> LoadConfig {
+    let mut config = LoadConfig::from_args([
+        "--transport",
+        "stdio",
+        "--command",
+        &format!("{} --stdio", env!("CARGO_BIN_EXE_mcp-floor")),
+        "--revision",
+        revision.as_str(),
+        "--warmup",
+        "0.02",
+        "--duration",
+        "0.08",
+    ])
+    .expect("valid");
+    config.fixed_reply = fixed_reply;
+    config
+}
+
+#[tokio::test]
+async fn stdio_floor_passes_with_fixed_reply_and_fails_strict_checks() {
+    for revision in [
+        Revision::V2024_11_05,
+        Revision::V2025_11_25,
+        Revision::V2026_07_28,
+    ] {
+        let report = run(&stdio_config(revision, true)).await;
+        assert_eq!(report.errors, 0, "{revision}: {:?}", report.first_error);
+        assert!(report.calls > 0, "{revision}");
+        assert_eq!(report.transport, "stdio");
+        let report = run(&stdio_config(revision, false)).await;
+        assert!(
+            report.errors > 0,
+            "{revision}: strict checks passed a fixed reply"
+        );
+    }
+}

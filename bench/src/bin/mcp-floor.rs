@@ -2,7 +2,10 @@
 //!
 //! ```text
 //! mcp-floor --port PORT [--body JSON]
+//! mcp-floor --stdio [--body JSON]
 //! ```
+//!
+//! With `--stdio` it answers every line on stdin with the body on stdout instead.
 //!
 //! Listens on `127.0.0.1:PORT` with tokio's multi-thread runtime (one worker per core it may
 //! run on; the harness pins it to one).
@@ -14,20 +17,40 @@ use mcp_bench::floor;
 
 fn main() -> ExitCode {
     let mut port = None;
+    let mut stdio = false;
+    let mut bad = false;
     let mut body = floor::FLOOR_BODY.to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--port", Some(value)) => port = value.parse::<u16>().ok(),
-            ("--body", Some(value)) => body = value,
-            _ => port = None,
-        }
-        if port.is_none() && arg == "--port" {
-            break;
+        match arg.as_str() {
+            "--stdio" => stdio = true,
+            "--port" => match args.next().and_then(|v| v.parse::<u16>().ok()) {
+                Some(value) => port = Some(value),
+                None => bad = true,
+            },
+            "--body" => match args.next() {
+                Some(value) => body = value,
+                None => bad = true,
+            },
+            _ => bad = true,
         }
     }
-    let Some(port) = port else {
-        eprintln!("usage: mcp-floor --port PORT [--body JSON]");
+    if stdio && !bad && port.is_none() {
+        let result = floor::serve_stdio(
+            std::io::stdin().lock(),
+            std::io::stdout().lock(),
+            body.as_bytes(),
+        );
+        return match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("mcp-floor: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let Some(port) = port.filter(|_| !bad && !stdio) else {
+        eprintln!("usage: mcp-floor --port PORT [--body JSON] | mcp-floor --stdio [--body JSON]");
         return ExitCode::from(2);
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
