@@ -176,6 +176,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Cheap to clone: clones share the connection, the negotiated revision and the session. Every
 /// call is bounded by a timeout, and dropping a call's future cancels it on the server
 /// (closing its stream on 2026-07-28 over HTTP, `notifications/cancelled` otherwise).
+///
+/// Call [`Client::close`] to end the session (`DELETE` on Streamable HTTP) or the child process;
+/// dropping the last clone only stops the client's background tasks.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
