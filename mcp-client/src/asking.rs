@@ -70,27 +70,22 @@ pub(crate) fn questions(
     }))
 }
 
-/// `params` for the next attempt: every answer collected so far and the state, exactly as given.
-pub(crate) fn with_answers(
+/// Puts every answer collected so far, and the state exactly as given, into `params` for the
+/// next attempt.
+pub(crate) fn attach(
     adapter: Adapter,
     method: &str,
-    params: Option<Value>,
+    params: &mut Option<Value>,
     answers: &Answers,
     state: Option<&str>,
-    first: bool,
-) -> Result<Option<Value>, Error> {
-    if first {
-        return Ok(params);
-    }
-    let mut map = match params {
-        Some(Value::Object(map)) => map,
-        None => Map::new(),
-        Some(other) => return Ok(Some(other)),
+) -> Result<(), Error> {
+    let map = match params.get_or_insert_with(|| Value::Object(Map::new())) {
+        Value::Object(map) => map,
+        _ => return Err(Error::protocol("params are not an object")),
     };
     adapter
-        .attach_answers(method, &mut map, answers, state)
-        .map_err(|e| Error::protocol(e.to_string()))?;
-    Ok(Some(Value::Object(map)))
+        .attach_answers(method, map, answers, state)
+        .map_err(|e| Error::protocol(e.to_string()))
 }
 
 #[cfg(test)]
@@ -156,16 +151,17 @@ mod tests {
         assert_eq!(asked.questions[0].1.message(), Some("Go?"));
         let mut answers = Answers::new();
         answers.insert("go", Ok(json!({"action": "accept", "content": {}})));
-        let params = with_answers(
+        let mut params = Some(json!({"name": "t", "arguments": {"x": 1}}));
+        attach(
             legacy,
             "tools/call",
-            Some(json!({"name": "t", "arguments": {"x": 1}})),
+            &mut params,
             &answers,
             asked.state.as_deref(),
-            false,
-        );
+        )
+        .unwrap();
         assert_eq!(
-            params.unwrap().unwrap(),
+            params.unwrap(),
             json!({"name": "t", "arguments": {"x": 1, "mcpAnswers": {"go": {"action": "accept", "content": {}}}, "mcpState": "st"}})
         );
     }
@@ -175,26 +171,21 @@ mod tests {
         let mut answers = Answers::new();
         answers.insert("a", Ok(json!({"action": "decline"})));
         answers.insert("b", Ok(json!({"roots": []})));
-        let params = with_answers(
+        let mut params = Some(json!({"name": "t"}));
+        attach(
             modern(),
             "tools/call",
-            Some(json!({"name": "t"})),
+            &mut params,
             &answers,
             Some("opaque"),
-            false,
-        );
+        )
+        .unwrap();
         assert_eq!(
-            params.unwrap().unwrap(),
+            params.clone().unwrap(),
             json!({"name": "t", "inputResponses": {"a": {"action": "decline"}, "b": {"roots": []}}, "requestState": "opaque"})
         );
-        let params = with_answers(
-            modern(),
-            "tools/call",
-            Some(json!({"name": "t"})),
-            &answers,
-            None,
-            false,
-        );
-        assert!(params.unwrap().unwrap().get("requestState").is_none());
+        // The next round reuses the params: a round without state removes the old one.
+        attach(modern(), "tools/call", &mut params, &answers, None).unwrap();
+        assert!(params.unwrap().get("requestState").is_none());
     }
 }

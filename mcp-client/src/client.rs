@@ -25,6 +25,8 @@ use crate::transport::{
 };
 
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// A progress update for one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +141,7 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
+    base_meta: RwLock<Option<(mcp_adapters::Revision, Arc<Map<String, Value>>)>>,
 }
 
 impl Drop for Inner {
@@ -230,6 +233,7 @@ impl Inner {
             closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
             get_stream: Mutex::new(None),
+            base_meta: RwLock::new(None),
         });
         if let Some(incoming) = inner.transport.incoming() {
             let weak = Arc::downgrade(&inner);
@@ -341,8 +345,14 @@ impl Inner {
             .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
         headers.reserve(pairs.len());
         for (name, value) in pairs {
-            let name = HeaderName::try_from(name)
-                .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+            let name = match name.as_str() {
+                // The standard names, without parsing them on every call.
+                mcp_wire::names::headers::PROTOCOL_VERSION => PROTOCOL_VERSION,
+                mcp_wire::names::headers::METHOD => MCP_METHOD,
+                mcp_wire::names::headers::NAME => MCP_NAME,
+                _ => HeaderName::try_from(name)
+                    .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?,
+            };
             let value = HeaderValue::try_from(value)
                 .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
             headers.insert(name, value);
@@ -350,8 +360,26 @@ impl Inner {
         Ok(headers)
     }
 
-    /// `params` with the revision's per-request `_meta`, the progress token and extra `_meta`.
-    fn decorate(
+    /// The per-request `_meta` of `adapter`'s revision (empty where there is none), computed once.
+    fn base_meta(&self, adapter: Adapter) -> Arc<Map<String, Value>> {
+        if let Some((revision, meta)) = &*self.base_meta.read().unwrap_or_else(|e| e.into_inner()) {
+            if *revision == adapter.revision() {
+                return meta.clone();
+            }
+        }
+        let level = self
+            .config
+            .log_level
+            .filter(|_| adapter.features().per_request_log_level);
+        let meta = Arc::new(adapter.request_meta(&self.context(adapter), level, None));
+        *self.base_meta.write().unwrap_or_else(|e| e.into_inner()) =
+            Some((adapter.revision(), meta.clone()));
+        meta
+    }
+
+    /// `params` with the revision's per-request `_meta`, the progress token and extra `_meta`
+    /// (entries already in `params._meta` win).
+    pub(crate) fn decorate(
         &self,
         adapter: Adapter,
         params: Option<Value>,
@@ -367,21 +395,25 @@ impl Inner {
             None => Map::new(),
             Some(other) => return Some(other),
         };
-        if let Some(extra) = extra {
-            let entry = params
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(m) = entry {
-                for (k, v) in extra {
-                    m.insert(k.clone(), v.clone());
+        let entry = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = entry {
+            for (k, v) in extra.into_iter().flatten() {
+                m.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            if per_request {
+                for (k, v) in self.base_meta(adapter).iter() {
+                    m.entry(k.clone()).or_insert_with(|| v.clone());
                 }
             }
+            if let Some(token) = progress {
+                m.insert(
+                    meta::PROGRESS_TOKEN.into(),
+                    serde_json::to_value(token).unwrap_or(Value::Null),
+                );
+            }
         }
-        let level = self
-            .config
-            .log_level
-            .filter(|_| adapter.features().per_request_log_level);
-        let params = adapter.client_params(params, &self.context(adapter), level, progress);
         Some(Value::Object(params))
     }
 
@@ -415,36 +447,17 @@ impl Inner {
         self: &Arc<Self>,
         adapter: Adapter,
         method_name: &str,
-        params: Option<Value>,
-        options: &CallOptions,
+        params: Option<&Value>,
     ) -> Result<Outcome, Error> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::closed());
         }
         let id = self.next_id();
-        let token = options.on_progress.as_ref().map(|f| {
-            lock(&self.progress).insert(id.clone(), f.clone());
-            id.clone()
-        });
-        let params = self.decorate(adapter, params, token.as_ref(), options.meta.as_ref());
-        let headers = match self.headers(adapter, Some(method_name), params.as_ref(), false) {
-            Ok(h) => h,
-            Err(e) => {
-                if let Some(token) = &token {
-                    lock(&self.progress).remove(token);
-                }
-                return Err(e);
-            }
-        };
-        let body = mcp_wire::jsonrpc::encode(&Message::Request(Request {
-            id: id.clone(),
-            method: method_name.to_owned(),
-            params,
-        }));
+        let headers = self.headers(adapter, Some(method_name), params, false)?;
+        let body = encode_request(&id, method_name, params);
         let mut guard = InFlight {
             inner: self.clone(),
             id: id.clone(),
-            token,
             adapter,
             done: false,
             cancellable: adapter.operation(method_name) != Some(Operation::Describe),
@@ -465,17 +478,13 @@ impl Inner {
                 content_type,
                 body,
             }) => {
-                guard.done = true;
                 let error = refusal(content_type.as_deref(), &body);
-                return Ok(Outcome::Refused {
+                Ok(Outcome::Refused {
                     error,
                     status: Some(status),
-                });
+                })
             }
-            Err(e) => {
-                guard.done = true;
-                return Err(e.into());
-            }
+            Err(e) => Err(e.into()),
         };
         guard.done = true;
         outcome
@@ -681,6 +690,40 @@ impl Inner {
     }
 }
 
+/// Serializes a request without taking its params.
+fn encode_request(id: &Id, method: &str, params: Option<&Value>) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        id: &'a Id,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Value>,
+    }
+    // Cannot fail: every map key is a string and `Value` holds no NaN.
+    serde_json::to_vec(&Out {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+    .unwrap_or_default()
+}
+
+/// Unregisters a call's progress callback when the call ends, however it ends.
+struct ProgressGuard<'a> {
+    inner: &'a Inner,
+    token: Option<Id>,
+}
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(token) = &self.token {
+            lock(&self.inner.progress).remove(token);
+        }
+    }
+}
+
 /// The JSON-RPC error in an HTTP error body, when there is one.
 pub(crate) fn refusal(content_type: Option<&str>, body: &[u8]) -> Option<ErrorObject> {
     if body.is_empty() {
@@ -706,7 +749,6 @@ pub(crate) fn refusal(content_type: Option<&str>, body: &[u8]) -> Option<ErrorOb
 struct InFlight {
     inner: Arc<Inner>,
     id: Id,
-    token: Option<Id>,
     adapter: Adapter,
     done: bool,
     cancellable: bool,
@@ -714,9 +756,6 @@ struct InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if let Some(token) = &self.token {
-            lock(&self.inner.progress).remove(token);
-        }
         if self.done || !self.cancellable {
             return;
         }
@@ -833,6 +872,18 @@ impl Client {
         {
             return Ok(hit);
         }
+        let token = options.on_progress.as_ref().map(|f| {
+            let token = self.inner.new_id();
+            lock(&self.inner.progress).insert(token.clone(), f.clone());
+            token
+        });
+        let _progress = ProgressGuard {
+            inner: &self.inner,
+            token: token.clone(),
+        };
+        let mut params =
+            self.inner
+                .decorate(adapter, params, token.as_ref(), options.meta.as_ref());
         let mut rounds = 0usize;
         let mut answers = Answers::new();
         let mut state: Option<String> = None;
@@ -841,22 +892,19 @@ impl Client {
         loop {
             let adapter = self.adapter();
             let session = self.inner.transport.session_id();
-            let attempt_params = crate::asking::with_answers(
-                adapter,
-                method_name,
-                params.clone(),
-                &answers,
-                state.as_deref(),
-                rounds == 0,
-            )?;
+            if rounds > 0 {
+                crate::asking::attach(
+                    adapter,
+                    method_name,
+                    &mut params,
+                    &answers,
+                    state.as_deref(),
+                )?;
+            }
             let outcome = self
                 .inner
-                .attempt(adapter, method_name, attempt_params, options)
-                .await;
-            let outcome = match outcome {
-                Ok(o) => o,
-                Err(e) => return Err(e),
-            };
+                .attempt(adapter, method_name, params.as_ref())
+                .await?;
             let result = match outcome {
                 Outcome::Result(v) => v,
                 Outcome::Refused { error, status } => {

@@ -11,7 +11,7 @@ use mcp_wire::jsonrpc::ErrorObject;
 use mcp_wire::names::{error_code, meta, method};
 use serde_json::{Value, json};
 
-use crate::client::{CallOptions, Client, Outcome, ServerDescription};
+use crate::client::{Client, Outcome, ServerDescription};
 use crate::error::{Error, ErrorKind};
 
 /// How the client picks its revision.
@@ -224,7 +224,6 @@ async fn describe(client: &Client, adapter: Adapter, probing: bool) -> Result<De
     let name = adapter
         .method(Operation::Describe)
         .unwrap_or(method::SERVER_DISCOVER);
-    let options = CallOptions::new();
     // On stdio a server that ignores the probe is a legacy one: do not wait the whole request
     // timeout to find out.
     let timeout = if client.inner.info.http || !probing {
@@ -236,9 +235,8 @@ async fn describe(client: &Client, adapter: Adapter, probing: bool) -> Result<De
             .probe_timeout
             .min(client.inner.config.timeout)
     };
-    let attempt = client
-        .inner
-        .attempt(adapter, name, Some(json!({})), &options);
+    let (_, params) = adapter.handshake_request(&client.inner.context(adapter));
+    let attempt = client.inner.attempt(adapter, name, Some(&params));
     let outcome = tokio::time::timeout(timeout, attempt)
         .await
         .map_err(|_| Error::timeout(timeout))??;
@@ -308,9 +306,8 @@ async fn initialize(
         .unwrap_or(method::INITIALIZE);
     let (_, params) = adapter.handshake_request(&inner.context(adapter));
     inner.set_initialized(false);
-    let options = CallOptions::new();
     let timeout = inner.config.timeout;
-    let attempt = inner.attempt(adapter, name, Some(params), &options);
+    let attempt = inner.attempt(adapter, name, Some(&params));
     let outcome = tokio::time::timeout(timeout, attempt)
         .await
         .map_err(|_| Error::timeout(timeout))??;
@@ -353,13 +350,8 @@ async fn initialize(
                     adapter.method(Operation::SetLogLevel),
                 )
             {
-                let options = CallOptions::new();
-                let attempt = inner.attempt(
-                    adapter,
-                    set_level,
-                    Some(json!({"level": level.as_str()})),
-                    &options,
-                );
+                let params = json!({"level": level.as_str()});
+                let attempt = inner.attempt(adapter, set_level, Some(&params));
                 if let Ok(Ok(Outcome::Refused { error, .. })) =
                     tokio::time::timeout(timeout, attempt).await
                 {
