@@ -79,9 +79,8 @@ pub(crate) fn attach(
     answers: &Answers,
     state: Option<&str>,
 ) -> Result<(), Error> {
-    let map = match params.get_or_insert_with(|| Value::Object(Map::new())) {
-        Value::Object(map) => map,
-        _ => return Err(Error::protocol("params are not an object")),
+    let Value::Object(map) = params.get_or_insert_with(|| Value::Object(Map::new())) else {
+        return Err(Error::protocol("params are not an object"));
     };
     adapter
         .attach_answers(method, map, answers, state)

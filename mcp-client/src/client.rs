@@ -40,6 +40,7 @@ pub struct Progress {
 }
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+type SharedMeta = Arc<Map<String, Value>>;
 pub(crate) type NotifyFn = Arc<dyn Fn(&Notification) + Send + Sync>;
 
 /// Per-call options: a timeout, progress, a log level.
@@ -141,7 +142,7 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
-    base_meta: RwLock<Option<(mcp_adapters::Revision, Arc<Map<String, Value>>)>>,
+    base_meta: RwLock<Option<(mcp_adapters::Revision, SharedMeta)>>,
 }
 
 impl Drop for Inner {
