@@ -363,10 +363,15 @@ impl Inner {
 
     /// The per-request `_meta` of `adapter`'s revision (empty where there is none), computed once.
     fn base_meta(&self, adapter: Adapter) -> Arc<Map<String, Value>> {
-        if let Some((revision, meta)) = &*self.base_meta.read().unwrap_or_else(|e| e.into_inner()) {
-            if *revision == adapter.revision() {
-                return meta.clone();
-            }
+        let cached = self
+            .base_meta
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some((revision, meta)) = cached
+            && revision == adapter.revision()
+        {
+            return meta;
         }
         let level = self
             .config
