@@ -581,6 +581,20 @@ async fn a_misbehaving_server_gets_typed_errors_and_no_hang() {
 }
 
 #[tokio::test]
+async fn an_unknown_result_type_is_invalid_only_where_results_have_one() {
+    let mock = Mock::start(Config::all()).await;
+    mock.misbehave(Misbehaviour::UnknownResultType);
+    let client = connect(&mock, Revision::V2026_07_28, builder()).await;
+    let error = within(client.call_tool("bad", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Protocol, "{error}");
+    // Before 2026-07-28 results have no envelope: the field means nothing.
+    let client = connect(&mock, Revision::V2025_11_25, builder()).await;
+    within(client.call_tool("bad", json!({}))).await.unwrap();
+}
+
+#[tokio::test]
 async fn connection_refused_is_a_transport_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());

@@ -426,3 +426,21 @@ async fn bounded_rounds_of_questions() {
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::TooManyRounds, "{error}");
 }
+
+#[tokio::test]
+async fn a_question_the_client_cannot_answer_is_the_servers_typed_refusal() {
+    let (transport, _) = pipes(server(AdapterSet::all()));
+    let client = Client::builder()
+        .revision(Revision::V2026_07_28)
+        .connect(transport);
+    let client = within(client).await.unwrap();
+    let error = within(client.call_tool("deploy", json!({"service": "web"})))
+        .await
+        .unwrap_err();
+    assert!(error.is_rpc(), "{error}");
+    assert_eq!(error.code(), Some(-32021));
+    assert!(
+        error.data().unwrap()["requiredCapabilities"]["elicitation"].is_object(),
+        "{error:?}"
+    );
+}

@@ -101,6 +101,7 @@ pub enum Misbehaviour {
     GarbageSseData,
     Silent,
     Http500,
+    UnknownResultType,
 }
 
 #[derive(Default)]
@@ -894,6 +895,10 @@ impl Mock {
                     Misbehaviour::GarbageSseData => raw("text/event-stream", "data: garbage\n\n"),
                     Misbehaviour::Http500 => raw("text/html", "<h1>oops</h1>")
                         .with_status(StatusCode::INTERNAL_SERVER_ERROR),
+                    Misbehaviour::UnknownResultType => Reply::Json(
+                        StatusCode::OK,
+                        ok(id, json!({"resultType": "task", "content": []})),
+                    ),
                     Misbehaviour::Silent => {
                         let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
                         tokio::spawn(async move { tx.closed().await });
