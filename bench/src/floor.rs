@@ -8,6 +8,9 @@
 //!   is answered `202` and puts the fixed result on that stream as an `event: message`.
 //! - Anything else: `405`.
 //!
+//! With [`ReplyMode::Echo`] the replies carry the request's id (see there), so a real client
+//! can use the floor.
+//!
 //! Every accepted connection gets `TCP_NODELAY`.
 //! [`serve_stdio`] is the stdio floor: the same fixed reply for every line on stdin.
 
@@ -43,11 +46,25 @@ pub const FLOOR_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"t
 /// Events buffered per HTTP+SSE stream before a POST waits.
 const STREAM_BUFFER: usize = 64;
 
+/// How the floor answers a POST.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplyMode {
+    /// Every POST gets the fixed body, byte for byte (the floor of the server tables).
+    #[default]
+    Fixed,
+    /// Just enough for a real client: the request's `id` is copied into the fixed body,
+    /// `initialize` gets a minimal result naming the requested `protocolVersion`, and a message
+    /// without an id (a notification) gets `202`. Found by scanning the raw body, not by parsing
+    /// it (the floor of the client tables).
+    Echo,
+}
+
 /// Serves the floor on `listener` until an accept error that is not transient.
 ///
-/// `body` is the fixed JSON-RPC reply.
-pub async fn serve(listener: TcpListener, body: Bytes) -> std::io::Result<()> {
-    let floor = Arc::new(Floor::new(body));
+/// `body` is the fixed JSON-RPC reply; it must contain `"id":`.
+pub async fn serve(listener: TcpListener, body: Bytes, mode: ReplyMode) -> std::io::Result<()> {
+    let floor = Arc::new(Floor::new(body, mode));
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -98,18 +115,26 @@ fn is_transient(error: &std::io::Error) -> bool {
 struct Floor {
     json: Bytes,
     sse_message: Bytes,
+    mode: ReplyMode,
+    /// The fixed body around its id value, for [`ReplyMode::Echo`].
+    before_id: Bytes,
+    after_id: Bytes,
     streams: Mutex<HashMap<u64, mpsc::Sender<Bytes>>>,
     next_stream: AtomicU64,
 }
 
 impl Floor {
-    fn new(json: Bytes) -> Self {
-        let mut sse_message = b"event: message\ndata: ".to_vec();
-        sse_message.extend_from_slice(&json);
-        sse_message.extend_from_slice(b"\n\n");
+    fn new(json: Bytes, mode: ReplyMode) -> Self {
+        let (before_id, after_id) = match id_span(&json) {
+            Some((start, end)) => (json.slice(..start), json.slice(end..)),
+            None => (json.clone(), Bytes::new()),
+        };
         Self {
+            sse_message: sse_event(&json),
             json,
-            sse_message: sse_message.into(),
+            mode,
+            before_id,
+            after_id,
             streams: Mutex::new(HashMap::new()),
             next_stream: AtomicU64::new(1),
         }
@@ -124,21 +149,35 @@ impl Floor {
             (Method::GET, "/sse") => self.open_stream(),
             (Method::POST, "/messages") => {
                 let stream = parts.uri.query().and_then(session_of);
-                if body.collect().await.is_err() {
+                let Ok(body) = body.collect().await else {
                     return Ok(status(StatusCode::BAD_REQUEST));
+                };
+                let Some(sender) = stream.and_then(|id| self.sender(id)) else {
+                    return Ok(status(StatusCode::NOT_FOUND));
+                };
+                let event = match self.mode {
+                    ReplyMode::Fixed => Some(self.sse_message.clone()),
+                    ReplyMode::Echo => self.echo(&body.to_bytes()).map(|reply| sse_event(&reply)),
+                };
+                if let Some(event) = event
+                    && sender.send(event).await.is_err()
+                {
+                    return Ok(status(StatusCode::NOT_FOUND));
                 }
-                match stream.and_then(|id| self.sender(id)) {
-                    Some(sender) if sender.send(self.sse_message.clone()).await.is_ok() => {
-                        status(StatusCode::ACCEPTED)
-                    }
-                    _ => status(StatusCode::NOT_FOUND),
-                }
+                status(StatusCode::ACCEPTED)
             }
             (Method::POST, _) => {
-                if body.collect().await.is_err() {
+                let Ok(body) = body.collect().await else {
                     return Ok(status(StatusCode::BAD_REQUEST));
-                }
-                let mut response = Response::new(FloorBody::Full(Some(self.json.clone())));
+                };
+                let reply = match self.mode {
+                    ReplyMode::Fixed => self.json.clone(),
+                    ReplyMode::Echo => match self.echo(&body.to_bytes()) {
+                        Some(reply) => reply,
+                        None => return Ok(status(StatusCode::ACCEPTED)),
+                    },
+                };
+                let mut response = Response::new(FloorBody::Full(Some(reply)));
                 response
                     .headers_mut()
                     .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -147,6 +186,28 @@ impl Floor {
             _ => status(StatusCode::METHOD_NOT_ALLOWED),
         };
         Ok(response)
+    }
+
+    /// The [`ReplyMode::Echo`] reply to `request`; `None` for a notification.
+    fn echo(&self, request: &[u8]) -> Option<Bytes> {
+        let (start, end) = id_span(request)?;
+        let id = &request[start..end];
+        let mut reply = Vec::with_capacity(self.json.len() + 64);
+        if find(request, br#""method":"initialize""#).is_some() {
+            let version = string_after(request, br#""protocolVersion":""#).unwrap_or(b"2025-03-26");
+            reply.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+            reply.extend_from_slice(id);
+            reply.extend_from_slice(br#","result":{"protocolVersion":""#);
+            reply.extend_from_slice(version);
+            reply.extend_from_slice(
+                br#"","capabilities":{"tools":{}},"serverInfo":{"name":"mcp-floor","version":"0"}}}"#,
+            );
+        } else {
+            reply.extend_from_slice(&self.before_id);
+            reply.extend_from_slice(id);
+            reply.extend_from_slice(&self.after_id);
+        }
+        Some(reply.into())
     }
 
     fn open_stream(self: Arc<Self>) -> Response<FloorBody> {
@@ -174,6 +235,54 @@ impl Floor {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, mpsc::Sender<Bytes>>> {
         self.streams.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// `data` framed as an SSE `message` event.
+fn sse_event(data: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(data.len() + 24);
+    event.extend_from_slice(b"event: message\ndata: ");
+    event.extend_from_slice(data);
+    event.extend_from_slice(b"\n\n");
+    event.into()
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The byte range of the value of the first `"id":` in `json` (a number, or a string with its
+/// quotes).
+fn id_span(json: &[u8]) -> Option<(usize, usize)> {
+    let key = br#""id":"#;
+    let mut start = find(json, key)? + key.len();
+    while json.get(start).is_some_and(u8::is_ascii_whitespace) {
+        start += 1;
+    }
+    let rest = json.get(start..)?;
+    let len = if rest.first() == Some(&b'"') {
+        let mut escaped = false;
+        let close = rest.iter().skip(1).position(|&b| {
+            let done = b == b'"' && !escaped;
+            escaped = b == b'\\' && !escaped;
+            done
+        })?;
+        close + 2
+    } else {
+        rest.iter()
+            .position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())
+            .unwrap_or(rest.len())
+    };
+    (len > 0 && rest[..len] != *b"null").then_some((start, start + len))
+}
+
+/// The characters of the string that follows `key` (which ends with its opening quote).
+fn string_after<'a>(json: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let start = find(json, key)? + key.len();
+    let len = json
+        .get(start..)?
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\')?;
+    Some(&json[start..start + len])
 }
 
 /// The stream id in `session_id=<n>` of a query string.
@@ -259,6 +368,48 @@ mod tests {
         let mut out = Vec::new();
         serve_stdio(&b"{\"a\":1}\n\n{\"b\":2}\n{\"c\":3}"[..], &mut out, b"R").expect("in memory");
         assert_eq!(out, b"R\nR\nR\n");
+    }
+
+    #[test]
+    fn id_spans() {
+        let table: [(&[u8], Option<&[u8]>); 8] = [
+            (br#"{"jsonrpc":"2.0","id":17,"method":"x"}"#, Some(b"17")),
+            (br#"{"id": "a\"b","method":"x"}"#, Some(br#""a\"b""#)),
+            (br#"{"method":"x","id":3}"#, Some(b"3")),
+            (br#"{"id":null}"#, None),
+            (
+                br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                None,
+            ),
+            (br#"{"id":"#, None),
+            (br#"{"id":"unterminated"#, None),
+            (b"", None),
+        ];
+        for (json, expected) in table {
+            let got = id_span(json).map(|(s, e)| &json[s..e]);
+            assert_eq!(got, expected, "{}", String::from_utf8_lossy(json));
+        }
+    }
+
+    #[test]
+    fn echo_replies() {
+        let floor = Floor::new(Bytes::from_static(FLOOR_BODY.as_bytes()), ReplyMode::Echo);
+        let reply = floor
+            .echo(br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{}}"#)
+            .expect("a request");
+        assert_eq!(check_add_reply(&reply, Some(42)), Ok(Checked::Passed));
+        assert_eq!(reply.len(), FLOOR_BODY.len() + 1);
+        let init = floor
+            .echo(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#)
+            .expect("a request");
+        assert_eq!(
+            crate::reply::check_initialize_reply(&init, crate::Revision::V2025_06_18),
+            Ok(Checked::Passed)
+        );
+        assert_eq!(
+            floor.echo(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            None
+        );
     }
 
     #[test]

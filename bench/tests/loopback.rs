@@ -20,9 +20,17 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 async fn start_floor(body: &'static str) -> String {
+    start_floor_with(body, floor::ReplyMode::Fixed).await
+}
+
+async fn start_floor_with(body: &'static str, mode: floor::ReplyMode) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(floor::serve(listener, Bytes::from_static(body.as_bytes())));
+    tokio::spawn(floor::serve(
+        listener,
+        Bytes::from_static(body.as_bytes()),
+        mode,
+    ));
     format!("http://{addr}")
 }
 
@@ -320,5 +328,15 @@ async fn stdio_floor_passes_with_fixed_reply_and_fails_strict_checks() {
             report.errors > 0,
             "{revision}: strict checks passed a fixed reply"
         );
+    }
+}
+
+#[tokio::test]
+async fn echo_floor_passes_strict_checks_on_every_revision() {
+    let base = start_floor_with(FLOOR_BODY, floor::ReplyMode::Echo).await;
+    for revision in Revision::ALL {
+        let report = run(&config(&base, revision)).await;
+        assert_eq!(report.errors, 0, "{revision}: {:?}", report.first_error);
+        assert!(report.calls > 0, "{revision}");
     }
 }
