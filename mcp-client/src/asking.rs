@@ -187,4 +187,52 @@ mod tests {
         attach(modern(), "tools/call", &mut params, &answers, None).unwrap();
         assert!(params.unwrap().get("requestState").is_none());
     }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            prop_oneof![
+                Just("input_required".to_owned()),
+                Just("complete".to_owned()),
+                Just("elicitation/create".to_owned()),
+                "[a-z/_]{0,12}"
+            ]
+            .prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("resultType".to_owned()),
+                        Just("inputRequests".to_owned()),
+                        Just("requestState".to_owned()),
+                        Just("method".to_owned()),
+                        Just("params".to_owned()),
+                        Just("_meta".to_owned()),
+                        Just(INPUT_REQUIRED_META.to_owned()),
+                        "[a-z]{1,6}"
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever a server puts in a result, reading it is a value or a typed error.
+        #[test]
+        fn reading_any_result_never_panics(result in arb_json()) {
+            for revision in Revision::ALL {
+                for method in ["tools/call", "tools/list", "prompts/get", "resources/read"] {
+                    let _ = questions(Adapter::new(revision), method, &result);
+                }
+            }
+        }
+    }
 }

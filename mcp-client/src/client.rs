@@ -1021,3 +1021,38 @@ impl Answer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn refusal_reads_json_and_sse_bodies() {
+        let body = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"no","data":{"supported":["2025-06-18"]}}}"#;
+        let error = refusal(Some("application/json"), body).unwrap();
+        assert_eq!(error.code, -32022);
+        assert_eq!(error.data, Some(json!({"supported": ["2025-06-18"]})));
+        let sse = [b"data: ".as_slice(), body.as_slice(), b"\n\n".as_slice()].concat();
+        assert_eq!(
+            refusal(Some("text/event-stream"), &sse).unwrap().code,
+            -32022
+        );
+        assert_eq!(refusal(Some("text/html"), body), None);
+        assert_eq!(refusal(None, b""), None);
+        assert_eq!(
+            refusal(None, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            None
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn refusal_never_panics(body in proptest::collection::vec(any::<u8>(), 0..200), sse in any::<bool>()) {
+            let content_type = if sse { "text/event-stream" } else { "application/json" };
+            let _ = refusal(Some(content_type), &body);
+        }
+    }
+}

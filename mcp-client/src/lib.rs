@@ -32,7 +32,6 @@ mod builder;
 mod cache;
 mod calls;
 mod client;
-mod codec;
 mod error;
 mod listen;
 mod negotiate;

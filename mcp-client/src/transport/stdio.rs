@@ -13,7 +13,7 @@ use super::{
     BoxFuture, Delivery, Inbound, MessageStream, Outbound, OutboundKind, Router, Transport,
     TransportError, TransportInfo,
 };
-use crate::codec::{FrameError, LineDecoder};
+use mcp_wire::ndjson::{NdjsonDecoder, NdjsonError};
 
 /// What happens to the child's stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -158,7 +158,7 @@ impl Stdio {
         let router = Router::new();
         let reader = tokio::spawn(read_lines(
             reader,
-            LineDecoder::new(max_message_size),
+            NdjsonDecoder::new().with_max_line_length(max_message_size),
             router.clone(),
         ));
         Self {
@@ -203,23 +203,37 @@ impl Stdio {
     }
 }
 
-async fn read_lines<R: AsyncRead + Unpin>(mut reader: R, mut decoder: LineDecoder, router: Router) {
+async fn read_lines<R: AsyncRead + Unpin>(
+    mut reader: R,
+    mut decoder: NdjsonDecoder,
+    router: Router,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     let error = 'outer: loop {
-        loop {
-            match decoder.next() {
-                Ok(Some(line)) => match super::parse_message(&line) {
+        for item in &mut decoder {
+            match item {
+                Ok(line) => match super::parse_message(&line) {
                     Ok(message) => router.dispatch(Inbound::new(message)),
                     Err(e) => tracing::warn!(error = %e, "unreadable line from the server"),
                 },
-                Ok(None) => break,
-                Err(FrameError::TooLarge { limit }) => {
+                // A message was lost and nobody can tell which request it answered: end the
+                // connection rather than leave a call waiting for it.
+                Err(NdjsonError::LineTooLong { limit, .. }) => {
                     break 'outer Some(TransportError::TooLarge { limit });
                 }
+                Err(e) => break 'outer Some(TransportError::Protocol(e.to_string())),
             }
         }
         match reader.read(&mut buf).await {
-            Ok(0) => break None,
+            Ok(0) => {
+                decoder.finish();
+                for line in (&mut decoder).flatten() {
+                    if let Ok(message) = super::parse_message(&line) {
+                        router.dispatch(Inbound::new(message));
+                    }
+                }
+                break None;
+            }
             Ok(n) => decoder.push(&buf[..n]),
             Err(e) => break Some(TransportError::Io(e)),
         }
