@@ -225,6 +225,17 @@ impl Answer {
     pub(crate) fn into_outcome(self) -> Result<Value, ErrorObject> {
         self.outcome
     }
+
+    /// Whether this answer accepts (an elicitation `accept`, or any other result).
+    pub fn is_accept(&self) -> bool {
+        match &self.outcome {
+            Ok(v) => v
+                .get("action")
+                .and_then(Value::as_str)
+                .is_none_or(|a| a == "accept"),
+            Err(_) => false,
+        }
+    }
 }
 
 /// The callback type behind `on_ask`.

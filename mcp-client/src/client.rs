@@ -1009,19 +1009,6 @@ impl Client {
     }
 }
 
-impl Answer {
-    /// Whether this answer accepts (an elicitation `accept`, or any other result).
-    pub fn is_accept(&self) -> bool {
-        match self.outcome() {
-            Ok(v) => v
-                .get("action")
-                .and_then(Value::as_str)
-                .is_none_or(|a| a == "accept"),
-            Err(_) => false,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
