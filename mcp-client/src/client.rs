@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::ask::{Answer, OnAsk, Question, declared};
+use crate::ask::{OnAsk, Question, declared};
 use crate::cache::Cache;
 use crate::error::{Error, ErrorKind};
 use crate::transport::{
