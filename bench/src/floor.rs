@@ -54,7 +54,8 @@ pub enum ReplyMode {
     #[default]
     Fixed,
     /// Just enough for a real client: the request's `id` is copied into the fixed body,
-    /// `initialize` gets a minimal result naming the requested `protocolVersion`, and a message
+    /// `initialize` gets a minimal result naming the requested `protocolVersion`,
+    /// `server/discover` a minimal result naming the `_meta` protocol version, and a message
     /// without an id (a notification) gets `202`. Found by scanning the raw body, not by parsing
     /// it (the floor of the client tables).
     Echo,
@@ -201,6 +202,17 @@ impl Floor {
             reply.extend_from_slice(version);
             reply.extend_from_slice(
                 br#"","capabilities":{"tools":{}},"serverInfo":{"name":"mcp-floor","version":"0"}}}"#,
+            );
+        } else if find(request, br#""method":"server/discover""#).is_some() {
+            let version = string_after(request, br#""io.modelcontextprotocol/protocolVersion":""#)
+                .unwrap_or(b"2026-07-28");
+            reply.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+            reply.extend_from_slice(id);
+            reply
+                .extend_from_slice(br#","result":{"resultType":"complete","supportedVersions":[""#);
+            reply.extend_from_slice(version);
+            reply.extend_from_slice(
+                br#""],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-floor","version":"0"}}}}"#,
             );
         } else {
             reply.extend_from_slice(&self.before_id);
@@ -406,6 +418,12 @@ mod tests {
             crate::reply::check_initialize_reply(&init, crate::Revision::V2025_06_18),
             Ok(Checked::Passed)
         );
+        let discover = floor
+            .echo(br#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#)
+            .expect("a request");
+        let discover: serde_json::Value = serde_json::from_slice(&discover).expect("JSON");
+        assert_eq!(discover["id"], "d");
+        assert_eq!(discover["result"]["supportedVersions"][0], "2026-07-28");
         assert_eq!(
             floor.echo(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
             None

@@ -3,6 +3,9 @@
 //!
 //! This crate is not published. It may depend on every workspace crate.
 //!
+//! Feature `client` (off by default, so that `cargo xtask bench --quick` builds quickly) adds
+//! the client rows, which depend on `mcp-client`.
+//!
 //! # Binaries
 //!
 //! - `mcp-load`: the load generator ([`load`]). C workers, each on its own keep-alive HTTP/1.1
@@ -14,6 +17,8 @@
 //! - `mcp-floor`: the floor ([`floor`]), a bare hyper 1 HTTP/1.1 server answering any POST with a
 //!   fixed JSON-RPC result, and the 2024-11-05 HTTP+SSE shape on `GET /sse`; with `--stdio`, the
 //!   stdio floor: a process answering every line on stdin with that fixed line.
+//! - `mcp-bench-client` (feature `client`): the same loop driven through our `mcp-client`
+//!   ([`client_load`]), for the client-overhead and stdio client+server rows.
 //! - `mcp-bench-server`: our server with an `add` tool, for the harness's own rows.
 //!   It exits with [`EXIT_NOT_AVAILABLE`] until our HTTP transport exists.
 //!
@@ -30,6 +35,8 @@
 //! (a number, or an object whose first numeric field is the sum) or as a text block holding
 //! the number or such an object.
 
+#[cfg(feature = "client")]
+pub mod client_load;
 pub mod floor;
 pub mod histogram;
 pub mod load;

@@ -430,9 +430,9 @@ struct SessionTally {
     first_error: Option<String>,
 }
 
-const WARMUP: u8 = 0;
-const MEASURE: u8 = 1;
-const STOP: u8 = 2;
+pub(crate) const WARMUP: u8 = 0;
+pub(crate) const MEASURE: u8 = 1;
+pub(crate) const STOP: u8 = 2;
 
 /// Runs the load described by `config` and reports it.
 ///
@@ -462,13 +462,7 @@ pub async fn run(config: &LoadConfig) -> Result<Report, LoadError> {
             tokio::spawn(worker.run())
         })
         .collect();
-    tokio::time::sleep(config.warmup).await;
-    phase.store(MEASURE, Ordering::Relaxed);
-    let started = Instant::now();
-    tokio::time::sleep(config.duration).await;
-    phase.store(STOP, Ordering::Relaxed);
-    let measured = started.elapsed();
-
+    let measured = timeline(config, &phase).await;
     let mut total = Stats::new();
     for worker in workers {
         match worker.await {
@@ -476,9 +470,24 @@ pub async fn run(config: &LoadConfig) -> Result<Report, LoadError> {
             Err(join) => total.error(format!("worker failed: {join}")),
         }
     }
+    Ok(report(config, &total, measured))
+}
+
+/// Waits out the warm-up, measures, and tells the workers to stop; returns the measured time.
+pub(crate) async fn timeline(config: &LoadConfig, phase: &AtomicU8) -> Duration {
+    tokio::time::sleep(config.warmup).await;
+    phase.store(MEASURE, Ordering::Relaxed);
+    let started = Instant::now();
+    tokio::time::sleep(config.duration).await;
+    phase.store(STOP, Ordering::Relaxed);
+    started.elapsed()
+}
+
+/// The report of a run from its merged counts.
+pub(crate) fn report(config: &LoadConfig, total: &Stats, measured: Duration) -> Report {
     let secs = measured.as_secs_f64();
     let ms = |ns: u64| (ns as f64 / 1e3).round() / 1e3;
-    Ok(Report {
+    Report {
         url: if config.transport == Transport::Stdio {
             format!("stdio:{}", config.command.join(" "))
         } else {
@@ -494,8 +503,8 @@ pub async fn run(config: &LoadConfig) -> Result<Report, LoadError> {
         p50_ms: ms(total.latency.quantile(0.5)),
         p99_ms: ms(total.latency.quantile(0.99)),
         max_ms: ms(total.latency.max()),
-        first_error: total.first_error,
-    })
+        first_error: total.first_error.clone(),
+    }
 }
 
 /// Where requests go.
@@ -558,15 +567,15 @@ impl Target {
 
 /// What a worker counted.
 #[derive(Debug)]
-struct Stats {
-    latency: Histogram,
-    calls: u64,
-    errors: u64,
-    first_error: Option<String>,
+pub(crate) struct Stats {
+    pub(crate) latency: Histogram,
+    pub(crate) calls: u64,
+    pub(crate) errors: u64,
+    pub(crate) first_error: Option<String>,
 }
 
 impl Stats {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             latency: Histogram::new(),
             calls: 0,
@@ -575,12 +584,12 @@ impl Stats {
         }
     }
 
-    fn error(&mut self, message: String) {
+    pub(crate) fn error(&mut self, message: String) {
         self.errors += 1;
         self.first_error.get_or_insert(message);
     }
 
-    fn merge(&mut self, other: Self) {
+    pub(crate) fn merge(&mut self, other: Self) {
         self.latency.merge(&other.latency);
         self.calls += other.calls;
         self.errors += other.errors;
@@ -602,9 +611,9 @@ struct Worker {
 }
 
 /// Consecutive failed connection attempts after which a worker gives up.
-const MAX_OPEN_FAILURES: u32 = 3;
+pub(crate) const MAX_OPEN_FAILURES: u32 = 3;
 /// The pause between failed connection attempts.
-const REOPEN_BACKOFF: Duration = Duration::from_millis(50);
+pub(crate) const REOPEN_BACKOFF: Duration = Duration::from_millis(50);
 
 impl Worker {
     async fn run(self) -> Stats {

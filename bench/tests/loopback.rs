@@ -340,3 +340,29 @@ async fn echo_floor_passes_strict_checks_on_every_revision() {
         assert!(report.calls > 0, "{revision}");
     }
 }
+
+#[cfg(feature = "client")]
+#[tokio::test]
+async fn our_client_against_the_echo_floor_on_every_revision() {
+    let base = start_floor_with(FLOOR_BODY, floor::ReplyMode::Echo).await;
+    for revision in Revision::ALL {
+        let report = mcp_bench::client_load::run(&config(&base, revision))
+            .await
+            .expect("the run starts");
+        assert_eq!(report.errors, 0, "{revision}: {:?}", report.first_error);
+        assert!(report.calls > 0, "{revision}");
+    }
+}
+
+#[cfg(feature = "client")]
+#[tokio::test]
+async fn our_client_counts_a_wrong_sum() {
+    const WRONG: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"sum":6}}}"#;
+    let base = start_floor_with(WRONG, floor::ReplyMode::Echo).await;
+    let report = mcp_bench::client_load::run(&config(&base, Revision::V2026_07_28))
+        .await
+        .expect("the run starts");
+    assert_eq!(report.calls, 0);
+    let error = report.first_error.expect("an error message");
+    assert!(error.contains("wrong sum 6"), "{error}");
+}

@@ -1,0 +1,204 @@
+//! The client rows: the load of [`crate::load`], but every call goes through our `mcp-client`
+//! ([`mcp_client::Client::call_tool`]).
+//!
+//! Each worker has its own [`Client`] (its own connection or child process, and session),
+//! pinned to the configured revision, and calls `add {a: 2, b: 3}` one call at a time; every
+//! result is checked as in [`crate::reply`]. Compared with `mcp-load` against the same server
+//! in the same round, this is the client's overhead over a raw hyper loop.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU8, Ordering},
+    },
+    time::Instant,
+};
+
+use mcp_client::{
+    Client,
+    transport::{Stderr, Stdio},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    Transport,
+    load::{
+        self, LoadConfig, LoadError, MAX_OPEN_FAILURES, MEASURE, REOPEN_BACKOFF, Report, STOP,
+        Stats,
+    },
+    reply::ReplyError,
+    request::{ADD_A, ADD_B, EXPECTED_SUM},
+};
+
+/// Runs the load described by `config` through our client and reports it.
+///
+/// [`LoadConfig::fixed_reply`] and [`LoadConfig::sessions`] do not apply: the target must
+/// answer like a server (the echo floor does).
+pub async fn run(config: &LoadConfig) -> Result<Report, LoadError> {
+    if config.transport == Transport::Stdio && config.command.is_empty() {
+        return Err(LoadError::NoCommand);
+    }
+    let shared = Arc::new(config.clone());
+    let phase = Arc::new(AtomicU8::new(load::WARMUP));
+    let workers: Vec<_> = (0..config.concurrency.max(1))
+        .map(|_| tokio::spawn(worker(shared.clone(), phase.clone())))
+        .collect();
+    let measured = load::timeline(config, &phase).await;
+    let mut total = Stats::new();
+    for worker in workers {
+        match worker.await {
+            Ok(stats) => total.merge(stats),
+            Err(join) => total.error(format!("worker failed: {join}")),
+        }
+    }
+    Ok(load::report(config, &total, measured))
+}
+
+async fn worker(config: Arc<LoadConfig>, phase: Arc<AtomicU8>) -> Stats {
+    let mut stats = Stats::new();
+    let mut open_failures = 0;
+    let arguments = json!({"a": ADD_A, "b": ADD_B});
+    while phase.load(Ordering::Relaxed) != STOP {
+        let client = match tokio::time::timeout(config.timeout, connect(&config)).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(error)) => {
+                stats.error(format!("connect: {error}"));
+                open_failures += 1;
+                if open_failures >= MAX_OPEN_FAILURES {
+                    break;
+                }
+                tokio::time::sleep(REOPEN_BACKOFF).await;
+                continue;
+            }
+            Err(_) => {
+                stats.error("connect: timed out".to_owned());
+                break;
+            }
+        };
+        open_failures = 0;
+        loop {
+            let before = phase.load(Ordering::Relaxed);
+            if before == STOP {
+                break;
+            }
+            let started = Instant::now();
+            let outcome =
+                tokio::time::timeout(config.timeout, client.call_tool("add", arguments.clone()))
+                    .await;
+            let elapsed = started.elapsed();
+            let checked = match outcome {
+                Ok(Ok(result)) => check(&result).map_err(|e| e.to_string()),
+                Ok(Err(error)) => Err(error.to_string()),
+                Err(_) => Err("timed out".to_owned()),
+            };
+            match checked {
+                Ok(()) => {
+                    if before == MEASURE && phase.load(Ordering::Relaxed) == MEASURE {
+                        stats.calls += 1;
+                        stats
+                            .latency
+                            .record(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+                    }
+                }
+                Err(error) => {
+                    stats.error(error);
+                    break;
+                }
+            }
+        }
+        let _ = client.close().await;
+    }
+    stats
+}
+
+async fn connect(config: &LoadConfig) -> Result<Client, String> {
+    let revision = mcp_client::Revision::parse(config.revision.as_str())
+        .ok_or_else(|| format!("revision {} unknown to mcp-client", config.revision))?;
+    let builder = Client::builder()
+        .client_info("mcp-bench-client", env!("CARGO_PKG_VERSION"))
+        .revision(revision)
+        .timeout(config.timeout);
+    let client = match config.transport {
+        Transport::HttpSse => builder.connect_sse(&config.url).await,
+        Transport::Stdio => {
+            let (program, args) = config.command.split_first().ok_or("no command")?;
+            let command = Stdio::builder(program).args(args).stderr(Stderr::Null);
+            builder.connect_stdio(command).await
+        }
+        _ => builder.connect_http(&config.url).await,
+    };
+    client.map_err(|e| e.to_string())
+}
+
+/// Checks a `tools/call` result by the rules of [`crate::reply`].
+fn check(result: &Value) -> Result<(), ReplyError> {
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        return Err(ReplyError::ToolError);
+    }
+    if let Some(kind) = result.get("resultType").and_then(Value::as_str)
+        && kind != "complete"
+    {
+        return Err(ReplyError::ResultType(kind.to_owned()));
+    }
+    let first_number = |value: &Value| match value {
+        Value::Number(n) => n.as_f64(),
+        Value::Object(fields) => fields.values().find_map(Value::as_f64),
+        _ => None,
+    };
+    let sum = match result.get("structuredContent") {
+        Some(structured) => first_number(structured),
+        None => result
+            .get("content")
+            .and_then(Value::as_array)
+            .and_then(|blocks| {
+                blocks
+                    .iter()
+                    .find(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            })
+            .and_then(|block| block.get("text").and_then(Value::as_str))
+            .and_then(|text| serde_json::from_str::<Value>(text.trim()).ok())
+            .and_then(|value| first_number(&value)),
+    };
+    match sum {
+        Some(sum) if sum == EXPECTED_SUM as f64 => Ok(()),
+        Some(sum) => Err(ReplyError::WrongSum(sum)),
+        None => Err(ReplyError::NoSum),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results() {
+        let table = [
+            (json!({"structuredContent": {"sum": 5}}), Ok(())),
+            (json!({"structuredContent": 5}), Ok(())),
+            (
+                json!({"content": [{"type": "text", "text": "{\"sum\": 5}"}]}),
+                Ok(()),
+            ),
+            (json!({"content": [{"type": "text", "text": "5"}]}), Ok(())),
+            (
+                json!({"structuredContent": {"sum": 6}}),
+                Err(ReplyError::WrongSum(6.0)),
+            ),
+            (
+                json!({"content": [{"type": "text", "text": "five"}]}),
+                Err(ReplyError::NoSum),
+            ),
+            (
+                json!({"structuredContent": {"sum": 5}, "isError": true}),
+                Err(ReplyError::ToolError),
+            ),
+            (
+                json!({"resultType": "input_required"}),
+                Err(ReplyError::ResultType("input_required".into())),
+            ),
+        ];
+        for (result, expected) in table {
+            assert_eq!(check(&result), expected, "{result}");
+        }
+    }
+}
