@@ -5,7 +5,8 @@
 //!   JSON-RPC result ([`FLOOR_BODY`] by default, the size of an `add` reply).
 //! - `GET /sse`: the 2024-11-05 HTTP+SSE shape, for the floor of that transport: an event
 //!   stream that opens with `event: endpoint` naming `/messages?session_id=<n>`; a `POST` there
-//!   is answered `202` and puts the fixed result on that stream as an `event: message`.
+//!   is answered `202` and, when it has an `"id":` (a request, not a notification), puts the
+//!   fixed result on that stream as an `event: message`.
 //! - Anything else: `405`.
 //!
 //! With [`ReplyMode::Echo`] the replies carry the request's id (see there), so a real client
@@ -84,8 +85,9 @@ pub async fn serve(listener: TcpListener, body: Bytes, mode: ReplyMode) -> std::
     }
 }
 
-/// The stdio floor: answers every line read from `input` with `body` and a newline on
-/// `output`, flushed, until `input` ends. Blank lines get no answer.
+/// The stdio floor: answers every request line read from `input` with `body` and a newline
+/// on `output`, flushed, until `input` ends. Lines without an `"id":` (notifications) and blank
+/// lines get no answer.
 pub fn serve_stdio(
     input: impl std::io::BufRead,
     mut output: impl std::io::Write,
@@ -94,7 +96,7 @@ pub fn serve_stdio(
     let mut reply = body.to_vec();
     reply.push(b'\n');
     for line in input.split(b'\n') {
-        if line?.trim_ascii().is_empty() {
+        if id_span(&line?).is_none() {
             continue;
         }
         output.write_all(&reply)?;
@@ -156,10 +158,7 @@ impl Floor {
                 let Some(sender) = stream.and_then(|id| self.sender(id)) else {
                     return Ok(status(StatusCode::NOT_FOUND));
                 };
-                let event = match self.mode {
-                    ReplyMode::Fixed => Some(self.sse_message.clone()),
-                    ReplyMode::Echo => self.echo(&body.to_bytes()).map(|reply| sse_event(&reply)),
-                };
+                let event = self.sse_reply(&body.to_bytes());
                 if let Some(event) = event
                     && sender.send(event).await.is_err()
                 {
@@ -187,6 +186,15 @@ impl Floor {
             _ => status(StatusCode::METHOD_NOT_ALLOWED),
         };
         Ok(response)
+    }
+
+    /// The event an HTTP+SSE POST of `request` puts on its stream; `None` for a notification,
+    /// which gets no reply.
+    fn sse_reply(&self, request: &[u8]) -> Option<Bytes> {
+        match self.mode {
+            ReplyMode::Fixed => id_span(request).map(|_| self.sse_message.clone()),
+            ReplyMode::Echo => self.echo(request).map(|reply| sse_event(&reply)),
+        }
     }
 
     /// The [`ReplyMode::Echo`] reply to `request`; `None` for a notification.
@@ -378,8 +386,23 @@ mod tests {
     #[test]
     fn stdio_floor_answers_each_line() {
         let mut out = Vec::new();
-        serve_stdio(&b"{\"a\":1}\n\n{\"b\":2}\n{\"c\":3}"[..], &mut out, b"R").expect("in memory");
+        let input =
+            b"{\"id\":1}\n\n{\"method\":\"notifications/initialized\"}\n{\"id\":2}\n{\"id\":3}";
+        serve_stdio(&input[..], &mut out, b"R").expect("in memory");
         assert_eq!(out, b"R\nR\nR\n");
+    }
+
+    #[test]
+    fn sse_replies_only_to_requests() {
+        let notification = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let request = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{}}"#;
+        for mode in [ReplyMode::Fixed, ReplyMode::Echo] {
+            let floor = Floor::new(Bytes::from_static(FLOOR_BODY.as_bytes()), mode);
+            assert_eq!(floor.sse_reply(notification), None, "{mode:?}");
+            let event = floor.sse_reply(request).expect("a reply");
+            assert!(event.starts_with(b"event: message\ndata: {"), "{mode:?}");
+            assert!(event.ends_with(b"}\n\n"), "{mode:?}");
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //!   It prints one JSON line ([`load::Report`]): calls/s, p50, p99, errors.
 //! - `mcp-floor`: the floor ([`floor`]), a bare hyper 1 HTTP/1.1 server answering any POST with a
 //!   fixed JSON-RPC result, and the 2024-11-05 HTTP+SSE shape on `GET /sse`; with `--stdio`, the
-//!   stdio floor: a process answering every line on stdin with that fixed line.
+//!   stdio floor: a process answering every request line on stdin with that fixed line.
 //! - `mcp-bench-client` (feature `client`): the same loop driven through our `mcp-client`
 //!   ([`client_load`]), for the client-overhead and stdio client+server rows.
 //! - `mcp-bench-server`: our server with an `add` tool, for the harness's own rows.

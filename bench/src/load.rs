@@ -918,16 +918,13 @@ impl ReplyKind {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match essence.as_str() {
-            "application/json" => Ok(Self::Json),
-            "text/event-stream" => Ok(Self::Sse),
-            _ => Err(CallError::ContentType(content_type.to_owned())),
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        if essence.eq_ignore_ascii_case("application/json") {
+            Ok(Self::Json)
+        } else if essence.eq_ignore_ascii_case("text/event-stream") {
+            Ok(Self::Sse)
+        } else {
+            Err(CallError::ContentType(content_type.to_owned()))
         }
     }
 }

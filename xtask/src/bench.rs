@@ -16,9 +16,14 @@
 //!    (rotated each round: A B C, B C A, ...) gets one `mcp-load` run pinned to core 1.
 //!    Ratios (share of the floor, ratio to rmcp) are taken within a round, then the median over
 //!    rounds is reported, with the min-max spread of calls/s.
-//! 5. Idle memory: for every server but the floor, opens `--sessions` sessions (2025-11-25
-//!    handshakes over Streamable HTTP, left idle) and compares its RSS before and after.
-//! 6. Writes the report (`docs/benchmarks.md`, or `target/bench/benchmarks-quick.md` with
+//! 5. Idle memory: starts a fresh instance of every server but the floor, opens `--sessions`
+//!    sessions (2025-11-25 handshakes over Streamable HTTP, left idle) and compares its RSS
+//!    before and after.
+//! 6. stdio: the raw driver against a process answering each request line (the raw pipe),
+//!    against our stdio server, and our client against our stdio server.
+//! 7. Client overhead: the raw hyper loop and our client (`mcp-bench-client`) against the same
+//!    echo floor (`mcp-floor --echo`), rotated each round.
+//! 8. Writes the report (`docs/benchmarks.md`, or `target/bench/benchmarks-quick.md` with
 //!    `--quick`) and stops every server it started, on every path.
 //!
 //! Options: `--quick`, `--no-peers`, `--rounds N`, `--warmup SECS`, `--measure SECS`,
@@ -102,7 +107,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     // Servers are stopped when `servers` is dropped, on every path out of this function.
     let servers = Servers::start(rows, &log_dir)?;
     let results = measure(&settings, &bin, &servers)?;
-    let idle = idle_sessions(&settings, &bin, &servers)?;
+    let idle = idle_sessions(&settings, &bin, &servers, &log_dir)?;
     let stdio_rows = stdio_rows(&settings, &bin);
     let stdio = measure_stdio(&settings, &bin, &stdio_rows)?;
     let (client, client_note) = measure_client(&settings, &bin, &log_dir)?;
@@ -684,7 +689,7 @@ impl Servers {
                 .cloned();
             let state = match ours_unavailable {
                 Some(why) => Err(why),
-                None => start_server(&spec, log_dir),
+                None => start_server(&spec, log_dir, spec.key),
             };
             match &state {
                 Ok(running) => eprintln!(
@@ -714,14 +719,15 @@ fn free_port() -> Result<u16> {
 
 /// Starts `spec` pinned to core 0 and waits until it accepts connections.
 /// `Err` is the reason the row is not available.
-fn start_server(spec: &RowSpec, log_dir: &Path) -> Result<Running, String> {
+/// `log_name` names its stderr log in `log_dir`.
+fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Running, String> {
     let redis = if spec.needs_redis {
         Some(start_redis(log_dir)?)
     } else {
         None
     };
     let port = free_port().map_err(|e| e.to_string())?;
-    let log_path = log_dir.join(format!("{}.log", spec.key));
+    let log_path = log_dir.join(format!("{log_name}.log"));
     let log = fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let mut command = Command::new("taskset");
     command
@@ -1065,7 +1071,7 @@ fn measure_client(
     let mut spec = RowSpec::floor(bin);
     spec.key = "echo-floor";
     spec.args = vec!["--echo".to_owned()];
-    let server = match start_server(&spec, log_dir) {
+    let server = match start_server(&spec, log_dir, "echo-floor") {
         Ok(server) => server,
         Err(why) => {
             return Ok((
@@ -1148,18 +1154,31 @@ impl IdleSample {
 /// The revision of the idle sessions: the newest with a handshake.
 const IDLE_REVISION: &str = "2025-11-25";
 
-fn idle_sessions(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Vec<IdleSample>> {
+/// Opens the idle sessions on a fresh instance of each server (started for this and stopped
+/// after), so the memory the throughput rounds left behind, or freed and kept for reuse, does
+/// not blur the difference.
+fn idle_sessions(
+    settings: &Settings,
+    bin: &Path,
+    servers: &Servers,
+    log_dir: &Path,
+) -> Result<Vec<IdleSample>> {
     let mut samples = Vec::new();
     if settings.sessions == 0 {
         return Ok(samples);
     }
     for row in &servers.rows {
-        let Some(running) = row.running() else {
-            continue;
-        };
-        if row.spec.role == Role::Floor {
+        if row.running().is_none() || row.spec.role == Role::Floor {
             continue;
         }
+        let running = match start_server(&row.spec, log_dir, &format!("{}-idle", row.spec.key)) {
+            Ok(running) => running,
+            Err(why) => {
+                eprintln!("xtask bench: idle sessions {}: {why}", row.spec.key);
+                continue;
+            }
+        };
+        // Before: the freshly started server, ready to accept connections.
         let before = status_kib(running.pid, "VmRSS:").unwrap_or(0);
         let output = Command::new("taskset")
             .args(["-c", "1"])
@@ -1638,7 +1657,7 @@ impl Report<'_> {
             return String::new();
         }
         let mut md = format!(
-            "### Idle sessions ({IDLE_REVISION} handshakes over Streamable HTTP, left idle)\n\n\
+            "### Idle sessions ({IDLE_REVISION} handshakes over Streamable HTTP, left idle, on a freshly started server)\n\n\
              | server | sessions opened | with a session id | RSS before MiB | RSS after MiB | extra MiB | bytes per session | errors |\n\
              | --- | --: | --: | --: | --: | --: | --: | --: |\n"
         );
