@@ -1431,7 +1431,9 @@ impl Report<'_> {
              p50/p99 are medians of the per-round latency percentiles. \
              \"of floor\" and \"vs rmcp\" are ratios taken within each round, then the median: \"vs rmcp\" divides by the faster rmcp mode of that round.\n\
              - RSS is the server's resident set after each run (median); the peak is `VmHWM` at the end.\n\
-             - Absolute numbers move between runs on this shared machine; compare servers only within one run.\n"
+             - Absolute numbers move between runs on this shared machine; compare servers only within one run.\n\
+             - At c=1 every call waits for two cross-core wakeups, so c=1 figures measure wakeup latency as much as CPU cost \
+             (on a virtual machine an idle core's wakeup is slow); read them as ratios.\n"
         );
         let _ = writeln!(md, "## Commands\n");
         let _ = writeln!(
