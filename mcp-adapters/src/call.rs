@@ -1,8 +1,5 @@
 //! The normalized, revision-independent shape of what a client sent.
 
-use std::fmt;
-use std::str::FromStr;
-
 use mcp_wire::jsonrpc::{ErrorObject, Id};
 use serde_json::{Map, Value};
 
@@ -186,73 +183,5 @@ impl Call {
     }
 }
 
-/// The eight RFC 5424 log levels, least severe first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LogLevel {
-    /// `debug`.
-    Debug,
-    /// `info`.
-    Info,
-    /// `notice`.
-    Notice,
-    /// `warning`.
-    Warning,
-    /// `error`.
-    Error,
-    /// `critical`.
-    Critical,
-    /// `alert`.
-    Alert,
-    /// `emergency`.
-    Emergency,
-}
-
-impl LogLevel {
-    /// Every level, least severe first.
-    pub const ALL: [Self; 8] = [
-        Self::Debug,
-        Self::Info,
-        Self::Notice,
-        Self::Warning,
-        Self::Error,
-        Self::Critical,
-        Self::Alert,
-        Self::Emergency,
-    ];
-
-    /// The wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Debug => "debug",
-            Self::Info => "info",
-            Self::Notice => "notice",
-            Self::Warning => "warning",
-            Self::Error => "error",
-            Self::Critical => "critical",
-            Self::Alert => "alert",
-            Self::Emergency => "emergency",
-        }
-    }
-}
-
-impl fmt::Display for LogLevel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The string is not one of the eight level names.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown log level {0:?}")]
-pub struct UnknownLogLevel(pub String);
-
-impl FromStr for LogLevel {
-    type Err = UnknownLogLevel;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|l| l.as_str() == s)
-            .ok_or_else(|| UnknownLogLevel(s.to_owned()))
-    }
-}
+/// The eight RFC 5424 log levels, least severe first: mcp-wire's type under the adapters' name.
+pub use mcp_wire::model::{LoggingLevel as LogLevel, UnknownLoggingLevel as UnknownLogLevel};
