@@ -440,10 +440,16 @@ impl Inner {
             body: Bytes::from(body),
             headers,
         };
-        match self.transport.send(outbound).await? {
-            Delivery::Accepted => Ok(()),
-            // A notification has no answer; drop whatever stream came back.
-            Delivery::Stream(_) => Ok(()),
+        // Bounded like a request: a server that never finishes its `202` must not hang the
+        // handshake or a cancellation.
+        let timeout = self.config.timeout;
+        match tokio::time::timeout(timeout, self.transport.send(outbound)).await {
+            Err(_) => Err(Error::timeout(timeout)),
+            Ok(delivery) => match delivery? {
+                Delivery::Accepted => Ok(()),
+                // A notification has no answer; drop whatever stream came back.
+                Delivery::Stream(_) => Ok(()),
+            },
         }
     }
 
@@ -996,7 +1002,9 @@ impl Client {
     }
 
     /// Ends the session (HTTP `DELETE`) or the connection, and stops background tasks. Calls
-    /// made after this fail with [`ErrorKind::Closed`].
+    /// made after this fail with [`ErrorKind::Closed`]. Bounded by the client's timeout
+    /// ([`crate::ClientBuilder::timeout`]): a server that never answers the `DELETE` gets
+    /// [`ErrorKind::Timeout`], and the client is closed all the same.
     pub async fn close(&self) -> Result<(), Error> {
         if self.inner.close_flag() {
             return Ok(());
@@ -1004,8 +1012,11 @@ impl Client {
         if let Some(task) = lock(&self.inner.get_stream).take() {
             task.abort();
         }
-        self.inner.transport.close().await?;
-        Ok(())
+        let timeout = self.inner.config.timeout;
+        match tokio::time::timeout(timeout, self.inner.transport.close()).await {
+            Ok(closed) => closed.map_err(Error::from),
+            Err(_) => Err(Error::timeout(timeout)),
+        }
     }
 }
 

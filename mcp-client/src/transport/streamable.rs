@@ -7,6 +7,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -276,6 +277,10 @@ pub(crate) async fn read_bounded(
     mut body: Incoming,
     limit: usize,
 ) -> Result<Bytes, TransportError> {
+    // A declared length past the limit is refused before a byte of the body is read.
+    if body.size_hint().lower() > limit as u64 {
+        return Err(TransportError::TooLarge { limit });
+    }
     let mut out = BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| TransportError::Http(error_chain(&e)))?;
