@@ -77,6 +77,7 @@ mod content;
 mod dispatch;
 mod error;
 mod exchange;
+pub mod http;
 mod icon;
 mod page;
 mod project;
