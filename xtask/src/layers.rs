@@ -95,6 +95,18 @@ const MATRIX: &[Layer] = &[
         forbidden_external: &[],
     },
     Layer {
+        name: "mcp-conformance-peers",
+        allowed_internal: &[
+            "mcp-wire",
+            "mcp-schema",
+            "mcp-adapters",
+            "mcp-hub",
+            "mcp-server",
+            "mcp-client",
+        ],
+        forbidden_external: &[],
+    },
+    Layer {
         name: "mcp-bench",
         allowed_internal: &[
             "mcp-wire",
