@@ -100,8 +100,8 @@ impl fmt::Debug for HttpEndpoint {
 pub(crate) struct Shared {
     pub(crate) server: Server,
     pub(crate) config: HttpConfig,
-    /// The revisions Streamable HTTP serves: every served one except those whose own transport
-    /// is HTTP+SSE.
+    /// The revisions Streamable HTTP serves: every served one (a client may also run
+    /// 2024-11-05 semantics over Streamable HTTP).
     pub(crate) streamable: Option<AdapterSet>,
     /// The revisions HTTP+SSE serves: those with a handshake.
     pub(crate) legacy: Option<AdapterSet>,
@@ -156,14 +156,7 @@ impl HttpEndpoint {
     /// log, so endpoints of servers that share a hub serve each other's clients.
     pub fn new(server: Server, config: HttpConfig) -> Self {
         let served = server.revisions();
-        let streamable = AdapterSet::new(
-            served
-                .revisions()
-                .iter()
-                .copied()
-                .filter(|r| !Adapter::new(*r).features().http_sse),
-        )
-        .ok();
+        let streamable = Some(served.clone());
         let legacy = if config.legacy_sse {
             served.handshake_only().ok()
         } else {

@@ -309,7 +309,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     if !set.adapters().iter().any(|a| a.features().has_get_stream) {
         return allow_post_only();
     }
-    let render = set.newest();
+    let render = session_render(set);
     if !Accepts::of(&parts.headers).sse {
         return failure_response(
             render,
@@ -400,6 +400,16 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     sse_response(HttpBody::sse(stream))
 }
 
+/// The adapter that renders session failures of requests that name no revision: the newest
+/// served one with sessions (404 for a lost session is theirs).
+fn session_render(set: &AdapterSet) -> Adapter {
+    set.adapters()
+        .iter()
+        .copied()
+        .find(Adapter::has_sessions)
+        .unwrap_or_else(|| set.newest())
+}
+
 fn allow_post_only() -> Response<HttpBody> {
     let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
     response
@@ -416,7 +426,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
     if !set.adapters().iter().any(Adapter::has_sessions) {
         return allow_post_only();
     }
-    let render = set.newest();
+    let render = session_render(set);
     let Some(id) = session_header(&parts.headers) else {
         return failure_response(
             render,
