@@ -184,16 +184,16 @@ impl SseParser {
 /// A request to send.
 pub struct RawRequest<'a> {
     pub method: &'a str,
-    pub path: &'a str,
+    pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl<'a> RawRequest<'a> {
-    pub fn new(method: &'a str, path: &'a str) -> Self {
+    pub fn new(method: &'a str, path: &str) -> Self {
         Self {
             method,
-            path,
+            path: path.to_owned(),
             headers: Vec::new(),
             body: Vec::new(),
         }
