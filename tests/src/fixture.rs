@@ -151,32 +151,37 @@ async fn count(_: NoArgs, ex: Exchange) -> String {
     "counted to 3".into()
 }
 
-/// How many `wait` calls ended without finishing (their future was dropped).
-static CANCELLED: AtomicUsize = AtomicUsize::new(0);
-static CANCELLED_SIGNAL: Notify = Notify::const_new();
+/// Counts the `wait` calls of one server instance that ended without finishing (their future
+/// was dropped), and wakes whoever waits for one.
+#[derive(Default)]
+struct CancelWatch {
+    count: AtomicUsize,
+    signal: Notify,
+}
 
-struct OnDrop;
+/// Marks a `wait` call cancelled when its future is dropped before it finished.
+struct OnDrop(Arc<CancelWatch>);
 
 impl Drop for OnDrop {
     fn drop(&mut self) {
-        CANCELLED.fetch_add(1, Ordering::SeqCst);
-        CANCELLED_SIGNAL.notify_waiters();
+        self.0.count.fetch_add(1, Ordering::SeqCst);
+        self.0.signal.notify_waiters();
     }
 }
 
-async fn wait(_: NoArgs, ex: Exchange) -> String {
-    let _guard = OnDrop;
+async fn wait(watch: Arc<CancelWatch>, ex: Exchange) -> String {
+    let _guard = OnDrop(watch);
     ex.cancelled().await;
     "cancelled".into()
 }
 
-async fn cancelled(_: NoArgs) -> Result<String, ToolError> {
+async fn cancelled(watch: Arc<CancelWatch>) -> Result<String, ToolError> {
     let observed = async {
         loop {
-            let signal = CANCELLED_SIGNAL.notified();
+            let signal = watch.signal.notified();
             tokio::pin!(signal);
             signal.as_mut().enable();
-            if CANCELLED.load(Ordering::SeqCst) > 0 {
+            if watch.count.load(Ordering::SeqCst) > 0 {
                 return;
             }
             signal.await;
@@ -185,7 +190,7 @@ async fn cancelled(_: NoArgs) -> Result<String, ToolError> {
     match tokio::time::timeout(Duration::from_secs(10), observed).await {
         Ok(()) => Ok(format!(
             "cancelled {} call(s)",
-            CANCELLED.load(Ordering::SeqCst)
+            watch.count.load(Ordering::SeqCst)
         )),
         Err(_) => Err(ToolError::new("no wait call was cancelled within 10 s")),
     }
@@ -249,6 +254,8 @@ impl std::fmt::Debug for Backing {
 
 /// The fixture server on `backing`.
 pub fn server(backing: Backing) -> Server {
+    let watch = Arc::new(CancelWatch::default());
+    let on_wait = watch.clone();
     let mut builder = Server::builder(SERVER_NAME, env!("CARGO_PKG_VERSION"))
         .title("Pairing fixture")
         .instructions("The workspace's pairing fixture: every feature, small pages.")
@@ -267,9 +274,15 @@ pub fn server(backing: Backing) -> Server {
         .tool(Tool::new("summarize", summarize).description("Asks the client to sample."))
         .tool(Tool::new("list_roots", list_roots).description("Asks the client for its roots."))
         .tool(Tool::new("count", count).description("Counts to 3 with progress and logs."))
-        .tool(Tool::new("wait", wait).description("Waits until cancelled."))
         .tool(
-            Tool::new("cancelled", cancelled).description("Waits until a wait call was cancelled."),
+            Tool::new("wait", move |_: NoArgs, ex: Exchange| {
+                wait(on_wait.clone(), ex)
+            })
+            .description("Waits until cancelled."),
+        )
+        .tool(
+            Tool::new("cancelled", move |_: NoArgs| cancelled(watch.clone()))
+                .description("Waits until a wait call was cancelled."),
         )
         .tool(Tool::new("boom", boom).description("Always fails."))
         .resource(

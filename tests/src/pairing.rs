@@ -14,11 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_adapters::{Adapter, Revision, StructuredOutput};
-use mcp_client::transport::{Stderr, Stdio};
+use mcp_client::transport::{HttpSse, Stderr, Stdio, StreamableHttp};
 use mcp_client::{
     Answer, Asks, CallOptions, Client, ClientBuilder, ErrorKind, ListKind, LogLevel, Notification,
     QuestionKind, Subscriptions,
 };
+use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
 use serde_json::{Value, json};
 
 use crate::fixture;
@@ -229,10 +230,79 @@ pub struct Binaries {
     pub pairing_server: PathBuf,
 }
 
+/// The hub behind a server on `store`: the server's own memory hub, or a Redis hub under a
+/// fresh key prefix.
+pub async fn backing(store: Store) -> Result<fixture::Backing, String> {
+    match store {
+        Store::Memory => Ok(fixture::Backing::default()),
+        Store::Redis => {
+            let config = mcp_hub::RedisConfig::new().key_prefix(unique_prefix());
+            let hub = mcp_hub::RedisHub::connect(&redis_url(), config)
+                .await
+                .map_err(|e| format!("Redis at {}: {e}", redis_url()))?;
+            let hub = Arc::new(hub);
+            Ok(fixture::Backing {
+                store: Some(hub.clone()),
+                log: Some(hub),
+            })
+        }
+    }
+}
+
+/// The fixture served over HTTP on 127.0.0.1 (Streamable HTTP at `/mcp`, HTTP+SSE at `/sse`),
+/// in this process. Stops when dropped.
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl HttpServer {
+    /// Binds 127.0.0.1:0 and serves the fixture on `store`.
+    pub async fn start(store: Store) -> Result<Self, String> {
+        let server = fixture::server(backing(store).await?);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| format!("bind: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let endpoint = HttpEndpoint::new(server, HttpConfig::default());
+        tokio::spawn(async move {
+            let signal = async {
+                let _ = stopped.await;
+            };
+            if let Err(e) = serve_with_shutdown(listener, endpoint, signal).await {
+                eprintln!("pairing HTTP server: {e}");
+            }
+        });
+        Ok(Self {
+            addr,
+            stop: Some(stop),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> Result<http::Uri, String> {
+        format!("http://{}{path}", self.addr)
+            .parse()
+            .map_err(|e| format!("{e}"))
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
 /// A connected client, with what it saw.
 struct Session {
     client: Client,
     log: Log,
+    /// The in-process HTTP server, stopped when the session is dropped.
+    _http: Option<HttpServer>,
     notes: Arc<Mutex<Vec<Notification>>>,
     arrived: Arc<tokio::sync::Notify>,
     asked: Arc<Mutex<Vec<QuestionKind>>>,
@@ -334,6 +404,7 @@ async fn connect(
     log_level: Option<LogLevel>,
 ) -> Result<Session, String> {
     let (builder, seen) = builder(case.revision, log_level);
+    let mut http_server = None;
     let (client, log) = match case.transport {
         TransportKind::Stdio => {
             let mut command = Stdio::builder(&bins.pairing_server)
@@ -357,10 +428,30 @@ async fn connect(
             (client, log)
         }
         TransportKind::StreamableHttp | TransportKind::HttpSse => {
-            return Err(format!(
-                "{}: mcp-server has no HTTP transport yet",
-                case.transport.as_str()
-            ));
+            let running = HttpServer::start(case.store).await?;
+            let (client, log) = match case.transport {
+                TransportKind::StreamableHttp => {
+                    let uri = running.url("/mcp")?;
+                    let (transport, log) = Recording::new(StreamableHttp::builder(uri).build());
+                    let client = step("connect", builder.connect(transport))
+                        .await?
+                        .map_err(|e| format!("connect: {e}"))?;
+                    (client, log)
+                }
+                _ => {
+                    let uri = running.url("/sse")?;
+                    let transport = step("GET /sse", HttpSse::builder(uri).connect())
+                        .await?
+                        .map_err(|e| format!("GET /sse: {e}"))?;
+                    let (transport, log) = Recording::new(transport);
+                    let client = step("connect", builder.connect(transport))
+                        .await?
+                        .map_err(|e| format!("connect: {e}"))?;
+                    (client, log)
+                }
+            };
+            http_server = Some(running);
+            (client, log)
         }
     };
     ensure!(
@@ -373,6 +464,7 @@ async fn connect(
         adapter: Adapter::new(case.revision),
         client,
         log,
+        _http: http_server,
         notes: seen.notes,
         arrived: seen.arrived,
         asked: seen.asked,
