@@ -130,6 +130,9 @@ impl Scenario {
             }
             "sep-2322-client-request-state" => self.mrtr().await,
             "json-schema-2020-12-preservation" => self.schema_round_trip().await,
+            "interop-accept" => self.interop(Some(true)).await,
+            "interop-decline" => self.interop(Some(false)).await,
+            "interop-none" => self.interop(None).await,
             _ => self.exercise().await,
         }
     }
@@ -159,7 +162,11 @@ impl Scenario {
         if let Some(revision) = self.revision {
             builder = builder.revision(revision);
         }
-        let client = builder.connect_http(&self.url).await?;
+        let client = if self.url.trim_end_matches('/').ends_with("/sse") {
+            builder.connect_sse(&self.url).await?
+        } else {
+            builder.connect_http(&self.url).await?
+        };
         println!(
             "connected to {} on {}",
             self.url,
@@ -282,6 +289,38 @@ impl Scenario {
         Ok(())
     }
 
+    /// Interop with a peer server (`interop/ts-v1-server.mjs`): `echo` answers its text, and
+    /// `confirm` asks through elicitation and reports the action this client chose (skipped with
+    /// `None`, for revisions without elicitation).
+    async fn interop(&self, accept: Option<bool>) -> Result<(), ScenarioError> {
+        let hooks = Hooks {
+            decline: accept == Some(false),
+            ..Hooks::default()
+        };
+        let Session { client, _listener } = self.connect(hooks).await?;
+        println!("revision {}", client.revision().as_str());
+        let echoed = client.call_tool("echo", json!({"text": "hello"})).await?;
+        if echoed["content"][0]["text"] != "hello" {
+            return Err(self.expectation(format!("echo answered {echoed}")));
+        }
+        let Some(accept) = accept else {
+            client.close().await?;
+            return Ok(());
+        };
+        let confirmed = client.call_tool("confirm", json!({})).await?;
+        let expected = if accept {
+            "action=accept"
+        } else {
+            "action=decline"
+        };
+        if confirmed["content"][0]["text"] != expected {
+            return Err(self.expectation(format!("confirm answered {confirmed}, not {expected}")));
+        }
+        println!("{expected}");
+        client.close().await?;
+        Ok(())
+    }
+
     /// SEP-1613/SEP-2106: the focal tool's input schema goes back to the server exactly as the
     /// client received it.
     async fn schema_round_trip(&self) -> Result<(), ScenarioError> {
@@ -331,6 +370,8 @@ struct Hooks {
     /// A tool to call (once) while a question is pending.
     between_rounds: Option<&'static str>,
     called_between: AtomicBool,
+    /// Decline form elicitations instead of accepting them.
+    decline: bool,
 }
 
 impl Hooks {
@@ -342,6 +383,9 @@ impl Hooks {
                 Ok(_) => println!("called {tool} while a question was pending"),
                 Err(e) => eprintln!("calling {tool} between rounds failed: {e}"),
             }
+        }
+        if self.decline && question.kind() == QuestionKind::Elicitation {
+            return Answer::decline();
         }
         answer(&question)
     }

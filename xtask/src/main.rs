@@ -7,9 +7,12 @@
 //!   of `ARCHITECTURE.md`.
 //! - `conformance`: the official MCP conformance suite against our server and client (see
 //!   `conformance.rs`).
+//! - `interop`: our server and client against real SDK peers, both directions (see
+//!   `interop.rs`).
 
 mod bench;
 mod conformance;
+mod interop;
 mod layers;
 
 use std::process::{Command, ExitCode};
@@ -34,8 +37,11 @@ fn run() -> Result<()> {
         "check-layers" => check_layers(),
         "bench" => bench::run(&args[1..]),
         "conformance" => conformance::run(&workspace_root()),
+        "interop" => interop::run(&workspace_root()),
         "help" | "--help" | "-h" => {
-            println!("usage: cargo xtask <ci | check-layers | bench [--quick] | conformance>");
+            println!(
+                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop>"
+            );
             Ok(())
         }
         other => bail!("unknown task `{other}`; try `cargo xtask help`"),
