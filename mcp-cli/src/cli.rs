@@ -27,7 +27,12 @@ Exit codes:
 
 /// `mcp`: try any MCP server from the command line.
 #[derive(Debug, Parser)]
-#[command(name = "mcp", version, about, after_help = AFTER_HELP)]
+#[command(
+    name = "mcp",
+    version,
+    about = "Try any MCP server from the command line",
+    after_help = AFTER_HELP
+)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: Global,
