@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_adapters::InputRequest;
+use mcp_adapters::{AdapterSet, InputRequest};
 use mcp_hub::{EventLog, StateStore};
 use mcp_server::{
     CacheScope, Completer, CompletionRequest, Exchange, Json, LogLevel, NoArgs, Prompt, Question,
@@ -252,8 +252,13 @@ impl std::fmt::Debug for Backing {
     }
 }
 
-/// The fixture server on `backing`.
+/// The fixture server on `backing`, serving every revision.
 pub fn server(backing: Backing) -> Server {
+    server_with(backing, AdapterSet::all())
+}
+
+/// The fixture server on `backing`, serving only `revisions`.
+pub fn server_with(backing: Backing, revisions: AdapterSet) -> Server {
     let watch = Arc::new(CancelWatch::default());
     let on_wait = watch.clone();
     let mut builder = Server::builder(SERVER_NAME, env!("CARGO_PKG_VERSION"))
@@ -306,6 +311,7 @@ pub fn server(backing: Backing) -> Server {
         builder = builder.event_log(log);
     }
     builder
+        .revisions(revisions)
         .build()
         .expect("the fixture's declarations are valid")
 }

@@ -260,7 +260,11 @@ pub struct HttpServer {
 impl HttpServer {
     /// Binds 127.0.0.1:0 and serves the fixture on `store`.
     pub async fn start(store: Store) -> Result<Self, String> {
-        let server = fixture::server(backing(store).await?);
+        Self::serve(fixture::server(backing(store).await?)).await
+    }
+
+    /// Binds 127.0.0.1:0 and serves `server` with the default [`HttpConfig`].
+    pub async fn serve(server: mcp_server::Server) -> Result<Self, String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| format!("bind: {e}"))?;
