@@ -332,3 +332,70 @@ fn listen_subscribes_and_stops_after_count() {
         assert_eq!(run.code, 0, "{revision}: {run:?}");
     }
 }
+
+/// A scripted 2026-07-28 stdio server: answers `server/discover`, then opens one listen stream
+/// with an acknowledgement, a resource update and a list change; it records what it read.
+const SCRIPTED_LISTEN: &str = r#"log=$1
+read discover; printf '%s\n' "$discover" >> "$log"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"resources":{"subscribe":true,"listChanged":true}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"scripted","version":"1"}}}}'
+read listen; printf '%s\n' "$listen" >> "$log"
+printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"notifications":{"resourcesListChanged":true,"resourceSubscriptions":["config://app"]}}}'
+printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"uri":"config://app"}}'
+printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}'
+while read rest; do :; done
+"#;
+
+#[test]
+fn listen_prints_each_notification() {
+    let script = scratch("listen-script");
+    std::fs::write(&script, SCRIPTED_LISTEN).expect("write the script");
+    for json in [false, true] {
+        let log = scratch(&format!("listen-log-{json}"));
+        let command = format!("sh '{}' '{}'", script.display(), log.display());
+        let mut args = vec![
+            "listen",
+            "--stdio",
+            &command,
+            "--revision",
+            "2026-07-28",
+            "--timeout",
+            "30",
+            "--resource",
+            "config://app",
+            "--count",
+            "2",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = mcp(&args);
+        let printed = out.ok();
+        if json {
+            let lines: Vec<Value> = printed
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+                .collect();
+            assert_eq!(lines.len(), 2, "{printed}");
+            assert_eq!(lines[0]["method"], "notifications/resources/updated");
+            assert_eq!(lines[0]["params"]["uri"], "config://app");
+            assert_eq!(lines[1]["method"], "notifications/resources/list_changed");
+        } else {
+            assert_eq!(
+                printed,
+                "resources/updated config://app\nresources/list_changed\n"
+            );
+        }
+        assert!(
+            out.stderr
+                .contains("the server accepted resourceSubscriptions"),
+            "{}",
+            out.stderr
+        );
+        let sent = schema::check_log(&log, "2026-07-28");
+        assert_eq!(sent[1]["method"], "subscriptions/listen");
+        assert_eq!(
+            sent[1]["params"]["notifications"]["resourceSubscriptions"][0],
+            "config://app"
+        );
+    }
+}
