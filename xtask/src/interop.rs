@@ -8,9 +8,11 @@
 //! 2. Copies the peer scripts kept in `interop/` next to the installed packages and builds
 //!    `conformance-target` and `conformance-client`.
 //! 3. Runs the peer clients against our server (`conformance-target`) and our client against the
-//!    TypeScript peer server, over Streamable HTTP and HTTP+SSE, once accepting and once
-//!    declining an elicitation (on revisions that have it). The Python client also runs in its
-//!    default `auto` mode (probing `server/discover`) and pinned to 2026-07-28.
+//!    peer servers, over Streamable HTTP and HTTP+SSE (the Python server: Streamable HTTP only),
+//!    once accepting and once declining an elicitation (on revisions that have it). The Python
+//!    client also runs in its default `auto` mode (probing `server/discover`) and pinned to
+//!    2026-07-28; our client negotiates against the Python server, then is pinned to each older
+//!    revision.
 //! 4. Prints the matrix (peer, direction, revision, transport, elicitation: pass/fail), writes it
 //!    to `docs/interop.md`, and fails when a cell fails.
 
@@ -34,7 +36,20 @@ const ZOD_MAJOR: &str = "3";
 const PY_MCP: &str = "mcp";
 const PY_MCP_VERSION: &str = "2.3.0";
 /// The scripts copied from `interop/`.
-const SCRIPTS: [&str; 3] = ["ts-v1-client.mjs", "ts-v1-server.mjs", "py-client.py"];
+const SCRIPTS: [&str; 4] = [
+    "ts-v1-client.mjs",
+    "ts-v1-server.mjs",
+    "py-client.py",
+    "py-server.py",
+];
+/// The revisions our client is pinned to against the Python server (`None`: negotiate).
+const PY_SERVER_REVISIONS: [Option<&str>; 5] = [
+    None,
+    Some("2025-11-25"),
+    Some("2025-06-18"),
+    Some("2025-03-26"),
+    Some("2024-11-05"),
+];
 /// How the Python client is run against our server: its `mode=` and the transport.
 const PY_MODES: [(&str, &str); 4] = [
     ("auto", "Streamable HTTP"),
@@ -181,7 +196,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     }
     drop(target);
 
-    let server = PeerServer::start(&node, &prefix)?;
+    let server = PeerServer::start(&node, "ts-v1-server.mjs", &prefix)?;
     for revision in TS_V1_REVISIONS {
         for (transport, path) in [("Streamable HTTP", "/mcp"), ("HTTP+SSE", "/sse")] {
             for answer in answers(revision) {
@@ -212,6 +227,45 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         }
     }
     drop(server);
+
+    if python.exists() {
+        let server = PeerServer::start(&python, "py-server.py", &prefix)?;
+        for pinned in PY_SERVER_REVISIONS {
+            let answers = pinned.map_or(&["accept", "decline"][..], answers);
+            for answer in answers {
+                let mut command = Command::new(&peers.client);
+                command
+                    .arg(format!("{}/mcp", server.base))
+                    .env("MCP_CONFORMANCE_SCENARIO", format!("interop-{answer}"));
+                match pinned {
+                    Some(revision) => command.env("MCP_CONFORMANCE_PROTOCOL_VERSION", revision),
+                    None => command.env_remove("MCP_CONFORMANCE_PROTOCOL_VERSION"),
+                };
+                let (ok, stdout, stderr) = run_bounded(command)?;
+                let negotiated = stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix("revision "))
+                    .unwrap_or("?");
+                cells.push(Cell {
+                    peer: "Python SDK server",
+                    direction: "our client → peer server",
+                    revision: match pinned {
+                        Some(revision) => revision_cell(revision, negotiated),
+                        None => format!("{negotiated} (negotiated)"),
+                    },
+                    transport: "Streamable HTTP",
+                    elicitation: answer,
+                    ok,
+                    detail: if ok {
+                        stdout.trim().to_owned()
+                    } else {
+                        stderr.trim().to_owned()
+                    },
+                });
+            }
+        }
+        drop(server);
+    }
 
     let table = table(&cells);
     println!("\n{table}");
@@ -383,21 +437,21 @@ fn run_bounded(mut command: Command) -> Result<(bool, String, String)> {
     Ok((status.is_some_and(|s| s.success()), stdout, stderr))
 }
 
-/// The TypeScript v1 peer server; killed when dropped.
+/// A peer server script; killed when dropped.
 struct PeerServer {
     child: Child,
     base: String,
 }
 
 impl PeerServer {
-    fn start(node: &Path, prefix: &Path) -> Result<Self> {
-        let mut child = Command::new(node)
-            .arg("ts-v1-server.mjs")
+    fn start(program: &Path, script: &str, prefix: &Path) -> Result<Self> {
+        let mut child = Command::new(program)
+            .arg(script)
             .current_dir(prefix)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .context("starting the TypeScript v1 peer server")?;
+            .with_context(|| format!("starting the peer server {script}"))?;
         let stdout = child.stdout.take().context("the peer server's stdout")?;
         let mut line = String::new();
         let read = BufReader::new(stdout).read_line(&mut line);
