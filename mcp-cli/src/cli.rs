@@ -23,7 +23,8 @@ Exit codes:
   4  the server refused the request with a JSON-RPC error (its code is on the error line)
   5  protocol: no revision in common, an unreadable reply, not offered on this revision
   6  timeout
-  7  the server asked a question nobody could answer (no terminal, no --answer)";
+  7  the server asked a question nobody could answer (no terminal, no --answer)
+  130  interrupted by Ctrl-C (the request is cancelled on the server; listen exits 0)";
 
 /// `mcp`: try any MCP server from the command line.
 #[derive(Debug, Parser)]

@@ -42,6 +42,9 @@ pub(crate) enum CliError {
         /// The question's message.
         question: String,
     },
+    /// The user pressed Ctrl-C; the request in flight was cancelled.
+    #[error("interrupted; the request in flight was cancelled")]
+    Interrupted,
     /// Writing the output failed.
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
@@ -55,6 +58,7 @@ impl CliError {
             Self::Connect { source, .. } | Self::Request { source, .. } => kind_code(source.kind()),
             Self::ToolFailed { .. } => exit::TOOL_ERROR,
             Self::Unanswered { .. } => exit::UNANSWERED,
+            Self::Interrupted => exit::INTERRUPTED,
             Self::Output(_) => exit::TRANSPORT,
         }
     }
@@ -69,6 +73,7 @@ impl CliError {
             },
             Self::ToolFailed { .. } => "tool".into(),
             Self::Unanswered { .. } => "unanswered".into(),
+            Self::Interrupted => "interrupted".into(),
             Self::Output(_) => "output".into(),
         }
     }
@@ -87,7 +92,7 @@ impl CliError {
                     "answer with --answer '{...}' (or accept, decline, cancel), or run on a terminal",
                 );
             }
-            Self::Output(_) => return None,
+            Self::Output(_) | Self::Interrupted => return None,
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
         };
         if let Some(code) = source.code() {

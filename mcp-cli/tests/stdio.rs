@@ -399,3 +399,45 @@ fn listen_prints_each_notification() {
         );
     }
 }
+
+/// A scripted 2026-07-28 stdio server that takes a `tools/call` and never answers it; it says
+/// so on stderr (which `mcp` passes through).
+const SCRIPTED_SILENCE: &str = r#"read discover
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"silent","version":"1"}}}}'
+read call
+echo "scripted: got the call" >&2
+while read rest; do :; done
+"#;
+
+#[test]
+fn ctrl_c_cancels_a_call_and_ends_a_listen() {
+    let script = scratch("silent-script");
+    std::fs::write(&script, SCRIPTED_SILENCE).expect("write the script");
+    let command = format!("sh '{}'", script.display());
+    let call = Running::start(&[
+        "call",
+        "--stdio",
+        &command,
+        "--revision",
+        "2026-07-28",
+        "slow",
+    ]);
+    call.wait_for_stderr("scripted: got the call");
+    call.interrupt();
+    let done = call.finish();
+    assert_eq!(done.code, 130, "{done:?}");
+    assert!(
+        done.stderr.contains("mcp: error [interrupted]"),
+        "{}",
+        done.stderr
+    );
+
+    let demo = demo();
+    // (On 2026-07-28 the demo, which offers no list changes, ends the listen stream at once.)
+    let listen = Running::start(&["listen", "--stdio", &demo, "--revision", "2025-06-18"]);
+    listen.wait_for_stderr("listening for");
+    listen.interrupt();
+    let done = listen.finish();
+    assert_eq!(done.code, 0, "{done:?}");
+    assert!(done.stderr.contains("stopped listening"), "{}", done.stderr);
+}
