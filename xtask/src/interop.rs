@@ -1,17 +1,17 @@
 //! `cargo xtask interop`: our server and client against real SDK peers, both directions.
 //!
 //! 1. Installs the pinned peers into `$MCP_CACHE_DIR/interop` (default
-//!    `<workspace>/../.mcp-cache/interop`): the TypeScript SDK v1 (`@modelcontextprotocol/sdk`)
-//!    and Node 22 with npm, the Python SDK (`mcp`) in a virtual environment with pip. When an
+//!    `<workspace>/../.mcp-cache/interop`): the TypeScript SDK v1 (`@modelcontextprotocol/sdk`),
+//!    the TypeScript SDK v2 client (`@modelcontextprotocol/client`) and Node 22 with npm, the Python SDK (`mcp`) in a virtual environment with pip. When an
 //!    install fails the task (or the Python part) is skipped with a warning, except under
 //!    `CI=true` where that is a failure.
 //! 2. Copies the peer scripts kept in `interop/` next to the installed packages and builds
 //!    `conformance-target` and `conformance-client`.
 //! 3. Runs the peer clients against our server (`conformance-target`) and our client against the
 //!    peer servers, over Streamable HTTP and HTTP+SSE (the Python server: Streamable HTTP only),
-//!    once accepting and once declining an elicitation (on revisions that have it). The Python
-//!    client also runs in its default `auto` mode (probing `server/discover`) and pinned to
-//!    2026-07-28; our client negotiates against the Python server, then is pinned to each older
+//!    once accepting and once declining an elicitation (on revisions that have it). The dual-era
+//!    clients (TypeScript v2, Python) run in `auto` mode (probing `server/discover`), pinned to
+//!    2026-07-28, and in `legacy` mode; our client negotiates against the Python server, then is pinned to each older
 //!    revision.
 //! 4. Prints the matrix (peer, direction, revision, transport, elicitation: pass/fail), writes it
 //!    to `docs/interop.md`, and fails when a cell fails.
@@ -26,6 +26,9 @@ use anyhow::{Context, Result, bail};
 
 use crate::conformance::{self, NODE, NODE_MAJOR};
 
+/// The TypeScript SDK v2 client, pinned.
+const TS_V2_CLIENT: &str = "@modelcontextprotocol/client";
+const TS_V2_VERSION: &str = "2.4.0";
 /// The TypeScript SDK v1, pinned.
 const TS_V1: &str = "@modelcontextprotocol/sdk";
 const TS_V1_VERSION: &str = "1.32.2";
@@ -36,8 +39,9 @@ const ZOD_MAJOR: &str = "3";
 const PY_MCP: &str = "mcp";
 const PY_MCP_VERSION: &str = "2.3.0";
 /// The scripts copied from `interop/`.
-const SCRIPTS: [&str; 4] = [
+const SCRIPTS: [&str; 5] = [
     "ts-v1-client.mjs",
+    "ts-v2-client.mjs",
     "ts-v1-server.mjs",
     "py-client.py",
     "py-server.py",
@@ -50,8 +54,9 @@ const PY_SERVER_REVISIONS: [Option<&str>; 5] = [
     Some("2025-03-26"),
     Some("2024-11-05"),
 ];
-/// How the Python client is run against our server: its `mode=` and the transport.
-const PY_MODES: [(&str, &str); 4] = [
+/// How the dual-era peer clients (TypeScript v2, Python) run against our server: their version
+/// negotiation mode and the transport.
+const DUAL_ERA_MODES: [(&str, &str); 4] = [
     ("auto", "Streamable HTTP"),
     ("2026-07-28", "Streamable HTTP"),
     ("legacy", "Streamable HTTP"),
@@ -160,39 +165,21 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             }
         }
     }
+    cells.extend(mode_cells(
+        &node,
+        "ts-v2-client.mjs",
+        "TypeScript SDK v2 client",
+        &target.url,
+        &prefix,
+    )?);
     if python.exists() {
-        for (mode, transport) in PY_MODES {
-            let (kind, url) = if transport == "HTTP+SSE" {
-                ("sse", format!("{base}/sse"))
-            } else {
-                ("streamable", target.url.clone())
-            };
-            for answer in ["accept", "decline"] {
-                let mut command = Command::new(&python);
-                command
-                    .arg("py-client.py")
-                    .args([url.as_str(), kind, answer, mode])
-                    .current_dir(&prefix);
-                let (ok, stdout, stderr) = run_bounded(command)?;
-                let report: serde_json::Value = stdout
-                    .lines()
-                    .rev()
-                    .find_map(|l| serde_json::from_str(l).ok())
-                    .unwrap_or_default();
-                let negotiated = report["revision"].as_str().unwrap_or("?");
-                cells.push(Cell {
-                    peer: "Python SDK client",
-                    direction: "peer client → our server",
-                    revision: format!("{negotiated} (mode {mode})"),
-                    transport,
-                    elicitation: answer,
-                    ok: ok && report["ok"] == true,
-                    detail: report["detail"]
-                        .as_str()
-                        .map_or_else(|| stderr.trim().to_owned(), str::to_owned),
-                });
-            }
-        }
+        cells.extend(mode_cells(
+            &python,
+            "py-client.py",
+            "Python SDK client",
+            &target.url,
+            &prefix,
+        )?);
     }
     drop(target);
 
@@ -271,7 +258,8 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     println!("\n{table}");
     let doc = format!(
         "# Interoperability\n\nWritten by `cargo xtask interop`: our server and client against \
-         real SDK peers ({TS_V1}@{TS_V1_VERSION} on Node {NODE_MAJOR}, Python \
+         real SDK peers ({TS_V1}@{TS_V1_VERSION} and {TS_V2_CLIENT}@{TS_V2_VERSION} on Node \
+         {NODE_MAJOR}, Python \
          {PY_MCP}=={PY_MCP_VERSION}), over Streamable HTTP and HTTP+SSE, with an accepted and a \
          declined elicitation (`none`: the revision has no elicitation). The peer scripts are in \
          [`interop/`](../interop); our server is `conformance-target`, our client \
@@ -317,6 +305,8 @@ fn install(prefix: &Path) -> Result<PathBuf> {
         conformance::installed_version(prefix, NODE)
             .is_some_and(|v| v.split('.').next() == Some(NODE_MAJOR))
             && conformance::installed_version(prefix, TS_V1).as_deref() == Some(TS_V1_VERSION)
+            && conformance::installed_version(prefix, TS_V2_CLIENT).as_deref()
+                == Some(TS_V2_VERSION)
             && conformance::installed_version(prefix, ZOD)
                 .is_some_and(|v| v.split('.').next() == Some(ZOD_MAJOR))
     };
@@ -338,6 +328,7 @@ fn install(prefix: &Path) -> Result<PathBuf> {
             ])
             .arg(format!("{NODE}@{NODE_MAJOR}"))
             .arg(format!("{TS_V1}@{TS_V1_VERSION}"))
+            .arg(format!("{TS_V2_CLIENT}@{TS_V2_VERSION}"))
             .arg(format!("{ZOD}@{ZOD_MAJOR}"))
             .status()
             .context("running npm (is Node.js installed?)")?;
@@ -357,6 +348,52 @@ fn install(prefix: &Path) -> Result<PathBuf> {
         bail!("{} is missing", node.display());
     }
     Ok(node)
+}
+
+/// The cells of a dual-era peer client (`script`, run by `program`) against our server at `url`:
+/// every mode of [`DUAL_ERA_MODES`], accepting and declining an elicitation.
+fn mode_cells(
+    program: &Path,
+    script: &str,
+    peer: &'static str,
+    url: &str,
+    prefix: &Path,
+) -> Result<Vec<Cell>> {
+    let sse = format!("{}/sse", url.trim_end_matches("/mcp"));
+    let mut cells = Vec::new();
+    for (mode, transport) in DUAL_ERA_MODES {
+        let (kind, url) = if transport == "HTTP+SSE" {
+            ("sse", sse.as_str())
+        } else {
+            ("streamable", url)
+        };
+        for answer in ["accept", "decline"] {
+            let mut command = Command::new(program);
+            command
+                .arg(script)
+                .args([url, kind, answer, mode])
+                .current_dir(prefix);
+            let (ok, stdout, stderr) = run_bounded(command)?;
+            let report: serde_json::Value = stdout
+                .lines()
+                .rev()
+                .find_map(|l| serde_json::from_str(l).ok())
+                .unwrap_or_default();
+            let negotiated = report["revision"].as_str().unwrap_or("?");
+            cells.push(Cell {
+                peer,
+                direction: "peer client → our server",
+                revision: format!("{negotiated} (mode {mode})"),
+                transport,
+                elicitation: answer,
+                ok: ok && report["ok"] == true,
+                detail: report["detail"]
+                    .as_str()
+                    .map_or_else(|| stderr.trim().to_owned(), str::to_owned),
+            });
+        }
+    }
+    Ok(cells)
 }
 
 /// Makes a virtual environment with the pinned Python SDK in `prefix/py` unless it is there;
