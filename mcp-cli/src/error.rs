@@ -67,10 +67,13 @@ impl CliError {
     fn label(&self) -> String {
         match self {
             Self::Usage(_) => "usage".into(),
-            Self::Connect { source, .. } | Self::Request { source, .. } => match source.code() {
-                Some(code) => code.to_string(),
-                None => kind_label(source.kind()).into(),
-            },
+            Self::Connect { source, .. } | Self::Request { source, .. } => {
+                match (source.code(), source.http_status()) {
+                    (Some(code), _) => code.to_string(),
+                    (None, Some(status)) => format!("http {status}"),
+                    (None, None) => kind_label(source.kind()).into(),
+                }
+            }
             Self::ToolFailed { .. } => "tool".into(),
             Self::Unanswered { .. } => "unanswered".into(),
             Self::Interrupted => "interrupted".into(),
@@ -111,6 +114,11 @@ impl CliError {
                 -32602 => Some("check the name and arguments against `mcp tools`"),
                 _ => None,
             };
+        }
+        if matches!(source.http_status(), Some(404 | 405)) {
+            return Some(
+                "check the URL's path: Streamable HTTP is usually at /mcp, HTTP+SSE at /sse (with --transport sse)",
+            );
         }
         match source.kind() {
             ErrorKind::Transport | ErrorKind::Closed => Some(
