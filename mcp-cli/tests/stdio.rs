@@ -106,7 +106,7 @@ fn a_server_refusal_exits_4_with_its_code() {
 
 #[test]
 fn usage_and_connection_errors() {
-    let cases: [(&[&str], i32); 6] = [
+    let cases: [(&[&str], i32); 10] = [
         (&["tools"], 2),
         (&["tools", "not-a-url"], 2),
         (&["tools", "--stdio", "x", "--revision", "2099-01-01"], 2),
@@ -116,6 +116,10 @@ fn usage_and_connection_errors() {
             3,
         ),
         (&["call", "--stdio", "x"], 2),
+        (&["tools", "--stdio", "x", "--timeout", "1e300"], 2),
+        (&["tools", "--stdio", "x", "--timeout", "0"], 2),
+        (&["tools", "--stdio", "x", "--answer", "maybe"], 2),
+        (&["tools", "--stdio", "x", "-H", "no colon"], 2),
     ];
     for (args, code) in cases {
         let run = mcp(args);
