@@ -2,7 +2,8 @@
 //!
 //! 1. Installs the pinned peers into `$MCP_CACHE_DIR/interop` (default
 //!    `<workspace>/../.mcp-cache/interop`): the TypeScript SDK v1 (`@modelcontextprotocol/sdk`),
-//!    the TypeScript SDK v2 client (`@modelcontextprotocol/client`) and Node 22 with npm, the Python SDK (`mcp`) in a virtual environment with pip. When an
+//!    the TypeScript SDK v2 client and server (`@modelcontextprotocol/client`, `/server`,
+//!    `/node`) and Node 22 with npm, the Python SDK (`mcp`) in a virtual environment with pip. When an
 //!    install fails the task (or the Python part) is skipped with a warning, except under
 //!    `CI=true` where that is a failure.
 //! 2. Copies the peer scripts kept in `interop/` next to the installed packages and builds
@@ -26,9 +27,12 @@ use anyhow::{Context, Result, bail};
 
 use crate::conformance::{self, NODE, NODE_MAJOR};
 
-/// The TypeScript SDK v2 client, pinned.
+/// The TypeScript SDK v2 client and server, pinned, and the server's node:http adapter.
 const TS_V2_CLIENT: &str = "@modelcontextprotocol/client";
+const TS_V2_SERVER: &str = "@modelcontextprotocol/server";
 const TS_V2_VERSION: &str = "2.4.0";
+const TS_V2_NODE: &str = "@modelcontextprotocol/node";
+const TS_V2_NODE_VERSION: &str = "2.1.2";
 /// The TypeScript SDK v1, pinned.
 const TS_V1: &str = "@modelcontextprotocol/sdk";
 const TS_V1_VERSION: &str = "1.32.2";
@@ -39,15 +43,16 @@ const ZOD_MAJOR: &str = "3";
 const PY_MCP: &str = "mcp";
 const PY_MCP_VERSION: &str = "2.3.0";
 /// The scripts copied from `interop/`.
-const SCRIPTS: [&str; 5] = [
+const SCRIPTS: [&str; 6] = [
     "ts-v1-client.mjs",
     "ts-v2-client.mjs",
+    "ts-v2-server.mjs",
     "ts-v1-server.mjs",
     "py-client.py",
     "py-server.py",
 ];
-/// The revisions our client is pinned to against the Python server (`None`: negotiate).
-const PY_SERVER_REVISIONS: [Option<&str>; 5] = [
+/// The revisions our client is pinned to against the dual-era peer servers (`None`: negotiate).
+const DUAL_ERA_SERVER_REVISIONS: [Option<&str>; 5] = [
     None,
     Some("2025-11-25"),
     Some("2025-06-18"),
@@ -215,53 +220,39 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     }
     drop(server);
 
+    // The SDK v2 server's 2025-era leg is stateless: it cannot ask the client anything there.
+    cells.extend(pinned_cells(
+        &node,
+        "ts-v2-server.mjs",
+        "TypeScript SDK v2 server",
+        &peers.client,
+        &prefix,
+        |pinned| match pinned {
+            None => &["accept", "decline"],
+            Some(_) => &["none"],
+        },
+    )?);
     if python.exists() {
-        let server = PeerServer::start(&python, "py-server.py", &prefix)?;
-        for pinned in PY_SERVER_REVISIONS {
-            let answers = pinned.map_or(&["accept", "decline"][..], answers);
-            for answer in answers {
-                let mut command = Command::new(&peers.client);
-                command
-                    .arg(format!("{}/mcp", server.base))
-                    .env("MCP_CONFORMANCE_SCENARIO", format!("interop-{answer}"));
-                match pinned {
-                    Some(revision) => command.env("MCP_CONFORMANCE_PROTOCOL_VERSION", revision),
-                    None => command.env_remove("MCP_CONFORMANCE_PROTOCOL_VERSION"),
-                };
-                let (ok, stdout, stderr) = run_bounded(command)?;
-                let negotiated = stdout
-                    .lines()
-                    .find_map(|l| l.strip_prefix("revision "))
-                    .unwrap_or("?");
-                cells.push(Cell {
-                    peer: "Python SDK server",
-                    direction: "our client → peer server",
-                    revision: match pinned {
-                        Some(revision) => revision_cell(revision, negotiated),
-                        None => format!("{negotiated} (negotiated)"),
-                    },
-                    transport: "Streamable HTTP",
-                    elicitation: answer,
-                    ok,
-                    detail: if ok {
-                        stdout.trim().to_owned()
-                    } else {
-                        stderr.trim().to_owned()
-                    },
-                });
-            }
-        }
-        drop(server);
+        cells.extend(pinned_cells(
+            &python,
+            "py-server.py",
+            "Python SDK server",
+            &peers.client,
+            &prefix,
+            |pinned| pinned.map_or(&["accept", "decline"][..], answers),
+        )?);
     }
 
     let table = table(&cells);
     println!("\n{table}");
     let doc = format!(
         "# Interoperability\n\nWritten by `cargo xtask interop`: our server and client against \
-         real SDK peers ({TS_V1}@{TS_V1_VERSION} and {TS_V2_CLIENT}@{TS_V2_VERSION} on Node \
+         real SDK peers ({TS_V1}@{TS_V1_VERSION}, {TS_V2_CLIENT} and {TS_V2_SERVER} \
+         {TS_V2_VERSION} on Node \
          {NODE_MAJOR}, Python \
          {PY_MCP}=={PY_MCP_VERSION}), over Streamable HTTP and HTTP+SSE, with an accepted and a \
-         declined elicitation (`none`: the revision has no elicitation). The peer scripts are in \
+         declined elicitation (`none`: no elicitation on that leg, because the revision has none or \
+         the TypeScript v2 server's stateless 2025 fallback cannot ask). The peer scripts are in \
          [`interop/`](../interop); our server is `conformance-target`, our client \
          `conformance-client`.\n\n{table}"
     );
@@ -307,6 +298,10 @@ fn install(prefix: &Path) -> Result<PathBuf> {
             && conformance::installed_version(prefix, TS_V1).as_deref() == Some(TS_V1_VERSION)
             && conformance::installed_version(prefix, TS_V2_CLIENT).as_deref()
                 == Some(TS_V2_VERSION)
+            && conformance::installed_version(prefix, TS_V2_SERVER).as_deref()
+                == Some(TS_V2_VERSION)
+            && conformance::installed_version(prefix, TS_V2_NODE).as_deref()
+                == Some(TS_V2_NODE_VERSION)
             && conformance::installed_version(prefix, ZOD)
                 .is_some_and(|v| v.split('.').next() == Some(ZOD_MAJOR))
     };
@@ -329,6 +324,8 @@ fn install(prefix: &Path) -> Result<PathBuf> {
             .arg(format!("{NODE}@{NODE_MAJOR}"))
             .arg(format!("{TS_V1}@{TS_V1_VERSION}"))
             .arg(format!("{TS_V2_CLIENT}@{TS_V2_VERSION}"))
+            .arg(format!("{TS_V2_SERVER}@{TS_V2_VERSION}"))
+            .arg(format!("{TS_V2_NODE}@{TS_V2_NODE_VERSION}"))
             .arg(format!("{ZOD}@{ZOD_MAJOR}"))
             .status()
             .context("running npm (is Node.js installed?)")?;
@@ -390,6 +387,55 @@ fn mode_cells(
                 detail: report["detail"]
                     .as_str()
                     .map_or_else(|| stderr.trim().to_owned(), str::to_owned),
+            });
+        }
+    }
+    Ok(cells)
+}
+
+/// The cells of our client against a dual-era peer server (`script`, run by `program`):
+/// negotiating, then pinned to each older revision, with the elicitation answers `answers_for`
+/// gives for that pin.
+fn pinned_cells(
+    program: &Path,
+    script: &str,
+    peer: &'static str,
+    client: &Path,
+    prefix: &Path,
+    answers_for: fn(Option<&str>) -> &'static [&'static str],
+) -> Result<Vec<Cell>> {
+    let server = PeerServer::start(program, script, prefix)?;
+    let mut cells = Vec::new();
+    for pinned in DUAL_ERA_SERVER_REVISIONS {
+        for answer in answers_for(pinned) {
+            let mut command = Command::new(client);
+            command
+                .arg(format!("{}/mcp", server.base))
+                .env("MCP_CONFORMANCE_SCENARIO", format!("interop-{answer}"));
+            match pinned {
+                Some(revision) => command.env("MCP_CONFORMANCE_PROTOCOL_VERSION", revision),
+                None => command.env_remove("MCP_CONFORMANCE_PROTOCOL_VERSION"),
+            };
+            let (ok, stdout, stderr) = run_bounded(command)?;
+            let negotiated = stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("revision "))
+                .unwrap_or("?");
+            cells.push(Cell {
+                peer,
+                direction: "our client → peer server",
+                revision: match pinned {
+                    Some(revision) => revision_cell(revision, negotiated),
+                    None => format!("{negotiated} (negotiated)"),
+                },
+                transport: "Streamable HTTP",
+                elicitation: answer,
+                ok,
+                detail: if ok {
+                    stdout.trim().to_owned()
+                } else {
+                    stderr.trim().to_owned()
+                },
             });
         }
     }
