@@ -480,6 +480,13 @@ async fn discover(session: &Session) -> Result<(), CliError> {
         ],
         vec!["negotiated".to_owned(), negotiated.as_str().to_owned()],
     ];
+    let listed = description
+        .as_ref()
+        .map(|d| d.supported_versions.join(", "))
+        .unwrap_or_default();
+    if !listed.is_empty() {
+        about.push(vec!["lists".to_owned(), listed]);
+    }
     let offers: Vec<&str> = capabilities
         .as_object()
         .map(|c| c.keys().map(String::as_str).collect())

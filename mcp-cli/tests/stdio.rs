@@ -308,6 +308,7 @@ fn discover_probes_every_revision() {
     let text = run("discover", &[]);
     let out = text.ok();
     assert!(out.contains("server       mcp-stdio-demo"), "{out}");
+    assert!(out.contains("lists        2026-07-28"), "{out}");
     assert!(out.contains("2024-11-05  stdio      yes"), "{out}");
 }
 
