@@ -131,6 +131,12 @@ fn usage_and_connection_errors() {
     let text = help.ok();
     assert!(text.contains("Exit codes:"), "{text}");
     assert!(text.contains("7  the server asked a question"), "{text}");
+    let call_help = mcp(&["call", "--help"]);
+    assert!(
+        call_help.ok().contains("key:=value always sends a string"),
+        "{}",
+        call_help.stdout
+    );
 }
 
 #[test]
