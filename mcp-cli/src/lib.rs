@@ -100,6 +100,10 @@ pub fn run() -> ExitCode {
     };
     match runtime.block_on(commands::run(&cli.global, cli.command)) {
         Ok(()) => ExitCode::from(exit::OK),
+        // The reader of stdout went away (`mcp tools URL | head -1`): nothing left to say.
+        Err(error::CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::from(exit::OK)
+        }
         Err(e) => {
             eprintln!("{}", e.line());
             ExitCode::from(e.exit_code())
