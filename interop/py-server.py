@@ -1,4 +1,5 @@
-"""Interop peer: an official Python SDK server (MCPServer, Streamable HTTP at /mcp, both eras).
+"""Interop peer: an official Python SDK server (MCPServer): Streamable HTTP at /mcp (both eras)
+and HTTP+SSE at /sse (with /messages/), in one Starlette application on uvicorn.
 
 Prints `listening on http://127.0.0.1:PORT` once the socket is bound, then serves until killed.
 Tools: `echo` (returns its text) and `confirm` (asks the user through elicitation, as an
@@ -11,6 +12,7 @@ from typing import Annotated
 
 import uvicorn
 from pydantic import BaseModel
+from starlette.applications import Starlette
 
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
@@ -46,5 +48,11 @@ if __name__ == "__main__":
     sock.listen(128)
     port = sock.getsockname()[1]
     print(f"listening on http://127.0.0.1:{port}", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    streamable = server.streamable_http_app()
+    sse = server.sse_app()
+    app = Starlette(
+        routes=list(streamable.routes) + list(sse.routes),
+        lifespan=streamable.router.lifespan_context,
+    )
+    config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])

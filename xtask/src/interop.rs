@@ -9,7 +9,7 @@
 //! 2. Copies the peer scripts kept in `interop/` next to the installed packages and builds
 //!    `conformance-target` and `conformance-client`.
 //! 3. Runs the peer clients against our server (`conformance-target`) and our client against the
-//!    peer servers, over Streamable HTTP and HTTP+SSE (the Python server: Streamable HTTP only),
+//!    peer servers, over Streamable HTTP and HTTP+SSE (the TypeScript v2 server: Streamable HTTP),
 //!    once accepting and once declining an elicitation (on revisions that have it). The dual-era
 //!    clients (TypeScript v2, Python) run in `auto` mode (probing `server/discover`), pinned to
 //!    2026-07-28, and in `legacy` mode; our client negotiates against the Python server, then is pinned to each older
@@ -231,6 +231,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             None => &["accept", "decline"],
             Some(_) => &["none"],
         },
+        &[("Streamable HTTP", "/mcp")],
     )?);
     if python.exists() {
         cells.extend(pinned_cells(
@@ -240,6 +241,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             &peers.client,
             &prefix,
             |pinned| pinned.map_or(&["accept", "decline"][..], answers),
+            &[("Streamable HTTP", "/mcp"), ("HTTP+SSE", "/sse")],
         )?);
     }
 
@@ -403,41 +405,71 @@ fn pinned_cells(
     client: &Path,
     prefix: &Path,
     answers_for: fn(Option<&str>) -> &'static [&'static str],
+    transports: &[(&'static str, &str)],
 ) -> Result<Vec<Cell>> {
     let server = PeerServer::start(program, script, prefix)?;
     let mut cells = Vec::new();
-    for pinned in DUAL_ERA_SERVER_REVISIONS {
-        for answer in answers_for(pinned) {
-            let mut command = Command::new(client);
-            command
-                .arg(format!("{}/mcp", server.base))
-                .env("MCP_CONFORMANCE_SCENARIO", format!("interop-{answer}"));
-            match pinned {
-                Some(revision) => command.env("MCP_CONFORMANCE_PROTOCOL_VERSION", revision),
-                None => command.env_remove("MCP_CONFORMANCE_PROTOCOL_VERSION"),
-            };
-            let (ok, stdout, stderr) = run_bounded(command)?;
-            let negotiated = stdout
-                .lines()
-                .find_map(|l| l.strip_prefix("revision "))
-                .unwrap_or("?");
-            cells.push(Cell {
+    for &(transport, path) in transports {
+        for pinned in DUAL_ERA_SERVER_REVISIONS {
+            // HTTP+SSE carries the revisions with a handshake only: no negotiation to 2026-07-28.
+            if transport == "HTTP+SSE" && pinned.is_none() {
+                continue;
+            }
+            cells.extend(pinned_cell(
+                client,
+                &server.base,
                 peer,
-                direction: "our client → peer server",
-                revision: match pinned {
-                    Some(revision) => revision_cell(revision, negotiated),
-                    None => format!("{negotiated} (negotiated)"),
-                },
-                transport: "Streamable HTTP",
-                elicitation: answer,
-                ok,
-                detail: if ok {
-                    stdout.trim().to_owned()
-                } else {
-                    stderr.trim().to_owned()
-                },
-            });
+                transport,
+                path,
+                pinned,
+                answers_for(pinned),
+            )?);
         }
+    }
+    Ok(cells)
+}
+
+/// The cells of our client pinned to `pinned` (or negotiating) against `base` + `path`.
+fn pinned_cell(
+    client: &Path,
+    base: &str,
+    peer: &'static str,
+    transport: &'static str,
+    path: &str,
+    pinned: Option<&str>,
+    answers: &[&'static str],
+) -> Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    for &answer in answers {
+        let mut command = Command::new(client);
+        command
+            .arg(format!("{base}{path}"))
+            .env("MCP_CONFORMANCE_SCENARIO", format!("interop-{answer}"));
+        match pinned {
+            Some(revision) => command.env("MCP_CONFORMANCE_PROTOCOL_VERSION", revision),
+            None => command.env_remove("MCP_CONFORMANCE_PROTOCOL_VERSION"),
+        };
+        let (ok, stdout, stderr) = run_bounded(command)?;
+        let negotiated = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("revision "))
+            .unwrap_or("?");
+        cells.push(Cell {
+            peer,
+            direction: "our client → peer server",
+            revision: match pinned {
+                Some(revision) => revision_cell(revision, negotiated),
+                None => format!("{negotiated} (negotiated)"),
+            },
+            transport,
+            elicitation: answer,
+            ok,
+            detail: if ok {
+                stdout.trim().to_owned()
+            } else {
+                stderr.trim().to_owned()
+            },
+        });
     }
     Ok(cells)
 }
