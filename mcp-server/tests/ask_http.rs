@@ -888,3 +888,51 @@ async fn state_and_replies_are_bound_to_the_principal_and_session() {
     validate(Revision::V2025_11_25, &done);
     assert_eq!(text(&done), "stopped at decline");
 }
+
+/// The bundled client answers every mechanism through one `on_ask`: two questions, sampling
+/// and roots on every revision, over Streamable HTTP.
+#[tokio::test]
+async fn mcp_client_answers_every_mechanism() {
+    use mcp_client::{Answer, Asks, Client, QuestionKind};
+    let server = start(builder()).await;
+    for revision in Revision::ALL {
+        let client = Client::builder()
+            .timeout(raw_http::WAIT)
+            .revision(revision)
+            .on_ask(
+                Asks::none().elicitation().sampling().roots(),
+                |question| async move {
+                    match question.kind() {
+                        QuestionKind::Sampling => Answer::result(json!({
+                            "role": "assistant", "model": "m",
+                            "content": {"type": "text", "text": "autumn moon"}})),
+                        QuestionKind::Roots => {
+                            Answer::result(json!({"roots": [{"uri": "file:///a"}]}))
+                        }
+                        _ if question
+                            .requested_schema()
+                            .is_some_and(|s| s["properties"].get("name").is_some()) =>
+                        {
+                            Answer::accept(json!({"name": "Ada"}))
+                        }
+                        _ => Answer::decline(),
+                    }
+                },
+            )
+            .connect_http(&server.url("/mcp"))
+            .await
+            .unwrap();
+        let call = |name: &'static str| {
+            let client = &client;
+            async move {
+                let result = client.call_tool(name, json!({})).await.unwrap();
+                result["content"][0]["text"].as_str().unwrap().to_owned()
+            }
+        };
+        assert_eq!(call("two").await, "Ada and decline", "{revision}");
+        assert_eq!(call("sample").await, "model said autumn moon", "{revision}");
+        assert_eq!(call("roots").await, "1 roots", "{revision}");
+        client.close().await.unwrap();
+    }
+    server.stop().await;
+}
