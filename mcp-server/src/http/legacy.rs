@@ -81,10 +81,28 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
         .with_event("endpoint")
         .map(|e| Bytes::from(e.to_bytes()))
         .unwrap_or_default();
+    // The record lives as long as the stream: renew it while the stream is open, even when
+    // no POST comes for longer than the TTL.
+    let renew = {
+        let shared = shared.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            let period = shared.config.session_ttl / 4;
+            loop {
+                tokio::time::sleep(period).await;
+                match shared.sessions.renew(&id).await {
+                    Err(SessionError::NotFound) => return,
+                    Err(err) => tracing::warn!(%err, "could not renew an HTTP+SSE session"),
+                    Ok(()) => {}
+                }
+            }
+        })
+    };
     let cleanup = Cleanup {
         shared: shared.clone(),
         id,
         topic,
+        renew,
     };
     let events = subscription
         .take_while(|event| std::future::ready(event.is_ok()))
@@ -107,10 +125,12 @@ struct Cleanup {
     shared: Arc<Shared>,
     id: String,
     topic: Topic,
+    renew: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
+        self.renew.abort();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };

@@ -239,6 +239,18 @@ impl Sessions {
         Err(SessionError::Contended)
     }
 
+    /// Renews the TTL of session `id` now.
+    pub(crate) async fn renew(&self, id: &str) -> Result<(), SessionError> {
+        match self.store.touch(&self.key(id), self.ttl).await {
+            Ok(()) => {
+                self.remember_touch(id);
+                Ok(())
+            }
+            Err(StoreError::NotFound) => Err(SessionError::NotFound),
+            Err(err) => Err(err.into()),
+        }
+    }
+
     /// Ends session `id`; returns whether it was live.
     pub(crate) async fn delete(&self, id: &str) -> Result<bool, SessionError> {
         if !Self::plausible(id) {
