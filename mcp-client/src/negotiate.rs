@@ -85,14 +85,29 @@ fn supported_in(error: &ErrorObject) -> Option<Vec<String>> {
 }
 
 /// The newest revision in `supported` that this client speaks and has not tried, and that the
-/// transport can carry.
+/// transport can carry. When every such revision was tried already (a server that refuses a
+/// version and then names that very version among the ones it supports), the newest of them is
+/// tried once more: one retry per negotiation, then the client gives up.
 fn best(client: &Client, supported: &[String], tried: &[Revision]) -> Option<Revision> {
     let sse = client.inner.info.legacy_sse;
-    Revision::ALL.into_iter().find(|r| {
+    let mutual = |r: &Revision| {
         supported.iter().any(|s| Revision::parse(s) == Some(*r))
-            && !tried.contains(r)
             && (!sse || Adapter::new(*r).has_handshake())
-    })
+    };
+    if let Some(fresh) = Revision::ALL
+        .into_iter()
+        .find(|r| mutual(r) && !tried.contains(r))
+    {
+        return Some(fresh);
+    }
+    let retried = tried
+        .iter()
+        .enumerate()
+        .any(|(i, r)| tried[..i].contains(r));
+    if retried {
+        return None;
+    }
+    Revision::ALL.into_iter().find(mutual)
 }
 
 /// The newest revision with a handshake.

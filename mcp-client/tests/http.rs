@@ -130,6 +130,49 @@ async fn a_recognized_modern_refusal_retries_with_a_mutual_version() {
     support::schema::validate(&mock.recorded());
 }
 
+/// A server that refuses the first request with -32022 although its list names the version the
+/// client sent (the official `request-metadata` scenario): the client retries once with it,
+/// whether it negotiates or is pinned, and gives up when the refusal repeats.
+#[tokio::test]
+async fn a_refusal_naming_the_requested_version_is_retried_once() {
+    for pinned in [false, true] {
+        let mock = Mock::start(Config::modern_only()).await;
+        mock.refuse_versions(1);
+        let b = if pinned {
+            builder().revision(Revision::V2026_07_28)
+        } else {
+            builder()
+        };
+        let client = within(b.connect_http(&mock.mcp_url())).await.unwrap();
+        assert_eq!(client.revision(), Revision::V2026_07_28, "pinned: {pinned}");
+        let tools = within(client.list_tools()).await.unwrap();
+        assert!(!tools.is_empty());
+        let discovers: Vec<_> = mock
+            .recorded()
+            .into_iter()
+            .filter(|r| r.body["method"] == "server/discover")
+            .collect();
+        assert_eq!(discovers.len(), 2, "pinned: {pinned}");
+        for d in &discovers {
+            assert_eq!(d.headers["mcp-protocol-version"], support::MODERN);
+            assert_eq!(
+                d.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+                support::MODERN
+            );
+        }
+        support::schema::validate(&mock.recorded());
+    }
+    // Refused twice: one retry only, then a typed error.
+    let mock = Mock::start(Config::modern_only()).await;
+    mock.refuse_versions(2);
+    let error = within(builder().connect_http(&mock.mcp_url()))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::UnsupportedVersion, "{error}");
+    assert_eq!(mock.discovers.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(mock.methods(), ["server/discover", "server/discover"]);
+}
+
 #[tokio::test]
 async fn pushed_questions_arrive_on_the_http_sse_stream() {
     let mock = Mock::start(Config::sse_only()).await;

@@ -129,6 +129,9 @@ struct State {
     forget_always: bool,
     /// The `region` tool rejects every call with -32020, whatever the headers.
     always_mismatch: bool,
+    /// How many of the next requests get -32022 naming every version served (the requested one
+    /// included), as the official `request-metadata` scenario does with the first request.
+    refuse_versions: usize,
 }
 
 pub struct Mock {
@@ -305,6 +308,11 @@ impl Mock {
 
     pub fn reject_region_always(&self) {
         self.lock().always_mismatch = true;
+    }
+
+    /// The next `n` requests are refused with -32022, whose list names the requested version.
+    pub fn refuse_versions(&self, n: usize) {
+        self.lock().refuse_versions = n;
     }
 
     pub fn set_region_header(&self, name: &str) {
@@ -561,6 +569,17 @@ impl Mock {
             }
             return Reply::Accepted;
         };
+        {
+            let mut state = self.lock();
+            if state.refuse_versions > 0 {
+                state.refuse_versions -= 1;
+                let data = json!({"supported": self.config.streamable, "requested": revision});
+                return Reply::Status(
+                    StatusCode::BAD_REQUEST,
+                    error(id, -32022, "unsupported protocol version", Some(data)),
+                );
+            }
+        }
 
         let modern = revision == MODERN;
         if modern {
