@@ -152,6 +152,8 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
+    /// Where the standalone GET stream stands, for [`Client::listen`] to wait until it is open.
+    pub(crate) stream_state: tokio::sync::watch::Sender<crate::listen::StreamState>,
     base_meta: RwLock<Option<(mcp_adapters::Revision, SharedMeta)>>,
 }
 
@@ -245,6 +247,7 @@ impl Inner {
             closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
             get_stream: Mutex::new(None),
+            stream_state: tokio::sync::watch::Sender::new(crate::listen::StreamState::Connecting),
             base_meta: RwLock::new(None),
         });
         if let Some(incoming) = inner.transport.incoming() {

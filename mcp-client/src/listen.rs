@@ -154,6 +154,19 @@ impl Client {
     /// Subscribes to notifications: one `subscriptions/listen` request on 2026-07-28;
     /// `resources/subscribe` per URI and the standalone stream (resumed with `Last-Event-ID`
     /// where the revision allows) before. Every notification also reaches `on_notification`.
+    ///
+    /// Resolves only once the notifications can arrive: on 2026-07-28 when the server's
+    /// acknowledgement came; on Streamable HTTP before that when the standalone GET stream was
+    /// answered with an event stream (or with 405: the server offers none), and only then are
+    /// the URIs subscribed, so an update sent right after a subscription is not lost. A server
+    /// may still push a request or notification as soon as `listen` returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Timeout`] when the acknowledgement or the GET stream's answer takes longer
+    /// than the client's timeout; [`ErrorKind::Transport`] when the GET stream could not be
+    /// opened (while other listeners exist, the client keeps retrying it in the background); the
+    /// server's refusal of `subscriptions/listen` or `resources/subscribe`.
     pub async fn listen(&self, subscriptions: Subscriptions) -> Result<Listener, Error> {
         let adapter = self.adapter();
         let inner = &self.inner;
@@ -275,17 +288,13 @@ impl Client {
             }
             return Ok(listener);
         }
-        // Handshake revisions: subscribe per URI, then the standalone stream.
-        if let Some(subscribe) = adapter.method(Operation::Subscribe) {
-            for uri in &subscriptions.uris {
-                self.request_with(subscribe, Some(json!({"uri": uri})), CallOptions::new())
-                    .await?;
-            }
-        }
+        // Handshake revisions: register the listener and open the standalone stream first, so
+        // that an update sent right after a subscription's answer has somewhere to go; then
+        // subscribe per URI.
         let (slot, rx) = inner.add_listener(
             None,
             Filter {
-                subs: subscriptions,
+                subs: subscriptions.clone(),
             },
         );
         let listener = Listener {
@@ -297,13 +306,57 @@ impl Client {
             cancel: None,
         };
         if inner.info.request_streams && adapter.features().has_get_stream {
-            let mut running = inner.get_stream.lock().unwrap_or_else(|e| e.into_inner());
-            if running.as_ref().is_none_or(JoinHandle::is_finished) {
-                *running = Some(tokio::spawn(get_stream(Arc::downgrade(inner))));
+            let mut state = {
+                let mut running = inner.get_stream.lock().unwrap_or_else(|e| e.into_inner());
+                if running.as_ref().is_none_or(JoinHandle::is_finished) {
+                    inner.stream_state.send_replace(StreamState::Connecting);
+                    *running = Some(tokio::spawn(get_stream(Arc::downgrade(inner))));
+                }
+                inner.stream_state.subscribe()
+            };
+            let timeout = inner.config.timeout;
+            let opened = tokio::time::timeout(
+                timeout,
+                state.wait_for(|s| !matches!(s, StreamState::Connecting)),
+            )
+            .await;
+            let failure = match opened {
+                Err(_) => Some(Error::timeout(timeout)),
+                Ok(Ok(state)) => match &*state {
+                    StreamState::Failed(reason) => Some(Error::new(
+                        ErrorKind::Transport,
+                        format!("could not open the notification stream: {reason}"),
+                    )),
+                    _ => None,
+                },
+                // The client is gone.
+                Ok(Err(_)) => Some(Error::closed()),
+            };
+            if let Some(e) = failure {
+                return Err(e);
+            }
+        }
+        if let Some(subscribe) = adapter.method(Operation::Subscribe) {
+            for uri in &subscriptions.uris {
+                self.request_with(subscribe, Some(json!({"uri": uri})), CallOptions::new())
+                    .await?;
             }
         }
         Ok(listener)
     }
+}
+
+/// Where the standalone GET stream stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StreamState {
+    /// Being opened (or reopened).
+    Connecting,
+    /// The server answered the GET with an event stream.
+    Open,
+    /// The server offers no standalone stream (405).
+    Unavailable,
+    /// The last attempt to open it failed.
+    Failed(String),
 }
 
 /// Keeps the standalone GET stream open while listeners exist, resuming after the last event id
@@ -323,8 +376,14 @@ async fn get_stream(weak: Weak<Inner>) {
         let generation = inner.session_generation();
         let opened = inner.transport.open_stream(headers, resume).await;
         let mut stream = match opened {
-            Ok(stream) => stream,
-            Err(TransportError::Status { status: 405, .. }) => return,
+            Ok(stream) => {
+                inner.stream_state.send_replace(StreamState::Open);
+                stream
+            }
+            Err(TransportError::Status { status: 405, .. }) => {
+                inner.stream_state.send_replace(StreamState::Unavailable);
+                return;
+            }
             // The server lost the session: start a new one (unless a call already did), then
             // open the stream on it. A stream cannot resume across sessions.
             Err(TransportError::Status { status: 404, .. })
@@ -337,6 +396,9 @@ async fn get_stream(weak: Weak<Inner>) {
                 };
                 if let Err(e) = crate::negotiate::reinitialize(&client, generation).await {
                     tracing::debug!(error = %e, "could not start a new session for the stream");
+                    inner
+                        .stream_state
+                        .send_replace(StreamState::Failed(e.to_string()));
                     return;
                 }
                 continue;
@@ -344,6 +406,9 @@ async fn get_stream(weak: Weak<Inner>) {
             Err(e) => {
                 failures += 1;
                 tracing::debug!(error = %e, failures, "could not open the notification stream");
+                inner
+                    .stream_state
+                    .send_replace(StreamState::Failed(e.to_string()));
                 if failures > 5 {
                     return;
                 }
@@ -381,6 +446,9 @@ async fn get_stream(weak: Weak<Inner>) {
             }
         }
         // The server closed the stream (SSE polling, a restart): reconnect after a pause.
+        if let Some(inner) = weak.upgrade() {
+            inner.stream_state.send_replace(StreamState::Connecting);
+        }
         tokio::time::sleep(pause).await;
     }
 }

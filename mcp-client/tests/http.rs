@@ -578,6 +578,38 @@ async fn listens_on_2026_and_on_the_legacy_get_stream_with_resume() {
     support::schema::validate(&mock.recorded());
 }
 
+/// `listen` resolves once the standalone GET stream is open, and subscribes only then: an
+/// update the server sends right after it answers `resources/subscribe` reaches the listener.
+#[tokio::test]
+async fn listen_opens_the_get_stream_before_subscribing() {
+    for revision in [
+        Revision::V2025_11_25,
+        Revision::V2025_06_18,
+        Revision::V2025_03_26,
+    ] {
+        let mock = Mock::start(Config::all()).await;
+        mock.update_on_subscribe();
+        let client = connect(&mock, revision, builder()).await;
+        let mut listener = within(client.listen(Subscriptions::new().resource("mem://a")))
+            .await
+            .unwrap();
+        assert_eq!(
+            mock.open_streams().0,
+            1,
+            "{revision:?}: open when listen returns"
+        );
+        let update = within(listener.next()).await.unwrap();
+        assert_eq!(update.method, "notifications/resources/updated");
+        assert_eq!(update.params.unwrap()["uri"], "mem://a");
+        // A second listener shares the open stream and returns at once.
+        let _second = within(client.listen(Subscriptions::new().tools_changed()))
+            .await
+            .unwrap();
+        assert_eq!(mock.open_streams().0, 1, "{revision:?}");
+        support::schema::validate(&mock.recorded());
+    }
+}
+
 #[tokio::test]
 async fn resumes_a_polled_post_stream_with_last_event_id() {
     let mock = Mock::start(Config::all()).await;

@@ -132,6 +132,9 @@ struct State {
     /// How many of the next requests get -32022 naming every version served (the requested one
     /// included), as the official `request-metadata` scenario does with the first request.
     refuse_versions: usize,
+    /// `resources/subscribe` publishes `notifications/resources/updated` for its URI just before
+    /// it answers, as a resource that changes at once would.
+    update_on_subscribe: bool,
 }
 
 pub struct Mock {
@@ -313,6 +316,10 @@ impl Mock {
     /// The next `n` requests are refused with -32022, whose list names the requested version.
     pub fn refuse_versions(&self, n: usize) {
         self.lock().refuse_versions = n;
+    }
+
+    pub fn update_on_subscribe(&self) {
+        self.lock().update_on_subscribe = true;
     }
 
     pub fn set_region_header(&self, name: &str) {
@@ -731,7 +738,14 @@ impl Mock {
                 let result = json!({"protocolVersion": version, "capabilities": {"tools": {"listChanged": true}, "resources": {"subscribe": true}, "prompts": {}, "logging": {}}, "serverInfo": {"name": "mock", "version": "1"}});
                 Reply::WithSession(ok(id, result), session)
             }
-            "ping" | "logging/setLevel" | "resources/subscribe" => {
+            "resources/subscribe" => {
+                if self.lock().update_on_subscribe {
+                    let uri = params.get("uri").cloned().unwrap_or(Value::Null);
+                    self.publish("notifications/resources/updated", json!({"uri": uri}));
+                }
+                Reply::Json(StatusCode::OK, ok(id, envelope(json!({}), false)))
+            }
+            "ping" | "logging/setLevel" => {
                 Reply::Json(StatusCode::OK, ok(id, envelope(json!({}), false)))
             }
             "tools/list" => {
