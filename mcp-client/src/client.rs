@@ -697,6 +697,18 @@ impl Inner {
         (id, rx)
     }
 
+    /// Every resource URI a listener of a handshake revision subscribed to, once each.
+    pub(crate) fn subscribed_uris(&self) -> Vec<String> {
+        let mut uris: Vec<String> = lock(&self.listeners)
+            .iter()
+            .filter(|slot| slot.subscription.is_none())
+            .flat_map(|slot| slot.filter.uris().iter().cloned())
+            .collect();
+        uris.sort();
+        uris.dedup();
+        uris
+    }
+
     pub(crate) fn remove_listener(&self, id: u64) -> bool {
         let mut listeners = lock(&self.listeners);
         listeners.retain(|slot| slot.id != id);

@@ -66,6 +66,11 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
+    /// The resource URIs subscribed with `resources/subscribe`.
+    pub(crate) fn uris(&self) -> &[String] {
+        &self.subs.uris
+    }
+
     pub(crate) fn accepts(&self, n: &Notification) -> bool {
         match n.method.as_str() {
             method::NOTIFICATION_TOOLS_LIST_CHANGED => self.subs.tools,

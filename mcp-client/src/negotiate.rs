@@ -11,7 +11,7 @@ use mcp_wire::jsonrpc::ErrorObject;
 use mcp_wire::names::{error_code, meta, method};
 use serde_json::{Value, json};
 
-use crate::client::{Client, Outcome, ServerDescription};
+use crate::client::{CallOptions, Client, Outcome, ServerDescription};
 use crate::error::{Error, ErrorKind};
 
 /// How the client picks its revision.
@@ -405,11 +405,27 @@ pub(crate) async fn reinitialize(client: &Client, seen: u64) -> Result<(), Error
         Negotiated::Done => {
             *generation += 1;
             client.inner.set_session_generation(*generation);
+            drop(generation);
+            resubscribe(client).await;
             Ok(())
         }
         Negotiated::FallBackToSse => Err(Error::new(
             ErrorKind::Transport,
             "the server no longer speaks Streamable HTTP",
         )),
+    }
+}
+
+/// Subscribes the new session to every URI the listeners had subscribed to on the lost one. A
+/// refusal is logged, not returned: the call that found the session lost goes on.
+async fn resubscribe(client: &Client) {
+    let Some(subscribe) = client.adapter().method(Operation::Subscribe) else {
+        return;
+    };
+    for uri in client.inner.subscribed_uris() {
+        let params = Some(json!({"uri": uri}));
+        if let Err(e) = Box::pin(client.request_with(subscribe, params, CallOptions::new())).await {
+            tracing::warn!(error = %e, uri, "could not subscribe the new session again");
+        }
     }
 }

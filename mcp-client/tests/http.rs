@@ -610,6 +610,47 @@ async fn listen_opens_the_get_stream_before_subscribing() {
     }
 }
 
+/// A new session (after a 404) is subscribed again to the URIs the listeners had subscribed.
+#[tokio::test]
+async fn a_new_session_subscribes_the_listeners_uris_again() {
+    let mock = Mock::start(Config::all()).await;
+    let client = connect(&mock, Revision::V2025_11_25, builder()).await;
+    let _listener =
+        within(client.listen(Subscriptions::new().resource("mem://a").resource("mem://b")))
+            .await
+            .unwrap();
+    let first = client.session_id().unwrap();
+    mock.expire_sessions();
+    within(client.call_tool("echo", json!({"text": "x"})))
+        .await
+        .unwrap();
+    let second = client.session_id().unwrap();
+    assert_ne!(first, second);
+    let subscribed: Vec<(String, String)> = mock
+        .recorded()
+        .into_iter()
+        .filter(|r| r.body["method"] == "resources/subscribe")
+        .map(|r| {
+            (
+                r.headers["mcp-session-id"].to_str().unwrap().to_owned(),
+                r.body["params"]["uri"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let on = |session: &str| {
+        let mut uris: Vec<&str> = subscribed
+            .iter()
+            .filter(|(s, _)| s == session)
+            .map(|(_, u)| u.as_str())
+            .collect();
+        uris.sort();
+        uris
+    };
+    assert_eq!(on(&first), ["mem://a", "mem://b"]);
+    assert_eq!(on(&second), ["mem://a", "mem://b"], "{subscribed:?}");
+    support::schema::validate(&mock.recorded());
+}
+
 #[tokio::test]
 async fn resumes_a_polled_post_stream_with_last_event_id() {
     let mock = Mock::start(Config::all()).await;
