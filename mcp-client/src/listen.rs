@@ -162,15 +162,16 @@ impl Client {
     ///
     /// Resolves only once the notifications can arrive: on 2026-07-28 when the server's
     /// acknowledgement came; on Streamable HTTP before that when the standalone GET stream was
-    /// answered with an event stream (or with 405: the server offers none), and only then are
-    /// the URIs subscribed, so an update sent right after a subscription is not lost. A server
+    /// answered with an event stream (or with an error status such as 405: the server offers
+    /// none, and notifications come only on the streams of calls), and only then are the URIs
+    /// subscribed, so an update sent right after a subscription is not lost. A server
     /// may still push a request or notification as soon as `listen` returns.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Timeout`] when the acknowledgement or the GET stream's answer takes longer
-    /// than the client's timeout; [`ErrorKind::Transport`] when the GET stream could not be
-    /// opened (while other listeners exist, the client keeps retrying it in the background); the
+    /// than the client's timeout; [`ErrorKind::Transport`] when the server could not be reached
+    /// for the GET stream (while other listeners exist, the client keeps retrying it in the background); the
     /// server's refusal of `subscriptions/listen` or `resources/subscribe`.
     pub async fn listen(&self, subscriptions: Subscriptions) -> Result<Listener, Error> {
         let adapter = self.adapter();
@@ -358,7 +359,7 @@ pub(crate) enum StreamState {
     Connecting,
     /// The server answered the GET with an event stream.
     Open,
-    /// The server offers no standalone stream (405).
+    /// The server offers no standalone stream (405, or another error status).
     Unavailable,
     /// The last attempt to open it failed.
     Failed(String),
@@ -411,9 +412,14 @@ async fn get_stream(weak: Weak<Inner>) {
             Err(e) => {
                 failures += 1;
                 tracing::debug!(error = %e, failures, "could not open the notification stream");
-                inner
-                    .stream_state
-                    .send_replace(StreamState::Failed(e.to_string()));
+                // A status is the server's answer that there is no stream for us (as 405 is, in
+                // other words); anything else is a failure to reach it.
+                let state = if matches!(e, TransportError::Status { .. }) {
+                    StreamState::Unavailable
+                } else {
+                    StreamState::Failed(e.to_string())
+                };
+                inner.stream_state.send_replace(state);
                 if failures > 5 {
                     return;
                 }

@@ -610,6 +610,28 @@ async fn listen_opens_the_get_stream_before_subscribing() {
     }
 }
 
+/// A server that answers the GET with an error status offers no stream: `listen` still
+/// resolves, and subscribes, instead of failing.
+#[tokio::test]
+async fn listen_resolves_when_the_server_refuses_the_get_stream() {
+    for status in [
+        http::StatusCode::METHOD_NOT_ALLOWED,
+        http::StatusCode::BAD_REQUEST,
+    ] {
+        let mock = Mock::start(Config::all()).await;
+        mock.refuse_get(status);
+        let client = connect(&mock, Revision::V2025_11_25, builder()).await;
+        within(client.listen(Subscriptions::new().resource("mem://a")))
+            .await
+            .unwrap();
+        assert_eq!(mock.open_streams().0, 0);
+        assert!(
+            mock.methods().iter().any(|m| m == "resources/subscribe"),
+            "{status}"
+        );
+    }
+}
+
 /// A new session (after a 404) is subscribed again to the URIs the listeners had subscribed.
 #[tokio::test]
 async fn a_new_session_subscribes_the_listeners_uris_again() {

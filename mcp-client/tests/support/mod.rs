@@ -135,6 +135,8 @@ struct State {
     /// `resources/subscribe` publishes `notifications/resources/updated` for its URI just before
     /// it answers, as a resource that changes at once would.
     update_on_subscribe: bool,
+    /// Every GET on `/mcp` is answered with this status instead of a stream.
+    refuse_get: Option<StatusCode>,
 }
 
 pub struct Mock {
@@ -318,6 +320,10 @@ impl Mock {
         self.lock().refuse_versions = n;
     }
 
+    pub fn refuse_get(&self, status: StatusCode) {
+        self.lock().refuse_get = Some(status);
+    }
+
     pub fn update_on_subscribe(&self) {
         self.lock().update_on_subscribe = true;
     }
@@ -434,6 +440,9 @@ impl Mock {
     fn get_stream(&self, headers: &HeaderMap) -> Response<Body> {
         let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
         let mut state = self.lock();
+        if let Some(status) = state.refuse_get {
+            return empty(status);
+        }
         let Some(version) = session.and_then(|s| state.sessions.get(s)).cloned() else {
             // No session: no stream here. A session the server no longer knows: 404.
             let status = if session.is_some() {
