@@ -78,6 +78,7 @@ mod dispatch;
 mod error;
 mod exchange;
 mod icon;
+mod notify;
 mod page;
 mod project;
 mod prompt;
@@ -99,6 +100,10 @@ pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
 pub use exchange::Exchange;
 pub use icon::Icon;
+pub use notify::{
+    Change, ChangeError, ChangeStream, NotificationFilter, NotificationStream, Notifier,
+    NotifyError,
+};
 pub use prompt::{IntoPromptResult, Prompt, PromptHandler};
 pub use resource::{
     IntoResourceContents, RequestAndExchange, RequestOnly, Resource, ResourceHandler,
