@@ -620,6 +620,32 @@ impl Server {
         })
     }
 
+    /// The filter of a legacy session's GET stream: the list changes `adapter`'s revision is
+    /// told are announced (`listChanged` in the current capabilities), plus updates of
+    /// `subscribed` (the session's [`Context::subscriptions`]).
+    pub fn session_filter(
+        &self,
+        adapter: Adapter,
+        subscribed: impl IntoIterator<Item = impl Into<String>>,
+    ) -> NotificationFilter {
+        let registry = self.live.current();
+        let capabilities = &registry.view(adapter).capabilities;
+        NotificationFilter::new()
+            .tools_list_changed(advertises_list_changed(
+                capabilities,
+                &Change::ToolsListChanged,
+            ))
+            .prompts_list_changed(advertises_list_changed(
+                capabilities,
+                &Change::PromptsListChanged,
+            ))
+            .resources_list_changed(advertises_list_changed(
+                capabilities,
+                &Change::ResourcesListChanged,
+            ))
+            .resources(subscribed)
+    }
+
     /// Ends every open `subscriptions/listen` stream of this server (every clone) gracefully:
     /// each gets its listen result and ends. Call it when the server shuts down. It cannot be
     /// undone: a later listen is acknowledged and closed at once.

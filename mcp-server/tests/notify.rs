@@ -587,7 +587,11 @@ async fn a_resumed_stream_yields_every_later_event_exactly_once_on_any_worker() 
     let (_, b) = worker("b");
     for revision in LEGACY {
         let adapter = Adapter::from(revision);
-        let filter = NotificationFilter::all_list_changes().resource("config://app");
+        let filter = a.session_filter(adapter, ["config://app"]);
+        assert_eq!(
+            filter,
+            NotificationFilter::all_list_changes().resource("config://app")
+        );
         let ns = Namespace::root();
         let mut first = a
             .notifications(&ns, adapter, filter.clone(), None)
