@@ -169,7 +169,17 @@ impl ClientBuilder {
         self
     }
 
-    /// The largest message accepted from the server. Default is 16 MiB.
+    /// The largest message accepted from the server. Default is 16 MiB
+    /// ([`crate::transport::DEFAULT_MAX_MESSAGE_SIZE`]).
+    ///
+    /// It bounds, on every transport, what the client holds in memory for one message: a JSON
+    /// response body (a declared `Content-Length` past it is refused before the body is read),
+    /// each SSE event (an event or a line growing past it is dropped while it arrives, so an
+    /// endless line costs no more than the limit), and each stdio line. Crossing it fails the call
+    /// with [`ErrorKind::Protocol`]. Bodies that carry no message are bounded more tightly: an
+    /// HTTP error body is read up to 1 MiB (or this limit, if smaller) to find a JSON-RPC error
+    /// in it, and the body of a `202 Accepted` up to 64 KiB. A stream may carry any number of
+    /// messages; how long it may stay open is the call's timeout.
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes;
         self

@@ -40,7 +40,15 @@ pub struct Progress {
 }
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
-type SharedMeta = Arc<Map<String, Value>>;
+/// The per-request `_meta` of one revision: the map, and its members serialized once
+/// (`"key":value,...`, without braces) to splice into every request body.
+#[derive(Debug)]
+pub(crate) struct BaseMeta {
+    map: Map<String, Value>,
+    encoded: Vec<u8>,
+}
+
+type SharedMeta = Arc<BaseMeta>;
 pub(crate) type NotifyFn = Arc<dyn Fn(&Notification) + Send + Sync>;
 
 /// Per-call options: a timeout, progress, a log level.
@@ -139,6 +147,8 @@ pub(crate) struct Inner {
     tools: Mutex<HashMap<String, Arc<[HeaderBinding]>>>,
     cache: Mutex<Cache>,
     reinit: tokio::sync::Mutex<u64>,
+    /// The number of re-initializations so far (read without the lock, written under it).
+    sessions: std::sync::atomic::AtomicU64,
     closed: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
@@ -231,6 +241,7 @@ impl Inner {
             tools: Mutex::new(HashMap::new()),
             cache: Mutex::new(cache),
             reinit: tokio::sync::Mutex::new(0),
+            sessions: std::sync::atomic::AtomicU64::new(0),
             closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
             get_stream: Mutex::new(None),
@@ -276,8 +287,29 @@ impl Inner {
 
     /// `params` with the revision's per-request `_meta`.
     pub(crate) fn decorate_public(&self, adapter: Adapter, params: Value) -> Value {
-        self.decorate(adapter, Some(params), None, None)
-            .unwrap_or(Value::Null)
+        let params = self
+            .decorate(Some(params), None, None)
+            .unwrap_or(Value::Null);
+        self.with_base_meta(adapter, params)
+    }
+
+    /// `params` with the revision's per-request `_meta` merged in (entries already there win).
+    fn with_base_meta(&self, adapter: Adapter, params: Value) -> Value {
+        if !adapter.features().per_request_meta {
+            return params;
+        }
+        let Value::Object(mut params) = params else {
+            return params;
+        };
+        let entry = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = entry {
+            for (k, v) in &self.base_meta(adapter).map {
+                m.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        Value::Object(params)
     }
 
     /// The revision's HTTP headers for a request (`method_name` empty for a GET).
@@ -361,8 +393,9 @@ impl Inner {
         Ok(headers)
     }
 
-    /// The per-request `_meta` of `adapter`'s revision (empty where there is none), computed once.
-    fn base_meta(&self, adapter: Adapter) -> Arc<Map<String, Value>> {
+    /// The per-request `_meta` of `adapter`'s revision (empty where there is none), computed and
+    /// serialized once.
+    fn base_meta(&self, adapter: Adapter) -> SharedMeta {
         let cached = self
             .base_meta
             .read()
@@ -377,23 +410,29 @@ impl Inner {
             .config
             .log_level
             .filter(|_| adapter.features().per_request_log_level);
-        let meta = Arc::new(adapter.request_meta(&self.context(adapter), level, None));
+        let map = adapter.request_meta(&self.context(adapter), level, None);
+        let encoded = serde_json::to_vec(&map).unwrap_or_default();
+        // `{...}` without its braces: the members alone.
+        let encoded = encoded
+            .get(1..encoded.len().saturating_sub(1))
+            .unwrap_or_default()
+            .to_vec();
+        let meta = Arc::new(BaseMeta { map, encoded });
         *self.base_meta.write().unwrap_or_else(|e| e.into_inner()) =
             Some((adapter.revision(), meta.clone()));
         meta
     }
 
-    /// `params` with the revision's per-request `_meta`, the progress token and extra `_meta`
-    /// (entries already in `params._meta` win).
+    /// `params` with the progress token and extra `_meta` (entries already in `params._meta`
+    /// win). The revision's own per-request `_meta` is not added here but spliced in when the
+    /// request is encoded ([`Inner::attempt`]), from bytes serialized once.
     pub(crate) fn decorate(
         &self,
-        adapter: Adapter,
         params: Option<Value>,
         progress: Option<&Id>,
         extra: Option<&Map<String, Value>>,
     ) -> Option<Value> {
-        let per_request = adapter.features().per_request_meta;
-        if !per_request && progress.is_none() && extra.is_none() {
+        if progress.is_none() && extra.is_none() {
             return params;
         }
         let mut params = match params {
@@ -407,11 +446,6 @@ impl Inner {
         if let Value::Object(m) = entry {
             for (k, v) in extra.into_iter().flatten() {
                 m.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-            if per_request {
-                for (k, v) in self.base_meta(adapter).iter() {
-                    m.entry(k.clone()).or_insert_with(|| v.clone());
-                }
             }
             if let Some(token) = progress {
                 m.insert(
@@ -440,10 +474,16 @@ impl Inner {
             body: Bytes::from(body),
             headers,
         };
-        match self.transport.send(outbound).await? {
-            Delivery::Accepted => Ok(()),
-            // A notification has no answer; drop whatever stream came back.
-            Delivery::Stream(_) => Ok(()),
+        // Bounded like a request: a server that never finishes its `202` must not hang the
+        // handshake or a cancellation.
+        let timeout = self.config.timeout;
+        match tokio::time::timeout(timeout, self.transport.send(outbound)).await {
+            Err(_) => Err(Error::timeout(timeout)),
+            Ok(delivery) => match delivery? {
+                Delivery::Accepted => Ok(()),
+                // A notification has no answer; drop whatever stream came back.
+                Delivery::Stream(_) => Ok(()),
+            },
         }
     }
 
@@ -460,7 +500,11 @@ impl Inner {
         }
         let id = self.next_id();
         let headers = self.headers(adapter, Some(method_name), params, false)?;
-        let body = encode_request(&id, method_name, params);
+        let body = if adapter.features().per_request_meta {
+            encode_request_with_meta(&id, method_name, params, &self.base_meta(adapter))
+        } else {
+            encode_request(&id, method_name, params)
+        };
         let mut guard = InFlight {
             inner: self.clone(),
             id: id.clone(),
@@ -689,6 +733,16 @@ impl Inner {
         &self.reinit
     }
 
+    /// How many times the session was started again; a call remembers it to tell whether its
+    /// 404 was already dealt with by another call.
+    pub(crate) fn session_generation(&self) -> u64 {
+        self.sessions.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_session_generation(&self, generation: u64) {
+        self.sessions.store(generation, Ordering::Release);
+    }
+
     pub(crate) fn track(&self, task: JoinHandle<()>) {
         let mut tasks = lock(&self.tasks);
         tasks.retain(|t| !t.is_finished());
@@ -714,6 +768,70 @@ fn encode_request(id: &Id, method: &str, params: Option<&Value>) -> Vec<u8> {
         params,
     })
     .unwrap_or_default()
+}
+
+/// Serializes a request whose params get the revision's per-request `_meta`: the members
+/// serialized once are spliced in after the caller's own `_meta` entries, which win. When the
+/// caller's `_meta` already has one of those keys (or is not an object), the maps are merged
+/// instead.
+fn encode_request_with_meta(
+    id: &Id,
+    method: &str,
+    params: Option<&Value>,
+    base: &BaseMeta,
+) -> Vec<u8> {
+    let empty = Map::new();
+    let map = match params {
+        Some(Value::Object(map)) => map,
+        None => &empty,
+        Some(_) => return encode_request(id, method, params),
+    };
+    let own = match map.get("_meta") {
+        None => &empty,
+        Some(Value::Object(own)) if !own.keys().any(|k| base.map.contains_key(k)) => own,
+        Some(Value::Object(own)) => {
+            let mut merged = map.clone();
+            let mut meta = own.clone();
+            for (k, v) in &base.map {
+                meta.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            merged.insert("_meta".into(), Value::Object(meta));
+            return encode_request(id, method, Some(&Value::Object(merged)));
+        }
+        Some(_) => return encode_request(id, method, params),
+    };
+    let mut out = Vec::with_capacity(128 + base.encoded.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Cannot fail: ids, strings and values serialize into a Vec without error.
+    let _ = serde_json::to_writer(&mut out, id);
+    out.extend_from_slice(br#","method":"#);
+    let _ = serde_json::to_writer(&mut out, method);
+    out.extend_from_slice(br#","params":{"#);
+    for (k, v) in map {
+        if k == "_meta" {
+            continue;
+        }
+        let _ = serde_json::to_writer(&mut out, k);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut out, v);
+        out.push(b',');
+    }
+    out.extend_from_slice(br#""_meta":{"#);
+    for (k, v) in own {
+        let _ = serde_json::to_writer(&mut out, k);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut out, v);
+        out.push(b',');
+    }
+    if base.encoded.is_empty() {
+        if out.last() == Some(&b',') {
+            out.pop();
+        }
+    } else {
+        out.extend_from_slice(&base.encoded);
+    }
+    out.extend_from_slice(b"}}}");
+    out
 }
 
 /// Unregisters a call's progress callback when the call ends, however it ends.
@@ -887,9 +1005,9 @@ impl Client {
             inner: &self.inner,
             token: token.clone(),
         };
-        let mut params =
-            self.inner
-                .decorate(adapter, params, token.as_ref(), options.meta.as_ref());
+        let mut params = self
+            .inner
+            .decorate(params, token.as_ref(), options.meta.as_ref());
         let mut rounds = 0usize;
         let mut answers = Answers::new();
         let mut state: Option<String> = None;
@@ -897,7 +1015,7 @@ impl Client {
         let mut refetched = false;
         loop {
             let adapter = self.adapter();
-            let session = self.inner.transport.session_id();
+            let session = self.inner.session_generation();
             if rounds > 0 {
                 crate::asking::attach(
                     adapter,
@@ -996,7 +1114,9 @@ impl Client {
     }
 
     /// Ends the session (HTTP `DELETE`) or the connection, and stops background tasks. Calls
-    /// made after this fail with [`ErrorKind::Closed`].
+    /// made after this fail with [`ErrorKind::Closed`]. Bounded by the client's timeout
+    /// ([`crate::ClientBuilder::timeout`]): a server that never answers the `DELETE` gets
+    /// [`ErrorKind::Timeout`], and the client is closed all the same.
     pub async fn close(&self) -> Result<(), Error> {
         if self.inner.close_flag() {
             return Ok(());
@@ -1004,8 +1124,11 @@ impl Client {
         if let Some(task) = lock(&self.inner.get_stream).take() {
             task.abort();
         }
-        self.inner.transport.close().await?;
-        Ok(())
+        let timeout = self.inner.config.timeout;
+        match tokio::time::timeout(timeout, self.inner.transport.close()).await {
+            Ok(closed) => closed.map_err(Error::from),
+            Err(_) => Err(Error::timeout(timeout)),
+        }
     }
 }
 
@@ -1033,6 +1156,60 @@ mod tests {
             refusal(None, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
             None
         );
+    }
+
+    #[test]
+    fn splicing_the_base_meta_equals_merging_it() {
+        let map = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {"roots": {}}});
+        let Value::Object(map) = map else { panic!() };
+        let encoded = serde_json::to_vec(&map).unwrap();
+        let base = BaseMeta {
+            encoded: encoded[1..encoded.len() - 1].to_vec(),
+            map: map.clone(),
+        };
+        let empty = BaseMeta {
+            map: Map::new(),
+            encoded: Vec::new(),
+        };
+        let id = Id::Number(7);
+        let cases = [
+            None,
+            Some(json!({})),
+            Some(json!({"name": "t", "arguments": {"a": [1, "x\"y"]}})),
+            Some(json!({"name": "t", "_meta": {"progressToken": 3}})),
+            Some(json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "mine", "x": 1}})),
+            Some(json!({"_meta": 5})),
+            Some(json!([1, 2])),
+        ];
+        for params in cases {
+            for base in [&base, &empty] {
+                let spliced: Value = serde_json::from_slice(&encode_request_with_meta(
+                    &id,
+                    "tools/call",
+                    params.as_ref(),
+                    base,
+                ))
+                .unwrap();
+                let expected = match params.clone() {
+                    Some(Value::Object(mut p)) => {
+                        let entry = p.entry("_meta").or_insert_with(|| json!({}));
+                        if let Value::Object(m) = entry {
+                            for (k, v) in &base.map {
+                                m.entry(k.clone()).or_insert_with(|| v.clone());
+                            }
+                        }
+                        Some(Value::Object(p))
+                    }
+                    None => Some(json!({"_meta": base.map.clone()})),
+                    other => other,
+                };
+                let mut want = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call"});
+                if let Some(p) = expected {
+                    want["params"] = p;
+                }
+                assert_eq!(spliced, want, "{params:?}");
+            }
+        }
     }
 
     proptest! {

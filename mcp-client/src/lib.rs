@@ -17,6 +17,9 @@
 //!   [`Client::call_tool`], [`Client::read_resource`], [`Client::get_prompt`],
 //!   [`Client::complete`], or any method with [`Client::request`]. Each has a timeout, and
 //!   dropping its future cancels it on the server.
+//! - Results: the `Client` methods return each result as the `serde_json::Value` the server
+//!   sent (nothing dropped, whatever the revision); [`Client::typed`] makes the same calls and
+//!   reads the results into [`model`] types ([`model::Tool`], [`model::CallToolResult`] ...).
 //! - Asking: one [`ClientBuilder::on_ask`] callback answers elicitation (form and URL), sampling
 //!   and roots, whether the server uses MRTR (2026-07-28), pushed requests (2025-06-18,
 //!   2025-11-25) or the `mcpAnswers`/`mcpState` argument convention (2025-03-26, 2024-11-05).
@@ -36,6 +39,7 @@ mod error;
 mod listen;
 mod negotiate;
 pub mod transport;
+mod typed;
 
 pub use ask::{Answer, Asks, Question, QuestionKind};
 pub use builder::ClientBuilder;
@@ -45,3 +49,6 @@ pub use error::{Error, ErrorKind};
 pub use listen::{Listener, Subscriptions};
 pub use mcp_adapters::{INPUT_REQUIRED_META, LogLevel, Revision};
 pub use mcp_wire::jsonrpc::{ErrorObject, Notification};
+/// The MCP model types the typed results are read into (re-exported from `mcp-wire`).
+pub use mcp_wire::model;
+pub use typed::Typed;

@@ -378,10 +378,10 @@ async fn initialize(
 }
 
 /// Starts a fresh session after the server forgot ours (HTTP 404), unless another call already
-/// did since `seen` was the session id.
-pub(crate) async fn reinitialize(client: &Client, seen: Option<String>) -> Result<(), Error> {
+/// did since the call saw session generation `seen`.
+pub(crate) async fn reinitialize(client: &Client, seen: u64) -> Result<(), Error> {
     let mut generation = client.inner.generation().lock().await;
-    if client.inner.transport.session_id() != seen {
+    if *generation != seen {
         return Ok(());
     }
     client.inner.transport.reset_session();
@@ -389,6 +389,7 @@ pub(crate) async fn reinitialize(client: &Client, seen: Option<String>) -> Resul
     match start(client, revision, &mut Vec::new()).await? {
         Negotiated::Done => {
             *generation += 1;
+            client.inner.set_session_generation(*generation);
             Ok(())
         }
         Negotiated::FallBackToSse => Err(Error::new(

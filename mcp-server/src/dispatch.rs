@@ -242,6 +242,93 @@ impl Context {
     }
 }
 
+/// What a transport that keeps sessions outside the process (HTTP) reads back from a
+/// [`Context`] after a call, to save what the call changed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct SessionSnapshot {
+    /// The revision an `initialize` selected (or the session's).
+    pub(crate) adapter: Option<Adapter>,
+    /// The client's identity and capabilities as declared at `initialize`.
+    pub(crate) client: ClientContext,
+    /// The level `logging/setLevel` set.
+    pub(crate) log_level: Option<LogLevel>,
+    /// The URIs of `resources/subscribe`, sorted.
+    pub(crate) subscriptions: Vec<String>,
+}
+
+impl Context {
+    /// A context for one HTTP request of a stored session (or of no session): the session's
+    /// revision, client and log level, as if the connection had lived on. `can_push` says
+    /// whether the response can carry server-to-client requests (an SSE stream).
+    pub(crate) fn for_session(
+        snapshot: SessionSnapshot,
+        can_push: bool,
+        namespace: Namespace,
+    ) -> Self {
+        Self {
+            inner: Arc::new(ContextInner {
+                namespace,
+                can_push,
+                connection: Mutex::new(Connection {
+                    adapter: snapshot.adapter,
+                    client: snapshot.client,
+                    log_level: snapshot.log_level,
+                    subscriptions: snapshot.subscriptions.into_iter().collect(),
+                    ..Connection::default()
+                }),
+                in_flight: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// What the connection state is now (after a call), to compare with what was stored.
+    pub(crate) fn snapshot(&self) -> SessionSnapshot {
+        let connection = self.conn();
+        SessionSnapshot {
+            adapter: connection.adapter,
+            client: connection.client.clone(),
+            log_level: connection.log_level,
+            subscriptions: connection.subscriptions.iter().cloned().collect(),
+        }
+    }
+}
+
+impl Server {
+    /// [`handle`](Self::handle) for a body a transport already selected an adapter for and
+    /// decoded (with its own header checks): the items are served on `adapter` as they are.
+    pub(crate) fn handle_decoded(
+        &self,
+        adapter: Adapter,
+        body: mcp_adapters::DecodedBody,
+        ctx: &Context,
+    ) -> Reply {
+        let (tx, rx) = mpsc::unbounded_channel();
+        // The registry as it is now (runtime changes swap it).
+        let server = self.snapshot();
+        let ctx = ctx.clone();
+        let driver = async move {
+            let mut responses = Vec::new();
+            for item in body.items {
+                if let Some(response) = server.item(adapter, item, &ctx, &tx).await {
+                    responses.push(response);
+                }
+            }
+            if body.batch {
+                (!responses.is_empty()).then_some(Outgoing::Batch(responses))
+            } else {
+                responses.pop().map(Outgoing::Response)
+            }
+        }
+        .boxed();
+        Reply {
+            driver: Some(driver),
+            final_message: None,
+            rx,
+            done: false,
+        }
+    }
+}
+
 /// The messages one input produces, in order: whatever the handler sends first, then the
 /// response (if the message gets one). Dropping it cancels the call.
 pub struct Reply {

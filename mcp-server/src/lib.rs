@@ -89,6 +89,7 @@ mod content;
 mod dispatch;
 mod error;
 mod exchange;
+pub mod http;
 mod icon;
 mod notify;
 mod page;

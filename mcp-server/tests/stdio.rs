@@ -138,7 +138,7 @@ async fn every_revision_over_pipes() {
         }
         let tools = peer.result("tools/list", json!({}), &caps).await;
         check(revision, "ListToolsResult", &tools);
-        assert_eq!(tools["tools"].as_array().unwrap().len(), 5);
+        assert_eq!(tools["tools"].as_array().unwrap().len(), 8);
         let sum = peer
             .result(
                 "tools/call",
@@ -202,7 +202,7 @@ async fn every_revision_over_pipes() {
         assert_eq!(done["content"][0]["text"], "deployed web", "{revision}");
 
         // Progress arrives before the response on the same pipe.
-        let mut params = peer.params(json!({"name": "count", "arguments": {"to": 2}}), &caps);
+        let mut params = peer.params(json!({"name": "count", "arguments": {"n": 2}}), &caps);
         params["_meta"]["progressToken"] = json!(7);
         peer.next_id += 1;
         peer.write(&json!({"jsonrpc": "2.0", "id": peer.next_id, "method": "tools/call", "params": params})).await;
@@ -265,7 +265,7 @@ async fn end_of_input_lets_calls_in_flight_finish() {
     )
     .await;
     for id in 10..13 {
-        peer.write(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "count", "arguments": {"to": 50}}}))
+        peer.write(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "count", "arguments": {"n": 50}}}))
             .await;
     }
     let rest = peer.finish().await;

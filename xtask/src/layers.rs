@@ -78,12 +78,29 @@ const MATRIX: &[Layer] = &[
         forbidden_external: &[],
     },
     Layer {
+        name: "mcp-cli",
+        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters", "mcp-client"],
+        forbidden_external: &[],
+    },
+    Layer {
         name: "xtask",
         allowed_internal: &[],
         forbidden_external: &[],
     },
     Layer {
         name: "mcp-tests",
+        allowed_internal: &[
+            "mcp-wire",
+            "mcp-schema",
+            "mcp-adapters",
+            "mcp-hub",
+            "mcp-server",
+            "mcp-client",
+        ],
+        forbidden_external: &[],
+    },
+    Layer {
+        name: "mcp-conformance-peers",
         allowed_internal: &[
             "mcp-wire",
             "mcp-schema",
@@ -293,6 +310,13 @@ mod tests {
                 Violation::Internal {
                     from: "mcp-hub".into(),
                     to: "mcp-wire".into(),
+                },
+            ),
+            (
+                package("mcp-cli", &[("mcp-client", None), ("mcp-server", None)]),
+                Violation::Internal {
+                    from: "mcp-cli".into(),
+                    to: "mcp-server".into(),
                 },
             ),
             (

@@ -5,8 +5,14 @@
 //!   and features, rustdoc with `-D warnings`, the tests, and `check-layers`.
 //! - `check-layers`: fails when a workspace crate's normal dependencies break the layering matrix
 //!   of `ARCHITECTURE.md`.
+//! - `conformance`: the official MCP conformance suite against our server and client (see
+//!   `conformance.rs`).
+//! - `interop`: our server and client against real SDK peers, both directions (see
+//!   `interop.rs`).
 
 mod bench;
+mod conformance;
+mod interop;
 mod layers;
 
 use std::process::{Command, ExitCode};
@@ -30,8 +36,12 @@ fn run() -> Result<()> {
         "ci" => ci(),
         "check-layers" => check_layers(),
         "bench" => bench::run(&args[1..]),
+        "conformance" => conformance::run(&workspace_root()),
+        "interop" => interop::run(&workspace_root()),
         "help" | "--help" | "-h" => {
-            println!("usage: cargo xtask <ci | check-layers | bench [--quick]>");
+            println!(
+                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop>"
+            );
             Ok(())
         }
         other => bail!("unknown task `{other}`; try `cargo xtask help`"),
@@ -84,6 +94,16 @@ fn check_layers() -> Result<()> {
         eprintln!("check-layers: {violation}");
     }
     bail!("{} layering violation(s)", violations.len())
+}
+
+/// The workspace root: xtask lives one level below it.
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(
+            || std::path::PathBuf::from("."),
+            std::path::Path::to_path_buf,
+        )
 }
 
 fn cargo_bin() -> String {

@@ -7,6 +7,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -171,19 +172,21 @@ impl StreamableHttp {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = method;
         *request.uri_mut() = self.shared.uri.clone();
-        let h = request.headers_mut();
-        h.reserve(self.shared.headers.len() + headers.len() + 3);
-        for (name, value) in &self.shared.headers {
-            h.append(name, value.clone());
+        // The message's headers are the base (no second map is built per request); a header
+        // set for every request is added where the message has none of that name.
+        let mut h = headers;
+        h.reserve(self.shared.headers.keys_len() + 3);
+        for name in self.shared.headers.keys() {
+            if !h.contains_key(name) {
+                for value in self.shared.headers.get_all(name) {
+                    h.append(name.clone(), value.clone());
+                }
+            }
         }
         if let Some(session) = self.session() {
             h.insert(SESSION_HEADER, session);
         }
-        for (name, value) in headers {
-            if let Some(name) = name {
-                h.insert(name, value);
-            }
-        }
+        *request.headers_mut() = h;
         request
     }
 
@@ -276,6 +279,10 @@ pub(crate) async fn read_bounded(
     mut body: Incoming,
     limit: usize,
 ) -> Result<Bytes, TransportError> {
+    // A declared length past the limit is refused before a byte of the body is read.
+    if body.size_hint().lower() > limit as u64 {
+        return Err(TransportError::TooLarge { limit });
+    }
     let mut out = BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| TransportError::Http(error_chain(&e)))?;

@@ -102,6 +102,8 @@ pub enum Misbehaviour {
     Silent,
     Http500,
     UnknownResultType,
+    /// A JSON-RPC result that is not a `CallToolResult` (`content` is not a list).
+    WrongShape,
 }
 
 #[derive(Default)]
@@ -121,6 +123,12 @@ struct State {
     misbehaviour: Option<Misbehaviour>,
     replay: HashMap<String, Value>,
     replayed: Vec<String>,
+    /// `ttlMs` of `tools/list` pages (modern), 0 by default.
+    list_ttl: u64,
+    /// Every request after `initialize` gets 404, as from a server that loses every session.
+    forget_always: bool,
+    /// The `region` tool rejects every call with -32020, whatever the headers.
+    always_mismatch: bool,
 }
 
 pub struct Mock {
@@ -285,6 +293,18 @@ impl Mock {
 
     pub fn expire_sessions(&self) {
         self.lock().sessions.clear();
+    }
+
+    pub fn set_list_ttl(&self, ms: u64) {
+        self.lock().list_ttl = ms;
+    }
+
+    pub fn forget_sessions_always(&self) {
+        self.lock().forget_always = true;
+    }
+
+    pub fn reject_region_always(&self) {
+        self.lock().always_mismatch = true;
     }
 
     pub fn set_region_header(&self, name: &str) {
@@ -602,7 +622,9 @@ impl Mock {
                             ),
                         );
                     }
-                    Some(s) if !self.lock().sessions.contains_key(s) => {
+                    Some(s)
+                        if !self.lock().sessions.contains_key(s) || self.lock().forget_always =>
+                    {
                         return Reply::Status(
                             StatusCode::NOT_FOUND,
                             error(Value::Null, -32001, "session not found", None),
@@ -642,10 +664,14 @@ impl Mock {
     ) -> Reply {
         let envelope = |mut result: Value, cacheable: bool| {
             if modern {
-                result["resultType"] = json!("complete");
+                // An interim (`input_required`) result keeps its type and gets no cache fields.
+                let interim = result.get("resultType").is_some();
+                if !interim {
+                    result["resultType"] = json!("complete");
+                }
                 result["_meta"] =
                     json!({"io.modelcontextprotocol/serverInfo": {"name": "mock", "version": "1"}});
-                if cacheable && result.get("ttlMs").is_none() {
+                if cacheable && !interim && result.get("ttlMs").is_none() {
                     result["ttlMs"] = json!(0);
                     result["cacheScope"] = json!("private");
                 }
@@ -685,6 +711,7 @@ impl Mock {
             }
             "tools/list" => {
                 let region = self.lock().region_header.clone();
+                let ttl = self.lock().list_ttl;
                 let mut tools = vec![
                     json!({"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
                     json!({"name": "ask", "inputSchema": {"type": "object"}}),
@@ -694,11 +721,15 @@ impl Mock {
                     tools.push(json!({"name": "invalid", "inputSchema": {"type": "object", "properties": {"f": {"type": "number", "x-mcp-header": "F"}}}}));
                 }
                 // Two pages, to exercise pagination.
-                let result = if params.get("cursor").is_none() {
+                let mut result = if params.get("cursor").is_none() {
                     json!({"tools": tools[..1], "nextCursor": "page-2"})
                 } else {
                     json!({"tools": tools[1..]})
                 };
+                if modern && ttl > 0 {
+                    result["ttlMs"] = json!(ttl);
+                    result["cacheScope"] = json!("private");
+                }
                 Reply::Json(StatusCode::OK, ok(id, envelope(result, true)))
             }
             "resources/list" => Reply::Json(
@@ -721,6 +752,18 @@ impl Mock {
                     ),
                 ),
             ),
+            "resources/read" if modern && params["uri"] == "mem://ask" => {
+                // MRTR on a cacheable method: the complete result of the retry carries a ttl,
+                // and must not be cached all the same.
+                self.reads.fetch_add(1, Ordering::Relaxed);
+                let result = if params.get("requestState").is_some() {
+                    json!({"contents": [{"uri": "mem://ask", "text": "answered"}], "ttlMs": 60_000, "cacheScope": "public"})
+                } else {
+                    json!({"resultType": "input_required", "requestState": "r-1", "inputRequests": {
+                        "r": {"method": "roots/list"}}})
+                };
+                Reply::Json(StatusCode::OK, ok(id, envelope(result, true)))
+            }
             "resources/read" => {
                 let n = self.reads.fetch_add(1, Ordering::Relaxed) + 1;
                 let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
@@ -829,7 +872,8 @@ impl Mock {
                     self.lock().region_header.to_ascii_lowercase()
                 );
                 let sent = headers.get(header.as_str()).and_then(|v| v.to_str().ok());
-                if sent != args.get("region").and_then(Value::as_str) {
+                if sent != args.get("region").and_then(Value::as_str) || self.lock().always_mismatch
+                {
                     return Reply::Status(
                         StatusCode::BAD_REQUEST,
                         error(id, -32020, "Mcp-Param header mismatch", None),
@@ -895,6 +939,9 @@ impl Mock {
                     Misbehaviour::GarbageSseData => raw("text/event-stream", "data: garbage\n\n"),
                     Misbehaviour::Http500 => raw("text/html", "<h1>oops</h1>")
                         .with_status(StatusCode::INTERNAL_SERVER_ERROR),
+                    Misbehaviour::WrongShape => {
+                        Reply::Json(StatusCode::OK, ok(id, json!({"content": "not a list"})))
+                    }
                     Misbehaviour::UnknownResultType => Reply::Json(
                         StatusCode::OK,
                         ok(id, json!({"resultType": "task", "content": []})),

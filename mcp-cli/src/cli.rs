@@ -1,0 +1,141 @@
+//! The command line, as clap reads it.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Printed under `mcp --help`.
+pub(crate) const AFTER_HELP: &str = "\
+Target: a URL (http://host:port/mcp, or the /sse URL with --transport sse), or --stdio CMD to \
+spawn a server.
+
+Tool arguments: a JSON object, or key=value words (the value is JSON when it parses: n=3, \
+ok=true, tags=[\"a\"]; a string otherwise: name=Ada). key:=value always sends a string \
+(zip:=01234).
+
+Questions from the server: asked on the terminal, one prompt per field (accept, decline or \
+cancel first). --answer answers without asking: accept, decline, cancel, a JSON object of \
+field values, or a whole {\"action\": ...} result; repeat it for several questions.
+
+Exit codes:
+  0  success
+  1  the tool ran and reported an error (isError)
+  2  usage: bad arguments, bad JSON, unknown revision
+  3  the server could not be reached: connection refused, the command did not start or exited
+  4  the server refused the request with a JSON-RPC error (its code is on the error line)
+  5  protocol: no revision in common, an unreadable reply, not offered on this revision
+  6  timeout
+  7  the server asked a question nobody could answer (no terminal, no --answer)";
+
+/// `mcp`: try any MCP server from the command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcp",
+    version,
+    about = "Try any MCP server from the command line",
+    after_help = AFTER_HELP
+)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub(crate) struct Global {
+    /// Spawn this command and speak to it on stdin/stdout (in place of a URL), e.g.
+    /// --stdio "my-server --flag"
+    #[arg(long, global = true, value_name = "CMD")]
+    pub(crate) stdio: Option<String>,
+    /// HTTP transport: auto (Streamable HTTP, falling back to HTTP+SSE), streamable, or sse (the
+    /// 2024-11-05 HTTP+SSE transport: give its /sse URL)
+    #[arg(long, global = true, value_enum, default_value_t = TransportChoice::Auto)]
+    pub(crate) transport: TransportChoice,
+    /// Speak only this protocol revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25,
+    /// 2026-07-28) instead of negotiating
+    #[arg(long, global = true, value_name = "VERSION")]
+    pub(crate) revision: Option<String>,
+    /// Machine output: JSON on stdout (one document; one line per notification for listen)
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Timeout of each request, in seconds (questions answered on the terminal count)
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 60.0)]
+    pub(crate) timeout: f64,
+    /// Answer the server's next question without asking: accept, decline, cancel, a JSON object
+    /// of field values, or a whole {"action": ...} result. Repeat for several questions
+    #[arg(long, global = true, value_name = "ANSWER")]
+    pub(crate) answer: Vec<String>,
+    /// Prompt for answers on stdin even when it is not a terminal
+    #[arg(long, global = true)]
+    pub(crate) interactive: bool,
+    /// The server log level to ask for (debug, info, notice, warning, error, critical, alert,
+    /// emergency); its log messages are printed on stderr
+    #[arg(long, global = true, value_name = "LEVEL", default_value = "info")]
+    pub(crate) log_level: String,
+    /// An HTTP header sent with every request, "Name: value" (repeatable)
+    #[arg(short = 'H', long = "header", global = true, value_name = "HEADER")]
+    pub(crate) headers: Vec<String>,
+}
+
+/// Which HTTP transport to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TransportChoice {
+    /// Streamable HTTP, falling back to HTTP+SSE as the spec's backwards-compatible client does.
+    Auto,
+    /// Streamable HTTP only.
+    Streamable,
+    /// HTTP+SSE (2024-11-05): the URL is the SSE stream endpoint.
+    Sse,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List the server's tools
+    #[command(override_usage = "mcp tools [OPTIONS] <URL | --stdio CMD>")]
+    Tools(Rest),
+    /// Call a tool
+    #[command(
+        override_usage = "mcp call [OPTIONS] <URL | --stdio CMD> <TOOL> [JSON | KEY=VALUE | KEY:=STRING]..."
+    )]
+    Call(Rest),
+    /// List the server's resources and resource templates
+    #[command(override_usage = "mcp resources [OPTIONS] <URL | --stdio CMD>")]
+    Resources(Rest),
+    /// Read a resource
+    #[command(override_usage = "mcp read [OPTIONS] <URL | --stdio CMD> <URI>")]
+    Read(Rest),
+    /// List the server's prompts
+    #[command(override_usage = "mcp prompts [OPTIONS] <URL | --stdio CMD>")]
+    Prompts(Rest),
+    /// Get a prompt with its arguments
+    #[command(override_usage = "mcp prompt [OPTIONS] <URL | --stdio CMD> <NAME> [KEY=VALUE]...")]
+    Prompt(Rest),
+    /// Show what the server is and probe which protocol revisions it speaks
+    #[command(override_usage = "mcp discover [OPTIONS] <URL | --stdio CMD>")]
+    Discover(Rest),
+    /// Print notifications as they come: list changes and resource updates
+    #[command(override_usage = "mcp listen [OPTIONS] <URL | --stdio CMD> [--resource URI]...")]
+    Listen(ListenArgs),
+}
+
+/// The positional words of a command: the URL (unless --stdio is given), then its own.
+#[derive(Debug, Args)]
+pub(crate) struct Rest {
+    /// [URL] then the command's own arguments
+    #[arg(value_name = "ARGS", allow_hyphen_values = false)]
+    pub(crate) words: Vec<String>,
+}
+
+/// `mcp listen`.
+#[derive(Debug, Args)]
+pub(crate) struct ListenArgs {
+    #[command(flatten)]
+    pub(crate) rest: Rest,
+    /// Also subscribe to updates of this resource (repeatable)
+    #[arg(long = "resource", value_name = "URI")]
+    pub(crate) resources: Vec<String>,
+    /// Stop after this many notifications (default: until interrupted or the server ends it)
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+}

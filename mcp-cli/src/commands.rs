@@ -1,0 +1,499 @@
+//! The commands: each connects, does one thing, prints it, and closes.
+
+use std::io::Write;
+use std::time::Duration;
+
+use futures::StreamExt;
+use mcp_client::{CallOptions, Client, Revision, Subscriptions};
+use serde_json::{Map, Value, json};
+
+use crate::args::{prompt_arguments, tool_arguments};
+use crate::cli::{Command, Global, ListenArgs, TransportChoice};
+use crate::connect::{Session, Target};
+use crate::error::{CliError, one_line};
+use crate::output::{self, table, text_of};
+
+/// The longest one revision probe of `mcp discover` may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs one command to completion.
+pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Tools(r) => {
+            let (session, words) = open(global, r.words)?;
+            no_more(&words, "tools")?;
+            with_client(&session, |c| tools(&session, c)).await
+        }
+        Command::Call(r) => {
+            let (session, words) = open(global, r.words)?;
+            let Some((tool, rest)) = words.split_first() else {
+                return Err(CliError::Usage("mcp call needs the tool's name".into()));
+            };
+            let arguments = tool_arguments(rest)?;
+            with_client(&session, |c| call(&session, c, tool, arguments)).await
+        }
+        Command::Resources(r) => {
+            let (session, words) = open(global, r.words)?;
+            no_more(&words, "resources")?;
+            with_client(&session, |c| resources(&session, c)).await
+        }
+        Command::Read(r) => {
+            let (session, words) = open(global, r.words)?;
+            let [uri] = words.as_slice() else {
+                return Err(CliError::Usage("mcp read needs exactly one URI".into()));
+            };
+            with_client(&session, |c| read(&session, c, uri)).await
+        }
+        Command::Prompts(r) => {
+            let (session, words) = open(global, r.words)?;
+            no_more(&words, "prompts")?;
+            with_client(&session, |c| prompts(&session, c)).await
+        }
+        Command::Prompt(r) => {
+            let (session, words) = open(global, r.words)?;
+            let Some((name, rest)) = words.split_first() else {
+                return Err(CliError::Usage("mcp prompt needs the prompt's name".into()));
+            };
+            let arguments = prompt_arguments(rest)?;
+            with_client(&session, |c| prompt(&session, c, name, arguments)).await
+        }
+        Command::Discover(r) => {
+            let (session, words) = open(global, r.words)?;
+            no_more(&words, "discover")?;
+            discover(&session).await
+        }
+        Command::Listen(args) => {
+            let ListenArgs {
+                rest,
+                resources,
+                count,
+            } = args;
+            let (session, words) = open(global, rest.words)?;
+            no_more(&words, "listen")?;
+            with_client(&session, |c| listen(&session, c, resources, count)).await
+        }
+    }
+}
+
+fn open(global: &Global, mut words: Vec<String>) -> Result<(Session, Vec<String>), CliError> {
+    let session = Session::new(global, &mut words)?;
+    Ok((session, words))
+}
+
+fn no_more(words: &[String], command: &str) -> Result<(), CliError> {
+    match words.first() {
+        None => Ok(()),
+        Some(extra) => Err(CliError::Usage(format!(
+            "mcp {command} takes no argument {extra:?}"
+        ))),
+    }
+}
+
+/// Connects, runs `f`, closes (whatever `f` returned), and turns an unanswered question into
+/// the error that explains the failure.
+async fn with_client<'a, F, Fut>(session: &'a Session, f: F) -> Result<(), CliError>
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: Future<Output = Result<(), CliError>> + 'a,
+{
+    let client = session.connect().await?;
+    let outcome = f(client.clone()).await;
+    session.ui.finish();
+    if let Err(e) = client.close().await {
+        session
+            .ui
+            .note(&format!("closing: {}", one_line(&e.to_string())));
+    }
+    match (outcome, session.asker.unanswered()) {
+        (Ok(()), None) => Ok(()),
+        (_, Some(question)) => Err(CliError::Unanswered { question }),
+        (Err(e), None) => Err(e),
+    }
+}
+
+/// Writes `text` on stdout.
+fn print(text: &str) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Writes `value` on stdout as pretty JSON.
+fn print_json(value: &Value) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    print(&format!("{text}\n"))
+}
+
+fn failed(what: impl Into<String>) -> impl FnOnce(mcp_client::Error) -> CliError {
+    let what = what.into();
+    move |source| CliError::Request { what, source }
+}
+
+async fn tools(session: &Session, client: Client) -> Result<(), CliError> {
+    let list = client.list_tools().await.map_err(failed("tools/list"))?;
+    if session.json {
+        return print_json(&json!({"tools": list}));
+    }
+    if list.is_empty() {
+        return print("(no tools)\n");
+    }
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|tool| {
+            vec![
+                text_of(tool, "name").to_owned(),
+                output::tool_arguments(tool),
+                output::describe(tool),
+            ]
+        })
+        .collect();
+    print(&table(&["NAME", "ARGUMENTS", "DESCRIPTION"], &rows))
+}
+
+async fn call(
+    session: &Session,
+    client: Client,
+    tool: &str,
+    arguments: Value,
+) -> Result<(), CliError> {
+    let ui = session.ui.clone();
+    let options = CallOptions::new().on_progress(move |p| ui.progress(&p));
+    let result = client
+        .call_tool_with(tool, arguments, options)
+        .await
+        .map_err(failed(format!("tools/call {tool:?}")))?;
+    session.ui.finish();
+    let blocks: &[Value] = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    if session.json {
+        print_json(&result)?;
+    } else if !is_error {
+        let structured = result.get("structuredContent");
+        match structured {
+            Some(value) if blocks.is_empty() => print_json(value)?,
+            _ => print(&output::content(blocks))?,
+        }
+    }
+    if is_error {
+        return Err(CliError::ToolFailed {
+            tool: tool.to_owned(),
+            message: one_line(&output::content(blocks)),
+        });
+    }
+    Ok(())
+}
+
+async fn resources(session: &Session, client: Client) -> Result<(), CliError> {
+    let list = client
+        .list_resources()
+        .await
+        .map_err(failed("resources/list"))?;
+    let templates = client
+        .list_resource_templates()
+        .await
+        .map_err(failed("resources/templates/list"))?;
+    if session.json {
+        return print_json(&json!({"resources": list, "resourceTemplates": templates}));
+    }
+    let mut rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|r| {
+            vec![
+                text_of(r, "uri").to_owned(),
+                text_of(r, "name").to_owned(),
+                text_of(r, "mimeType").to_owned(),
+                output::describe(r),
+            ]
+        })
+        .collect();
+    rows.extend(templates.iter().map(|t| {
+        vec![
+            text_of(t, "uriTemplate").to_owned(),
+            text_of(t, "name").to_owned(),
+            text_of(t, "mimeType").to_owned(),
+            output::describe(t),
+        ]
+    }));
+    if rows.is_empty() {
+        return print("(no resources)\n");
+    }
+    print(&table(&["URI", "NAME", "MIME", "DESCRIPTION"], &rows))
+}
+
+async fn read(session: &Session, client: Client, uri: &str) -> Result<(), CliError> {
+    let result = client
+        .read_resource(uri)
+        .await
+        .map_err(failed(format!("resources/read {uri:?}")))?;
+    if session.json {
+        return print_json(&result);
+    }
+    let contents: &[Value] = result
+        .get("contents")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    print(&output::resource_contents(contents))
+}
+
+async fn prompts(session: &Session, client: Client) -> Result<(), CliError> {
+    let list = client
+        .list_prompts()
+        .await
+        .map_err(failed("prompts/list"))?;
+    if session.json {
+        return print_json(&json!({"prompts": list}));
+    }
+    if list.is_empty() {
+        return print("(no prompts)\n");
+    }
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|p| {
+            vec![
+                text_of(p, "name").to_owned(),
+                output::prompt_arguments(p),
+                output::describe(p),
+            ]
+        })
+        .collect();
+    print(&table(&["NAME", "ARGUMENTS", "DESCRIPTION"], &rows))
+}
+
+async fn prompt(
+    session: &Session,
+    client: Client,
+    name: &str,
+    arguments: Value,
+) -> Result<(), CliError> {
+    let result = client
+        .get_prompt(name, arguments)
+        .await
+        .map_err(failed(format!("prompts/get {name:?}")))?;
+    if session.json {
+        return print_json(&result);
+    }
+    print(&output::prompt_messages(&result))
+}
+
+async fn listen(
+    session: &Session,
+    client: Client,
+    resources: Vec<String>,
+    count: Option<u64>,
+) -> Result<(), CliError> {
+    let mut subscriptions = Subscriptions::new()
+        .tools_changed()
+        .prompts_changed()
+        .resources_changed();
+    let can_subscribe = client.server().is_some_and(|d| {
+        d.capabilities
+            .pointer("/resources/subscribe")
+            .and_then(Value::as_bool)
+            == Some(true)
+    });
+    let resources = if can_subscribe || resources.is_empty() {
+        resources
+    } else {
+        session.ui.note(
+            "the server does not offer resource subscriptions (capabilities.resources.subscribe); \
+             listening for list changes only",
+        );
+        Vec::new()
+    };
+    for uri in &resources {
+        subscriptions = subscriptions.resource(uri.clone());
+    }
+    let mut listener = client
+        .listen(subscriptions)
+        .await
+        .map_err(failed("listen"))?;
+    let mut what = vec!["tools, prompts and resources list changes".to_owned()];
+    what.extend(resources.iter().map(|uri| format!("updates of {uri}")));
+    let accepted = match listener.accepted() {
+        Some(Value::Object(map)) if map.is_empty() => {
+            "; the server accepted none of them".to_owned()
+        }
+        Some(Value::Object(map)) => {
+            let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+            format!("; the server accepted {}", keys.join(", "))
+        }
+        _ => String::new(),
+    };
+    session.ui.note(&format!(
+        "listening for {}{accepted} (Ctrl-C to stop)",
+        what.join(", ")
+    ));
+    let mut seen = 0u64;
+    if count == Some(0) {
+        return Ok(());
+    }
+    while let Some(notification) = listener.next().await {
+        let params = notification.params.clone().unwrap_or(Value::Null);
+        if session.json {
+            let line = json!({"method": notification.method, "params": params});
+            print(&format!("{line}\n"))?;
+        } else {
+            let short = notification
+                .method
+                .strip_prefix("notifications/")
+                .unwrap_or(&notification.method);
+            match params.get("uri").and_then(Value::as_str) {
+                Some(uri) => print(&format!("{short} {uri}\n"))?,
+                None => print(&format!("{short}\n"))?,
+            }
+        }
+        seen += 1;
+        if count.is_some_and(|n| seen >= n) {
+            return Ok(());
+        }
+    }
+    session.ui.note("the server ended the subscription");
+    Ok(())
+}
+
+/// One probed revision.
+struct Probe {
+    revision: Revision,
+    transport: &'static str,
+    outcome: Result<(), String>,
+}
+
+async fn discover(session: &Session) -> Result<(), CliError> {
+    // First the connection the other commands would make: it says what the server is.
+    let client = session.connect().await?;
+    let description = client.server();
+    let negotiated = client.revision();
+    let _ = client.close().await;
+    let transports: Vec<(TransportChoice, &'static str)> =
+        match (&session.target, session.transport) {
+            (Target::Stdio(_), _) => vec![(TransportChoice::Auto, "stdio")],
+            (Target::Url(_), TransportChoice::Sse) => vec![(TransportChoice::Sse, "http+sse")],
+            (Target::Url(_), _) => vec![(TransportChoice::Streamable, "streamable-http")],
+        };
+    let mut probes = Vec::new();
+    for (transport, label) in transports {
+        for revision in Revision::ALL {
+            let probe = tokio::time::timeout(PROBE_TIMEOUT, probe(session, revision, transport));
+            let outcome = match probe.await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(format!("no answer within {PROBE_TIMEOUT:?}")),
+            };
+            probes.push(Probe {
+                revision,
+                transport: label,
+                outcome,
+            });
+        }
+    }
+    let server_info = description
+        .as_ref()
+        .and_then(|d| d.server_info.clone())
+        .unwrap_or(Value::Null);
+    let capabilities = description
+        .as_ref()
+        .map(|d| d.capabilities.clone())
+        .unwrap_or(Value::Null);
+    let instructions = description.as_ref().and_then(|d| d.instructions.clone());
+    if session.json {
+        let revisions: Vec<Value> = probes
+            .iter()
+            .map(|p| {
+                let mut row = Map::new();
+                row.insert("revision".into(), json!(p.revision.as_str()));
+                row.insert("transport".into(), json!(p.transport));
+                row.insert("speaks".into(), json!(p.outcome.is_ok()));
+                if let Err(reason) = &p.outcome {
+                    row.insert("error".into(), json!(reason));
+                }
+                Value::Object(row)
+            })
+            .collect();
+        return print_json(&json!({
+            "target": session.target.name(),
+            "negotiated": negotiated.as_str(),
+            "serverInfo": server_info,
+            "capabilities": capabilities,
+            "instructions": instructions,
+            "supportedVersions": description.as_ref().map(|d| d.supported_versions.clone()).unwrap_or_default(),
+            "revisions": revisions,
+        }));
+    }
+    let mut text = String::new();
+    let name = text_of(&server_info, "name");
+    let version = text_of(&server_info, "version");
+    let title = text_of(&server_info, "title");
+    let mut about = vec![
+        vec![
+            "server".to_owned(),
+            match title {
+                "" => format!("{name} {version}"),
+                t => format!("{name} {version} ({t})"),
+            },
+        ],
+        vec!["negotiated".to_owned(), negotiated.as_str().to_owned()],
+    ];
+    let offers: Vec<&str> = capabilities
+        .as_object()
+        .map(|c| c.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    about.push(vec!["offers".to_owned(), offers.join(", ")]);
+    if let Some(instructions) = &instructions {
+        about.push(vec!["instructions".to_owned(), one_line(instructions)]);
+    }
+    for row in &about {
+        text.push_str(&format!("{:<13}{}\n", row[0], row[1]));
+    }
+    text.push('\n');
+    let rows: Vec<Vec<String>> = probes
+        .iter()
+        .map(|p| {
+            let (speaks, note) = match &p.outcome {
+                Ok(()) => ("yes".to_owned(), String::new()),
+                Err(reason) => ("no".to_owned(), one_line(reason)),
+            };
+            vec![
+                p.revision.as_str().to_owned(),
+                p.transport.to_owned(),
+                speaks,
+                note,
+            ]
+        })
+        .collect();
+    text.push_str(&table(&["REVISION", "TRANSPORT", "SPEAKS", "NOTE"], &rows));
+    print(&text)
+}
+
+/// Connects pinned to `revision` and lists the tools (or pings, for a server without tools):
+/// the revision is spoken when the connection holds and a request goes through on it.
+async fn probe(
+    session: &Session,
+    revision: Revision,
+    transport: TransportChoice,
+) -> Result<(), String> {
+    let client = session
+        .connect_as(Some(revision), transport, false)
+        .await
+        .map_err(|e| match e {
+            CliError::Connect { source, .. } => source.to_string(),
+            other => other.to_string(),
+        })?;
+    let outcome = if client.revision() != revision {
+        Err(format!("the server answered with {}", client.revision()))
+    } else {
+        let has_tools = client
+            .server()
+            .is_some_and(|d| d.capabilities.get("tools").is_some());
+        let checked = if has_tools {
+            client.list_tools().await.map(|_| ())
+        } else {
+            Ok(())
+        };
+        checked.map_err(|e| e.to_string())
+    };
+    let _ = client.close().await;
+    outcome
+}

@@ -1,0 +1,184 @@
+//! Turning the command line into a connected [`Client`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue, Uri};
+use mcp_client::transport::{Stdio, StreamableHttp};
+use mcp_client::{Asks, Client, ClientBuilder, LogLevel, Revision};
+
+use crate::args::{Canned, canned_answer, split_command};
+use crate::ask::Asker;
+use crate::cli::{Global, TransportChoice};
+use crate::error::CliError;
+use crate::ui::Ui;
+
+/// Where the server is.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// An HTTP URL.
+    Url(String),
+    /// A command to spawn: program and arguments.
+    Stdio(Vec<String>),
+}
+
+impl Target {
+    /// How the target is named in messages.
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Self::Url(url) => url.clone(),
+            Self::Stdio(words) => format!("`{}`", words.join(" ")),
+        }
+    }
+}
+
+/// Everything needed to connect, read once from the global options.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) target: Target,
+    pub(crate) transport: TransportChoice,
+    pub(crate) revision: Option<Revision>,
+    pub(crate) json: bool,
+    pub(crate) timeout: Duration,
+    pub(crate) log_level: LogLevel,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    pub(crate) ui: Arc<Ui>,
+    pub(crate) asker: Arc<Asker>,
+}
+
+impl Session {
+    /// Reads the options and takes the target off the front of `words` (unless `--stdio`).
+    pub(crate) fn new(global: &Global, words: &mut Vec<String>) -> Result<Self, CliError> {
+        let target = match &global.stdio {
+            Some(command) => Target::Stdio(split_command(command)?),
+            None => {
+                if words.is_empty() {
+                    return Err(CliError::Usage(
+                        "give the server's URL, or --stdio CMD to spawn it".into(),
+                    ));
+                }
+                let url = words.remove(0);
+                if !url.starts_with("http://") && !url.starts_with("https://") {
+                    return Err(CliError::Usage(format!(
+                        "{url:?} is not an http:// or https:// URL (for a local command use --stdio CMD)"
+                    )));
+                }
+                Target::Url(url)
+            }
+        };
+        let revision = match &global.revision {
+            Some(text) => Some(Revision::parse(text).ok_or_else(|| {
+                let known: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
+                CliError::Usage(format!(
+                    "unknown revision {text:?}; known: {}",
+                    known.join(", ")
+                ))
+            })?),
+            None => None,
+        };
+        if !(global.timeout.is_finite() && global.timeout > 0.0) {
+            return Err(CliError::Usage(
+                "--timeout must be a positive number of seconds".into(),
+            ));
+        }
+        let log_level: LogLevel = global
+            .log_level
+            .parse()
+            .map_err(|_| CliError::Usage(format!("unknown log level {:?}", global.log_level)))?;
+        let mut headers = Vec::new();
+        for header in &global.headers {
+            let (name, value) = header.split_once(':').ok_or_else(|| {
+                CliError::Usage(format!("--header {header:?} is not \"Name: value\""))
+            })?;
+            let name = HeaderName::try_from(name.trim())
+                .map_err(|e| CliError::Usage(format!("--header {header:?}: {e}")))?;
+            let value = HeaderValue::try_from(value.trim())
+                .map_err(|e| CliError::Usage(format!("--header {header:?}: {e}")))?;
+            headers.push((name, value));
+        }
+        let canned = global
+            .answer
+            .iter()
+            .map(|a| canned_answer(a))
+            .collect::<Result<Vec<Canned>, _>>()?;
+        let ui = Arc::new(Ui::new());
+        let interactive = global.interactive || {
+            use std::io::IsTerminal;
+            std::io::stdin().is_terminal()
+        };
+        let asker = Arc::new(Asker::new(canned, interactive, ui.clone()));
+        Ok(Self {
+            target,
+            transport: global.transport,
+            revision,
+            json: global.json,
+            timeout: Duration::from_secs_f64(global.timeout),
+            log_level,
+            headers,
+            ui,
+            asker,
+        })
+    }
+
+    /// The client builder with every option applied, pinned to `revision` when given.
+    fn builder(&self, revision: Option<Revision>) -> ClientBuilder {
+        let ui = self.ui.clone();
+        let asker = self.asker.clone();
+        let mut builder = Client::builder()
+            .client_info("mcp-cli", env!("CARGO_PKG_VERSION"))
+            .timeout(self.timeout)
+            .log_level(self.log_level)
+            .on_notification(move |n| ui.notification(n))
+            .on_ask(Asks::none().elicitation().url_elicitation(), move |q| {
+                asker.clone().answer(q)
+            });
+        if let Some(revision) = revision {
+            builder = builder.revision(revision);
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(name.clone(), value.clone());
+        }
+        builder
+    }
+
+    /// Connects as the options say.
+    pub(crate) async fn connect(&self) -> Result<Client, CliError> {
+        self.connect_as(self.revision, self.transport, true).await
+    }
+
+    /// Connects pinned to `revision` (or negotiating) over `transport`. `remember` lets the
+    /// client reuse what it learnt about the origin; `discover` turns it off so every probe
+    /// starts from nothing.
+    pub(crate) async fn connect_as(
+        &self,
+        revision: Option<Revision>,
+        transport: TransportChoice,
+        remember: bool,
+    ) -> Result<Client, CliError> {
+        let builder = self.builder(revision).remember_era(remember);
+        let connected = match &self.target {
+            Target::Stdio(words) => {
+                let command = Stdio::builder(&words[0]).args(&words[1..]);
+                builder.connect_stdio(command).await
+            }
+            Target::Url(url) => match transport {
+                TransportChoice::Auto => builder.connect_http(url).await,
+                TransportChoice::Sse => builder.connect_sse(url).await,
+                TransportChoice::Streamable => {
+                    let uri: Uri = url
+                        .parse()
+                        .map_err(|e| CliError::Usage(format!("invalid URL {url:?}: {e}")))?;
+                    let mut transport = StreamableHttp::builder(uri);
+                    for (name, value) in &self.headers {
+                        transport = transport.header(name.clone(), value.clone());
+                    }
+                    builder.connect(transport.build()).await
+                }
+            },
+        };
+        connected.map_err(|source| CliError::Connect {
+            target: self.target.name(),
+            source,
+        })
+    }
+}

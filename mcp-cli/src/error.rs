@@ -1,0 +1,195 @@
+//! The CLI's failures, their one-line rendering and their exit codes.
+
+use mcp_client::ErrorKind;
+
+use crate::exit;
+
+/// Everything that makes `mcp` exit with a non-zero status.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// The command line is wrong: a missing URL, bad JSON, an unknown revision.
+    #[error("{0}")]
+    Usage(String),
+    /// Connecting (spawning the command, the handshake, negotiation) failed.
+    #[error("cannot connect to {target}: {source}")]
+    Connect {
+        /// The URL or command.
+        target: String,
+        /// What the client said.
+        #[source]
+        source: mcp_client::Error,
+    },
+    /// A request failed after the client connected.
+    #[error("{what} failed: {source}")]
+    Request {
+        /// What was asked, such as `tools/call "add"`.
+        what: String,
+        /// What the client said.
+        #[source]
+        source: mcp_client::Error,
+    },
+    /// The tool ran and reported an error (`isError: true`).
+    #[error("tool {tool:?} reported an error: {message}")]
+    ToolFailed {
+        /// The tool's name.
+        tool: String,
+        /// The text of its content.
+        message: String,
+    },
+    /// The server asked a question nobody could answer.
+    #[error("the server asked {question:?} and nobody could answer")]
+    Unanswered {
+        /// The question's message.
+        question: String,
+    },
+    /// Writing the output failed.
+    #[error("cannot write the output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+impl CliError {
+    /// The process exit code (see [`crate::exit`]).
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => exit::USAGE,
+            Self::Connect { source, .. } | Self::Request { source, .. } => kind_code(source.kind()),
+            Self::ToolFailed { .. } => exit::TOOL_ERROR,
+            Self::Unanswered { .. } => exit::UNANSWERED,
+            Self::Output(_) => exit::TRANSPORT,
+        }
+    }
+
+    /// A short label for the start of the line: the JSON-RPC code, or the kind of failure.
+    fn label(&self) -> String {
+        match self {
+            Self::Usage(_) => "usage".into(),
+            Self::Connect { source, .. } | Self::Request { source, .. } => match source.code() {
+                Some(code) => code.to_string(),
+                None => kind_label(source.kind()).into(),
+            },
+            Self::ToolFailed { .. } => "tool".into(),
+            Self::Unanswered { .. } => "unanswered".into(),
+            Self::Output(_) => "output".into(),
+        }
+    }
+
+    /// What to try next, when there is something useful to say.
+    fn hint(&self) -> Option<&'static str> {
+        let source = match self {
+            Self::Usage(_) => return Some("see `mcp --help` or `mcp <COMMAND> --help`"),
+            Self::ToolFailed { message, .. } => {
+                return message.contains("argument").then_some(
+                    "check the arguments against `mcp tools` (--json shows the schemas)",
+                );
+            }
+            Self::Unanswered { .. } => {
+                return Some(
+                    "answer with --answer '{...}' (or accept, decline, cancel), or run on a terminal",
+                );
+            }
+            Self::Output(_) => return None,
+            Self::Connect { source, .. } | Self::Request { source, .. } => source,
+        };
+        if let Some(code) = source.code() {
+            let what = match self {
+                Self::Request { what, .. } => what.as_str(),
+                _ => "",
+            };
+            return match code {
+                -32601 => Some("the server does not offer this: see `mcp discover`"),
+                -32602 | -32002 if what.starts_with("resources/") => {
+                    Some("list what exists with `mcp resources`")
+                }
+                -32602 if what.starts_with("prompts/") => {
+                    Some("check the name and arguments against `mcp prompts`")
+                }
+                -32602 => Some("check the name and arguments against `mcp tools`"),
+                _ => None,
+            };
+        }
+        match source.kind() {
+            ErrorKind::Transport | ErrorKind::Closed => Some(
+                "is the server running at that address? An HTTP+SSE server needs --transport sse and its SSE URL",
+            ),
+            ErrorKind::Timeout => Some("raise --timeout, or check the server is answering"),
+            ErrorKind::UnsupportedVersion => Some(
+                "see which revisions it speaks with `mcp discover`, then pin one with --revision",
+            ),
+            ErrorKind::Protocol => {
+                Some("check it is an MCP endpoint (`mcp discover`), or try --transport sse")
+            }
+            ErrorKind::Unsupported => {
+                Some("pin another revision with --revision (see `mcp discover`)")
+            }
+            ErrorKind::InputRequired | ErrorKind::TooManyRounds => Some(
+                "answer with --answer '{...}' (or accept, decline, cancel), or run on a terminal",
+            ),
+            ErrorKind::InvalidInput => Some("check the URL and the arguments"),
+            _ => None,
+        }
+    }
+
+    /// The one line printed on stderr: `mcp: error [LABEL]: MESSAGE (try: HINT)`.
+    pub(crate) fn line(&self) -> String {
+        let message = one_line(&self.to_string());
+        match self.hint() {
+            Some(hint) => format!("mcp: error [{}]: {message} (try: {hint})", self.label()),
+            None => format!("mcp: error [{}]: {message}", self.label()),
+        }
+    }
+}
+
+/// The exit code of a client failure.
+fn kind_code(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Rpc => exit::SERVER_ERROR,
+        ErrorKind::Timeout => exit::TIMEOUT,
+        ErrorKind::Transport | ErrorKind::Closed => exit::TRANSPORT,
+        ErrorKind::InputRequired | ErrorKind::TooManyRounds => exit::UNANSWERED,
+        ErrorKind::InvalidInput => exit::USAGE,
+        _ => exit::PROTOCOL,
+    }
+}
+
+fn kind_label(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Rpc => "server",
+        ErrorKind::Timeout => "timeout",
+        ErrorKind::Transport => "transport",
+        ErrorKind::Closed => "closed",
+        ErrorKind::Protocol => "protocol",
+        ErrorKind::UnsupportedVersion => "version",
+        ErrorKind::TooManyRounds | ErrorKind::InputRequired => "unanswered",
+        ErrorKind::Unsupported => "unsupported",
+        ErrorKind::InvalidInput => "input",
+        _ => "client",
+    }
+}
+
+/// `text` with every run of whitespace (newlines included) collapsed to one space.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_single_and_carry_label_and_hint() {
+        let usage = CliError::Usage("give a URL\nor --stdio".into());
+        assert_eq!(usage.exit_code(), exit::USAGE);
+        let line = usage.line();
+        assert!(!line.contains('\n'));
+        assert!(line.starts_with("mcp: error [usage]: give a URL or --stdio (try: "));
+        let tool = CliError::ToolFailed {
+            tool: "boom".into(),
+            message: "it broke".into(),
+        };
+        assert_eq!(tool.exit_code(), exit::TOOL_ERROR);
+        assert!(
+            tool.line()
+                .contains("[tool]: tool \"boom\" reported an error: it broke")
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! `mcp`: a command-line client for trying any MCP server, built on `mcp-client`.
+//!
+//! ```text
+//! mcp tools     <URL | --stdio CMD>                  the tools, as a table
+//! mcp call      <URL | --stdio CMD> TOOL [ARGS]...   call a tool (JSON, key=value, key:=string)
+//! mcp resources <URL | --stdio CMD>                  resources and resource templates
+//! mcp read      <URL | --stdio CMD> URI              read a resource
+//! mcp prompts   <URL | --stdio CMD>                  the prompts
+//! mcp prompt    <URL | --stdio CMD> NAME [k=v]...    get a prompt
+//! mcp discover  <URL | --stdio CMD>                  what the server is, which revisions it speaks
+//! mcp listen    <URL | --stdio CMD> [--resource URI] notifications as they come
+//! ```
+//!
+//! Every command takes `--revision VERSION` (speak only that revision; default: negotiate as
+//! the spec's dual-era client does), `--json` (one JSON document on stdout; `listen` prints one
+//! line per notification), `--transport auto|streamable|sse` (default `auto`: Streamable HTTP,
+//! falling back to HTTP+SSE), `--timeout SECS` (per request, default 60), `--log-level LEVEL`
+//! (asked of the server, default `info`), `-H "Name: value"` (HTTP headers) and `--answer`.
+//!
+//! **Output.** Results go to stdout: aligned tables for lists, the text of a tool result,
+//! resource contents as they are. Everything else goes to stderr: progress (a bar when stderr
+//! is a terminal, `progress N/TOTAL message` lines otherwise), the server's log messages as
+//! `[level] logger: message`, notes starting with `mcp: `, and errors.
+//!
+//! **Questions.** When the server asks (form or URL elicitation, whatever mechanism the
+//! revision uses: MRTR, a pushed request, or the argument convention), the CLI shows the message
+//! and asks accept, decline or cancel, then one prompt per field of the requested schema
+//! (strings, numbers, integers, booleans, enums with numbered choices, multi-select enums),
+//! with defaults and required fields enforced. It prompts when stdin is a terminal, or always
+//! with `--interactive`. `--answer` answers without asking: `accept`, `decline`, `cancel`, a
+//! JSON object of field values (accept with that content) or a whole `{"action": ...}` result;
+//! repeat it for several questions (the last one is reused).
+//!
+//! **Errors** are one line on stderr: `mcp: error [LABEL]: MESSAGE (try: WHAT TO TRY)`, where
+//! the label is the server's JSON-RPC code when it sent one, and the process exits with one of
+//! the codes in [`exit`].
+
+mod args;
+mod ask;
+mod cli;
+mod commands;
+mod connect;
+mod error;
+mod output;
+mod ui;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// The exit codes of `mcp` (also listed by `mcp --help`).
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// The tool ran and reported an error (`isError: true`); its text is on the error line.
+    pub const TOOL_ERROR: u8 = 1;
+    /// Usage: bad arguments, bad JSON, an unknown revision or log level.
+    pub const USAGE: u8 = 2;
+    /// The server could not be reached: connection refused, the command did not start or
+    /// exited, the stream closed.
+    pub const TRANSPORT: u8 = 3;
+    /// The server refused the request with a JSON-RPC error.
+    pub const SERVER_ERROR: u8 = 4;
+    /// Protocol: no revision in common, an unreadable reply, an operation the revision lacks.
+    pub const PROTOCOL: u8 = 5;
+    /// A request timed out (see `--timeout`).
+    pub const TIMEOUT: u8 = 6;
+    /// The server asked a question nobody could answer: no terminal and no `--answer`.
+    pub const UNANSWERED: u8 = 7;
+}
+
+/// Runs `mcp` with the process's arguments and returns its exit code.
+///
+/// Builds a single-threaded tokio runtime; call it from `main`, not from inside a runtime.
+pub fn run() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mcp: error [runtime]: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::TRANSPORT);
+        }
+    };
+    match runtime.block_on(commands::run(&cli.global, cli.command)) {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(e) => {
+            eprintln!("{}", e.line());
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

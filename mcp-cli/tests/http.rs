@@ -1,0 +1,240 @@
+//! The `mcp` binary against the HTTP demo server (`mcp-demo` on 127.0.0.1, a port per test):
+//! every command over Streamable HTTP, every revision pinned, HTTP+SSE with `--transport sse`
+//! and by fallback, `discover` on both transports, `listen` on both eras, questions, and a
+//! refused connection's exit code.
+
+mod support;
+
+use support::{Demo, Running, mcp, mcp_with_input};
+
+const REVISIONS: [&str; 5] = [
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+/// `mcp <command> URL --timeout 30 <rest>`.
+fn run(command: &str, url: &str, rest: &[&str]) -> support::Run {
+    let mut args = vec![command, url, "--timeout", "30"];
+    args.extend_from_slice(rest);
+    mcp(&args)
+}
+
+#[test]
+fn every_command_over_streamable_http() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    let tools = run("tools", &url, &[]);
+    assert!(
+        tools.ok().contains("add     a:integer b:integer"),
+        "{}",
+        tools.stdout
+    );
+    let listed = run("tools", &url, &["--json"]).json();
+    assert!(listed["tools"].as_array().is_some_and(|t| t.len() >= 5));
+
+    let sum = run("call", &url, &["add", "a=20", "b=22", "--json"]).json();
+    assert_eq!(sum["structuredContent"]["sum"], 42);
+    let counted = run("call", &url, &["count", "n=2"]);
+    assert_eq!(counted.ok(), "counted to 2\n");
+    assert!(
+        counted.stderr.contains("progress 2/2 step 2"),
+        "{}",
+        counted.stderr
+    );
+    assert!(
+        counted.stderr.contains("[info] counted 1"),
+        "{}",
+        counted.stderr
+    );
+    let deployed = run(
+        "call",
+        &url,
+        &["deploy", "service=web", "--answer", "accept"],
+    );
+    assert_eq!(deployed.ok(), "deployed web\n");
+
+    let resources = run("resources", &url, &["--json"]).json();
+    let uris: Vec<&str> = resources["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&"config://app"), "{uris:?}");
+    assert_eq!(run("read", &url, &["res://items/9"]).ok(), "item 9\n");
+
+    let prompts = run("prompts", &url, &[]);
+    assert!(prompts.ok().contains("greet"), "{}", prompts.stdout);
+    let greeting = run("prompt", &url, &["greet", "name=Lin", "--json"]).json();
+    assert_eq!(
+        greeting["messages"][0]["content"]["text"],
+        "Please greet Lin warmly."
+    );
+}
+
+#[test]
+fn every_revision_pinned_over_streamable_http() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    for revision in REVISIONS {
+        for (answer, expected) in [
+            ("accept", "deployed web"),
+            ("decline", "stopped at decline"),
+        ] {
+            let out = run(
+                "call",
+                &url,
+                &[
+                    "--revision",
+                    revision,
+                    "--answer",
+                    answer,
+                    "deploy",
+                    "service=web",
+                ],
+            );
+            assert_eq!(out.ok(), format!("{expected}\n"), "{revision} {answer}");
+        }
+    }
+}
+
+#[test]
+fn http_sse_by_flag_and_by_fallback() {
+    let demo = Demo::start();
+    let sse = demo.sse();
+    for revision in ["2024-11-05", "2025-06-18"] {
+        let out = run(
+            "call",
+            &sse,
+            &[
+                "--transport",
+                "sse",
+                "--revision",
+                revision,
+                "echo",
+                "text=over sse",
+            ],
+        );
+        assert_eq!(out.ok(), "over sse\n", "{revision}");
+    }
+    let asked = run(
+        "call",
+        &sse,
+        &[
+            "--transport",
+            "sse",
+            "--answer",
+            "accept",
+            "deploy",
+            "service=db",
+        ],
+    );
+    assert_eq!(asked.ok(), "deployed db\n");
+    // auto: Streamable HTTP is refused at the SSE URL, so the client falls back to HTTP+SSE.
+    let tools = run("tools", &sse, &["--json"]).json();
+    assert!(tools["tools"].as_array().is_some_and(|t| !t.is_empty()));
+}
+
+#[test]
+fn discover_probes_both_transports() {
+    let demo = Demo::start();
+    let streamable = run("discover", &demo.mcp(), &["--json"]).json();
+    assert_eq!(streamable["serverInfo"]["name"], "mcp-demo");
+    assert_eq!(streamable["negotiated"], "2026-07-28");
+    let rows = streamable["revisions"].as_array().expect("revisions");
+    assert_eq!(rows.len(), 5);
+    for row in rows {
+        assert_eq!(row["transport"], "streamable-http");
+        assert_eq!(row["speaks"], true, "{row}");
+    }
+    let sse = run("discover", &demo.sse(), &["--transport", "sse", "--json"]).json();
+    let speaks = |revision: &str| {
+        sse["revisions"]
+            .as_array()
+            .expect("revisions")
+            .iter()
+            .find(|r| r["revision"] == revision)
+            .map(|r| r["speaks"] == true)
+    };
+    assert_eq!(speaks("2024-11-05"), Some(true), "{sse}");
+    // HTTP+SSE carries only the revisions with a handshake.
+    assert_eq!(speaks("2026-07-28"), Some(false), "{sse}");
+    let text = run("discover", &demo.sse(), &["--transport", "sse"]);
+    assert!(
+        text.ok().contains("2024-11-05  http+sse   yes"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn listen_over_http_on_both_eras() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    for revision in ["2026-07-28", "2025-06-18"] {
+        let listener = Running::start(&[
+            "listen",
+            &url,
+            "--revision",
+            revision,
+            "--count",
+            "0",
+            "--json",
+        ]);
+        let line = listener.wait_for_stderr("listening for");
+        assert!(line.contains("list changes"), "{line}");
+        let done = listener.finish();
+        assert_eq!(done.code, 0, "{revision}: {done:?}");
+    }
+}
+
+#[test]
+fn questions_prompted_on_stdin_over_http() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    for revision in ["2026-07-28", "2025-06-18", "2025-03-26"] {
+        let out = mcp_with_input(
+            &[
+                "call",
+                &url,
+                "--revision",
+                revision,
+                "--interactive",
+                "rename",
+                "path=a.txt",
+            ],
+            "a\na\nz.txt\n",
+        );
+        assert_eq!(out.ok(), "renamed a.txt to z.txt\n", "{revision}");
+        assert!(
+            out.stderr
+                .contains("? The server asks: New name for a.txt?")
+        );
+    }
+}
+
+#[test]
+fn a_refused_connection_exits_3_with_one_line() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let out = run("tools", &url, &[]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].starts_with("mcp: error [transport]: cannot connect to"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("(try: is the server running"),
+        "{}",
+        lines[0]
+    );
+}

@@ -1,0 +1,193 @@
+// The demo registry, shared by `mcp-demo` (HTTP) and `mcp-stdio-demo`: every feature a user
+// wants to try, under the names the README and other MCP clients use.
+//
+// tools: add, echo, deploy, rename, count, routed, touch, boom
+// resources: config://app, res://public (cache hints), res://items/{id}
+// prompt: greet (with completion of its argument)
+
+use mcp_server::{
+    AnswerAction, CacheScope, Completer, CompletionRequest, Exchange, Json, LogLevel, NoArgs,
+    Prompt, Question, Resource, ResourceError, ResourceRequest, ResourceTemplate, Server,
+    ServerBuilder, Tool, ToolError,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    /// The first addend.
+    a: i64,
+    /// The second addend.
+    b: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Sum {
+    /// `a + b`.
+    sum: i64,
+}
+
+async fn add(args: AddArgs) -> Json<Sum> {
+    Json(Sum {
+        sum: args.a.saturating_add(args.b),
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoArgs {
+    /// What to say back.
+    text: String,
+}
+
+async fn echo(args: EchoArgs) -> String {
+    args.text
+}
+
+fn action_name(action: AnswerAction) -> &'static str {
+    match action {
+        AnswerAction::Accept => "accept",
+        AnswerAction::Decline => "decline",
+        AnswerAction::Cancel => "cancel",
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct DeployArgs {
+    /// The service to deploy.
+    service: String,
+}
+
+async fn deploy(args: DeployArgs, ex: Exchange) -> Result<String, ToolError> {
+    let answer = ex
+        .ask(
+            "confirm",
+            Question::elicit(format!("Deploy {}?", args.service)),
+        )
+        .await?;
+    Ok(if answer.accepted() {
+        format!("deployed {}", args.service)
+    } else {
+        format!("stopped at {}", action_name(answer.action()))
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct RenameArgs {
+    /// The file to rename.
+    path: String,
+}
+
+async fn rename(args: RenameArgs, ex: Exchange) -> Result<String, ToolError> {
+    let sure = ex
+        .ask(
+            "confirm",
+            Question::elicit(format!("Rename {}?", args.path)),
+        )
+        .await?;
+    if !sure.accepted() {
+        return Ok(format!("stopped at {}", action_name(sure.action())));
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "title": "New name", "description": "The new file name"}},
+        "required": ["name"]
+    });
+    let named = ex
+        .ask(
+            "name",
+            Question::elicit_with(format!("New name for {}?", args.path), schema),
+        )
+        .await?;
+    match named.get("name").and_then(|n| n.as_str()) {
+        Some(name) if named.accepted() => Ok(format!("renamed {} to {name}", args.path)),
+        _ => Ok(format!("stopped at {}", action_name(named.action()))),
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct CountArgs {
+    /// How many steps: one progress notification and one log line each.
+    n: u32,
+}
+
+async fn count(args: CountArgs, ex: Exchange) -> String {
+    let n = args.n.min(10_000);
+    for i in 1..=n {
+        ex.progress(f64::from(i), Some(f64::from(n)), Some(&format!("step {i}")));
+        ex.log(LogLevel::Info, format!("counted {i}"));
+    }
+    format!("counted to {n}")
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct RoutedArgs {
+    /// The region; mirrored in the `Mcp-Param-Region` header on 2026-07-28.
+    region: String,
+}
+
+async fn routed(args: RoutedArgs) -> String {
+    format!("routed to {}", args.region)
+}
+
+async fn touch(_: NoArgs) -> String {
+    "touched config://app".to_owned()
+}
+
+async fn boom(_: NoArgs) -> Result<String, ToolError> {
+    Err(ToolError::new("boom: this tool always fails"))
+}
+
+async fn config(_: ResourceRequest) -> String {
+    r#"{"mode":"demo","features":["tools","resources","prompts"]}"#.to_owned()
+}
+
+async fn public(_: ResourceRequest) -> String {
+    "Public text, cacheable by anyone for a minute.".to_owned()
+}
+
+async fn item(request: ResourceRequest) -> Result<String, ResourceError> {
+    let id = request.var("id").unwrap_or_default();
+    if id == "missing" {
+        return Err(ResourceError::NotFound(request.uri.clone()));
+    }
+    Ok(format!("item {id}"))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    /// Whom to greet.
+    name: String,
+}
+
+async fn greet(args: GreetArgs) -> String {
+    format!("Please greet {} warmly.", args.name)
+}
+
+async fn complete(request: CompletionRequest) -> Vec<String> {
+    ["Alice", "Albert", "Bob"]
+        .iter()
+        .filter(|n| n.starts_with(&request.value))
+        .map(|n| (*n).to_owned())
+        .collect()
+}
+
+/// The demo's declarations, under the server name `name`.
+fn demo_builder(name: &str) -> ServerBuilder {
+    Server::builder(name, env!("CARGO_PKG_VERSION"))
+        .title("Demo server")
+        .instructions("A demo: add numbers, echo text, deploy or rename (they ask first), count with progress, read config://app.")
+        .tool(Tool::new("add", add).title("Add").description("Adds two integers.").read_only())
+        .tool(Tool::new("echo", echo).description("Echoes its text.").read_only())
+        .tool(Tool::new("deploy", deploy).description("Deploys a service after asking.").destructive())
+        .tool(Tool::new("rename", rename).description("Renames a file; asks twice, once with a form."))
+        .tool(Tool::new("count", count).description("Counts to n, with progress and log lines.").read_only())
+        .tool(Tool::new("routed", routed).description("Routed by region (header Mcp-Param-Region).").header("region", "Region").read_only())
+        .tool(Tool::new("touch", touch).description("Marks config://app as updated."))
+        .tool(Tool::new("boom", boom).description("Always fails."))
+        .resource(Resource::new("config://app", "config", config).mime_type("application/json"))
+        .resource(Resource::new("res://public", "public", public).mime_type("text/plain").cache(60_000, CacheScope::Public))
+        .resource_template(ResourceTemplate::new("res://items/{id}", "item", item).mime_type("text/plain"))
+        .prompt(Prompt::new("greet", greet).title("Greeting").description("Greets someone."))
+        .completion(Completer::new(complete))
+}

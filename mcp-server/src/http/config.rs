@@ -1,0 +1,240 @@
+//! [`HttpConfig`]: every setting of the HTTP endpoint, with safe defaults.
+
+use std::time::Duration;
+
+use mcp_hub::Namespace;
+
+use crate::http::origin::Pattern;
+
+/// The default body limit of a POST: 4 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// The default time to live of a session: one hour after its last use.
+pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
+
+/// The default interval of keep-alive comments on an idle SSE stream: 15 s.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The default time graceful shutdown waits for calls in flight: 10 s.
+pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The default `retry` (milliseconds) of the priming event on revisions with SSE polling.
+pub const DEFAULT_SSE_RETRY_MS: u64 = 1000;
+
+/// Whether localhost origins and hosts are trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Localhost {
+    /// Trusted when the server is known to listen on a loopback address (set by
+    /// [`serve`](crate::http::serve)); a mounted endpoint does not know, and does not trust.
+    Auto,
+    /// Always trusted.
+    Allow,
+    /// Only if listed.
+    Deny,
+}
+
+/// Settings of an [`HttpEndpoint`](crate::http::HttpEndpoint).
+///
+/// Every setting has a safe default; the builder methods consume and return the config:
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_server::http::HttpConfig;
+///
+/// let config = HttpConfig::new()
+///     .allowed_origin("https://*.example.com")
+///     .allowed_host("mcp.example.com")
+///     .body_limit(1024 * 1024)
+///     .session_ttl(Duration::from_secs(600));
+/// # let _ = config;
+/// ```
+///
+/// | Setting | Default |
+/// | --- | --- |
+/// | [`path`](Self::path) (Streamable HTTP) | `/mcp` |
+/// | [`sse_path`](Self::sse_path), [`message_path`](Self::message_path) (HTTP+SSE) | `/sse`, `/messages` |
+/// | [`body_limit`](Self::body_limit) | 4 MiB (larger bodies get 413) |
+/// | [`allowed_origin`](Self::allowed_origin) | none: only requests without `Origin`, same-origin requests, and localhost origins when bound to loopback |
+/// | [`allowed_host`](Self::allowed_host) | any host, except that a server bound to loopback accepts only `localhost`, `127.0.0.1` and `[::1]` |
+/// | [`session_ttl`](Self::session_ttl) | 1 hour after last use |
+/// | [`keep_alive`](Self::keep_alive) | a comment every 15 s on idle SSE streams |
+/// | [`prefer_sse`](Self::prefer_sse) | off: JSON unless the call sends something before its result |
+/// | [`sse_retry`](Self::sse_retry) | 1000 ms in the priming event (revisions with SSE polling) |
+/// | [`shutdown_deadline`](Self::shutdown_deadline) | 10 s |
+/// | [`namespace`](Self::namespace) | the root namespace |
+/// | [`legacy_sse`](Self::legacy_sse) | on (HTTP+SSE for the revisions that have a handshake) |
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    pub(crate) path: String,
+    pub(crate) sse_path: String,
+    pub(crate) message_path: String,
+    pub(crate) body_limit: usize,
+    pub(crate) origins: Vec<Pattern>,
+    pub(crate) hosts: Vec<Pattern>,
+    pub(crate) localhost: Localhost,
+    pub(crate) bound_loopback: bool,
+    pub(crate) session_ttl: Duration,
+    pub(crate) keep_alive: Duration,
+    pub(crate) prefer_sse: bool,
+    pub(crate) sse_retry_ms: u64,
+    pub(crate) shutdown_deadline: Duration,
+    pub(crate) namespace: Namespace,
+    pub(crate) legacy_sse: bool,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HttpConfig {
+    /// The defaults (see the table on the type).
+    pub fn new() -> Self {
+        Self {
+            path: "/mcp".into(),
+            sse_path: "/sse".into(),
+            message_path: "/messages".into(),
+            body_limit: DEFAULT_BODY_LIMIT,
+            origins: Vec::new(),
+            hosts: Vec::new(),
+            localhost: Localhost::Auto,
+            bound_loopback: false,
+            session_ttl: DEFAULT_SESSION_TTL,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+            prefer_sse: false,
+            sse_retry_ms: DEFAULT_SSE_RETRY_MS,
+            shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
+            namespace: Namespace::root(),
+            legacy_sse: true,
+        }
+    }
+
+    /// The path of the Streamable HTTP endpoint (POST, GET and DELETE). Default is `/mcp`.
+    #[must_use]
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The path of the HTTP+SSE stream (GET). Default is `/sse`.
+    #[must_use]
+    pub fn sse_path(mut self, path: impl Into<String>) -> Self {
+        self.sse_path = path.into();
+        self
+    }
+
+    /// The path HTTP+SSE messages are POSTed to, as named in the `endpoint` event (with
+    /// `?session_id=...` appended). Default is `/messages`. When the endpoint is mounted under a
+    /// prefix, include the prefix: the client resolves this path against the stream's URL.
+    #[must_use]
+    pub fn message_path(mut self, path: impl Into<String>) -> Self {
+        self.message_path = path.into();
+        self
+    }
+
+    /// Turns the HTTP+SSE transport (2024-11-05) on or off. Default is on.
+    #[must_use]
+    pub fn legacy_sse(mut self, enabled: bool) -> Self {
+        self.legacy_sse = enabled;
+        self
+    }
+
+    /// The largest POST body accepted; larger ones get 413. Default is 4 MiB.
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// Allows browser requests from `origin`: `scheme://host[:port]`. In the host, `*` stands
+    /// for exactly one DNS label and `**` for one or more (`https://*.example.com`,
+    /// `https://**.example.com`); a port of `*` stands for any port. A request with a bad
+    /// `Origin` gets 403; requests without `Origin` (non-browser clients) are always allowed,
+    /// and so are same-origin requests.
+    #[must_use]
+    pub fn allowed_origin(mut self, origin: &str) -> Self {
+        self.origins.push(Pattern::origin(origin));
+        self
+    }
+
+    /// Allows requests whose `Host` header names `host` (`name` or `name:port`, with the same
+    /// wildcards as [`allowed_origin`](Self::allowed_origin)), against DNS rebinding. Once one
+    /// host is listed, every other host gets 403 (localhost too, unless listed or
+    /// [`allow_localhost`](Self::allow_localhost) is on). Default: any host, except that a
+    /// server bound to loopback accepts only localhost names.
+    #[must_use]
+    pub fn allowed_host(mut self, host: &str) -> Self {
+        self.hosts.push(Pattern::host(host));
+        self
+    }
+
+    /// Trusts (`true`) or does not trust (`false`) localhost origins and hosts whatever the
+    /// address the server is bound to. Default: trusted when bound to a loopback address.
+    #[must_use]
+    pub fn allow_localhost(mut self, allow: bool) -> Self {
+        self.localhost = if allow {
+            Localhost::Allow
+        } else {
+            Localhost::Deny
+        };
+        self
+    }
+
+    /// How long a session lives after its last use; the TTL is renewed lazily (at most once per
+    /// quarter of the TTL per worker), never by a write on every request. Default is one hour.
+    #[must_use]
+    pub fn session_ttl(mut self, ttl: Duration) -> Self {
+        self.session_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often an idle SSE stream gets a keep-alive comment. Default is 15 s.
+    #[must_use]
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.keep_alive = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Answers every request with an SSE stream when the client accepts one. Default is off:
+    /// a plain JSON body unless the call sends something (progress, log, a question) before its
+    /// result.
+    #[must_use]
+    pub fn prefer_sse(mut self, prefer: bool) -> Self {
+        self.prefer_sse = prefer;
+        self
+    }
+
+    /// The `retry` (milliseconds) of the priming event that opens SSE streams on revisions with
+    /// SSE polling (2025-11-25). Default is 1000.
+    #[must_use]
+    pub fn sse_retry(mut self, millis: u64) -> Self {
+        self.sse_retry_ms = millis;
+        self
+    }
+
+    /// How long graceful shutdown waits for calls in flight before it cancels them.
+    /// Default is 10 s.
+    #[must_use]
+    pub fn shutdown_deadline(mut self, deadline: Duration) -> Self {
+        self.shutdown_deadline = deadline;
+        self
+    }
+
+    /// The namespace (tenant) of sessions, HTTP+SSE streams, request state and question topics.
+    /// Default is the root namespace.
+    #[must_use]
+    pub fn namespace(mut self, namespace: Namespace) -> Self {
+        self.namespace = namespace;
+        self
+    }
+
+    /// Whether localhost origins and hosts are trusted.
+    pub(crate) fn trusts_localhost(&self) -> bool {
+        match self.localhost {
+            Localhost::Allow => true,
+            Localhost::Deny => false,
+            Localhost::Auto => self.bound_loopback,
+        }
+    }
+}

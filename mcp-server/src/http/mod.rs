@@ -1,0 +1,495 @@
+//! MCP over HTTP: Streamable HTTP (2025-03-26 and later) on one path, and the HTTP+SSE
+//! transport of 2024-11-05 on two more, on hyper.
+//!
+//! [`HttpEndpoint`] is the whole endpoint as a [`tower_service::Service`] of
+//! [`http::Request`]s, so it mounts in axum, hyper or any tower stack; [`serve`] and
+//! [`serve_with_shutdown`] run it on a socket (HTTP/1.1 keep-alive, HTTP/2 when the client
+//! asks, `TCP_NODELAY`, graceful shutdown).
+//!
+//! ```no_run
+//! use mcp_server::{Json, Server, Tool};
+//! # use schemars::JsonSchema; use serde::{Deserialize, Serialize};
+//! # #[derive(Deserialize, JsonSchema)] struct Args { a: i64, b: i64 }
+//! # #[derive(Serialize, JsonSchema)] struct Sum { sum: i64 }
+//! # async fn add(args: Args) -> Json<Sum> { Json(Sum { sum: args.a + args.b }) }
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder("demo", "1.0").tool(Tool::new("add", add)).build()?;
+//! // Streamable HTTP at /mcp, HTTP+SSE at /sse, until Ctrl-C or SIGTERM.
+//! mcp_server::http::serve("127.0.0.1:8080", server).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # What the endpoint does
+//!
+//! | Request | Answer |
+//! | --- | --- |
+//! | `POST /mcp` | JSON, or SSE when the call sends something before its result (progress, logs, a pushed question) or [`HttpConfig::prefer_sse`] is on; `202` for notifications and responses |
+//! | `GET /mcp` | the session's SSE stream (revisions with a GET stream); `405` on a server that serves only revisions without one |
+//! | `DELETE /mcp` | ends the session (`204`) |
+//! | `GET /sse`, `POST /messages?session_id=...` | HTTP+SSE: an `endpoint` event, then every answer on the stream, through the hub |
+//!
+//! Transport failures, checked in this order: `Host` and `Origin` (403), method (405),
+//! `Content-Type` (415), `Accept` (406), body size (413), then the revision's own checks
+//! (selection, headers, `_meta`) with the adapters' codes and statuses; a session header that
+//! names no live session gets 404, a missing one 400. Every decision about the revision reads
+//! the adapter's flags (`has_sessions`, `has_get_stream`, `http_sse`, `sse_polling`,
+//! `stream_close_cancels` ...), never a version string.
+//!
+//! Sessions are records in the server's [`StateStore`](mcp_hub::StateStore) (see
+//! [`ServerBuilder::state_store`](crate::ServerBuilder::state_store)): negotiated revision, client
+//! info and capabilities, log level and subscriptions, with a TTL renewed lazily. Workers that
+//! share the store and the [`EventLog`](mcp_hub::EventLog) serve each other's sessions, streams
+//! and pushed questions. Requests of 2026-07-28 never touch the store.
+
+mod body;
+mod config;
+mod legacy;
+mod origin;
+mod serve;
+mod session;
+mod streamable;
+
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context as TaskContext, Poll};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt as _;
+use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
+use mcp_wire::jsonrpc::{Decoded, Id, Message};
+use tokio::sync::{Notify, watch};
+
+use crate::server::Server;
+
+pub use body::HttpBody;
+pub use config::{
+    DEFAULT_BODY_LIMIT, DEFAULT_KEEP_ALIVE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE,
+    DEFAULT_SSE_RETRY_MS, HttpConfig,
+};
+pub use serve::{HttpError, serve, serve_with, serve_with_shutdown, shutdown_signal};
+
+use session::Sessions;
+
+/// The `Mcp-Session-Id` header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The MCP endpoint: Streamable HTTP and HTTP+SSE for one [`Server`], as a
+/// [`tower_service::Service`].
+///
+/// Cheap to clone (shared). Build it with [`HttpEndpoint::new`] and mount it, or run it with
+/// [`serve_with_shutdown`]. Requests to paths other than the configured ones get 404.
+#[derive(Clone)]
+pub struct HttpEndpoint {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for HttpEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpEndpoint")
+            .field("server", &self.shared.server)
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) server: Server,
+    pub(crate) config: HttpConfig,
+    /// The revisions Streamable HTTP serves: every served one (a client may also run
+    /// 2024-11-05 semantics over Streamable HTTP).
+    pub(crate) streamable: Option<AdapterSet>,
+    /// The revisions HTTP+SSE serves: those with a handshake.
+    pub(crate) legacy: Option<AdapterSet>,
+    pub(crate) sessions: Sessions,
+    /// Turns true when the endpoint shuts down: long-lived streams end.
+    pub(crate) closing: watch::Sender<bool>,
+    /// Turns true when the shutdown deadline passes: detached calls are cancelled.
+    pub(crate) cancelling: watch::Sender<bool>,
+    pub(crate) calls: CallTracker,
+}
+
+/// Counts calls running outside a request future (HTTP+SSE), so shutdown can wait for them.
+#[derive(Default)]
+pub(crate) struct CallTracker {
+    running: AtomicUsize,
+    idle: Notify,
+}
+
+/// One running call; dropping it ends the count.
+pub(crate) struct CallGuard(Arc<Shared>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if self.0.calls.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.calls.idle.notify_waiters();
+        }
+    }
+}
+
+impl Shared {
+    pub(crate) fn call_guard(self: &Arc<Self>) -> CallGuard {
+        self.calls.running.fetch_add(1, Ordering::AcqRel);
+        CallGuard(self.clone())
+    }
+
+    /// Waits until no detached call runs.
+    pub(crate) async fn calls_done(&self) {
+        loop {
+            let idle = self.calls.idle.notified();
+            if self.calls.running.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+impl HttpEndpoint {
+    /// The endpoint of `server` with `config`.
+    ///
+    /// Sessions live in the server's state store and HTTP+SSE messages travel through its event
+    /// log, so endpoints of servers that share a hub serve each other's clients.
+    pub fn new(server: Server, config: HttpConfig) -> Self {
+        let served = server.revisions();
+        let streamable = Some(served.clone());
+        let legacy = if config.legacy_sse {
+            served.handshake_only().ok()
+        } else {
+            None
+        };
+        let sessions = Sessions::new(
+            server.registry.states.store().clone(),
+            config.namespace.clone(),
+            config.session_ttl,
+        );
+        Self {
+            shared: Arc::new(Shared {
+                server,
+                config,
+                streamable,
+                legacy,
+                sessions,
+                closing: watch::channel(false).0,
+                cancelling: watch::channel(false).0,
+                calls: CallTracker::default(),
+            }),
+        }
+    }
+
+    /// The server behind the endpoint.
+    pub fn server(&self) -> &Server {
+        &self.shared.server
+    }
+
+    /// The endpoint's settings.
+    pub fn config(&self) -> &HttpConfig {
+        &self.shared.config
+    }
+
+    /// The same endpoint, told that it listens on `addr` (a loopback address restricts hosts
+    /// and trusts localhost origins, see [`HttpConfig`]).
+    pub(crate) fn bound_to(&self, addr: std::net::SocketAddr) -> Self {
+        let mut config = self.shared.config.clone();
+        config.bound_loopback = addr.ip().is_loopback();
+        Self::new(self.shared.server.clone(), config)
+    }
+
+    /// Ends long-lived streams now (they are not calls in flight).
+    pub(crate) fn close_streams(&self) {
+        self.shared.closing.send_replace(true);
+    }
+
+    /// Cancels calls that still run (after the shutdown deadline).
+    pub(crate) fn cancel_calls(&self) {
+        self.shared.cancelling.send_replace(true);
+    }
+
+    /// Waits until no detached call runs.
+    pub(crate) async fn calls_done(&self) {
+        self.shared.calls_done().await;
+    }
+
+    /// Answers one request.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<HttpBody>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let shared = &self.shared;
+        let (parts, body) = request.into_parts();
+        if let Err(refusal) = origin::check(&shared.config, &parts.headers, &parts.uri) {
+            let message = match refusal {
+                origin::Refusal::Origin => "Origin not allowed",
+                origin::Refusal::Host => "Host not allowed",
+            };
+            return shared.transport_failure(Failure::new(FailureKind::OriginRejected, message));
+        }
+        let path = parts.uri.path();
+        let config = &shared.config;
+        if path == config.path {
+            return match parts.method {
+                Method::POST => {
+                    streamable::post(shared, &parts, read_body(shared, &parts.headers, body)).await
+                }
+                Method::GET => streamable::get(shared, &parts).await,
+                Method::DELETE => streamable::delete(shared, &parts).await,
+                _ => method_not_allowed("GET, POST, DELETE"),
+            };
+        }
+        if shared.legacy.is_some() {
+            if path == config.sse_path {
+                return match parts.method {
+                    Method::GET => legacy::open(shared, &parts).await,
+                    _ => method_not_allowed("GET"),
+                };
+            }
+            if path == config.message_path {
+                return match parts.method {
+                    Method::POST => {
+                        legacy::post(shared, &parts, read_body(shared, &parts.headers, body)).await
+                    }
+                    _ => method_not_allowed("POST"),
+                };
+            }
+        }
+        status_only(StatusCode::NOT_FOUND)
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for HttpEndpoint
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    type Response = Response<HttpBody>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response<HttpBody>, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let endpoint = self.clone();
+        Box::pin(async move { Ok(endpoint.handle(request).await) })
+    }
+}
+
+/// Why a body could not be read.
+pub(crate) enum BodyError {
+    TooLarge,
+    Broken,
+}
+
+/// Reads the body, refusing more than the configured limit (by `Content-Length` first).
+async fn read_body<B>(shared: &Shared, headers: &HeaderMap, body: B) -> Result<Bytes, BodyError>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let limit = shared.config.body_limit;
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(BodyError::TooLarge);
+    }
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+        Err(_) => Err(BodyError::Broken),
+    }
+}
+
+impl Shared {
+    /// A failure before any revision was chosen, rendered by the newest served adapter.
+    pub(crate) fn transport_failure(&self, failure: Failure) -> Response<HttpBody> {
+        let adapter = self.server.revisions().newest();
+        failure_response(adapter, None, &failure)
+    }
+
+    /// The failure a body read ended with.
+    pub(crate) fn body_failure(&self, error: BodyError) -> Response<HttpBody> {
+        self.transport_failure(match error {
+            BodyError::TooLarge => Failure::new(
+                FailureKind::PayloadTooLarge,
+                format!(
+                    "the body exceeds the limit of {} bytes",
+                    self.config.body_limit
+                ),
+            ),
+            BodyError::Broken => Failure::invalid_request("the request body could not be read"),
+        })
+    }
+}
+
+/// A JSON-RPC error response with the adapter's code and status.
+pub(crate) fn failure_response(
+    adapter: Adapter,
+    id: Option<Id>,
+    failure: &Failure,
+) -> Response<HttpBody> {
+    let encoded = adapter.encode_failure(id, failure);
+    json_response(encoded.status, encoded.to_bytes())
+}
+
+pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response<HttpBody> {
+    let mut response = Response::new(HttpBody::full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+pub(crate) fn status_only(status: StatusCode) -> Response<HttpBody> {
+    let mut response = Response::new(HttpBody::empty());
+    *response.status_mut() = status;
+    response
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<HttpBody> {
+    let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
+    response
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+/// The headers of an SSE response.
+pub(crate) fn sse_response(body: HttpBody) -> Response<HttpBody> {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// What the `Accept` header allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Accepts {
+    pub(crate) json: bool,
+    pub(crate) sse: bool,
+}
+
+impl Accepts {
+    /// Reads `Accept` (media ranges, wildcards, `q=0` excluded). No header accepts anything.
+    pub(crate) fn of(headers: &HeaderMap) -> Self {
+        let mut values = headers.get_all(ACCEPT).iter().peekable();
+        if values.peek().is_none() {
+            return Self {
+                json: true,
+                sse: true,
+            };
+        }
+        let mut out = Self {
+            json: false,
+            sse: false,
+        };
+        for value in values {
+            let Ok(text) = value.to_str() else { continue };
+            for range in text.split(',') {
+                let mut pieces = range.split(';');
+                let media = pieces.next().unwrap_or("").trim().to_ascii_lowercase();
+                let refused = pieces.any(|p| {
+                    let p = p.trim();
+                    p.strip_prefix("q=")
+                        .or_else(|| p.strip_prefix("Q="))
+                        .and_then(|q| q.trim().parse::<f32>().ok())
+                        .is_some_and(|q| q <= 0.0)
+                });
+                if refused {
+                    continue;
+                }
+                match media.as_str() {
+                    "*/*" => {
+                        out.json = true;
+                        out.sse = true;
+                    }
+                    "application/*" | "application/json" => out.json = true,
+                    "text/*" | "text/event-stream" => out.sse = true,
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Whether `Content-Type` is `application/json` (parameters ignored).
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The id of a single request, so a refusal before decoding can still name it.
+pub(crate) fn first_id(decoded: &Decoded) -> Option<Id> {
+    match decoded {
+        Decoded::Single(Ok(Message::Request(request))) => Some(request.id.clone()),
+        _ => None,
+    }
+}
+
+/// The session id a request names, if any (and readable).
+pub(crate) fn session_header(headers: &HeaderMap) -> Option<&str> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accepts(value: &str) -> Accepts {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, value.parse().unwrap());
+        Accepts::of(&headers)
+    }
+
+    #[test]
+    fn accept_ranges() {
+        let both = Accepts {
+            json: true,
+            sse: true,
+        };
+        assert_eq!(accepts("application/json, text/event-stream"), both);
+        assert_eq!(accepts("*/*"), both);
+        assert_eq!(Accepts::of(&HeaderMap::new()), both);
+        assert_eq!(
+            accepts("application/json"),
+            Accepts {
+                json: true,
+                sse: false
+            }
+        );
+        assert_eq!(
+            accepts("text/event-stream, application/json;q=0"),
+            Accepts {
+                json: false,
+                sse: true
+            }
+        );
+        assert_eq!(
+            accepts("text/html"),
+            Accepts {
+                json: false,
+                sse: false
+            }
+        );
+    }
+}

@@ -1,0 +1,451 @@
+//! Streamable HTTP: POST, GET and DELETE on one path.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt as _;
+use futures::stream::{self, BoxStream};
+use http::request::Parts;
+use http::{HeaderValue, Response, StatusCode};
+use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind, Selected, SelectedBy};
+use mcp_hub::{Cursor, Subscription};
+use mcp_wire::jsonrpc::{self, Decoded};
+use mcp_wire::names::headers as header_names;
+
+use crate::dispatch::{Context, Outgoing, Reply, SessionSnapshot};
+use crate::http::body::{self, HttpBody, SseStream};
+use crate::http::session::{Loaded, SessionError, SessionRecord};
+use crate::http::{
+    Accepts, BodyError, SESSION_HEADER, Shared, failure_response, first_id, is_json,
+    session_header, sse_response, status_only,
+};
+
+/// The session a request runs in.
+struct Bound {
+    adapter: Adapter,
+    /// The stored session, for requests of a session.
+    session: Option<(String, Loaded)>,
+    /// The request is `initialize`: a session is minted if it succeeds.
+    initialize: bool,
+}
+
+/// `POST`: one message or batch in, JSON or SSE out.
+pub(crate) async fn post(
+    shared: &Arc<Shared>,
+    parts: &Parts,
+    body: impl Future<Output = Result<Bytes, BodyError>>,
+) -> Response<HttpBody> {
+    let Some(set) = &shared.streamable else {
+        return status_only(StatusCode::NOT_FOUND);
+    };
+    let render = set.newest();
+    if !is_json(&parts.headers) {
+        return failure_response(
+            render,
+            None,
+            &Failure::new(
+                FailureKind::UnsupportedMediaType,
+                "Content-Type must be application/json",
+            ),
+        );
+    }
+    let accepts = Accepts::of(&parts.headers);
+    if !accepts.json && !accepts.sse {
+        return failure_response(
+            render,
+            None,
+            &Failure::new(
+                FailureKind::NotAcceptable,
+                "Accept must allow application/json or text/event-stream",
+            ),
+        );
+    }
+    let bytes = match body.await {
+        Ok(bytes) => bytes,
+        Err(err) => return shared.body_failure(err),
+    };
+    let decoded = jsonrpc::decode(&bytes);
+    drop(bytes);
+    let bound = match bind(shared, set, parts, &decoded).await {
+        Ok(bound) => bound,
+        Err(response) => return response,
+    };
+    let adapter = bound.adapter;
+    // The registry as it is now: the header checks agree with what the call is served from.
+    let server = shared.server.snapshot();
+    let items = adapter.decode_http(decoded, &parts.headers, server.tool_headers(adapter));
+    let snapshot = bound
+        .session
+        .as_ref()
+        .map(|(_, loaded)| loaded.record.snapshot(shared.server.revisions()))
+        .unwrap_or_default();
+    let ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
+    let mut reply = server.handle_decoded(adapter, items, &ctx);
+    let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
+    let Some(first) = reply.next().await else {
+        return status_only(StatusCode::ACCEPTED);
+    };
+    let mut minted = None;
+    if first.is_response() {
+        match settle(shared, &bound, &ctx, &first).await {
+            Ok(id) => minted = id,
+            Err(response) => return response,
+        }
+        if !stream_first {
+            let status = first.status().unwrap_or(StatusCode::OK);
+            let mut response = crate::http::json_response(status, first.to_bytes());
+            add_session_header(&mut response, minted.as_deref());
+            return response;
+        }
+    } else if !accepts.sse {
+        // Nothing but the result can travel in a JSON body: wait for it.
+        let mut last = None;
+        while let Some(item) = reply.next().await {
+            if item.is_response() {
+                last = Some(item);
+            }
+        }
+        let Some(last) = last else {
+            return status_only(StatusCode::ACCEPTED);
+        };
+        if let Err(response) = settle(shared, &bound, &ctx, &last).await {
+            return response;
+        }
+        let status = last.status().unwrap_or(StatusCode::OK);
+        return crate::http::json_response(status, last.to_bytes());
+    }
+    let source = call_stream(shared, adapter, bound, ctx, first, reply);
+    let stream = SseStream::new(source, shared.config.keep_alive);
+    let mut response = sse_response(HttpBody::sse(stream));
+    add_session_header(&mut response, minted.as_deref());
+    response
+}
+
+/// The events of a call answered as SSE: the priming event (SSE polling), what the call sends,
+/// its response. On revisions where closing the stream does not cancel, the call runs on in
+/// its own task when the client goes away.
+fn call_stream(
+    shared: &Arc<Shared>,
+    adapter: Adapter,
+    bound: Bound,
+    ctx: Context,
+    first: Outgoing,
+    reply: Reply,
+) -> BoxStream<'static, Bytes> {
+    // POST streams are not resumable here; the priming id only tells the client so.
+    let priming = adapter
+        .features()
+        .sse_polling
+        .then(|| body::priming("0", shared.config.sse_retry_ms));
+    let head = stream::iter(priming.into_iter().chain([frame(&first)]));
+    let settled = first.is_response();
+    let detached = !adapter.features().stream_close_cancels;
+    let guard = detached.then(|| shared.call_guard());
+    let mut cancelling = shared.cancelling.subscribe();
+    let rest = stream::unfold(
+        (reply, shared.clone(), bound, ctx, settled),
+        |(mut reply, shared, bound, ctx, settled)| async move {
+            let item = reply.next().await?;
+            if item.is_response() && !settled {
+                // A save failure is logged; the client still gets its answer.
+                let _ = settle(&shared, &bound, &ctx, &item).await;
+            }
+            Some((frame(&item), (reply, shared, bound, ctx, true)))
+        },
+    );
+    if !detached {
+        return head.chain(rest).boxed();
+    }
+    // Disconnecting is not cancelling on this revision: the call runs to its end (or to the
+    // shutdown deadline) whatever the client does.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut rest = rest.boxed();
+    tokio::spawn(async move {
+        let _guard = guard;
+        loop {
+            tokio::select! {
+                next = rest.next() => match next {
+                    Some(bytes) => { let _ = tx.send(bytes); }
+                    None => break,
+                },
+                _ = cancelling.wait_for(|c| *c) => break,
+            }
+        }
+    });
+    head.chain(stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (b, rx))
+    }))
+    .boxed()
+}
+
+fn frame(item: &Outgoing) -> Bytes {
+    body::event(None, None, &item.to_bytes())
+}
+
+/// Saves what the call changed in the session, or mints the session of a successful
+/// `initialize`. Returns the new session id.
+async fn settle(
+    shared: &Arc<Shared>,
+    bound: &Bound,
+    ctx: &Context,
+    response: &Outgoing,
+) -> Result<Option<String>, Response<HttpBody>> {
+    let succeeded = matches!(response, Outgoing::Response(e) if e.message.get("error").is_none());
+    let snapshot: SessionSnapshot = ctx.snapshot();
+    if bound.initialize {
+        if !succeeded || !snapshot.adapter.is_some_and(|a| a.has_sessions()) {
+            return Ok(None);
+        }
+        let mut record = SessionRecord::default();
+        record.absorb(&snapshot);
+        return match shared.sessions.create(&record).await {
+            Ok(id) => Ok(Some(id)),
+            Err(err) => Err(store_failure(bound.adapter, &err)),
+        };
+    }
+    if let Some((id, loaded)) = &bound.session {
+        let mut probe = loaded.record.clone();
+        if probe.absorb(&snapshot) {
+            let result = shared
+                .sessions
+                .update(id, loaded.clone(), |record| record.absorb(&snapshot))
+                .await;
+            if let Err(err) = result {
+                tracing::warn!(%err, "could not save a session change");
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn store_failure(adapter: Adapter, err: &SessionError) -> Response<HttpBody> {
+    tracing::error!(%err, "session store failure");
+    failure_response(
+        adapter,
+        None,
+        &Failure::internal("the session store is unavailable"),
+    )
+}
+
+fn add_session_header(response: &mut Response<HttpBody>, id: Option<&str>) {
+    if let Some(value) = id.and_then(|id| HeaderValue::from_str(id).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+}
+
+/// Picks the adapter and the session of a POST: at most one store read, none on revisions
+/// without sessions.
+async fn bind(
+    shared: &Arc<Shared>,
+    set: &AdapterSet,
+    parts: &Parts,
+    decoded: &Decoded,
+) -> Result<Bound, Response<HttpBody>> {
+    let reject = |rejected: mcp_adapters::Rejected| {
+        failure_response(rejected.adapter, first_id(decoded), &rejected.failure)
+    };
+    let selected: Selected = set
+        .select_http(decoded, &parts.headers, None, None)
+        .map_err(reject)?;
+    if selected.by == SelectedBy::Initialize {
+        return Ok(Bound {
+            adapter: selected.adapter,
+            session: None,
+            initialize: true,
+        });
+    }
+    if !selected.adapter.has_sessions() {
+        // 2026-07-28: an Mcp-Session-Id header is ignored.
+        return Ok(Bound {
+            adapter: selected.adapter,
+            session: None,
+            initialize: false,
+        });
+    }
+    let Some(id) = session_header(&parts.headers) else {
+        return Err(failure_response(
+            selected.adapter,
+            first_id(decoded),
+            &Failure::new(
+                FailureKind::SessionRequired,
+                "this request needs the Mcp-Session-Id header that initialize returned",
+            ),
+        ));
+    };
+    let loaded = match shared.sessions.load(id).await {
+        Ok(loaded) if !loaded.record.sse => loaded,
+        Ok(_) | Err(SessionError::NotFound) => {
+            return Err(failure_response(
+                selected.adapter,
+                first_id(decoded),
+                &Failure::session_not_found(),
+            ));
+        }
+        Err(err) => return Err(store_failure(selected.adapter, &err)),
+    };
+    let adapter = if selected.by == SelectedBy::Assumed {
+        match loaded.record.version.as_deref() {
+            Some(version) => {
+                set.select_http(decoded, &parts.headers, None, Some(version))
+                    .map_err(reject)?
+                    .adapter
+            }
+            None => selected.adapter,
+        }
+    } else {
+        selected.adapter
+    };
+    Ok(Bound {
+        adapter,
+        session: Some((id.to_owned(), loaded)),
+        initialize: false,
+    })
+}
+
+/// `GET`: the session's standalone SSE stream.
+pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBody> {
+    let Some(set) = &shared.streamable else {
+        return status_only(StatusCode::NOT_FOUND);
+    };
+    if !set.adapters().iter().any(|a| a.features().has_get_stream) {
+        return allow_post_only();
+    }
+    let render = session_render(set);
+    if !Accepts::of(&parts.headers).sse {
+        return failure_response(
+            render,
+            None,
+            &Failure::new(
+                FailureKind::NotAcceptable,
+                "the GET stream is text/event-stream",
+            ),
+        );
+    }
+    let Some(id) = session_header(&parts.headers) else {
+        // A revision without a GET stream named by its header: 405, as its spec asks.
+        let named = parts
+            .headers
+            .get(header_names::PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| set.by_version(v));
+        if named.is_some_and(|a| !a.features().has_get_stream) {
+            return allow_post_only();
+        }
+        return failure_response(
+            render,
+            None,
+            &Failure::new(
+                FailureKind::SessionRequired,
+                "the GET stream needs the Mcp-Session-Id header that initialize returned",
+            ),
+        );
+    };
+    let loaded = match shared.sessions.load(id).await {
+        Ok(loaded) if !loaded.record.sse => loaded,
+        Ok(_) | Err(SessionError::NotFound) => {
+            return failure_response(render, None, &Failure::session_not_found());
+        }
+        Err(err) => return store_failure(render, &err),
+    };
+    let adapter = loaded
+        .record
+        .version
+        .as_deref()
+        .and_then(|v| set.by_version(v))
+        .unwrap_or(render);
+    if !adapter.features().has_get_stream {
+        return allow_post_only();
+    }
+    let topic = shared.sessions.stream_topic(id);
+    let log = shared.server.registry.log.clone();
+    let after = parts
+        .headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<Cursor>().ok())
+        .filter(|_| adapter.features().sse_resumable);
+    let subscription = match Subscription::start(log.clone(), topic.clone(), after).await {
+        Ok(subscription) => subscription,
+        // A stale Last-Event-ID: start from now.
+        Err(_) => match Subscription::start(log, topic, None).await {
+            Ok(subscription) => subscription,
+            Err(err) => {
+                tracing::error!(%err, "event log failure");
+                return failure_response(
+                    adapter,
+                    None,
+                    &Failure::internal("the event log is unavailable"),
+                );
+            }
+        },
+    };
+    let priming = adapter.features().sse_polling.then(|| {
+        body::priming(
+            &subscription.cursor().to_string(),
+            shared.config.sse_retry_ms,
+        )
+    });
+    let events = subscription
+        .take_while(|event| std::future::ready(event.is_ok()))
+        .filter_map(|event| async move {
+            let event = event.ok()?;
+            Some(body::event(
+                None,
+                Some(&event.cursor.to_string()),
+                &event.payload,
+            ))
+        });
+    let source = stream::iter(priming).chain(events).boxed();
+    let stream =
+        SseStream::new(source, shared.config.keep_alive).until_closing(shared.closing.subscribe());
+    sse_response(HttpBody::sse(stream))
+}
+
+/// The adapter that renders session failures of requests that name no revision: the newest
+/// served one with sessions (404 for a lost session is theirs).
+fn session_render(set: &AdapterSet) -> Adapter {
+    set.adapters()
+        .iter()
+        .copied()
+        .find(Adapter::has_sessions)
+        .unwrap_or_else(|| set.newest())
+}
+
+fn allow_post_only() -> Response<HttpBody> {
+    let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
+    response
+        .headers_mut()
+        .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+/// `DELETE`: ends the session.
+pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBody> {
+    let Some(set) = &shared.streamable else {
+        return status_only(StatusCode::NOT_FOUND);
+    };
+    if !set.adapters().iter().any(Adapter::has_sessions) {
+        return allow_post_only();
+    }
+    let render = session_render(set);
+    let Some(id) = session_header(&parts.headers) else {
+        return failure_response(
+            render,
+            None,
+            &Failure::new(
+                FailureKind::SessionRequired,
+                "DELETE needs the Mcp-Session-Id header of the session to end",
+            ),
+        );
+    };
+    match shared.sessions.delete(id).await {
+        Ok(true) => {
+            let topic = shared.sessions.stream_topic(id);
+            let _ = shared.server.registry.log.delete(&topic).await;
+            status_only(StatusCode::NO_CONTENT)
+        }
+        Ok(false) => failure_response(render, None, &Failure::session_not_found()),
+        Err(err) => store_failure(render, &err),
+    }
+}

