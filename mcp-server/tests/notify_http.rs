@@ -152,3 +152,48 @@ async fn the_get_stream_delivers_subscribed_updates_and_resumes_from_last_event_
         running.stop().await;
     }
 }
+
+#[tokio::test]
+async fn listen_over_http_streams_tagged_notifications_and_ends_with_its_result_at_shutdown() {
+    let revision = Revision::V2026_07_28;
+    let server = Server::builder("notify-http", "1.0")
+        .tool(Tool::new("hello", hello))
+        .resource(Resource::new("config://app", "config", config))
+        .build()
+        .unwrap();
+    let notifier = server.notifier();
+    let running = Running::start(server, HttpConfig::new()).await;
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "subscriptions/listen", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+        "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["config://app"]},
+    }});
+    let mut stream = RawRequest::new("POST", "/mcp")
+        .header("Accept", ACCEPT_BOTH)
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "subscriptions/listen")
+        .json(&body)
+        .open(running.addr)
+        .await;
+    assert_eq!(stream.status, 200);
+    assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+    let ack = stream.message().await.expect("the acknowledgement");
+    support::check(revision, "JSONRPCMessage", &ack);
+    support::check(revision, "SubscriptionsAcknowledgedNotification", &ack);
+    notifier.resource_updated("config://app").await.unwrap();
+    let update = stream.message().await.expect("the update");
+    support::check(revision, "ResourceUpdatedNotification", &update);
+    assert_eq!(
+        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        3
+    );
+    // Shutting down ends the listen gracefully: its result, then the end of the stream.
+    let stopping = tokio::spawn(running.stop());
+    let result = stream.message().await.expect("the listen result");
+    support::check(revision, "JSONRPCMessage", &result);
+    support::check(revision, "SubscriptionsListenResult", &result["result"]);
+    assert_eq!(result["id"], 3);
+    stopping.await.unwrap();
+}
