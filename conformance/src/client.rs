@@ -39,7 +39,7 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How long the client lets its standalone GET stream open before its first call: `mcp-client`
 /// opens that stream in the background.
-const STANDALONE_HEAD_START: Duration = Duration::from_millis(500);
+const STANDALONE_HEAD_START: Duration = Duration::from_millis(1000);
 
 /// The tool the MRTR scenario calls while another call waits for its answer.
 const MRTR_UNRELATED_TOOL: &str = "test_mrtr_unrelated";

@@ -23,7 +23,18 @@ Exit codes:
   4  the server refused the request with a JSON-RPC error (its code is on the error line)
   5  protocol: no revision in common, an unreadable reply, not offered on this revision
   6  timeout
-  7  the server asked a question nobody could answer (no terminal, no --answer)";
+  7  the server asked a question nobody could answer (no terminal, no --answer)
+  130  interrupted by Ctrl-C (the request is cancelled on the server; listen exits 0)";
+
+/// Printed under `mcp call --help`.
+const CALL_HELP: &str = "\
+Arguments: a JSON object ('{\"a\": 1}'), or key=value words: the value is JSON when it parses \
+(n=3, ok=true, tags=[\"a\"], opts={\"x\":1}) and a string otherwise (name=Ada); key:=value \
+always sends a string (zip:=01234). Objects and words can be mixed; a key given twice is an \
+error.
+
+Questions the tool asks are prompted on a terminal, or answered with --answer (repeatable). \
+Exit codes are listed by `mcp --help`.";
 
 /// `mcp`: try any MCP server from the command line.
 #[derive(Debug, Parser)]
@@ -96,7 +107,8 @@ pub(crate) enum Command {
     Tools(Rest),
     /// Call a tool
     #[command(
-        override_usage = "mcp call [OPTIONS] <URL | --stdio CMD> <TOOL> [JSON | KEY=VALUE | KEY:=STRING]..."
+        override_usage = "mcp call [OPTIONS] <URL | --stdio CMD> <TOOL> [JSON | KEY=VALUE | KEY:=STRING]...",
+        after_help = CALL_HELP
     )]
     Call(Rest),
     /// List the server's resources and resource templates

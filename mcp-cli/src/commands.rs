@@ -70,7 +70,15 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             } = args;
             let (session, words) = open(global, rest.words)?;
             no_more(&words, "listen")?;
-            with_client(&session, |c| listen(&session, c, resources, count)).await
+            let listened = with_client(&session, |c| listen(&session, c, resources, count)).await;
+            match listened {
+                // Ctrl-C is how a listen normally ends.
+                Err(CliError::Interrupted) => {
+                    session.ui.note("stopped listening");
+                    Ok(())
+                }
+                other => other,
+            }
         }
     }
 }
@@ -96,8 +104,15 @@ where
     F: FnOnce(Client) -> Fut,
     Fut: Future<Output = Result<(), CliError>> + 'a,
 {
+    // Installed before connecting, so a Ctrl-C from then on is always caught.
+    let mut interrupt = Interrupt::install();
     let client = session.connect().await?;
-    let outcome = f(client.clone()).await;
+    // Ctrl-C drops the command's future, which cancels its request on the server, and the
+    // session is still closed below.
+    let outcome = tokio::select! {
+        outcome = f(client.clone()) => outcome,
+        () = interrupt.wait() => Err(CliError::Interrupted),
+    };
     session.ui.finish();
     if let Err(e) = client.close().await {
         session
@@ -108,6 +123,35 @@ where
         (Ok(()), None) => Ok(()),
         (_, Some(question)) => Err(CliError::Unanswered { question }),
         (Err(e), None) => Err(e),
+    }
+}
+
+/// Ctrl-C (SIGINT), caught from the moment it is installed.
+struct Interrupt {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Interrupt {
+    fn install() -> Self {
+        Self {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
+        }
+    }
+
+    /// Resolves on Ctrl-C (never, when no handler could be installed).
+    async fn wait(&mut self) {
+        #[cfg(unix)]
+        let caught = match &mut self.signal {
+            Some(signal) => signal.recv().await.is_some(),
+            None => false,
+        };
+        #[cfg(not(unix))]
+        let caught = tokio::signal::ctrl_c().await.is_ok();
+        if !caught {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
@@ -436,6 +480,13 @@ async fn discover(session: &Session) -> Result<(), CliError> {
         ],
         vec!["negotiated".to_owned(), negotiated.as_str().to_owned()],
     ];
+    let listed = description
+        .as_ref()
+        .map(|d| d.supported_versions.join(", "))
+        .unwrap_or_default();
+    if !listed.is_empty() {
+        about.push(vec!["lists".to_owned(), listed]);
+    }
     let offers: Vec<&str> = capabilities
         .as_object()
         .map(|c| c.keys().map(String::as_str).collect())

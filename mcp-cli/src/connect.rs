@@ -76,11 +76,12 @@ impl Session {
             })?),
             None => None,
         };
-        if !(global.timeout.is_finite() && global.timeout > 0.0) {
-            return Err(CliError::Usage(
-                "--timeout must be a positive number of seconds".into(),
-            ));
-        }
+        let timeout = Duration::try_from_secs_f64(global.timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .ok_or_else(|| {
+                CliError::Usage("--timeout must be a positive number of seconds".into())
+            })?;
         let log_level: LogLevel = global
             .log_level
             .parse()
@@ -112,7 +113,7 @@ impl Session {
             transport: global.transport,
             revision,
             json: global.json,
-            timeout: Duration::from_secs_f64(global.timeout),
+            timeout,
             log_level,
             headers,
             ui,

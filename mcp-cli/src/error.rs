@@ -42,6 +42,9 @@ pub(crate) enum CliError {
         /// The question's message.
         question: String,
     },
+    /// The user pressed Ctrl-C; the request in flight was cancelled.
+    #[error("interrupted; the request in flight was cancelled")]
+    Interrupted,
     /// Writing the output failed.
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
@@ -55,6 +58,7 @@ impl CliError {
             Self::Connect { source, .. } | Self::Request { source, .. } => kind_code(source.kind()),
             Self::ToolFailed { .. } => exit::TOOL_ERROR,
             Self::Unanswered { .. } => exit::UNANSWERED,
+            Self::Interrupted => exit::INTERRUPTED,
             Self::Output(_) => exit::TRANSPORT,
         }
     }
@@ -63,12 +67,16 @@ impl CliError {
     fn label(&self) -> String {
         match self {
             Self::Usage(_) => "usage".into(),
-            Self::Connect { source, .. } | Self::Request { source, .. } => match source.code() {
-                Some(code) => code.to_string(),
-                None => kind_label(source.kind()).into(),
-            },
+            Self::Connect { source, .. } | Self::Request { source, .. } => {
+                match (source.code(), source.http_status()) {
+                    (Some(code), _) => code.to_string(),
+                    (None, Some(status)) => format!("http {status}"),
+                    (None, None) => kind_label(source.kind()).into(),
+                }
+            }
             Self::ToolFailed { .. } => "tool".into(),
             Self::Unanswered { .. } => "unanswered".into(),
+            Self::Interrupted => "interrupted".into(),
             Self::Output(_) => "output".into(),
         }
     }
@@ -87,7 +95,7 @@ impl CliError {
                     "answer with --answer '{...}' (or accept, decline, cancel), or run on a terminal",
                 );
             }
-            Self::Output(_) => return None,
+            Self::Output(_) | Self::Interrupted => return None,
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
         };
         if let Some(code) = source.code() {
@@ -106,6 +114,11 @@ impl CliError {
                 -32602 => Some("check the name and arguments against `mcp tools`"),
                 _ => None,
             };
+        }
+        if matches!(source.http_status(), Some(404 | 405)) {
+            return Some(
+                "check the URL's path: Streamable HTTP is usually at /mcp, HTTP+SSE at /sse (with --transport sse)",
+            );
         }
         match source.kind() {
             ErrorKind::Transport | ErrorKind::Closed => Some(

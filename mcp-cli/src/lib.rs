@@ -67,6 +67,9 @@ pub mod exit {
     pub const TIMEOUT: u8 = 6;
     /// The server asked a question nobody could answer: no terminal and no `--answer`.
     pub const UNANSWERED: u8 = 7;
+    /// Interrupted by Ctrl-C (SIGINT); the request in flight was cancelled on the server and
+    /// the session closed. `mcp listen` ends with [`OK`] instead: Ctrl-C is how it stops.
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// Runs `mcp` with the process's arguments and returns its exit code.
@@ -97,6 +100,10 @@ pub fn run() -> ExitCode {
     };
     match runtime.block_on(commands::run(&cli.global, cli.command)) {
         Ok(()) => ExitCode::from(exit::OK),
+        // The reader of stdout went away (`mcp tools URL | head -1`): nothing left to say.
+        Err(error::CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::from(exit::OK)
+        }
         Err(e) => {
             eprintln!("{}", e.line());
             ExitCode::from(e.exit_code())

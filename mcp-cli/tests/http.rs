@@ -238,3 +238,18 @@ fn a_refused_connection_exits_3_with_one_line() {
         lines[0]
     );
 }
+
+#[test]
+fn a_wrong_path_names_the_usual_endpoints() {
+    let demo = Demo::start();
+    let out = run("tools", &format!("{}/nope", demo.base), &[]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].starts_with("mcp: error [http 404]: "),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("usually at /mcp"), "{}", lines[0]);
+}

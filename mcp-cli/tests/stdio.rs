@@ -106,7 +106,7 @@ fn a_server_refusal_exits_4_with_its_code() {
 
 #[test]
 fn usage_and_connection_errors() {
-    let cases: [(&[&str], i32); 6] = [
+    let cases: [(&[&str], i32); 10] = [
         (&["tools"], 2),
         (&["tools", "not-a-url"], 2),
         (&["tools", "--stdio", "x", "--revision", "2099-01-01"], 2),
@@ -116,6 +116,10 @@ fn usage_and_connection_errors() {
             3,
         ),
         (&["call", "--stdio", "x"], 2),
+        (&["tools", "--stdio", "x", "--timeout", "1e300"], 2),
+        (&["tools", "--stdio", "x", "--timeout", "0"], 2),
+        (&["tools", "--stdio", "x", "--answer", "maybe"], 2),
+        (&["tools", "--stdio", "x", "-H", "no colon"], 2),
     ];
     for (args, code) in cases {
         let run = mcp(args);
@@ -127,6 +131,12 @@ fn usage_and_connection_errors() {
     let text = help.ok();
     assert!(text.contains("Exit codes:"), "{text}");
     assert!(text.contains("7  the server asked a question"), "{text}");
+    let call_help = mcp(&["call", "--help"]);
+    assert!(
+        call_help.ok().contains("key:=value always sends a string"),
+        "{}",
+        call_help.stdout
+    );
 }
 
 #[test]
@@ -304,6 +314,7 @@ fn discover_probes_every_revision() {
     let text = run("discover", &[]);
     let out = text.ok();
     assert!(out.contains("server       mcp-stdio-demo"), "{out}");
+    assert!(out.contains("lists        2026-07-28"), "{out}");
     assert!(out.contains("2024-11-05  stdio      yes"), "{out}");
 }
 
@@ -331,4 +342,113 @@ fn listen_subscribes_and_stops_after_count() {
         let run = listener.finish();
         assert_eq!(run.code, 0, "{revision}: {run:?}");
     }
+}
+
+/// A scripted 2026-07-28 stdio server: answers `server/discover`, then opens one listen stream
+/// with an acknowledgement, a resource update and a list change; it records what it read.
+const SCRIPTED_LISTEN: &str = r#"log=$1
+read discover; printf '%s\n' "$discover" >> "$log"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"resources":{"subscribe":true,"listChanged":true}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"scripted","version":"1"}}}}'
+read listen; printf '%s\n' "$listen" >> "$log"
+printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"notifications":{"resourcesListChanged":true,"resourceSubscriptions":["config://app"]}}}'
+printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"uri":"config://app"}}'
+printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}'
+while read rest; do :; done
+"#;
+
+#[test]
+fn listen_prints_each_notification() {
+    let script = scratch("listen-script");
+    std::fs::write(&script, SCRIPTED_LISTEN).expect("write the script");
+    for json in [false, true] {
+        let log = scratch(&format!("listen-log-{json}"));
+        let command = format!("sh '{}' '{}'", script.display(), log.display());
+        let mut args = vec![
+            "listen",
+            "--stdio",
+            &command,
+            "--revision",
+            "2026-07-28",
+            "--timeout",
+            "30",
+            "--resource",
+            "config://app",
+            "--count",
+            "2",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = mcp(&args);
+        let printed = out.ok();
+        if json {
+            let lines: Vec<Value> = printed
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+                .collect();
+            assert_eq!(lines.len(), 2, "{printed}");
+            assert_eq!(lines[0]["method"], "notifications/resources/updated");
+            assert_eq!(lines[0]["params"]["uri"], "config://app");
+            assert_eq!(lines[1]["method"], "notifications/resources/list_changed");
+        } else {
+            assert_eq!(
+                printed,
+                "resources/updated config://app\nresources/list_changed\n"
+            );
+        }
+        assert!(
+            out.stderr
+                .contains("the server accepted resourceSubscriptions"),
+            "{}",
+            out.stderr
+        );
+        let sent = schema::check_log(&log, "2026-07-28");
+        assert_eq!(sent[1]["method"], "subscriptions/listen");
+        assert_eq!(
+            sent[1]["params"]["notifications"]["resourceSubscriptions"][0],
+            "config://app"
+        );
+    }
+}
+
+/// A scripted 2026-07-28 stdio server that takes a `tools/call` and never answers it; it says
+/// so on stderr (which `mcp` passes through).
+const SCRIPTED_SILENCE: &str = r#"read discover
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"silent","version":"1"}}}}'
+read call
+echo "scripted: got the call" >&2
+while read rest; do :; done
+"#;
+
+#[test]
+fn ctrl_c_cancels_a_call_and_ends_a_listen() {
+    let script = scratch("silent-script");
+    std::fs::write(&script, SCRIPTED_SILENCE).expect("write the script");
+    let command = format!("sh '{}'", script.display());
+    let call = Running::start(&[
+        "call",
+        "--stdio",
+        &command,
+        "--revision",
+        "2026-07-28",
+        "slow",
+    ]);
+    call.wait_for_stderr("scripted: got the call");
+    call.interrupt();
+    let done = call.finish();
+    assert_eq!(done.code, 130, "{done:?}");
+    assert!(
+        done.stderr.contains("mcp: error [interrupted]"),
+        "{}",
+        done.stderr
+    );
+
+    let demo = demo();
+    // (On 2026-07-28 the demo, which offers no list changes, ends the listen stream at once.)
+    let listen = Running::start(&["listen", "--stdio", &demo, "--revision", "2025-06-18"]);
+    listen.wait_for_stderr("listening for");
+    listen.interrupt();
+    let done = listen.finish();
+    assert_eq!(done.code, 0, "{done:?}");
+    assert!(done.stderr.contains("stopped listening"), "{}", done.stderr);
 }

@@ -320,10 +320,27 @@ async fn get_stream(weak: Weak<Inner>) {
         } else {
             None
         };
+        let generation = inner.session_generation();
         let opened = inner.transport.open_stream(headers, resume).await;
         let mut stream = match opened {
             Ok(stream) => stream,
             Err(TransportError::Status { status: 405, .. }) => return,
+            // The server lost the session: start a new one (unless a call already did), then
+            // open the stream on it. A stream cannot resume across sessions.
+            Err(TransportError::Status { status: 404, .. })
+                if adapter.has_sessions() && failures == 0 =>
+            {
+                failures += 1;
+                last_event_id = None;
+                let client = Client {
+                    inner: inner.clone(),
+                };
+                if let Err(e) = crate::negotiate::reinitialize(&client, generation).await {
+                    tracing::debug!(error = %e, "could not start a new session for the stream");
+                    return;
+                }
+                continue;
+            }
             Err(e) => {
                 failures += 1;
                 tracing::debug!(error = %e, failures, "could not open the notification stream");

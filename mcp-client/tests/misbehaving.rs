@@ -9,7 +9,7 @@
 //! asserted about how long anything took.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -78,6 +78,8 @@ struct Raw {
     misbehave: Mutex<Option<Script>>,
     /// The script answers the handshake too.
     handshake_too: AtomicBool,
+    /// TCP connections accepted so far.
+    connections: AtomicUsize,
     /// Connections held open on purpose; dropped with the server.
     held: Mutex<Vec<TcpStream>>,
 }
@@ -90,6 +92,7 @@ impl Raw {
             seen: Mutex::new(Vec::new()),
             misbehave: Mutex::new(None),
             handshake_too: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
             held: Mutex::new(Vec::new()),
         });
         let server = Arc::downgrade(&raw);
@@ -98,6 +101,7 @@ impl Raw {
                 let Some(server) = server.upgrade() else {
                     return;
                 };
+                server.connections.fetch_add(1, Ordering::SeqCst);
                 tokio::spawn(server.serve(socket));
             }
         });
@@ -764,4 +768,37 @@ async fn a_misbehaving_http_sse_stream_fails_connect_with_a_typed_error() {
             .unwrap_err();
         assert_eq!(error.kind(), kind, "{case}: {error}");
     }
+}
+
+#[tokio::test]
+async fn connections_are_reused_and_a_closed_one_is_replaced() {
+    let raw = Raw::start().await;
+    let client = connect(&raw, Revision::V2026_07_28, builder()).await;
+    let echo = |text: &'static str| client.call_tool("echo", json!({"text": text}));
+    within(echo("warm")).await.unwrap();
+    let before = raw.connections.load(Ordering::SeqCst);
+    for _ in 0..20 {
+        within(echo("again")).await.unwrap();
+    }
+    assert_eq!(
+        raw.connections.load(Ordering::SeqCst),
+        before,
+        "sequential calls share one keep-alive connection"
+    );
+    // A server that closes each connection after answering: every call still succeeds, on a
+    // new connection each time.
+    raw.misbehave(always(|s| match behave(s) {
+        Act::Write(bytes) => Act::WriteClose(bytes),
+        other => other,
+    }));
+    for _ in 0..5 {
+        let result = within(echo("fresh")).await.unwrap();
+        assert_eq!(result["content"][0]["text"], "fresh");
+    }
+    assert!(raw.connections.load(Ordering::SeqCst) >= before + 4);
+    // A call whose response never ends is cut by its timeout; its connection is not reused.
+    raw.misbehave(always(|_| Act::WriteHang(sse_headers())));
+    let error = call(&client).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    still_works(&raw, &client, "after a cut stream").await;
 }

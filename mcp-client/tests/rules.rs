@@ -328,3 +328,37 @@ async fn the_typed_view_reads_every_call() {
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Protocol, "{error}");
 }
+
+#[tokio::test]
+async fn the_notification_stream_starts_a_new_session_when_the_server_lost_it() {
+    let mock = Mock::start(Config::all()).await;
+    let client = connect(&mock, Revision::V2025_11_25, builder()).await;
+    let opened = mock.changed.notified();
+    tokio::pin!(opened);
+    opened.as_mut().enable();
+    let mut listener = within(client.listen(Subscriptions::new().tools_changed()))
+        .await
+        .unwrap();
+    within(opened).await;
+    let first = client.session_id().unwrap();
+    // The server forgets the session and drops the stream: the GET that reopens it meets 404.
+    let reopened = mock.changed.notified();
+    tokio::pin!(reopened);
+    reopened.as_mut().enable();
+    mock.expire_sessions();
+    mock.drop_get_streams();
+    within(reopened).await;
+    assert_eq!(count(&mock, "initialize"), 2);
+    assert_ne!(client.session_id().unwrap(), first);
+    mock.publish("notifications/tools/list_changed", json!({}));
+    assert_eq!(
+        within(listener.next()).await.unwrap().method,
+        "notifications/tools/list_changed"
+    );
+    // Calls use the new session without another initialize.
+    within(client.call_tool("echo", json!({"text": "x"})))
+        .await
+        .unwrap();
+    assert_eq!(count(&mock, "initialize"), 2);
+    support::schema::validate(&mock.recorded());
+}

@@ -2,7 +2,7 @@
 
 use mcp_adapters::{ClientRequestKind, ElicitAction, ElicitAnswer, InputRequest};
 use mcp_wire::jsonrpc::ErrorObject;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// A question: one request the client answers (`elicitation/create`, or
 /// `sampling/createMessage`, `roots/list`).
@@ -19,6 +19,41 @@ impl Question {
     /// properties, as elicitation requires).
     pub fn elicit_with(message: impl Into<String>, requested_schema: Value) -> Self {
         Self(InputRequest::elicit(message, requested_schema))
+    }
+
+    /// Asks the user to visit `url` (URL-mode elicitation, 2025-11-25 and 2026-07-28): for
+    /// what must not pass through the client, such as credentials or a payment. The client
+    /// must have declared `elicitation.url`. An accepted answer means the user consented to
+    /// open the page, not that they finished there.
+    pub fn elicit_url(message: impl Into<String>, url: impl Into<String>) -> Self {
+        Self(InputRequest::elicit_url(message, url))
+    }
+
+    /// Asks the client's model to generate a message (`sampling/createMessage`, every
+    /// revision; deprecated on 2026-07-28). `params` are the request's params (`messages`,
+    /// `maxTokens`, and optionally `systemPrompt`, `modelPreferences`, ...). The client must
+    /// have declared `sampling`; an accepted answer's content is the `CreateMessageResult`.
+    pub fn create_message(params: Map<String, Value>) -> Self {
+        Self(InputRequest::create_message(params))
+    }
+
+    /// [`create_message`](Self::create_message) for one user text and a token budget.
+    pub fn sample(text: impl Into<String>, max_tokens: u32) -> Self {
+        let params = json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": text.into()}}],
+            "maxTokens": max_tokens,
+        });
+        let Value::Object(params) = params else {
+            unreachable!("an object literal")
+        };
+        Self::create_message(params)
+    }
+
+    /// Asks the client for its roots (`roots/list`, every revision; deprecated on
+    /// 2026-07-28). The client must have declared `roots`; an accepted answer's content is the
+    /// `ListRootsResult` (`{"roots": [...]}`).
+    pub fn list_roots() -> Self {
+        Self(InputRequest::list_roots())
     }
 
     /// Any request the client can answer (see [`InputRequest`]'s constructors).

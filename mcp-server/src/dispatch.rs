@@ -30,8 +30,8 @@ use crate::completion::{Completion, CompletionRequest};
 use crate::content::CallToolResult;
 use crate::error::{PromptError, ResourceError};
 use crate::exchange::{
-    AskState, CancelHandle, Exchange, ExchangeInner, Interrupted, PUSH_ID_PREFIX, Pusher,
-    encode_reply, reply_topic,
+    AskState, CancelHandle, Exchange, ExchangeInner, Interrupted, Owner, PUSH_ID_PREFIX, Pusher,
+    encode_reply, owner_tag, reply_topic,
 };
 use crate::page::{ListKind, page};
 use crate::project::RevisionView;
@@ -139,6 +139,7 @@ struct ContextInner {
     can_push: bool,
     connection: Mutex<Connection>,
     in_flight: Mutex<HashMap<Id, CancelHandle>>,
+    owner: Mutex<Owner>,
 }
 
 #[derive(Default)]
@@ -189,6 +190,7 @@ impl Context {
                 can_push,
                 connection: Mutex::new(Connection::default()),
                 in_flight: Mutex::new(HashMap::new()),
+                owner: Mutex::default(),
             }),
         }
     }
@@ -202,10 +204,52 @@ impl Context {
             can_push: self.inner.can_push,
             connection: Mutex::new(Connection::default()),
             in_flight: Mutex::new(HashMap::new()),
+            owner: Mutex::new(self.owner()),
         };
         Self {
             inner: Arc::new(inner),
         }
+    }
+
+    /// Sets the authenticated principal of the requests on this context (say `"<iss>|<sub>"`
+    /// from a verified token), for a transport or middleware that authenticates. Default is
+    /// none: nothing is bound to a principal.
+    ///
+    /// Request state (MRTR `requestState`, the `mcpState` argument) issued on this context
+    /// is bound to it and refused (-32602) on a context with another principal or none, and
+    /// replies to questions pushed on this context are delivered only from a context with the
+    /// same principal. Set it before the context serves its first message; clones share it.
+    #[must_use]
+    pub fn with_principal(self, principal: impl Into<String>) -> Self {
+        self.owner_mut().principal = Some(principal.into());
+        self
+    }
+
+    /// Sets the transport's session id (an HTTP `Mcp-Session-Id`, an HTTP+SSE `sessionId`).
+    /// Default is none. Replies to questions pushed on this context are delivered only from a
+    /// context with the same session (and principal): a reply POSTed in another session is
+    /// accepted by the transport but reaches nobody. Set it before the context serves its
+    /// first message; clones share it.
+    #[must_use]
+    pub fn with_session(self, session: impl Into<String>) -> Self {
+        self.owner_mut().session = Some(session.into());
+        self
+    }
+
+    /// The principal set with [`with_principal`](Self::with_principal).
+    pub fn principal(&self) -> Option<String> {
+        self.owner().principal
+    }
+
+    fn owner(&self) -> Owner {
+        self.owner_mut().clone()
+    }
+
+    fn owner_mut(&self) -> MutexGuard<'_, Owner> {
+        self.inner
+            .owner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The revision an `initialize` selected on this connection, if any.
@@ -277,6 +321,7 @@ impl Context {
                     ..Connection::default()
                 }),
                 in_flight: Mutex::new(HashMap::new()),
+                owner: Mutex::default(),
             }),
         }
     }
@@ -526,7 +571,7 @@ impl Server {
             tracing::debug!(id = %reply.id, "reply to a request this server did not push; ignored");
             return;
         };
-        let topic = reply_topic(&ctx.inner.namespace, id);
+        let topic = reply_topic(&ctx.inner.namespace, &owner_tag(&ctx.owner()), id);
         if let Err(err) = self
             .registry
             .log
@@ -828,7 +873,12 @@ impl Server {
         let Some(state_id) = &call.request_state else {
             return Ok(Resumed::default());
         };
-        let bound = binding(&call.method, target, &call.arguments);
+        let bound = binding(
+            &call.method,
+            target,
+            &call.arguments,
+            ctx.principal().as_deref(),
+        );
         let redeemed: Redeemed = match self
             .registry
             .states
@@ -872,9 +922,11 @@ impl Server {
         resumed: Resumed,
     ) -> Exchange {
         let registry = &*self.registry;
+        let owner = ctx.owner();
         let push = (ctx.inner.can_push && adapter.can_push_ask()).then(|| Pusher {
             log: registry.log.clone(),
             namespace: ctx.inner.namespace.clone(),
+            owner: owner_tag(&owner),
             timeout: registry.ask_timeout,
         });
         Exchange::new(ExchangeInner {
@@ -895,6 +947,7 @@ impl Server {
             push,
             store: registry.states.store().clone(),
             namespace: ctx.inner.namespace.clone(),
+            principal: owner.principal,
         })
     }
 
@@ -923,7 +976,7 @@ impl Server {
                     requests.insert(key, question.0);
                 }
                 let payload = saved.or_else(|| ex.state().cloned());
-                let bound = binding(&call.method, target, &call.arguments);
+                let bound = binding(&call.method, target, &call.arguments, ex.principal());
                 match self
                     .registry
                     .states

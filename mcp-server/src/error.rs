@@ -80,6 +80,12 @@ pub enum Interrupt {
     /// The call was cancelled while waiting.
     #[error("the call was cancelled")]
     Cancelled,
+    /// A pushed question (2025-06-18, 2025-11-25) got no reply within the server's
+    /// [`ask_timeout`](crate::ServerBuilder::ask_timeout). The handler may go on without the
+    /// answer; passed on with `?`, a tool call ends with an `isError` result and a prompt or
+    /// resource with an internal error, both naming the timeout.
+    #[error("the user did not answer within {}s", .0.as_secs_f64())]
+    TimedOut(std::time::Duration),
 }
 
 /// A tool handler's error: its text becomes a result with `isError: true`.

@@ -12,7 +12,7 @@ use mcp_wire::jsonrpc::Id;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
 
-use crate::ask::{Answer, AnswerAction, Question};
+use crate::ask::{Answer, Question};
 use crate::error::Interrupt;
 use crate::state::random_id;
 
@@ -38,17 +38,58 @@ impl CancelHandle {
 }
 
 /// How pushed questions travel: out on the call's sink, back through the event log under a
-/// topic named for the question's id.
+/// topic named for the question's id and its owner.
 #[derive(Clone)]
 pub(crate) struct Pusher {
     pub(crate) log: Arc<dyn EventLog>,
     pub(crate) namespace: Namespace,
+    /// [`owner_tag`] of the connection that asked.
+    pub(crate) owner: String,
     pub(crate) timeout: Duration,
 }
 
-/// The topic a reply to the pushed request `id` is published under.
-pub(crate) fn reply_topic(namespace: &Namespace, id: &str) -> mcp_hub::Topic {
-    namespace.topic(&format!("ask/{id}"))
+/// Who a connection belongs to, as far as the transport knows: the authenticated principal
+/// and the transport's session. Questions pushed on the connection are answered only from a
+/// connection with the same owner, and request state is bound to the principal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) principal: Option<String>,
+    pub(crate) session: Option<String>,
+}
+
+/// The part of a reply topic that names the owner: empty when nothing is known, else a
+/// SHA-256 digest of the principal and session (so neither appears in hub keys).
+pub(crate) fn owner_tag(owner: &Owner) -> String {
+    use sha2::{Digest as _, Sha256};
+    if owner.principal.is_none() && owner.session.is_none() {
+        return String::new();
+    }
+    let mut hash = Sha256::new();
+    for part in [&owner.principal, &owner.session] {
+        match part {
+            Some(text) => {
+                hash.update([1u8]);
+                hash.update(u64::try_from(text.len()).unwrap_or(u64::MAX).to_be_bytes());
+                hash.update(text.as_bytes());
+            }
+            None => hash.update([0u8]),
+        }
+    }
+    hash.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The topic a reply to the pushed request `id` is published under: namespaced, and named
+/// for the owner of the connection that asked, so a reply from another tenant, principal or
+/// session reaches nobody.
+pub(crate) fn reply_topic(namespace: &Namespace, owner: &str, id: &str) -> mcp_hub::Topic {
+    if owner.is_empty() {
+        namespace.topic(&format!("ask/{id}"))
+    } else {
+        namespace.topic(&format!("ask/{owner}/{id}"))
+    }
 }
 
 /// The prefix of ids the server gives pushed requests.
@@ -93,6 +134,8 @@ pub(crate) struct ExchangeInner {
     pub(crate) push: Option<Pusher>,
     pub(crate) store: Arc<dyn StateStore>,
     pub(crate) namespace: Namespace,
+    /// The authenticated principal, when the transport knows one.
+    pub(crate) principal: Option<String>,
 }
 
 /// What a handler receives about its call: revision, client, progress, logging, cancellation,
@@ -218,6 +261,13 @@ impl Exchange {
         &self.inner.namespace
     }
 
+    /// The authenticated principal of the call, when the transport set one with
+    /// [`Context::with_principal`](crate::Context::with_principal). Request state issued to
+    /// one principal is refused to any other.
+    pub fn principal(&self) -> Option<&str> {
+        self.inner.principal.as_deref()
+    }
+
     /// The state this handler saved with [`save_state`](Self::save_state) on the attempt
     /// before, when the call is a retry after a question.
     pub fn state(&self) -> Option<&Value> {
@@ -238,17 +288,53 @@ impl Exchange {
     /// Asks the client (and through it, the user) `question` under `key`, by whatever means
     /// the revision has, and returns the answer.
     ///
-    /// It returns at once when `key` is already answered. Otherwise:
+    /// `key` names the question within the call: keep it stable across attempts (a literal,
+    /// or derived from the arguments), and use a different key for each question. It returns
+    /// at once when `key` is already answered. Otherwise:
     ///
-    /// - where the question is the result (2026-07-28) or rides in the tool call (2025-03-26,
-    ///   2024-11-05), it returns [`Interrupt::NeedsInput`]: pass it on with `?`. The call is
-    ///   answered with the question, and the handler runs again from the start when the answer
-    ///   comes, so work before the last `ask` may run more than once;
-    /// - where the question is pushed (2025-06-18, 2025-11-25), it sends the request and waits
-    ///   for the reply (a JSON-RPC error reply or a timeout is a refusal: `cancel`);
-    /// - a client that did not declare the capability, an operation that cannot carry a
-    ///   question on this revision, or a transport without a way to push gives
-    ///   [`Interrupt::CannotAsk`].
+    /// - where the question is the result (2026-07-28, MRTR) or rides in the tool call
+    ///   (2025-03-26, 2024-11-05: `mcpAnswers`/`mcpState`), it returns
+    ///   [`Interrupt::NeedsInput`]: pass it on with `?`. The call is answered with the
+    ///   question, and **the handler runs again from the start** when the answers come (each
+    ///   attempt may even run on another worker), so everything before the last `ask` may run
+    ///   several times. Put irreversible work after the final question, and keep what an
+    ///   earlier attempt computed with [`save_state`](Self::save_state) if it is costly;
+    /// - where the question is pushed (2025-06-18, 2025-11-25), it sends a server-to-client
+    ///   request on the call's stream and waits for the reply, which may reach any worker
+    ///   sharing the hub. A JSON-RPC error reply is a refusal ([`AnswerAction::Cancel`](crate::AnswerAction::Cancel)),
+    ///   never an acceptance; no reply within the server's
+    ///   [`ask_timeout`](crate::ServerBuilder::ask_timeout) (default 120 s) gives
+    ///   [`Interrupt::TimedOut`], which the handler may handle or pass on;
+    /// - a client that did not declare the capability the question needs (at `initialize`, or
+    ///   in this request's `_meta` on 2026-07-28, where silence means no), an operation that
+    ///   cannot carry a question on this revision (a prompt or resource on 2025-03-26 and
+    ///   2024-11-05, where only tools can ask), or a transport that cannot push (a plain JSON
+    ///   response) gives [`Interrupt::CannotAsk`]. The call then fails however the handler
+    ///   ends: on 2026-07-28 with -32021 and `requiredCapabilities`, elsewhere with an
+    ///   internal error naming the reason.
+    ///
+    /// Answers are only read for questions the server asked on an earlier attempt of the same
+    /// call (the request state lists them): answers the client sends unasked are ignored.
+    ///
+    /// ```
+    /// use mcp_server::{Exchange, Question, ToolError};
+    /// # use schemars::JsonSchema;
+    /// # use serde::Deserialize;
+    /// # #[derive(Deserialize, JsonSchema)]
+    /// # struct Args { service: String }
+    /// # fn start_deployment(_: &str) {}
+    ///
+    /// async fn deploy(args: Args, ex: Exchange) -> Result<String, ToolError> {
+    ///     // May run once per attempt: reading and asking only.
+    ///     let sure = ex.ask("confirm", Question::elicit(format!("Deploy {}?", args.service))).await?;
+    ///     if !sure.accepted() {
+    ///         return Ok("nothing deployed".into());
+    ///     }
+    ///     // After the final question: runs once, on the attempt that has every answer.
+    ///     start_deployment(&args.service);
+    ///     Ok(format!("deploying {}", args.service))
+    /// }
+    /// ```
     pub async fn ask(&self, key: &str, question: Question) -> Result<Answer, Interrupt> {
         if self.is_cancelled() {
             return Err(self.stop(Interrupted::Cancelled));
@@ -257,6 +343,19 @@ impl Exchange {
             return Ok(answer.clone());
         }
         let adapter = self.inner.adapter;
+        if adapter.asks_in_arguments() && self.inner.operation != Operation::CallTool {
+            // Only a tool call has arguments to carry the answers back in.
+            return Err(self.stop(Interrupted::Failed(Failure::internal(format!(
+                "{} cannot ask the user on {}: only tools can ask on this revision, through \
+                 their mcpAnswers/mcpState arguments",
+                match self.inner.operation {
+                    Operation::GetPrompt => "prompts/get".to_owned(),
+                    Operation::ReadResource => "resources/read".to_owned(),
+                    other => format!("{other:?}"),
+                },
+                adapter.version()
+            )))));
+        }
         if let Err(failure) = adapter.check_ask(
             self.inner.operation,
             question.as_request(),
@@ -300,7 +399,7 @@ impl Exchange {
             Ok(request) => request,
             Err(failure) => return Err(self.stop(Interrupted::Failed(failure))),
         };
-        let topic = reply_topic(&push.namespace, &id);
+        let topic = reply_topic(&push.namespace, &push.owner, &id);
         // Take the position first, so a reply that comes before the first poll is still read.
         let cursor = match push.log.position(&topic).await {
             Ok(cursor) => cursor,
@@ -314,7 +413,7 @@ impl Exchange {
         let outcome = loop {
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
             if remaining.is_zero() {
-                break Ok(Answer::refused(AnswerAction::Cancel));
+                break Err(Interrupt::TimedOut(push.timeout));
             }
             let events = tokio::select! {
                 events = push.log.poll(&topic, cursor, remaining) => events,

@@ -16,9 +16,14 @@
 //! string. A handler that takes an [`Exchange`] can [`ask`](Exchange::ask) the user on every
 //! revision: the question becomes the result on 2026-07-28 (MRTR), a pushed request on
 //! 2025-06-18 and 2025-11-25, and a result naming the `mcpAnswers`/`mcpState` arguments on
-//! 2025-03-26 and 2024-11-05.
+//! 2025-03-26 and 2024-11-05. Where the question is the result or rides in the arguments,
+//! the handler runs again from the start when the answers come (possibly on another worker),
+//! so it reads and asks first and does its irreversible work after the final question, as
+//! `deploy` below does.
 //!
 //! ```
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//!
 //! use mcp_server::{Context, Exchange, Json, Question, Server, Tool, ToolError};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
@@ -37,9 +42,17 @@
 //! #[derive(Deserialize, JsonSchema)]
 //! struct DeployArgs { service: String }
 //!
+//! static DEPLOYED: AtomicUsize = AtomicUsize::new(0);
+//!
 //! async fn deploy(args: DeployArgs, ex: Exchange) -> Result<String, ToolError> {
+//!     // May run once per attempt: only reading and asking before the final question.
 //!     let answer = ex.ask("confirm", Question::elicit(format!("Deploy {}?", args.service))).await?;
-//!     Ok(if answer.accepted() { "deployed".into() } else { "kept".into() })
+//!     if !answer.accepted() {
+//!         return Ok("kept".into());
+//!     }
+//!     // After the final question: runs once, on the attempt that has every answer.
+//!     DEPLOYED.fetch_add(1, Ordering::SeqCst);
+//!     Ok("deployed".into())
 //! }
 //!
 //! let server = Server::builder("demo", "1.0")
@@ -63,7 +76,16 @@
 //! let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
 //!     "params": {"_meta": meta, "name": "deploy", "arguments": {"service": "web"}}});
 //! let out = server.handle_all(ask, &ctx).await;
-//! assert_eq!(out[0].to_value()["result"]["resultType"], "input_required");
+//! let question = out[0].to_value()["result"].clone();
+//! assert_eq!(question["resultType"], "input_required");
+//! assert_eq!(DEPLOYED.load(Ordering::SeqCst), 0);
+//! let retry = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+//!     "params": {"_meta": meta, "name": "deploy", "arguments": {"service": "web"},
+//!         "inputResponses": {"confirm": {"action": "accept", "content": {}}},
+//!         "requestState": question["requestState"]}});
+//! let out = server.handle_all(retry, &ctx).await;
+//! assert_eq!(out[0].to_value()["result"]["content"][0]["text"], "deployed");
+//! assert_eq!(DEPLOYED.load(Ordering::SeqCst), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())

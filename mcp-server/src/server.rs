@@ -180,15 +180,17 @@ impl ServerBuilder {
         self
     }
 
-    /// Sets how long the state of a call that asked stays redeemable. Default is 600 s.
+    /// Sets how long the state of a call that asked (MRTR `requestState`, the `mcpState`
+    /// argument) stays redeemable; a retry after that is refused with -32602. Default is 600 s.
     #[must_use]
     pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
         self.request_state_ttl = ttl;
         self
     }
 
-    /// Sets how long a pushed question waits for its reply before it counts as `cancel`.
-    /// Default is 120 s.
+    /// Sets how long a pushed question (2025-06-18, 2025-11-25) waits for its reply before
+    /// [`Exchange::ask`](crate::Exchange::ask) gives up with
+    /// [`Interrupt::TimedOut`](crate::Interrupt::TimedOut). Default is 120 s.
     #[must_use]
     pub fn ask_timeout(mut self, timeout: Duration) -> Self {
         self.ask_timeout = timeout;

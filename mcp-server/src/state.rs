@@ -1,10 +1,13 @@
 //! Request state: what a call that asked must find again when the client retries.
 //!
 //! Only an opaque random id leaves the server (MRTR `requestState`, or the `mcpState`
-//! argument). The record stays in the hub's [`StateStore`], bound to the method, the target and
-//! a SHA-256 digest of the arguments, with an expiry, and it is single use: redeeming deletes
-//! it, and only the one redeemer whose delete removed it may go on. Whatever does not match
-//! exactly is refused, and answers to questions the record does not list are ignored.
+//! argument): 192 bits from the operating system, so it cannot be guessed, and there is
+//! nothing in it to tamper with. The record stays in the hub's [`StateStore`] (shared by every
+//! worker), under the call's namespace, bound to the principal (when the transport knows one),
+//! the method, the target and a SHA-256 digest of the arguments, with an expiry, and it is
+//! single use: redeeming deletes it, and only the one redeemer whose delete removed it may go
+//! on. Whatever does not match exactly is refused (-32602), and answers to questions the
+//! record does not list are ignored.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -171,8 +174,13 @@ pub(crate) fn random_id() -> Result<String, StateError> {
 }
 
 /// The binding of a call: SHA-256 over the canonical JSON (sorted keys, no whitespace) of
-/// `[method, target, arguments]`, hex-encoded.
-pub(crate) fn binding(method: &str, target: &str, arguments: &Map<String, Value>) -> String {
+/// `[method, target, arguments, principal]` (`null` for no principal), hex-encoded.
+pub(crate) fn binding(
+    method: &str,
+    target: &str,
+    arguments: &Map<String, Value>,
+    principal: Option<&str>,
+) -> String {
     let mut canonical = String::new();
     canonical.push('[');
     write_canonical(&Value::String(method.to_owned()), &mut canonical);
@@ -180,6 +188,11 @@ pub(crate) fn binding(method: &str, target: &str, arguments: &Map<String, Value>
     write_canonical(&Value::String(target.to_owned()), &mut canonical);
     canonical.push(',');
     write_canonical_object(arguments, &mut canonical);
+    canonical.push(',');
+    write_canonical(
+        &principal.map_or(Value::Null, |p| Value::String(p.to_owned())),
+        &mut canonical,
+    );
     canonical.push(']');
     let digest = Sha256::digest(canonical.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
@@ -221,6 +234,7 @@ fn write_canonical_object(map: &Map<String, Value>, out: &mut String) {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::future::Future;
 
     fn object(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
@@ -232,11 +246,13 @@ mod tests {
             "tools/call",
             "deploy",
             &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}})),
+            None,
         );
         let b = binding(
             "tools/call",
             "deploy",
             &object(json!({"y": {"a": [1, 2], "b": 2}, "x": 1})),
+            None,
         );
         assert_eq!(a, b);
         for other in [
@@ -244,30 +260,127 @@ mod tests {
                 "prompts/get",
                 "deploy",
                 &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}})),
+                None,
             ),
             binding(
                 "tools/call",
                 "deploy2",
                 &object(json!({"x": 1, "y": {"b": 2, "a": [1, 2]}})),
+                None,
             ),
             binding(
                 "tools/call",
                 "deploy",
                 &object(json!({"x": 2, "y": {"b": 2, "a": [1, 2]}})),
+                None,
             ),
             binding(
                 "tools/call",
                 "deploy",
                 &object(json!({"x": 1, "y": {"b": 2, "a": [2, 1]}})),
+                None,
             ),
             binding(
                 "tools/call",
                 "deploy",
                 &object(json!({"x": "1", "y": {"b": 2, "a": [1, 2]}})),
+                None,
             ),
         ] {
             assert_ne!(a, other);
         }
+    }
+
+    #[test]
+    fn binding_names_the_principal() {
+        let args = object(json!({"x": 1}));
+        let none = binding("tools/call", "t", &args, None);
+        let alice = binding("tools/call", "t", &args, Some("alice"));
+        assert_ne!(none, alice);
+        assert_ne!(alice, binding("tools/call", "t", &args, Some("bob")));
+        // A principal that looks like a JSON null is still a principal.
+        assert_ne!(none, binding("tools/call", "t", &args, Some("null")));
+    }
+
+    fn states(ttl: Duration) -> RequestStates {
+        let hub = Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()));
+        RequestStates::new(hub, ttl)
+    }
+
+    fn run<F: Future>(fut: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(fut)
+    }
+
+    #[test]
+    fn state_is_single_use_bound_and_never_guessed() {
+        run(async {
+            let states = states(Duration::from_secs(60));
+            let ns = Namespace::root();
+            let asked = BTreeMap::from([("confirm".to_owned(), "elicitation/create".to_owned())]);
+            let id = states
+                .issue(&ns, "bound".into(), asked.clone(), Some(json!({"step": 1})))
+                .await
+                .unwrap();
+            // Another call, another tenant, a tampered or foreign id: refused.
+            let other = states
+                .issue(&ns, "bound".into(), asked.clone(), None)
+                .await
+                .unwrap();
+            assert_eq!(
+                states.redeem(&ns, &other, "other").await,
+                Err(StateError::Invalid("issued for another call"))
+            );
+            // ... and the attempt used it up.
+            assert!(states.redeem(&ns, &other, "bound").await.is_err());
+            let tenant = Namespace::new("tenant-b");
+            assert!(states.redeem(&tenant, &id, "bound").await.is_err());
+            let mut tampered = id.clone();
+            tampered.replace_range(0..1, if id.starts_with('A') { "B" } else { "A" });
+            assert!(states.redeem(&ns, &tampered, "bound").await.is_err());
+            for bad in ["", "not/an/id", &"a".repeat(65), "ü"] {
+                assert_eq!(
+                    states.redeem(&ns, bad, "bound").await,
+                    Err(StateError::Invalid("not a state this server issued"))
+                );
+            }
+            let redeemed = states.redeem(&ns, &id, "bound").await.unwrap();
+            assert_eq!(redeemed.asked, asked);
+            assert_eq!(redeemed.payload, Some(json!({"step": 1})));
+            // Replayed.
+            assert!(states.redeem(&ns, &id, "bound").await.is_err());
+        });
+    }
+
+    #[test]
+    fn an_expired_record_is_refused_even_if_the_store_still_has_it() {
+        run(async {
+            let states = states(Duration::from_secs(60));
+            let ns = Namespace::root();
+            let record = StoredState {
+                binding: "bound".into(),
+                asked: BTreeMap::new(),
+                payload: None,
+                expires_at_ms: now_ms() - 1,
+            };
+            let id = random_id().unwrap();
+            states
+                .store
+                .create(
+                    &ns.key(&state_key(&id)),
+                    Bytes::from(serde_json::to_vec(&record).unwrap()),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                states.redeem(&ns, &id, "bound").await,
+                Err(StateError::Invalid("expired"))
+            );
+        });
     }
 
     #[test]

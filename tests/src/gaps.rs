@@ -137,3 +137,53 @@ pub fn known() -> &'static [Gap] {
         load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(transport: TransportKind, feature: Feature) -> Case {
+        Case {
+            transport,
+            store: Store::Memory,
+            revision: Revision::V2025_06_18,
+            feature,
+        }
+    }
+
+    #[test]
+    fn absent_keys_match_everything_and_present_keys_narrow() {
+        let gaps = parse(
+            "[[gap]]\ntransport = \"http-sse\"\nfeature = \"cancellation\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        assert_eq!(gaps.len(), 1);
+        assert!(gaps[0].covers(&case(TransportKind::HttpSse, Feature::Cancellation)));
+        assert!(!gaps[0].covers(&case(TransportKind::Stdio, Feature::Cancellation)));
+        assert!(!gaps[0].covers(&case(TransportKind::HttpSse, Feature::Tools)));
+        assert!(parse("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn every_entry_needs_a_reason_and_known_values() {
+        for bad in [
+            "[[gap]]\nfeature = \"tools\"\n",
+            "[[gap]]\nreason = \"  \"\n",
+            "[[gap]]\nreason = \"r\"\nfeature = \"teleport\"\n",
+            "[[gap]]\nreason = \"r\"\nrevision = \"2099-01-01\"\n",
+            "[[gap]]\nreason = \"r\"\ntransport = \"carrier-pigeon\"\n",
+            "[[gap]]\nreason = \"r\"\nstore = \"disk\"\n",
+            "[[gap]]\nreason = \"r\"\ntypo = \"x\"\n",
+            "[[gap]]\nreason = 3\n",
+            "gap = 1\n",
+            "not toml at all [",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn the_checked_in_file_parses() {
+        assert!(known().iter().all(|g| !g.reason.trim().is_empty()));
+    }
+}

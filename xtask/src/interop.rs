@@ -1,16 +1,19 @@
 //! `cargo xtask interop`: our server and client against real SDK peers, both directions.
 //!
 //! 1. Installs the pinned peers into `$MCP_CACHE_DIR/interop` (default
-//!    `<workspace>/../.mcp-cache/interop`): the TypeScript SDK v1 (`@modelcontextprotocol/sdk`)
-//!    and Node 22 with npm, the Python SDK (`mcp`) in a virtual environment with pip. When an
+//!    `<workspace>/../.mcp-cache/interop`): the TypeScript SDK v1 (`@modelcontextprotocol/sdk`),
+//!    the TypeScript SDK v2 client and server (`@modelcontextprotocol/client`, `/server`,
+//!    `/node`) and Node 22 with npm, the Python SDK (`mcp`) in a virtual environment with pip. When an
 //!    install fails the task (or the Python part) is skipped with a warning, except under
 //!    `CI=true` where that is a failure.
 //! 2. Copies the peer scripts kept in `interop/` next to the installed packages and builds
 //!    `conformance-target` and `conformance-client`.
 //! 3. Runs the peer clients against our server (`conformance-target`) and our client against the
-//!    TypeScript peer server, over Streamable HTTP and HTTP+SSE, once accepting and once
-//!    declining an elicitation (on revisions that have it). The Python client also runs in its
-//!    default `auto` mode (probing `server/discover`) and pinned to 2026-07-28.
+//!    peer servers, over Streamable HTTP and HTTP+SSE (the TypeScript v2 server: Streamable HTTP),
+//!    once accepting and once declining an elicitation (on revisions that have it). The dual-era
+//!    clients (TypeScript v2, Python) run in `auto` mode (probing `server/discover`), pinned to
+//!    2026-07-28, and in `legacy` mode; our client negotiates against the Python server, then is pinned to each older
+//!    revision.
 //! 4. Prints the matrix (peer, direction, revision, transport, elicitation: pass/fail), writes it
 //!    to `docs/interop.md`, and fails when a cell fails.
 
@@ -24,6 +27,12 @@ use anyhow::{Context, Result, bail};
 
 use crate::conformance::{self, NODE, NODE_MAJOR};
 
+/// The TypeScript SDK v2 client and server, pinned, and the server's node:http adapter.
+const TS_V2_CLIENT: &str = "@modelcontextprotocol/client";
+const TS_V2_SERVER: &str = "@modelcontextprotocol/server";
+const TS_V2_VERSION: &str = "2.4.0";
+const TS_V2_NODE: &str = "@modelcontextprotocol/node";
+const TS_V2_NODE_VERSION: &str = "2.1.2";
 /// The TypeScript SDK v1, pinned.
 const TS_V1: &str = "@modelcontextprotocol/sdk";
 const TS_V1_VERSION: &str = "1.32.2";
@@ -34,9 +43,25 @@ const ZOD_MAJOR: &str = "3";
 const PY_MCP: &str = "mcp";
 const PY_MCP_VERSION: &str = "2.3.0";
 /// The scripts copied from `interop/`.
-const SCRIPTS: [&str; 3] = ["ts-v1-client.mjs", "ts-v1-server.mjs", "py-client.py"];
-/// How the Python client is run against our server: its `mode=` and the transport.
-const PY_MODES: [(&str, &str); 4] = [
+const SCRIPTS: [&str; 6] = [
+    "ts-v1-client.mjs",
+    "ts-v2-client.mjs",
+    "ts-v2-server.mjs",
+    "ts-v1-server.mjs",
+    "py-client.py",
+    "py-server.py",
+];
+/// The revisions our client is pinned to against the dual-era peer servers (`None`: negotiate).
+const DUAL_ERA_SERVER_REVISIONS: [Option<&str>; 5] = [
+    None,
+    Some("2025-11-25"),
+    Some("2025-06-18"),
+    Some("2025-03-26"),
+    Some("2024-11-05"),
+];
+/// How the dual-era peer clients (TypeScript v2, Python) run against our server: their version
+/// negotiation mode and the transport.
+const DUAL_ERA_MODES: [(&str, &str); 4] = [
     ("auto", "Streamable HTTP"),
     ("2026-07-28", "Streamable HTTP"),
     ("legacy", "Streamable HTTP"),
@@ -145,43 +170,25 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             }
         }
     }
+    cells.extend(mode_cells(
+        &node,
+        "ts-v2-client.mjs",
+        "TypeScript SDK v2 client",
+        &target.url,
+        &prefix,
+    )?);
     if python.exists() {
-        for (mode, transport) in PY_MODES {
-            let (kind, url) = if transport == "HTTP+SSE" {
-                ("sse", format!("{base}/sse"))
-            } else {
-                ("streamable", target.url.clone())
-            };
-            for answer in ["accept", "decline"] {
-                let mut command = Command::new(&python);
-                command
-                    .arg("py-client.py")
-                    .args([url.as_str(), kind, answer, mode])
-                    .current_dir(&prefix);
-                let (ok, stdout, stderr) = run_bounded(command)?;
-                let report: serde_json::Value = stdout
-                    .lines()
-                    .rev()
-                    .find_map(|l| serde_json::from_str(l).ok())
-                    .unwrap_or_default();
-                let negotiated = report["revision"].as_str().unwrap_or("?");
-                cells.push(Cell {
-                    peer: "Python SDK client",
-                    direction: "peer client → our server",
-                    revision: format!("{negotiated} (mode {mode})"),
-                    transport,
-                    elicitation: answer,
-                    ok: ok && report["ok"] == true,
-                    detail: report["detail"]
-                        .as_str()
-                        .map_or_else(|| stderr.trim().to_owned(), str::to_owned),
-                });
-            }
-        }
+        cells.extend(mode_cells(
+            &python,
+            "py-client.py",
+            "Python SDK client",
+            &target.url,
+            &prefix,
+        )?);
     }
     drop(target);
 
-    let server = PeerServer::start(&node, &prefix)?;
+    let server = PeerServer::start(&node, "ts-v1-server.mjs", &prefix)?;
     for revision in TS_V1_REVISIONS {
         for (transport, path) in [("Streamable HTTP", "/mcp"), ("HTTP+SSE", "/sse")] {
             for answer in answers(revision) {
@@ -213,13 +220,41 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     }
     drop(server);
 
+    // The SDK v2 server's 2025-era leg is stateless: it cannot ask the client anything there.
+    cells.extend(pinned_cells(
+        &node,
+        "ts-v2-server.mjs",
+        "TypeScript SDK v2 server",
+        &peers.client,
+        &prefix,
+        |pinned| match pinned {
+            None => &["accept", "decline"],
+            Some(_) => &["none"],
+        },
+        &[("Streamable HTTP", "/mcp")],
+    )?);
+    if python.exists() {
+        cells.extend(pinned_cells(
+            &python,
+            "py-server.py",
+            "Python SDK server",
+            &peers.client,
+            &prefix,
+            |pinned| pinned.map_or(&["accept", "decline"][..], answers),
+            &[("Streamable HTTP", "/mcp"), ("HTTP+SSE", "/sse")],
+        )?);
+    }
+
     let table = table(&cells);
     println!("\n{table}");
     let doc = format!(
         "# Interoperability\n\nWritten by `cargo xtask interop`: our server and client against \
-         real SDK peers ({TS_V1}@{TS_V1_VERSION} on Node {NODE_MAJOR}, Python \
+         real SDK peers ({TS_V1}@{TS_V1_VERSION}, {TS_V2_CLIENT} and {TS_V2_SERVER} \
+         {TS_V2_VERSION} on Node \
+         {NODE_MAJOR}, Python \
          {PY_MCP}=={PY_MCP_VERSION}), over Streamable HTTP and HTTP+SSE, with an accepted and a \
-         declined elicitation (`none`: the revision has no elicitation). The peer scripts are in \
+         declined elicitation (`none`: no elicitation on that leg, because the revision has none or \
+         the TypeScript v2 server's stateless 2025 fallback cannot ask). The peer scripts are in \
          [`interop/`](../interop); our server is `conformance-target`, our client \
          `conformance-client`.\n\n{table}"
     );
@@ -263,6 +298,12 @@ fn install(prefix: &Path) -> Result<PathBuf> {
         conformance::installed_version(prefix, NODE)
             .is_some_and(|v| v.split('.').next() == Some(NODE_MAJOR))
             && conformance::installed_version(prefix, TS_V1).as_deref() == Some(TS_V1_VERSION)
+            && conformance::installed_version(prefix, TS_V2_CLIENT).as_deref()
+                == Some(TS_V2_VERSION)
+            && conformance::installed_version(prefix, TS_V2_SERVER).as_deref()
+                == Some(TS_V2_VERSION)
+            && conformance::installed_version(prefix, TS_V2_NODE).as_deref()
+                == Some(TS_V2_NODE_VERSION)
             && conformance::installed_version(prefix, ZOD)
                 .is_some_and(|v| v.split('.').next() == Some(ZOD_MAJOR))
     };
@@ -284,6 +325,9 @@ fn install(prefix: &Path) -> Result<PathBuf> {
             ])
             .arg(format!("{NODE}@{NODE_MAJOR}"))
             .arg(format!("{TS_V1}@{TS_V1_VERSION}"))
+            .arg(format!("{TS_V2_CLIENT}@{TS_V2_VERSION}"))
+            .arg(format!("{TS_V2_SERVER}@{TS_V2_VERSION}"))
+            .arg(format!("{TS_V2_NODE}@{TS_V2_NODE_VERSION}"))
             .arg(format!("{ZOD}@{ZOD_MAJOR}"))
             .status()
             .context("running npm (is Node.js installed?)")?;
@@ -303,6 +347,131 @@ fn install(prefix: &Path) -> Result<PathBuf> {
         bail!("{} is missing", node.display());
     }
     Ok(node)
+}
+
+/// The cells of a dual-era peer client (`script`, run by `program`) against our server at `url`:
+/// every mode of [`DUAL_ERA_MODES`], accepting and declining an elicitation.
+fn mode_cells(
+    program: &Path,
+    script: &str,
+    peer: &'static str,
+    url: &str,
+    prefix: &Path,
+) -> Result<Vec<Cell>> {
+    let sse = format!("{}/sse", url.trim_end_matches("/mcp"));
+    let mut cells = Vec::new();
+    for (mode, transport) in DUAL_ERA_MODES {
+        let (kind, url) = if transport == "HTTP+SSE" {
+            ("sse", sse.as_str())
+        } else {
+            ("streamable", url)
+        };
+        for answer in ["accept", "decline"] {
+            let mut command = Command::new(program);
+            command
+                .arg(script)
+                .args([url, kind, answer, mode])
+                .current_dir(prefix);
+            let (ok, stdout, stderr) = run_bounded(command)?;
+            let report: serde_json::Value = stdout
+                .lines()
+                .rev()
+                .find_map(|l| serde_json::from_str(l).ok())
+                .unwrap_or_default();
+            let negotiated = report["revision"].as_str().unwrap_or("?");
+            cells.push(Cell {
+                peer,
+                direction: "peer client → our server",
+                revision: format!("{negotiated} (mode {mode})"),
+                transport,
+                elicitation: answer,
+                ok: ok && report["ok"] == true,
+                detail: report["detail"]
+                    .as_str()
+                    .map_or_else(|| stderr.trim().to_owned(), str::to_owned),
+            });
+        }
+    }
+    Ok(cells)
+}
+
+/// The cells of our client against a dual-era peer server (`script`, run by `program`):
+/// negotiating, then pinned to each older revision, with the elicitation answers `answers_for`
+/// gives for that pin.
+fn pinned_cells(
+    program: &Path,
+    script: &str,
+    peer: &'static str,
+    client: &Path,
+    prefix: &Path,
+    answers_for: fn(Option<&str>) -> &'static [&'static str],
+    transports: &[(&'static str, &str)],
+) -> Result<Vec<Cell>> {
+    let server = PeerServer::start(program, script, prefix)?;
+    let mut cells = Vec::new();
+    for &(transport, path) in transports {
+        for pinned in DUAL_ERA_SERVER_REVISIONS {
+            // HTTP+SSE carries the revisions with a handshake only: no negotiation to 2026-07-28.
+            if transport == "HTTP+SSE" && pinned.is_none() {
+                continue;
+            }
+            cells.extend(pinned_cell(
+                client,
+                &server.base,
+                peer,
+                transport,
+                path,
+                pinned,
+                answers_for(pinned),
+            )?);
+        }
+    }
+    Ok(cells)
+}
+
+/// The cells of our client pinned to `pinned` (or negotiating) against `base` + `path`.
+fn pinned_cell(
+    client: &Path,
+    base: &str,
+    peer: &'static str,
+    transport: &'static str,
+    path: &str,
+    pinned: Option<&str>,
+    answers: &[&'static str],
+) -> Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    for &answer in answers {
+        let mut command = Command::new(client);
+        command
+            .arg(format!("{base}{path}"))
+            .env("MCP_CONFORMANCE_SCENARIO", format!("interop-{answer}"));
+        match pinned {
+            Some(revision) => command.env("MCP_CONFORMANCE_PROTOCOL_VERSION", revision),
+            None => command.env_remove("MCP_CONFORMANCE_PROTOCOL_VERSION"),
+        };
+        let (ok, stdout, stderr) = run_bounded(command)?;
+        let negotiated = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("revision "))
+            .unwrap_or("?");
+        cells.push(Cell {
+            peer,
+            direction: "our client → peer server",
+            revision: match pinned {
+                Some(revision) => revision_cell(revision, negotiated),
+                None => format!("{negotiated} (negotiated)"),
+            },
+            transport,
+            elicitation: answer,
+            ok,
+            detail: if ok {
+                stdout.trim().to_owned()
+            } else {
+                stderr.trim().to_owned()
+            },
+        });
+    }
+    Ok(cells)
 }
 
 /// Makes a virtual environment with the pinned Python SDK in `prefix/py` unless it is there;
@@ -383,21 +552,21 @@ fn run_bounded(mut command: Command) -> Result<(bool, String, String)> {
     Ok((status.is_some_and(|s| s.success()), stdout, stderr))
 }
 
-/// The TypeScript v1 peer server; killed when dropped.
+/// A peer server script; killed when dropped.
 struct PeerServer {
     child: Child,
     base: String,
 }
 
 impl PeerServer {
-    fn start(node: &Path, prefix: &Path) -> Result<Self> {
-        let mut child = Command::new(node)
-            .arg("ts-v1-server.mjs")
+    fn start(program: &Path, script: &str, prefix: &Path) -> Result<Self> {
+        let mut child = Command::new(program)
+            .arg(script)
             .current_dir(prefix)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .context("starting the TypeScript v1 peer server")?;
+            .with_context(|| format!("starting the peer server {script}"))?;
         let stdout = child.stdout.take().context("the peer server's stdout")?;
         let mut line = String::new();
         let read = BufReader::new(stdout).read_line(&mut line);

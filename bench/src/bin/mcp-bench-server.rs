@@ -5,18 +5,111 @@
 //! ```
 //!
 //! Contract (see the crate docs, "Server contract"): Streamable HTTP at `/mcp` for every
-//! revision from 2025-03-26 on, HTTP+SSE at `GET /sse` for 2024-11-05, and an `add` tool taking
-//! `{a, b}` integers and returning `{"sum": a + b}` as structured content.
-//!
-//! Our HTTP transport (issue 7) does not exist yet, so for now this binary exits with
-//! `mcp_bench::EXIT_NOT_AVAILABLE` and the harness reports its rows as "not available".
+//! revision, HTTP+SSE at `GET /sse` for 2024-11-05, and an `add` tool taking `{a, b}` integers
+//! and returning `{"sum": a + b}` as structured content. Listens on `127.0.0.1:PORT`; with
+//! `--store redis` sessions and the event log live in Redis (default `redis://127.0.0.1:6379`,
+//! keys under a prefix unique to the process). Runs on one thread (the harness pins it to one
+//! core) until Ctrl-C or SIGTERM.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
+use mcp_server::{Json, Server, Tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    /// The first addend.
+    a: i64,
+    /// The second addend.
+    b: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Sum {
+    /// `a + b`.
+    sum: i64,
+}
+
+async fn add(args: AddArgs) -> Json<Sum> {
+    Json(Sum {
+        sum: args.a.saturating_add(args.b),
+    })
+}
+
+struct Options {
+    port: u16,
+    redis: Option<String>,
+}
+
+fn options() -> Result<Options, String> {
+    let mut port = None;
+    let mut store = "memory".to_owned();
+    let mut url = "redis://127.0.0.1:6379".to_owned();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--port" => {
+                port = Some(
+                    value("--port")?
+                        .parse()
+                        .map_err(|e| format!("--port: {e}"))?,
+                );
+            }
+            "--store" => store = value("--store")?,
+            "--redis-url" => url = value("--redis-url")?,
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let redis = match store.as_str() {
+        "memory" => None,
+        "redis" => Some(url),
+        other => return Err(format!("--store is memory or redis, not {other:?}")),
+    };
+    Ok(Options {
+        port: port.ok_or("--port is required")?,
+        redis,
+    })
+}
+
+async fn run(options: Options) -> Result<(), String> {
+    let mut builder = Server::builder("mcp-bench-server", env!("CARGO_PKG_VERSION"))
+        .tool(Tool::new("add", add).read_only());
+    if let Some(url) = &options.redis {
+        let config = mcp_hub::RedisConfig::new()
+            .key_prefix(format!("mcp-bench-server:{}", std::process::id()));
+        let hub = mcp_hub::RedisHub::connect(url, config)
+            .await
+            .map_err(|e| format!("Redis at {url}: {e}"))?;
+        let hub = Arc::new(hub);
+        builder = builder.state_store(hub.clone()).event_log(hub);
+    }
+    let server = builder.build().map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port))
+        .await
+        .map_err(|e| format!("port {}: {e}", options.port))?;
+    let endpoint = HttpEndpoint::new(server, HttpConfig::new());
+    serve_with_shutdown(listener, endpoint, shutdown_signal())
+        .await
+        .map_err(|e| e.to_string())
+}
 
 fn main() -> ExitCode {
-    eprintln!(
-        "mcp-bench-server: not available yet: mcp-server has no HTTP transport (issue 7); \
-         this row will be measured once it does"
-    );
-    ExitCode::from(mcp_bench::EXIT_NOT_AVAILABLE as u8)
+    let result = options().and_then(|options| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?
+            .block_on(run(options))
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("mcp-bench-server: {err}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -189,6 +189,15 @@ impl Running {
         }
     }
 
+    /// Sends SIGINT, as Ctrl-C on a terminal would.
+    pub fn interrupt(&self) {
+        let status = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -INT failed");
+    }
+
     /// Waits for the process to end by itself (the lines it printed bound the wait) and
     /// returns its output.
     pub fn finish(mut self) -> Run {

@@ -9,12 +9,12 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::uri::PathAndQuery;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::pool::{Pool, PooledBody};
 use super::streamable::{
-    DEFAULT_MAX_MESSAGE_SIZE, Pool, content_type, error_chain, new_pool, origin_of, read_bounded,
+    DEFAULT_MAX_MESSAGE_SIZE, content_type, error_chain, new_pool, origin_of, read_bounded,
     status_error,
 };
 use super::{
@@ -53,7 +53,8 @@ impl HttpSseBuilder {
 
     /// Opens the stream and waits for the `endpoint` event.
     pub async fn connect(self) -> Result<HttpSse, TransportError> {
-        self.connect_with(new_pool(None, None)).await
+        let pool = new_pool(&self.uri, None, None);
+        self.connect_with(pool).await
     }
 
     pub(crate) async fn connect_with(self, pool: Pool) -> Result<HttpSse, TransportError> {
@@ -66,10 +67,7 @@ impl HttpSseBuilder {
         request
             .headers_mut()
             .insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let response = pool
-            .request(request)
-            .await
-            .map_err(|e| TransportError::Http(error_chain(&e)))?;
+        let response = pool.request(request).await?;
         if !response.status().is_success() {
             return Err(status_error(response, self.max_message_size).await);
         }
@@ -151,7 +149,7 @@ fn resolve(base: &Uri, data: &str) -> Result<Uri, TransportError> {
 }
 
 async fn read_stream(
-    mut body: Incoming,
+    mut body: PooledBody,
     mut decoder: SseDecoder,
     router: Router,
     endpoint: oneshot::Sender<String>,
@@ -258,12 +256,7 @@ impl HttpSse {
             }
         }
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let response = self
-            .shared
-            .pool
-            .request(request)
-            .await
-            .map_err(|e| TransportError::Http(error_chain(&e)))?;
+        let response = self.shared.pool.request(request).await?;
         if !response.status().is_success() {
             return Err(status_error(response, self.shared.max_message_size).await);
         }

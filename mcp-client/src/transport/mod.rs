@@ -26,6 +26,7 @@ use http::HeaderMap;
 use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
 
 mod http_sse;
+mod pool;
 mod router;
 mod stdio;
 mod streamable;

@@ -8,11 +8,8 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Body as _;
-use hyper::body::Incoming;
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 
+use super::pool::{Pool, PooledBody};
 use super::{
     BoxFuture, Delivery, Inbound, MessageStream, Outbound, OutboundKind, Transport, TransportError,
     TransportInfo,
@@ -27,8 +24,6 @@ const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 
 /// The default limit on one message or SSE event: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
-
-pub(crate) type Pool = HyperClient<HttpConnector, Full<Bytes>>;
 
 /// Builds a [`StreamableHttp`] transport.
 #[derive(Debug, Clone)]
@@ -68,7 +63,7 @@ impl StreamableHttpBuilder {
 
     /// Builds the transport. It opens no connection until the first message.
     pub fn build(self) -> StreamableHttp {
-        let pool = new_pool(self.connect_timeout, self.pool_idle_timeout);
+        let pool = new_pool(&self.uri, self.connect_timeout, self.pool_idle_timeout);
         StreamableHttp {
             shared: Arc::new(Shared {
                 pool,
@@ -82,14 +77,12 @@ impl StreamableHttpBuilder {
     }
 }
 
-pub(crate) fn new_pool(connect: Option<Duration>, idle: Option<Duration>) -> Pool {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.set_connect_timeout(Some(connect.unwrap_or(Duration::from_secs(10))));
-    connector.enforce_http(true);
-    HyperClient::builder(TokioExecutor::new())
-        .pool_idle_timeout(idle.unwrap_or(Duration::from_secs(90)))
-        .build(connector)
+pub(crate) fn new_pool(uri: &Uri, connect: Option<Duration>, idle: Option<Duration>) -> Pool {
+    Pool::new(
+        uri,
+        connect.unwrap_or(Duration::from_secs(10)),
+        idle.unwrap_or(Duration::from_secs(90)),
+    )
 }
 
 pub(crate) fn origin_of(uri: &Uri) -> Option<String> {
@@ -107,7 +100,11 @@ pub(crate) fn origin_of(uri: &Uri) -> Option<String> {
 /// The Streamable HTTP transport: every message is a POST to one endpoint, and each request's
 /// answer is a JSON body or an SSE stream read event by event.
 ///
-/// Connections are pooled (hyper-util's client, `TCP_NODELAY` on). The session id
+/// HTTP/1.1 over plain TCP (`http://` URLs; put TLS in front with your own [`Transport`] if
+/// needed). Keep-alive connections are pooled, `TCP_NODELAY` on: a connection is reused once
+/// the body of its previous response has been read to the end, a response dropped early (a
+/// cancelled call) closes its connection, and at most 32 idle connections are kept, each for
+/// [`StreamableHttpBuilder::pool_idle_timeout`]. The session id
 /// (`Mcp-Session-Id`) is adopted from whichever response carries one and sent on every later
 /// request; [`Transport::close`] ends it with `DELETE`. Clones share the pool and the session.
 #[derive(Debug, Clone)]
@@ -195,12 +192,7 @@ impl StreamableHttp {
         let h = request.headers_mut();
         h.insert(CONTENT_TYPE, JSON);
         h.insert(ACCEPT, ACCEPT_BOTH);
-        let response = self
-            .shared
-            .pool
-            .request(request)
-            .await
-            .map_err(|e| TransportError::Http(error_chain(&e)))?;
+        let response = self.shared.pool.request(request).await?;
         self.adopt_session(response.headers());
         let status = response.status();
         let limit = self.shared.max_message_size;
@@ -259,7 +251,7 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
 }
 
 pub(crate) async fn status_error(
-    response: http::Response<Incoming>,
+    response: http::Response<PooledBody>,
     limit: usize,
 ) -> TransportError {
     let status = response.status().as_u16();
@@ -276,7 +268,7 @@ pub(crate) async fn status_error(
 
 /// Reads a whole body, failing once it passes `limit` bytes.
 pub(crate) async fn read_bounded(
-    mut body: Incoming,
+    mut body: PooledBody,
     limit: usize,
 ) -> Result<Bytes, TransportError> {
     // A declared length past the limit is refused before a byte of the body is read.
@@ -302,9 +294,9 @@ pub(crate) async fn read_bounded(
 
 /// Reads an SSE body event by event, never waiting for the end of the body to hand out a
 /// message: a question the server pushes arrives while the call is still open.
-pub(crate) fn sse_stream(body: Incoming, limit: usize) -> MessageStream {
+pub(crate) fn sse_stream(body: PooledBody, limit: usize) -> MessageStream {
     struct State {
-        body: Incoming,
+        body: PooledBody,
         decoder: SseDecoder,
         done: bool,
     }
@@ -402,12 +394,7 @@ impl Transport for StreamableHttp {
             if let Some(id) = last_event_id.and_then(|id| HeaderValue::try_from(id).ok()) {
                 request.headers_mut().insert(LAST_EVENT_ID, id);
             }
-            let response = self
-                .shared
-                .pool
-                .request(request)
-                .await
-                .map_err(|e| TransportError::Http(error_chain(&e)))?;
+            let response = self.shared.pool.request(request).await?;
             let limit = self.shared.max_message_size;
             if !response.status().is_success() {
                 return Err(status_error(response, limit).await);
@@ -450,12 +437,7 @@ impl Transport for StreamableHttp {
             }
             let request = self.request(Method::DELETE, HeaderMap::new(), Bytes::new());
             self.reset_session();
-            let response = self
-                .shared
-                .pool
-                .request(request)
-                .await
-                .map_err(|e| TransportError::Http(error_chain(&e)))?;
+            let response = self.shared.pool.request(request).await?;
             let status = response.status();
             let _ = read_bounded(response.into_body(), 64 * 1024).await;
             // 405: the server does not let clients end sessions; 404: it already ended.

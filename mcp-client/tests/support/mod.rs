@@ -420,7 +420,13 @@ impl Mock {
         let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
         let mut state = self.lock();
         let Some(version) = session.and_then(|s| state.sessions.get(s)).cloned() else {
-            return empty(StatusCode::METHOD_NOT_ALLOWED);
+            // No session: no stream here. A session the server no longer knows: 404.
+            let status = if session.is_some() {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::METHOD_NOT_ALLOWED
+            };
+            return empty(status);
         };
         let _ = version;
         let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok());

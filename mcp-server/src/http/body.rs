@@ -162,7 +162,7 @@ impl Stream for SseStream {
     }
 }
 
-/// One `message`-less SSE event carrying a JSON message: `data: <json>\n\n`, with an optional
+/// One SSE event carrying a JSON message: `data: <json>\n\n`, with an optional
 /// `event:` name and `id:`. The JSON is compact (no newline), so one `data:` line holds it.
 pub(crate) fn event(name: Option<&str>, id: Option<&str>, json: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(json.len() + 32);

@@ -2,20 +2,23 @@
 //!
 //! ```text
 //! pairing-server [--store memory|redis] [--redis-url URL] [--redis-prefix PREFIX]
+//!                [--revisions 2026-07-28,2025-11-25,...]
 //! ```
 //!
 //! `--store redis` keeps request state and question replies in Redis (default URL
-//! `MCP_REDIS_URL`, else `redis://127.0.0.1:6379`), under `PREFIX` (default `mcp-pairing`).
+//! `MCP_REDIS_URL`, else `redis://127.0.0.1:6379`), under `PREFIX` (default `mcp-pairing`). `--revisions` limits the
+//! revisions served (default: all).
 
 use std::sync::Arc;
 
+use mcp_adapters::{AdapterSet, Revision};
 use mcp_hub::{RedisConfig, RedisHub};
 use mcp_tests::fixture::{self, Backing};
 
 fn usage(problem: &str) -> ! {
     eprintln!("pairing-server: {problem}");
     eprintln!(
-        "usage: pairing-server [--store memory|redis] [--redis-url URL] [--redis-prefix PREFIX]"
+        "usage: pairing-server [--store memory|redis] [--redis-url URL] [--redis-prefix PREFIX] [--revisions R,R,...]"
     );
     std::process::exit(2);
 }
@@ -25,6 +28,7 @@ async fn main() {
     let mut store = "memory".to_owned();
     let mut url = mcp_tests::pairing::redis_url();
     let mut prefix = "mcp-pairing".to_owned();
+    let mut revisions = AdapterSet::all();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -35,6 +39,17 @@ async fn main() {
             "--store" => store = value(),
             "--redis-url" => url = value(),
             "--redis-prefix" => prefix = value(),
+            "--revisions" => {
+                let list = value();
+                let parsed: Vec<Revision> = list
+                    .split(',')
+                    .map(|r| {
+                        Revision::parse(r.trim())
+                            .unwrap_or_else(|| usage(&format!("unknown revision {r:?}")))
+                    })
+                    .collect();
+                revisions = AdapterSet::new(parsed).unwrap_or_else(|e| usage(&e.to_string()));
+            }
             other => usage(&format!("unknown argument {other:?}")),
         }
     }
@@ -55,7 +70,7 @@ async fn main() {
         },
         other => usage(&format!("unknown store {other:?}")),
     };
-    if let Err(err) = mcp_server::serve_stdio(fixture::server(backing)).await {
+    if let Err(err) = mcp_server::serve_stdio(fixture::server_with(backing, revisions)).await {
         eprintln!("pairing-server: {err}");
         std::process::exit(1);
     }

@@ -1,0 +1,406 @@
+//! Asking across workers: two `mcp-demo` PROCESSES that share nothing but the Redis at
+//! `MCP_REDIS_URL` (default `redis://127.0.0.1:6379`), session store and event log.
+//!
+//! - 2025-11-25: the call goes to worker A, which pushes `elicitation/create` on the call's
+//!   stream; the answer is POSTed to worker B; the handler on A completes.
+//! - the same with the answer published before A's first poll (made certain in-process: A's
+//!   event log holds its first poll until B has published the answer);
+//! - 2026-07-28 (MRTR) and 2025-03-26 (`mcpState`): the retry lands on the other worker, and
+//!   the state is single use across workers.
+//!
+//! Every message the workers send is validated against the revision's official schema. With
+//! `CI=true` an unreachable Redis is a failure; otherwise the tests print a notice and pass.
+
+#[path = "support/raw_http.rs"]
+mod raw_http;
+mod support;
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use futures::future::BoxFuture;
+use mcp_hub::{Cursor, Event, EventLog, LogError, RedisConfig, RedisHub, Topic};
+use mcp_server::{Context, Exchange, Question, Revision, Server, Tool, ToolError};
+use raw_http::{RawRequest, RawResponse, WAIT};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt as _;
+use tokio::sync::Notify;
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+fn redis_url() -> String {
+    std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// Whether Redis answers; with `CI=true` a missing Redis fails the test.
+async fn redis_available() -> bool {
+    match RedisHub::connect(&redis_url(), RedisConfig::new()).await {
+        Ok(_) => true,
+        Err(err) if std::env::var("CI").as_deref() != Ok("true") => {
+            eprintln!(
+                "notice: Redis at {} is unreachable ({err}); skipping",
+                redis_url()
+            );
+            false
+        }
+        Err(err) => panic!(
+            "Redis at {} is unreachable with CI=true: {err}",
+            redis_url()
+        ),
+    }
+}
+
+/// One `mcp-demo` process on 127.0.0.1:0 with the Redis hub; killed when dropped.
+struct Worker {
+    addr: SocketAddr,
+    _child: tokio::process::Child,
+}
+
+impl Worker {
+    async fn spawn() -> Self {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
+            .args(["--addr", "127.0.0.1:0", "--redis", &redis_url()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("mcp-demo starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .expect("mcp-demo prints its address in time")
+            .unwrap()
+            .expect("a first line");
+        let addr = line
+            .strip_prefix("mcp-demo listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .parse()
+            .unwrap();
+        // Keep reading stdout so the process never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Self {
+            addr,
+            _child: child,
+        }
+    }
+}
+
+fn post(revision: Revision, session: Option<&str>, body: &Value) -> RawRequest<'static> {
+    let mut request = RawRequest::new("POST", "/mcp").header("Accept", ACCEPT_BOTH);
+    // `initialize` names its revision in the body.
+    if revision >= Revision::V2025_06_18 && body["method"] != "initialize" {
+        request = request.header("MCP-Protocol-Version", revision.as_str());
+    }
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    if revision == Revision::V2026_07_28 {
+        let method = body["method"].as_str().unwrap();
+        request = request.header("Mcp-Method", method);
+        if let Some(name) = body["params"]["name"].as_str() {
+            request = request.header("Mcp-Name", name);
+        }
+    }
+    request.json(body)
+}
+
+fn validated(revision: Revision, response: &RawResponse) -> Vec<Value> {
+    let messages = response.messages();
+    for message in &messages {
+        support::check(revision, "JSONRPCMessage", message);
+    }
+    messages
+}
+
+/// `initialize` + `notifications/initialized` on `worker`; the session id.
+async fn open_session(worker: SocketAddr, revision: Revision) -> String {
+    let init = post(
+        revision,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": revision.as_str(), "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+    )
+    .send(worker)
+    .await;
+    assert_eq!(init.status, 200);
+    validated(revision, &init);
+    let session = init.header("mcp-session-id").unwrap().to_owned();
+    let done = post(
+        revision,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .send(worker)
+    .await;
+    assert_eq!(done.status, 202);
+    session
+}
+
+#[tokio::test]
+async fn a_pushed_question_is_answered_through_the_other_process() {
+    if !redis_available().await {
+        return;
+    }
+    let (a, b) = (Worker::spawn().await, Worker::spawn().await);
+    let revision = Revision::V2025_11_25;
+    // The session is made on B and used on A: it lives in Redis only.
+    let session = open_session(b.addr, revision).await;
+    // One question (deploy), then two in one call (rename): every answer goes to the worker
+    // that did not ask.
+    for (tool, answers) in [
+        ("deploy", vec![json!({"action": "accept", "content": {}})]),
+        (
+            "rename",
+            vec![
+                json!({"action": "accept", "content": {}}),
+                json!({"action": "accept", "content": {"name": "b.txt"}}),
+            ],
+        ),
+    ] {
+        let arguments = if tool == "deploy" {
+            json!({"service": "web"})
+        } else {
+            json!({"path": "a.txt"})
+        };
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        let mut stream = post(revision, Some(&session), &call).open(a.addr).await;
+        assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+        for answer in answers {
+            let question = stream.message().await.expect("a question");
+            support::check(revision, "JSONRPCMessage", &question);
+            support::check(revision, "ElicitRequest", &question);
+            assert_eq!(question["method"], "elicitation/create");
+            let reply = json!({"jsonrpc": "2.0", "id": question["id"], "result": answer});
+            let accepted = post(revision, Some(&session), &reply).send(b.addr).await;
+            assert_eq!(accepted.status, 202);
+        }
+        let done = stream.message().await.expect("the result");
+        support::check(revision, "JSONRPCMessage", &done);
+        support::check(revision, "CallToolResult", &done["result"]);
+        assert_eq!(done["id"], 7);
+        let expected = if tool == "deploy" {
+            "deployed web"
+        } else {
+            "renamed a.txt to b.txt"
+        };
+        assert_eq!(done["result"]["content"][0]["text"], expected);
+    }
+}
+
+#[tokio::test]
+async fn an_mrtr_retry_lands_on_the_other_process_and_its_state_is_single_use() {
+    if !redis_available().await {
+        return;
+    }
+    let (a, b) = (Worker::spawn().await, Worker::spawn().await);
+    let revision = Revision::V2026_07_28;
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+    let call = |id: i64, extra: Value| {
+        let mut params = json!({"_meta": meta, "name": "rename", "arguments": {"path": "a.txt"}});
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    let round = |response: &RawResponse| {
+        let message = validated(revision, response).pop().unwrap();
+        support::check(revision, "JSONRPCMessage", &message);
+        message
+    };
+    // Round 1 on A, round 2 on B, round 3 on A.
+    let first = round(&post(revision, None, &call(1, json!({}))).send(a.addr).await);
+    let result = &first["result"];
+    support::check(revision, "InputRequiredResult", result);
+    assert!(result["inputRequests"].get("confirm").is_some());
+    let mut answers = json!({"confirm": {"action": "accept", "content": {}}});
+    let retry = call(
+        2,
+        json!({"inputResponses": answers, "requestState": result["requestState"]}),
+    );
+    let second = round(&post(revision, None, &retry).send(b.addr).await);
+    let result = second["result"].clone();
+    support::check(revision, "InputRequiredResult", &result);
+    assert!(result["inputRequests"].get("name").is_some(), "{second}");
+    answers["name"] = json!({"action": "accept", "content": {"name": "b.txt"}});
+    let retry = call(
+        3,
+        json!({"inputResponses": answers, "requestState": result["requestState"]}),
+    );
+    let third = round(&post(revision, None, &retry).send(a.addr).await);
+    support::check(revision, "CallToolResult", &third["result"]);
+    assert_eq!(
+        third["result"]["content"][0]["text"],
+        "renamed a.txt to b.txt"
+    );
+    // The state redeemed on A cannot be replayed on B (nor on A).
+    for worker in [b.addr, a.addr] {
+        let replay = call(
+            4,
+            json!({"inputResponses": answers, "requestState": result["requestState"]}),
+        );
+        let refused = round(&post(revision, None, &replay).send(worker).await);
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+
+    // 2025-03-26: the mcpState argument crosses workers the same way.
+    let revision = Revision::V2025_03_26;
+    let session = open_session(a.addr, revision).await;
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"service": "web"}}});
+    let first = validated(
+        revision,
+        &post(revision, Some(&session), &call).send(a.addr).await,
+    )
+    .pop()
+    .unwrap();
+    support::check(revision, "CallToolResult", &first["result"]);
+    let asked = &first["result"]["_meta"]["rs.mcp-adapters/inputRequired"];
+    let mut retry = call.clone();
+    retry["params"]["arguments"]["mcpAnswers"] =
+        json!({"confirm": {"action": "accept", "content": {}}});
+    retry["params"]["arguments"]["mcpState"] = asked["requestState"].clone();
+    let done = validated(
+        revision,
+        &post(revision, Some(&session), &retry).send(b.addr).await,
+    )
+    .pop()
+    .unwrap();
+    support::check(revision, "CallToolResult", &done["result"]);
+    assert_eq!(done["result"]["content"][0]["text"], "deployed web");
+    let replayed = validated(
+        revision,
+        &post(revision, Some(&session), &retry).send(a.addr).await,
+    )
+    .pop()
+    .unwrap();
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+}
+
+/// An event log that holds its first `poll` until released: the answer is certain to be
+/// published before the asking worker first looks for it.
+struct HeldFirstPoll {
+    inner: Arc<RedisHub>,
+    polled: Notify,
+    release: Notify,
+    held: std::sync::atomic::AtomicBool,
+}
+
+impl EventLog for HeldFirstPoll {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: bytes::Bytes,
+    ) -> BoxFuture<'a, Result<Cursor, LogError>> {
+        self.inner.publish(topic, message)
+    }
+
+    fn position<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<Cursor, LogError>> {
+        self.inner.position(topic)
+    }
+
+    fn poll<'a>(
+        &'a self,
+        topic: &'a Topic,
+        after: Cursor,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Vec<Event>, LogError>> {
+        Box::pin(async move {
+            if !self.held.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                self.polled.notify_one();
+                self.release.notified().await;
+            }
+            self.inner.poll(topic, after, timeout).await
+        })
+    }
+
+    fn delete<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<(), LogError>> {
+        self.inner.delete(topic)
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct DeployArgs {
+    service: String,
+}
+
+async fn deploy(args: DeployArgs, ex: Exchange) -> Result<String, ToolError> {
+    let answer = ex
+        .ask(
+            "confirm",
+            Question::elicit(format!("Deploy {}?", args.service)),
+        )
+        .await?;
+    Ok(format!("{} {}", args.service, answer.accepted()))
+}
+
+#[tokio::test]
+async fn an_answer_published_before_the_first_poll_is_still_delivered() {
+    if !redis_available().await {
+        return;
+    }
+    let prefix = format!("mcp-ask-workers:{}:{}", std::process::id(), line!());
+    let connect = || async {
+        Arc::new(
+            RedisHub::connect(&redis_url(), RedisConfig::new().key_prefix(prefix.clone()))
+                .await
+                .unwrap(),
+        )
+    };
+    let (hub_a, hub_b) = (connect().await, connect().await);
+    let held = Arc::new(HeldFirstPoll {
+        inner: hub_a.clone(),
+        polled: Notify::new(),
+        release: Notify::new(),
+        held: std::sync::atomic::AtomicBool::new(false),
+    });
+    let build = |store: Arc<RedisHub>, log: Arc<dyn EventLog>| {
+        Server::builder("held", "1")
+            .tool(Tool::new("deploy", deploy))
+            .state_store(store)
+            .event_log(log)
+            .build()
+            .unwrap()
+    };
+    let worker_a = build(hub_a, held.clone());
+    let worker_b = build(hub_b.clone(), hub_b);
+    let revision = Revision::V2025_11_25;
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let (ctx_a, ctx_b) = (Context::connection(), Context::connection());
+    worker_a.handle_all(init.clone(), &ctx_a).await;
+    worker_b.handle_all(init, &ctx_b).await;
+    let mut reply = worker_a.handle(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "deploy", "arguments": {"service": "web"}}}),
+        &ctx_a,
+    );
+    let question = reply.next().await.unwrap().to_value();
+    support::check(revision, "JSONRPCMessage", &question);
+    support::check(revision, "ElicitRequest", &question);
+    let waiting = tokio::spawn(async move { reply.next().await.map(|o| o.to_value()) });
+    // A is at its first poll, held there; B publishes the answer meanwhile.
+    tokio::time::timeout(WAIT, held.polled.notified())
+        .await
+        .unwrap();
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {}}});
+    assert!(worker_b.handle_all(answer, &ctx_b).await.is_empty());
+    held.release.notify_one();
+    let done = tokio::time::timeout(WAIT, waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    support::check(revision, "JSONRPCMessage", &done);
+    assert_eq!(done["result"]["content"][0]["text"], "web true");
+}
