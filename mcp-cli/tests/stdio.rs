@@ -333,12 +333,11 @@ fn listen_subscribes_and_stops_after_count() {
             "--count",
             "0",
         ]);
-        // The demo declares no resource subscriptions: the CLI says so and listens for list
-        // changes alone, rather than sending a subscription the server would refuse.
-        let note = listener.wait_for_stderr("resource subscriptions");
-        assert!(note.contains("list changes only"), "{note}");
+        // The demo declares resource subscriptions (`resources.subscribe`): the CLI subscribes
+        // to the URI as well as to the list changes.
         let line = listener.wait_for_stderr("listening for");
         assert!(line.contains("list changes"), "{line}");
+        assert!(line.contains("updates of config://app"), "{line}");
         let run = listener.finish();
         assert_eq!(run.code, 0, "{revision}: {run:?}");
     }

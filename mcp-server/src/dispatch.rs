@@ -6,7 +6,7 @@
 //! outcome the revision's way. What a handler sends before its final response (progress, log
 //! messages, pushed questions) comes out first, on the same stream.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -147,6 +147,10 @@ struct Connection {
     adapter: Option<Adapter>,
     client: ClientContext,
     log_level: Option<LogLevel>,
+    /// URIs of `resources/subscribe` (revisions with a handshake).
+    subscriptions: BTreeSet<String>,
+    /// Closes this connection's `subscriptions/listen` streams gracefully.
+    listeners: crate::notify::Closer,
 }
 
 impl fmt::Debug for Context {
@@ -292,6 +296,8 @@ pub(crate) struct SessionSnapshot {
     pub(crate) client: ClientContext,
     /// The level `logging/setLevel` set.
     pub(crate) log_level: Option<LogLevel>,
+    /// The URIs of `resources/subscribe`, sorted.
+    pub(crate) subscriptions: Vec<String>,
 }
 
 impl Context {
@@ -311,6 +317,8 @@ impl Context {
                     adapter: snapshot.adapter,
                     client: snapshot.client,
                     log_level: snapshot.log_level,
+                    subscriptions: snapshot.subscriptions.into_iter().collect(),
+                    ..Connection::default()
                 }),
                 in_flight: Mutex::new(HashMap::new()),
                 owner: Mutex::default(),
@@ -325,6 +333,7 @@ impl Context {
             adapter: connection.adapter,
             client: connection.client.clone(),
             log_level: connection.log_level,
+            subscriptions: connection.subscriptions.iter().cloned().collect(),
         }
     }
 }
@@ -339,7 +348,8 @@ impl Server {
         ctx: &Context,
     ) -> Reply {
         let (tx, rx) = mpsc::unbounded_channel();
-        let server = self.clone();
+        // The registry as it is now (runtime changes swap it).
+        let server = self.snapshot();
         let ctx = ctx.clone();
         let driver = async move {
             let mut responses = Vec::new();
@@ -422,7 +432,8 @@ impl Server {
     /// handler sends, then the response. Notifications and replies give an empty stream.
     pub fn handle(&self, input: impl Into<Input>, ctx: &Context) -> Reply {
         let (tx, rx) = mpsc::unbounded_channel();
-        let server = self.clone();
+        // The registry as it is now (runtime changes swap it).
+        let server = self.snapshot();
         let ctx = ctx.clone();
         let input = input.into();
         let driver = async move { server.run(input, ctx, tx).await }.boxed();
@@ -522,7 +533,10 @@ impl Server {
                         id: id.clone(),
                     });
                 }
+                // Dropping the reply stream mid-call cancels it: the handler's signal fires.
+                let on_drop = CancelOnDrop(Some(cancel.clone()));
                 let done = self.call(adapter, &mut call, ctx, sink, &cancel).await;
+                on_drop.disarm();
                 drop(registered);
                 if *cancel.watcher().borrow() {
                     // A cancelled request gets no response.
@@ -629,7 +643,9 @@ impl Server {
             Operation::ReadResource => self.read_resource(adapter, call, ctx, sink, cancel).await,
             Operation::GetPrompt => self.get_prompt(adapter, call, ctx, sink, cancel).await,
             Operation::Complete => self.complete(call).await,
-            Operation::Listen => self.listen(adapter, call, sink),
+            Operation::Listen => self.listen(adapter, call, ctx, sink, cancel).await,
+            Operation::Subscribe => self.subscribe(call, ctx),
+            Operation::Unsubscribe => self.unsubscribe(call, ctx),
             _ => Done::failure(Failure::unknown_method(&call.method)),
         }
     }
@@ -851,16 +867,6 @@ impl Server {
         }
     }
 
-    /// `subscriptions/listen`: nothing is offered (no list changes, no subscriptions), so the
-    /// acknowledgement names an empty subset and the stream ends at once.
-    fn listen(&self, adapter: Adapter, call: &Call, sink: &mpsc::UnboundedSender<Value>) -> Done {
-        let Some(id) = call.id.clone() else {
-            return Done::Silent;
-        };
-        let _ = sink.send(adapter.subscriptions_acknowledged(&id, json!({})));
-        Done::value(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": id}}))
-    }
-
     /// Redeems the request state of a retry; answers count only for questions the state
     /// lists. Answers without state are ignored: nothing was asked.
     async fn resume(&self, ctx: &Context, call: &Call, target: &str) -> Result<Resumed, Done> {
@@ -1012,7 +1018,7 @@ struct Resumed {
 }
 
 /// What a call leads to.
-enum Done {
+pub(crate) enum Done {
     /// Encode this outcome (with these cache hints where the revision has them).
     Send(Outcome, CacheHint),
     /// Nothing is sent (a notification, a cancelled call).
@@ -1020,11 +1026,11 @@ enum Done {
 }
 
 impl Done {
-    fn value(value: Value) -> Self {
+    pub(crate) fn value(value: Value) -> Self {
         Self::Send(Outcome::Value(value), CacheHint::NONE)
     }
 
-    fn failure(failure: Failure) -> Self {
+    pub(crate) fn failure(failure: Failure) -> Self {
         Self::Send(Outcome::Failure(failure), CacheHint::NONE)
     }
 }
@@ -1033,6 +1039,8 @@ impl Done {
 async fn with_cancel<F: Future>(cancel: &CancelHandle, fut: F) -> Option<F::Output> {
     let mut watcher = cancel.watcher();
     tokio::select! {
+        // The handler first: one that waits for its cancellation signal sees it fire.
+        biased;
         output = fut => Some(output),
         _ = watcher.wait_for(|c| *c) => None,
     }
@@ -1065,5 +1073,67 @@ fn first_id(decoded: &Decoded) -> Option<Id> {
     match decoded {
         Decoded::Single(Ok(Message::Request(request))) => Some(request.id.clone()),
         _ => None,
+    }
+}
+
+/// Cancels a call whose future is dropped before it ends (its reply stream was dropped).
+struct CancelOnDrop(Option<CancelHandle>);
+
+impl CancelOnDrop {
+    /// The call ended: nothing to cancel.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(cancel) = self.0.take() {
+            cancel.cancel();
+        }
+    }
+}
+
+/// Subscriptions and listen streams of a connection.
+impl Context {
+    /// The namespace (tenant) of this connection: its request state, question topics and
+    /// notifications.
+    pub fn namespace(&self) -> &Namespace {
+        &self.inner.namespace
+    }
+
+    /// The URIs this connection subscribed to with `resources/subscribe` (revisions with a
+    /// handshake), sorted; an HTTP transport saves them in its session record.
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.conn().subscriptions.iter().cloned().collect()
+    }
+
+    /// Whether this connection subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.conn().subscriptions.contains(uri)
+    }
+
+    /// Replaces the subscribed URIs (an HTTP transport restoring a session record).
+    pub fn set_subscriptions(&self, uris: impl IntoIterator<Item = impl Into<String>>) {
+        self.conn().subscriptions = uris.into_iter().map(Into::into).collect();
+    }
+
+    /// Ends this connection's open `subscriptions/listen` streams gracefully: each sends its
+    /// listen result and ends. For a transport whose peer is leaving (end of stdin). It cannot
+    /// be undone: a later listen on this connection is acknowledged and closed at once.
+    pub fn close_listeners(&self) {
+        self.conn().listeners.close();
+    }
+
+    pub(crate) fn add_subscription(&self, uri: String) {
+        self.conn().subscriptions.insert(uri);
+    }
+
+    pub(crate) fn remove_subscription(&self, uri: &str) {
+        self.conn().subscriptions.remove(uri);
+    }
+
+    pub(crate) fn listeners_closer(&self) -> crate::notify::Closer {
+        self.conn().listeners.clone()
     }
 }

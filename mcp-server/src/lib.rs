@@ -91,6 +91,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Notifications
+//!
+//! [`Server::notifier`] gives a [`Notifier`] that announces changes from anywhere
+//! (`resources/updated` for a URI, the three `list_changed`), through the hub's event log, so
+//! every worker sharing it delivers them; [`Server::add_tool`] and its siblings change the
+//! registry at run time and announce it. Clients receive them on the stream their revision
+//! has: after `resources/subscribe` on a connection with a handshake (stdio delivers them
+//! itself), on a legacy GET stream ([`Server::notifications`], whose hub cursors are the SSE
+//! event ids and resume a `Last-Event-ID`), or on a 2026-07-28 `subscriptions/listen` request,
+//! which stays open until the client closes it or the server ends it
+//! ([`Server::close_streams`], [`Context::close_listeners`]).
+//!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
 
 mod ask;
@@ -101,6 +113,7 @@ mod error;
 mod exchange;
 pub mod http;
 mod icon;
+mod notify;
 mod page;
 mod project;
 mod prompt;
@@ -122,6 +135,10 @@ pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
 pub use exchange::Exchange;
 pub use icon::Icon;
+pub use notify::{
+    Change, ChangeError, ChangeStream, NotificationFilter, NotificationStream, Notifier,
+    NotifyError,
+};
 pub use prompt::{IntoPromptResult, Prompt, PromptHandler};
 pub use resource::{
     IntoResourceContents, RequestAndExchange, RequestOnly, Resource, ResourceHandler,

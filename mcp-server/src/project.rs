@@ -77,14 +77,19 @@ impl RevisionView {
             })
             .collect();
         let mut capabilities = serde_json::Map::new();
+        // List changes and resource updates can be published at any time (`Notifier`,
+        // runtime registry changes), so both are always advertised.
         if !tools.is_empty() {
-            capabilities.insert("tools".into(), json!({}));
+            capabilities.insert("tools".into(), json!({"listChanged": true}));
         }
         if !registry.resources.is_empty() || !registry.templates.is_empty() {
-            capabilities.insert("resources".into(), json!({}));
+            capabilities.insert(
+                "resources".into(),
+                json!({"subscribe": true, "listChanged": true}),
+            );
         }
         if !registry.prompts.is_empty() {
-            capabilities.insert("prompts".into(), json!({}));
+            capabilities.insert("prompts".into(), json!({"listChanged": true}));
         }
         if registry.completer.is_some() {
             capabilities.insert("completions".into(), json!({}));

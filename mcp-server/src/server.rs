@@ -245,6 +245,7 @@ impl ServerBuilder {
         let prompts = build_prompts(self.prompts)?;
         let (resources, templates) = build_resources(self.resources, self.templates)?;
         let hub = Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()));
+        // One hub for both defaults, so the notifier and the listeners share a log.
         let store = self.store.unwrap_or_else(|| hub.clone());
         let log = self.log.unwrap_or(hub);
         let registry = Registry {
@@ -272,8 +273,10 @@ impl ServerBuilder {
             log,
             views: Default::default(),
         };
+        let registry = Arc::new(registry);
         Ok(Server {
-            registry: Arc::new(registry),
+            live: Arc::new(crate::notify::Live::new(registry.clone())),
+            registry,
         })
     }
 }
@@ -283,18 +286,21 @@ fn index<'a>(keys: impl Iterator<Item = &'a str>) -> HashMap<String, usize> {
 }
 
 /// A registered tool with what was derived from it once.
+#[derive(Clone)]
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
     pub(crate) validator: Validator,
     pub(crate) output_schema: Option<Value>,
 }
 
+#[derive(Clone)]
 pub(crate) struct PromptEntry {
     pub(crate) prompt: Prompt,
     pub(crate) arguments: Vec<Value>,
     pub(crate) validator: Validator,
 }
 
+#[derive(Clone)]
 pub(crate) struct TemplateEntry {
     pub(crate) template: ResourceTemplate,
     pub(crate) parsed: UriTemplate,
@@ -323,7 +329,7 @@ pub(crate) fn check_tool_name(name: &str) -> Result<(), RegistrationError> {
     Ok(())
 }
 
-fn build_tools(tools: Vec<Tool>) -> Result<Vec<ToolEntry>, RegistrationError> {
+pub(crate) fn build_tools(tools: Vec<Tool>) -> Result<Vec<ToolEntry>, RegistrationError> {
     let mut out: Vec<ToolEntry> = Vec::with_capacity(tools.len());
     for mut tool in tools {
         check_tool_name(&tool.name)?;
@@ -397,7 +403,7 @@ fn annotate_header(schema: &mut Value, path: &str, header: &str) -> Result<(), S
     Ok(())
 }
 
-fn build_prompts(prompts: Vec<Prompt>) -> Result<Vec<PromptEntry>, RegistrationError> {
+pub(crate) fn build_prompts(prompts: Vec<Prompt>) -> Result<Vec<PromptEntry>, RegistrationError> {
     let mut out: Vec<PromptEntry> = Vec::with_capacity(prompts.len());
     for prompt in prompts {
         if prompt.name.is_empty() {
@@ -431,7 +437,7 @@ fn build_prompts(prompts: Vec<Prompt>) -> Result<Vec<PromptEntry>, RegistrationE
     Ok(out)
 }
 
-fn build_resources(
+pub(crate) fn build_resources(
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
 ) -> Result<(Vec<Resource>, Vec<TemplateEntry>), RegistrationError> {
@@ -515,6 +521,46 @@ impl Registry {
     pub(crate) fn prompt(&self, name: &str) -> Option<&PromptEntry> {
         self.prompt_index.get(name).map(|&i| &self.prompts[i])
     }
+
+    /// A copy of this registry with another catalog (each list sorted as `build` sorts it),
+    /// and every per-revision view computed now, so no request pays for the change.
+    pub(crate) fn with_catalog(
+        &self,
+        tools: Vec<ToolEntry>,
+        prompts: Vec<PromptEntry>,
+        resources: Vec<Resource>,
+        templates: Vec<TemplateEntry>,
+    ) -> Self {
+        let registry = Self {
+            identity: self.identity.clone(),
+            server_info: self.server_info.clone(),
+            instructions: self.instructions.clone(),
+            tool_index: index(tools.iter().map(|t| t.tool.name.as_str())),
+            tools,
+            resource_index: index(resources.iter().map(|r| r.uri.as_str())),
+            resources,
+            template_order: {
+                let mut order: Vec<usize> = (0..templates.len()).collect();
+                order.sort_by_key(|&i| std::cmp::Reverse(templates[i].parsed.literal_len()));
+                order
+            },
+            templates,
+            prompt_index: index(prompts.iter().map(|p| p.prompt.name.as_str())),
+            prompts,
+            completer: self.completer.clone(),
+            page_size: self.page_size,
+            ask_timeout: self.ask_timeout,
+            list_cache: self.list_cache,
+            adapters: self.adapters.clone(),
+            states: self.states.clone(),
+            log: self.log.clone(),
+            views: Default::default(),
+        };
+        for adapter in registry.adapters.adapters() {
+            registry.view(*adapter);
+        }
+        registry
+    }
 }
 
 impl Identity {
@@ -545,7 +591,10 @@ impl Identity {
 /// serve it on stdio with [`serve_stdio`](crate::serve_stdio).
 #[derive(Clone)]
 pub struct Server {
+    /// The registry as it was when this value was made (see [`Server::snapshot`]).
     pub(crate) registry: Arc<Registry>,
+    /// What every clone shares: the current registry, the shutdown signal.
+    pub(crate) live: Arc<crate::notify::Live>,
 }
 
 impl fmt::Debug for Server {
@@ -578,7 +627,12 @@ impl Server {
 
     /// The `x-mcp-header` bindings of the tools offered on `adapter`'s revision, for the
     /// `Mcp-Param-*` checks of [`Adapter::decode_http`](mcp_adapters::Adapter::decode_http).
-    /// Computed once per revision.
+    /// Computed once per revision (and again after a runtime change of the tools).
+    ///
+    /// They are those of the registry this value holds: after
+    /// [`add_tool`](Self::add_tool) or [`remove_tool`](Self::remove_tool), call this on a
+    /// fresh [`snapshot`](Self::snapshot) so the checks agree with what
+    /// [`handle`](Self::handle) serves.
     pub fn tool_headers(&self, adapter: Adapter) -> &impl mcp_adapters::ToolHeaders {
         self.registry.view(adapter)
     }

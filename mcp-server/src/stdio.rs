@@ -5,8 +5,11 @@
 //! reaches a call in flight. Messages that change the connection (`initialize`,
 //! `server/discover`, `logging/setLevel`), notifications and replies are handled in order,
 //! before the next line is read. A line over the limit is answered with an error and reading
-//! goes on. At end of input the server stops after the calls in flight finish; calls still
-//! running after [`StdioConfig::shutdown_grace`] are cancelled.
+//! goes on. After `initialize`, the connection also receives the notifications published with
+//! the server's [`Notifier`](crate::Notifier): updates of the resources it subscribed to and
+//! list changes. At end of input open `subscriptions/listen` streams end with their result,
+//! and the server stops after the calls in flight finish; calls still running after
+//! [`StdioConfig::shutdown_grace`] are cancelled.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -125,6 +128,8 @@ where
     let ctx = Context::connection();
     let (out_tx, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer_task = tokio::spawn(write_lines(writer, out_rx));
+    // Subscribed resource updates and list changes, as they are published (after `initialize`).
+    let delivery = crate::notify::deliver_to_connection(&server, &ctx, out_tx.clone()).await;
     let mut decoder = NdjsonDecoder::new().with_max_line_length(config.max_line);
     let mut calls = JoinSet::new();
     let permits = Arc::new(Semaphore::new(config.max_in_flight));
@@ -194,6 +199,8 @@ where
         }
     }
     // Requests still queued at end of input run too.
+    // The peer is leaving: listen streams end with their result, like any other call.
+    ctx.close_listeners();
     while let Some(line) = waiting.pop_front() {
         let Ok(permit) = permits.clone().acquire_owned().await else {
             break;
@@ -208,6 +215,10 @@ where
     {
         ctx.cancel_all();
         while calls.join_next().await.is_some() {}
+    }
+    if let Some(delivery) = delivery {
+        delivery.abort();
+        let _ = delivery.await;
     }
     drop(out_tx);
     match writer_task.await {

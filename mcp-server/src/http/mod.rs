@@ -202,6 +202,8 @@ impl HttpEndpoint {
     /// Ends long-lived streams now (they are not calls in flight).
     pub(crate) fn close_streams(&self) {
         self.shared.closing.send_replace(true);
+        // `subscriptions/listen` streams end gracefully, with their result.
+        self.shared.server.close_streams();
     }
 
     /// Cancels calls that still run (after the shutdown deadline).

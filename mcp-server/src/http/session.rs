@@ -62,6 +62,7 @@ impl SessionRecord {
                 capabilities: self.capabilities.clone(),
             },
             log_level: self.log_level.as_deref().and_then(|l| l.parse().ok()),
+            subscriptions: self.subscriptions.clone(),
         }
     }
 
@@ -86,6 +87,11 @@ impl SessionRecord {
         }
         if level.is_some() && level != self.log_level {
             self.log_level = level;
+            changed = true;
+        }
+        // The snapshot started from the record's set, so a difference is a (un)subscribe.
+        if snapshot.subscriptions != self.subscriptions {
+            self.subscriptions.clone_from(&snapshot.subscriptions);
             changed = true;
         }
         changed

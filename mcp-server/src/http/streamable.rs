@@ -9,7 +9,7 @@ use futures::stream::{self, BoxStream};
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind, Selected, SelectedBy};
-use mcp_hub::{Cursor, Subscription};
+use mcp_hub::Cursor;
 use mcp_wire::jsonrpc::{self, Decoded};
 use mcp_wire::names::headers as header_names;
 
@@ -20,6 +20,7 @@ use crate::http::{
     Accepts, BodyError, SESSION_HEADER, Shared, failure_response, first_id, is_json,
     session_header, sse_response, status_only,
 };
+use crate::notify::Change;
 
 /// The session a request runs in.
 struct Bound {
@@ -72,14 +73,16 @@ pub(crate) async fn post(
         Err(response) => return response,
     };
     let adapter = bound.adapter;
-    let items = adapter.decode_http(decoded, &parts.headers, shared.server.tool_headers(adapter));
+    // The registry as it is now: the header checks agree with what the call is served from.
+    let server = shared.server.snapshot();
+    let items = adapter.decode_http(decoded, &parts.headers, server.tool_headers(adapter));
     let snapshot = bound
         .session
         .as_ref()
         .map(|(_, loaded)| loaded.record.snapshot(shared.server.revisions()))
         .unwrap_or_default();
     let ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
-    let mut reply = shared.server.handle_decoded(adapter, items, &ctx);
+    let mut reply = server.handle_decoded(adapter, items, &ctx);
     let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
     let Some(first) = reply.next().await else {
         return status_only(StatusCode::ACCEPTED);
@@ -355,19 +358,23 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     if !adapter.features().has_get_stream {
         return allow_post_only();
     }
-    let topic = shared.sessions.stream_topic(id);
-    let log = shared.server.registry.log.clone();
+    // The server's notifications (`Notifier`, runtime registry changes): list changes the
+    // capabilities announce, and updates of the URIs the session subscribed to, read from its
+    // record at each update so a subscription made on any worker takes effect. The SSE id is
+    // the hub cursor; `Last-Event-ID` resumes on any worker within retention.
+    let server = shared.server.snapshot();
+    let namespace = shared.sessions.namespace().clone();
     let after = parts
         .headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<Cursor>().ok())
         .filter(|_| adapter.features().sse_resumable);
-    let subscription = match Subscription::start(log.clone(), topic.clone(), after).await {
-        Ok(subscription) => subscription,
-        // A stale Last-Event-ID: start from now.
-        Err(_) => match Subscription::start(log, topic, None).await {
-            Ok(subscription) => subscription,
+    let changes = match server.changes(&namespace, after).await {
+        Ok(changes) => changes,
+        // A stale or foreign Last-Event-ID: start from now.
+        Err(_) => match server.changes(&namespace, None).await {
+            Ok(changes) => changes,
             Err(err) => {
                 tracing::error!(%err, "event log failure");
                 return failure_response(
@@ -378,21 +385,30 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
             }
         },
     };
-    let priming = adapter.features().sse_polling.then(|| {
-        body::priming(
-            &subscription.cursor().to_string(),
-            shared.config.sse_retry_ms,
-        )
-    });
-    let events = subscription
-        .take_while(|event| std::future::ready(event.is_ok()))
-        .filter_map(|event| async move {
-            let event = event.ok()?;
-            Some(body::event(
-                None,
-                Some(&event.cursor.to_string()),
-                &event.payload,
-            ))
+    let priming = adapter
+        .features()
+        .sse_polling
+        .then(|| body::priming(&changes.cursor().to_string(), shared.config.sse_retry_ms));
+    let lists = server.session_filter(adapter, std::iter::empty::<String>());
+    let session = (shared.clone(), id.to_owned());
+    let events = changes
+        .take_while(|item| std::future::ready(item.is_ok()))
+        .filter_map(move |item| {
+            let (shared, id) = session.clone();
+            let lists = lists.clone();
+            async move {
+                let (cursor, change) = item.ok()?;
+                let wanted = match &change {
+                    Change::ResourceUpdated { uri } => shared
+                        .sessions
+                        .load(&id)
+                        .await
+                        .is_ok_and(|loaded| loaded.record.subscriptions.contains(uri)),
+                    other => lists.matches(other),
+                };
+                let message = serde_json::to_vec(&change.to_message(adapter, None)).ok()?;
+                wanted.then(|| body::event(None, Some(&cursor.to_string()), &message))
+            }
         });
     let source = stream::iter(priming).chain(events).boxed();
     let stream =
