@@ -44,7 +44,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .allow_localhost(true);
     let endpoint = HttpEndpoint::new(server, config);
     let app = axum::Router::new()
-        .route("/", axum::routing::get(|| async { "an axum app with MCP at /mcp" }))
+        .route(
+            "/",
+            axum::routing::get(|| async { "an axum app with MCP at /mcp" }),
+        )
         .route_service("/mcp", endpoint.clone())
         .route_service("/sse", endpoint.clone())
         .route_service("/messages", endpoint);
