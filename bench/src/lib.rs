@@ -18,9 +18,11 @@
 //!   fixed JSON-RPC result, and the 2024-11-05 HTTP+SSE shape on `GET /sse`; with `--stdio`, the
 //!   stdio floor: a process answering every request line on stdin with that fixed line.
 //! - `mcp-bench-client` (feature `client`): the same loop driven through our `mcp-client`
-//!   ([`client_load`]), for the client-overhead and stdio client+server rows.
-//! - `mcp-bench-server`: our server with an `add` tool, for the harness's own rows.
-//!   It exits with [`EXIT_NOT_AVAILABLE`] until our HTTP transport exists.
+//!   (module `client_load`), for the client-overhead and stdio client+server rows.
+//! - `mcp-bench-server`: our real HTTP server (mcp-server: Streamable HTTP at `/mcp`, HTTP+SSE
+//!   at `/sse`) with an `add` tool and a `confirm` tool that asks the client once, for the
+//!   harness's own rows; `--store memory|redis`. With `mcp-load --ask` ([`ask`]) the harness
+//!   measures a pushed question answered through the server's hub.
 //!
 //! `cargo xtask bench` (in `xtask/src/bench.rs`) builds these in release mode, starts the servers
 //! pinned to core 0 and the load generator pinned to core 1, alternates rounds across servers,
@@ -35,6 +37,7 @@
 //! (a number, or an object whose first numeric field is the sum) or as a text block holding
 //! the number or such an object.
 
+pub mod ask;
 #[cfg(feature = "client")]
 pub mod client_load;
 pub mod floor;

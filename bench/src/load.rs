@@ -79,6 +79,9 @@ pub struct LoadConfig {
     /// [`concurrency`](Self::concurrency) connections) and leave them idle; see
     /// [`open_sessions`]. Default is `None`.
     pub sessions: Option<usize>,
+    /// Instead of calling `add`, measure pushed asks answered through the hub (2025-11-25,
+    /// Streamable HTTP, one at a time; see [`crate::ask`]). Default is `false`.
+    pub ask: bool,
 }
 
 impl LoadConfig {
@@ -95,13 +98,15 @@ impl LoadConfig {
             timeout: Duration::from_secs(10),
             fixed_reply: false,
             sessions: None,
+            ask: false,
         }
     }
 
     /// Parses the `mcp-load` command line (without the program name).
     ///
     /// `--url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
-    /// [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply] [--sessions N]`, or
+    /// [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply] [--sessions N]
+    /// [--ask]`, or
     /// `--transport stdio --command "PROGRAM ARGS..."` instead of `--url` (the command is split
     /// on whitespace; concurrency 1 only).
     ///
@@ -121,11 +126,16 @@ impl LoadConfig {
         let mut timeout = None;
         let mut sessions = None;
         let mut fixed_reply = false;
+        let mut ask = false;
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let arg = arg.as_ref();
             if arg == "--fixed-reply" {
                 fixed_reply = true;
+                continue;
+            }
+            if arg == "--ask" {
+                ask = true;
                 continue;
             }
             let value = args
@@ -176,6 +186,10 @@ impl LoadConfig {
         config.timeout = timeout.unwrap_or(config.timeout);
         config.fixed_reply = fixed_reply;
         config.sessions = sessions;
+        config.ask = ask;
+        if ask && (revision != Revision::V2025_11_25 || config.transport != Transport::Streamable) {
+            return Err(ArgsError::AskNeeds2025_11_25);
+        }
         if config.transport == Transport::Stdio && config.concurrency != 1 {
             return Err(ArgsError::StdioConcurrency);
         }
@@ -202,6 +216,9 @@ pub enum ArgsError {
     /// A flag that `mcp-load` does not know.
     #[error("unknown flag `{0}`")]
     UnknownFlag(String),
+    /// `--ask` with a revision other than 2025-11-25 or a transport other than Streamable HTTP.
+    #[error("--ask needs --revision 2025-11-25 over Streamable HTTP")]
+    AskNeeds2025_11_25,
     /// A flag at the end of the line without its value.
     #[error("`{0}` needs a value")]
     MissingValue(String),
@@ -509,13 +526,13 @@ pub(crate) fn report(config: &LoadConfig, total: &Stats, measured: Duration) -> 
 
 /// Where requests go.
 #[derive(Debug)]
-struct Target {
+pub(crate) struct Target {
     /// `host:port`, to connect to.
     authority: String,
     /// The `Host` header.
-    host: HeaderValue,
+    pub(crate) host: HeaderValue,
     /// The request target of the URL.
-    path: Uri,
+    pub(crate) path: Uri,
 }
 
 impl Target {
@@ -528,7 +545,7 @@ impl Target {
         }
     }
 
-    fn parse(url: &str) -> Result<Self, LoadError> {
+    pub(crate) fn parse(url: &str) -> Result<Self, LoadError> {
         let bad = || LoadError::BadUrl(url.to_owned());
         let uri: Uri = url.parse().map_err(|_| bad())?;
         if uri.scheme_str() != Some("http") {
@@ -549,7 +566,7 @@ impl Target {
         })
     }
 
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, CallError> {
+    pub(crate) async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, CallError> {
         let stream = TcpStream::connect(&self.authority)
             .await
             .map_err(CallError::Connect)?;

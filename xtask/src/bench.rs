@@ -16,14 +16,17 @@
 //!    (rotated each round: A B C, B C A, ...) gets one `mcp-load` run pinned to core 1.
 //!    Ratios (share of the floor, ratio to rmcp) are taken within a round, then the median over
 //!    rounds is reported, with the min-max spread of calls/s.
-//! 5. Idle memory: starts a fresh instance of every server but the floor, opens `--sessions`
+//! 5. Pushed asks: `mcp-load --ask` against our memory and Redis rows (2025-11-25: a question
+//!    pushed on the call's stream, answered on another connection through the hub),
+//!    answer-to-result p50/p99.
+//! 6. Idle memory: starts a fresh instance of every server but the floor, opens `--sessions`
 //!    sessions (2025-11-25 handshakes over Streamable HTTP, left idle) and compares its RSS
 //!    before and after.
-//! 6. stdio: the raw driver against a process answering each request line (the raw pipe),
+//! 7. stdio: the raw driver against a process answering each request line (the raw pipe),
 //!    against our stdio server, and our client against our stdio server.
-//! 7. Client overhead: the raw hyper loop and our client (`mcp-bench-client`) against the same
+//! 8. Client overhead: the raw hyper loop and our client (`mcp-bench-client`) against the same
 //!    echo floor (`mcp-floor --echo`), rotated each round.
-//! 8. Writes the report (`docs/benchmarks.md`, or `target/bench/benchmarks-quick.md` with
+//! 9. Writes the report (`docs/benchmarks.md`, or `target/bench/benchmarks-quick.md` with
 //!    `--quick`) and stops every server it started, on every path.
 //!
 //! Options: `--quick`, `--no-peers`, `--rounds N`, `--warmup SECS`, `--measure SECS`,
@@ -107,6 +110,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     // Servers are stopped when `servers` is dropped, on every path out of this function.
     let servers = Servers::start(rows, &log_dir)?;
     let results = measure(&settings, &bin, &servers)?;
+    let asks = measure_asks(&settings, &bin, &servers)?;
     let idle = idle_sessions(&settings, &bin, &servers, &log_dir)?;
     let stdio_rows = stdio_rows(&settings, &bin);
     let stdio = measure_stdio(&settings, &bin, &stdio_rows)?;
@@ -171,6 +175,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         rows: &rows,
         results: &results,
         idle: &idle,
+        asks: &asks,
         notes: &notes,
         peak_rss: &peak_rss,
         load_before,
@@ -190,9 +195,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     }
     fs::write(&out, &markdown).with_context(|| format!("writing {}", out.display()))?;
     println!(
-        "{}{}{}{}",
+        "{}{}{}{}{}",
         report.tables(),
         report.idle_table(),
+        report.ask_table(),
         report.stdio_tables(),
         report.client_tables()
     );
@@ -1151,6 +1157,98 @@ impl IdleSample {
     }
 }
 
+/// Pushed asks answered through one of our servers' hubs.
+#[derive(Clone, Debug)]
+struct AskSample {
+    key: &'static str,
+    /// Answered asks, summed over rounds.
+    asks: u64,
+    /// Medians over rounds.
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+/// The revision of the pushed asks: the newest that pushes questions on the call's stream.
+const ASK_REVISION: &str = "2025-11-25";
+
+/// Runs `mcp-load --ask` against our running servers (memory and Redis stores), alternating
+/// them each round: answer-to-result latency of a question pushed on the call's stream.
+fn measure_asks(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Vec<AskSample>> {
+    let ours: Vec<&Row> = servers
+        .rows
+        .iter()
+        .filter(|r| r.spec.role == Role::Ours && r.running().is_some())
+        .collect();
+    // Per row: asks, p50s, p99s, errors, first error.
+    type Tally = (u64, Vec<f64>, Vec<f64>, u64, Option<String>);
+    let mut per_row: Vec<Tally> = vec![(0, Vec::new(), Vec::new(), 0, None); ours.len()];
+    for round in 0..settings.rounds {
+        for i in 0..ours.len() {
+            let index = (i + round) % ours.len();
+            let row = ours[index];
+            let Some(running) = row.running() else {
+                continue;
+            };
+            let output = Command::new("taskset")
+                .args(["-c", "1"])
+                .arg(bin.join("mcp-load"))
+                .arg("--url")
+                .arg(format!("http://127.0.0.1:{}/mcp", running.port))
+                .args(["--revision", ASK_REVISION, "--ask"])
+                .arg("--warmup")
+                .arg(settings.warmup.to_string())
+                .arg("--duration")
+                .arg(settings.measure.to_string())
+                .stdin(Stdio::null())
+                .output()
+                .context("running mcp-load --ask")?;
+            if !output.status.success() {
+                bail!(
+                    "mcp-load --ask failed ({}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+            let report: Value =
+                serde_json::from_slice(&output.stdout).context("parsing the ask report")?;
+            let asks = report["asks"].as_u64().unwrap_or(0);
+            let errors = report["errors"].as_u64().unwrap_or(0);
+            eprintln!(
+                "xtask bench: ask {ASK_REVISION} round {} {:<15} {:>7} asks  p50 {:.3} ms  p99 {:.3} ms  errors {errors}",
+                round + 1,
+                row.spec.key,
+                asks,
+                report["p50_ms"].as_f64().unwrap_or(0.0),
+                report["p99_ms"].as_f64().unwrap_or(0.0),
+            );
+            let entry = &mut per_row[index];
+            entry.0 += asks;
+            if asks > 0 {
+                entry.1.push(report["p50_ms"].as_f64().unwrap_or(0.0));
+                entry.2.push(report["p99_ms"].as_f64().unwrap_or(0.0));
+            }
+            entry.3 += errors;
+            if entry.4.is_none() {
+                entry.4 = report["first_error"].as_str().map(str::to_owned);
+            }
+        }
+    }
+    Ok(ours
+        .iter()
+        .zip(per_row)
+        .map(|(row, (asks, p50, p99, errors, first_error))| AskSample {
+            key: row.spec.key,
+            asks,
+            p50_ms: median(p50),
+            p99_ms: median(p99),
+            errors,
+            first_error,
+        })
+        .collect())
+}
+
 /// The revision of the idle sessions: the newest with a handshake.
 const IDLE_REVISION: &str = "2025-11-25";
 
@@ -1326,6 +1424,7 @@ struct Report<'a> {
     stdio_rows: &'a [RowInfo],
     client: &'a Results,
     idle: &'a [IdleSample],
+    asks: &'a [AskSample],
     notes: &'a [String],
     peak_rss: &'a BTreeMap<&'a str, Option<f64>>,
     load_before: String,
@@ -1474,6 +1573,7 @@ impl Report<'_> {
         md.push_str(&self.tables());
         md.push_str(&self.peak_table());
         md.push_str(&self.idle_table());
+        md.push_str(&self.ask_table());
         md.push_str(&self.stdio_tables());
         md.push_str(&self.client_tables());
         md.push_str(&self.targets());
@@ -1654,6 +1754,38 @@ impl Report<'_> {
         md
     }
 
+    fn ask_table(&self) -> String {
+        if self.asks.is_empty() {
+            return String::new();
+        }
+        let mut md = format!(
+            "### Pushed ask answered through the hub ({ASK_REVISION}, Streamable HTTP, one at a time)\n\n\
+             `tools/call confirm` pushes `elicitation/create` on the call's event stream; the answer is POSTed on a \
+             second connection and reaches the waiting handler through the server's hub; latency is from the answer \
+             POST being sent to the call's result being read.\n\n\
+             | server | asks answered | answer-to-result p50 ms | p99 ms | errors |\n\
+             | --- | --: | --: | --: | --: |\n"
+        );
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
+        for sample in self.asks {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {}{} |",
+                self.label(sample.key),
+                thousands(sample.asks as f64),
+                ms(sample.p50_ms),
+                ms(sample.p99_ms),
+                sample.errors,
+                sample
+                    .first_error
+                    .as_deref()
+                    .map_or_else(String::new, |e| format!(" (first: {e})")),
+            );
+        }
+        md.push('\n');
+        md
+    }
+
     fn idle_table(&self) -> String {
         if self.idle.is_empty() {
             return String::new();
@@ -1798,9 +1930,31 @@ impl Report<'_> {
             None => format!("| {client_target} | - | pending (client rows not run) |"),
         };
         let _ = writeln!(md, "{line}");
+        let ask_target =
+            "pushed ask answered through the hub (memory, Redis): answer-to-result p50/p99";
+        let figures: Vec<String> = self
+            .asks
+            .iter()
+            .filter_map(|s| {
+                Some(format!(
+                    "{}: {:.3} / {:.3} ms",
+                    s.key.trim_start_matches("ours-"),
+                    s.p50_ms?,
+                    s.p99_ms?
+                ))
+            })
+            .collect();
         let _ = writeln!(
             md,
-            "| pushed ask answered through the hub (memory, Redis): answer-to-handler p50/p99 | - | pending (needs our HTTP transport; row not built yet) |"
+            "{}",
+            if figures.is_empty() {
+                format!("| {ask_target} | - | not measured (our server's rows not available) |")
+            } else {
+                format!(
+                    "| {ask_target} | {} | measured (no numeric target) |",
+                    figures.join("; ")
+                )
+            }
         );
         md.push('\n');
         md.push_str(&self.headline());

@@ -6,7 +6,8 @@
 //!
 //! Contract (see the crate docs, "Server contract"): Streamable HTTP at `/mcp` for every
 //! revision, HTTP+SSE at `GET /sse` for 2024-11-05, and an `add` tool taking `{a, b}` integers
-//! and returning `{"sum": a + b}` as structured content. Listens on `127.0.0.1:PORT`; with
+//! and returning `{"sum": a + b}` as structured content, plus a `confirm` tool that asks the
+//! client once (for `mcp-load --ask`). Listens on `127.0.0.1:PORT`; with
 //! `--store redis` sessions and the event log live in Redis (default `redis://127.0.0.1:6379`,
 //! keys under a prefix unique to the process). Runs on one thread (the harness pins it to one
 //! core) until Ctrl-C or SIGTERM.
@@ -15,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
-use mcp_server::{Json, Server, Tool};
+use mcp_server::{Exchange, Json, Question, Server, Tool, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,21 @@ struct AddArgs {
 struct Sum {
     /// `a + b`.
     sum: i64,
+}
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+/// Asks the client once (pushed on 2025-06-18 and 2025-11-25, so the answer comes back through
+/// the hub), then answers `"confirmed"`: `mcp-load --ask` measures answer-to-result latency.
+async fn confirm(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
+    let answer = ex.ask("go", Question::elicit("Go on?")).await?;
+    if answer.accepted() {
+        Ok("confirmed".to_owned())
+    } else {
+        Ok("declined".to_owned())
+    }
 }
 
 async fn add(args: AddArgs) -> Json<Sum> {
@@ -77,7 +93,8 @@ fn options() -> Result<Options, String> {
 
 async fn run(options: Options) -> Result<(), String> {
     let mut builder = Server::builder("mcp-bench-server", env!("CARGO_PKG_VERSION"))
-        .tool(Tool::new("add", add).read_only());
+        .tool(Tool::new("add", add).read_only())
+        .tool(Tool::new("confirm", confirm));
     if let Some(url) = &options.redis {
         let config = mcp_hub::RedisConfig::new()
             .key_prefix(format!("mcp-bench-server:{}", std::process::id()));

@@ -3,11 +3,13 @@
 //! ```text
 //! mcp-load --url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
 //!          [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply]
-//!          [--sessions N]
+//!          [--sessions N] [--ask]
 //! ```
 //!
 //! With `--sessions N` it opens N sessions and leaves them idle instead (see
-//! `mcp_bench::load::open_sessions`), printing a `SessionsReport` line.
+//! `mcp_bench::load::open_sessions`), printing a `SessionsReport` line. With `--ask` (2025-11-25
+//! only) it measures pushed asks answered through the server's hub instead (see
+//! `mcp_bench::ask`), printing an `AskReport` line.
 //!
 //! Runs on a current-thread tokio runtime: the harness pins it to one core with `taskset`.
 
@@ -23,7 +25,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: mcp-load --url URL --revision REV [--transport streamable|http+sse] \
                  [--concurrency N] [--warmup SECS] [--duration SECS] [--timeout SECS] \
-                 [--fixed-reply] [--sessions N]"
+                 [--fixed-reply] [--sessions N] [--ask]"
             );
             return ExitCode::from(2);
         }
@@ -39,7 +41,11 @@ fn main() -> ExitCode {
         }
     };
     let line = runtime.block_on(async {
-        if config.sessions.is_some() {
+        if config.ask {
+            mcp_bench::ask::run(&config)
+                .await
+                .map(|r| serde_json::to_string(&r))
+        } else if config.sessions.is_some() {
             load::open_sessions(&config)
                 .await
                 .map(|r| serde_json::to_string(&r))
