@@ -328,12 +328,22 @@ echo 'bye' >&2"#;
         panic!("a request gets a stream")
     };
     use futures::StreamExt;
-    let response = within(stream.next()).await.unwrap().unwrap();
+    // The notification came first; the response is handed over once the incoming stream's
+    // reader polled past it, so the incoming stream is polled while waiting for it.
+    let note = within(incoming.next()).await.unwrap().unwrap();
+    let response = within(async {
+        tokio::select! {
+            response = stream.next() => response,
+            other = incoming.next() => panic!("unexpected incoming {other:?}"),
+        }
+    })
+    .await
+    .unwrap()
+    .unwrap();
     assert_eq!(
         response.message.id(),
         Some(&mcp_wire::jsonrpc::Id::Number(1))
     );
-    let note = within(incoming.next()).await.unwrap().unwrap();
     assert_eq!(note.message.method(), Some("notifications/message"));
     within(transport.close()).await.unwrap();
     let mut err = String::new();
@@ -443,4 +453,80 @@ async fn a_question_the_client_cannot_answer_is_the_servers_typed_refusal() {
         error.data().unwrap()["requiredCapabilities"]["elicitation"].is_object(),
         "{error:?}"
     );
+}
+
+/// A legacy stdio server that answers `tools/call` with `count` progress notifications for
+/// the call's token and log messages, then the result, all in one write.
+async fn chatty_server(reader: tokio::io::DuplexStream, mut writer: tokio::io::DuplexStream) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(reader).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let message: Value = serde_json::from_str(&line).unwrap();
+        let mut out = Vec::new();
+        let mut push = |v: Value| {
+            out.extend(serde_json::to_vec(&v).unwrap());
+            out.push(b'\n');
+        };
+        match message["method"].as_str() {
+            Some("initialize") => push(json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {"tools": {}, "logging": {}},
+                "serverInfo": {"name": "chatty", "version": "1"}}})),
+            Some("tools/call") => {
+                let token = message["params"]["_meta"]["progressToken"].clone();
+                for i in 1..=CHATTY_STEPS {
+                    push(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": i, "total": CHATTY_STEPS}}));
+                    push(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "info", "data": i}}));
+                }
+                push(json!({"jsonrpc": "2.0", "id": message["id"],
+                    "result": {"content": [{"type": "text", "text": "done"}]}}));
+            }
+            _ => continue,
+        }
+        writer.write_all(&out).await.unwrap();
+    }
+}
+
+const CHATTY_STEPS: u64 = 40;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_notification_before_a_response_is_dispatched_before_the_call_returns() {
+    let (client_out, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_in) = tokio::io::duplex(1 << 20);
+    tokio::spawn(chatty_server(server_in, server_out));
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let sink = logs.clone();
+    let client = Client::builder()
+        .revision(Revision::V2025_06_18)
+        .timeout(Duration::from_secs(10))
+        .on_notification(move |n| {
+            if n.method == "notifications/message" {
+                sink.lock()
+                    .unwrap()
+                    .push(n.params.clone().unwrap()["data"].clone());
+            }
+        })
+        .connect(Stdio::from_pipes(client_in, client_out, 1 << 20));
+    let client = within(client).await.unwrap();
+    let expected: Vec<f64> = (1..=CHATTY_STEPS).map(|i| i as f64).collect();
+    for round in 0..20 {
+        logs.lock().unwrap().clear();
+        let progress = Arc::new(Mutex::new(Vec::new()));
+        let sink = progress.clone();
+        let options =
+            CallOptions::new().on_progress(move |p| sink.lock().unwrap().push(p.progress));
+        let result = within(client.call_tool_with("count", json!({}), options))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "done");
+        // Checked the moment the call returns: nothing may still be on its way.
+        assert_eq!(
+            *progress.lock().unwrap(),
+            expected,
+            "round {round}: progress"
+        );
+        let logged: Vec<Value> = (1..=CHATTY_STEPS).map(|i| json!(i)).collect();
+        assert_eq!(*logs.lock().unwrap(), logged, "round {round}: log messages");
+    }
 }

@@ -14,6 +14,13 @@ use mcp_wire::jsonrpc::{Id, Message, Response};
 
 type Sender = mpsc::UnboundedSender<Result<Inbound, TransportError>>;
 
+/// One entry of the incoming queue: a message for its reader, or a response to hand to its
+/// request once the reader got this far.
+enum Queued {
+    Message(Result<Inbound, TransportError>),
+    Response(Sender, Inbound),
+}
+
 /// Routes messages read from one duplex channel to the requests waiting for them.
 ///
 /// A connection-shaped transport (stdio, HTTP+SSE, your own socket) reads every server message
@@ -21,6 +28,14 @@ type Sender = mpsc::UnboundedSender<Result<Inbound, TransportError>>;
 /// it gets as the request's [`super::Delivery::Stream`]; its reader calls [`Router::dispatch`]
 /// for each message. A response goes to the stream of the request it answers; everything else
 /// goes to [`Router::incoming`]. Dropping a request's stream unregisters it.
+///
+/// Order is kept across the two: once [`Router::incoming`] was taken, a response reaches its
+/// request's stream only after the incoming stream's reader has taken every message read before
+/// it (the response is queued behind them and handed over when the reader polls past it). A
+/// reader that handles each notification before polling again (as the client does) has thus
+/// handled every notification sent before a response, a call's progress included, by the time
+/// the call sees its response. The incoming stream must therefore be polled while requests
+/// wait; dropping it hands every queued response over at once.
 #[derive(Clone)]
 pub struct Router {
     shared: Arc<Shared>,
@@ -32,8 +47,8 @@ struct Shared {
 
 struct State {
     pending: HashMap<Id, Sender>,
-    incoming: Option<Sender>,
-    incoming_rx: Option<mpsc::UnboundedReceiver<Result<Inbound, TransportError>>>,
+    incoming: Option<mpsc::UnboundedSender<Queued>>,
+    incoming_rx: Option<mpsc::UnboundedReceiver<Queued>>,
     closed: bool,
 }
 
@@ -104,7 +119,7 @@ impl Router {
         match &inbound.message {
             Message::Response(Response { id: Some(id), .. }) => {
                 if let Some(tx) = state.pending.remove(id) {
-                    let _ = tx.send(Ok(inbound));
+                    state.deliver(tx, inbound);
                 } else {
                     tracing::debug!(%id, "response to a request nobody waits for");
                 }
@@ -112,13 +127,14 @@ impl Router {
             Message::Response(Response { id: None, .. }) => {
                 // The server could not tell which request failed: fail every waiting one rather
                 // than leave it hanging until its timeout.
-                for (_, tx) in state.pending.drain() {
-                    let _ = tx.send(Ok(inbound.clone()));
+                let waiting: Vec<Sender> = state.pending.drain().map(|(_, tx)| tx).collect();
+                for tx in waiting {
+                    state.deliver(tx, inbound.clone());
                 }
             }
             _ => {
                 if let Some(tx) = &state.incoming {
-                    let _ = tx.send(Ok(inbound));
+                    let _ = tx.send(Queued::Message(Ok(inbound)));
                 }
             }
         }
@@ -139,6 +155,20 @@ impl Router {
 
     fn unregister(&self, id: &Id) {
         self.lock().pending.remove(id);
+    }
+}
+
+impl State {
+    /// Hands `response` to its request: behind the messages queued for the incoming stream's
+    /// reader once someone reads it, at once otherwise.
+    fn deliver(&self, tx: Sender, response: Inbound) {
+        let queued = match (&self.incoming, self.incoming_rx.is_none()) {
+            (Some(incoming), true) => incoming.send(Queued::Response(tx, response)),
+            _ => Err(mpsc::error::SendError(Queued::Response(tx, response))),
+        };
+        if let Err(mpsc::error::SendError(Queued::Response(tx, response))) = queued {
+            let _ = tx.send(Ok(response));
+        }
     }
 }
 
@@ -179,20 +209,42 @@ impl Drop for Pending {
 }
 
 struct Incoming {
-    rx: mpsc::UnboundedReceiver<Result<Inbound, TransportError>>,
+    rx: mpsc::UnboundedReceiver<Queued>,
 }
 
 impl Stream for Incoming {
     type Item = Result<Inbound, TransportError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx)
+        loop {
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(Queued::Message(item))) => return Poll::Ready(Some(item)),
+                // Everything read before this response was taken: hand it over.
+                Poll::Ready(Some(Queued::Response(tx, response))) => {
+                    let _ = tx.send(Ok(response));
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        // Nobody reads any more: the responses still queued go to their requests now.
+        self.rx.close();
+        while let Ok(queued) = self.rx.try_recv() {
+            if let Queued::Response(tx, response) = queued {
+                let _ = tx.send(Ok(response));
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use futures::StreamExt;
+    use futures::{FutureExt, StreamExt};
     use mcp_wire::jsonrpc::Notification;
     use serde_json::json;
 
@@ -219,11 +271,32 @@ mod tests {
         })));
         router.dispatch(response(Some(1)));
         router.dispatch(response(Some(99)));
-        assert_eq!(two.next().await.unwrap().unwrap(), response(Some(2)));
-        assert!(two.next().await.is_none());
-        assert_eq!(one.next().await.unwrap().unwrap(), response(Some(1)));
+        // Reading the notification hands over the response queued before it.
         let n = incoming.next().await.unwrap().unwrap();
         assert_eq!(n.message.method(), Some("n"));
+        assert_eq!(two.next().await.unwrap().unwrap(), response(Some(2)));
+        assert!(two.next().await.is_none());
+        // The response read after the notification waits until the reader polls past it.
+        assert!(one.next().now_or_never().is_none());
+        assert!(incoming.next().now_or_never().is_none());
+        assert_eq!(one.next().await.unwrap().unwrap(), response(Some(1)));
+    }
+
+    #[tokio::test]
+    async fn without_a_reader_of_incoming_responses_go_straight_through() {
+        let router = Router::new();
+        let mut one = router.register(Id::Number(1));
+        router.dispatch(response(Some(1)));
+        assert_eq!(one.next().await.unwrap().unwrap(), response(Some(1)));
+        let incoming = router.incoming().unwrap();
+        let mut two = router.register(Id::Number(2));
+        router.dispatch(response(Some(2)));
+        // Dropping the reader hands over what it had not reached.
+        drop(incoming);
+        assert_eq!(two.next().await.unwrap().unwrap(), response(Some(2)));
+        let mut three = router.register(Id::Number(3));
+        router.dispatch(response(Some(3)));
+        assert_eq!(three.next().await.unwrap().unwrap(), response(Some(3)));
     }
 
     #[tokio::test]
