@@ -45,15 +45,19 @@ fn options() -> Result<Options, String> {
 }
 
 async fn run(options: Options) -> Result<(), String> {
-    let mut builder = demo_builder("mcp-demo");
-    if let Some(url) = &options.redis {
-        let hub = mcp_hub::RedisHub::connect(url, mcp_hub::RedisConfig::new())
-            .await
-            .map_err(|e| format!("cannot use Redis at {url}: {e}"))?;
-        let hub = Arc::new(hub);
-        builder = builder.state_store(hub.clone()).event_log(hub);
-    }
-    let server = builder.build().map_err(|e| e.to_string())?;
+    let hub = match &options.redis {
+        Some(url) => Some(Arc::new(
+            mcp_hub::RedisHub::connect(url, mcp_hub::RedisConfig::new())
+                .await
+                .map_err(|e| format!("cannot use Redis at {url}: {e}"))?,
+        )),
+        None => None,
+    };
+    let server = build_demo("mcp-demo", |builder| match hub {
+        Some(hub) => builder.state_store(hub.clone()).event_log(hub),
+        None => builder,
+    })
+    .map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(&options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;

@@ -16,6 +16,7 @@ use mcp_wire::jsonrpc;
 
 use crate::dispatch::{Context, Outgoing};
 use crate::http::body::{self, HttpBody, SseStream};
+use crate::http::cancel;
 use crate::http::session::{Loaded, SessionError, SessionRecord};
 use crate::http::{
     Accepts, BodyError, Shared, failure_response, first_id, is_json, sse_response, status_only,
@@ -240,9 +241,22 @@ async fn serve_message(
             return;
         }
     };
+    let cancelled = cancel::cancelled_ids(&decoded);
+    let cancel_topic = shared.sessions.cancel_topic(&id);
+    if !cancelled.is_empty() {
+        // A call of this session runs for an earlier message, here or on another worker.
+        shared
+            .cancels
+            .cancel(log, &cancel_topic, &id, &cancelled)
+            .await;
+    }
     let items = adapter.decode(decoded);
     let snapshot = loaded.record.snapshot(shared.server.revisions());
-    let ctx = Context::for_session(snapshot, true, shared.sessions.namespace().clone());
+    // Replies to questions pushed in this session are accepted only from this session.
+    let ctx = Context::for_session(snapshot, true, shared.sessions.namespace().clone())
+        .with_session(id.clone());
+    // While the call runs, a `notifications/cancelled` of its session reaches it.
+    let _registered = shared.cancels.register(log, cancel_topic, &id, &ctx).await;
     let mut reply = shared.server.handle_decoded(adapter, items, &ctx);
     while let Some(item) = reply.next().await {
         if item.is_response() {

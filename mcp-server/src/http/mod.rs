@@ -42,6 +42,7 @@
 //! and pushed questions. Requests of 2026-07-28 never touch the store.
 
 mod body;
+mod cancel;
 mod config;
 mod legacy;
 mod origin;
@@ -111,6 +112,8 @@ pub(crate) struct Shared {
     /// Turns true when the shutdown deadline passes: detached calls are cancelled.
     pub(crate) cancelling: watch::Sender<bool>,
     pub(crate) calls: CallTracker,
+    /// The session calls running on this worker, for `notifications/cancelled`.
+    pub(crate) cancels: Arc<cancel::Cancels>,
 }
 
 /// Counts calls running outside a request future (HTTP+SSE), so shutdown can wait for them.
@@ -177,6 +180,7 @@ impl HttpEndpoint {
                 closing: watch::channel(false).0,
                 cancelling: watch::channel(false).0,
                 calls: CallTracker::default(),
+                cancels: Arc::default(),
             }),
         }
     }

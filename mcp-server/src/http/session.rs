@@ -159,6 +159,11 @@ impl Sessions {
         self.namespace.topic(&format!("mcp-sse/{id}"))
     }
 
+    /// The hub topic the cancellations of a session's calls travel on between workers.
+    pub(crate) fn cancel_topic(&self, id: &str) -> Topic {
+        self.namespace.topic(&format!("mcp-cancel/{id}"))
+    }
+
     /// Whether `id` could be a session id this server minted (visible ASCII, bounded).
     pub(crate) fn plausible(id: &str) -> bool {
         !id.is_empty() && id.len() <= MAX_ID_LEN && id.bytes().all(|b| (0x21..=0x7e).contains(&b))

@@ -8,13 +8,16 @@ use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode};
-use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind, Selected, SelectedBy};
+use mcp_adapters::{
+    Adapter, AdapterSet, Failure, FailureKind, Selected, SelectedBy, SelectionInput,
+};
 use mcp_hub::Cursor;
 use mcp_wire::jsonrpc::{self, Decoded};
 use mcp_wire::names::headers as header_names;
 
 use crate::dispatch::{Context, Outgoing, Reply, SessionSnapshot};
 use crate::http::body::{self, HttpBody, SseStream};
+use crate::http::cancel::{self, Registered};
 use crate::http::session::{Loaded, SessionError, SessionRecord};
 use crate::http::{
     Accepts, BodyError, SESSION_HEADER, Shared, failure_response, first_id, is_json,
@@ -72,6 +75,15 @@ pub(crate) async fn post(
         Ok(bound) => bound,
         Err(response) => return response,
     };
+    if let Some((id, _)) = &bound.session {
+        // A call of this session runs in an earlier request, here or on another worker.
+        let cancelled = cancel::cancelled_ids(&decoded);
+        if !cancelled.is_empty() {
+            let topic = shared.sessions.cancel_topic(id);
+            let log = &shared.server.registry.log;
+            shared.cancels.cancel(log, &topic, id, &cancelled).await;
+        }
+    }
     let adapter = bound.adapter;
     // The registry as it is now: the header checks agree with what the call is served from.
     let server = shared.server.snapshot();
@@ -81,7 +93,20 @@ pub(crate) async fn post(
         .as_ref()
         .map(|(_, loaded)| loaded.record.snapshot(shared.server.revisions()))
         .unwrap_or_default();
-    let ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
+    let mut ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
+    if let Some((id, _)) = &bound.session {
+        // Replies to questions pushed in this session are accepted only from this session.
+        ctx = ctx.with_session(id.clone());
+    }
+    // While the call runs, a `notifications/cancelled` of its session reaches it.
+    let registered = match &bound.session {
+        Some((id, _)) => {
+            let topic = shared.sessions.cancel_topic(id);
+            let log = &shared.server.registry.log;
+            Some(shared.cancels.register(log, topic, id, &ctx).await)
+        }
+        None => None,
+    };
     let mut reply = server.handle_decoded(adapter, items, &ctx);
     let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
     let Some(first) = reply.next().await else {
@@ -116,7 +141,7 @@ pub(crate) async fn post(
         let status = last.status().unwrap_or(StatusCode::OK);
         return crate::http::json_response(status, last.to_bytes());
     }
-    let source = call_stream(shared, adapter, bound, ctx, first, reply);
+    let source = call_stream(shared, adapter, bound, ctx, first, reply, registered);
     let stream = SseStream::new(source, shared.config.keep_alive);
     let mut response = sse_response(HttpBody::sse(stream));
     add_session_header(&mut response, minted.as_deref());
@@ -133,6 +158,7 @@ fn call_stream(
     ctx: Context,
     first: Outgoing,
     reply: Reply,
+    registered: Option<Registered>,
 ) -> BoxStream<'static, Bytes> {
     // POST streams are not resumable here; the priming id only tells the client so.
     let priming = adapter
@@ -145,14 +171,14 @@ fn call_stream(
     let guard = detached.then(|| shared.call_guard());
     let mut cancelling = shared.cancelling.subscribe();
     let rest = stream::unfold(
-        (reply, shared.clone(), bound, ctx, settled),
-        |(mut reply, shared, bound, ctx, settled)| async move {
+        (reply, shared.clone(), bound, ctx, settled, registered),
+        |(mut reply, shared, bound, ctx, settled, registered)| async move {
             let item = reply.next().await?;
             if item.is_response() && !settled {
                 // A save failure is logged; the client still gets its answer.
                 let _ = settle(&shared, &bound, &ctx, &item).await;
             }
-            Some((frame(&item), (reply, shared, bound, ctx, true)))
+            Some((frame(&item), (reply, shared, bound, ctx, true, registered)))
         },
     );
     if !detached {
@@ -246,9 +272,16 @@ async fn bind(
     let reject = |rejected: mcp_adapters::Rejected| {
         failure_response(rejected.adapter, first_id(decoded), &rejected.failure)
     };
-    let selected: Selected = set
+    let mut selected: Selected = set
         .select_http(decoded, &parts.headers, None, None)
         .map_err(reject)?;
+    if selected.by != SelectedBy::Initialize && is_initialize(decoded) {
+        // `initialize` never needs a session, whatever headers a client sends with it (some
+        // send `MCP-Protocol-Version` on every request): its own protocolVersion negotiates.
+        selected = set
+            .select(&SelectionInput::from_body(decoded))
+            .map_err(reject)?;
+    }
     if selected.by == SelectedBy::Initialize {
         return Ok(Bound {
             adapter: selected.adapter,
@@ -302,6 +335,11 @@ async fn bind(
         session: Some((id.to_owned(), loaded)),
         initialize: false,
     })
+}
+
+/// The body is one `initialize` request.
+fn is_initialize(decoded: &Decoded) -> bool {
+    matches!(decoded, Decoded::Single(Ok(message)) if message.method() == Some(mcp_wire::names::method::INITIALIZE))
 }
 
 /// `GET`: the session's standalone SSE stream.

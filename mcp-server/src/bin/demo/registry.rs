@@ -130,8 +130,20 @@ async fn routed(args: RoutedArgs) -> String {
     format!("routed to {}", args.region)
 }
 
-async fn touch(_: NoArgs) -> String {
-    "touched config://app".to_owned()
+/// Where `touch` finds the server's notifier: filled by [`build_demo`] once the server is
+/// built (a server built from [`demo_builder`] alone leaves it empty and `touch` announces
+/// nothing).
+#[allow(unused_qualifications)] // some files that include this one import `Arc` or `OnceLock`
+type NotifierSlot = std::sync::Arc<std::sync::OnceLock<mcp_server::Notifier>>;
+
+async fn touch(slot: NotifierSlot) -> String {
+    let Some(notifier) = slot.get() else {
+        return "touched config://app (no notifier: nobody is told)".to_owned();
+    };
+    match notifier.resource_updated("config://app").await {
+        Ok(_) => "touched config://app".to_owned(),
+        Err(err) => format!("touched config://app, but the update was not announced: {err}"),
+    }
 }
 
 async fn boom(_: NoArgs) -> Result<String, ToolError> {
@@ -172,8 +184,29 @@ async fn complete(request: CompletionRequest) -> Vec<String> {
         .collect()
 }
 
-/// The demo's declarations, under the server name `name`.
+/// The demo's declarations, under the server name `name`; `touch` announces nothing (see
+/// [`build_demo`]).
+#[allow(dead_code)]
 fn demo_builder(name: &str) -> ServerBuilder {
+    demo_builder_with(name, NotifierSlot::default())
+}
+
+/// The demo server: its declarations, changed by `configure` (a hub, say), built; `touch`
+/// publishes `notifications/resources/updated` for `config://app` through the server's
+/// notifier, so every worker sharing the event log tells its subscribers.
+#[allow(dead_code)]
+fn build_demo(
+    name: &str,
+    configure: impl FnOnce(ServerBuilder) -> ServerBuilder,
+) -> Result<Server, mcp_server::RegistrationError> {
+    let slot = NotifierSlot::default();
+    let server = configure(demo_builder_with(name, slot.clone())).build()?;
+    let _ = slot.set(server.notifier());
+    Ok(server)
+}
+
+fn demo_builder_with(name: &str, slot: NotifierSlot) -> ServerBuilder {
+    let touch = move |_: NoArgs| touch(slot.clone());
     Server::builder(name, env!("CARGO_PKG_VERSION"))
         .title("Demo server")
         .instructions("A demo: add numbers, echo text, deploy or rename (they ask first), count with progress, read config://app.")
@@ -183,7 +216,7 @@ fn demo_builder(name: &str) -> ServerBuilder {
         .tool(Tool::new("rename", rename).description("Renames a file; asks twice, once with a form."))
         .tool(Tool::new("count", count).description("Counts to n, with progress and log lines.").read_only())
         .tool(Tool::new("routed", routed).description("Routed by region (header Mcp-Param-Region).").header("region", "Region").read_only())
-        .tool(Tool::new("touch", touch).description("Marks config://app as updated."))
+        .tool(Tool::new("touch", touch).description("Marks config://app as updated: subscribers get notifications/resources/updated."))
         .tool(Tool::new("boom", boom).description("Always fails."))
         .resource(Resource::new("config://app", "config", config).mime_type("application/json"))
         .resource(Resource::new("res://public", "public", public).mime_type("text/plain").cache(60_000, CacheScope::Public))

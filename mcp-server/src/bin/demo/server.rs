@@ -4,9 +4,7 @@ use mcp_server::serve_stdio;
 
 /// The demo server.
 fn demo() -> Server {
-    demo_builder("mcp-stdio-demo")
-        .build()
-        .expect("the demo's declarations are valid")
+    build_demo("mcp-stdio-demo", |builder| builder).expect("the demo's declarations are valid")
 }
 
 #[tokio::main(flavor = "current_thread")]
