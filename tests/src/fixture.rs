@@ -11,6 +11,8 @@
 //! | `wait` | tool | waits until it is cancelled |
 //! | `cancelled` | tool | waits (at most 10 s) until a `wait` call was cancelled |
 //! | `boom` | tool | always fails (`isError: true`) |
+//! | `touch` | tool | publishes an update of `config://app` through the server's `Notifier` |
+//! | `grow` | tool | adds a tool `grown_N` at run time (`add_tool`: `tools/list_changed`) |
 //! | `filler_00` .. `filler_06` | tools | make `tools/list` span several pages |
 //! | `config://app` | resource | `{"mode":"pairing"}` |
 //! | `res://items/{id}` | template | `item {id}`; `missing` is not found |
@@ -35,11 +37,11 @@ use tokio::sync::Notify;
 /// The fixture server's name, as `serverInfo.name` reports it.
 pub const SERVER_NAME: &str = "pairing-server";
 
-/// One page of every list holds this many entries, so the 16 tools span several pages.
+/// One page of every list holds this many entries, so the 18 tools span several pages.
 pub const PAGE_SIZE: usize = 4;
 
-/// Every tool the fixture declares, in `tools/list` order.
-pub const TOOLS: [&str; 16] = [
+/// Every tool the fixture declares, in `tools/list` order (before `grow` adds any).
+pub const TOOLS: [&str; 18] = [
     "add",
     "boom",
     "cancelled",
@@ -53,10 +55,15 @@ pub const TOOLS: [&str; 16] = [
     "filler_04",
     "filler_05",
     "filler_06",
+    "grow",
     "list_roots",
     "summarize",
+    "touch",
     "wait",
 ];
+
+/// The resource `touch` announces an update of.
+pub const TOUCHED: &str = "config://app";
 
 /// The names the completion handler offers.
 pub const NAMES: [&str; 3] = ["Albert", "Alice", "Bob"];
@@ -200,6 +207,34 @@ async fn boom(_: NoArgs) -> Result<String, ToolError> {
     Err(ToolError::new("boom: this tool always fails"))
 }
 
+/// The server a tool runs in, set once it is built: `touch` and `grow` change it.
+type Myself = Arc<std::sync::OnceLock<Server>>;
+
+async fn touch(myself: Myself) -> Result<String, ToolError> {
+    let server = myself
+        .get()
+        .ok_or_else(|| ToolError::new("not built yet"))?;
+    let cursor = server
+        .notifier()
+        .resource_updated(TOUCHED)
+        .await
+        .map_err(|e| ToolError::new(format!("publish: {e}")))?;
+    Ok(format!("touched {TOUCHED} at {cursor}"))
+}
+
+async fn grow(myself: Myself) -> Result<String, ToolError> {
+    static GROWN: AtomicUsize = AtomicUsize::new(0);
+    let server = myself
+        .get()
+        .ok_or_else(|| ToolError::new("not built yet"))?;
+    let name = format!("grown_{}", GROWN.fetch_add(1, Ordering::Relaxed));
+    server
+        .add_tool(Tool::new(name.clone(), filler).description("Added at run time."))
+        .await
+        .map_err(|e| ToolError::new(format!("add_tool: {e}")))?;
+    Ok(format!("added {name}"))
+}
+
 async fn filler(_: NoArgs) -> String {
     "filler".into()
 }
@@ -261,6 +296,9 @@ pub fn server(backing: Backing) -> Server {
 pub fn server_with(backing: Backing, revisions: AdapterSet) -> Server {
     let watch = Arc::new(CancelWatch::default());
     let on_wait = watch.clone();
+    // The server refers to itself through this (a cycle that lives as long as the process).
+    let myself = Myself::default();
+    let (on_touch, on_grow) = (myself.clone(), myself.clone());
     let mut builder = Server::builder(SERVER_NAME, env!("CARGO_PKG_VERSION"))
         .title("Pairing fixture")
         .instructions("The workspace's pairing fixture: every feature, small pages.")
@@ -290,6 +328,14 @@ pub fn server_with(backing: Backing, revisions: AdapterSet) -> Server {
                 .description("Waits until a wait call was cancelled."),
         )
         .tool(Tool::new("boom", boom).description("Always fails."))
+        .tool(
+            Tool::new("touch", move |_: NoArgs| touch(on_touch.clone()))
+                .description("Publishes an update of config://app."),
+        )
+        .tool(
+            Tool::new("grow", move |_: NoArgs| grow(on_grow.clone()))
+                .description("Adds a tool at run time."),
+        )
         .resource(
             Resource::new("config://app", "config", config)
                 .mime_type("application/json")
@@ -310,8 +356,10 @@ pub fn server_with(backing: Backing, revisions: AdapterSet) -> Server {
     if let Some(log) = backing.log {
         builder = builder.event_log(log);
     }
-    builder
+    let server = builder
         .revisions(revisions)
         .build()
-        .expect("the fixture's declarations are valid")
+        .expect("the fixture's declarations are valid");
+    let _ = myself.set(server.clone());
+    server
 }

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_adapters::{Adapter, Revision, StructuredOutput};
+use futures::StreamExt as _;
+use mcp_adapters::{Adapter, Revision, StructuredOutput, VersionHeader};
 use mcp_client::transport::{HttpSse, Stderr, Stdio, StreamableHttp};
 use mcp_client::{
     Answer, Asks, CallOptions, Client, ClientBuilder, ErrorKind, ListKind, LogLevel, Notification,
@@ -311,6 +312,11 @@ struct Session {
     arrived: Arc<tokio::sync::Notify>,
     asked: Arc<Mutex<Vec<QuestionKind>>>,
     adapter: Adapter,
+    /// On Redis: a second instance of the fixture sharing the serving one's hub, as another
+    /// worker would.
+    peer: Option<mcp_server::Server>,
+    /// The in-process server (HTTP transports).
+    served: Option<mcp_server::Server>,
 }
 
 impl Session {
@@ -409,6 +415,8 @@ async fn connect(
 ) -> Result<Session, String> {
     let (builder, seen) = builder(case.revision, log_level);
     let mut http_server = None;
+    let mut peer = None;
+    let mut served = None;
     let (client, log) = match case.transport {
         TransportKind::Stdio => {
             let mut command = Stdio::builder(&bins.pairing_server)
@@ -416,11 +424,21 @@ async fn connect(
                 .arg(case.store.as_str())
                 .stderr(Stderr::Inherit);
             if case.store == Store::Redis {
+                let prefix = unique_prefix();
+                let config = mcp_hub::RedisConfig::new().key_prefix(prefix.clone());
+                let hub = mcp_hub::RedisHub::connect(&redis_url(), config)
+                    .await
+                    .map_err(|e| format!("Redis at {}: {e}", redis_url()))?;
+                let hub = Arc::new(hub);
+                peer = Some(fixture::server(fixture::Backing {
+                    store: Some(hub.clone()),
+                    log: Some(hub),
+                }));
                 command = command
                     .arg("--redis-url")
                     .arg(redis_url())
                     .arg("--redis-prefix")
-                    .arg(unique_prefix());
+                    .arg(prefix);
             }
             let transport = command
                 .spawn()
@@ -432,7 +450,13 @@ async fn connect(
             (client, log)
         }
         TransportKind::StreamableHttp | TransportKind::HttpSse => {
-            let running = HttpServer::start(case.store).await?;
+            let backing = backing(case.store).await?;
+            if case.store == Store::Redis {
+                peer = Some(fixture::server(backing.clone()));
+            }
+            let server = fixture::server(backing);
+            served = Some(server.clone());
+            let running = HttpServer::serve(server).await?;
             let (client, log) = match case.transport {
                 TransportKind::StreamableHttp => {
                     let uri = running.url("/mcp")?;
@@ -472,6 +496,8 @@ async fn connect(
         notes: seen.notes,
         arrived: seen.arrived,
         asked: seen.asked,
+        peer,
+        served,
     })
 }
 
@@ -827,14 +853,12 @@ async fn exercise(case: &Case, s: &Session) -> Result<(), String> {
                     "progress messages missing: {notes:?}"
                 );
             }
-            // The call's own callback: notifications that came before the response can reach
-            // the client's dispatcher after the call returned (reported as an mcp-client race
-            // on stdio), so those it did get must be in order, without repeats.
+            // The call's own callback: every notification sent before the response was
+            // dispatched before the call returned, in order.
             let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let values: Vec<f64> = seen.iter().map(|p| p.progress).collect();
             ensure!(
-                values.windows(2).all(|w| w[0] < w[1])
-                    && values.iter().all(|v| [1.0, 2.0, 3.0].contains(v)),
+                values == [1.0, 2.0, 3.0],
                 "progress callback saw {values:?}"
             );
             let logs = s.notes("notifications/message");
@@ -907,10 +931,7 @@ async fn exercise(case: &Case, s: &Session) -> Result<(), String> {
                     "the acknowledgement honours {accepted}"
                 );
             }
-            return Err(
-                "no way to make the fixture change a list or a resource yet (mcp-server has no notification API)"
-                    .into(),
-            );
+            subscriptions(case, s, listener).await?;
         }
         Feature::Errors => {
             let unknown = step("tools/call", c.call_tool("no_such_tool", json!({}))).await?;
@@ -951,6 +972,237 @@ async fn exercise(case: &Case, s: &Session) -> Result<(), String> {
             );
         }
     }
+    Ok(())
+}
+
+/// The next notification of `listener`, within 20 s.
+async fn next_note(
+    listener: &mut mcp_client::Listener,
+    what: &str,
+) -> Result<Notification, String> {
+    step(what, listener.next())
+        .await?
+        .ok_or_else(|| format!("{what}: the listener ended"))
+}
+
+/// The rest of the subscriptions check, once listening: a subscribed update (published by the
+/// fixture's `touch` tool, or on Redis by a second server instance sharing the hub), then a
+/// list change (a tool added at run time), each received once and in order; then, over
+/// Streamable HTTP on revisions with a GET stream, the resume check.
+async fn subscriptions(
+    case: &Case,
+    s: &Session,
+    mut listener: mcp_client::Listener,
+) -> Result<(), String> {
+    let c = &s.client;
+    match &s.peer {
+        Some(peer) => {
+            step(
+                "publish on the second instance",
+                peer.notifier().resource_updated(fixture::TOUCHED),
+            )
+            .await?
+            .map_err(|e| format!("publish: {e}"))?;
+        }
+        None => {
+            let touched = step("tools/call touch", c.call_tool("touch", json!({})))
+                .await?
+                .map_err(|e| e.to_string())?;
+            ensure!(
+                text(&touched).starts_with("touched"),
+                "touch gave {touched}"
+            );
+        }
+    }
+    let update = next_note(&mut listener, "resources/updated").await?;
+    ensure!(
+        update.method == "notifications/resources/updated"
+            && update.params.as_ref().and_then(|p| p.get("uri")) == Some(&json!(fixture::TOUCHED)),
+        "expected the update of {}, got {update:?}",
+        fixture::TOUCHED
+    );
+    let grown = step("tools/call grow", c.call_tool("grow", json!({})))
+        .await?
+        .map_err(|e| e.to_string())?;
+    let added = text(&grown)
+        .strip_prefix("added ")
+        .ok_or_else(|| format!("grow gave {grown}"))?
+        .to_owned();
+    let change = next_note(&mut listener, "tools/list_changed").await?;
+    ensure!(
+        change.method == "notifications/tools/list_changed",
+        "expected tools/list_changed (once, after the update), got {change:?}"
+    );
+    let tools = step("tools/list", c.list_tools())
+        .await?
+        .map_err(|e| e.to_string())?;
+    ensure!(
+        names(&tools, "name").contains(&added),
+        "{added} is not listed after the change"
+    );
+    if s.adapter.features().has_listen {
+        for note in [&update, &change] {
+            ensure!(
+                note.params
+                    .as_ref()
+                    .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1subscriptionId"))
+                    .is_some(),
+                "untagged listen notification {note:?}"
+            );
+        }
+    }
+    drop(listener);
+    if case.transport == TransportKind::StreamableHttp
+        && s.adapter.features().has_get_stream
+        && s.adapter.features().sse_resumable
+    {
+        resume(s).await?;
+    }
+    Ok(())
+}
+
+/// A GET stream dropped and resumed with `Last-Event-ID` yields every event exactly once, raw
+/// HTTP on a session of its own.
+async fn resume(s: &Session) -> Result<(), String> {
+    use crate::conformance::http::send;
+    use ::http::Method;
+
+    let server = s.served.as_ref().ok_or("no in-process server")?;
+    // On Redis, published by the second instance: the resumed stream reads the shared log.
+    let publisher = s.peer.as_ref().unwrap_or(server).notifier();
+    let http = s._http.as_ref().ok_or("no HTTP server")?;
+    let url = http.url("/mcp")?;
+    let revision = s.adapter.revision();
+    let version = revision.as_str();
+    let accept = ("accept", "application/json, text/event-stream");
+    let json_type = ("content-type", "application/json");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "mcp-tests-resume", "version": "1"}
+    }});
+    let response = send(
+        Method::POST,
+        &url,
+        &[accept, json_type],
+        Some(initialize.to_string().into_bytes()),
+    )
+    .await
+    .map_err(|e| format!("initialize: {e}"))?;
+    let session = response
+        .header("mcp-session-id")
+        .ok_or("initialize gave no Mcp-Session-Id")?;
+    let _ = response.bytes().await;
+    let mut headers = vec![accept, json_type, ("mcp-session-id", session.as_str())];
+    if s.adapter.features().version_header != VersionHeader::Undefined {
+        headers.push(("mcp-protocol-version", version));
+    }
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = send(
+        Method::POST,
+        &url,
+        &headers,
+        Some(initialized.to_string().into_bytes()),
+    )
+    .await
+    .map_err(|e| format!("notifications/initialized: {e}"))?;
+    ensure!(
+        response.status.is_success(),
+        "notifications/initialized gave {}",
+        response.status
+    );
+    let mut get_headers = vec![
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    if s.adapter.features().version_header != VersionHeader::Undefined {
+        get_headers.push(("mcp-protocol-version", version));
+    }
+    async fn open(
+        url: &::http::Uri,
+        headers: &[(&str, &str)],
+        last: Option<&str>,
+    ) -> Result<crate::conformance::http::Events, String> {
+        let mut headers = headers.to_vec();
+        if let Some(last) = last {
+            headers.push(("last-event-id", last));
+        }
+        let response = send(::http::Method::GET, url, &headers, None)
+            .await
+            .map_err(|e| format!("GET: {e}"))?;
+        ensure!(
+            response.status == ::http::StatusCode::OK
+                && response.content_type().as_deref() == Some("text/event-stream"),
+            "GET gave {} {:?}",
+            response.status,
+            response.content_type()
+        );
+        Ok(response.events())
+    }
+    // The next event with data, as (id, message); priming events carry none.
+    async fn next_event(
+        events: &mut crate::conformance::http::Events,
+    ) -> Result<(String, Value), String> {
+        loop {
+            let event = events
+                .next(Duration::from_secs(20))
+                .await
+                .map_err(|e| format!("GET stream: {e}"))?
+                .ok_or("the GET stream ended")?;
+            if event.data().trim().is_empty() {
+                continue;
+            }
+            let id = event.id().ok_or("an event without an id")?.to_owned();
+            let message: Value = serde_json::from_str(event.data())
+                .map_err(|e| format!("event data is not JSON: {e}"))?;
+            return Ok((id, message));
+        }
+    }
+    let mut published = Vec::new();
+    let mut received: Vec<(String, Value)> = Vec::new();
+    let mut first = open(&url, &get_headers, None).await?;
+    for _ in 0..3 {
+        let cursor = publisher.tools_changed().await.map_err(|e| e.to_string())?;
+        published.push(cursor.to_string());
+    }
+    for _ in 0..2 {
+        received.push(next_event(&mut first).await?);
+    }
+    drop(first);
+    for _ in 0..2 {
+        let cursor = publisher.tools_changed().await.map_err(|e| e.to_string())?;
+        published.push(cursor.to_string());
+    }
+    let last = received.last().map(|(id, _)| id.clone());
+    let mut resumed = open(&url, &get_headers, last.as_deref()).await?;
+    for _ in 0..3 {
+        received.push(next_event(&mut resumed).await?);
+    }
+    // Nothing else is pending: the next event is one published after the resume.
+    let sentinel = publisher.tools_changed().await.map_err(|e| e.to_string())?;
+    let (after, _) = next_event(&mut resumed).await?;
+    ensure!(
+        after == sentinel.to_string(),
+        "after the resumed events came {after}, not the newest event {sentinel}"
+    );
+    let ids: Vec<&String> = received.iter().map(|(id, _)| id).collect();
+    ensure!(
+        ids == published.iter().collect::<Vec<_>>(),
+        "event ids {ids:?}, published cursors {published:?}"
+    );
+    for (_, message) in &received {
+        ensure!(
+            message["method"] == "notifications/tools/list_changed",
+            "GET stream event {message}"
+        );
+        if let Some(schemas) = Schemas::shared() {
+            let problems = schemas
+                .check_message(revision, message, false, None)
+                .map_err(|e| e.to_string())?;
+            ensure!(problems.is_empty(), "{message}: {problems:?}");
+        }
+    }
+    let _ = send(Method::DELETE, &url, &get_headers, None).await;
     Ok(())
 }
 
