@@ -37,10 +37,6 @@ pub const CONTEXT_VAR: &str = "MCP_CONFORMANCE_CONTEXT";
 /// fails the client visibly instead of timing the scenario out.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// How long the client lets its standalone GET stream open before its first call: `mcp-client`
-/// opens that stream in the background.
-const STANDALONE_HEAD_START: Duration = Duration::from_millis(1000);
-
 /// The tool the MRTR scenario calls while another call waits for its answer.
 const MRTR_UNRELATED_TOOL: &str = "test_mrtr_unrelated";
 /// The tool whose input schema the JSON Schema 2020-12 preservation scenario inspects.
@@ -177,11 +173,9 @@ impl Scenario {
         // first, so a standalone stream would take the answer meant for the resumed one.
         let standalone = self.name != "sse-retry";
         let listener = if standalone && Adapter::new(client.revision()).features().has_get_stream {
+            // `listen` resolves once the GET stream is open, so a question the server pushes
+            // right after is not lost.
             let listener = client.listen(Subscriptions::new()).await?;
-            // `listen` opens the stream in the background and offers no way to wait until it is
-            // open; a server that pushes a question onto a stream that is not there yet drops it
-            // (the suite's SEP-1034 server does). Give the GET a head start.
-            tokio::time::sleep(STANDALONE_HEAD_START).await;
             Some(listener)
         } else {
             None

@@ -6,15 +6,17 @@
 //! differs (pushed questions on 2025-06-18 and 2025-11-25, `input_required` results on
 //! 2026-07-28) is decided by `mcp-server` from the revision's adapter.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_adapters::InputRequest;
 use mcp_server::{
-    Answer, AnswerAction, Completer, CompletionRequest, Content, Exchange, GetPromptResult,
-    Interrupt, LogLevel, NoArgs, Prompt, PromptError, PromptMessage, Question, RegistrationError,
-    Resource, ResourceContents, ResourceError, ResourceRequest, ResourceTemplate, Revision, Role,
-    Server, Tool, ToolError,
+    Answer, AnswerAction, Change, Completer, CompletionRequest, Content, Exchange, GetPromptResult,
+    Interrupt, LogLevel, NoArgs, Notifier, Prompt, PromptError, PromptMessage, Question,
+    RegistrationError, Resource, ResourceContents, ResourceError, ResourceRequest,
+    ResourceTemplate, Revision, Role, Server, Tool, ToolError,
 };
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -42,12 +44,22 @@ pub const WAV: &[u8] = &[
 /// them spread over the call, not sent at once.
 const STEP: Duration = Duration::from_millis(50);
 
+/// Where the trigger tools find the server's notifier: set once the server is built.
+type NotifierSlot = Arc<OnceLock<Notifier>>;
+
 /// The fixture server.
 pub fn server() -> Result<Server, RegistrationError> {
+    let slot = NotifierSlot::default();
+    let server = declarations(&slot)?;
+    let _ = slot.set(server.notifier());
+    Ok(server)
+}
+
+fn declarations(slot: &NotifierSlot) -> Result<Server, RegistrationError> {
     let mut builder = Server::builder(SERVER_NAME, env!("CARGO_PKG_VERSION"))
         .title("MCP conformance target")
         .instructions("The fixture server of the MCP conformance suite's server scenarios.");
-    for tool in tools() {
+    for tool in tools(slot) {
         builder = builder.tool(tool);
     }
     builder
@@ -98,8 +110,10 @@ pub fn server() -> Result<Server, RegistrationError> {
         .build()
 }
 
-fn tools() -> Vec<Tool> {
+fn tools(slot: &NotifierSlot) -> Vec<Tool> {
     let modern = Revision::V2026_07_28;
+    let tools_slot = slot.clone();
+    let prompts_slot = slot.clone();
     vec![
         Tool::new("test_simple_text", simple_text).description("Returns simple text."),
         Tool::new("test_image_content", image_content).description("Returns an image."),
@@ -127,10 +141,14 @@ fn tools() -> Vec<Tool> {
             .description("Needs the client's sampling capability."),
         Tool::new("test_streaming_elicitation", streaming_elicitation)
             .description("Asks the user to confirm."),
-        Tool::new("test_trigger_tool_change", no_change)
-            .description("A hook that would change the tool list; this server's list is fixed."),
-        Tool::new("test_trigger_prompt_change", no_change)
-            .description("A hook that would change the prompt list; this server's list is fixed."),
+        Tool::new("test_trigger_tool_change", move |_: NoArgs| {
+            trigger(tools_slot.clone(), Change::ToolsListChanged)
+        })
+        .description("Announces notifications/tools/list_changed to every listener."),
+        Tool::new("test_trigger_prompt_change", move |_: NoArgs| {
+            trigger(prompts_slot.clone(), Change::PromptsListChanged)
+        })
+        .description("Announces notifications/prompts/list_changed to every listener."),
         Tool::new("test_headers", headers)
             .description("Answers plainly; clients send the standard Mcp-* headers with it."),
         Tool::new("test_custom_headers", custom_headers)
@@ -456,8 +474,17 @@ async fn streaming_elicitation(_: NoArgs, ex: Exchange) -> Result<String, ToolEr
     Ok(format!("Confirmation: {}", action_name(&answer)))
 }
 
-async fn no_change(_: NoArgs) -> &'static str {
-    "The lists of this server do not change."
+/// Publishes `change` through the server's notifier (every listener of every worker that
+/// shares the event log is told).
+async fn trigger(slot: NotifierSlot, change: Change) -> Result<String, ToolError> {
+    let notifier = slot
+        .get()
+        .ok_or_else(|| ToolError::new("the server is not built yet"))?;
+    notifier
+        .publish(&change)
+        .await
+        .map_err(|err| ToolError::new(format!("could not announce the change: {err}")))?;
+    Ok(format!("announced {}", change.method()))
 }
 
 async fn headers(_: NoArgs) -> &'static str {
