@@ -281,3 +281,57 @@ async fn a_later_cancellation_reaches_the_call_on_another_worker() {
     one.stop().await;
     two.stop().await;
 }
+
+#[tokio::test]
+async fn a_later_cancellation_reaches_an_http_sse_call_on_another_worker() {
+    let signals = Signals::default();
+    let hub = memory_hub();
+    let one = Running::start(waiting_server(&signals, &hub), HttpConfig::new()).await;
+    let two = Running::start(waiting_server(&signals, &hub), HttpConfig::new()).await;
+    let mut stream = RawRequest::new("GET", "/sse")
+        .header("Accept", "text/event-stream")
+        .open(one.addr)
+        .await;
+    let endpoint = stream.event().await.unwrap().data;
+    let send = |body: Value| RawRequest::new("POST", &endpoint).json(&body);
+    let accepted = send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    )
+    .send(one.addr)
+    .await;
+    assert_eq!(accepted.status, 202);
+    let init = stream.message().await.unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send(one.addr)
+        .await;
+    let accepted = send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "wait", "arguments": {}}}))
+    .send(one.addr)
+    .await;
+    assert_eq!(accepted.status, 202);
+    tokio::time::timeout(WAIT, signals.started.notified())
+        .await
+        .expect("the call starts");
+    let accepted = send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 2}}),
+    )
+    .send(two.addr)
+    .await;
+    assert_eq!(accepted.status, 202);
+    tokio::time::timeout(WAIT, signals.cancelled.notified())
+        .await
+        .expect("the handler's cancellation signal fires");
+    // The cancelled call answers nothing: the next message on the stream is the ping's.
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+        .send(two.addr)
+        .await;
+    let next = stream.message().await.unwrap();
+    support::check(Revision::V2025_11_25, "JSONRPCMessage", &next);
+    assert_eq!(next["id"], 3, "{next}");
+    one.stop().await;
+    two.stop().await;
+}
