@@ -77,6 +77,22 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
             );
         }
     };
+    // The server's notifications (list changes, updates of subscribed URIs) travel on this
+    // stream too: it is the only one the transport has. Taken from now, before the endpoint is
+    // known to the client.
+    let changes = match shared
+        .server
+        .snapshot()
+        .changes(shared.sessions.namespace(), None)
+        .await
+    {
+        Ok(changes) => Some(changes),
+        Err(err) => {
+            tracing::warn!(%err, "HTTP+SSE stream opened without server notifications");
+            None
+        }
+    };
+    let id_for_changes = id.clone();
     let endpoint = format!("{}?session_id={id}", shared.config.message_path);
     let head = mcp_wire::sse::Event::new(endpoint)
         .with_event("endpoint")
@@ -115,10 +131,55 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
                 .map(|event| body::event(Some("message"), None, &event.payload));
             std::future::ready(framed)
         });
-    let source = stream::iter([head]).chain(events).boxed();
+    let source = match changes {
+        Some(changes) => {
+            let notifications =
+                session_notifications(shared.clone(), set.clone(), id_for_changes, changes);
+            stream::iter([head])
+                .chain(stream::select(events, notifications))
+                .boxed()
+        }
+        None => stream::iter([head]).chain(events).boxed(),
+    };
     let stream =
         SseStream::new(source, shared.config.keep_alive).until_closing(shared.closing.subscribe());
     sse_response(HttpBody::sse(stream))
+}
+
+/// The notifications an HTTP+SSE session wants, rendered by the revision its `initialize`
+/// chose: the list changes its capabilities announce and updates of the URIs it subscribed to,
+/// both read from the session record at each change so a subscription made on any worker
+/// counts. Nothing is sent before `initialize`.
+fn session_notifications(
+    shared: Arc<Shared>,
+    set: AdapterSet,
+    id: String,
+    changes: crate::notify::ChangeStream,
+) -> impl futures::Stream<Item = Bytes> + Send + 'static {
+    changes
+        .take_while(|item| std::future::ready(item.is_ok()))
+        .filter_map(move |item| {
+            let shared = shared.clone();
+            let set = set.clone();
+            let id = id.clone();
+            async move {
+                let (_, change) = item.ok()?;
+                let loaded = shared.sessions.load(&id).await.ok()?;
+                let adapter = loaded
+                    .record
+                    .version
+                    .as_deref()
+                    .and_then(|v| set.by_version(v))?;
+                let filter = shared
+                    .server
+                    .session_filter(adapter, loaded.record.subscriptions.iter().cloned());
+                if !filter.matches(&change) {
+                    return None;
+                }
+                let message = serde_json::to_vec(&change.to_message(adapter, None)).ok()?;
+                Some(body::event(Some("message"), None, &message))
+            }
+        })
 }
 
 /// Forgets an HTTP+SSE session and its topic when its stream ends.
