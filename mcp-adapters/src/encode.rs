@@ -93,10 +93,29 @@ pub struct Encoded {
     pub status: StatusCode,
 }
 
+/// `{"jsonrpc": "2.0", "id": id, "result": result}`, moving `result` in (`json!` would copy
+/// it through the serializer).
+fn response_message(id: Id, result: Value) -> Value {
+    let id = match id {
+        Id::Number(n) => Value::from(n),
+        Id::String(s) => Value::String(s),
+    };
+    let mut message = Map::new();
+    message.insert("jsonrpc".into(), Value::from("2.0"));
+    message.insert("id".into(), id);
+    message.insert("result".into(), result);
+    Value::Object(message)
+}
+
 impl Encoded {
     /// The message as bytes (compact JSON, no trailing newline).
     pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.message).unwrap_or_default()
+        let mut out = Vec::with_capacity(256);
+        // Cannot fail: the writer is a Vec and every map key is a string.
+        match serde_json::to_writer(&mut out, &self.message) {
+            Ok(()) => out,
+            Err(_) => Vec::new(),
+        }
     }
 }
 
@@ -132,7 +151,7 @@ impl Adapter {
     ) -> Encoded {
         match self.result_body(operation, is_retry, result, ctx) {
             Ok(body) => Encoded {
-                message: json!({"jsonrpc": "2.0", "id": id, "result": body}),
+                message: response_message(id, body),
                 status: StatusCode::OK,
             },
             Err(failure) => self.encode_failure(Some(id), &failure),
@@ -251,7 +270,7 @@ impl Adapter {
     ) -> Result<Encoded, Failure> {
         let result = self.input_required_result(call, requests, state, ctx)?;
         Ok(Encoded {
-            message: json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            message: response_message(id, result),
             status: StatusCode::OK,
         })
     }

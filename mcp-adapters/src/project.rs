@@ -313,8 +313,16 @@ impl Adapter {
     /// `resource_link` (before 2025-06-18) and `audio` (2024-11-05) become `text` that names
     /// what was there; `icons`, `title` and `_meta` go where the revision has none.
     pub fn project_content(&self, block: &Value) -> Value {
+        self.project_content_owned(block.clone())
+    }
+
+    /// [`project_content`](Self::project_content), taking the block (no copy).
+    fn project_content_owned(&self, block: Value) -> Value {
         let f = self.features();
-        let mut out = as_map(block);
+        let mut out = match block {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
         match out.get("type").and_then(Value::as_str) {
             Some("resource_link") if !f.has_resource_link => {
                 let name = out
@@ -364,7 +372,10 @@ impl Adapter {
             (StructuredOutput::TextOnly, Some(_)) => false,
         };
         let mut content: Vec<Value> = match result.remove("content") {
-            Some(Value::Array(blocks)) => blocks.iter().map(|b| self.project_content(b)).collect(),
+            Some(Value::Array(blocks)) => blocks
+                .into_iter()
+                .map(|b| self.project_content_owned(b))
+                .collect(),
             _ => Vec::new(),
         };
         if !keep
@@ -381,7 +392,7 @@ impl Adapter {
         if let Some(Value::Array(messages)) = result.get_mut("messages") {
             for message in messages {
                 if let Some(content) = message.get_mut("content") {
-                    *content = self.project_content(content);
+                    *content = self.project_content_owned(content.take());
                 }
             }
         }

@@ -17,7 +17,11 @@ pub struct Content(Value);
 impl Content {
     /// A `text` block.
     pub fn text(text: impl Into<String>) -> Self {
-        Self(json!({"type": "text", "text": text.into()}))
+        // Built by hand: `json!` would copy the text through the serializer.
+        let mut block = Map::new();
+        block.insert("type".into(), Value::from("text"));
+        block.insert("text".into(), Value::String(text.into()));
+        Self(Value::Object(block))
     }
 
     /// An `image` block; `data` is base64-encoded here.
@@ -46,7 +50,10 @@ impl Content {
 
     /// An embedded `resource` block.
     pub fn embedded(resource: ResourceContents) -> Self {
-        Self(json!({"type": "resource", "resource": resource.into_value()}))
+        let mut block = Map::new();
+        block.insert("type".into(), Value::from("resource"));
+        block.insert("resource".into(), resource.into_value());
+        Self(Value::Object(block))
     }
 
     /// A block from its wire JSON, kept as it is.
@@ -130,6 +137,25 @@ impl CallToolResult {
             structured_content: Some(value),
             ..Self::default()
         }
+    }
+
+    /// [`to_value`](Self::to_value), taking the result (no copy of its content).
+    pub fn into_value(self) -> Value {
+        let mut out = Map::new();
+        out.insert(
+            "content".into(),
+            Value::Array(self.content.into_iter().map(|c| c.0).collect()),
+        );
+        if let Some(structured) = self.structured_content {
+            out.insert("structuredContent".into(), structured);
+        }
+        if self.is_error {
+            out.insert("isError".into(), Value::Bool(true));
+        }
+        if let Some(meta) = self.meta {
+            out.insert("_meta".into(), Value::Object(meta));
+        }
+        Value::Object(out)
     }
 
     /// The wire JSON (newest revision's shape; the adapter projects it).

@@ -300,6 +300,18 @@ pub(crate) struct SessionSnapshot {
     pub(crate) subscriptions: Vec<String>,
 }
 
+/// The connection state of a [`Context`], borrowed (see [`Context::inspect_session`]).
+pub(crate) struct SessionView<'a> {
+    /// The revision an `initialize` selected (or the session's).
+    pub(crate) adapter: Option<Adapter>,
+    /// The client's identity and capabilities.
+    pub(crate) client: &'a ClientContext,
+    /// The level `logging/setLevel` set.
+    pub(crate) log_level: Option<LogLevel>,
+    /// The URIs of `resources/subscribe`.
+    pub(crate) subscriptions: &'a BTreeSet<String>,
+}
+
 impl Context {
     /// A context for one HTTP request of a stored session (or of no session): the session's
     /// revision, client and log level, as if the connection had lived on. `can_push` says
@@ -324,6 +336,18 @@ impl Context {
                 owner: Mutex::default(),
             }),
         }
+    }
+
+    /// Runs `f` on the connection state as it is now, borrowed: comparing it with a stored
+    /// record needs no copy.
+    pub(crate) fn inspect_session<R>(&self, f: impl FnOnce(SessionView<'_>) -> R) -> R {
+        let connection = self.conn();
+        f(SessionView {
+            adapter: connection.adapter,
+            client: &connection.client,
+            log_level: connection.log_level,
+            subscriptions: &connection.subscriptions,
+        })
     }
 
     /// What the connection state is now (after a call), to compare with what was stored.
@@ -546,7 +570,8 @@ impl Server {
                     return None;
                 };
                 let context = ResultContext {
-                    server_info: Some(&self.registry.server_info),
+                    // Projected for this revision once, when its view was built.
+                    server_info: Some(&self.registry.view(adapter).server_info),
                     cache,
                 };
                 adapter.encode(&call, outcome, &context)
@@ -685,12 +710,11 @@ impl Server {
             return Done::failure(Failure::unknown_tool(&name));
         };
         let structured = tool_view.structured_content;
-        let finish = |result: CallToolResult| {
-            let mut value = result.to_value();
-            if !structured && let Some(object) = value.as_object_mut() {
-                object.remove("structuredContent");
+        let finish = |mut result: CallToolResult| {
+            if !structured {
+                result.structured_content = None;
             }
-            Done::value(value)
+            Done::value(result.into_value())
         };
         let resumed = match self.resume(ctx, call, &name).await {
             Ok(resumed) => resumed,
@@ -789,7 +813,9 @@ impl Server {
                         c.into_value()
                     })
                     .collect();
-                Done::Send(Outcome::Value(json!({"contents": contents})), meta.cache)
+                let mut result = serde_json::Map::new();
+                result.insert("contents".into(), Value::Array(contents));
+                Done::Send(Outcome::Value(Value::Object(result)), meta.cache)
             }
         }
     }

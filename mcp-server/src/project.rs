@@ -22,6 +22,9 @@ pub(crate) struct RevisionView {
     /// The server's capabilities as declared (the adapter projects them in the describe
     /// result).
     pub(crate) capabilities: Value,
+    /// The server's `Implementation` as this revision shows it (result `_meta`), projected
+    /// once here rather than for every result.
+    pub(crate) server_info: Value,
 }
 
 impl RevisionView {
@@ -102,6 +105,7 @@ impl RevisionView {
             templates,
             prompts,
             capabilities: Value::Object(capabilities),
+            server_info: adapter.project_implementation(&registry.server_info),
         }
     }
 }

@@ -4,9 +4,13 @@
 //! call through its own context. Calls of a session register their context here while they
 //! run; a cancellation cancels the matching call on this worker and is published on the
 //! session's cancel topic, which every worker with a running call of that session listens to.
+//!
+//! A worker keeps listening to a session's topic for [`LINGER`] after its last call there ends,
+//! so the calls of a busy session do not each start a listener (a hub round trip and a task).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -17,17 +21,48 @@ use tokio::sync::oneshot;
 
 use crate::dispatch::Context;
 
+/// How long a session's listener outlives its last call on this worker.
+pub(crate) const LINGER: Duration = Duration::from_secs(30);
+
+/// Above this many sessions with a listener, idle listeners are dropped at once.
+const MAX_SESSIONS: usize = 4096;
+
 /// The calls of each session running on this worker.
 #[derive(Default)]
 pub(crate) struct Cancels {
-    sessions: Mutex<HashMap<String, SessionCalls>>,
+    sessions: Mutex<Sessions>,
+}
+
+#[derive(Default)]
+struct Sessions {
+    by_id: HashMap<String, SessionCalls>,
+    /// When idle listeners were last looked for.
+    swept: Option<Instant>,
 }
 
 struct SessionCalls {
     calls: Vec<(u64, Context)>,
     next: u64,
-    /// Dropped with the last call: the session's hub listener ends.
+    /// Since when no call of the session runs here.
+    idle_since: Option<Instant>,
+    /// Dropped with the entry: the session's hub listener ends.
     _stop: oneshot::Sender<()>,
+}
+
+impl Sessions {
+    /// Drops the listeners of sessions idle here for longer than [`LINGER`] (every quarter
+    /// of it), or of every idle session when there are too many.
+    fn sweep(&mut self) {
+        let crowded = self.by_id.len() > MAX_SESSIONS;
+        if !crowded && self.swept.is_some_and(|at| at.elapsed() < LINGER / 4) {
+            return;
+        }
+        self.swept = Some(Instant::now());
+        self.by_id.retain(|_, calls| match calls.idle_since {
+            None => true,
+            Some(since) => !crowded && since.elapsed() < LINGER,
+        });
+    }
 }
 
 /// Keeps a call registered while it runs.
@@ -40,17 +75,18 @@ pub(crate) struct Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         let mut sessions = self.cancels.lock();
-        if let Some(calls) = sessions.get_mut(&self.session) {
+        if let Some(calls) = sessions.by_id.get_mut(&self.session) {
             calls.calls.retain(|(key, _)| *key != self.key);
             if calls.calls.is_empty() {
-                sessions.remove(&self.session);
+                // The listener lingers for the session's next call (see `Sessions::sweep`).
+                calls.idle_since = Some(Instant::now());
             }
         }
     }
 }
 
 impl Cancels {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, SessionCalls>> {
+    fn lock(&self) -> MutexGuard<'_, Sessions> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -64,7 +100,11 @@ impl Cancels {
         session: &str,
         ctx: &Context,
     ) -> Registered {
-        let listening = self.lock().contains_key(session);
+        let listening = {
+            let mut sessions = self.lock();
+            sessions.sweep();
+            sessions.by_id.contains_key(session)
+        };
         let subscription = if listening {
             None
         } else {
@@ -77,7 +117,7 @@ impl Cancels {
             }
         };
         let mut sessions = self.lock();
-        let calls = sessions.entry(session.to_owned()).or_insert_with(|| {
+        let calls = sessions.by_id.entry(session.to_owned()).or_insert_with(|| {
             let (stop, stopped) = oneshot::channel();
             if let Some(subscription) = subscription {
                 tokio::spawn(listen(
@@ -90,9 +130,11 @@ impl Cancels {
             SessionCalls {
                 calls: Vec::new(),
                 next: 0,
+                idle_since: None,
                 _stop: stop,
             }
         });
+        calls.idle_since = None;
         let key = calls.next;
         calls.next += 1;
         calls.calls.push((key, ctx.clone()));
@@ -103,10 +145,24 @@ impl Cancels {
         }
     }
 
+    /// Stops listening for the cancellations of `session` (it ended), unless a call of it
+    /// still runs here.
+    pub(crate) fn forget(&self, session: &str) {
+        let mut sessions = self.lock();
+        if sessions
+            .by_id
+            .get(session)
+            .is_some_and(|calls| calls.calls.is_empty())
+        {
+            sessions.by_id.remove(session);
+        }
+    }
+
     /// Cancels the call `id` of `session` if it runs on this worker.
     fn cancel_here(&self, session: &str, id: &Id) {
         let contexts: Vec<Context> = self
             .lock()
+            .by_id
             .get(session)
             .map(|calls| calls.calls.iter().map(|(_, ctx)| ctx.clone()).collect())
             .unwrap_or_default();
@@ -157,6 +213,13 @@ async fn listen(
         () = run => {}
         _ = stopped => {}
     }
+}
+
+/// Whether a body holds a request (something a later `notifications/cancelled` could name).
+pub(crate) fn has_request(body: &mcp_adapters::DecodedBody) -> bool {
+    body.items
+        .iter()
+        .any(|item| matches!(item, mcp_adapters::Incoming::Call(call) if call.id.is_some()))
 }
 
 /// The request ids the `notifications/cancelled` messages of a body name.

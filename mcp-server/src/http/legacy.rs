@@ -200,6 +200,7 @@ impl Drop for Cleanup {
         let id = std::mem::take(&mut self.id);
         let topic = self.topic.clone();
         runtime.spawn(async move {
+            shared.cancels.forget(&id);
             let _ = shared.sessions.delete(&id).await;
             let _ = shared.server.registry.log.delete(&topic).await;
         });
@@ -303,9 +304,9 @@ async fn serve_message(
         }
     };
     let cancelled = cancel::cancelled_ids(&decoded);
-    let cancel_topic = shared.sessions.cancel_topic(&id);
     if !cancelled.is_empty() {
         // A call of this session runs for an earlier message, here or on another worker.
+        let cancel_topic = shared.sessions.cancel_topic(&id);
         shared
             .cancels
             .cancel(log, &cancel_topic, &id, &cancelled)
@@ -316,8 +317,14 @@ async fn serve_message(
     // Replies to questions pushed in this session are accepted only from this session.
     let ctx = Context::for_session(snapshot, true, shared.sessions.namespace().clone())
         .with_session(id.clone());
-    // While the call runs, a `notifications/cancelled` of its session reaches it.
-    let _registered = shared.cancels.register(log, cancel_topic, &id, &ctx).await;
+    // While the call runs, a `notifications/cancelled` of its session reaches it (a body
+    // without a request has nothing to cancel).
+    let _registered = if cancel::has_request(&items) {
+        let cancel_topic = shared.sessions.cancel_topic(&id);
+        Some(shared.cancels.register(log, cancel_topic, &id, &ctx).await)
+    } else {
+        None
+    };
     let mut reply = shared.server.handle_decoded(adapter, items, &ctx);
     while let Some(item) = reply.next().await {
         if item.is_response() {
@@ -331,11 +338,10 @@ async fn save(shared: &Arc<Shared>, id: &str, loaded: &Loaded, ctx: &Context, re
     if matches!(response, Outgoing::Response(e) if e.message.get("error").is_some()) {
         return;
     }
-    let snapshot = ctx.snapshot();
-    let mut probe = loaded.record.clone();
-    if !probe.absorb(&snapshot) {
+    if !ctx.inspect_session(|now| loaded.record.would_change(&now)) {
         return;
     }
+    let snapshot = ctx.snapshot();
     let result = shared
         .sessions
         .update(id, loaded.clone(), |record| record.absorb(&snapshot))

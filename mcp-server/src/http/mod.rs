@@ -409,7 +409,7 @@ impl Accepts {
             let Ok(text) = value.to_str() else { continue };
             for range in text.split(',') {
                 let mut pieces = range.split(';');
-                let media = pieces.next().unwrap_or("").trim().to_ascii_lowercase();
+                let media = pieces.next().unwrap_or("").trim();
                 let refused = pieces.any(|p| {
                     let p = p.trim();
                     p.strip_prefix("q=")
@@ -420,14 +420,14 @@ impl Accepts {
                 if refused {
                     continue;
                 }
-                match media.as_str() {
-                    "*/*" => {
-                        out.json = true;
-                        out.sse = true;
-                    }
-                    "application/*" | "application/json" => out.json = true,
-                    "text/*" | "text/event-stream" => out.sse = true,
-                    _ => {}
+                let is = |name: &str| media.eq_ignore_ascii_case(name);
+                if is("*/*") {
+                    out.json = true;
+                    out.sse = true;
+                } else if is("application/*") || is("application/json") {
+                    out.json = true;
+                } else if is("text/*") || is("text/event-stream") {
+                    out.sse = true;
                 }
             }
         }

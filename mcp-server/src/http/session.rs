@@ -12,7 +12,7 @@ use mcp_hub::{Key, Namespace, StateStore, StoreError, Topic};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::dispatch::SessionSnapshot;
+use crate::dispatch::{SessionSnapshot, SessionView};
 
 /// The longest session id accepted from a client; longer ones cannot be ours.
 const MAX_ID_LEN: usize = 128;
@@ -66,6 +66,18 @@ impl SessionRecord {
         }
     }
 
+    /// Whether [`absorb`](Self::absorb) would change anything (without copying the record).
+    pub(crate) fn would_change(&self, now: &SessionView<'_>) -> bool {
+        now.adapter
+            .is_some_and(|a| self.version.as_deref() != Some(a.version()))
+            || (now.client.info.is_some() && now.client.info != self.client_info)
+            || (now.client.capabilities.is_some() && now.client.capabilities != self.capabilities)
+            || now
+                .log_level
+                .is_some_and(|l| self.log_level.as_deref() != Some(l.as_str()))
+            || !now.subscriptions.iter().eq(self.subscriptions.iter())
+    }
+
     /// Takes what a call changed from `snapshot`; returns whether anything did.
     pub(crate) fn absorb(&mut self, snapshot: &SessionSnapshot) -> bool {
         let version = snapshot.adapter.map(|a| a.version().to_owned());
@@ -105,8 +117,19 @@ impl SessionRecord {
 /// A session read from the store.
 #[derive(Clone, Debug)]
 pub(crate) struct Loaded {
-    pub(crate) record: SessionRecord,
+    /// The decoded record, shared with this worker's cache of decoded records.
+    pub(crate) record: Arc<SessionRecord>,
     pub(crate) version: u64,
+}
+
+/// The most decoded records a worker keeps; the cache is emptied when it is full.
+const MAX_CACHED: usize = 4096;
+
+/// A decoded session record and the exact stored bytes and version it was decoded from.
+struct Cached {
+    version: u64,
+    bytes: Bytes,
+    record: Arc<SessionRecord>,
 }
 
 /// Why a session operation failed.
@@ -134,6 +157,10 @@ pub(crate) struct Sessions {
     ttl: Duration,
     /// When this worker last renewed each session's TTL.
     touched: Arc<Mutex<HashMap<String, Instant>>>,
+    /// Records this worker decoded, by session id. An entry is used only when the store
+    /// returns the same version and the same bytes again, so a record written by another
+    /// worker is always decoded afresh; it only saves parsing an unchanged record.
+    decoded: Arc<Mutex<HashMap<String, Cached>>>,
 }
 
 impl Sessions {
@@ -143,7 +170,64 @@ impl Sessions {
             namespace,
             ttl,
             touched: Arc::new(Mutex::new(HashMap::new())),
+            decoded: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Decodes the stored `record` of session `id`, reusing this worker's earlier decoding
+    /// when the stored version and bytes are the same.
+    fn decode(&self, id: &str, record: mcp_hub::Record) -> Result<Loaded, SessionError> {
+        let mut decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cached) = decoded.get(id)
+            && cached.version == record.version
+            && cached.bytes == record.value
+        {
+            return Ok(Loaded {
+                record: cached.record.clone(),
+                version: record.version,
+            });
+        }
+        let parsed: SessionRecord =
+            serde_json::from_slice(&record.value).map_err(|_| SessionError::NotFound)?;
+        let parsed = Arc::new(parsed);
+        if decoded.len() >= MAX_CACHED && !decoded.contains_key(id) {
+            decoded.clear();
+        }
+        decoded.insert(
+            id.to_owned(),
+            Cached {
+                version: record.version,
+                bytes: record.value,
+                record: parsed.clone(),
+            },
+        );
+        Ok(Loaded {
+            record: parsed,
+            version: record.version,
+        })
+    }
+
+    /// Remembers the record this worker just stored, so the next load need not decode it.
+    fn remember(&self, id: &str, version: u64, bytes: Bytes, record: Arc<SessionRecord>) {
+        let mut decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        if decoded.len() >= MAX_CACHED && !decoded.contains_key(id) {
+            decoded.clear();
+        }
+        decoded.insert(
+            id.to_owned(),
+            Cached {
+                version,
+                bytes,
+                record,
+            },
+        );
+    }
+
+    fn forget(&self, id: &str) {
+        self.decoded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
     }
 
     pub(crate) fn namespace(&self) -> &Namespace {
@@ -181,8 +265,9 @@ impl Sessions {
                 .create(&self.key(&id), value.clone(), self.ttl)
                 .await
             {
-                Ok(_) => {
+                Ok(version) => {
                     self.remember_touch(&id);
+                    self.remember(&id, version, value, Arc::new(record.clone()));
                     return Ok(id);
                 }
                 Err(StoreError::AlreadyExists) => continue,
@@ -198,9 +283,11 @@ impl Sessions {
             return Err(SessionError::NotFound);
         }
         let key = self.key(id);
-        let record = self.store.get(&key).await?.ok_or(SessionError::NotFound)?;
-        let parsed: SessionRecord =
-            serde_json::from_slice(&record.value).map_err(|_| SessionError::NotFound)?;
+        let Some(record) = self.store.get(&key).await? else {
+            self.forget(id);
+            return Err(SessionError::NotFound);
+        };
+        let loaded = self.decode(id, record)?;
         if self.due(id) {
             match self.store.touch(&key, self.ttl).await {
                 Ok(()) => self.remember_touch(id),
@@ -208,10 +295,7 @@ impl Sessions {
                 Err(err) => tracing::warn!(%err, "could not renew a session's TTL"),
             }
         }
-        Ok(Loaded {
-            record: parsed,
-            version: record.version,
-        })
+        Ok(loaded)
     }
 
     /// Applies `update` to the stored record with compare-and-set, re-reading on conflict.
@@ -223,25 +307,23 @@ impl Sessions {
     ) -> Result<(), SessionError> {
         let key = self.key(id);
         for _ in 0..SAVE_ATTEMPTS {
-            if !update(&mut loaded.record) {
+            if !update(Arc::make_mut(&mut loaded.record)) {
                 return Ok(());
             }
+            let bytes = loaded.record.to_bytes();
             match self
                 .store
-                .save(&key, loaded.record.to_bytes(), loaded.version, self.ttl)
+                .save(&key, bytes.clone(), loaded.version, self.ttl)
                 .await
             {
-                Ok(_) => {
+                Ok(version) => {
                     self.remember_touch(id);
+                    self.remember(id, version, bytes, loaded.record);
                     return Ok(());
                 }
                 Err(StoreError::VersionConflict { .. }) => {
                     let fresh = self.store.get(&key).await?.ok_or(SessionError::NotFound)?;
-                    loaded = Loaded {
-                        record: serde_json::from_slice(&fresh.value)
-                            .map_err(|_| SessionError::NotFound)?,
-                        version: fresh.version,
-                    };
+                    loaded = self.decode(id, fresh)?;
                 }
                 Err(StoreError::NotFound) => return Err(SessionError::NotFound),
                 Err(err) => return Err(err.into()),
@@ -268,6 +350,7 @@ impl Sessions {
             return Ok(false);
         }
         self.forget_touch(id);
+        self.forget(id);
         Ok(self.store.delete(&self.key(id)).await?)
     }
 

@@ -98,14 +98,15 @@ pub(crate) async fn post(
         // Replies to questions pushed in this session are accepted only from this session.
         ctx = ctx.with_session(id.clone());
     }
-    // While the call runs, a `notifications/cancelled` of its session reaches it.
+    // While the call runs, a `notifications/cancelled` of its session reaches it (a body
+    // without a request has nothing to cancel).
     let registered = match &bound.session {
-        Some((id, _)) => {
+        Some((id, _)) if cancel::has_request(&items) => {
             let topic = shared.sessions.cancel_topic(id);
             let log = &shared.server.registry.log;
             Some(shared.cancels.register(log, topic, id, &ctx).await)
         }
-        None => None,
+        _ => None,
     };
     let mut reply = server.handle_decoded(adapter, items, &ctx);
     let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
@@ -218,9 +219,13 @@ async fn settle(
     ctx: &Context,
     response: &Outgoing,
 ) -> Result<Option<String>, Response<HttpBody>> {
+    if !bound.initialize && bound.session.is_none() {
+        // Stateless (2026-07-28): nothing to save.
+        return Ok(None);
+    }
     let succeeded = matches!(response, Outgoing::Response(e) if e.message.get("error").is_none());
-    let snapshot: SessionSnapshot = ctx.snapshot();
     if bound.initialize {
+        let snapshot: SessionSnapshot = ctx.snapshot();
         if !succeeded || !snapshot.adapter.is_some_and(|a| a.has_sessions()) {
             return Ok(None);
         }
@@ -231,16 +236,16 @@ async fn settle(
             Err(err) => Err(store_failure(bound.adapter, &err)),
         };
     }
-    if let Some((id, loaded)) = &bound.session {
-        let mut probe = loaded.record.clone();
-        if probe.absorb(&snapshot) {
-            let result = shared
-                .sessions
-                .update(id, loaded.clone(), |record| record.absorb(&snapshot))
-                .await;
-            if let Err(err) = result {
-                tracing::warn!(%err, "could not save a session change");
-            }
+    if let Some((id, loaded)) = &bound.session
+        && ctx.inspect_session(|now| loaded.record.would_change(&now))
+    {
+        let snapshot: SessionSnapshot = ctx.snapshot();
+        let result = shared
+            .sessions
+            .update(id, loaded.clone(), |record| record.absorb(&snapshot))
+            .await;
+        if let Err(err) = result {
+            tracing::warn!(%err, "could not save a session change");
         }
     }
     Ok(None)
@@ -493,6 +498,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
     };
     match shared.sessions.delete(id).await {
         Ok(true) => {
+            shared.cancels.forget(id);
             let topic = shared.sessions.stream_topic(id);
             let _ = shared.server.registry.log.delete(&topic).await;
             status_only(StatusCode::NO_CONTENT)
