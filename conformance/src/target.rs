@@ -526,9 +526,10 @@ fn field(answer: &Answer, name: &str) -> String {
 }
 
 async fn ask_name(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
-    let answer = ex
-        .ask("user_name", name_question("What is your name?", "name"))
-        .await?;
+    // A name is something the client could supply on its own: a client that sends it with
+    // the first call (input-required-result-ignore-extra-params) is not asked again.
+    let question = name_question("What is your name?", "name").answerable_up_front();
+    let answer = ex.ask("user_name", question).await?;
     Ok(format!("Hello, {}!", field(&answer, "name")))
 }
 

@@ -7,7 +7,11 @@ use serde_json::{Map, Value, json};
 /// A question: one request the client answers (`elicitation/create`, or
 /// `sampling/createMessage`, `roots/list`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Question(pub(crate) InputRequest);
+pub struct Question {
+    pub(crate) request: InputRequest,
+    /// The client may answer before being asked (see [`Question::answerable_up_front`]).
+    pub(crate) up_front: bool,
+}
 
 impl Question {
     /// Asks the user to confirm `message` (form-mode elicitation with no fields).
@@ -18,7 +22,7 @@ impl Question {
     /// Asks the user for the fields of `requested_schema` (a flat object schema of primitive
     /// properties, as elicitation requires).
     pub fn elicit_with(message: impl Into<String>, requested_schema: Value) -> Self {
-        Self(InputRequest::elicit(message, requested_schema))
+        Self::request(InputRequest::elicit(message, requested_schema))
     }
 
     /// Asks the user to visit `url` (URL-mode elicitation, 2025-11-25 and 2026-07-28): for
@@ -26,7 +30,7 @@ impl Question {
     /// must have declared `elicitation.url`. An accepted answer means the user consented to
     /// open the page, not that they finished there.
     pub fn elicit_url(message: impl Into<String>, url: impl Into<String>) -> Self {
-        Self(InputRequest::elicit_url(message, url))
+        Self::request(InputRequest::elicit_url(message, url))
     }
 
     /// Asks the client's model to generate a message (`sampling/createMessage`, every
@@ -34,7 +38,7 @@ impl Question {
     /// `maxTokens`, and optionally `systemPrompt`, `modelPreferences`, ...). The client must
     /// have declared `sampling`; an accepted answer's content is the `CreateMessageResult`.
     pub fn create_message(params: Map<String, Value>) -> Self {
-        Self(InputRequest::create_message(params))
+        Self::request(InputRequest::create_message(params))
     }
 
     /// [`create_message`](Self::create_message) for one user text and a token budget.
@@ -53,22 +57,54 @@ impl Question {
     /// 2026-07-28). The client must have declared `roots`; an accepted answer's content is the
     /// `ListRootsResult` (`{"roots": [...]}`).
     pub fn list_roots() -> Self {
-        Self(InputRequest::list_roots())
+        Self::request(InputRequest::list_roots())
     }
 
     /// Any request the client can answer (see [`InputRequest`]'s constructors).
     pub fn request(request: InputRequest) -> Self {
-        Self(request)
+        Self {
+            request,
+            up_front: false,
+        }
+    }
+
+    /// Lets the client answer this question before it is asked: an answer under the question's
+    /// key that arrives with the call itself (`inputResponses` on 2026-07-28, `mcpAnswers` on
+    /// 2025-03-26 and 2024-11-05), without a request state the server issued, is used instead
+    /// of asking.
+    ///
+    /// Off by default: normally the server reads answers only for questions it put on an
+    /// earlier attempt of the same call (bound to it by the request state), so a client cannot
+    /// skip a question, such as a confirmation, that the user was meant to see. Turn it on for
+    /// questions whose answer the client could supply on its own anyway (a name, a preference,
+    /// the roots), where a round trip saves nothing. Such an answer is read like any other
+    /// (an elicitation answer without `"action": "accept"` is a decline). Answers under other
+    /// keys are ignored, as the protocol asks.
+    ///
+    /// ```
+    /// use mcp_server::Question;
+    /// let question = Question::elicit("What should I call you?").answerable_up_front();
+    /// assert!(question.is_answerable_up_front());
+    /// ```
+    #[must_use]
+    pub fn answerable_up_front(mut self) -> Self {
+        self.up_front = true;
+        self
+    }
+
+    /// Whether the client may answer before being asked.
+    pub fn is_answerable_up_front(&self) -> bool {
+        self.up_front
     }
 
     /// Which client request this is.
     pub fn kind(&self) -> ClientRequestKind {
-        self.0.kind()
+        self.request.kind()
     }
 
     /// The request.
     pub fn as_request(&self) -> &InputRequest {
-        &self.0
+        &self.request
     }
 }
 
@@ -144,6 +180,32 @@ impl Answer {
     /// One field of the content.
     pub fn get(&self, field: &str) -> Option<&Value> {
         self.content.get(field)
+    }
+}
+
+/// Whether `raw` has the shape of a result of `kind` (`ElicitResult`, `CreateMessageResult`,
+/// `ListRootsResult`): an answer sent before its question is used only when it does; otherwise
+/// the question is asked.
+pub(crate) fn well_formed(kind: ClientRequestKind, raw: &Value) -> bool {
+    let Some(result) = raw.as_object() else {
+        return false;
+    };
+    match kind {
+        ClientRequestKind::Elicit => match result.get("action").and_then(Value::as_str) {
+            Some("accept") => result.get("content").is_none_or(Value::is_object),
+            Some("decline" | "cancel") => true,
+            _ => false,
+        },
+        ClientRequestKind::CreateMessage => {
+            result.get("role").is_some_and(Value::is_string)
+                && result
+                    .get("content")
+                    .is_some_and(|c| c.is_object() || c.is_array())
+                && result.get("model").is_some_and(Value::is_string)
+        }
+        ClientRequestKind::ListRoots => result.get("roots").is_some_and(Value::is_array),
+        // A kind added later: read it like the others are read, without a shape check.
+        _ => true,
     }
 }
 

@@ -894,10 +894,18 @@ impl Server {
     }
 
     /// Redeems the request state of a retry; answers count only for questions the state
-    /// lists. Answers without state are ignored: nothing was asked.
+    /// lists. Other answers (all of them, without state) are only offered to questions
+    /// marked [`Question::answerable_up_front`](crate::Question::answerable_up_front).
     async fn resume(&self, ctx: &Context, call: &Call, target: &str) -> Result<Resumed, Done> {
         let Some(state_id) = &call.request_state else {
-            return Ok(Resumed::default());
+            return Ok(Resumed {
+                offered: call
+                    .answers
+                    .as_ref()
+                    .map(|given| given.as_map().clone())
+                    .unwrap_or_default(),
+                ..Resumed::default()
+            });
         };
         let bound = binding(
             &call.method,
@@ -920,20 +928,27 @@ impl Server {
             Err(err) => return Err(Done::failure(Failure::internal(err.to_string()))),
         };
         let mut answers = BTreeMap::new();
+        let mut offered = serde_json::Map::new();
         if let Some(given) = &call.answers {
-            for (key, method) in &redeemed.asked {
-                let (Some(raw), Some(kind)) = (
-                    given.get(key),
-                    mcp_adapters::ClientRequestKind::from_method(method),
-                ) else {
-                    continue;
-                };
-                answers.insert(key.clone(), Answer::from_reply(kind, &Ok(raw.clone())));
+            for (key, raw) in given.as_map() {
+                match redeemed
+                    .asked
+                    .get(key)
+                    .and_then(|method| mcp_adapters::ClientRequestKind::from_method(method))
+                {
+                    Some(kind) => {
+                        answers.insert(key.clone(), Answer::from_reply(kind, &Ok(raw.clone())));
+                    }
+                    None => {
+                        offered.insert(key.clone(), raw.clone());
+                    }
+                }
             }
         }
         Ok(Resumed {
             asked: redeemed.asked,
             answers,
+            offered,
             state: redeemed.payload,
         })
     }
@@ -967,6 +982,7 @@ impl Server {
             ask: Mutex::new(AskState {
                 answers: resumed.answers,
                 asked: resumed.asked,
+                offered: resumed.offered,
                 ..AskState::default()
             }),
             previous_state: resumed.state,
@@ -999,7 +1015,7 @@ impl Server {
                 let mut requests = InputRequests::new();
                 for (key, question) in pending {
                     asked.insert(key.clone(), question.kind().method().to_owned());
-                    requests.insert(key, question.0);
+                    requests.insert(key, question.request);
                 }
                 let payload = saved.or_else(|| ex.state().cloned());
                 let bound = binding(&call.method, target, &call.arguments, ex.principal());
@@ -1040,6 +1056,7 @@ impl Drop for InFlight {
 struct Resumed {
     asked: BTreeMap<String, String>,
     answers: BTreeMap<String, Answer>,
+    offered: serde_json::Map<String, Value>,
     state: Option<Value>,
 }
 

@@ -102,6 +102,9 @@ pub(crate) struct AskState {
     pub(crate) answers: BTreeMap<String, Answer>,
     /// Every question asked on earlier attempts (key to method), carried into new state.
     pub(crate) asked: BTreeMap<String, String>,
+    /// Answers the call carried that no request state binds: read only for questions marked
+    /// [`Question::answerable_up_front`].
+    pub(crate) offered: Map<String, Value>,
     /// Questions to send back, in the order asked.
     pub(crate) pending: Vec<(String, Question)>,
     /// Why the handler could not go on, if it could not.
@@ -314,7 +317,8 @@ impl Exchange {
     ///   internal error naming the reason.
     ///
     /// Answers are only read for questions the server asked on an earlier attempt of the same
-    /// call (the request state lists them): answers the client sends unasked are ignored.
+    /// call (the request state lists them): answers the client sends unasked are ignored,
+    /// unless the question is [`answerable_up_front`](Question::answerable_up_front).
     ///
     /// ```
     /// use mcp_server::{Exchange, Question, ToolError};
@@ -339,8 +343,19 @@ impl Exchange {
         if self.is_cancelled() {
             return Err(self.stop(Interrupted::Cancelled));
         }
-        if let Some(answer) = self.lock().answers.get(key) {
-            return Ok(answer.clone());
+        {
+            let mut state = self.lock();
+            if let Some(answer) = state.answers.get(key) {
+                return Ok(answer.clone());
+            }
+            if question.up_front
+                && let Some(raw) = state.offered.remove(key)
+                && crate::ask::well_formed(question.kind(), &raw)
+            {
+                let answer = Answer::from_reply(question.kind(), &Ok(raw));
+                state.answers.insert(key.to_owned(), answer.clone());
+                return Ok(answer);
+            }
         }
         let adapter = self.inner.adapter;
         if adapter.asks_in_arguments() && self.inner.operation != Operation::CallTool {

@@ -82,14 +82,132 @@ impl StdioConfig {
 
 /// Serves `server` on the process's stdin and stdout with default settings, until end of
 /// input.
+///
+/// When stdin or stdout is a pipe (as when a client spawns the server), it is read or written
+/// as a non-blocking pipe on the runtime's reactor, without a thread hand-off per read or
+/// write; its blocking mode is restored when the server stops. Anything else (a terminal, a
+/// file) goes through tokio's blocking stdin and stdout.
 pub async fn serve_stdio(server: Server) -> Result<(), StdioError> {
-    serve_stdio_with(
-        server,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        StdioConfig::default(),
-    )
-    .await
+    serve_stdio_with(server, stdin(), stdout(), StdioConfig::default()).await
+}
+
+type BoxedReader = Box<dyn AsyncRead + Unpin + Send>;
+type BoxedWriter = Box<dyn AsyncWrite + Unpin + Send>;
+
+fn stdin() -> BoxedReader {
+    #[cfg(unix)]
+    if let Some(pipe) = pipes::stdin() {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdin())
+}
+
+fn stdout() -> BoxedWriter {
+    #[cfg(unix)]
+    if let Some(pipe) = pipes::stdout() {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdout())
+}
+
+/// stdin and stdout as non-blocking pipes registered with the runtime's reactor.
+///
+/// Tokio's `stdin()` and `stdout()` hand every read and write to a blocking thread and back,
+/// which costs more than the message itself on a busy pipe. A pipe can be polled like a
+/// socket instead. The file descriptors are duplicated, and `O_NONBLOCK` (which the duplicate
+/// shares with the original) is cleared again when the pipe is dropped.
+#[cfg(unix)]
+mod pipes {
+    use std::io;
+    use std::os::fd::AsFd as _;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+    use tokio::net::unix::pipe;
+
+    /// The read end of stdin's pipe; blocking again once dropped.
+    pub(super) struct Stdin(Option<pipe::Receiver>);
+
+    /// The write end of stdout's pipe; blocking again once dropped.
+    pub(super) struct Stdout(Option<pipe::Sender>);
+
+    /// stdin as a pipe, or `None` when it is not one.
+    pub(super) fn stdin() -> Option<Stdin> {
+        let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
+        pipe::Receiver::from_owned_fd(fd)
+            .ok()
+            .map(|r| Stdin(Some(r)))
+    }
+
+    /// stdout as a pipe, or `None` when it is not one.
+    pub(super) fn stdout() -> Option<Stdout> {
+        let fd = io::stdout().as_fd().try_clone_to_owned().ok()?;
+        pipe::Sender::from_owned_fd(fd)
+            .ok()
+            .map(|s| Stdout(Some(s)))
+    }
+
+    fn gone() -> io::Error {
+        io::Error::other("stdio pipe already released")
+    }
+
+    impl AsyncRead for Stdin {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            match self.0.as_mut() {
+                Some(pipe) => Pin::new(pipe).poll_read(cx, buf),
+                None => Poll::Ready(Err(gone())),
+            }
+        }
+    }
+
+    impl AsyncWrite for Stdout {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            match self.0.as_mut() {
+                Some(pipe) => Pin::new(pipe).poll_write(cx, buf),
+                None => Poll::Ready(Err(gone())),
+            }
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            match self.0.as_mut() {
+                Some(pipe) => Pin::new(pipe).poll_flush(cx),
+                None => Poll::Ready(Ok(())),
+            }
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            match self.0.as_mut() {
+                Some(pipe) => Pin::new(pipe).poll_shutdown(cx),
+                None => Poll::Ready(Ok(())),
+            }
+        }
+    }
+
+    impl Drop for Stdin {
+        fn drop(&mut self) {
+            if let Some(pipe) = self.0.take() {
+                // Whoever reads this pipe after us expects a blocking descriptor.
+                let _ = pipe.into_blocking_fd();
+            }
+        }
+    }
+
+    impl Drop for Stdout {
+        fn drop(&mut self) {
+            if let Some(pipe) = self.0.take() {
+                let _ = pipe.into_blocking_fd();
+            }
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -100,18 +218,132 @@ struct Peek<'a> {
 
 /// Whether a message must be handled before the next line is read.
 fn in_order(line: &[u8]) -> bool {
+    match scan_method(line) {
+        Scan::Method(method) => return method_in_order(method),
+        Scan::NoMethod => return true,
+        Scan::Unsure => {}
+    }
     match serde_json::from_slice::<Peek<'_>>(line) {
         Ok(Peek {
             method: Some(method),
-        }) => {
-            matches!(
-                method,
-                "initialize" | "server/discover" | "logging/setLevel"
-            ) || method.starts_with("notifications/")
-        }
+        }) => method_in_order(method),
         // Replies, batches and garbage are quick: handle them in order too.
         _ => true,
     }
+}
+
+fn method_in_order(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize" | "server/discover" | "logging/setLevel"
+    ) || method.starts_with("notifications/")
+}
+
+/// What a quick scan of a line found at the top level of its object.
+#[derive(Debug, PartialEq, Eq)]
+enum Scan<'a> {
+    /// A `method` member with a plain string value (no escapes).
+    Method(&'a str),
+    /// An object without a `method` member, or not an object at all: handled in order either
+    /// way (a reply, a batch, garbage).
+    NoMethod,
+    /// Anything the scan does not read (escapes in a key or in the method): ask serde.
+    Unsure,
+}
+
+/// Finds the top-level `method` of a line without parsing it: nested values are skipped by
+/// counting brackets outside strings. Parsing the whole line with serde only to read one
+/// member cost as much as a tenth of a small call; the dispatcher parses the line properly
+/// anyway, so a malformed line is only handled in order or not, and answered the same.
+fn scan_method(line: &[u8]) -> Scan<'_> {
+    let mut i = skip_ws(line, 0);
+    if line.get(i) != Some(&b'{') {
+        return Scan::NoMethod;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(line, i);
+        if line.get(i) != Some(&b'"') {
+            return Scan::NoMethod;
+        }
+        let Some((key, end)) = plain_string(line, i) else {
+            return Scan::Unsure;
+        };
+        i = skip_ws(line, end);
+        if line.get(i) != Some(&b':') {
+            return Scan::NoMethod;
+        }
+        i = skip_ws(line, i + 1);
+        if key == b"method" {
+            return match plain_string(line, i) {
+                Some((value, _)) => std::str::from_utf8(value).map_or(Scan::Unsure, Scan::Method),
+                None => Scan::Unsure,
+            };
+        }
+        let Some(end) = skip_value(line, i) else {
+            return Scan::NoMethod;
+        };
+        i = skip_ws(line, end);
+        match line.get(i) {
+            Some(b',') => i += 1,
+            _ => return Scan::NoMethod,
+        }
+    }
+}
+
+fn skip_ws(line: &[u8], mut i: usize) -> usize {
+    while matches!(line.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        i += 1;
+    }
+    i
+}
+
+/// The contents of the string starting at `line[start]` (a quote) and the index after it, when
+/// it has no escapes.
+fn plain_string(line: &[u8], start: usize) -> Option<(&[u8], usize)> {
+    if line.get(start) != Some(&b'"') {
+        return None;
+    }
+    let rest = line.get(start + 1..)?;
+    let len = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+    (rest[len] == b'"').then(|| (&rest[..len], start + 1 + len + 1))
+}
+
+/// The index after the value starting at `line[start]`, or `None` at the end of the line.
+fn skip_value(line: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut i = start;
+    while let Some(&b) = line.get(i) {
+        i += 1;
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => {
+                    in_string = false;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth == 0 => return Some(i - 1),
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            b',' | b' ' | b'\t' | b'\r' | b'\n' if depth == 0 => return Some(i - 1),
+            _ => {}
+        }
+    }
+    (depth == 0 && !in_string && i > start).then_some(i)
 }
 
 /// Serves `server` on any reader and writer (a child's pipes, an in-memory duplex in tests).
@@ -236,14 +468,111 @@ async fn forward(mut reply: crate::dispatch::Reply, out: mpsc::UnboundedSender<V
     }
 }
 
+/// Lines queued behind the first are added to one write up to this many bytes.
+const WRITE_BATCH: usize = 64 * 1024;
+
+/// Writes each message as one line, one write per batch of queued messages, flushed.
 async fn write_lines<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
 ) -> std::io::Result<()> {
-    while let Some(mut line) = lines.recv().await {
-        line.push(b'\n');
-        writer.write_all(&line).await?;
+    let mut out = Vec::with_capacity(4096);
+    while let Some(line) = lines.recv().await {
+        // Everything already queued goes out in one write.
+        out.clear();
+        out.extend_from_slice(&line);
+        out.push(b'\n');
+        while out.len() < WRITE_BATCH
+            && let Ok(line) = lines.try_recv()
+        {
+            out.extend_from_slice(&line);
+            out.push(b'\n');
+        }
+        writer.write_all(&out).await?;
         writer.flush().await?;
+        if out.capacity() > 4 * WRITE_BATCH {
+            out = Vec::with_capacity(4096);
+        }
     }
     writer.shutdown().await.or(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What serde says, for the lines the scan reads.
+    fn by_serde(line: &[u8]) -> bool {
+        match serde_json::from_slice::<Peek<'_>>(line) {
+            Ok(Peek {
+                method: Some(method),
+            }) => method_in_order(method),
+            _ => true,
+        }
+    }
+
+    #[test]
+    fn the_scan_agrees_with_serde_on_well_formed_lines() {
+        let lines: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"params":{"method":"initialize","x":[1,{"y":"}"}]},"method":"tools/call"}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
+            br#" { "id" : "a\"b" , "method" : "server/discover" } "#,
+            br#"{"jsonrpc":"2.0","id":2,"result":{"method":"tools/call"}}"#,
+            br#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}}"#,
+            br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]"#,
+            br#"{"id":true,"n":null,"f":-1.5e3,"method":"logging/setLevel"}"#,
+            br#"{"me\u0074hod":"tools/call"}"#,
+            br#"{"method":"tools\/call"}"#,
+            br#"{}"#,
+            b"42",
+        ];
+        for line in lines {
+            assert_eq!(
+                in_order(line),
+                by_serde(line),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        assert_eq!(
+            scan_method(br#"{"id":1,"params":{"a":"]"},"method":"tools/call"}"#),
+            Scan::Method("tools/call")
+        );
+        assert_eq!(scan_method(br#"{"id":1,"result":{}}"#), Scan::NoMethod);
+        assert_eq!(scan_method(br#"{"method":"a\"b"}"#), Scan::Unsure);
+    }
+
+    proptest! {
+        #[test]
+        fn the_scan_never_panics(line in proptest::collection::vec(any::<u8>(), 0..120)) {
+            let _ = in_order(&line);
+        }
+
+        #[test]
+        fn the_scan_agrees_with_serde_on_requests(
+            id in any::<i64>(),
+            method in "[a-z/]{1,20}",
+            key in "[a-z\"]{1,6}",
+            value in "[a-z\"\\]\\[{}]{0,10}",
+            method_first in any::<bool>(),
+        ) {
+            let params = serde_json::json!({ key: value, "nested": [value.clone(), {"k": value}] });
+            let mut object = serde_json::Map::new();
+            object.insert("jsonrpc".into(), "2.0".into());
+            object.insert("id".into(), id.into());
+            if method_first {
+                object.insert("method".into(), method.clone().into());
+                object.insert("params".into(), params);
+            } else {
+                object.insert("params".into(), params);
+                object.insert("method".into(), method.clone().into());
+            }
+            let line = serde_json::to_vec(&object).unwrap();
+            prop_assert_eq!(in_order(&line), by_serde(&line));
+        }
+    }
 }

@@ -73,6 +73,26 @@ async fn two_step(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
     Ok(format!("{} {}", first.accepted(), second.accepted()))
 }
 
+/// A question the client may answer up front (a name), then one it may not (a confirmation).
+async fn greet_then_confirm(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
+    let name = ex
+        .ask(
+            "name",
+            Question::elicit_with(
+                "Your name?",
+                json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+            )
+            .answerable_up_front(),
+        )
+        .await?;
+    let sure = ex.ask("confirm", Question::elicit("Sure?")).await?;
+    Ok(format!(
+        "{} {}",
+        name.get("name").and_then(|n| n.as_str()).unwrap_or("?"),
+        sure.accepted()
+    ))
+}
+
 #[derive(Deserialize, JsonSchema)]
 struct CountArgs {
     to: u32,
@@ -151,6 +171,7 @@ fn server(page_size: usize) -> Server {
         .tool(Tool::new("panics", panics))
         .tool(Tool::new("deploy", deploy).destructive())
         .tool(Tool::new("two_step", two_step))
+        .tool(Tool::new("greet_then_confirm", greet_then_confirm))
         .tool(Tool::new("count", count))
         .tool(Tool::new("mixed", mixed))
         .tool(Tool::new("wait", wait))
@@ -586,6 +607,52 @@ async fn mrtr_asks_in_the_result_and_binds_the_retry() {
     assert_eq!(
         client.ok("tools/call", retry).await["content"][0]["text"],
         "true false"
+    );
+}
+
+#[tokio::test]
+async fn only_questions_marked_up_front_take_answers_sent_before_they_are_asked() {
+    let server = server(100);
+    let mut client = Client::new(&server, Revision::V2026_07_28, elicit_caps()).await;
+    let call = json!({"name": "greet_then_confirm", "arguments": {}});
+
+    // Unasked: the name is asked first.
+    let first = client.ok("tools/call", call.clone()).await;
+    assert!(first["inputRequests"].get("name").is_some(), "{first}");
+
+    // Answers sent with the first call: the name is taken, the confirmation (not marked) and
+    // unknown keys are ignored, so only the confirmation is asked.
+    let mut eager = call.clone();
+    eager["inputResponses"] = json!({
+        "name": {"action": "accept", "content": {"name": "Ann"}},
+        "confirm": {"action": "accept", "content": {}},
+        "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}},
+    });
+    let round = client.ok("tools/call", eager).await;
+    check(Revision::V2026_07_28, "InputRequiredResult", &round);
+    let keys: Vec<&String> = round["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["confirm"], "{round}");
+
+    // A malformed answer is no answer: the question is asked.
+    let mut malformed = call.clone();
+    malformed["inputResponses"] = json!({"name": 12345});
+    let round2 = client.ok("tools/call", malformed).await;
+    assert!(round2["inputRequests"].get("name").is_some(), "{round2}");
+    let mut no_action = call.clone();
+    no_action["inputResponses"] = json!({"name": {"content": {"name": "Ann"}}});
+    let round2 = client.ok("tools/call", no_action).await;
+    assert!(round2["inputRequests"].get("name").is_some(), "{round2}");
+
+    // The retry answers the confirmation under the state and resends the name.
+    let mut retry = call.clone();
+    retry["inputResponses"] = json!({
+        "name": {"action": "accept", "content": {"name": "Ann"}},
+        "confirm": {"action": "accept", "content": {}},
+    });
+    retry["requestState"] = round["requestState"].clone();
+    assert_eq!(
+        client.ok("tools/call", retry).await["content"][0]["text"],
+        "Ann true"
     );
 }
 

@@ -190,7 +190,14 @@ impl Schemas {
         let validator = self.validator(revision, def)?;
         Ok(validator
             .iter_errors(instance)
-            .map(|e| format!("{def}: {e} at {}", e.instance_path()))
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    format!("{def}: {e} (at the root)")
+                } else {
+                    format!("{def}: {e} at {at}")
+                }
+            })
             .collect())
     }
 

@@ -723,10 +723,11 @@ async fn modern(run: &mut Run<'_>, url: &Uri, revision: Revision, claimed: &[Rev
         &[400],
         Some(-32700),
     );
-    // A notification.
+    // A notification: cancelling the last request this run sent, as `requestId` MUST name a
+    // request the client issued (that it has already been answered is allowed).
     let body = notification(
         "notifications/cancelled",
-        Some(json!({"requestId": 999_999, "reason": "probe"})),
+        Some(json!({"requestId": run.next_id, "reason": "probe"})),
     );
     let outcome = match post(url, &[("mcp-protocol-version", v)], body).await {
         Ok(reply) if reply.status == StatusCode::ACCEPTED && reply.messages.is_empty() => {
