@@ -355,12 +355,15 @@ impl Inner {
         params: Option<&Value>,
         is_notification: bool,
     ) -> Result<HeaderMap, Error> {
-        let mut headers = HeaderMap::new();
         if !self.info.http {
-            return Ok(headers);
+            return Ok(HeaderMap::new());
         }
+        // Allocated on the first insert, with room for the transport's own headers too (content
+        // type, accept, session, host): one allocation per request.
+        let mut headers = HeaderMap::new();
+        let version_header = adapter.features().version_header;
         let Some(method_name) = method_name else {
-            if adapter.features().version_header != VersionHeader::Undefined {
+            if version_header != VersionHeader::Undefined {
                 headers.insert(
                     PROTOCOL_VERSION,
                     HeaderValue::from_static(adapter.version()),
@@ -368,6 +371,25 @@ impl Inner {
             }
             return Ok(headers);
         };
+        // Only the version header, from a static string: what `client_headers` returns on the
+        // revisions that mirror nothing, without building it as strings on every request.
+        let due = match version_header {
+            VersionHeader::Undefined => Some(false),
+            VersionHeader::AfterHandshake => Some(method_name != method::INITIALIZE),
+            VersionHeader::EveryRequest => Some(true),
+            _ => None,
+        };
+        if !adapter.features().mirrors_headers
+            && let Some(due) = due
+        {
+            if due {
+                headers.insert(
+                    PROTOCOL_VERSION,
+                    HeaderValue::from_static(adapter.version()),
+                );
+            }
+            return Ok(headers);
+        }
         let empty = Map::new();
         let map = params.and_then(Value::as_object).unwrap_or(&empty);
         let bindings = if adapter.operation(method_name) == Some(Operation::CallTool) {

@@ -1496,7 +1496,7 @@ impl Report<'_> {
         if s.quick {
             let _ = writeln!(
                 md,
-                "**Quick run** (`cargo xtask bench --quick`): one short round, to prove the harness works. \
+                "**Quick run** (`cargo xtask bench --quick`): one short round of every kind of row, to prove the harness works. \
                  These figures are not measurements.\n"
             );
         }
@@ -1580,7 +1580,7 @@ impl Report<'_> {
         let _ = writeln!(md, "## Commands\n");
         let _ = writeln!(
             md,
-            "```sh\ncargo xtask bench            # this report\ncargo xtask bench --quick    # CI: one short round, peers only if cached\n```\n"
+            "```sh\ncargo xtask bench            # this report\ncargo xtask bench --quick    # CI: every kind of row once (2024-11-05, 2025-11-25, 2026-07-28 at c=32, short runs), peers only if cached\n```\n"
         );
         let _ = writeln!(
             md,

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -31,7 +32,8 @@ enum Queued {
 ///
 /// Order is kept across the two: once [`Router::incoming`] was taken, a response reaches its
 /// request's stream only after the incoming stream's reader has taken every message read before
-/// it (the response is queued behind them and handed over when the reader polls past it). A
+/// it (the response is queued behind them and handed over when the reader polls past it;
+/// when the reader has already handled everything, it goes to its request at once). A
 /// reader that handles each notification before polling again (as the client does) has thus
 /// handled every notification sent before a response, a call's progress included, by the time
 /// the call sees its response. The incoming stream must therefore be polled while requests
@@ -43,6 +45,11 @@ pub struct Router {
 
 struct Shared {
     state: Mutex<State>,
+    /// Entries of the incoming queue the reader has not got past: queued ones, and the message
+    /// it took last until it polls again (then it has handled that message). Incremented under
+    /// the state lock, decremented by the reader. At zero a response goes straight to its
+    /// request: nothing read before it is left to handle.
+    unhandled: Arc<AtomicUsize>,
 }
 
 struct State {
@@ -80,6 +87,7 @@ impl Router {
                     incoming_rx: Some(rx),
                     closed: false,
                 }),
+                unhandled: Arc::new(AtomicUsize::new(0)),
             }),
         }
     }
@@ -110,7 +118,11 @@ impl Router {
     /// The stream of messages no request is waiting for. Returns `Some` once.
     pub fn incoming(&self) -> Option<MessageStream> {
         let rx = self.lock().incoming_rx.take()?;
-        Some(Box::pin(Incoming { rx }))
+        Some(Box::pin(Incoming {
+            rx,
+            unhandled: self.shared.unhandled.clone(),
+            holding: false,
+        }))
     }
 
     /// Routes one message read from the channel.
@@ -119,7 +131,7 @@ impl Router {
         match &inbound.message {
             Message::Response(Response { id: Some(id), .. }) => {
                 if let Some(tx) = state.pending.remove(id) {
-                    state.deliver(tx, inbound);
+                    state.deliver(&self.shared.unhandled, tx, inbound);
                 } else {
                     tracing::debug!(%id, "response to a request nobody waits for");
                 }
@@ -129,12 +141,16 @@ impl Router {
                 // than leave it hanging until its timeout.
                 let waiting: Vec<Sender> = state.pending.drain().map(|(_, tx)| tx).collect();
                 for tx in waiting {
-                    state.deliver(tx, inbound.clone());
+                    state.deliver(&self.shared.unhandled, tx, inbound.clone());
                 }
             }
             _ => {
                 if let Some(tx) = &state.incoming {
-                    let _ = tx.send(Queued::Message(Ok(inbound)));
+                    // Counted before it can be taken, so the count never goes below zero.
+                    self.shared.unhandled.fetch_add(1, Ordering::AcqRel);
+                    if tx.send(Queued::Message(Ok(inbound))).is_err() {
+                        self.shared.unhandled.fetch_sub(1, Ordering::AcqRel);
+                    }
                 }
             }
         }
@@ -159,11 +175,18 @@ impl Router {
 }
 
 impl State {
-    /// Hands `response` to its request: behind the messages queued for the incoming stream's
-    /// reader once someone reads it, at once otherwise.
-    fn deliver(&self, tx: Sender, response: Inbound) {
+    /// Hands `response` to its request: behind the messages the incoming stream's reader has
+    /// not handled yet, or at once when it has handled everything (or nobody reads it).
+    fn deliver(&self, unhandled: &AtomicUsize, tx: Sender, response: Inbound) {
         let queued = match (&self.incoming, self.incoming_rx.is_none()) {
-            (Some(incoming), true) => incoming.send(Queued::Response(tx, response)),
+            (Some(incoming), true) if unhandled.load(Ordering::Acquire) > 0 => {
+                unhandled.fetch_add(1, Ordering::AcqRel);
+                let sent = incoming.send(Queued::Response(tx, response));
+                if sent.is_err() {
+                    unhandled.fetch_sub(1, Ordering::AcqRel);
+                }
+                sent
+            }
             _ => Err(mpsc::error::SendError(Queued::Response(tx, response))),
         };
         if let Err(mpsc::error::SendError(Queued::Response(tx, response))) = queued {
@@ -210,18 +233,29 @@ impl Drop for Pending {
 
 struct Incoming {
     rx: mpsc::UnboundedReceiver<Queued>,
+    unhandled: Arc<AtomicUsize>,
+    /// The last item returned was a message, counted in `unhandled` until the next poll.
+    holding: bool,
 }
 
 impl Stream for Incoming {
     type Item = Result<Inbound, TransportError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if std::mem::take(&mut self.holding) {
+            // Polled again: the message returned last has been handled.
+            self.unhandled.fetch_sub(1, Ordering::AcqRel);
+        }
         loop {
             match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(Queued::Message(item))) => return Poll::Ready(Some(item)),
-                // Everything read before this response was taken: hand it over.
+                Poll::Ready(Some(Queued::Message(item))) => {
+                    self.holding = true;
+                    return Poll::Ready(Some(item));
+                }
+                // Everything read before this response was handled: hand it over.
                 Poll::Ready(Some(Queued::Response(tx, response))) => {
                     let _ = tx.send(Ok(response));
+                    self.unhandled.fetch_sub(1, Ordering::AcqRel);
                 }
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
@@ -280,6 +314,33 @@ mod tests {
         assert!(one.next().now_or_never().is_none());
         assert!(incoming.next().now_or_never().is_none());
         assert_eq!(one.next().await.unwrap().unwrap(), response(Some(1)));
+    }
+
+    #[tokio::test]
+    async fn a_response_skips_the_queue_once_the_reader_handled_everything() {
+        let router = Router::new();
+        let mut incoming = router.incoming().unwrap();
+        let mut one = router.register(Id::Number(1));
+        // Nothing read before it: straight to the request, the reader is not involved.
+        router.dispatch(response(Some(1)));
+        let got = one.next().now_or_never().flatten().map(Result::unwrap);
+        assert_eq!(got, Some(response(Some(1))));
+        router.dispatch(Inbound::new(Message::Notification(Notification {
+            method: "n".into(),
+            params: None,
+        })));
+        let mut two = router.register(Id::Number(2));
+        assert!(incoming.next().await.is_some());
+        // The notification was taken but not yet handled (the reader has not polled again).
+        router.dispatch(response(Some(2)));
+        assert!(two.next().now_or_never().is_none());
+        assert!(incoming.next().now_or_never().is_none());
+        assert_eq!(two.next().await.unwrap().unwrap(), response(Some(2)));
+        // Handled and polled past: the next response goes straight through again.
+        let mut three = router.register(Id::Number(3));
+        router.dispatch(response(Some(3)));
+        let got = three.next().now_or_never().flatten().map(Result::unwrap);
+        assert_eq!(got, Some(response(Some(3))));
     }
 
     #[tokio::test]

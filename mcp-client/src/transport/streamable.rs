@@ -172,7 +172,11 @@ impl StreamableHttp {
         // The message's headers are the base (no second map is built per request); a header
         // set for every request is added where the message has none of that name.
         let mut h = headers;
-        h.reserve(self.shared.headers.keys_len() + 3);
+        // No `reserve` for the usual handful of headers: the map's first allocation holds them,
+        // and reserving more reallocates it on every request.
+        if !self.shared.headers.is_empty() {
+            h.reserve(self.shared.headers.keys_len() + 3);
+        }
         for name in self.shared.headers.keys() {
             if !h.contains_key(name) {
                 for value in self.shared.headers.get_all(name) {
@@ -205,20 +209,22 @@ impl StreamableHttp {
             let _ = read_bounded(response.into_body(), 64 * 1024).await;
             return Ok(Delivery::Accepted);
         }
-        let content_type = content_type(response.headers());
-        match content_type.as_deref() {
-            Some("application/json") => {
+        // The two expected media types are told apart without allocating; anything else is
+        // named in the error.
+        let media = media_type(response.headers());
+        match media {
+            Some(m) if m.eq_ignore_ascii_case("application/json") => {
                 let body = read_bounded(response.into_body(), limit).await?;
                 let message = super::parse_message(&body)?;
                 Ok(Delivery::Stream(Box::pin(futures::stream::once(
                     async move { Ok(Inbound::new(message)) },
                 ))))
             }
-            Some("text/event-stream") => {
+            Some(m) if m.eq_ignore_ascii_case("text/event-stream") => {
                 Ok(Delivery::Stream(sse_stream(response.into_body(), limit)))
             }
             other => {
-                let what = other.unwrap_or("none").to_owned();
+                let what = other.unwrap_or("none").to_ascii_lowercase();
                 Err(TransportError::Protocol(format!(
                     "unexpected content type {what:?}"
                 )))
@@ -229,14 +235,13 @@ impl StreamableHttp {
 
 /// The media type of a response, lowercased and without parameters.
 pub(crate) fn content_type(headers: &HeaderMap) -> Option<String> {
+    media_type(headers).map(str::to_ascii_lowercase)
+}
+
+/// The media type of a response as sent (any case), without parameters.
+fn media_type(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(CONTENT_TYPE)?.to_str().ok()?;
-    let media = value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    Some(media)
+    Some(value.split(';').next().unwrap_or("").trim())
 }
 
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
