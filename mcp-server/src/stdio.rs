@@ -370,10 +370,17 @@ where
     let mut at_end = false;
     let start = |line: Vec<u8>, permit: OwnedSemaphorePermit, calls: &mut JoinSet<()>| {
         let forward = forward(server.handle(line, &ctx), out_tx.clone());
-        calls.spawn(async move {
+        let mut call = Box::pin(async move {
             forward.await;
             drop(permit);
         });
+        // A call whose handler does not wait is done at its first poll: run that here, without
+        // a task of its own. One that waits becomes a task, which the runtime polls again with
+        // its own waker (the no-op one used here is never woken).
+        let mut first = std::task::Context::from_waker(std::task::Waker::noop());
+        if call.as_mut().poll(&mut first).is_pending() {
+            calls.spawn(call);
+        }
     };
     while !at_end {
         // Start the requests that waited for a free slot.
