@@ -8,12 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::{Inbound, MessageStream, TransportError};
 use mcp_wire::jsonrpc::{Id, Message, Response};
 
-type Sender = mpsc::UnboundedSender<Result<Inbound, TransportError>>;
+/// Where one request's answer goes: exactly one item (its response or why there is none), so a
+/// oneshot, much cheaper to make per request than a channel.
+type Sender = oneshot::Sender<Result<Inbound, TransportError>>;
 
 /// One entry of the incoming queue: a message for its reader, or a response to hand to its
 /// request once the reader got this far.
@@ -100,7 +102,7 @@ impl Router {
     /// Registers a request about to be sent; its response will come on the returned stream.
     /// After [`Router::close`] the stream yields [`TransportError::Closed`] at once.
     pub fn register(&self, id: Id) -> MessageStream {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = oneshot::channel();
         let mut state = self.lock();
         if state.closed {
             let _ = tx.send(Err(TransportError::Closed));
@@ -196,7 +198,7 @@ impl State {
 }
 
 struct Pending {
-    rx: mpsc::UnboundedReceiver<Result<Inbound, TransportError>>,
+    rx: oneshot::Receiver<Result<Inbound, TransportError>>,
     id: Option<Id>,
     router: Router,
 }
@@ -208,13 +210,13 @@ impl Stream for Pending {
         if self.id.is_none() {
             return Poll::Ready(None);
         }
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(item)) => {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(Ok(item)) => {
                 // A response or an error ends this request's stream.
                 self.id = None;
                 Poll::Ready(Some(item))
             }
-            Poll::Ready(None) => {
+            Poll::Ready(Err(_)) => {
                 self.id = None;
                 Poll::Ready(Some(Err(TransportError::Closed)))
             }
