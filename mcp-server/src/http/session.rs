@@ -122,8 +122,9 @@ pub(crate) struct Loaded {
     pub(crate) version: u64,
 }
 
-/// The most decoded records a worker keeps; the cache is emptied when it is full.
-const MAX_CACHED: usize = 4096;
+/// The most decoded records a worker keeps; the cache is emptied when it is full. Small: it
+/// serves the sessions that are calling now, and idle sessions must stay cheap (issue 12).
+const MAX_CACHED: usize = 1024;
 
 /// A decoded session record and the exact stored bytes and version it was decoded from.
 struct Cached {
