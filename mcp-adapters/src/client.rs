@@ -201,6 +201,16 @@ impl Adapter {
         }
     }
 
+    /// Whether a client message of `method_name` carries the `MCP-Protocol-Version` header
+    /// (whose value is always [`version`](Self::version)).
+    pub fn sends_version_header(&self, method_name: &str) -> bool {
+        match self.features().version_header {
+            VersionHeader::Undefined => false,
+            VersionHeader::AfterHandshake => method_name != method::INITIALIZE,
+            VersionHeader::EveryRequest => true,
+        }
+    }
+
     /// The HTTP headers a request needs, as `(name, value)` pairs (values already encoded):
     ///
     /// - 2026-07-28: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (`tools/call`,
@@ -220,16 +230,13 @@ impl Adapter {
         bindings: Option<&[HeaderBinding]>,
     ) -> Result<Vec<(String, String)>, ClientError> {
         let mut out = Vec::new();
-        match self.features().version_header {
-            VersionHeader::Undefined => return Ok(out),
-            VersionHeader::AfterHandshake if method_name == method::INITIALIZE => return Ok(out),
-            VersionHeader::AfterHandshake | VersionHeader::EveryRequest => {
-                out.push((
-                    names::PROTOCOL_VERSION.to_owned(),
-                    self.version().to_owned(),
-                ));
-            }
+        if !self.sends_version_header(method_name) {
+            return Ok(out);
         }
+        out.push((
+            names::PROTOCOL_VERSION.to_owned(),
+            self.version().to_owned(),
+        ));
         if !self.features().mirrors_headers || is_notification {
             return Ok(out);
         }

@@ -373,16 +373,8 @@ impl Inner {
         };
         // Only the version header, from a static string: what `client_headers` returns on the
         // revisions that mirror nothing, without building it as strings on every request.
-        let due = match version_header {
-            VersionHeader::Undefined => Some(false),
-            VersionHeader::AfterHandshake => Some(method_name != method::INITIALIZE),
-            VersionHeader::EveryRequest => Some(true),
-            _ => None,
-        };
-        if !adapter.features().mirrors_headers
-            && let Some(due) = due
-        {
-            if due {
+        if !adapter.features().mirrors_headers {
+            if adapter.sends_version_header(method_name) {
                 headers.insert(
                     PROTOCOL_VERSION,
                     HeaderValue::from_static(adapter.version()),

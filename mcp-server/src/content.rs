@@ -160,21 +160,7 @@ impl CallToolResult {
 
     /// The wire JSON (newest revision's shape; the adapter projects it).
     pub fn to_value(&self) -> Value {
-        let mut out = Map::new();
-        out.insert(
-            "content".into(),
-            Value::Array(self.content.iter().map(|c| c.0.clone()).collect()),
-        );
-        if let Some(structured) = &self.structured_content {
-            out.insert("structuredContent".into(), structured.clone());
-        }
-        if self.is_error {
-            out.insert("isError".into(), Value::Bool(true));
-        }
-        if let Some(meta) = &self.meta {
-            out.insert("_meta".into(), Value::Object(meta.clone()));
-        }
-        Value::Object(out)
+        self.clone().into_value()
     }
 }
 

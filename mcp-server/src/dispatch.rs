@@ -349,17 +349,6 @@ impl Context {
             subscriptions: &connection.subscriptions,
         })
     }
-
-    /// What the connection state is now (after a call), to compare with what was stored.
-    pub(crate) fn snapshot(&self) -> SessionSnapshot {
-        let connection = self.conn();
-        SessionSnapshot {
-            adapter: connection.adapter,
-            client: connection.client.clone(),
-            log_level: connection.log_level,
-            subscriptions: connection.subscriptions.iter().cloned().collect(),
-        }
-    }
 }
 
 impl Server {

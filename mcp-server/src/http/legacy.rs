@@ -341,10 +341,11 @@ async fn save(shared: &Arc<Shared>, id: &str, loaded: &Loaded, ctx: &Context, re
     if !ctx.inspect_session(|now| loaded.record.would_change(&now)) {
         return;
     }
-    let snapshot = ctx.snapshot();
     let result = shared
         .sessions
-        .update(id, loaded.clone(), |record| record.absorb(&snapshot))
+        .update(id, loaded.clone(), |record| {
+            ctx.inspect_session(|now| record.absorb(&now))
+        })
         .await;
     if let Err(err) = result {
         tracing::warn!(%err, "could not save an HTTP+SSE session change");

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
-use mcp_adapters::{AdapterSet, ClientContext, LogLevel};
+use mcp_adapters::{AdapterSet, ClientContext};
 use mcp_hub::{Key, Namespace, StateStore, StoreError, Topic};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -78,35 +78,27 @@ impl SessionRecord {
             || !now.subscriptions.iter().eq(self.subscriptions.iter())
     }
 
-    /// Takes what a call changed from `snapshot`; returns whether anything did.
-    pub(crate) fn absorb(&mut self, snapshot: &SessionSnapshot) -> bool {
-        let version = snapshot.adapter.map(|a| a.version().to_owned());
-        let level = snapshot.log_level.map(|l: LogLevel| l.as_str().to_owned());
-        let mut changed = false;
-        if version.is_some() && version != self.version {
-            self.version = version;
-            changed = true;
+    /// Takes what a call changed from the connection state `now`; returns whether anything
+    /// did ([`would_change`](Self::would_change) decides, so the two cannot disagree).
+    pub(crate) fn absorb(&mut self, now: &SessionView<'_>) -> bool {
+        if !self.would_change(now) {
+            return false;
         }
-        if snapshot.client.info.is_some() && snapshot.client.info != self.client_info {
-            self.client_info.clone_from(&snapshot.client.info);
-            changed = true;
+        if let Some(adapter) = now.adapter {
+            self.version = Some(adapter.version().to_owned());
         }
-        if snapshot.client.capabilities.is_some()
-            && snapshot.client.capabilities != self.capabilities
-        {
-            self.capabilities.clone_from(&snapshot.client.capabilities);
-            changed = true;
+        if now.client.info.is_some() {
+            self.client_info.clone_from(&now.client.info);
         }
-        if level.is_some() && level != self.log_level {
-            self.log_level = level;
-            changed = true;
+        if now.client.capabilities.is_some() {
+            self.capabilities.clone_from(&now.client.capabilities);
         }
-        // The snapshot started from the record's set, so a difference is a (un)subscribe.
-        if snapshot.subscriptions != self.subscriptions {
-            self.subscriptions.clone_from(&snapshot.subscriptions);
-            changed = true;
+        if let Some(level) = now.log_level {
+            self.log_level = Some(level.as_str().to_owned());
         }
-        changed
+        // The connection started from the record's set, so a difference is a (un)subscribe.
+        self.subscriptions = now.subscriptions.iter().cloned().collect();
+        true
     }
 
     fn to_bytes(&self) -> Bytes {
@@ -178,7 +170,7 @@ impl Sessions {
     /// Decodes the stored `record` of session `id`, reusing this worker's earlier decoding
     /// when the stored version and bytes are the same.
     fn decode(&self, id: &str, record: mcp_hub::Record) -> Result<Loaded, SessionError> {
-        let mut decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        let decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(cached) = decoded.get(id)
             && cached.version == record.version
             && cached.bytes == record.value
@@ -188,20 +180,11 @@ impl Sessions {
                 version: record.version,
             });
         }
+        drop(decoded);
         let parsed: SessionRecord =
             serde_json::from_slice(&record.value).map_err(|_| SessionError::NotFound)?;
         let parsed = Arc::new(parsed);
-        if decoded.len() >= MAX_CACHED && !decoded.contains_key(id) {
-            decoded.clear();
-        }
-        decoded.insert(
-            id.to_owned(),
-            Cached {
-                version: record.version,
-                bytes: record.value,
-                record: parsed.clone(),
-            },
-        );
+        self.remember(id, record.version, record.value, parsed.clone());
         Ok(Loaded {
             record: parsed,
             version: record.version,

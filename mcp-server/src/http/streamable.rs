@@ -15,7 +15,7 @@ use mcp_hub::Cursor;
 use mcp_wire::jsonrpc::{self, Decoded};
 use mcp_wire::names::headers as header_names;
 
-use crate::dispatch::{Context, Outgoing, Reply, SessionSnapshot};
+use crate::dispatch::{Context, Outgoing, Reply};
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::cancel::{self, Registered};
 use crate::http::session::{Loaded, SessionError, SessionRecord};
@@ -225,12 +225,14 @@ async fn settle(
     }
     let succeeded = matches!(response, Outgoing::Response(e) if e.message.get("error").is_none());
     if bound.initialize {
-        let snapshot: SessionSnapshot = ctx.snapshot();
-        if !succeeded || !snapshot.adapter.is_some_and(|a| a.has_sessions()) {
+        let mut record = SessionRecord::default();
+        let with_sessions = ctx.inspect_session(|now| {
+            record.absorb(&now);
+            now.adapter.is_some_and(|a| a.has_sessions())
+        });
+        if !succeeded || !with_sessions {
             return Ok(None);
         }
-        let mut record = SessionRecord::default();
-        record.absorb(&snapshot);
         return match shared.sessions.create(&record).await {
             Ok(id) => Ok(Some(id)),
             Err(err) => Err(store_failure(bound.adapter, &err)),
@@ -239,10 +241,11 @@ async fn settle(
     if let Some((id, loaded)) = &bound.session
         && ctx.inspect_session(|now| loaded.record.would_change(&now))
     {
-        let snapshot: SessionSnapshot = ctx.snapshot();
         let result = shared
             .sessions
-            .update(id, loaded.clone(), |record| record.absorb(&snapshot))
+            .update(id, loaded.clone(), |record| {
+                ctx.inspect_session(|now| record.absorb(&now))
+            })
             .await;
         if let Err(err) = result {
             tracing::warn!(%err, "could not save a session change");
