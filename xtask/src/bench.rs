@@ -57,14 +57,14 @@ use std::{
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use crate::interop::{TINY, TINY_VERSION, install_venv, venv_has};
+
 /// Exit code of a server that cannot serve yet (`mcp_bench::EXIT_NOT_AVAILABLE`; xtask does not
 /// depend on workspace crates).
 const EXIT_NOT_AVAILABLE: i32 = 3;
 /// The pinned rmcp version (kept in step with `bench/peers/rmcp-peer/Cargo.toml`).
 const RMCP_VERSION: &str = "3.11.0";
 /// The pinned Python reference system.
-const TINY_PACKAGE: &str = "aiohttp-tiny-mcp";
-const TINY_VERSION: &str = "0.5.8";
 /// The revisions, oldest first; 2024-11-05 is measured over HTTP+SSE.
 const REVISIONS: [&str; 5] = [
     "2024-11-05",
@@ -487,57 +487,21 @@ fn prepare_rmcp(root: &Path, cache: &Path, quick: bool) -> Result<PathBuf> {
 /// Makes sure the Python venv with the reference system exists in the cache; returns the
 /// interpreter and the server script.
 fn prepare_python(root: &Path, cache: &Path, quick: bool) -> Result<(PathBuf, PathBuf)> {
-    let venv = cache.join("py-venv");
-    let python = venv.join("bin/python");
     let script = cache.join("tiny_peer.py");
-    let installed = || {
-        command_exists(
-            python.to_str().unwrap_or("python"),
-            &[
-                "-c",
-                "import importlib.metadata as m; print(m.version('aiohttp-tiny-mcp'))",
-            ],
-        )
-        .is_some_and(|v| v == TINY_VERSION)
-    };
-    if quick {
-        if !python.exists() || !installed() {
+    let python = if quick {
+        let python = cache.join("py-venv/bin/python");
+        if !venv_has(&python, TINY, TINY_VERSION) {
             bail!(
                 "not installed in {} (run `cargo xtask bench` once)",
-                venv.display()
+                cache.join("py-venv").display()
             );
         }
-        sync_file(&root.join("bench/peers/python/tiny_peer.py"), &script)?;
-        return Ok((python, script));
-    }
-    if !python.exists() {
-        let python3 = command_exists("python3", &["--version"]).context("python3 not found")?;
-        eprintln!(
-            "xtask bench: creating a venv with {python3} in {}",
-            venv.display()
-        );
-        run_status(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
-    }
-    if !installed() {
-        eprintln!("xtask bench: installing {TINY_PACKAGE}=={TINY_VERSION}");
-        run_status(
-            Command::new(&python)
-                .args(["-m", "pip", "install", "--quiet"])
-                .arg(format!("{TINY_PACKAGE}=={TINY_VERSION}")),
-        )?;
-    }
+        python
+    } else {
+        install_venv(cache, "py-venv", TINY, TINY_VERSION)?
+    };
     sync_file(&root.join("bench/peers/python/tiny_peer.py"), &script)?;
     Ok((python, script))
-}
-
-fn run_status(command: &mut Command) -> Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("running {command:?}"))?;
-    if !status.success() {
-        bail!("{command:?} failed ({status})");
-    }
-    Ok(())
 }
 
 /// The store behind our server's row.
@@ -639,7 +603,7 @@ impl RowSpec {
     fn python(python: &Path, script: &Path) -> Self {
         Self {
             key: "tiny",
-            label: format!("{TINY_PACKAGE} {TINY_VERSION} (the Python reference system)"),
+            label: format!("{TINY} {TINY_VERSION} (the Python reference system)"),
             role: Role::Peer,
             program: python.to_path_buf(),
             args: vec![script.display().to_string()],

@@ -50,8 +50,8 @@ const ZOD_MAJOR: &str = "3";
 const PY_MCP: &str = "mcp";
 const PY_MCP_VERSION: &str = "2.3.0";
 /// The Python reference system, pinned.
-const TINY: &str = "aiohttp-tiny-mcp";
-const TINY_VERSION: &str = "0.5.8";
+pub(crate) const TINY: &str = "aiohttp-tiny-mcp";
+pub(crate) const TINY_VERSION: &str = "0.5.8";
 /// The scripts copied from `interop/`.
 const SCRIPTS: [&str; 8] = [
     "ts-v1-client.mjs",
@@ -630,25 +630,33 @@ fn pinned_cell(
     Ok(cells)
 }
 
+/// Whether the interpreter `python` (of a virtual environment) has `package` at `version`.
+pub(crate) fn venv_has(python: &Path, package: &str, version: &str) -> bool {
+    Command::new(python)
+        .arg("-c")
+        .arg(format!(
+            "import importlib.metadata as m; print(m.version({package:?}))"
+        ))
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == version)
+}
+
 /// Makes a virtual environment with `package`=`version` in `prefix/dir` unless it is there;
 /// returns its interpreter.
-fn install_venv(prefix: &Path, dir: &str, package: &str, version: &str) -> Result<PathBuf> {
+pub(crate) fn install_venv(
+    prefix: &Path,
+    dir: &str,
+    package: &str,
+    version: &str,
+) -> Result<PathBuf> {
     let venv = prefix.join(dir);
     let python = venv.join("bin").join("python");
-    let installed = || {
-        Command::new(&python)
-            .arg("-c")
-            .arg(format!(
-                "import importlib.metadata as m; print(m.version({package:?}))"
-            ))
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == version)
-    };
+    let installed = || venv_has(&python, package, version);
     if installed() {
         return Ok(python);
     }
     println!(
-        "xtask interop: installing {package}=={version} into {}",
+        "xtask: installing {package}=={version} into {}",
         venv.display()
     );
     let status = Command::new("python3")
