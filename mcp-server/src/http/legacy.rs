@@ -1,9 +1,16 @@
 //! HTTP+SSE, the transport of 2024-11-05: `GET /sse` opens the stream and names the POST URI
 //! in an `endpoint` event; every POST there gets 202 and its answers travel on the stream,
 //! through the hub (a per-stream topic), so the POST may land on any worker.
+//!
+//! The worker that holds a stream also registers a local channel for it ([`LocalStreams`]).
+//! A POST that lands on that worker sends what it produces straight into the channel, without
+//! a round trip through the event log; a POST on another worker (or one whose stream has just
+//! gone) publishes to the topic as before, and the stream reads both. Every message of one
+//! POST takes the same path, so the order within a call holds.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -13,6 +20,7 @@ use http::{Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_hub::{Subscription, Topic};
 use mcp_wire::jsonrpc;
+use tokio::sync::mpsc;
 
 use crate::dispatch::{Context, Outgoing};
 use crate::http::body::{self, HttpBody, SseStream};
@@ -115,21 +123,28 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
             }
         })
     };
+    // Registered with no await before the cleanup exists, so the cleanup always removes it.
+    let mut local = shared.local_streams.register(&id);
     let cleanup = Cleanup {
         shared: shared.clone(),
         id,
         topic,
         renew,
     };
-    let events = subscription
+    // What the hub brings, then `None` once the subscription fails: the stream ends there, as
+    // it did before the local channel was merged in.
+    let hub = subscription
         .take_while(|event| std::future::ready(event.is_ok()))
-        .filter_map(move |event| {
+        .filter_map(|event| std::future::ready(event.ok().map(|event| event.payload)))
+        .map(Some)
+        .chain(stream::iter([None]));
+    let local = stream::poll_fn(move |cx| local.poll_recv(cx)).map(Some);
+    let events = stream::select(hub, local)
+        .take_while(|message| std::future::ready(message.is_some()))
+        .filter_map(move |message| {
             // The stream owns the cleanup: it runs when the client goes away.
             let _owned = &cleanup;
-            let framed = event
-                .ok()
-                .map(|event| body::event(Some("message"), None, &event.payload));
-            std::future::ready(framed)
+            std::future::ready(message.map(|m| body::event(Some("message"), None, &m)))
         });
     let source = match changes {
         Some(changes) => {
@@ -182,6 +197,81 @@ fn session_notifications(
         })
 }
 
+/// The HTTP+SSE streams held by this worker: a channel into each, by session id, so the
+/// answers to POSTs that land here skip the event log.
+#[derive(Default)]
+pub(crate) struct LocalStreams {
+    senders: Mutex<HashMap<String, mpsc::UnboundedSender<Bytes>>>,
+}
+
+impl LocalStreams {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Bytes>>> {
+        self.senders.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Opens the channel of the stream of session `id`; its messages arrive on the receiver.
+    fn register(&self, id: &str) -> mpsc::UnboundedReceiver<Bytes> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.lock().insert(id.to_owned(), sender);
+        receiver
+    }
+
+    /// The channel into the stream of session `id`, when this worker holds it.
+    fn sender(&self, id: &str) -> Option<mpsc::UnboundedSender<Bytes>> {
+        self.lock().get(id).cloned()
+    }
+
+    /// Forgets the channel of session `id`.
+    fn remove(&self, id: &str) {
+        self.lock().remove(id);
+    }
+}
+
+/// Where the messages one POST produces go: into the stream's local channel while this worker
+/// holds the stream, else (or from the first failed send on) to the stream's topic.
+struct Delivery<'a> {
+    shared: &'a Shared,
+    id: &'a str,
+    local: Option<mpsc::UnboundedSender<Bytes>>,
+    /// The stream's topic, named on the first publish.
+    topic: Option<Topic>,
+}
+
+impl<'a> Delivery<'a> {
+    /// Looks the stream of session `id` up once, for every message of the POST.
+    fn new(shared: &'a Shared, id: &'a str) -> Self {
+        Self {
+            shared,
+            id,
+            local: shared.local_streams.sender(id),
+            topic: None,
+        }
+    }
+
+    async fn send(&mut self, message: Vec<u8>) {
+        let mut message = Bytes::from(message);
+        if let Some(local) = &self.local {
+            match local.send(message) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(back)) => {
+                    // The stream went away: the rest of the POST follows this message to the
+                    // hub.
+                    self.local = None;
+                    message = back;
+                }
+            }
+        }
+        let (shared, id) = (self.shared, self.id);
+        let topic = self
+            .topic
+            .get_or_insert_with(|| shared.sessions.stream_topic(id));
+        let log = &shared.server.registry.log;
+        if let Err(err) = log.publish(topic, message).await {
+            tracing::warn!(%err, "could not publish to an HTTP+SSE stream");
+        }
+    }
+}
+
 /// Forgets an HTTP+SSE session and its topic when its stream ends.
 struct Cleanup {
     shared: Arc<Shared>,
@@ -193,6 +283,7 @@ struct Cleanup {
 impl Drop for Cleanup {
     fn drop(&mut self) {
         self.renew.abort();
+        self.shared.local_streams.remove(&self.id);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -207,7 +298,8 @@ impl Drop for Cleanup {
     }
 }
 
-/// `POST /messages?session_id=...`: 202, and the answers go to the stream through the hub.
+/// `POST /messages?session_id=...`: 202, and the answers go to the stream (straight when this
+/// worker holds it, else through the hub).
 pub(crate) async fn post(
     shared: &Arc<Shared>,
     parts: &Parts,
@@ -270,9 +362,10 @@ pub(crate) async fn post(
     status_only(StatusCode::ACCEPTED)
 }
 
-/// Serves one posted message and publishes what it produces to the stream's topic. The
-/// session record is saved (after `initialize`, `logging/setLevel`) before the response goes
-/// out, so the client's next message, on any worker, sees it.
+/// Serves one posted message and sends what it produces to the stream: through its local
+/// channel when this worker holds it, else through its topic. The session record is saved
+/// (after `initialize`, `logging/setLevel`) before the response goes out, so the client's next
+/// message, on any worker, sees it.
 async fn serve_message(
     shared: &Arc<Shared>,
     set: &AdapterSet,
@@ -280,13 +373,8 @@ async fn serve_message(
     loaded: Loaded,
     bytes: &[u8],
 ) {
-    let topic = shared.sessions.stream_topic(&id);
+    let mut delivery = Delivery::new(shared, &id);
     let log = &shared.server.registry.log;
-    let publish = |bytes: Vec<u8>| async {
-        if let Err(err) = log.publish(&topic, Bytes::from(bytes)).await {
-            tracing::warn!(%err, "could not publish to an HTTP+SSE stream");
-        }
-    };
     let decoded = jsonrpc::decode(bytes);
     let stored = loaded
         .record
@@ -299,7 +387,7 @@ async fn serve_message(
             let encoded = rejected
                 .adapter
                 .encode_failure(first_id(&decoded), &rejected.failure);
-            publish(encoded.to_bytes()).await;
+            delivery.send(encoded.to_bytes()).await;
             return;
         }
     };
@@ -330,7 +418,7 @@ async fn serve_message(
         if item.is_response() {
             save(shared, &id, &loaded, &ctx, &item).await;
         }
-        publish(item.to_bytes()).await;
+        delivery.send(item.to_bytes()).await;
     }
 }
 

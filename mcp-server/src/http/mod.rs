@@ -114,6 +114,8 @@ pub(crate) struct Shared {
     pub(crate) calls: CallTracker,
     /// The session calls running on this worker, for `notifications/cancelled`.
     pub(crate) cancels: Arc<cancel::Cancels>,
+    /// The HTTP+SSE streams this worker holds, for answers to POSTs that land here.
+    pub(crate) local_streams: legacy::LocalStreams,
 }
 
 /// Counts calls running outside a request future (HTTP+SSE), so shutdown can wait for them.
@@ -181,6 +183,7 @@ impl HttpEndpoint {
                 cancelling: watch::channel(false).0,
                 calls: CallTracker::default(),
                 cancels: Arc::default(),
+                local_streams: legacy::LocalStreams::default(),
             }),
         }
     }
