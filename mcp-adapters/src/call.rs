@@ -46,7 +46,8 @@ pub struct Invalid {
 
 /// What the server knows about the client for one call.
 ///
-/// On 2026-07-28 both come from the request's `_meta`, and the capabilities are always present
+/// On 2026-07-28 both come from the request's `_meta` (moved out of it, so
+/// [`Call::params`] no longer holds them), and the capabilities are always present
 /// (`{}` means none; silence never means "whatever you said before"). On revisions with a
 /// handshake they are only on `initialize`; for later calls the server fills them from the
 /// session (or stdio connection) with [`ClientContext::fill_from`].
@@ -101,9 +102,11 @@ impl ClientContext {
 ///
 /// `params` keeps the raw params object minus what was moved into typed fields: `arguments`,
 /// `inputResponses` and `requestState` are taken out (so are `mcpAnswers` / `mcpState` from the
-/// arguments of a tool call on revisions that ask in arguments). `_meta` and everything else
-/// stay, so a handler can read any field an operation has (`ref` of `completion/complete`,
-/// `notifications` of `subscriptions/listen`, `requestId` of `notifications/cancelled` ...).
+/// arguments of a tool call on revisions that ask in arguments), and on 2026-07-28 requests
+/// the client capabilities and (object) client info are moved out of `_meta` into
+/// [`client`](Self::client). The rest of `_meta` and everything else stay, so a handler can
+/// read any field an operation has (`ref` of `completion/complete`, `notifications` of
+/// `subscriptions/listen`, `requestId` of `notifications/cancelled` ...).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Call {

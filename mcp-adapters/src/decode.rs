@@ -286,8 +286,8 @@ impl Adapter {
         let mut log_level = None;
         if features.per_request_meta && is_request {
             let meta_obj = params
-                .get("_meta")
-                .and_then(Value::as_object)
+                .get_mut("_meta")
+                .and_then(Value::as_object_mut)
                 .ok_or_else(|| Failure::missing_meta("missing params._meta"))?;
             let version = match meta_obj.get(meta::PROTOCOL_VERSION) {
                 Some(Value::String(v)) => v.clone(),
@@ -308,8 +308,9 @@ impl Adapter {
                 return Err(Failure::unsupported_version(&version, &[self.revision()]));
             }
             protocol_version = Some(version);
-            client.capabilities = match meta_obj.get(meta::CLIENT_CAPABILITIES) {
-                Some(Value::Object(c)) => Some(c.clone()),
+            // Moved out of `_meta`, not copied: `call.client` is where they are read.
+            client.capabilities = match meta_obj.remove(meta::CLIENT_CAPABILITIES) {
+                Some(Value::Object(c)) => Some(c),
                 Some(_) => {
                     return Err(Failure::missing_meta(format!(
                         "_meta {:?} must be an object",
@@ -323,10 +324,12 @@ impl Adapter {
                     )));
                 }
             };
-            client.info = meta_obj
+            if meta_obj
                 .get(meta::CLIENT_INFO)
-                .filter(|v| v.is_object())
-                .cloned();
+                .is_some_and(Value::is_object)
+            {
+                client.info = meta_obj.remove(meta::CLIENT_INFO);
+            }
             if let Some(level) = meta_obj.get(meta::LOG_LEVEL) {
                 log_level = Some(parse_level(level)?);
             }

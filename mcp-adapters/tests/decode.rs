@@ -760,3 +760,46 @@ fn the_published_2026_examples_decode() {
     }
     assert!(seen >= 8, "only {seen} example requests");
 }
+
+#[test]
+fn modern_client_context_is_moved_out_of_meta() {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+        "progressToken": 3,
+        "com.example/kept": true
+    }}});
+    let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&body).unwrap()));
+    let Some(Incoming::Call(call)) = decoded.items.first() else {
+        panic!("expected a call, got {decoded:?}");
+    };
+    assert!(call.client.has("roots"));
+    assert_eq!(call.client.info, Some(json!({"name": "c", "version": "1"})));
+    assert_eq!(call.progress_token, Some(Id::from(3)));
+    // What `call.client` holds is not kept twice; the rest of `_meta` stays.
+    assert_eq!(
+        call.meta().cloned().map(Value::Object),
+        Some(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "progressToken": 3,
+            "com.example/kept": true
+        }))
+    );
+    // A client info that is not an object is not the client's identity, and stays.
+    let odd = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": "c"
+    }}});
+    let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&odd).unwrap()));
+    let Some(Incoming::Call(call)) = decoded.items.first() else {
+        panic!("expected a call, got {decoded:?}");
+    };
+    assert_eq!(call.client.info, None);
+    assert_eq!(
+        call.meta()
+            .and_then(|m| m.get("io.modelcontextprotocol/clientInfo")),
+        Some(&json!("c"))
+    );
+}
