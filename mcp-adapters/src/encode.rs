@@ -77,8 +77,14 @@ impl CacheHint {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ResultContext<'a> {
     /// The server's `Implementation`, put in `_meta["io.modelcontextprotocol/serverInfo"]` of
-    /// every result on 2026-07-28 (omitted when `None`).
+    /// every result on 2026-07-28 (omitted when `None`), projected for the revision
+    /// ([`Adapter::project_implementation`]) unless
+    /// [`server_info_projected`](Self::server_info_projected) says it already is.
     pub server_info: Option<&'a Value>,
+    /// `server_info` is already projected for the encoding adapter's revision (say, once per
+    /// revision at startup), so it is copied in as it is. Default `false`: it is projected on
+    /// every result.
+    pub server_info_projected: bool,
     /// The cache hints for this result, when the operation is cacheable. Default is
     /// [`CacheHint::NONE`].
     pub cache: CacheHint,
@@ -214,8 +220,13 @@ impl Adapter {
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(m) = meta_obj {
-                m.entry(meta::SERVER_INFO)
-                    .or_insert_with(|| self.project_implementation(info));
+                m.entry(meta::SERVER_INFO).or_insert_with(|| {
+                    if ctx.server_info_projected {
+                        info.clone()
+                    } else {
+                        self.project_implementation(info)
+                    }
+                });
             }
         }
     }

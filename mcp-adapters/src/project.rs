@@ -371,20 +371,29 @@ impl Adapter {
             (StructuredOutput::ObjectOnly, Some(v)) => v.is_object(),
             (StructuredOutput::TextOnly, Some(_)) => false,
         };
-        let mut content: Vec<Value> = match result.remove("content") {
-            Some(Value::Array(blocks)) => blocks
-                .into_iter()
-                .map(|b| self.project_content_owned(b))
-                .collect(),
-            _ => Vec::new(),
+        let dropped = if keep {
+            None
+        } else {
+            result.remove("structuredContent")
         };
-        if !keep
-            && let Some(structured) = result.remove("structuredContent")
+        // In place: the blocks and the `content` key stay where they are.
+        match result.get_mut("content") {
+            Some(Value::Array(blocks)) => {
+                for block in blocks.iter_mut() {
+                    *block = self.project_content_owned(block.take());
+                }
+            }
+            Some(other) => *other = Value::Array(Vec::new()),
+            None => {
+                result.insert("content".into(), Value::Array(Vec::new()));
+            }
+        }
+        if let Some(structured) = dropped
+            && let Some(Value::Array(content)) = result.get_mut("content")
             && content.is_empty()
         {
             content.push(json!({"type": "text", "text": structured.to_string()}));
         }
-        result.insert("content".into(), Value::Array(content));
     }
 
     /// Projects a `GetPromptResult` in place (the content of each message).

@@ -22,6 +22,7 @@ fn server_info() -> Value {
 fn ctx(info: &Value) -> ResultContext<'_> {
     ResultContext {
         server_info: Some(info),
+        server_info_projected: false,
         cache: CacheHint {
             ttl_ms: 1000,
             scope: CacheScope::Public,

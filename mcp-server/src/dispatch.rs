@@ -561,6 +561,7 @@ impl Server {
                 let context = ResultContext {
                     // Projected for this revision once, when its view was built.
                     server_info: Some(&self.registry.view(adapter).server_info),
+                    server_info_projected: true,
                     cache,
                 };
                 adapter.encode(&call, outcome, &context)

@@ -1,0 +1,99 @@
+//! The result envelope of 2026-07-28 with server info the caller already projected, and the
+//! in-place projection of tool results.
+
+use mcp_adapters::{Adapter, Operation, ResultContext, Revision};
+use serde_json::{Value, json};
+
+const MODERN: Adapter = Adapter::new(Revision::V2026_07_28);
+
+fn info_of(body: &Value) -> &Value {
+    &body["_meta"]["io.modelcontextprotocol/serverInfo"]
+}
+
+#[test]
+fn server_info_is_projected_unless_the_caller_did() {
+    let info = json!({"name": "s", "version": "1", "title": "S", "icons": [], "x": 1});
+    let raw = ResultContext {
+        server_info: Some(&info),
+        ..ResultContext::default()
+    };
+    let body = MODERN
+        .result_body(Operation::ListTools, false, json!({"tools": []}), &raw)
+        .unwrap();
+    assert_eq!(info_of(&body), &MODERN.project_implementation(&info));
+    // Something projection would change (it keeps only objects) shows which path ran.
+    let odd = json!(["not", "an", "object"]);
+    let raw = ResultContext {
+        server_info: Some(&odd),
+        ..ResultContext::default()
+    };
+    let body = MODERN
+        .result_body(Operation::ListTools, false, json!({"tools": []}), &raw)
+        .unwrap();
+    assert_eq!(info_of(&body), &json!({}));
+
+    // Already projected: copied as given (the caller vouches for it).
+    let ready = ResultContext {
+        server_info: Some(&odd),
+        server_info_projected: true,
+        ..ResultContext::default()
+    };
+    let body = MODERN
+        .result_body(Operation::ListTools, false, json!({"tools": []}), &ready)
+        .unwrap();
+    assert_eq!(info_of(&body), &odd);
+
+    // Either way, a handler's own server info wins.
+    let own = json!({"tools": [], "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "h"}}});
+    let body = MODERN
+        .result_body(Operation::ListTools, false, own, &ready)
+        .unwrap();
+    assert_eq!(info_of(&body), &json!({"name": "h"}));
+}
+
+fn project(adapter: Adapter, result: Value) -> Value {
+    let Value::Object(mut map) = result else {
+        panic!("not an object");
+    };
+    adapter.project_tool_result(&mut map);
+    Value::Object(map)
+}
+
+#[test]
+fn tool_results_are_projected_in_place() {
+    let old = Adapter::new(Revision::V2025_03_26);
+    // Blocks are projected where they are.
+    let link = json!({"content": [
+        {"type": "text", "text": "a"},
+        {"type": "resource_link", "uri": "a://b", "name": "b"}
+    ]});
+    assert_eq!(
+        project(old, link),
+        json!({"content": [
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": "Resource: b <a://b>"}
+        ]})
+    );
+    // Missing or malformed content becomes an empty list.
+    assert_eq!(project(MODERN, json!({})), json!({"content": []}));
+    assert_eq!(
+        project(MODERN, json!({"content": "x", "isError": true})),
+        json!({"content": [], "isError": true})
+    );
+    // Dropped structured output becomes the text of an empty result, and only then.
+    assert_eq!(
+        project(old, json!({"structuredContent": {"sum": 5}})),
+        json!({"content": [{"type": "text", "text": "{\"sum\":5}"}]})
+    );
+    assert_eq!(
+        project(
+            old,
+            json!({"content": [{"type": "text", "text": "5"}], "structuredContent": {"sum": 5}})
+        ),
+        json!({"content": [{"type": "text", "text": "5"}]})
+    );
+    assert_eq!(
+        project(MODERN, json!({"structuredContent": 5})),
+        json!({"content": [], "structuredContent": 5})
+    );
+}
