@@ -30,8 +30,8 @@ use crate::completion::{Completion, CompletionRequest};
 use crate::content::CallToolResult;
 use crate::error::{PromptError, ResourceError};
 use crate::exchange::{
-    AskState, CancelHandle, Exchange, ExchangeInner, Interrupted, Owner, PUSH_ID_PREFIX, Pusher,
-    encode_reply, owner_tag, reply_topic,
+    AskState, CallClient, CancelHandle, Exchange, ExchangeInner, Interrupted, Owner,
+    PUSH_ID_PREFIX, Pusher, encode_reply, owner_tag, reply_topic,
 };
 use crate::page::{ListKind, page};
 use crate::project::RevisionView;
@@ -145,12 +145,35 @@ struct ContextInner {
 #[derive(Default)]
 struct Connection {
     adapter: Option<Adapter>,
-    client: ClientContext,
+    /// The client's identity and capabilities from `initialize`; `None` when nothing is known.
+    /// Shared with the exchanges of the connection's calls, which read it (no copy per call).
+    client: Option<Arc<ClientContext>>,
     log_level: Option<LogLevel>,
     /// URIs of `resources/subscribe` (revisions with a handshake).
     subscriptions: BTreeSet<String>,
-    /// Closes this connection's `subscriptions/listen` streams gracefully.
-    listeners: crate::notify::Closer,
+    /// Closes this connection's `subscriptions/listen` streams gracefully; made when first
+    /// needed (most connections never listen).
+    listeners: Option<crate::notify::Closer>,
+}
+
+impl Connection {
+    fn client(&self) -> &ClientContext {
+        /// What a connection knows about a client that stated nothing.
+        static NOTHING: ClientContext = ClientContext {
+            info: None,
+            capabilities: None,
+        };
+        self.client.as_deref().unwrap_or(&NOTHING)
+    }
+
+    fn listeners(&mut self) -> &crate::notify::Closer {
+        self.listeners.get_or_insert_with(Default::default)
+    }
+}
+
+/// The client stated nothing (no identity, no capabilities).
+fn stated_nothing(client: &ClientContext) -> bool {
+    client.info.is_none() && client.capabilities.is_none()
 }
 
 impl fmt::Debug for Context {
@@ -327,7 +350,7 @@ impl Context {
                 can_push,
                 connection: Mutex::new(Connection {
                     adapter: snapshot.adapter,
-                    client: snapshot.client,
+                    client: (!stated_nothing(&snapshot.client)).then(|| Arc::new(snapshot.client)),
                     log_level: snapshot.log_level,
                     subscriptions: snapshot.subscriptions.into_iter().collect(),
                     ..Connection::default()
@@ -344,7 +367,7 @@ impl Context {
         let connection = self.conn();
         f(SessionView {
             adapter: connection.adapter,
-            client: &connection.client,
+            client: connection.client(),
             log_level: connection.log_level,
             subscriptions: &connection.subscriptions,
         })
@@ -608,7 +631,10 @@ impl Server {
         let registry = &*self.registry;
         if !adapter.features().per_request_meta {
             let connection = ctx.conn();
-            call.client.fill_from(&connection.client);
+            // Other calls read the connection's client through their exchange, shared.
+            if call.operation == Operation::Describe {
+                call.client.fill_from(connection.client());
+            }
             if call.operation != Operation::SetLogLevel {
                 call.log_level = connection.log_level;
             }
@@ -665,14 +691,16 @@ impl Server {
         }
     }
 
-    fn describe(&self, adapter: Adapter, call: &Call, ctx: &Context) -> Done {
+    fn describe(&self, adapter: Adapter, call: &mut Call, ctx: &Context) -> Done {
         let registry = &*self.registry;
         if adapter.has_handshake() {
             let mut connection = ctx.conn();
             // The handshake's revision holds for the rest of the connection.
             connection.adapter = Some(adapter);
-            // Keep the client's identity and capabilities for the life of the connection.
-            connection.client = call.client.clone();
+            // Keep the client's identity and capabilities for the life of the connection
+            // (nothing reads them from the call after this).
+            let client = std::mem::take(&mut call.client);
+            connection.client = (!stated_nothing(&client)).then(|| Arc::new(client));
         }
         let view = registry.view(adapter);
         let result = adapter.describe_result(
@@ -746,7 +774,7 @@ impl Server {
     async fn read_resource(
         &self,
         adapter: Adapter,
-        call: &Call,
+        call: &mut Call,
         ctx: &Context,
         sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
@@ -813,7 +841,7 @@ impl Server {
     async fn get_prompt(
         &self,
         adapter: Adapter,
-        call: &Call,
+        call: &mut Call,
         ctx: &Context,
         sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
@@ -943,28 +971,44 @@ impl Server {
         })
     }
 
+    /// The exchange of `call`. It takes the call's client context (nothing reads it from the
+    /// call afterwards); on revisions with a handshake, a call that states nothing itself
+    /// shares the connection's.
     fn exchange(
         &self,
         adapter: Adapter,
-        call: &Call,
+        call: &mut Call,
         ctx: &Context,
         sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
         resumed: Resumed,
     ) -> Exchange {
         let registry = &*self.registry;
+        let stated = std::mem::take(&mut call.client);
+        let client = if adapter.features().per_request_meta {
+            CallClient::Own(stated)
+        } else {
+            let connection = ctx.conn();
+            match &connection.client {
+                Some(shared) if stated_nothing(&stated) => CallClient::Shared(Arc::clone(shared)),
+                _ => {
+                    let mut filled = stated;
+                    filled.fill_from(connection.client());
+                    CallClient::Own(filled)
+                }
+            }
+        };
         let owner = ctx.owner();
         let push = (ctx.inner.can_push && adapter.can_push_ask()).then(|| Pusher {
             log: registry.log.clone(),
             namespace: ctx.inner.namespace.clone(),
-            owner: owner_tag(&owner),
             timeout: registry.ask_timeout,
         });
         Exchange::new(ExchangeInner {
             adapter,
             operation: call.operation,
             request_id: call.id.clone(),
-            client: call.client.clone(),
+            client,
             progress_token: call.progress_token.clone(),
             log_level: call.log_level,
             sink: sink.clone(),
@@ -979,7 +1023,7 @@ impl Server {
             push,
             store: registry.states.store().clone(),
             namespace: ctx.inner.namespace.clone(),
-            principal: owner.principal,
+            owner,
         })
     }
 
@@ -1155,7 +1199,7 @@ impl Context {
     /// listen result and ends. For a transport whose peer is leaving (end of stdin). It cannot
     /// be undone: a later listen on this connection is acknowledged and closed at once.
     pub fn close_listeners(&self) {
-        self.conn().listeners.close();
+        self.conn().listeners().close();
     }
 
     pub(crate) fn add_subscription(&self, uri: String) {
@@ -1167,6 +1211,6 @@ impl Context {
     }
 
     pub(crate) fn listeners_closer(&self) -> crate::notify::Closer {
-        self.conn().listeners.clone()
+        self.conn().listeners().clone()
     }
 }

@@ -19,13 +19,14 @@ use crate::state::random_id;
 /// Where a call's messages go before its final response: notifications and pushed requests.
 pub(crate) type Sink = mpsc::UnboundedSender<Value>;
 
-/// A cancellation signal shared by a call and whoever may cancel it.
+/// A cancellation signal shared by a call and whoever may cancel it (clones share the
+/// channel: one allocation per call).
 #[derive(Clone, Debug)]
-pub(crate) struct CancelHandle(Arc<watch::Sender<bool>>);
+pub(crate) struct CancelHandle(watch::Sender<bool>);
 
 impl CancelHandle {
     pub(crate) fn new() -> Self {
-        Self(Arc::new(watch::channel(false).0))
+        Self(watch::Sender::new(false))
     }
 
     pub(crate) fn cancel(&self) {
@@ -43,8 +44,6 @@ impl CancelHandle {
 pub(crate) struct Pusher {
     pub(crate) log: Arc<dyn EventLog>,
     pub(crate) namespace: Namespace,
-    /// [`owner_tag`] of the connection that asked.
-    pub(crate) owner: String,
     pub(crate) timeout: Duration,
 }
 
@@ -123,11 +122,29 @@ pub(crate) enum Interrupted {
     Cancelled,
 }
 
+/// The client context of a call: its own (2026-07-28, or stated on the call), or the one its
+/// connection keeps, shared rather than copied.
+pub(crate) enum CallClient {
+    Own(ClientContext),
+    Shared(Arc<ClientContext>),
+}
+
+impl std::ops::Deref for CallClient {
+    type Target = ClientContext;
+
+    fn deref(&self) -> &ClientContext {
+        match self {
+            Self::Own(client) => client,
+            Self::Shared(client) => client,
+        }
+    }
+}
+
 pub(crate) struct ExchangeInner {
     pub(crate) adapter: Adapter,
     pub(crate) operation: Operation,
     pub(crate) request_id: Option<Id>,
-    pub(crate) client: ClientContext,
+    pub(crate) client: CallClient,
     pub(crate) progress_token: Option<Id>,
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) sink: Sink,
@@ -137,8 +154,10 @@ pub(crate) struct ExchangeInner {
     pub(crate) push: Option<Pusher>,
     pub(crate) store: Arc<dyn StateStore>,
     pub(crate) namespace: Namespace,
-    /// The authenticated principal, when the transport knows one.
-    pub(crate) principal: Option<String>,
+    /// The connection's owner: the authenticated principal, when the transport knows one,
+    /// and the session (pushed questions are answered under its [`owner_tag`], computed
+    /// when one is asked).
+    pub(crate) owner: Owner,
 }
 
 /// What a handler receives about its call: revision, client, progress, logging, cancellation,
@@ -268,7 +287,7 @@ impl Exchange {
     /// [`Context::with_principal`](crate::Context::with_principal). Request state issued to
     /// one principal is refused to any other.
     pub fn principal(&self) -> Option<&str> {
-        self.inner.principal.as_deref()
+        self.inner.owner.principal.as_deref()
     }
 
     /// The state this handler saved with [`save_state`](Self::save_state) on the attempt
@@ -414,7 +433,7 @@ impl Exchange {
             Ok(request) => request,
             Err(failure) => return Err(self.stop(Interrupted::Failed(failure))),
         };
-        let topic = reply_topic(&push.namespace, &push.owner, &id);
+        let topic = reply_topic(&push.namespace, &owner_tag(&self.inner.owner), &id);
         // Take the position first, so a reply that comes before the first poll is still read.
         let cursor = match push.log.position(&topic).await {
             Ok(cursor) => cursor,
