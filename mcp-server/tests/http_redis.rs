@@ -12,7 +12,7 @@ mod support;
 include!("../src/bin/demo/registry.rs");
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcp_hub::{RedisConfig, RedisHub};
 use mcp_server::Revision;
@@ -25,7 +25,15 @@ fn url() -> String {
 }
 
 /// Two instances on one Redis key prefix, or `None` (after a notice) outside CI.
+///
+/// The session cache is off: these tests send a request to one instance right after a change
+/// made on the other, and assert the change holds (strict reads across workers).
 async fn pair() -> Option<(Running, Running)> {
+    pair_with(HttpConfig::new().session_cache(Duration::ZERO)).await
+}
+
+/// [`pair`] with `config` on both instances.
+async fn pair_with(http: HttpConfig) -> Option<(Running, Running)> {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -50,7 +58,7 @@ async fn pair() -> Option<(Running, Running)> {
             .event_log(hub)
             .build()
             .unwrap();
-        instances.push(Running::start(server, HttpConfig::new()).await);
+        instances.push(Running::start(server, http.clone()).await);
     }
     let b = instances.pop().unwrap();
     let a = instances.pop().unwrap();
@@ -178,6 +186,84 @@ async fn an_http_sse_stream_on_one_instance_answers_posts_to_the_other() {
     let done = stream.message().await.unwrap();
     assert_eq!(done["id"], 2);
     assert_eq!(done["result"]["content"][0]["text"], "stopped at decline");
+    a.stop().await;
+    b.stop().await;
+}
+
+/// The number of `notifications/message` a `count` call of `session` on `at` sends.
+async fn logs_of_count(at: &Running, session: &str, id: u64) -> usize {
+    let counted = post(
+        Some(session),
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "count", "arguments": {"n": 2}}}),
+    )
+    .send(at.addr)
+    .await;
+    counted
+        .messages()
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .count()
+}
+
+#[tokio::test]
+async fn with_the_session_cache_a_change_on_one_instance_reaches_the_other_through_redis() {
+    // Records are trusted for a minute, so anything seen sooner came through the change feed.
+    let Some((a, b)) = pair_with(HttpConfig::new().session_cache(Duration::from_secs(60))).await
+    else {
+        return;
+    };
+    let init = RawRequest::new("POST", "/mcp")
+        .header("Accept", ACCEPT_BOTH)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "pair", "version": "1"}}}),
+        )
+        .send(a.addr)
+        .await;
+    let session = init.header("mcp-session-id").unwrap().to_owned();
+    // A holds the record (no log level yet): no logs.
+    assert_eq!(logs_of_count(&a, &session, 1).await, 0);
+    let set = post(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}}),
+    )
+    .send(b.addr)
+    .await;
+    assert_eq!(set.status, 200);
+    // The change reaches A through the hub, long before A's copy would expire.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut id = 3;
+    while logs_of_count(&a, &session, id).await != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the level set on B never reached A"
+        );
+        id += 1;
+    }
+    // Ended on B: A answers 404 once the notice arrives.
+    let deleted = RawRequest::new("DELETE", "/mcp")
+        .header("Mcp-Session-Id", &session)
+        .send(b.addr)
+        .await;
+    assert_eq!(deleted.status, 204);
+    loop {
+        let listed = post(
+            Some(&session),
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}),
+        )
+        .send(a.addr)
+        .await;
+        if listed.status == 404 {
+            break;
+        }
+        assert_eq!(listed.status, 200);
+        assert!(
+            Instant::now() < deadline,
+            "the session ended on B lives on A"
+        );
+        id += 1;
+    }
     a.stop().await;
     b.stop().await;
 }

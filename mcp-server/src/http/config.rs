@@ -12,6 +12,11 @@ pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
 /// The default time to live of a session: one hour after its last use.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
 
+/// The default time a worker serves a session record from memory between store reads: 1 s
+/// (changes made on other workers arrive sooner, through the event log; see
+/// [`HttpConfig::session_cache`]).
+pub const DEFAULT_SESSION_CACHE: Duration = Duration::from_secs(1);
+
 /// The default interval of keep-alive comments on an idle SSE stream: 15 s.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -57,6 +62,7 @@ pub(crate) enum Localhost {
 /// | [`allowed_origin`](Self::allowed_origin) | none: only requests without `Origin`, same-origin requests, and localhost origins when bound to loopback |
 /// | [`allowed_host`](Self::allowed_host) | any host, except that a server bound to loopback accepts only `localhost`, `127.0.0.1` and `[::1]` |
 /// | [`session_ttl`](Self::session_ttl) | 1 hour after last use |
+/// | [`session_cache`](Self::session_cache) | 1 s, invalidated through the event log on every change |
 /// | [`keep_alive`](Self::keep_alive) | a comment every 15 s on idle SSE streams |
 /// | [`prefer_sse`](Self::prefer_sse) | off: JSON unless the call sends something before its result |
 /// | [`sse_retry`](Self::sse_retry) | 1000 ms in the priming event (revisions with SSE polling) |
@@ -74,6 +80,7 @@ pub struct HttpConfig {
     pub(crate) localhost: Localhost,
     pub(crate) bound_loopback: bool,
     pub(crate) session_ttl: Duration,
+    pub(crate) session_cache: Duration,
     pub(crate) keep_alive: Duration,
     pub(crate) prefer_sse: bool,
     pub(crate) sse_retry_ms: u64,
@@ -101,6 +108,7 @@ impl HttpConfig {
             localhost: Localhost::Auto,
             bound_loopback: false,
             session_ttl: DEFAULT_SESSION_TTL,
+            session_cache: DEFAULT_SESSION_CACHE,
             keep_alive: DEFAULT_KEEP_ALIVE,
             prefer_sse: false,
             sse_retry_ms: DEFAULT_SSE_RETRY_MS,
@@ -186,6 +194,25 @@ impl HttpConfig {
     #[must_use]
     pub fn session_ttl(mut self, ttl: Duration) -> Self {
         self.session_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a worker may serve a session's record (negotiated revision, client
+    /// capabilities, log level, subscriptions) from its memory without reading the state store.
+    /// Default is 1 s; [`Duration::ZERO`] reads the store on every request.
+    ///
+    /// A worker that changes or ends a session publishes the session id on a topic of the
+    /// endpoint's namespace in the event log, and every worker that follows that topic drops
+    /// its copy, so a cached record is replaced as soon as the change is delivered (on Redis,
+    /// typically well under a millisecond). Records are trusted only while this worker follows
+    /// the topic; the time here bounds how long a copy can outlive a change whose notice was
+    /// lost (a worker that died between writing and publishing). A request that reaches another
+    /// worker within that delivery delay may still see the previous record; with sticky
+    /// sessions every change is made on the worker that caches it, so nothing is ever stale.
+    /// On the memory store, records are read in memory anyway: this only saves decoding.
+    #[must_use]
+    pub fn session_cache(mut self, trust: Duration) -> Self {
+        self.session_cache = trust;
         self
     }
 

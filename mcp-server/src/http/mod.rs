@@ -69,8 +69,8 @@ use crate::server::Server;
 
 pub use body::HttpBody;
 pub use config::{
-    DEFAULT_BODY_LIMIT, DEFAULT_KEEP_ALIVE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE,
-    DEFAULT_SSE_RETRY_MS, HttpConfig,
+    DEFAULT_BODY_LIMIT, DEFAULT_KEEP_ALIVE, DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL,
+    DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS, HttpConfig,
 };
 pub use serve::{HttpError, serve, serve_with, serve_with_shutdown, shutdown_signal};
 
@@ -171,6 +171,7 @@ impl HttpEndpoint {
             server.registry.states.store().clone(),
             config.namespace.clone(),
             config.session_ttl,
+            Some((server.registry.log.clone(), config.session_cache)),
         );
         Self {
             shared: Arc::new(Shared {

@@ -1,16 +1,19 @@
 //! Sessions as small records in the hub's state store, so that any worker serves any session.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
+use futures::StreamExt as _;
 use mcp_adapters::{AdapterSet, ClientContext};
-use mcp_hub::{Key, Namespace, StateStore, StoreError, Topic};
+use mcp_hub::{EventLog, Key, Namespace, StateStore, StoreError, Subscription, Topic};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tokio::sync::watch;
 
 use crate::dispatch::{SessionSnapshot, SessionView};
 
@@ -19,6 +22,9 @@ const MAX_ID_LEN: usize = 128;
 
 /// How many compare-and-set attempts a session update makes before giving up.
 const SAVE_ATTEMPTS: usize = 8;
+
+/// How long a worker waits before following session changes again after the feed failed.
+const FEED_RETRY: Duration = Duration::from_secs(1);
 
 /// What a session record holds (JSON in the store).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -123,6 +129,34 @@ struct Cached {
     version: u64,
     bytes: Bytes,
     record: Arc<SessionRecord>,
+    /// Until when the record may be served without reading the store (see [`Feed`]); `None`:
+    /// only reused when the store returns the same version and bytes again.
+    trusted_until: Option<tokio::time::Instant>,
+}
+
+/// The records decoded by one worker, by session id.
+type Decoded = Mutex<HashMap<String, Cached>>;
+
+/// The invalidation feed of a worker's session cache ([`HttpConfig::session_cache`]).
+///
+/// Every worker that writes or deletes a session record publishes the session id on one hub
+/// topic of the namespace; every worker follows that topic and drops its copy. A record read
+/// from the store is trusted (served from memory, without a store read) only while the feed is
+/// subscribed and only if no invalidation arrived between the read and the moment it is
+/// cached (the epoch), and at most for the configured time.
+///
+/// [`HttpConfig::session_cache`]: crate::http::HttpConfig::session_cache
+struct Feed {
+    /// The feed task was started.
+    started: AtomicBool,
+    /// The feed is subscribed: records read from now on may be trusted.
+    live: AtomicBool,
+    /// Bumped before each invalidation is applied and when the feed stops.
+    epoch: AtomicU64,
+    /// This worker's tag in invalidations, so it does not drop what it wrote itself.
+    tag: String,
+    /// Counts invalidations applied (tests wait on it) and turns on when the feed is live.
+    seen: watch::Sender<(bool, u64)>,
 }
 
 /// Why a session operation failed.
@@ -150,60 +184,179 @@ pub(crate) struct Sessions {
     ttl: Duration,
     /// When this worker last renewed each session's TTL.
     touched: Arc<Mutex<HashMap<String, Instant>>>,
-    /// Records this worker decoded, by session id. An entry is used only when the store
-    /// returns the same version and the same bytes again, so a record written by another
-    /// worker is always decoded afresh; it only saves parsing an unchanged record.
-    decoded: Arc<Mutex<HashMap<String, Cached>>>,
+    /// Records this worker decoded, by session id. An entry is reused when the store returns
+    /// the same version and the same bytes again, and served without a store read while it is
+    /// trusted (see [`Feed`]).
+    decoded: Arc<Decoded>,
+    /// The event log invalidations travel on, and how long a record may be trusted; `None`
+    /// when the cache is off (every load reads the store).
+    cache: Option<(Arc<dyn EventLog>, Duration)>,
+    feed: Arc<Feed>,
+    /// Dropped with the last clone: the feed task ends.
+    alive: Arc<watch::Sender<()>>,
 }
 
 impl Sessions {
-    pub(crate) fn new(store: Arc<dyn StateStore>, namespace: Namespace, ttl: Duration) -> Self {
+    /// The sessions of `namespace` in `store`; with `cache` (the event log and a trust time
+    /// above zero) records are served from memory between changes, invalidated through the log.
+    pub(crate) fn new(
+        store: Arc<dyn StateStore>,
+        namespace: Namespace,
+        ttl: Duration,
+        cache: Option<(Arc<dyn EventLog>, Duration)>,
+    ) -> Self {
+        let mut tag = [0u8; 12];
+        // Without randomness the tag is empty: this worker then also drops what it wrote.
+        let tag = getrandom::fill(&mut tag)
+            .map(|()| URL_SAFE_NO_PAD.encode(tag))
+            .unwrap_or_default();
         Self {
             store,
             namespace,
             ttl,
             touched: Arc::new(Mutex::new(HashMap::new())),
             decoded: Arc::new(Mutex::new(HashMap::new())),
+            cache: cache.filter(|(_, trust)| !trust.is_zero()),
+            feed: Arc::new(Feed {
+                started: AtomicBool::new(false),
+                live: AtomicBool::new(false),
+                epoch: AtomicU64::new(0),
+                tag,
+                seen: watch::channel((false, 0)).0,
+            }),
+            alive: Arc::new(watch::channel(()).0),
         }
     }
 
-    /// Decodes the stored `record` of session `id`, reusing this worker's earlier decoding
-    /// when the stored version and bytes are the same.
-    fn decode(&self, id: &str, record: mcp_hub::Record) -> Result<Loaded, SessionError> {
-        let decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(cached) = decoded.get(id)
-            && cached.version == record.version
-            && cached.bytes == record.value
-        {
-            return Ok(Loaded {
-                record: cached.record.clone(),
-                version: record.version,
-            });
+    /// The hub topic session invalidations travel on.
+    fn changes_topic(&self) -> Topic {
+        self.namespace.topic("mcp-session-changes")
+    }
+
+    /// Starts the invalidation feed once (the first load or write; needs a runtime).
+    fn start_feed(&self) {
+        let Some((log, _)) = &self.cache else { return };
+        if self.feed.started.swap(true, Ordering::AcqRel) {
+            return;
         }
+        let feed = self.feed.clone();
+        let decoded = Arc::downgrade(&self.decoded);
+        let gone = self.alive.subscribe();
+        tokio::spawn(run_feed(
+            log.clone(),
+            self.changes_topic(),
+            feed,
+            decoded,
+            gone,
+        ));
+    }
+
+    /// A trusted record of session `id`, served without reading the store.
+    fn trusted(&self, id: &str) -> Option<Loaded> {
+        if !self.feed.live.load(Ordering::Acquire) {
+            return None;
+        }
+        let decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        let cached = decoded.get(id)?;
+        let until = cached.trusted_until?;
+        (tokio::time::Instant::now() < until).then(|| Loaded {
+            record: cached.record.clone(),
+            version: cached.version,
+        })
+    }
+
+    /// The trust a record read now gets, if no invalidation arrives before it is cached:
+    /// the feed's epoch, or `None` when records are not trusted.
+    fn trust_epoch(&self) -> Option<u64> {
+        self.cache.as_ref()?;
+        self.feed
+            .live
+            .load(Ordering::Acquire)
+            .then(|| self.feed.epoch.load(Ordering::Acquire))
+    }
+
+    /// Decodes the stored `record` of session `id`, reusing this worker's earlier decoding
+    /// when the stored version and bytes are the same. `epoch` as in [`remember`](Self::remember).
+    fn decode(
+        &self,
+        id: &str,
+        record: mcp_hub::Record,
+        epoch: Option<u64>,
+    ) -> Result<Loaded, SessionError> {
+        let decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        let reused = decoded
+            .get(id)
+            .filter(|c| c.version == record.version && c.bytes == record.value)
+            .map(|c| c.record.clone());
         drop(decoded);
-        let parsed: SessionRecord =
-            serde_json::from_slice(&record.value).map_err(|_| SessionError::NotFound)?;
-        let parsed = Arc::new(parsed);
-        self.remember(id, record.version, record.value, parsed.clone());
+        let parsed = match reused {
+            Some(parsed) => parsed,
+            None => Arc::new(
+                serde_json::from_slice::<SessionRecord>(&record.value)
+                    .map_err(|_| SessionError::NotFound)?,
+            ),
+        };
+        self.remember(id, record.version, record.value, parsed.clone(), epoch);
         Ok(Loaded {
             record: parsed,
             version: record.version,
         })
     }
 
-    /// Remembers the record this worker just stored, so the next load need not decode it.
-    fn remember(&self, id: &str, version: u64, bytes: Bytes, record: Arc<SessionRecord>) {
+    /// Remembers a record this worker read or stored. It is trusted when `epoch` is the feed's
+    /// epoch from before the store operation and still is now (no invalidation came between).
+    fn remember(
+        &self,
+        id: &str,
+        version: u64,
+        bytes: Bytes,
+        record: Arc<SessionRecord>,
+        epoch: Option<u64>,
+    ) {
         let mut decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
         if decoded.len() >= MAX_CACHED && !decoded.contains_key(id) {
             decoded.clear();
         }
+        let trusted_until = match (epoch, &self.cache) {
+            (Some(epoch), Some((_, trust)))
+                if self.feed.live.load(Ordering::Acquire)
+                    && self.feed.epoch.load(Ordering::Acquire) == epoch =>
+            {
+                Some(tokio::time::Instant::now() + *trust)
+            }
+            _ => None,
+        };
         decoded.insert(
             id.to_owned(),
             Cached {
                 version,
                 bytes,
                 record,
+                trusted_until,
             },
+        );
+    }
+
+    /// Tells the other workers that session `id` changed (or ended).
+    async fn invalidate(&self, id: &str) {
+        let Some((log, _)) = &self.cache else { return };
+        let payload = Bytes::from(format!("{} {id}", self.feed.tag));
+        if let Err(err) = log.publish(&self.changes_topic(), payload).await {
+            tracing::warn!(%err, "could not publish a session change; other workers may serve the old record until their cache time passes");
+        }
+    }
+
+    /// Waits until the invalidation feed is live and has applied at least `count`
+    /// invalidations from other workers (tests).
+    #[cfg(test)]
+    async fn feed_seen(&self, count: u64) {
+        self.start_feed();
+        let mut seen = self.feed.seen.subscribe();
+        let waited = seen.wait_for(|(live, n)| *live && *n >= count);
+        let seen = tokio::time::timeout(Duration::from_secs(10), waited).await;
+        assert!(
+            matches!(seen, Ok(Ok(_))),
+            "the feed did not apply {count} invalidations"
         );
     }
 
@@ -239,6 +392,7 @@ impl Sessions {
 
     /// Mints a session holding `record`.
     pub(crate) async fn create(&self, record: &SessionRecord) -> Result<String, SessionError> {
+        self.start_feed();
         let value = record.to_bytes();
         loop {
             let mut bytes = [0u8; 24];
@@ -251,7 +405,9 @@ impl Sessions {
             {
                 Ok(version) => {
                     self.remember_touch(&id);
-                    self.remember(&id, version, value, Arc::new(record.clone()));
+                    // A new id: no other worker holds it, so it is trusted as written.
+                    let epoch = self.trust_epoch();
+                    self.remember(&id, version, value, Arc::new(record.clone()), epoch);
                     return Ok(id);
                 }
                 Err(StoreError::AlreadyExists) => continue,
@@ -260,22 +416,32 @@ impl Sessions {
         }
     }
 
-    /// The live session `id` (one store read); renews its TTL when this worker has not done
-    /// so for a quarter of the TTL.
+    /// The live session `id`: a trusted record from this worker's cache, else one store read;
+    /// renews its TTL when this worker has not done so for a quarter of the TTL.
     pub(crate) async fn load(&self, id: &str) -> Result<Loaded, SessionError> {
         if !Self::plausible(id) {
             return Err(SessionError::NotFound);
         }
+        self.start_feed();
         let key = self.key(id);
-        let Some(record) = self.store.get(&key).await? else {
-            self.forget(id);
-            return Err(SessionError::NotFound);
+        let loaded = match self.trusted(id) {
+            Some(loaded) => loaded,
+            None => {
+                let epoch = self.trust_epoch();
+                let Some(record) = self.store.get(&key).await? else {
+                    self.forget(id);
+                    return Err(SessionError::NotFound);
+                };
+                self.decode(id, record, epoch)?
+            }
         };
-        let loaded = self.decode(id, record)?;
         if self.due(id) {
             match self.store.touch(&key, self.ttl).await {
                 Ok(()) => self.remember_touch(id),
-                Err(StoreError::NotFound) => return Err(SessionError::NotFound),
+                Err(StoreError::NotFound) => {
+                    self.forget(id);
+                    return Err(SessionError::NotFound);
+                }
                 Err(err) => tracing::warn!(%err, "could not renew a session's TTL"),
             }
         }
@@ -295,6 +461,7 @@ impl Sessions {
                 return Ok(());
             }
             let bytes = loaded.record.to_bytes();
+            let epoch = self.trust_epoch();
             match self
                 .store
                 .save(&key, bytes.clone(), loaded.version, self.ttl)
@@ -302,12 +469,14 @@ impl Sessions {
             {
                 Ok(version) => {
                     self.remember_touch(id);
-                    self.remember(id, version, bytes, loaded.record);
+                    self.remember(id, version, bytes, loaded.record, epoch);
+                    self.invalidate(id).await;
                     return Ok(());
                 }
                 Err(StoreError::VersionConflict { .. }) => {
+                    let epoch = self.trust_epoch();
                     let fresh = self.store.get(&key).await?.ok_or(SessionError::NotFound)?;
-                    loaded = self.decode(id, fresh)?;
+                    loaded = self.decode(id, fresh, epoch)?;
                 }
                 Err(StoreError::NotFound) => return Err(SessionError::NotFound),
                 Err(err) => return Err(err.into()),
@@ -335,7 +504,9 @@ impl Sessions {
         }
         self.forget_touch(id);
         self.forget(id);
-        Ok(self.store.delete(&self.key(id)).await?)
+        let deleted = self.store.delete(&self.key(id)).await?;
+        self.invalidate(id).await;
+        Ok(deleted)
     }
 
     fn due(&self, id: &str) -> bool {
@@ -359,5 +530,217 @@ impl Sessions {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(id);
+    }
+}
+
+/// Follows the invalidations of the namespace for one worker until the last clone of its
+/// [`Sessions`] is dropped; resubscribes after a failure (records are not trusted meanwhile).
+async fn run_feed(
+    log: Arc<dyn EventLog>,
+    topic: Topic,
+    feed: Arc<Feed>,
+    decoded: Weak<Decoded>,
+    mut gone: watch::Receiver<()>,
+) {
+    loop {
+        let followed = async {
+            let mut subscription = match Subscription::start(log.clone(), topic.clone(), None).await
+            {
+                Ok(subscription) => subscription,
+                Err(err) => {
+                    tracing::warn!(%err, "session cache: cannot follow session changes");
+                    return;
+                }
+            };
+            feed.live.store(true, Ordering::Release);
+            feed.seen.send_modify(|(live, _)| *live = true);
+            while let Some(Ok(event)) = subscription.next().await {
+                let Some(decoded) = decoded.upgrade() else {
+                    return;
+                };
+                let text = String::from_utf8_lossy(&event.payload);
+                let Some((tag, id)) = text.split_once(' ') else {
+                    continue;
+                };
+                if !tag.is_empty() && tag == feed.tag {
+                    continue;
+                }
+                // The epoch first: a record read before this point is then never trusted.
+                feed.epoch.fetch_add(1, Ordering::AcqRel);
+                decoded.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+                feed.seen.send_modify(|(_, n)| *n += 1);
+            }
+        };
+        tokio::select! {
+            () = followed => {}
+            _ = gone.changed() => return,
+        }
+        // Not following: nothing cached may be trusted until the feed is back.
+        feed.live.store(false, Ordering::Release);
+        feed.epoch.fetch_add(1, Ordering::AcqRel);
+        feed.seen.send_modify(|(live, _)| *live = false);
+        let Some(decoded) = decoded.upgrade() else {
+            return;
+        };
+        for cached in decoded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values_mut()
+        {
+            cached.trusted_until = None;
+        }
+        drop(decoded);
+        tokio::select! {
+            () = tokio::time::sleep(FEED_RETRY) => {}
+            _ = gone.changed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use futures::future::BoxFuture;
+    use mcp_hub::{MemoryHub, Record};
+
+    use super::*;
+
+    /// The memory store, counting reads.
+    #[derive(Default)]
+    struct Counting {
+        hub: MemoryHub,
+        gets: AtomicUsize,
+    }
+
+    impl StateStore for Counting {
+        fn create<'a>(
+            &'a self,
+            key: &'a Key,
+            value: Bytes,
+            ttl: Duration,
+        ) -> BoxFuture<'a, Result<u64, StoreError>> {
+            self.hub.create(key, value, ttl)
+        }
+        fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
+            self.gets.fetch_add(1, Ordering::SeqCst);
+            self.hub.get(key)
+        }
+        fn save<'a>(
+            &'a self,
+            key: &'a Key,
+            value: Bytes,
+            expected_version: u64,
+            ttl: Duration,
+        ) -> BoxFuture<'a, Result<u64, StoreError>> {
+            self.hub.save(key, value, expected_version, ttl)
+        }
+        fn touch<'a>(
+            &'a self,
+            key: &'a Key,
+            ttl: Duration,
+        ) -> BoxFuture<'a, Result<(), StoreError>> {
+            self.hub.touch(key, ttl)
+        }
+        fn delete<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<bool, StoreError>> {
+            StateStore::delete(&self.hub, key)
+        }
+    }
+
+    /// Two workers sharing one store and one event log, with records trusted for `trust`.
+    fn workers(trust: Duration) -> (Arc<Counting>, Sessions, Sessions) {
+        let store = Arc::new(Counting::default());
+        let log: Arc<dyn EventLog> = Arc::new(MemoryHub::default());
+        let worker = || {
+            Sessions::new(
+                store.clone(),
+                Namespace::root(),
+                Duration::from_secs(3600),
+                Some((log.clone(), trust)),
+            )
+        };
+        let (a, b) = (worker(), worker());
+        (store, a, b)
+    }
+
+    fn gets(store: &Counting) -> usize {
+        store.gets.load(Ordering::SeqCst)
+    }
+
+    fn level(loaded: &Loaded) -> Option<&str> {
+        loaded.record.log_level.as_deref()
+    }
+
+    #[tokio::test]
+    async fn a_record_is_served_from_memory_until_another_worker_changes_or_ends_it() {
+        let (store, a, b) = workers(Duration::from_secs(60));
+        a.feed_seen(0).await;
+        b.feed_seen(0).await;
+        let id = a.create(&SessionRecord::default()).await.unwrap();
+        a.load(&id).await.unwrap();
+        a.load(&id).await.unwrap();
+        assert_eq!(gets(&store), 0, "the creating worker trusts what it wrote");
+
+        // Another worker reads it once, then changes it.
+        let loaded = b.load(&id).await.unwrap();
+        b.load(&id).await.unwrap();
+        assert_eq!(gets(&store), 1);
+        b.update(&id, loaded, |record| {
+            record.log_level = Some("info".into());
+            true
+        })
+        .await
+        .unwrap();
+        assert_eq!(level(&b.load(&id).await.unwrap()), Some("info"));
+        assert_eq!(gets(&store), 1, "the writing worker trusts its own write");
+
+        // The first worker drops its copy when the change arrives, and reads the new record.
+        a.feed_seen(1).await;
+        assert_eq!(level(&a.load(&id).await.unwrap()), Some("info"));
+        assert_eq!(gets(&store), 2);
+        a.load(&id).await.unwrap();
+        assert_eq!(gets(&store), 2);
+
+        // Ended on one worker: gone on the other.
+        assert!(b.delete(&id).await.unwrap());
+        a.feed_seen(2).await;
+        assert!(matches!(a.load(&id).await, Err(SessionError::NotFound)));
+    }
+
+    #[tokio::test]
+    async fn with_the_cache_off_or_its_time_passed_every_load_reads_the_store() {
+        for trust in [Duration::ZERO, Duration::from_nanos(1)] {
+            let (store, a, _) = workers(trust);
+            if !trust.is_zero() {
+                a.feed_seen(0).await;
+            }
+            let id = a.create(&SessionRecord::default()).await.unwrap();
+            a.load(&id).await.unwrap();
+            a.load(&id).await.unwrap();
+            assert_eq!(gets(&store), 2, "trust {trust:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_record_read_while_a_change_arrives_is_not_trusted() {
+        let (store, a, b) = workers(Duration::from_secs(60));
+        a.feed_seen(0).await;
+        b.feed_seen(0).await;
+        let id = b.create(&SessionRecord::default()).await.unwrap();
+        // A reads with the epoch from before a change that B makes meanwhile.
+        let epoch = a.trust_epoch();
+        let record = store.get(&a.key(&id)).await.unwrap().unwrap();
+        let loaded = b.load(&id).await.unwrap();
+        b.update(&id, loaded, |record| {
+            record.log_level = Some("debug".into());
+            true
+        })
+        .await
+        .unwrap();
+        a.feed_seen(1).await;
+        let stale = a.decode(&id, record, epoch).unwrap();
+        assert_eq!(level(&stale), None);
+        // Not trusted: the next load reads the store and sees the change.
+        assert_eq!(level(&a.load(&id).await.unwrap()), Some("debug"));
     }
 }
