@@ -138,7 +138,11 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
         .filter_map(|event| std::future::ready(event.ok().map(|event| event.payload)))
         .map(Some)
         .chain(stream::iter([None]));
-    let local = stream::poll_fn(move |cx| local.poll_recv(cx)).map(Some);
+    // The local channel closes only when a client that does not read its stream let the
+    // backlog fill up ([`LOCAL_BACKLOG`]): the stream ends there too, once drained.
+    let local = stream::poll_fn(move |cx| local.poll_recv(cx))
+        .map(Some)
+        .chain(stream::iter([None]));
     let events = stream::select(hub, local)
         .take_while(|message| std::future::ready(message.is_some()))
         .filter_map(move |message| {
@@ -197,27 +201,31 @@ fn session_notifications(
         })
 }
 
+/// The most messages waiting in a local stream channel for a client that does not read; one
+/// more ends the stream (the event log keeps 1000 per topic by default, alike).
+const LOCAL_BACKLOG: usize = 1024;
+
 /// The HTTP+SSE streams held by this worker: a channel into each, by session id, so the
 /// answers to POSTs that land here skip the event log.
 #[derive(Default)]
 pub(crate) struct LocalStreams {
-    senders: Mutex<HashMap<String, mpsc::UnboundedSender<Bytes>>>,
+    senders: Mutex<HashMap<String, mpsc::Sender<Bytes>>>,
 }
 
 impl LocalStreams {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Bytes>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, mpsc::Sender<Bytes>>> {
         self.senders.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Opens the channel of the stream of session `id`; its messages arrive on the receiver.
-    fn register(&self, id: &str) -> mpsc::UnboundedReceiver<Bytes> {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    fn register(&self, id: &str) -> mpsc::Receiver<Bytes> {
+        let (sender, receiver) = mpsc::channel(LOCAL_BACKLOG);
         self.lock().insert(id.to_owned(), sender);
         receiver
     }
 
     /// The channel into the stream of session `id`, when this worker holds it.
-    fn sender(&self, id: &str) -> Option<mpsc::UnboundedSender<Bytes>> {
+    fn sender(&self, id: &str) -> Option<mpsc::Sender<Bytes>> {
         self.lock().get(id).cloned()
     }
 
@@ -232,7 +240,7 @@ impl LocalStreams {
 struct Delivery<'a> {
     shared: &'a Shared,
     id: &'a str,
-    local: Option<mpsc::UnboundedSender<Bytes>>,
+    local: Option<mpsc::Sender<Bytes>>,
     /// The stream's topic, named on the first publish.
     topic: Option<Topic>,
 }
@@ -251,11 +259,20 @@ impl<'a> Delivery<'a> {
     async fn send(&mut self, message: Vec<u8>) {
         let mut message = Bytes::from(message);
         if let Some(local) = &self.local {
-            match local.send(message) {
+            match local.try_send(message) {
                 Ok(()) => return,
-                Err(mpsc::error::SendError(back)) => {
+                Err(mpsc::error::TrySendError::Closed(back)) => {
                     // The stream went away: the rest of the POST follows this message to the
                     // hub.
+                    self.local = None;
+                    message = back;
+                }
+                Err(mpsc::error::TrySendError::Full(back)) => {
+                    // The client has not read its stream for LOCAL_BACKLOG messages: the
+                    // stream ends (as when the event log's retention passes a slow reader),
+                    // instead of this worker buffering without bound.
+                    tracing::warn!("an HTTP+SSE client stopped reading its stream; ending it");
+                    self.shared.local_streams.remove(self.id);
                     self.local = None;
                     message = back;
                 }

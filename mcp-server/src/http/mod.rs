@@ -26,7 +26,7 @@
 //! | `POST /mcp` | JSON, or SSE when the call sends something before its result (progress, logs, a pushed question) or [`HttpConfig::prefer_sse`] is on; `202` for notifications and responses |
 //! | `GET /mcp` | the session's SSE stream (revisions with a GET stream); `405` on a server that serves only revisions without one |
 //! | `DELETE /mcp` | ends the session (`204`) |
-//! | `GET /sse`, `POST /messages?session_id=...` | HTTP+SSE: an `endpoint` event, then every answer on the stream, through the hub |
+//! | `GET /sse`, `POST /messages?session_id=...` | HTTP+SSE: an `endpoint` event, then every answer on the stream: straight in when this worker holds it, through the hub when it is another's |
 //!
 //! Transport failures, checked in this order: `Host` and `Origin` (403), method (405),
 //! `Content-Type` (415), `Accept` (406), body size (413), then the revision's own checks
