@@ -103,8 +103,8 @@ impl ClientContext {
 /// `params` keeps the raw params object minus what was moved into typed fields: `arguments`,
 /// `inputResponses` and `requestState` are taken out (so are `mcpAnswers` / `mcpState` from the
 /// arguments of a tool call on revisions that ask in arguments), and on 2026-07-28 requests
-/// the client capabilities and (object) client info are moved out of `_meta` into
-/// [`client`](Self::client). The rest of `_meta` and everything else stay, so a handler can
+/// the protocol version, client capabilities and (object) client info are moved out of `_meta`
+/// into [`protocol_version`](Self::protocol_version) and [`client`](Self::client). The rest of `_meta` and everything else stay, so a handler can
 /// read any field an operation has (`ref` of `completion/complete`, `notifications` of
 /// `subscriptions/listen`, `requestId` of `notifications/cancelled` ...).
 #[derive(Clone, Debug, PartialEq)]

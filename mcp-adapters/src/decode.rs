@@ -289,8 +289,10 @@ impl Adapter {
                 .get_mut("_meta")
                 .and_then(Value::as_object_mut)
                 .ok_or_else(|| Failure::missing_meta("missing params._meta"))?;
-            let version = match meta_obj.get(meta::PROTOCOL_VERSION) {
-                Some(Value::String(v)) => v.clone(),
+            // Moved out of `_meta`, not copied: `call.protocol_version` and `call.client` are
+            // where they are read.
+            let version = match meta_obj.remove(meta::PROTOCOL_VERSION) {
+                Some(Value::String(v)) => v,
                 Some(_) => {
                     return Err(Failure::missing_meta(format!(
                         "_meta {:?} must be a string",
@@ -308,7 +310,6 @@ impl Adapter {
                 return Err(Failure::unsupported_version(&version, &[self.revision()]));
             }
             protocol_version = Some(version);
-            // Moved out of `_meta`, not copied: `call.client` is where they are read.
             client.capabilities = match meta_obj.remove(meta::CLIENT_CAPABILITIES) {
                 Some(Value::Object(c)) => Some(c),
                 Some(_) => {

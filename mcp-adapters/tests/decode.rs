@@ -777,11 +777,12 @@ fn modern_client_context_is_moved_out_of_meta() {
     assert!(call.client.has("roots"));
     assert_eq!(call.client.info, Some(json!({"name": "c", "version": "1"})));
     assert_eq!(call.progress_token, Some(Id::from(3)));
-    // What `call.client` holds is not kept twice; the rest of `_meta` stays.
+    assert_eq!(call.protocol_version.as_deref(), Some("2026-07-28"));
+    // What `call.client` and `call.protocol_version` hold is not kept twice; the rest of
+    // `_meta` stays.
     assert_eq!(
         call.meta().cloned().map(Value::Object),
         Some(json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "progressToken": 3,
             "com.example/kept": true
         }))
@@ -798,8 +799,7 @@ fn modern_client_context_is_moved_out_of_meta() {
     };
     assert_eq!(call.client.info, None);
     assert_eq!(
-        call.meta()
-            .and_then(|m| m.get("io.modelcontextprotocol/clientInfo")),
-        Some(&json!("c"))
+        call.meta().cloned().map(Value::Object),
+        Some(json!({"io.modelcontextprotocol/clientInfo": "c"}))
     );
 }
