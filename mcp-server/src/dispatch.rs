@@ -387,20 +387,7 @@ impl Server {
         // The registry as it is now (runtime changes swap it).
         let server = self.snapshot();
         let ctx = ctx.clone();
-        let driver = async move {
-            let mut responses = Vec::new();
-            for item in body.items {
-                if let Some(response) = server.item(adapter, item, &ctx, &tx).await {
-                    responses.push(response);
-                }
-            }
-            if body.batch {
-                (!responses.is_empty()).then_some(Outgoing::Batch(responses))
-            } else {
-                responses.pop().map(Outgoing::Response)
-            }
-        }
-        .boxed();
+        let driver = async move { server.serve_items(adapter, body, &ctx, &tx).await }.boxed();
         Reply {
             driver: Some(driver),
             final_message: None,
@@ -522,17 +509,35 @@ impl Server {
             }
         };
         let body = adapter.decode(decoded);
-        let mut responses = Vec::new();
+        self.serve_items(adapter, body, &ctx, &sink).await
+    }
+
+    /// Serves the items of a body in order: a batch answers with the list of its responses
+    /// (none when no item needs one), a single message with its response.
+    async fn serve_items(
+        &self,
+        adapter: Adapter,
+        body: mcp_adapters::DecodedBody,
+        ctx: &Context,
+        sink: &mpsc::UnboundedSender<Value>,
+    ) -> Option<Outgoing> {
+        if body.batch {
+            let mut responses = Vec::new();
+            for item in body.items {
+                if let Some(response) = self.item(adapter, item, ctx, sink).await {
+                    responses.push(response);
+                }
+            }
+            return (!responses.is_empty()).then_some(Outgoing::Batch(responses));
+        }
+        // One message (one item): no list of responses to build.
+        let mut last = None;
         for item in body.items {
-            if let Some(response) = self.item(adapter, item, &ctx, &sink).await {
-                responses.push(response);
+            if let Some(response) = self.item(adapter, item, ctx, sink).await {
+                last = Some(response);
             }
         }
-        if body.batch {
-            (!responses.is_empty()).then_some(Outgoing::Batch(responses))
-        } else {
-            responses.pop().map(Outgoing::Response)
-        }
+        last.map(Outgoing::Response)
     }
 
     async fn item(
@@ -556,13 +561,17 @@ impl Server {
                 let mut registered = None;
                 if let Some(id) = &call.id {
                     let mut in_flight = ctx.in_flight();
-                    if in_flight.contains_key(id) {
-                        let failure = Failure::invalid_request(format!(
-                            "request id {id} is already in flight"
-                        ));
-                        return Some(adapter.encode_failure(Some(id.clone()), &failure));
+                    match in_flight.entry(id.clone()) {
+                        std::collections::hash_map::Entry::Occupied(_) => {
+                            let failure = Failure::invalid_request(format!(
+                                "request id {id} is already in flight"
+                            ));
+                            return Some(adapter.encode_failure(Some(id.clone()), &failure));
+                        }
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(cancel.clone());
+                        }
                     }
-                    in_flight.insert(id.clone(), cancel.clone());
                     // Removed when the call ends, or when its reply stream is dropped.
                     registered = Some(InFlight {
                         ctx: ctx.clone(),
@@ -721,7 +730,8 @@ impl Server {
         sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
     ) -> Done {
-        let name = call.target.clone().unwrap_or_default();
+        // Nothing reads the target from the call after this.
+        let name = call.target.take().unwrap_or_default();
         let (Some(entry), Some(tool_view)) =
             (self.registry.tool(&name), view.tool_views.get(&name))
         else {
@@ -780,7 +790,8 @@ impl Server {
         cancel: &CancelHandle,
     ) -> Done {
         let registry = &*self.registry;
-        let uri = call.target.clone().unwrap_or_default();
+        // Nothing reads the target from the call after this.
+        let uri = call.target.take().unwrap_or_default();
         let found = registry
             .resource_index
             .get(&uri)
@@ -846,7 +857,8 @@ impl Server {
         sink: &mpsc::UnboundedSender<Value>,
         cancel: &CancelHandle,
     ) -> Done {
-        let name = call.target.clone().unwrap_or_default();
+        // Nothing reads the target from the call after this.
+        let name = call.target.take().unwrap_or_default();
         let Some(entry) = self.registry.prompt(&name) else {
             return Done::failure(Failure::unknown_prompt(&name));
         };
