@@ -178,6 +178,14 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
 
     /// Runs the handler.
     fn call(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, Self::Output>;
+
+    /// Runs the handler and turns its output into a [`CallToolResult`] in the same future
+    /// (what the server calls). The default wraps [`call`](Self::call); the implementations
+    /// for async functions box the function's own future once instead of twice.
+    fn call_result(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, CallToolResult> {
+        let fut = self.call(args, ex);
+        async move { fut.await.into_tool_result() }.boxed()
+    }
 }
 
 impl<F, Fut, A, R> ToolHandler<ArgsOnly<A>> for F
@@ -194,6 +202,11 @@ where
     fn call(&self, args: A, _: Exchange) -> BoxFuture<'static, R> {
         self(args).boxed()
     }
+
+    fn call_result(&self, args: A, _: Exchange) -> BoxFuture<'static, CallToolResult> {
+        let fut = self(args);
+        async move { fut.await.into_tool_result() }.boxed()
+    }
 }
 
 impl<F, Fut, A, R> ToolHandler<ArgsAndExchange<A>> for F
@@ -209,6 +222,11 @@ where
 
     fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
         self(args, ex).boxed()
+    }
+
+    fn call_result(&self, args: A, ex: Exchange) -> BoxFuture<'static, CallToolResult> {
+        let fut = self(args, ex);
+        async move { fut.await.into_tool_result() }.boxed()
     }
 }
 
@@ -277,8 +295,7 @@ impl Tool {
         let handler = Arc::new(handler);
         let call: ErasedTool = Arc::new(move |arguments: Value, ex: Exchange| {
             let args: H::Args = serde_json::from_value(arguments).map_err(|e| e.to_string())?;
-            let fut = handler.call(args, ex);
-            Ok(async move { fut.await.into_tool_result() }.boxed())
+            Ok(handler.call_result(args, ex))
         });
         Self {
             name: name.into(),
