@@ -103,25 +103,8 @@ async fn a_session_created_on_one_instance_is_used_on_the_other() {
     support::check(Revision::V2025_11_25, "JSONRPCResponse", &tools);
     assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 8);
     // The log level set on B holds on A.
-    let set = post(
-        Some(&session),
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}}),
-    )
-    .send(b.addr)
-    .await;
-    assert_eq!(set.status, 200);
-    let counted = post(
-        Some(&session),
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "count", "arguments": {"n": 2}}}),
-    )
-    .send(a.addr)
-    .await;
-    let messages = counted.messages();
-    let logs = messages
-        .iter()
-        .filter(|m| m["method"] == "notifications/message")
-        .count();
-    assert_eq!(logs, 2, "{messages:?}");
+    set_level(&b, &session, 2).await;
+    assert_eq!(logs_of_count(&a, &session, 3).await, 2);
     // A question pushed by A is answered through B.
     let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
         "params": {"name": "deploy", "arguments": {"service": "api"}}});
@@ -190,6 +173,17 @@ async fn an_http_sse_stream_on_one_instance_answers_posts_to_the_other() {
     b.stop().await;
 }
 
+/// Sets the log level of `session` to `info` on `at`.
+async fn set_level(at: &Running, session: &str, id: u64) {
+    let set = post(
+        Some(session),
+        &json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": "info"}}),
+    )
+    .send(at.addr)
+    .await;
+    assert_eq!(set.status, 200);
+}
+
 /// The number of `notifications/message` a `count` call of `session` on `at` sends.
 async fn logs_of_count(at: &Running, session: &str, id: u64) -> usize {
     let counted = post(
@@ -224,13 +218,7 @@ async fn with_the_session_cache_a_change_on_one_instance_reaches_the_other_throu
     let session = init.header("mcp-session-id").unwrap().to_owned();
     // A holds the record (no log level yet): no logs.
     assert_eq!(logs_of_count(&a, &session, 1).await, 0);
-    let set = post(
-        Some(&session),
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}}),
-    )
-    .send(b.addr)
-    .await;
-    assert_eq!(set.status, 200);
+    set_level(&b, &session, 2).await;
     // The change reaches A through the hub, long before A's copy would expire.
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut id = 3;
