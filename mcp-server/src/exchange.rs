@@ -74,10 +74,13 @@ pub(crate) fn owner_tag(owner: &Owner) -> String {
             None => hash.update([0u8]),
         }
     }
-    hash.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut tag = String::with_capacity(32);
+    for b in &hash.finalize()[..16] {
+        tag.push(char::from(HEX[usize::from(b >> 4)]));
+        tag.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    tag
 }
 
 /// The topic a reply to the pushed request `id` is published under: namespaced, and named
@@ -510,5 +513,41 @@ fn decode_reply(payload: &[u8]) -> Result<Value, mcp_wire::jsonrpc::ErrorObject>
             None => refused(),
         },
         _ => refused(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_tags_are_lowercase_hex_digests() {
+        assert_eq!(owner_tag(&Owner::default()), "");
+        let owner = Owner {
+            principal: Some("iss|sub".to_owned()),
+            session: None,
+        };
+        let tag = owner_tag(&owner);
+        use sha2::{Digest as _, Sha256};
+        let mut hash = Sha256::new();
+        hash.update([1u8]);
+        hash.update(7u64.to_be_bytes());
+        hash.update(b"iss|sub");
+        hash.update([0u8]);
+        let expected: String = hash.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(tag, expected);
+        assert_eq!(tag.len(), 32);
+        let other = Owner {
+            principal: None,
+            session: Some("iss|sub".to_owned()),
+        };
+        assert_ne!(
+            owner_tag(&other),
+            tag,
+            "principal and session are told apart"
+        );
     }
 }
