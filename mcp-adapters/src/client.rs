@@ -1,5 +1,7 @@
 //! The client side: headers, handshake, per-request `_meta`, answers, and reading results.
 
+use std::borrow::Cow;
+
 use mcp_schema::{HeaderAnnotationError, HeaderBinding, extract_headers};
 use mcp_wire::header::{self, HeaderEncodeError};
 use mcp_wire::jsonrpc::{ErrorObject, Id};
@@ -241,13 +243,8 @@ impl Adapter {
             return Ok(out);
         }
         out.push((names::METHOD.to_owned(), method_name.to_owned()));
-        if let Some(op) = self.operation(method_name).filter(|o| o.has_target())
-            && let Some(name) = params.get(target_field(op)).and_then(Value::as_str)
-        {
-            out.push((
-                names::NAME.to_owned(),
-                header::encode_text(name).into_owned(),
-            ));
+        if let Some(name) = self.name_header(method_name, params) {
+            out.push((names::NAME.to_owned(), name.into_owned()));
         }
         if method_name == method::TOOLS_CALL
             && let Some(bindings) = bindings
@@ -272,6 +269,20 @@ impl Adapter {
             }
         }
         Ok(out)
+    }
+
+    /// The `Mcp-Name` value of a request on a revision that mirrors headers, encoded (base64
+    /// sentinel when unsafe): the target (`name`, or `uri`) of `tools/call`, `prompts/get`,
+    /// `resources/read` and the other operations that have one, when it is a string. `None` for
+    /// other methods; [`client_headers`](Self::client_headers) sends it only on 2026-07-28.
+    pub fn name_header<'p>(
+        &self,
+        method_name: &str,
+        params: &'p Map<String, Value>,
+    ) -> Option<Cow<'p, str>> {
+        let op = self.operation(method_name).filter(|o| o.has_target())?;
+        let name = params.get(target_field(op)).and_then(Value::as_str)?;
+        Some(header::encode_text(name))
     }
 
     /// Reads a result: complete, or questions to answer (MRTR `input_required`, or the

@@ -390,6 +390,36 @@ impl Inner {
         } else {
             None
         };
+        // No argument bound to a header (the usual case): the pairs `client_headers` would
+        // return, in its order, from static values where the value is a known constant.
+        if bindings.as_deref().is_none_or(<[_]>::is_empty) {
+            if !adapter.sends_version_header(method_name) {
+                return Ok(headers);
+            }
+            headers.insert(
+                PROTOCOL_VERSION,
+                HeaderValue::from_static(adapter.version()),
+            );
+            if is_notification {
+                return Ok(headers);
+            }
+            let method_value = match adapter
+                .operation(method_name)
+                .and_then(|op| adapter.method(op))
+                .filter(|known| *known == method_name)
+            {
+                Some(known) => HeaderValue::from_static(known),
+                None => HeaderValue::from_str(method_name)
+                    .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?,
+            };
+            headers.insert(MCP_METHOD, method_value);
+            if let Some(name) = adapter.name_header(method_name, map) {
+                let value = HeaderValue::from_str(&name)
+                    .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+                headers.insert(MCP_NAME, value);
+            }
+            return Ok(headers);
+        }
         let pairs = adapter
             .client_headers(method_name, map, is_notification, bindings.as_deref())
             .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
