@@ -138,7 +138,7 @@ struct ContextInner {
     namespace: Namespace,
     can_push: bool,
     connection: Mutex<Connection>,
-    in_flight: Mutex<HashMap<Id, CancelHandle>>,
+    in_flight: Mutex<InFlightIds>,
     owner: Mutex<Owner>,
 }
 
@@ -212,7 +212,7 @@ impl Context {
                 namespace: Namespace::root(),
                 can_push,
                 connection: Mutex::new(Connection::default()),
-                in_flight: Mutex::new(HashMap::new()),
+                in_flight: Mutex::default(),
                 owner: Mutex::default(),
             }),
         }
@@ -226,7 +226,7 @@ impl Context {
             namespace,
             can_push: self.inner.can_push,
             connection: Mutex::new(Connection::default()),
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: Mutex::default(),
             owner: Mutex::new(self.owner()),
         };
         Self {
@@ -289,7 +289,7 @@ impl Context {
 
     /// Cancels every in-flight request (a transport shutting down).
     pub fn cancel_all(&self) {
-        for handle in self.in_flight().values() {
+        for handle in self.in_flight().handles() {
             handle.cancel();
         }
     }
@@ -301,7 +301,7 @@ impl Context {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn in_flight(&self) -> MutexGuard<'_, HashMap<Id, CancelHandle>> {
+    fn in_flight(&self) -> MutexGuard<'_, InFlightIds> {
         self.inner
             .in_flight
             .lock()
@@ -355,7 +355,7 @@ impl Context {
                     subscriptions: snapshot.subscriptions.into_iter().collect(),
                     ..Connection::default()
                 }),
-                in_flight: Mutex::new(HashMap::new()),
+                in_flight: Mutex::default(),
                 owner: Mutex::default(),
             }),
         }
@@ -560,17 +560,11 @@ impl Server {
                 let cancel = CancelHandle::new();
                 let mut registered = None;
                 if let Some(id) = &call.id {
-                    let mut in_flight = ctx.in_flight();
-                    match in_flight.entry(id.clone()) {
-                        std::collections::hash_map::Entry::Occupied(_) => {
-                            let failure = Failure::invalid_request(format!(
-                                "request id {id} is already in flight"
-                            ));
-                            return Some(adapter.encode_failure(Some(id.clone()), &failure));
-                        }
-                        std::collections::hash_map::Entry::Vacant(slot) => {
-                            slot.insert(cancel.clone());
-                        }
+                    if !ctx.in_flight().insert(id.clone(), cancel.clone()) {
+                        let failure = Failure::invalid_request(format!(
+                            "request id {id} is already in flight"
+                        ));
+                        return Some(adapter.encode_failure(Some(id.clone()), &failure));
                     }
                     // Removed when the call ends, or when its reply stream is dropped.
                     registered = Some(InFlight {
@@ -1085,6 +1079,52 @@ impl Server {
     }
 }
 
+/// The requests in flight on a connection, by id, with their cancel handles. Most
+/// connections (an HTTP request's) have one at a time: it is kept inline, and the hash table
+/// is only used (and allocated) for more.
+#[derive(Default)]
+struct InFlightIds {
+    first: Option<(Id, CancelHandle)>,
+    more: HashMap<Id, CancelHandle>,
+}
+
+impl InFlightIds {
+    /// Registers `id`; `false` (and nothing changes) when it is already in flight.
+    fn insert(&mut self, id: Id, handle: CancelHandle) -> bool {
+        if self.get(&id).is_some() {
+            return false;
+        }
+        if self.first.is_none() {
+            self.first = Some((id, handle));
+        } else {
+            self.more.insert(id, handle);
+        }
+        true
+    }
+
+    fn get(&self, id: &Id) -> Option<&CancelHandle> {
+        match &self.first {
+            Some((first, handle)) if first == id => Some(handle),
+            _ => self.more.get(id),
+        }
+    }
+
+    fn remove(&mut self, id: &Id) {
+        if self.first.as_ref().is_some_and(|(first, _)| first == id) {
+            self.first = None;
+        } else {
+            self.more.remove(id);
+        }
+    }
+
+    fn handles(&self) -> impl Iterator<Item = &CancelHandle> {
+        self.first
+            .iter()
+            .map(|(_, handle)| handle)
+            .chain(self.more.values())
+    }
+}
+
 /// A request id registered as in flight, until this is dropped.
 struct InFlight {
     ctx: Context,
@@ -1224,5 +1264,40 @@ impl Context {
 
     pub(crate) fn listeners_closer(&self) -> crate::notify::Closer {
         self.conn().listeners().clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_flight_ids_hold_one_inline_and_more_in_the_table() {
+        let mut ids = InFlightIds::default();
+        let (a, b, c) = (
+            CancelHandle::new(),
+            CancelHandle::new(),
+            CancelHandle::new(),
+        );
+        assert!(ids.insert(Id::from(1), a.clone()));
+        assert!(
+            !ids.insert(Id::from(1), b.clone()),
+            "an id is in flight once"
+        );
+        assert!(ids.insert(Id::from("two"), b.clone()));
+        assert!(ids.insert(Id::from(3), c.clone()));
+        assert!(!ids.insert(Id::from("two"), c.clone()));
+        assert_eq!(ids.handles().count(), 3);
+        // The inline one leaves; its id is free again, the others stay.
+        ids.remove(&Id::from(1));
+        assert!(ids.get(&Id::from(1)).is_none());
+        assert!(ids.get(&Id::from("two")).is_some() && ids.get(&Id::from(3)).is_some());
+        assert!(ids.insert(Id::from(1), a.clone()));
+        ids.remove(&Id::from(3));
+        ids.remove(&Id::from("nobody"));
+        assert_eq!(ids.handles().count(), 2);
+        // The handle found is the one registered under that id.
+        ids.get(&Id::from("two")).unwrap().cancel();
+        assert!(*b.watcher().borrow() && !*a.watcher().borrow());
     }
 }
