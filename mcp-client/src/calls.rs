@@ -220,6 +220,27 @@ impl Client {
             .await
     }
 
+    /// [`Client::call_tool`], with the result read straight into `T` (any
+    /// [`serde::Deserialize`] type: a struct with the fields the caller needs, or
+    /// [`mcp_wire::model::CallToolResult`]). Over Streamable HTTP a complete result in a JSON
+    /// body is deserialized from the bytes, without building a [`Value`] first; questions are
+    /// answered as in [`Client::call_tool`]. A result that does not fit `T` is a
+    /// [`ErrorKind::Protocol`] error.
+    pub async fn call_tool_as<T: serde::de::DeserializeOwned + Send>(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<T, Error> {
+        let call = self.method_of(Operation::CallTool)?;
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        if !arguments.is_null() {
+            params.insert("arguments".into(), arguments);
+        }
+        self.request_as(call, Some(Value::Object(params)), CallOptions::new())
+            .await
+    }
+
     /// Reads a resource.
     pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
         let read = self.method_of(Operation::ReadResource)?;

@@ -13,6 +13,7 @@ use mcp_adapters::{Adapter, Answers, ClientContext, LogLevel, Operation, Version
 use mcp_schema::HeaderBinding;
 use mcp_wire::jsonrpc::{ErrorObject, Id, Message, Notification, Request};
 use mcp_wire::names::{error_code, meta, method};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -21,7 +22,8 @@ use crate::ask::{OnAsk, Question, declared};
 use crate::cache::Cache;
 use crate::error::{Error, ErrorKind};
 use crate::transport::{
-    Delivery, MessageStream, Outbound, OutboundKind, Transport, TransportError, TransportInfo,
+    Delivery, Inbound, MessageStream, Outbound, OutboundKind, Transport, TransportError,
+    TransportInfo,
 };
 
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -520,6 +522,7 @@ impl Inner {
             kind: OutboundKind::Notification,
             body: Bytes::from(body),
             headers,
+            raw_answer: false,
         };
         // Bounded like a request: a server that never finishes its `202` must not hang the
         // handshake or a cancellation.
@@ -529,7 +532,7 @@ impl Inner {
             Ok(delivery) => match delivery? {
                 Delivery::Accepted => Ok(()),
                 // A notification has no answer; drop whatever stream came back.
-                Delivery::Stream(_) => Ok(()),
+                Delivery::Stream(_) | Delivery::Json(_) => Ok(()),
             },
         }
     }
@@ -542,6 +545,25 @@ impl Inner {
         method_name: &str,
         params: Option<&Value>,
     ) -> Result<Outcome, Error> {
+        match self
+            .attempt_with(adapter, method_name, params, None)
+            .await?
+        {
+            Attempted::Outcome(outcome) => Ok(outcome),
+            Attempted::Read => Err(Error::protocol("a result read by no reader")),
+        }
+    }
+
+    /// [`Inner::attempt`]; with a `reader`, a single JSON body that is certainly a complete result
+    /// (see [`surely_complete`]) is handed to it unparsed, and [`Attempted::Read`] returned when
+    /// it took the body. Whatever it does not take is read as usual.
+    async fn attempt_with(
+        self: &Arc<Self>,
+        adapter: Adapter,
+        method_name: &str,
+        params: Option<&Value>,
+        mut reader: Option<&mut Reader<'_>>,
+    ) -> Result<Attempted, Error> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::closed());
         }
@@ -563,10 +585,29 @@ impl Inner {
             kind: OutboundKind::Request(id.clone()),
             body: Bytes::from(body),
             headers,
+            raw_answer: reader.is_some(),
         };
         let delivery = self.transport.send(outbound).await;
         let outcome = match delivery {
-            Ok(Delivery::Stream(stream)) => self.read_response(adapter, &id, stream).await,
+            Ok(Delivery::Json(body))
+                if surely_complete(&body)
+                    && reader.as_mut().is_some_and(|read| read(&id, &body)) =>
+            {
+                Ok(Attempted::Read)
+            }
+            // Anything else (an error, questions, another id, a malformed body) is read as the
+            // transport would have read it.
+            Ok(Delivery::Json(body)) => {
+                let message = crate::transport::parse_message(&body)?;
+                let stream = futures::stream::once(async move { Ok(Inbound::new(message)) });
+                self.read_response(adapter, &id, Box::pin(stream))
+                    .await
+                    .map(Attempted::Outcome)
+            }
+            Ok(Delivery::Stream(stream)) => self
+                .read_response(adapter, &id, stream)
+                .await
+                .map(Attempted::Outcome),
             Ok(Delivery::Accepted) => Err(Error::protocol(
                 "the server accepted a request without answering it",
             )),
@@ -576,10 +617,10 @@ impl Inner {
                 body,
             }) => {
                 let error = refusal(content_type.as_deref(), &body);
-                Ok(Outcome::Refused {
+                Ok(Attempted::Outcome(Outcome::Refused {
                     error,
                     status: Some(status),
-                })
+                }))
             }
             Err(e) => Err(e.into()),
         };
@@ -677,6 +718,7 @@ impl Inner {
             kind: OutboundKind::Response,
             body: Bytes::from(body),
             headers,
+            raw_answer: false,
         };
         if let Err(e) = self.transport.send(outbound).await {
             tracing::warn!(error = %e, "could not deliver an answer to the server");
@@ -807,6 +849,68 @@ impl Inner {
         tasks.retain(|t| !t.is_finished());
         tasks.push(task);
     }
+}
+
+/// Reads the single JSON body of a response to the request with the given id into the caller's
+/// type; `false` when it cannot (the body is then read as usual).
+pub(crate) type Reader<'a> = dyn FnMut(&Id, &[u8]) -> bool + Send + 'a;
+
+/// What [`Inner::attempt_with`] got: an outcome, or a body its reader took.
+enum Attempted {
+    Outcome(Outcome),
+    Read,
+}
+
+/// How a call ended: its result, or a result its reader took.
+enum Answer {
+    Value(Value),
+    Read,
+}
+
+/// Whether the text of a message shows, without parsing it, that a result in it has no `_meta`
+/// and no `resultType` but `"complete"` ([`mcp_adapters::Adapter::read_result`] would find no
+/// question in it): valid UTF-8 with no `_meta` member name anywhere, every `resultType` member
+/// name followed by `"complete"`, and no `\u` escape (which could spell either name).
+fn surely_complete(body: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return false;
+    };
+    if text.contains("\\u") || text.contains(r#""_meta""#) {
+        return false;
+    }
+    let name = r#""resultType""#;
+    let mut rest = text;
+    while let Some(at) = rest.find(name) {
+        let after = rest[at + name.len()..].trim_start();
+        let Some(after) = after.strip_prefix(':') else {
+            return false;
+        };
+        let Some(after) = after.trim_start().strip_prefix(r#""complete""#) else {
+            return false;
+        };
+        rest = after;
+    }
+    true
+}
+
+/// The result of a success response to `id` (a number, as the client's ids are) read straight
+/// into `T` in one pass; `None` when `body` is anything else or the result does not fit `T`.
+pub(crate) fn read_result_as<T: serde::de::DeserializeOwned>(id: &Id, body: &[u8]) -> Option<T> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Envelope<'a, T> {
+        #[serde(borrow)]
+        jsonrpc: &'a str,
+        #[serde(borrow)]
+        id: &'a RawValue,
+        result: T,
+    }
+    let Id::Number(number) = id else {
+        return None;
+    };
+    let envelope: Envelope<'_, T> = serde_json::from_slice(body).ok()?;
+    (envelope.jsonrpc == "2.0" && envelope.id.get().parse::<i64>().ok() == Some(*number))
+        .then_some(envelope.result)
 }
 
 /// Serializes a request without taking its params.
@@ -1025,8 +1129,50 @@ impl Client {
         params: Option<Value>,
         options: CallOptions,
     ) -> Result<Value, Error> {
+        match self
+            .answer_with(method_name, params, &options, None)
+            .await?
+        {
+            Answer::Value(value) => Ok(value),
+            Answer::Read => Err(Error::protocol("a result read by no reader")),
+        }
+    }
+
+    /// [`Client::request_with`] whose result is read straight into `T`, without a [`Value`] in
+    /// between when the answer is a single JSON body (Streamable HTTP) and the result complete.
+    pub async fn request_as<T: serde::de::DeserializeOwned + Send>(
+        &self,
+        method_name: &str,
+        params: Option<Value>,
+        options: CallOptions,
+    ) -> Result<T, Error> {
+        let mut read = None;
+        let mut reader = |id: &Id, body: &[u8]| {
+            read = read_result_as::<T>(id, body);
+            read.is_some()
+        };
+        let answer = self
+            .answer_with(method_name, params, &options, Some(&mut reader))
+            .await?;
+        match (answer, read) {
+            (Answer::Read, Some(result)) => Ok(result),
+            (Answer::Read, None) => Err(Error::protocol("a result read by no reader")),
+            (Answer::Value(value), _) => serde_json::from_value(value)
+                .map_err(|e| Error::protocol(format!("{method_name} result: {e}"))),
+        }
+    }
+
+    /// The result of one call within its timeout; a complete result in a single JSON body may be
+    /// taken by `reader` instead.
+    async fn answer_with(
+        &self,
+        method_name: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+        reader: Option<&mut Reader<'_>>,
+    ) -> Result<Answer, Error> {
         let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
-        match tokio::time::timeout(timeout, self.run(method_name, params, &options)).await {
+        match tokio::time::timeout(timeout, self.run(method_name, params, options, reader)).await {
             Ok(result) => result,
             Err(_) => Err(Error::timeout(timeout)),
         }
@@ -1043,7 +1189,8 @@ impl Client {
         method_name: &str,
         params: Option<Value>,
         options: &CallOptions,
-    ) -> Result<Value, Error> {
+        reader: Option<&mut Reader<'_>>,
+    ) -> Result<Answer, Error> {
         let adapter = self.adapter();
         let cache_key = if adapter.features().cache_hints {
             Cache::key(method_name, params.as_ref())
@@ -1053,8 +1200,10 @@ impl Client {
         if let Some(key) = &cache_key
             && let Some(hit) = self.inner.cache_get(key)
         {
-            return Ok(hit);
+            return Ok(Answer::Value(hit));
         }
+        // A result that may be cached is read in full.
+        let mut reader = reader.filter(|_| cache_key.is_none());
         let token = options.on_progress.as_ref().map(|f| {
             let token = self.inner.new_id();
             lock(&self.inner.progress).insert(token.clone(), f.clone());
@@ -1084,10 +1233,14 @@ impl Client {
                     state.as_deref(),
                 )?;
             }
-            let outcome = self
+            let attempted = self
                 .inner
-                .attempt(adapter, method_name, params.as_ref())
+                .attempt_with(adapter, method_name, params.as_ref(), reader.as_deref_mut())
                 .await?;
+            let outcome = match attempted {
+                Attempted::Read => return Ok(Answer::Read),
+                Attempted::Outcome(outcome) => outcome,
+            };
             let result = match outcome {
                 Outcome::Result(v) => v,
                 Outcome::Refused { error, status } => {
@@ -1133,7 +1286,7 @@ impl Client {
                     {
                         self.inner.cache_put(key, &result);
                     }
-                    return Ok(result);
+                    return Ok(Answer::Value(result));
                 }
                 Some(asked) => {
                     rounds += 1;
@@ -1197,6 +1350,69 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn only_results_without_questions_are_surely_complete() {
+        let yes = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"sum\":5}"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType" : "complete","x":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"\"_meta\" and \"resultType\""}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","a":{"resultType":"complete"}}}"#,
+        ];
+        for body in yes {
+            assert!(surely_complete(body.as_bytes()), "{body}");
+        }
+        let no = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","a":{"resultType":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"resultType","list":["resultType"]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"\u005fmeta":{}}}"#,
+        ];
+        for body in no {
+            assert!(!surely_complete(body.as_bytes()), "{body}");
+        }
+        assert!(!surely_complete(b"{\"result\":\"\xff\"}"));
+    }
+
+    #[test]
+    fn a_result_is_read_into_the_type_only_from_a_success_response_to_the_request() {
+        let id = Id::Number(7);
+        let read = |body: &str| read_result_as::<Value>(&id, body.as_bytes());
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":7,"result":{"a":[1]}}"#),
+            Some(json!({"a": [1]}))
+        );
+        assert_eq!(
+            read(r#"{"result":{},"id":7,"jsonrpc":"2.0"}"#),
+            Some(json!({}))
+        );
+        for body in [
+            r#"{"jsonrpc":"2.0","id":8,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"7","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":7,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{},"extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{}"#,
+            r#"[{"jsonrpc":"2.0","id":7,"result":{}}]"#,
+        ] {
+            assert_eq!(read(body), None, "{body}");
+        }
+        assert_eq!(
+            read_result_as::<Vec<u8>>(&id, br#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+            None,
+            "a result that does not fit the type"
+        );
+        assert_eq!(
+            read_result_as::<Value>(&Id::from("7"), br#"{"jsonrpc":"2.0","id":"7","result":{}}"#),
+            None,
+            "string ids are read the slow way"
+        );
+    }
 
     #[test]
     fn refusal_reads_json_and_sse_bodies() {

@@ -208,6 +208,7 @@ impl Client {
                 kind: OutboundKind::Request(id.clone()),
                 body: Bytes::from(body),
                 headers,
+                raw_answer: false,
             };
             let delivery = match inner.transport.send(outbound).await {
                 Ok(d) => d,

@@ -753,3 +753,51 @@ async fn rpc_errors_carry_code_message_and_data() {
     assert_eq!(error.message(), Some("unknown method"));
     assert_eq!(error.http_status(), Some(404));
 }
+
+/// `call_tool_as` reads the same result as `call_tool` on every revision, questions included
+/// (they are answered, then the final result is read into the type), and a result that does not
+/// fit the type is a protocol error.
+#[tokio::test]
+async fn call_tool_as_reads_what_call_tool_reads() {
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        content: Vec<Block>,
+        #[serde(rename = "isError", default)]
+        is_error: bool,
+    }
+    #[derive(serde::Deserialize)]
+    struct Block {
+        text: String,
+    }
+    let mock = Mock::start(Config::all()).await;
+    for revision in [
+        Revision::V2026_07_28,
+        Revision::V2025_11_25,
+        Revision::V2025_06_18,
+        Revision::V2025_03_26,
+        Revision::V2024_11_05,
+    ] {
+        let client = connect(&mock, revision, answering()).await;
+        for (tool, arguments) in [("echo", json!({"text": "hi"})), ("ask", json!({}))] {
+            let value = within(client.call_tool(tool, arguments.clone()))
+                .await
+                .unwrap();
+            let typed: Reply = within(client.call_tool_as(tool, arguments.clone()))
+                .await
+                .unwrap();
+            assert_eq!(typed.content[0].text, text(&value), "{revision} {tool}");
+            assert_eq!(
+                typed.is_error,
+                value["isError"] == true,
+                "{revision} {tool}"
+            );
+            let as_value: Value = within(client.call_tool_as(tool, arguments)).await.unwrap();
+            assert_eq!(as_value, value, "{revision} {tool}");
+        }
+        let error = within(client.call_tool_as::<Vec<u8>>("echo", json!({"text": "x"})))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Protocol, "{revision}: {error}");
+    }
+    support::schema::validate(&mock.recorded());
+}

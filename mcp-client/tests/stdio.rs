@@ -323,6 +323,7 @@ echo 'bye' >&2"#;
         kind: OutboundKind::Request(mcp_wire::jsonrpc::Id::Number(1)),
         body: bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
         headers: Default::default(),
+        raw_answer: false,
     };
     let Delivery::Stream(mut stream) = within(transport.send(outbound)).await.unwrap() else {
         panic!("a request gets a stream")

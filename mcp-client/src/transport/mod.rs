@@ -83,6 +83,10 @@ pub struct Outbound {
     /// HTTP headers for this message (`MCP-Protocol-Version`, `Mcp-Method` ...). Transports that
     /// are not HTTP ignore them.
     pub headers: HeaderMap,
+    /// The caller reads the answer to this request itself: a transport may hand back a single
+    /// JSON body unparsed, as [`Delivery::Json`], instead of a stream. Transports that have no
+    /// such body ignore it ([`StreamableHttp`] honours it for `application/json` responses).
+    pub raw_answer: bool,
 }
 
 /// What the transport got back for an [`Outbound`].
@@ -94,6 +98,9 @@ pub enum Delivery {
     /// Messages about this request, ending with its response. Dropping the stream stops reading
     /// it; on [`StreamableHttp`] that closes the response stream.
     Stream(MessageStream),
+    /// The whole answer, one JSON-RPC message not yet parsed: only for an [`Outbound`] that set
+    /// [`Outbound::raw_answer`].
+    Json(Bytes),
 }
 
 impl fmt::Debug for Delivery {
@@ -101,6 +108,7 @@ impl fmt::Debug for Delivery {
         match self {
             Self::Accepted => f.write_str("Accepted"),
             Self::Stream(_) => f.write_str("Stream(..)"),
+            Self::Json(body) => f.debug_tuple("Json").field(body).finish(),
         }
     }
 }

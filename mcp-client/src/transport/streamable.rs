@@ -215,6 +215,9 @@ impl StreamableHttp {
         match media {
             Some(m) if m.eq_ignore_ascii_case("application/json") => {
                 let body = read_bounded(response.into_body(), limit).await?;
+                if message.raw_answer {
+                    return Ok(Delivery::Json(body));
+                }
                 let message = super::parse_message(&body)?;
                 Ok(Delivery::Stream(Box::pin(futures::stream::once(
                     async move { Ok(Inbound::new(message)) },
