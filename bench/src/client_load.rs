@@ -1,5 +1,6 @@
 //! The client rows: the load of [`crate::load`], but every call goes through our `mcp-client`
-//! ([`mcp_client::Client::call_tool`]).
+//! ([`mcp_client::Client::call_tool_as`], reading the result into the few members the check
+//! needs).
 //!
 //! Each worker has its own [`Client`] (its own connection or child process, and session),
 //! pinned to the configured revision, and calls `add {a: 2, b: 3}` one call at a time; every
@@ -7,6 +8,7 @@
 //! in the same round, this is the client's overhead over a raw hyper loop.
 
 use std::{
+    fmt,
     sync::{
         Arc,
         atomic::{AtomicU8, Ordering},
@@ -17,6 +19,10 @@ use std::{
 use mcp_client::{
     Client,
     transport::{Stderr, Stdio},
+};
+use serde::{
+    Deserialize, Deserializer,
+    de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor},
 };
 use serde_json::{Value, json};
 
@@ -82,9 +88,11 @@ async fn worker(config: Arc<LoadConfig>, phase: Arc<AtomicU8>) -> Stats {
                 break;
             }
             let started = Instant::now();
-            let outcome =
-                tokio::time::timeout(config.timeout, client.call_tool("add", arguments.clone()))
-                    .await;
+            let outcome = tokio::time::timeout(
+                config.timeout,
+                client.call_tool_as::<ToolReply>("add", arguments.clone()),
+            )
+            .await;
             let elapsed = started.elapsed();
             let checked = match outcome {
                 Ok(Ok(result)) => check(&result).map_err(|e| e.to_string()),
@@ -130,12 +138,144 @@ async fn connect(config: &LoadConfig) -> Result<Client, String> {
     client.map_err(|e| e.to_string())
 }
 
+/// The members of a `tools/call` result that [`check`] reads, deserialized by the client
+/// straight from the reply ([`Client::call_tool_as`]); the others are skipped.
+#[derive(Debug, Default, Deserialize)]
+struct ToolReply {
+    #[serde(rename = "isError", default)]
+    is_error: Option<Value>,
+    #[serde(rename = "resultType", default)]
+    result_type: Option<Value>,
+    /// `Some` whenever the member is there, `null` included.
+    #[serde(rename = "structuredContent", default, deserialize_with = "present")]
+    structured_content: Option<Value>,
+    #[serde(default)]
+    content: FirstText,
+}
+
+/// The `text` of the first block of `content` whose `type` is `"text"`: `None` when that block's
+/// `text` is not a string, when there is no such block or when `content` is not an array. Read
+/// without building the blocks.
+#[derive(Debug, Default)]
+struct FirstText(Option<String>);
+
+/// A member name of a content block.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum BlockKey {
+    Type,
+    Text,
+    #[serde(other)]
+    Other,
+}
+
+/// Reads any JSON value: `content` (`array: true`) into the [`FirstText`] of its blocks, a block
+/// into `Some(text)` when its `type` is `"text"` (the text when a string), anything else into
+/// nothing.
+struct Scan {
+    array: bool,
+}
+
+/// What [`Scan`] found.
+enum Scanned {
+    Nothing,
+    TextBlock(Option<String>),
+    Array(FirstText),
+}
+
+impl<'de> de::DeserializeSeed<'de> for Scan {
+    type Value = Scanned;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Scanned, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Scan {
+    type Value = Scanned;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Scanned, E> {
+        Ok(Scanned::Nothing)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Scanned, E> {
+        Ok(Scanned::Nothing)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Scanned, E> {
+        Ok(Scanned::Nothing)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Scanned, E> {
+        Ok(Scanned::Nothing)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Scanned, E> {
+        Ok(Scanned::Nothing)
+    }
+
+    fn visit_unit<E>(self) -> Result<Scanned, E> {
+        Ok(Scanned::Nothing)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scanned, A::Error> {
+        let mut found = None;
+        while let Some(item) = seq.next_element_seed(Self { array: false })? {
+            if let (None, Scanned::TextBlock(text)) = (&found, item) {
+                found = Some(text);
+            }
+        }
+        Ok(if self.array {
+            Scanned::Array(FirstText(found.flatten()))
+        } else {
+            Scanned::Nothing
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scanned, A::Error> {
+        let (mut kind, mut text) = (None, None);
+        while let Some(key) = map.next_key::<BlockKey>()? {
+            match key {
+                BlockKey::Type => kind = Some(map.next_value::<Value>()?),
+                BlockKey::Text => text = Some(map.next_value::<Value>()?),
+                BlockKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if self.array || kind.as_ref().and_then(Value::as_str) != Some("text") {
+            return Ok(Scanned::Nothing);
+        }
+        Ok(Scanned::TextBlock(match text {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        }))
+    }
+}
+
+impl<'de> Deserialize<'de> for FirstText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match de::DeserializeSeed::deserialize(Scan { array: true }, deserializer)? {
+            Scanned::Array(first) => Ok(first),
+            Scanned::Nothing | Scanned::TextBlock(_) => Ok(Self(None)),
+        }
+    }
+}
+
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
 /// Checks a `tools/call` result by the rules of [`crate::reply`].
-fn check(result: &Value) -> Result<(), ReplyError> {
-    if result.get("isError") == Some(&Value::Bool(true)) {
+fn check(result: &ToolReply) -> Result<(), ReplyError> {
+    if result.is_error == Some(Value::Bool(true)) {
         return Err(ReplyError::ToolError);
     }
-    if let Some(kind) = result.get("resultType").and_then(Value::as_str)
+    if let Some(kind) = result.result_type.as_ref().and_then(Value::as_str)
         && kind != "complete"
     {
         return Err(ReplyError::ResultType(kind.to_owned()));
@@ -145,17 +285,12 @@ fn check(result: &Value) -> Result<(), ReplyError> {
         Value::Object(fields) => fields.values().find_map(Value::as_f64),
         _ => None,
     };
-    let sum = match result.get("structuredContent") {
+    let sum = match &result.structured_content {
         Some(structured) => first_number(structured),
         None => result
-            .get("content")
-            .and_then(Value::as_array)
-            .and_then(|blocks| {
-                blocks
-                    .iter()
-                    .find(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            })
-            .and_then(|block| block.get("text").and_then(Value::as_str))
+            .content
+            .0
+            .as_deref()
             .and_then(|text| serde_json::from_str::<Value>(text.trim()).ok())
             .and_then(|value| first_number(&value)),
     };
@@ -175,6 +310,26 @@ mod tests {
         let table = [
             (json!({"structuredContent": {"sum": 5}}), Ok(())),
             (json!({"structuredContent": 5}), Ok(())),
+            (
+                json!({"structuredContent": null, "content": [{"type": "text", "text": "5"}]}),
+                Err(ReplyError::NoSum),
+            ),
+            (
+                json!({"content": "5", "isError": null}),
+                Err(ReplyError::NoSum),
+            ),
+            (
+                json!({"content": [5, {"type": "image"}, {"text": "5", "type": "text", "x": [1]}, {"type": "text", "text": "6"}]}),
+                Ok(()),
+            ),
+            (
+                json!({"content": [{"type": "text", "text": 5}, {"type": "text", "text": "5"}]}),
+                Err(ReplyError::NoSum),
+            ),
+            (
+                json!({"content": {"type": "text", "text": "5"}}),
+                Err(ReplyError::NoSum),
+            ),
             (
                 json!({"content": [{"type": "text", "text": "{\"sum\": 5}"}]}),
                 Ok(()),
@@ -198,7 +353,8 @@ mod tests {
             ),
         ];
         for (result, expected) in table {
-            assert_eq!(check(&result), expected, "{result}");
+            let reply: ToolReply = serde_json::from_value(result.clone()).unwrap();
+            assert_eq!(check(&reply), expected, "{result}");
         }
     }
 }
