@@ -88,11 +88,8 @@ async fn worker(config: Arc<LoadConfig>, phase: Arc<AtomicU8>) -> Stats {
                 break;
             }
             let started = Instant::now();
-            let outcome = tokio::time::timeout(
-                config.timeout,
-                client.call_tool_as::<ToolReply>("add", arguments.clone()),
-            )
-            .await;
+            let outcome =
+                tokio::time::timeout(config.timeout, call(&client, &config, &arguments)).await;
             let elapsed = started.elapsed();
             let checked = match outcome {
                 Ok(Ok(result)) => check(&result).map_err(|e| e.to_string()),
@@ -138,6 +135,22 @@ async fn connect(config: &LoadConfig) -> Result<Client, String> {
     client.map_err(|e| e.to_string())
 }
 
+/// One `add` call. Over Streamable HTTP the client reads the result straight into a
+/// [`ToolReply`] ([`Client::call_tool_as`]); the other transports hand the client a parsed
+/// message, so the reply is taken from the result [`Value`] instead of deserialized from it.
+async fn call(
+    client: &Client,
+    config: &LoadConfig,
+    arguments: &Value,
+) -> Result<ToolReply, mcp_client::Error> {
+    if config.transport == Transport::Streamable {
+        client.call_tool_as("add", arguments.clone()).await
+    } else {
+        let result = client.call_tool("add", arguments.clone()).await?;
+        Ok(ToolReply::of(&result))
+    }
+}
+
 /// The members of a `tools/call` result that [`check`] reads, deserialized by the client
 /// straight from the reply ([`Client::call_tool_as`]); the others are skipped.
 #[derive(Debug, Default, Deserialize)]
@@ -151,6 +164,27 @@ struct ToolReply {
     structured_content: Option<Value>,
     #[serde(default)]
     content: FirstText,
+}
+
+impl ToolReply {
+    /// The members of a result already parsed.
+    fn of(result: &Value) -> Self {
+        let text = result
+            .get("content")
+            .and_then(Value::as_array)
+            .and_then(|blocks| {
+                blocks
+                    .iter()
+                    .find(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            })
+            .and_then(|block| block.get("text").and_then(Value::as_str));
+        Self {
+            is_error: result.get("isError").cloned(),
+            result_type: result.get("resultType").cloned(),
+            structured_content: result.get("structuredContent").cloned(),
+            content: FirstText(text.map(str::to_owned)),
+        }
+    }
 }
 
 /// The `text` of the first block of `content` whose `type` is `"text"`: `None` when that block's
@@ -355,6 +389,7 @@ mod tests {
         for (result, expected) in table {
             let reply: ToolReply = serde_json::from_value(result.clone()).unwrap();
             assert_eq!(check(&reply), expected, "{result}");
+            assert_eq!(check(&ToolReply::of(&result)), expected, "{result}");
         }
     }
 }
