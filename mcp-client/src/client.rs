@@ -398,6 +398,9 @@ impl Inner {
             if !adapter.sends_version_header(method_name) {
                 return Ok(headers);
             }
+            // Room for these three and the transport's (session, content type, accept, host) from
+            // the start: the map's default first allocation holds six, and growing it rehashes.
+            headers = HeaderMap::with_capacity(8);
             headers.insert(
                 PROTOCOL_VERSION,
                 HeaderValue::from_static(adapter.version()),
