@@ -464,3 +464,43 @@ fn session_of(query: &str) -> Option<&str> {
         .find_map(|pair| pair.strip_prefix("session_id="))
         .filter(|id| !id.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Server;
+    use crate::http::{HttpConfig, HttpEndpoint};
+
+    #[tokio::test]
+    async fn a_stream_whose_client_stops_reading_is_ended_instead_of_buffered() {
+        let server = Server::builder("overflow", "1").build().unwrap();
+        let endpoint = HttpEndpoint::new(server, HttpConfig::new());
+        let shared = &endpoint.shared;
+        let id = "unread-stream";
+        let topic = shared.sessions.stream_topic(id);
+        let log = &shared.server.registry.log;
+        let before = log.position(&topic).await.unwrap();
+        let mut receiver = shared.local_streams.register(id);
+
+        // A full backlog goes straight into the stream; the hub sees nothing.
+        let mut delivery = Delivery::new(shared, id);
+        for n in 0..LOCAL_BACKLOG {
+            delivery.send(n.to_string().into_bytes()).await;
+        }
+        assert_eq!(log.position(&topic).await.unwrap(), before);
+        assert!(shared.local_streams.sender(id).is_some());
+
+        // One more: the stream is given up (the message goes to the hub, as for a stream on
+        // another worker) and later POSTs no longer find it here.
+        delivery.send(b"overflow".to_vec()).await;
+        assert_ne!(log.position(&topic).await.unwrap(), before);
+        assert!(shared.local_streams.sender(id).is_none());
+        drop(delivery);
+
+        // The stream drains what it holds, in order, then ends.
+        for n in 0..LOCAL_BACKLOG {
+            assert_eq!(receiver.recv().await, Some(Bytes::from(n.to_string())));
+        }
+        assert_eq!(receiver.recv().await, None);
+    }
+}
