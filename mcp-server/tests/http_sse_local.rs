@@ -16,7 +16,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_hub::{Cursor, EventLog, HubConfig, MemoryHub, Namespace, RedisConfig, RedisHub, Topic};
+use mcp_hub::{
+    Cursor, EventLog, HubConfig, MemoryHub, Namespace, RedisConfig, RedisHub, StateStore, Topic,
+};
 use mcp_server::Revision;
 use mcp_server::http::HttpConfig;
 use raw_http::{RawRequest, RawStream, Running};
@@ -254,18 +256,27 @@ async fn answers_on_the_stream(
 /// Two workers on one in-memory hub (event log and state store).
 async fn memory_pair() -> (Running, Running, Arc<MemoryHub>) {
     let hub = Arc::new(MemoryHub::new(HubConfig::default()));
+    let (holder, other) = workers("sse-local", [hub.clone(), hub.clone()]).await;
+    (holder, other, hub)
+}
+
+/// Two workers, each on its own handle of a shared hub: the stream's holder and the other.
+async fn workers<H>(name: &str, hubs: [Arc<H>; 2]) -> (Running, Running)
+where
+    H: EventLog + StateStore + 'static,
+{
     let mut workers = Vec::new();
-    for _ in 0..2 {
-        let server = demo_builder("sse-local")
+    for hub in hubs {
+        let server = demo_builder(name)
             .state_store(hub.clone())
-            .event_log(hub.clone())
+            .event_log(hub)
             .build()
             .unwrap();
         workers.push(Running::start(server, HttpConfig::new()).await);
     }
     let other = workers.pop().unwrap();
     let holder = workers.pop().unwrap();
-    (holder, other, hub)
+    (holder, other)
 }
 
 #[tokio::test]
@@ -330,17 +341,7 @@ async fn answers_skip_the_log_on_the_worker_holding_the_stream_on_redis() {
         }
     }
     // Each worker has its own connection to the shared Redis, as separate processes would.
-    let mut workers = Vec::new();
-    for hub in &hubs {
-        let server = demo_builder("sse-local-redis")
-            .state_store(hub.clone())
-            .event_log(hub.clone())
-            .build()
-            .unwrap();
-        workers.push(Running::start(server, HttpConfig::new()).await);
-    }
-    let other = workers.pop().unwrap();
-    let holder = workers.pop().unwrap();
+    let (holder, other) = workers("sse-local-redis", [hubs[0].clone(), hubs[1].clone()]).await;
     for revision in REVISIONS {
         answers_on_the_stream(&holder, &other, hubs[0].as_ref(), revision).await;
     }

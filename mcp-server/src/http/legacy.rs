@@ -443,16 +443,7 @@ async fn save(shared: &Arc<Shared>, id: &str, loaded: &Loaded, ctx: &Context, re
     if matches!(response, Outgoing::Response(e) if e.message.get("error").is_some()) {
         return;
     }
-    if !ctx.inspect_session(|now| loaded.record.would_change(&now)) {
-        return;
-    }
-    let result = shared
-        .sessions
-        .update(id, loaded.clone(), |record| {
-            ctx.inspect_session(|now| record.absorb(&now))
-        })
-        .await;
-    if let Err(err) = result {
+    if let Err(err) = shared.sessions.save_changes(id, loaded, ctx).await {
         tracing::warn!(%err, "could not save an HTTP+SSE session change");
     }
 }

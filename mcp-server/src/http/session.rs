@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::dispatch::{SessionSnapshot, SessionView};
+use crate::dispatch::{Context, SessionSnapshot, SessionView};
 
 /// The longest session id accepted from a client; longer ones cannot be ours.
 const MAX_ID_LEN: usize = 128;
@@ -446,6 +446,24 @@ impl Sessions {
             }
         }
         Ok(loaded)
+    }
+
+    /// Saves what a call changed in the connection state of `ctx` (log level, subscriptions,
+    /// the client of a repeated `initialize`) to session `id`; no store operation when nothing
+    /// changed.
+    pub(crate) async fn save_changes(
+        &self,
+        id: &str,
+        loaded: &Loaded,
+        ctx: &Context,
+    ) -> Result<(), SessionError> {
+        if !ctx.inspect_session(|now| loaded.record.would_change(&now)) {
+            return Ok(());
+        }
+        self.update(id, loaded.clone(), |record| {
+            ctx.inspect_session(|now| record.absorb(&now))
+        })
+        .await
     }
 
     /// Applies `update` to the stored record with compare-and-set, re-reading on conflict.

@@ -239,17 +239,9 @@ async fn settle(
         };
     }
     if let Some((id, loaded)) = &bound.session
-        && ctx.inspect_session(|now| loaded.record.would_change(&now))
+        && let Err(err) = shared.sessions.save_changes(id, loaded, ctx).await
     {
-        let result = shared
-            .sessions
-            .update(id, loaded.clone(), |record| {
-                ctx.inspect_session(|now| record.absorb(&now))
-            })
-            .await;
-        if let Err(err) = result {
-            tracing::warn!(%err, "could not save a session change");
-        }
+        tracing::warn!(%err, "could not save a session change");
     }
     Ok(None)
 }
