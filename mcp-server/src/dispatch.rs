@@ -23,7 +23,6 @@ use mcp_adapters::{
 use mcp_hub::Namespace;
 use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use crate::ask::Answer;
 use crate::completion::{Completion, CompletionRequest};
@@ -37,6 +36,7 @@ use crate::page::{ListKind, page};
 use crate::project::RevisionView;
 use crate::resource::ResourceRequest;
 use crate::server::{Registry, Server};
+use crate::sink::{Drain, Sink};
 use crate::state::{Redeemed, StateError, binding};
 use crate::tool::{ToolRun, panic_message, run_tool};
 
@@ -94,9 +94,25 @@ impl Outgoing {
             Self::Message(message) => serde_json::to_vec(message).unwrap_or_default(),
             Self::Response(encoded) => encoded.to_bytes(),
             Self::Batch(items) => {
-                let messages: Vec<&Value> = items.iter().map(|e| &e.message).collect();
-                serde_json::to_vec(&messages).unwrap_or_default()
+                let mut out = Vec::with_capacity(128 * items.len() + 2);
+                out.push(b'[');
+                for (n, item) in items.iter().enumerate() {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    item.write_to(&mut out);
+                }
+                out.push(b']');
+                out
             }
+        }
+    }
+
+    /// [`to_bytes`](Self::to_bytes), consuming the message (a response is not copied).
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Self::Response(encoded) => encoded.into_bytes(),
+            other => other.to_bytes(),
         }
     }
 
@@ -104,8 +120,8 @@ impl Outgoing {
     pub fn to_value(&self) -> Value {
         match self {
             Self::Message(message) => message.clone(),
-            Self::Response(encoded) => encoded.message.clone(),
-            Self::Batch(items) => Value::Array(items.iter().map(|e| e.message.clone()).collect()),
+            Self::Response(encoded) => encoded.to_value(),
+            Self::Batch(items) => Value::Array(items.iter().map(Encoded::to_value).collect()),
         }
     }
 
@@ -383,7 +399,7 @@ impl Server {
         body: mcp_adapters::DecodedBody,
         ctx: &Context,
     ) -> Reply {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = crate::sink::queue();
         // The registry as it is now (runtime changes swap it).
         let server = self.snapshot();
         let ctx = ctx.clone();
@@ -402,7 +418,7 @@ impl Server {
 pub struct Reply {
     driver: Option<BoxFuture<'static, Option<Outgoing>>>,
     final_message: Option<Outgoing>,
-    rx: mpsc::UnboundedReceiver<Value>,
+    rx: Drain,
     done: bool,
 }
 
@@ -422,7 +438,7 @@ impl Stream for Reply {
         if this.done {
             return Poll::Ready(None);
         }
-        if let Poll::Ready(Some(message)) = this.rx.poll_recv(cx) {
+        if let Poll::Ready(message) = this.rx.poll_recv(cx) {
             return Poll::Ready(Some(Outgoing::Message(message)));
         }
         if let Some(driver) = this.driver.as_mut() {
@@ -435,7 +451,7 @@ impl Stream for Reply {
             }
         }
         // The call is over: hand out what it sent before its response, then the response.
-        if let Ok(message) = this.rx.try_recv() {
+        if let Some(message) = this.rx.try_recv() {
             return Poll::Ready(Some(Outgoing::Message(message)));
         }
         this.done = true;
@@ -454,7 +470,7 @@ impl Server {
     /// messages to send back as a stream: notifications and server-to-client requests the
     /// handler sends, then the response. Notifications and replies give an empty stream.
     pub fn handle(&self, input: impl Into<Input>, ctx: &Context) -> Reply {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = crate::sink::queue();
         // The registry as it is now (runtime changes swap it).
         let server = self.snapshot();
         let ctx = ctx.clone();
@@ -474,12 +490,7 @@ impl Server {
         self.handle(input, ctx).collect().await
     }
 
-    async fn run(
-        &self,
-        input: Input,
-        ctx: Context,
-        sink: mpsc::UnboundedSender<Value>,
-    ) -> Option<Outgoing> {
+    async fn run(&self, input: Input, ctx: Context, sink: Sink) -> Option<Outgoing> {
         let registry = &self.registry;
         let bytes = match input {
             Input::Bytes(bytes) => bytes,
@@ -519,7 +530,7 @@ impl Server {
         adapter: Adapter,
         body: mcp_adapters::DecodedBody,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Value>,
+        sink: &Sink,
     ) -> Option<Outgoing> {
         if body.batch {
             let mut responses = Vec::new();
@@ -545,7 +556,7 @@ impl Server {
         adapter: Adapter,
         item: Incoming,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Value>,
+        sink: &Sink,
     ) -> Option<Encoded> {
         match item {
             Incoming::Reply(reply) => {
@@ -555,8 +566,8 @@ impl Server {
             Incoming::Invalid(invalid) => invalid
                 .respond
                 .then(|| adapter.encode_failure(invalid.id, &invalid.failure)),
-            Incoming::Call(call) => {
-                let mut call = *call;
+            Incoming::Call(mut call) => {
+                // Kept boxed: a `Call` inline would make every call's future larger.
                 let cancel = CancelHandle::new();
                 let mut registered = None;
                 if let Some(id) = &call.id {
@@ -628,7 +639,7 @@ impl Server {
         adapter: Adapter,
         call: &mut Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Value>,
+        sink: &Sink,
         cancel: &CancelHandle,
     ) -> Done {
         let registry = &*self.registry;
@@ -684,10 +695,14 @@ impl Server {
                 list(registry, ListKind::Prompts, "prompts", &view.prompts, call)
             }
             Operation::CallTool => self.call_tool(adapter, view, call, ctx, sink, cancel).await,
-            Operation::ReadResource => self.read_resource(adapter, call, ctx, sink, cancel).await,
-            Operation::GetPrompt => self.get_prompt(adapter, call, ctx, sink, cancel).await,
-            Operation::Complete => self.complete(call).await,
-            Operation::Listen => self.listen(adapter, call, ctx, sink, cancel).await,
+            Operation::ReadResource => {
+                Box::pin(self.read_resource(adapter, call, ctx, sink, cancel)).await
+            }
+            Operation::GetPrompt => {
+                Box::pin(self.get_prompt(adapter, call, ctx, sink, cancel)).await
+            }
+            Operation::Complete => Box::pin(self.complete(call)).await,
+            Operation::Listen => Box::pin(self.listen(adapter, call, ctx, sink, cancel)).await,
             Operation::Subscribe => self.subscribe(call, ctx),
             Operation::Unsubscribe => self.unsubscribe(call, ctx),
             _ => Done::failure(Failure::unknown_method(&call.method)),
@@ -721,7 +736,7 @@ impl Server {
         view: &RevisionView,
         call: &mut Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Value>,
+        sink: &Sink,
         cancel: &CancelHandle,
     ) -> Done {
         // Nothing reads the target from the call after this.
@@ -738,9 +753,15 @@ impl Server {
             }
             Done::value(result.into_value())
         };
-        let resumed = match self.resume(ctx, call, &name).await {
-            Ok(resumed) => resumed,
-            Err(done) => return done,
+        // Boxed where they await: rare paths that would otherwise make every call's future
+        // larger.
+        let resumed = if call.request_state.is_none() {
+            Resumed::fresh(call)
+        } else {
+            match Box::pin(self.resume(ctx, call, &name)).await {
+                Ok(resumed) => resumed,
+                Err(done) => return done,
+            }
         };
         // Only a handler that can ask needs the arguments again (to bind new request state).
         let arguments = Value::Object(if entry.tool.takes_exchange {
@@ -757,7 +778,9 @@ impl Server {
         }
         let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
         let run = with_cancel(cancel, run_tool(&entry.tool.call, arguments, ex.clone())).await;
-        if let Some(done) = self.interrupted(call, &name, &ex).await {
+        if ex.lock().interrupt.is_some()
+            && let Some(done) = Box::pin(self.interrupted(call, &name, &ex)).await
+        {
             return done;
         }
         match run {
@@ -780,7 +803,7 @@ impl Server {
         adapter: Adapter,
         call: &mut Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Value>,
+        sink: &Sink,
         cancel: &CancelHandle,
     ) -> Done {
         let registry = &*self.registry;
@@ -848,7 +871,7 @@ impl Server {
         adapter: Adapter,
         call: &mut Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Value>,
+        sink: &Sink,
         cancel: &CancelHandle,
     ) -> Done {
         // Nothing reads the target from the call after this.
@@ -922,14 +945,7 @@ impl Server {
     /// marked [`Question::answerable_up_front`](crate::Question::answerable_up_front).
     async fn resume(&self, ctx: &Context, call: &Call, target: &str) -> Result<Resumed, Done> {
         let Some(state_id) = &call.request_state else {
-            return Ok(Resumed {
-                offered: call
-                    .answers
-                    .as_ref()
-                    .map(|given| given.as_map().clone())
-                    .unwrap_or_default(),
-                ..Resumed::default()
-            });
+            return Ok(Resumed::fresh(call));
         };
         let bound = binding(
             &call.method,
@@ -985,7 +1001,7 @@ impl Server {
         adapter: Adapter,
         call: &mut Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Value>,
+        sink: &Sink,
         cancel: &CancelHandle,
         resumed: Resumed,
     ) -> Exchange {
@@ -1144,6 +1160,20 @@ struct Resumed {
     answers: BTreeMap<String, Answer>,
     offered: serde_json::Map<String, Value>,
     state: Option<Value>,
+}
+
+impl Resumed {
+    /// A first attempt (no request state): the answers it carries are only offered.
+    fn fresh(call: &Call) -> Self {
+        Self {
+            offered: call
+                .answers
+                .as_ref()
+                .map(|given| given.as_map().clone())
+                .unwrap_or_default(),
+            ..Self::default()
+        }
+    }
 }
 
 /// What a call leads to.

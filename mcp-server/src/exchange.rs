@@ -10,14 +10,13 @@ use mcp_adapters::{Adapter, ClientContext, Failure, LogLevel, Operation, Revisio
 use mcp_hub::{EventLog, Namespace, StateStore};
 use mcp_wire::jsonrpc::Id;
 use serde_json::{Map, Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::ask::{Answer, Question};
 use crate::error::Interrupt;
 use crate::state::random_id;
 
-/// Where a call's messages go before its final response: notifications and pushed requests.
-pub(crate) type Sink = mpsc::UnboundedSender<Value>;
+pub(crate) use crate::sink::Sink;
 
 /// A cancellation signal shared by a call and whoever may cancel it (clones share the
 /// channel: one allocation per call).

@@ -120,6 +120,7 @@ mod prompt;
 mod resource;
 mod schema;
 mod server;
+mod sink;
 mod state;
 mod stdio;
 mod tool;

@@ -896,7 +896,7 @@ impl Server {
         adapter: Adapter,
         call: &Call,
         ctx: &Context,
-        sink: &mpsc::UnboundedSender<Value>,
+        sink: &crate::sink::Sink,
         cancel: &CancelHandle,
     ) -> Done {
         let Some(id) = call.id.clone() else {
