@@ -6,6 +6,7 @@
 use http::StatusCode;
 use mcp_wire::jsonrpc::Id;
 use mcp_wire::names::{meta, method};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::adapter::Adapter;
@@ -32,6 +33,17 @@ pub enum Outcome {
     /// The call failed.
     Failure(Failure),
 }
+
+/// What [`Adapter::project_result_body`] leaves for the writer to add.
+#[derive(Clone, Copy, Debug, Default)]
+struct Additions {
+    /// `resultType: "complete"` (the handler set none).
+    result_type: bool,
+    /// The server info in `_meta` (unless the handler put one there).
+    server_info: bool,
+}
+
+const RESULT_NOT_OBJECT: &str = "a result must be a JSON object";
 
 /// Who may cache a result (`cacheScope`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -91,12 +103,100 @@ pub struct ResultContext<'a> {
 }
 
 /// One encoded JSON-RPC message and the HTTP status that carries it.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// A success response is written to bytes as it is encoded (its envelope and the result's
+/// `resultType` and `_meta` server info go straight into the output, never into a JSON tree);
+/// other messages are kept as JSON. [`to_value`](Self::to_value) gives either as JSON.
+#[derive(Clone, Debug)]
 pub struct Encoded {
-    /// The JSON-RPC message.
-    pub message: Value,
+    repr: Repr,
     /// The HTTP status (200 for results; the failure table's status for errors).
     pub status: StatusCode,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    /// A message as JSON.
+    Message(Value),
+    /// A success response, serialized (compact JSON).
+    Written(Vec<u8>),
+}
+
+impl PartialEq for Encoded {
+    /// The same status and the same JSON message, however each is held.
+    fn eq(&self, other: &Self) -> bool {
+        self.status == other.status
+            && match (&self.repr, &other.repr) {
+                (Repr::Written(a), Repr::Written(b)) => a == b,
+                _ => self.to_value() == other.to_value(),
+            }
+    }
+}
+
+impl Encoded {
+    /// A message as JSON, with its HTTP status.
+    pub fn new(message: Value, status: StatusCode) -> Self {
+        Self {
+            repr: Repr::Message(message),
+            status,
+        }
+    }
+
+    /// The message as JSON (parsed back from its bytes for a success response).
+    pub fn to_value(&self) -> Value {
+        match &self.repr {
+            Repr::Message(message) => message.clone(),
+            // Written here from JSON values: it parses.
+            Repr::Written(bytes) => serde_json::from_slice(bytes).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The message as JSON, consuming it.
+    pub fn into_value(self) -> Value {
+        match self.repr {
+            Repr::Message(message) => message,
+            Repr::Written(_) => self.to_value(),
+        }
+    }
+
+    /// It is an error response.
+    pub fn is_error(&self) -> bool {
+        match &self.repr {
+            Repr::Message(message) => message.get("error").is_some(),
+            Repr::Written(_) => false,
+        }
+    }
+
+    /// The message as bytes (compact JSON, no trailing newline).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match &self.repr {
+            Repr::Written(bytes) => bytes.clone(),
+            Repr::Message(_) => {
+                let mut out = Vec::with_capacity(256);
+                self.write_to(&mut out);
+                out
+            }
+        }
+    }
+
+    /// The message as bytes, consuming it (no copy for a success response).
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self.repr {
+            Repr::Written(bytes) => bytes,
+            Repr::Message(_) => self.to_bytes(),
+        }
+    }
+
+    /// Appends the message's bytes to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        match &self.repr {
+            Repr::Written(bytes) => out.extend_from_slice(bytes),
+            // Cannot fail: the writer is a Vec and every map key is a string.
+            Repr::Message(message) => {
+                let _ = serde_json::to_writer(out, message);
+            }
+        }
+    }
 }
 
 /// `{"jsonrpc": "2.0", "id": id, "result": result}`, moving `result` in (`json!` would copy
@@ -113,15 +213,85 @@ fn response_message(id: Id, result: Value) -> Value {
     Value::Object(message)
 }
 
-impl Encoded {
-    /// The message as bytes (compact JSON, no trailing newline).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256);
-        // Cannot fail: the writer is a Vec and every map key is a string.
-        match serde_json::to_writer(&mut out, &self.message) {
-            Ok(()) => out,
-            Err(_) => Vec::new(),
+/// `{"jsonrpc":"2.0","id":id,"result":body}`, written without building the envelope; the
+/// result gets `resultType: "complete"` when `result_type`, and `server_info` in its `_meta`
+/// unless `_meta` already names one.
+fn write_response(
+    id: &Id,
+    body: &Map<String, Value>,
+    result_type: bool,
+    server_info: Option<&Value>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Neither can fail: the writer is a Vec and every map key is a string.
+    let _ = serde_json::to_writer(&mut out, id);
+    out.extend_from_slice(br#","result":"#);
+    let _ = serde_json::to_writer(
+        &mut out,
+        &ResultBody {
+            body,
+            result_type,
+            server_info,
+        },
+    );
+    out.push(b'}');
+    out
+}
+
+/// A result object with the adapter's additions, serialized in one pass.
+struct ResultBody<'a> {
+    body: &'a Map<String, Value>,
+    result_type: bool,
+    server_info: Option<&'a Value>,
+}
+
+impl Serialize for ResultBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let mut meta_seen = false;
+        for (key, value) in self.body {
+            if key == "_meta" {
+                meta_seen = true;
+                if let (Some(info), Value::Object(entries)) = (self.server_info, value)
+                    && !entries.contains_key(meta::SERVER_INFO)
+                {
+                    map.serialize_entry(key, &MetaWithServerInfo { entries, info })?;
+                    continue;
+                }
+            }
+            map.serialize_entry(key, value)?;
         }
+        if !meta_seen && let Some(info) = self.server_info {
+            map.serialize_entry(
+                "_meta",
+                &MetaWithServerInfo {
+                    entries: &Map::new(),
+                    info,
+                },
+            )?;
+        }
+        if self.result_type {
+            map.serialize_entry("resultType", "complete")?;
+        }
+        map.end()
+    }
+}
+
+/// A `_meta` object plus `io.modelcontextprotocol/serverInfo`.
+struct MetaWithServerInfo<'a> {
+    entries: &'a Map<String, Value>,
+    info: &'a Value,
+}
+
+impl Serialize for MetaWithServerInfo<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.entries.len() + 1))?;
+        for (key, value) in self.entries {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry(meta::SERVER_INFO, self.info)?;
+        map.end()
     }
 }
 
@@ -155,12 +325,27 @@ impl Adapter {
         result: Value,
         ctx: &ResultContext<'_>,
     ) -> Encoded {
-        match self.result_body(operation, is_retry, result, ctx) {
-            Ok(body) => Encoded {
-                message: response_message(id, body),
-                status: StatusCode::OK,
-            },
-            Err(failure) => self.encode_failure(Some(id), &failure),
+        let Value::Object(mut body) = result else {
+            return self.encode_failure(Some(id), &Failure::internal(RESULT_NOT_OBJECT));
+        };
+        let additions = self.project_result_body(operation, is_retry, &mut body, ctx);
+        let projected;
+        let server_info = match ctx.server_info {
+            Some(info) if additions.server_info && !ctx.server_info_projected => {
+                projected = self.project_implementation(info);
+                Some(&projected)
+            }
+            Some(info) if additions.server_info => Some(info),
+            _ => None,
+        };
+        Encoded {
+            repr: Repr::Written(write_response(
+                &id,
+                &body,
+                additions.result_type,
+                server_info,
+            )),
+            status: StatusCode::OK,
         }
     }
 
@@ -184,34 +369,55 @@ impl Adapter {
         ctx: &ResultContext<'_>,
     ) -> Result<Value, Failure> {
         let Value::Object(mut body) = result else {
-            return Err(Failure::internal("a result must be a JSON object"));
+            return Err(Failure::internal(RESULT_NOT_OBJECT));
         };
+        let additions = self.project_result_body(operation, is_retry, &mut body, ctx);
+        if additions.result_type {
+            body.insert("resultType".into(), "complete".into());
+        }
+        if additions.server_info {
+            self.add_server_info(&mut body, ctx);
+        }
+        Ok(Value::Object(body))
+    }
+
+    /// [`result_body`](Self::result_body) in place, but for `resultType` and the server info,
+    /// which it says to add (the caller writes them straight into the output).
+    fn project_result_body(
+        &self,
+        operation: Operation,
+        is_retry: bool,
+        body: &mut Map<String, Value>,
+        ctx: &ResultContext<'_>,
+    ) -> Additions {
         match operation {
-            Operation::CallTool => self.project_tool_result(&mut body),
-            Operation::GetPrompt => self.project_prompt_result(&mut body),
+            Operation::CallTool => self.project_tool_result(body),
+            Operation::GetPrompt => self.project_prompt_result(body),
             _ => {}
         }
         let f = self.features();
-        if f.result_envelope {
-            body.entry("resultType")
-                .or_insert_with(|| "complete".into());
-            self.add_server_info(&mut body, ctx);
-            let complete = body.get("resultType").and_then(Value::as_str) == Some("complete");
-            if f.cache_hints && operation.is_cacheable() && complete {
-                let hint = if is_retry { CacheHint::NONE } else { ctx.cache };
-                if is_retry || !body.contains_key("ttlMs") {
-                    body.insert("ttlMs".into(), hint.ttl_ms.into());
-                }
-                if is_retry || !body.contains_key("cacheScope") {
-                    body.insert("cacheScope".into(), hint.scope.as_str().into());
-                }
-            }
-        } else {
+        if !f.result_envelope {
             for key in ["resultType", "ttlMs", "cacheScope"] {
                 body.remove(key);
             }
+            return Additions::default();
         }
-        Ok(Value::Object(body))
+        let result_type = !body.contains_key("resultType");
+        let complete =
+            result_type || body.get("resultType").and_then(Value::as_str) == Some("complete");
+        if f.cache_hints && operation.is_cacheable() && complete {
+            let hint = if is_retry { CacheHint::NONE } else { ctx.cache };
+            if is_retry || !body.contains_key("ttlMs") {
+                body.insert("ttlMs".into(), hint.ttl_ms.into());
+            }
+            if is_retry || !body.contains_key("cacheScope") {
+                body.insert("cacheScope".into(), hint.scope.as_str().into());
+            }
+        }
+        Additions {
+            result_type,
+            server_info: ctx.server_info.is_some(),
+        }
     }
 
     fn add_server_info(&self, body: &mut Map<String, Value>, ctx: &ResultContext<'_>) {
@@ -254,10 +460,7 @@ impl Adapter {
             }
         }
         message.insert("error".into(), Value::Object(error));
-        Encoded {
-            message: Value::Object(message),
-            status: mapping.status,
-        }
+        Encoded::new(Value::Object(message), mapping.status)
     }
 
     /// Encodes questions the handler needs answered, by this revision's mechanism:
@@ -280,10 +483,7 @@ impl Adapter {
         ctx: &ResultContext<'_>,
     ) -> Result<Encoded, Failure> {
         let result = self.input_required_result(call, requests, state, ctx)?;
-        Ok(Encoded {
-            message: response_message(id, result),
-            status: StatusCode::OK,
-        })
+        Ok(Encoded::new(response_message(id, result), StatusCode::OK))
     }
 
     /// The result object of [`Adapter::encode_input_required`].

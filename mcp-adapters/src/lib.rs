@@ -10,7 +10,7 @@
 //! ```text
 //!   bytes ──► mcp_wire::jsonrpc::decode ──► AdapterSet::select_http ──► Adapter
 //!         ──► Adapter::decode_http ──► [Incoming: Call | Reply | Invalid]
-//!         ──► (server dispatch) ──► Outcome ──► Adapter::encode ──► Encoded {message, status}
+//!         ──► (server dispatch) ──► Outcome ──► Adapter::encode ──► Encoded (bytes or JSON, and an HTTP status)
 //! ```
 //!
 //! | Module concern | Entry points |
@@ -41,7 +41,7 @@
 //! let reply = adapter
 //!     .encode(call, Outcome::Value(json!({"tools": []})), &ResultContext::default())
 //!     .unwrap();
-//! assert_eq!(reply.message, json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}));
+//! assert_eq!(reply.to_value(), json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}));
 //! ```
 //!
 //! **Layering:** depends on `mcp-wire` and `mcp-schema` (and `http` for header types) only.

@@ -73,7 +73,7 @@ fn mrtr_round_trip() {
         )
         .unwrap();
     let ResultKind::InputRequired(questions) =
-        adapter.read_result(&reply.message["result"]).unwrap()
+        adapter.read_result(&reply.to_value()["result"]).unwrap()
     else {
         panic!("expected questions")
     };
@@ -117,7 +117,7 @@ fn mrtr_round_trip() {
         )
         .unwrap();
     assert_eq!(
-        adapter.read_result(&done.message["result"]).unwrap(),
+        adapter.read_result(&done.to_value()["result"]).unwrap(),
         ResultKind::Complete
     );
 }
@@ -133,10 +133,10 @@ fn mrtr_refuses_clients_that_did_not_declare_the_capability() {
         .encode(&call, Outcome::Failure(failure), &ResultContext::default())
         .unwrap();
     assert_eq!(enc.status.as_u16(), 400);
-    assert_eq!(enc.message["id"], 1);
-    assert_eq!(enc.message["error"]["code"], -32021);
+    assert_eq!(enc.to_value()["id"], 1);
+    assert_eq!(enc.to_value()["error"]["code"], -32021);
     assert_eq!(
-        enc.message["error"]["data"]["requiredCapabilities"],
+        enc.to_value()["error"]["data"]["requiredCapabilities"],
         json!({"elicitation": {"form": {}}})
     );
 }
@@ -172,7 +172,7 @@ fn asking_in_arguments_round_trip() {
                 &ResultContext::default(),
             )
             .unwrap();
-        let result = &reply.message["result"];
+        let result = &reply.to_value()["result"];
         assert_eq!(
             result["isError"], false,
             "not an error: the call is unfinished"
@@ -254,9 +254,8 @@ fn asking_in_arguments_round_trip() {
                 &ResultContext::default(),
             )
             .unwrap();
-        let text = reply.message["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap();
+        let reply = reply.to_value();
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
         assert!(
             text.contains("\"confirm\"") && text.contains("\"second\""),
             "{text}"
@@ -275,7 +274,7 @@ fn asking_in_arguments_round_trip() {
                 &ResultContext::default(),
             )
             .unwrap();
-        assert!(enc.message.get("error").is_some());
+        assert!(enc.to_value().get("error").is_some());
     }
 }
 
@@ -335,7 +334,7 @@ fn pushed_question_round_trip() {
                 &ResultContext::default(),
             )
             .unwrap();
-        assert_eq!(enc.message["error"]["code"], -32603);
+        assert_eq!(enc.to_value()["error"]["code"], -32603);
         assert_eq!(
             adapter.read_result(&json!({"content": []})).unwrap(),
             ResultKind::Complete

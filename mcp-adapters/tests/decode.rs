@@ -684,7 +684,10 @@ fn selection_over_http() {
     assert_eq!(mismatch.failure.kind, FailureKind::HeaderMismatch);
     let encoded = mismatch.adapter.encode_failure(None, &mismatch.failure);
     assert_eq!(
-        (encoded.status.as_u16(), &encoded.message["error"]["code"]),
+        (
+            encoded.status.as_u16(),
+            &encoded.to_value()["error"]["code"]
+        ),
         (400, &json!(-32020))
     );
     let ok = set.select_http(&body, &none[..], None, None).unwrap();

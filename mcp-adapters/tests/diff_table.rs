@@ -632,8 +632,12 @@ fn rows() -> Vec<Row> {
             observe: |a| {
                 let enc =
                     a.encode_failure(Some(Id::from(1)), &Failure::resource_not_found("file:///x"));
-                assert_eq!(enc.message["error"]["data"]["uri"], "file:///x");
-                format!("{} {}", enc.status.as_u16(), enc.message["error"]["code"])
+                assert_eq!(enc.to_value()["error"]["data"]["uri"], "file:///x");
+                format!(
+                    "{} {}",
+                    enc.status.as_u16(),
+                    enc.to_value()["error"]["code"]
+                )
             },
         },
         Row {
@@ -667,7 +671,7 @@ fn rows() -> Vec<Row> {
             expected: ["id null", "id null", "id null", "no id", "no id"],
             observe: |a| {
                 let enc = a.encode_failure(None, &Failure::parse("x"));
-                match enc.message.get("id") {
+                match enc.to_value().get("id") {
                     Some(Value::Null) => "id null".into(),
                     None => "no id".into(),
                     Some(other) => other.to_string(),
@@ -731,5 +735,5 @@ fn negotiation_row() {
             &ResultContext::default(),
         )
         .unwrap();
-    assert_eq!(enc.message["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(enc.to_value()["result"]["protocolVersion"], "2025-11-25");
 }

@@ -97,3 +97,76 @@ fn tool_results_are_projected_in_place() {
         json!({"content": [], "structuredContent": 5})
     );
 }
+
+/// A success response is written straight to bytes; what it says is exactly the envelope
+/// around [`Adapter::result_body`], on every revision, whatever `_meta` and `resultType` the
+/// handler set, and whether or not the server info still needs projecting.
+#[test]
+fn written_responses_say_what_result_body_says() {
+    let info = json!({"name": "s", "version": "1", "title": "S", "x": 1});
+    let bodies = [
+        json!({"tools": []}),
+        json!({"content": [{"type": "text", "text": "a \"quoted\" line\n"}], "structuredContent": {"sum": 5}}),
+        json!({"content": [], "_meta": {"k": [1, 2]}}),
+        json!({"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "h"}}}),
+        json!({"content": [], "_meta": "not an object"}),
+        json!({"content": [], "resultType": "complete", "ttlMs": 5}),
+        json!({"content": [], "resultType": "input_required"}),
+    ];
+    let contexts = [
+        ResultContext::default(),
+        ResultContext {
+            server_info: Some(&info),
+            ..ResultContext::default()
+        },
+        ResultContext {
+            server_info: Some(&info),
+            server_info_projected: true,
+            ..ResultContext::default()
+        },
+    ];
+    for revision in Revision::ALL {
+        let adapter = Adapter::new(revision);
+        for operation in [Operation::CallTool, Operation::ListTools, Operation::Ping] {
+            for (n, body) in bodies.iter().enumerate() {
+                for ctx in &contexts {
+                    for (id, retry) in [(json!(7), false), (json!("s-1"), true)] {
+                        let expected = adapter.result_body(operation, retry, body.clone(), ctx);
+                        let encoded = adapter.encode_result(
+                            serde_json::from_value(id.clone()).unwrap(),
+                            operation,
+                            retry,
+                            body.clone(),
+                            ctx,
+                        );
+                        let expected =
+                            json!({"jsonrpc": "2.0", "id": id, "result": expected.unwrap()});
+                        assert_eq!(
+                            encoded.to_value(),
+                            expected,
+                            "{revision:?} {operation:?} #{n}"
+                        );
+                        assert!(!encoded.is_error());
+                        assert_eq!(encoded.status, http::StatusCode::OK);
+                        // The bytes are the message.
+                        let parsed: Value = serde_json::from_slice(&encoded.to_bytes()).unwrap();
+                        assert_eq!(parsed, expected);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_result_that_is_not_an_object_is_an_internal_error() {
+    let encoded = MODERN.encode_result(
+        1.into(),
+        Operation::CallTool,
+        false,
+        json!([1]),
+        &ResultContext::default(),
+    );
+    assert!(encoded.is_error());
+    assert_eq!(encoded.to_value()["error"]["code"], -32603);
+}

@@ -107,10 +107,10 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
         let enc = adapter
             .encode(&call(op, method), Outcome::Value(value), &ctx)
             .unwrap();
-        assert_eq!(enc.status.as_u16(), 200, "{r} {method}: {}", enc.message);
+        assert_eq!(enc.status.as_u16(), 200, "{r} {method}: {}", enc.to_value());
         [
-            (def, enc.message["result"].clone()),
-            (response(def), enc.message),
+            (def, enc.to_value()["result"].clone()),
+            (response(def), enc.to_value()),
         ]
     };
 
@@ -261,18 +261,21 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
     ];
     for failure in &failures {
         let enc = adapter.encode_failure(Some(Id::from("e1")), failure);
-        out.push((error_def, enc.message.clone()));
+        out.push((error_def, enc.to_value().clone()));
         if modern {
             // The three MCP errors are whole responses; the JSON-RPC ones are error objects.
             match failure.kind {
                 FailureKind::HeaderMismatch => {
-                    out.push(("HeaderMismatchError", enc.message.clone()))
+                    out.push(("HeaderMismatchError", enc.to_value().clone()))
                 }
                 FailureKind::UnsupportedVersion => {
-                    out.push(("UnsupportedProtocolVersionError", enc.message.clone()));
+                    out.push(("UnsupportedProtocolVersionError", enc.to_value().clone()));
                 }
                 FailureKind::MissingCapability => {
-                    out.push(("MissingRequiredClientCapabilityError", enc.message.clone()));
+                    out.push((
+                        "MissingRequiredClientCapabilityError",
+                        enc.to_value().clone(),
+                    ));
                 }
                 _ => {}
             }
@@ -287,14 +290,16 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
                 _ => None,
             };
             if let Some(def) = object {
-                out.push((def, enc.message["error"].clone()));
+                out.push((def, enc.to_value()["error"].clone()));
             }
         }
     }
     if adapter.features().error_id_optional {
         out.push((
             error_def,
-            adapter.encode_failure(None, &Failure::parse("x")).message,
+            adapter
+                .encode_failure(None, &Failure::parse("x"))
+                .to_value(),
         ));
     }
 
@@ -401,8 +406,8 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
             .unwrap();
         assert_eq!(enc.status.as_u16(), 200);
         if modern {
-            out.push(("InputRequiredResult", enc.message["result"].clone()));
-            out.push(("CallToolResultResponse", enc.message));
+            out.push(("InputRequiredResult", enc.to_value()["result"].clone()));
+            out.push(("CallToolResultResponse", enc.to_value()));
             for (op, method, def) in [
                 (
                     Operation::GetPrompt,
@@ -425,12 +430,12 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
                         &ctx,
                     )
                     .unwrap();
-                assert!(enc.message["result"].get("ttlMs").is_none());
-                out.push((def, enc.message));
+                assert!(enc.to_value()["result"].get("ttlMs").is_none());
+                out.push((def, enc.to_value()));
             }
         } else {
-            out.push(("CallToolResult", enc.message["result"].clone()));
-            out.push(("JSONRPCResponse", enc.message));
+            out.push(("CallToolResult", enc.to_value()["result"].clone()));
+            out.push(("JSONRPCResponse", enc.to_value()));
         }
     }
     out

@@ -469,7 +469,7 @@ where
 /// Sends what one message produces to the writer.
 async fn forward(mut reply: crate::dispatch::Reply, out: mpsc::UnboundedSender<Vec<u8>>) {
     while let Some(message) = reply.next().await {
-        if out.send(message.to_bytes()).is_err() {
+        if out.send(message.into_bytes()).is_err() {
             break;
         }
     }

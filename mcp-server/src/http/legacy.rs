@@ -435,12 +435,12 @@ async fn serve_message(
         if item.is_response() {
             save(shared, &id, &loaded, &ctx, &item).await;
         }
-        delivery.send(item.to_bytes()).await;
+        delivery.send(item.into_bytes()).await;
     }
 }
 
 async fn save(shared: &Arc<Shared>, id: &str, loaded: &Loaded, ctx: &Context, response: &Outgoing) {
-    if matches!(response, Outgoing::Response(e) if e.message.get("error").is_some()) {
+    if matches!(response, Outgoing::Response(e) if e.is_error()) {
         return;
     }
     if let Err(err) = shared.sessions.save_changes(id, loaded, ctx).await {

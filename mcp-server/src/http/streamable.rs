@@ -121,7 +121,7 @@ pub(crate) async fn post(
         }
         if !stream_first {
             let status = first.status().unwrap_or(StatusCode::OK);
-            let mut response = crate::http::json_response(status, first.to_bytes());
+            let mut response = crate::http::json_response(status, first.into_bytes());
             add_session_header(&mut response, minted.as_deref());
             return response;
         }
@@ -140,7 +140,7 @@ pub(crate) async fn post(
             return response;
         }
         let status = last.status().unwrap_or(StatusCode::OK);
-        return crate::http::json_response(status, last.to_bytes());
+        return crate::http::json_response(status, last.into_bytes());
     }
     let source = call_stream(shared, adapter, bound, ctx, first, reply, registered);
     let stream = SseStream::new(source, shared.config.keep_alive);
@@ -223,7 +223,7 @@ async fn settle(
         // Stateless (2026-07-28): nothing to save.
         return Ok(None);
     }
-    let succeeded = matches!(response, Outgoing::Response(e) if e.message.get("error").is_none());
+    let succeeded = matches!(response, Outgoing::Response(e) if !e.is_error());
     if bound.initialize {
         let mut record = SessionRecord::default();
         let with_sessions = ctx.inspect_session(|now| {
