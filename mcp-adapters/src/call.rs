@@ -180,9 +180,7 @@ impl Call {
 
     /// The request a `notifications/cancelled` refers to (`params.requestId`).
     pub fn cancelled_request(&self) -> Option<Id> {
-        self.params
-            .get("requestId")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
+        self.params.get("requestId").and_then(crate::decode::id_of)
     }
 }
 

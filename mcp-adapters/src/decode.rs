@@ -25,7 +25,7 @@
 //!    the client capability ([`Adapter::check_ask`], `-32021` on 2026-07-28).
 
 use mcp_wire::jsonrpc::{DecodeError, Decoded, Id, Message};
-use mcp_wire::names::{headers as header_names, meta, method};
+use mcp_wire::names::{meta, method};
 use serde_json::{Map, Value};
 
 use crate::adapter::Adapter;
@@ -93,7 +93,7 @@ impl<'a> SelectionInput<'a> {
     /// Sets [`header`](Self::header) from the request's `MCP-Protocol-Version` header.
     #[must_use]
     pub fn with_headers(mut self, headers: &'a (impl HeaderSource + ?Sized)) -> Self {
-        self.header = match headers.lookup(header_names::PROTOCOL_VERSION) {
+        self.header = match headers::PROTOCOL_VERSION.lookup(headers) {
             Lookup::Missing => Hint::Absent,
             Lookup::One(raw) => std::str::from_utf8(raw).map_or(Hint::Malformed, Hint::Value),
             Lookup::Repeated => Hint::Malformed,
@@ -223,47 +223,62 @@ impl Adapter {
                         failure: Failure::invalid_request("initialize must not be part of a batch"),
                     });
                 }
-                let id = request.id.clone();
                 self.decode_call(Some(request.id), request.method, request.params, http)
-                    .unwrap_or_else(|failure| {
-                        Incoming::Invalid(Invalid {
-                            id: Some(id),
-                            respond: true,
-                            failure,
-                        })
-                    })
             }
-            Message::Notification(notification) => self
-                .decode_call(None, notification.method, notification.params, http)
-                .unwrap_or_else(|failure| {
-                    Incoming::Invalid(Invalid {
-                        id: None,
-                        respond: false,
-                        failure,
-                    })
-                }),
+            Message::Notification(notification) => {
+                self.decode_call(None, notification.method, notification.params, http)
+            }
         }
     }
 
+    /// A request (`id` is `Some`) or notification as a [`Call`], or as the failure to answer
+    /// with (carrying the id back).
     fn decode_call<H, T>(
         &self,
         id: Option<Id>,
         method: String,
         params: Option<Value>,
         http: Option<&Http<'_, H, T>>,
-    ) -> Result<Incoming, Failure>
+    ) -> Incoming
+    where
+        H: HeaderSource + ?Sized,
+        T: ToolHeaders + ?Sized,
+    {
+        // Built in place: the id and method move in once, and come back out on failure.
+        let mut call = Box::new(Call::new(Operation::Notification, id, method));
+        match self.fill_call(&mut call, params, http) {
+            Ok(()) => Incoming::Call(call),
+            Err(failure) => {
+                let id = call.id.take();
+                Incoming::Invalid(Invalid {
+                    respond: id.is_some(),
+                    id,
+                    failure,
+                })
+            }
+        }
+    }
+
+    /// Fills `call` (its id and method set) from `params`; see the module docs for the order.
+    fn fill_call<H, T>(
+        &self,
+        call: &mut Call,
+        params: Option<Value>,
+        http: Option<&Http<'_, H, T>>,
+    ) -> Result<(), Failure>
     where
         H: HeaderSource + ?Sized,
         T: ToolHeaders + ?Sized,
     {
         let features = self.features();
-        let is_request = id.is_some();
+        let is_request = call.id.is_some();
+        let method = call.method.as_str();
         let mut params = match params {
             None => Map::new(),
             Some(Value::Object(map)) => map,
             Some(_) => return Err(Failure::invalid_params("params must be an object")),
         };
-        let known = self.operation(&method);
+        let known = self.operation(method);
 
         // 3. Header mirroring (2026-07-28 over HTTP, requests only).
         if let Some(http) = http.filter(|_| features.mirrors_headers && is_request) {
@@ -272,7 +287,7 @@ impl Adapter {
                 .and_then(|m| m.get(meta::PROTOCOL_VERSION))
                 .and_then(Value::as_str);
             headers::check_version(http.headers, meta_version)?;
-            headers::check_method(http.headers, &method)?;
+            headers::check_method(http.headers, method)?;
             if let Some(op) = known.filter(|op| op.has_target())
                 && let Some(name) = params.get(target_field(op)).and_then(Value::as_str)
             {
@@ -345,21 +360,19 @@ impl Adapter {
                     "{method} is a notification, not a request"
                 )));
             }
-            None if features.supports_extensions && !is_core_method(&method) => {
-                Operation::Extension
-            }
-            None => return Err(Failure::unknown_method(&method)),
+            None if features.supports_extensions && !is_core_method(method) => Operation::Extension,
+            None => return Err(Failure::unknown_method(method)),
         };
 
         // 6. Params.
-        let mut call = Call::new(operation, id, method);
+        call.operation = operation;
         call.client = client;
         call.protocol_version = protocol_version;
         call.log_level = log_level;
         call.progress_token = params
             .get("_meta")
             .and_then(|m| m.get(meta::PROGRESS_TOKEN))
-            .and_then(|t| serde_json::from_value::<Id>(t.clone()).ok());
+            .and_then(id_of);
         match operation {
             Operation::CallTool | Operation::GetPrompt => {
                 call.target = Some(required_string(&params, "name")?);
@@ -442,7 +455,17 @@ impl Adapter {
         {
             headers::check_params(http.headers, bindings, &call.arguments)?;
         }
-        Ok(Incoming::Call(Box::new(call)))
+        Ok(())
+    }
+}
+
+/// `value` read as an [`Id`] (what `serde_json::from_value::<Id>` accepts, without a copy of
+/// the value): a string, or an integer within the `i64` range.
+pub(crate) fn id_of(value: &Value) -> Option<Id> {
+    match value {
+        Value::String(s) => Some(Id::String(s.clone())),
+        Value::Number(n) => n.as_i64().map(Id::Number),
+        _ => None,
     }
 }
 
@@ -499,4 +522,37 @@ fn parse_level(value: &Value) -> Result<LogLevel, Failure> {
         .as_str()
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| Failure::invalid_params(format!("invalid log level {value}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn id_of_accepts_what_the_id_deserializer_accepts() {
+        for value in [
+            json!(3),
+            json!(-3),
+            json!(0),
+            json!(i64::MAX),
+            json!(i64::MIN),
+            json!(u64::MAX),
+            json!(1.0),
+            json!(2.5),
+            json!("t"),
+            json!(""),
+            json!(null),
+            json!(true),
+            json!([1]),
+            json!({"a": 1}),
+        ] {
+            assert_eq!(
+                id_of(&value),
+                serde_json::from_value::<Id>(value.clone()).ok(),
+                "{value}"
+            );
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Reading HTTP request headers without copying them, and the 2026-07-28 mirroring checks.
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use mcp_wire::header::{self, HeaderMismatch};
 use mcp_wire::names::headers as names;
 use serde_json::{Map, Value};
@@ -28,6 +28,13 @@ pub trait HeaderSource {
     /// The header `name`.
     fn lookup(&self, name: &str) -> Lookup<'_>;
 
+    /// The header `name`, given as an [`http::HeaderName`]: the same answer as
+    /// [`lookup`](Self::lookup) with `name.as_str()`. A [`HeaderMap`] answers it without
+    /// parsing the name again.
+    fn lookup_name(&self, name: &HeaderName) -> Lookup<'_> {
+        self.lookup(name.as_str())
+    }
+
     /// Calls `f` with the name of every header whose name starts with `Mcp-Param-`
     /// (case-insensitively), once per distinct name.
     fn for_each_param_header(&self, f: &mut dyn FnMut(&str));
@@ -39,14 +46,22 @@ fn is_param_header(name: &str) -> bool {
             .eq_ignore_ascii_case(names::PARAM_PREFIX.as_bytes())
 }
 
+fn lookup_all(values: http::header::GetAll<'_, http::HeaderValue>) -> Lookup<'_> {
+    let mut values = values.iter();
+    match (values.next(), values.next()) {
+        (None, _) => Lookup::Missing,
+        (Some(v), None) => Lookup::One(v.as_bytes()),
+        (Some(_), Some(_)) => Lookup::Repeated,
+    }
+}
+
 impl HeaderSource for HeaderMap {
     fn lookup(&self, name: &str) -> Lookup<'_> {
-        let mut values = self.get_all(name).iter();
-        match (values.next(), values.next()) {
-            (None, _) => Lookup::Missing,
-            (Some(v), None) => Lookup::One(v.as_bytes()),
-            (Some(_), Some(_)) => Lookup::Repeated,
-        }
+        lookup_all(self.get_all(name))
+    }
+
+    fn lookup_name(&self, name: &HeaderName) -> Lookup<'_> {
+        lookup_all(self.get_all(name))
     }
 
     fn for_each_param_header(&self, f: &mut dyn FnMut(&str)) {
@@ -86,6 +101,10 @@ impl<N: AsRef<str>, V: AsRef<[u8]>> HeaderSource for [(N, V)] {
 impl<N: AsRef<str>, V: AsRef<[u8]>> HeaderSource for Vec<(N, V)> {
     fn lookup(&self, name: &str) -> Lookup<'_> {
         self.as_slice().lookup(name)
+    }
+
+    fn lookup_name(&self, name: &HeaderName) -> Lookup<'_> {
+        self.as_slice().lookup_name(name)
     }
 
     fn for_each_param_header(&self, f: &mut dyn FnMut(&str)) {
@@ -138,12 +157,47 @@ pub(crate) fn bound_value<'a>(
     (!value.is_null()).then_some(value)
 }
 
+/// An MCP header: its name as the messages spell it, and as a parsed [`HeaderName`] for the
+/// lookup (built at compile time, so a [`HeaderMap`] lookup does not parse the name).
+pub(crate) struct Known {
+    /// As in [`mcp_wire::names::headers`] (used in messages).
+    pub(crate) text: &'static str,
+    /// The same name, lower case.
+    pub(crate) name: HeaderName,
+}
+
+impl Known {
+    /// The header in `headers`.
+    pub(crate) fn lookup<'a>(&self, headers: &'a (impl HeaderSource + ?Sized)) -> Lookup<'a> {
+        headers.lookup_name(&self.name)
+    }
+}
+
+/// `MCP-Protocol-Version`.
+pub(crate) static PROTOCOL_VERSION: Known = Known {
+    text: names::PROTOCOL_VERSION,
+    name: HeaderName::from_static("mcp-protocol-version"),
+};
+
+/// `Mcp-Method`.
+pub(crate) static METHOD: Known = Known {
+    text: names::METHOD,
+    name: HeaderName::from_static("mcp-method"),
+};
+
+/// `Mcp-Name`.
+pub(crate) static NAME: Known = Known {
+    text: names::NAME,
+    name: HeaderName::from_static("mcp-name"),
+};
+
 /// A required, single, plain header value as text.
 pub(crate) fn required<'a>(
     headers: &'a (impl HeaderSource + ?Sized),
-    name: &str,
+    header: &Known,
 ) -> Result<&'a [u8], Failure> {
-    match headers.lookup(name) {
+    let name = header.text;
+    match header.lookup(headers) {
         Lookup::One(v) => Ok(v),
         Lookup::Missing => Err(Failure::header_mismatch(format!("missing {name} header"))),
         Lookup::Repeated => Err(Failure::header_mismatch(format!(
@@ -158,7 +212,7 @@ pub(crate) fn check_version(
     headers: &(impl HeaderSource + ?Sized),
     meta_version: Option<&str>,
 ) -> Result<(), Failure> {
-    let raw = required(headers, names::PROTOCOL_VERSION)?;
+    let raw = required(headers, &PROTOCOL_VERSION)?;
     match meta_version {
         Some(body) if raw != body.as_bytes() => Err(Failure::header_mismatch(format!(
             "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {body:?}",
@@ -174,7 +228,7 @@ pub(crate) fn check_method(
     headers: &(impl HeaderSource + ?Sized),
     method: &str,
 ) -> Result<(), Failure> {
-    let raw = required(headers, names::METHOD)?;
+    let raw = required(headers, &METHOD)?;
     if raw == method.as_bytes() {
         Ok(())
     } else {
@@ -190,7 +244,7 @@ pub(crate) fn check_name(
     headers: &(impl HeaderSource + ?Sized),
     name: &str,
 ) -> Result<(), Failure> {
-    let raw = required(headers, names::NAME)?;
+    let raw = required(headers, &NAME)?;
     match header::decode(raw) {
         Ok(decoded) if decoded == name => Ok(()),
         Ok(decoded) => Err(Failure::header_mismatch(format!(
@@ -247,5 +301,46 @@ pub(crate) fn check_params(
             "{name} header does not mirror any x-mcp-header argument of this tool"
         ))),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_names_are_the_wire_names() {
+        for known in [&PROTOCOL_VERSION, &METHOD, &NAME] {
+            assert!(known.name.as_str().eq_ignore_ascii_case(known.text));
+        }
+    }
+
+    #[test]
+    fn lookup_name_agrees_with_lookup() {
+        let mut map = HeaderMap::new();
+        map.insert("MCP-Protocol-Version", "2026-07-28".parse().unwrap());
+        map.append("Mcp-Method", "a".parse().unwrap());
+        map.append("mcp-method", "b".parse().unwrap());
+        let pairs = vec![
+            ("mcp-PROTOCOL-version", "2026-07-28"),
+            ("Mcp-Method", "a"),
+            ("MCP-METHOD", "b"),
+        ];
+        for known in [&PROTOCOL_VERSION, &METHOD, &NAME] {
+            assert_eq!(known.lookup(&map), map.lookup(known.text), "{}", known.text);
+            assert_eq!(
+                known.lookup(&pairs),
+                pairs.lookup(known.text),
+                "{}",
+                known.text
+            );
+            assert_eq!(
+                known.lookup(pairs.as_slice()),
+                pairs.as_slice().lookup(known.text)
+            );
+        }
+        assert_eq!(PROTOCOL_VERSION.lookup(&map), Lookup::One(b"2026-07-28"));
+        assert_eq!(METHOD.lookup(&map), Lookup::Repeated);
+        assert_eq!(NAME.lookup(&pairs), Lookup::Missing);
     }
 }

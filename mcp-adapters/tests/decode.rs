@@ -806,3 +806,111 @@ fn modern_client_context_is_moved_out_of_meta() {
         Some(json!({"io.modelcontextprotocol/clientInfo": "c"}))
     );
 }
+
+#[test]
+fn header_map_and_pairs_give_the_same_answers() {
+    let body = serde_json::to_vec(&tools_call("weather", json!({"region": "eu"}))).unwrap();
+    let full = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "weather"),
+        ("Mcp-Param-Region", "eu"),
+    ];
+    let mut cases: Vec<Vec<(&str, &str)>> = vec![full.to_vec()];
+    for skip in 0..full.len() {
+        let mut without = full.to_vec();
+        without.remove(skip);
+        cases.push(without);
+        let mut twice = full.to_vec();
+        twice.push(full[skip]);
+        cases.push(twice);
+        let mut other = full.to_vec();
+        other[skip].1 = "2025-11-25";
+        cases.push(other);
+    }
+    for pairs in cases {
+        let mut map = http::HeaderMap::new();
+        for (name, value) in &pairs {
+            map.append(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        let from_map = MODERN.decode_http(jsonrpc::decode(&body), &map, &weather_tools());
+        let from_pairs =
+            MODERN.decode_http(jsonrpc::decode(&body), pairs.as_slice(), &weather_tools());
+        assert_eq!(from_map, from_pairs, "{pairs:?}");
+        let set = AdapterSet::all();
+        let decoded = jsonrpc::decode(&body);
+        assert_eq!(
+            set.select_http(&decoded, &map, None, None),
+            set.select_http(&decoded, pairs.as_slice(), None, None),
+            "{pairs:?}"
+        );
+    }
+}
+
+#[test]
+fn failures_carry_the_request_id_back() {
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "weather"),
+    ];
+    let ok = json!({"jsonrpc": "2.0", "id": "req-1", "method": "tools/call",
+                    "params": {"_meta": meta(), "name": "weather", "arguments": {}}});
+    let Incoming::Call(call) = decode(&ok, &headers) else {
+        panic!("expected a call");
+    };
+    assert_eq!(call.id, Some(Id::from("req-1")));
+    assert_eq!(call.method, "tools/call");
+    assert_eq!(call.target.as_deref(), Some("weather"));
+    // One failure from each step of the validation order.
+    let failing = [
+        (
+            json!({"jsonrpc": "2.0", "id": "req-1", "method": "tools/call", "params": [1]}),
+            FailureKind::InvalidParams,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": "req-1", "method": "tools/list", "params": {"_meta": meta()}}),
+            FailureKind::HeaderMismatch,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": "req-1", "method": "tools/call",
+                   "params": {"name": "weather"}}),
+            FailureKind::MissingMeta,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": "req-1", "method": "tools/call",
+                   "params": {"_meta": meta(), "name": "weather", "arguments": 3}}),
+            FailureKind::InvalidParams,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": "req-1", "method": "tools/call",
+                   "params": {"_meta": meta(), "name": "weather", "arguments": {"region": "eu"}}}),
+            FailureKind::HeaderMismatch,
+        ),
+    ];
+    for (body, kind) in failing {
+        match decode(&body, &headers) {
+            Incoming::Invalid(invalid) => {
+                assert_eq!(invalid.id, Some(Id::from("req-1")), "{body}");
+                assert!(invalid.respond, "{body}");
+                assert_eq!(invalid.failure.kind, kind, "{body}");
+            }
+            other => panic!("{body}: expected a failure, got {other:?}"),
+        }
+    }
+    // A notification that fails is not answered and has no id.
+    let notification =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [3]});
+    let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&notification).unwrap()));
+    match &decoded.items[0] {
+        Incoming::Invalid(invalid) => {
+            assert_eq!(invalid.id, None);
+            assert!(!invalid.respond);
+            assert_eq!(invalid.failure.kind, FailureKind::InvalidParams);
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}

@@ -483,7 +483,19 @@ pub fn decode(bytes: &[u8]) -> Decoded {
 ///
 /// Nesting deeper than serde_json's recursion limit (128) is a parse error.
 pub fn decode_with(bytes: &[u8], options: DecodeOptions) -> Decoded {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    // A body that is valid UTF-8 (nearly every body) is checked once here, so serde_json does not
+    // check each string it reads again; any other body is read as bytes, which reports the same
+    // errors as before.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => decode_from(serde_json::Deserializer::from_str(text), options),
+        Err(_) => decode_from(serde_json::Deserializer::from_slice(bytes), options),
+    }
+}
+
+fn decode_from<'de, R: serde_json::de::Read<'de>>(
+    mut deserializer: serde_json::Deserializer<R>,
+    options: DecodeOptions,
+) -> Decoded {
     let decoded = deserializer
         .deserialize_any(TopVisitor { options })
         .and_then(|decoded| deserializer.end().map(|()| decoded));
@@ -842,6 +854,69 @@ impl<'de> Visitor<'de> for IdSlotVisitor {
     }
 }
 
+/// Reads any value; yields whether it was exactly the string `"2.0"`, without allocating.
+struct VersionSeed;
+
+impl<'de> DeserializeSeed<'de> for VersionSeed {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(VersionVisitor)
+    }
+}
+
+struct VersionVisitor;
+
+impl<'de> Visitor<'de> for VersionVisitor {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<bool, E> {
+        Ok(s == VERSION)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+}
+
 /// Reads any value; yields the string if it was one.
 struct StringSeed;
 
@@ -910,7 +985,8 @@ impl<'de> Visitor<'de> for StringVisitor {
 }
 
 fn read_envelope<'de, A: MapAccess<'de>>(mut map: A) -> Result<Outcome, A::Error> {
-    let mut version: Option<Option<String>> = None;
+    // `Some(true)` when `jsonrpc` is exactly `"2.0"`.
+    let mut version: Option<bool> = None;
     let mut id = IdSlot::Absent;
     let mut seen_id = false;
     let mut method: Option<Option<String>> = None;
@@ -923,7 +999,7 @@ fn read_envelope<'de, A: MapAccess<'de>>(mut map: A) -> Result<Outcome, A::Error
     while let Some(member) = map.next_key::<Member>()? {
         match member {
             Member::Jsonrpc => {
-                let value = map.next_value_seed(StringSeed)?;
+                let value = map.next_value_seed(VersionSeed)?;
                 if version.is_some() {
                     duplicate.get_or_insert("jsonrpc");
                 } else {
@@ -990,7 +1066,7 @@ fn read_envelope<'de, A: MapAccess<'de>>(mut map: A) -> Result<Outcome, A::Error
     if let Some(name) = duplicate {
         return fail(usable_id, InvalidReason::DuplicateMember(name));
     }
-    if !matches!(version, Some(Some(ref v)) if v == VERSION) {
+    if version != Some(true) {
         return fail(usable_id, InvalidReason::BadVersion);
     }
     if let Some(method) = method {
@@ -1103,6 +1179,99 @@ mod tests {
             );
             assert_eq!(err.code(), -32600);
         }
+    }
+
+    #[test]
+    fn text_and_byte_readers_agree() {
+        // `decode_with` reads a UTF-8 body as text and any other body as bytes; both readers
+        // must give the same outcome, error details included.
+        let bodies: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,-2,3.5,true,null,"x"]}}"#,
+            br#"{"jsonrpc":"2.0","id":"\u00e9\ud83d\ude00","method":"m\n"}"#,
+            "{\"jsonrpc\":\"2.0\",\"method\":\"caf\u{e9} \u{1f600}\"}".as_bytes(),
+            br#"{"jsonrpc":"2.0","method":"m","params":{"a":"\ud800"}}"#,
+            br#"{"jsonrpc":"2.0","method":"m","params":{"a":"\x"}}"#,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\tb\"}",
+            br#"{"jsonrpc":"2.0","method":"m","params":{"a":1e999}}"#,
+            br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"1.0","id":2,"method":"b"},3]"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,2}}"#,
+            b"{\"jsonrpc\":\"2.0\",\n  \"id\":1,\n  \"method\":",
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":01}}"#,
+            b"",
+        ];
+        for body in bodies {
+            let text = std::str::from_utf8(body).unwrap();
+            let options = DecodeOptions::default();
+            let as_text = decode_from(serde_json::Deserializer::from_str(text), options);
+            let as_bytes = decode_from(serde_json::Deserializer::from_slice(body), options);
+            assert_eq!(as_text, as_bytes, "{text}");
+            assert_eq!(decode(body), as_bytes, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_utf8_is_read_as_bytes() {
+        // Invalid UTF-8 inside a string is a parse error at its position, as before; outside
+        // a string it is a syntax error.
+        for body in [
+            &b"{\"jsonrpc\":\"2.0\",\"method\":\"a\xffb\"}"[..],
+            &b"{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\xff"[..],
+            &b"\xfe"[..],
+        ] {
+            let expected = decode_from(
+                serde_json::Deserializer::from_slice(body),
+                DecodeOptions::default(),
+            );
+            assert!(
+                matches!(expected, Decoded::Single(Err(DecodeError::Parse { .. }))),
+                "{expected:?}"
+            );
+            assert_eq!(decode(body), expected);
+        }
+    }
+
+    #[test]
+    fn the_version_must_be_exactly_the_string_2_0() {
+        for version in [
+            r#""2.0""#,
+            r#""2.00""#,
+            r#""2.0 ""#,
+            r#""\u0032.0""#,
+            "2.0",
+            "2",
+            "null",
+            "true",
+            "[\"2.0\"]",
+            r#"{"v":"2.0"}"#,
+        ] {
+            let body = format!(r#"{{"jsonrpc":{version},"id":1,"method":"m"}}"#);
+            let exact = matches!(version, r#""2.0""# | r#""\u0032.0""#);
+            match single(&body) {
+                Ok(_) => assert!(exact, "{body}"),
+                Err(err) => {
+                    assert!(!exact, "{body}: {err:?}");
+                    assert_eq!(
+                        err,
+                        DecodeError::Invalid {
+                            id: Some(Id::Number(1)),
+                            reason: InvalidReason::BadVersion
+                        },
+                        "{body}"
+                    );
+                }
+            }
+        }
+        let twice = r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"m"}"#;
+        assert_eq!(
+            invalid_reason(twice).1,
+            InvalidReason::DuplicateMember("jsonrpc")
+        );
+        let twice_bad = r#"{"jsonrpc":1,"jsonrpc":"2.0","id":1,"method":"m"}"#;
+        assert_eq!(
+            invalid_reason(twice_bad).1,
+            InvalidReason::DuplicateMember("jsonrpc")
+        );
     }
 
     #[test]
