@@ -1,7 +1,9 @@
 //! Encoding outcomes into JSON-RPC messages, identically for JSON, SSE and stdio.
 //!
-//! An [`Encoded`] is one JSON-RPC message (as JSON) plus the HTTP status it goes with; the
+//! An [`Encoded`] is one JSON-RPC message (bytes or JSON) plus the HTTP status it goes with; the
 //! transport frames it (`application/json` body, SSE `data:` event, or one ndjson line).
+
+use std::fmt;
 
 use http::StatusCode;
 use mcp_wire::jsonrpc::Id;
@@ -23,6 +25,9 @@ use crate::select::AdapterSet;
 pub enum Outcome {
     /// The result object, in the newest revision's superset shape (the adapter projects it).
     Value(Value),
+    /// A `tools/call` result, typed: the same as [`Outcome::Value`] of its
+    /// [`into_value`](ToolResult::into_value), written without building the result object.
+    ToolResult(ToolResult),
     /// The handler needs answers first.
     InputRequired {
         /// The questions, by server-assigned key.
@@ -32,6 +37,37 @@ pub enum Outcome {
     },
     /// The call failed.
     Failure(Failure),
+}
+
+/// A `CallToolResult` in the newest revision's shape, as its parts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolResult {
+    /// The content blocks.
+    pub content: Vec<Value>,
+    /// `structuredContent`, if any.
+    pub structured_content: Option<Value>,
+    /// `isError: true` (written only when set).
+    pub is_error: bool,
+    /// `_meta`, if any.
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl ToolResult {
+    /// The result object.
+    pub fn into_value(self) -> Value {
+        let mut out = Map::new();
+        out.insert("content".into(), Value::Array(self.content));
+        if let Some(structured) = self.structured_content {
+            out.insert("structuredContent".into(), structured);
+        }
+        if self.is_error {
+            out.insert("isError".into(), Value::Bool(true));
+        }
+        if let Some(meta) = self.meta {
+            out.insert("_meta".into(), Value::Object(meta));
+        }
+        Value::Object(out)
+    }
 }
 
 /// What [`Adapter::project_result_body`] leaves for the writer to add.
@@ -114,7 +150,7 @@ pub struct Encoded {
     pub status: StatusCode,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 enum Repr {
     /// A message as JSON.
     Message(Value),
@@ -122,12 +158,25 @@ enum Repr {
     Written(Vec<u8>),
 }
 
+impl fmt::Debug for Repr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Message(message) => f.debug_tuple("Message").field(message).finish(),
+            Self::Written(bytes) => f
+                .debug_tuple("Written")
+                .field(&String::from_utf8_lossy(bytes))
+                .finish(),
+        }
+    }
+}
+
 impl PartialEq for Encoded {
     /// The same status and the same JSON message, however each is held.
     fn eq(&self, other: &Self) -> bool {
         self.status == other.status
             && match (&self.repr, &other.repr) {
-                (Repr::Written(a), Repr::Written(b)) => a == b,
+                (Repr::Written(a), Repr::Written(b)) if a == b => true,
+                // Members may be written in another order.
                 _ => self.to_value() == other.to_value(),
             }
     }
@@ -216,27 +265,60 @@ fn response_message(id: Id, result: Value) -> Value {
 /// `{"jsonrpc":"2.0","id":id,"result":body}`, written without building the envelope; the
 /// result gets `resultType: "complete"` when `result_type`, and `server_info` in its `_meta`
 /// unless `_meta` already names one.
-fn write_response(
-    id: &Id,
-    body: &Map<String, Value>,
-    result_type: bool,
-    server_info: Option<&Value>,
-) -> Vec<u8> {
+fn write_response(id: &Id, result: &impl Serialize) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     // Neither can fail: the writer is a Vec and every map key is a string.
     let _ = serde_json::to_writer(&mut out, id);
     out.extend_from_slice(br#","result":"#);
-    let _ = serde_json::to_writer(
-        &mut out,
-        &ResultBody {
-            body,
-            result_type,
-            server_info,
-        },
-    );
+    let _ = serde_json::to_writer(&mut out, result);
     out.push(b'}');
     out
+}
+
+/// A tool result with the adapter's additions, serialized in one pass.
+struct ToolResultBody<'a> {
+    result: &'a ToolResult,
+    result_type: bool,
+    server_info: Option<&'a Value>,
+}
+
+impl Serialize for ToolResultBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let result = self.result;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("content", &result.content)?;
+        if let Some(structured) = &result.structured_content {
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        if result.is_error {
+            map.serialize_entry("isError", &true)?;
+        }
+        match (&result.meta, self.server_info) {
+            (Some(entries), Some(info)) if !entries.contains_key(meta::SERVER_INFO) => {
+                map.serialize_entry(
+                    "_meta",
+                    &MetaWithServerInfo {
+                        entries: Some(entries),
+                        info,
+                    },
+                )?;
+            }
+            (Some(entries), _) => map.serialize_entry("_meta", entries)?,
+            (None, Some(info)) => map.serialize_entry(
+                "_meta",
+                &MetaWithServerInfo {
+                    entries: None,
+                    info,
+                },
+            )?,
+            (None, None) => {}
+        }
+        if self.result_type {
+            map.serialize_entry("resultType", "complete")?;
+        }
+        map.end()
+    }
 }
 
 /// A result object with the adapter's additions, serialized in one pass.
@@ -256,7 +338,13 @@ impl Serialize for ResultBody<'_> {
                 if let (Some(info), Value::Object(entries)) = (self.server_info, value)
                     && !entries.contains_key(meta::SERVER_INFO)
                 {
-                    map.serialize_entry(key, &MetaWithServerInfo { entries, info })?;
+                    map.serialize_entry(
+                        key,
+                        &MetaWithServerInfo {
+                            entries: Some(entries),
+                            info,
+                        },
+                    )?;
                     continue;
                 }
             }
@@ -266,7 +354,7 @@ impl Serialize for ResultBody<'_> {
             map.serialize_entry(
                 "_meta",
                 &MetaWithServerInfo {
-                    entries: &Map::new(),
+                    entries: None,
                     info,
                 },
             )?;
@@ -280,14 +368,15 @@ impl Serialize for ResultBody<'_> {
 
 /// A `_meta` object plus `io.modelcontextprotocol/serverInfo`.
 struct MetaWithServerInfo<'a> {
-    entries: &'a Map<String, Value>,
+    entries: Option<&'a Map<String, Value>>,
     info: &'a Value,
 }
 
 impl Serialize for MetaWithServerInfo<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.entries.len() + 1))?;
-        for (key, value) in self.entries {
+        let entries = self.entries.into_iter().flatten();
+        let mut map = serializer.serialize_map(Some(self.entries.map_or(0, Map::len) + 1))?;
+        for (key, value) in entries {
             map.serialize_entry(key, value)?;
         }
         map.serialize_entry(meta::SERVER_INFO, self.info)?;
@@ -308,6 +397,7 @@ impl Adapter {
             Outcome::Value(value) => {
                 self.encode_result(id, call.operation, call.is_retry(), value, ctx)
             }
+            Outcome::ToolResult(result) => self.encode_tool_result(id, result, ctx),
             Outcome::InputRequired { requests, state } => self
                 .encode_input_required(id.clone(), call, &requests, state.as_deref(), ctx)
                 .unwrap_or_else(|failure| self.encode_failure(Some(id), &failure)),
@@ -341,10 +431,45 @@ impl Adapter {
         Encoded {
             repr: Repr::Written(write_response(
                 &id,
-                &body,
-                additions.result_type,
-                server_info,
+                &ResultBody {
+                    body: &body,
+                    result_type: additions.result_type,
+                    server_info,
+                },
             )),
+            status: StatusCode::OK,
+        }
+    }
+
+    /// A success response carrying a `tools/call` result: what
+    /// [`encode_result`](Self::encode_result) makes of its [`into_value`](ToolResult::into_value),
+    /// written straight from the parts.
+    pub fn encode_tool_result(
+        &self,
+        id: Id,
+        mut result: ToolResult,
+        ctx: &ResultContext<'_>,
+    ) -> Encoded {
+        self.project_tool_parts(&mut result);
+        // `tools/call` results are never cacheable: the envelope is `resultType` and the
+        // server info.
+        let envelope = self.features().result_envelope;
+        let projected;
+        let server_info = match ctx.server_info {
+            Some(info) if envelope && !ctx.server_info_projected => {
+                projected = self.project_implementation(info);
+                Some(&projected)
+            }
+            Some(info) if envelope => Some(info),
+            _ => None,
+        };
+        let body = ToolResultBody {
+            result: &result,
+            result_type: envelope,
+            server_info,
+        };
+        Encoded {
+            repr: Repr::Written(write_response(&id, &body)),
             status: StatusCode::OK,
         }
     }

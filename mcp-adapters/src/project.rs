@@ -396,6 +396,33 @@ impl Adapter {
         }
     }
 
+    /// [`project_tool_result`](Self::project_tool_result) on a typed result.
+    pub(crate) fn project_tool_parts(&self, result: &mut crate::encode::ToolResult) {
+        let keep = match (
+            self.features().structured_output,
+            &result.structured_content,
+        ) {
+            (_, None) | (StructuredOutput::Any, Some(_)) => true,
+            (StructuredOutput::ObjectOnly, Some(v)) => v.is_object(),
+            (StructuredOutput::TextOnly, Some(_)) => false,
+        };
+        let dropped = if keep {
+            None
+        } else {
+            result.structured_content.take()
+        };
+        for block in &mut result.content {
+            *block = self.project_content_owned(block.take());
+        }
+        if let Some(structured) = dropped
+            && result.content.is_empty()
+        {
+            result
+                .content
+                .push(json!({"type": "text", "text": structured.to_string()}));
+        }
+    }
+
     /// Projects a `GetPromptResult` in place (the content of each message).
     pub fn project_prompt_result(&self, result: &mut Map<String, Value>) {
         if let Some(Value::Array(messages)) = result.get_mut("messages") {

@@ -170,3 +170,66 @@ fn a_result_that_is_not_an_object_is_an_internal_error() {
     assert!(encoded.is_error());
     assert_eq!(encoded.to_value()["error"]["code"], -32603);
 }
+
+/// A typed tool result encodes exactly as its JSON does, on every revision: the projection of
+/// blocks and structured output, `isError`, `_meta` with or without the server info.
+#[test]
+fn typed_tool_results_encode_as_their_json_does() {
+    use mcp_adapters::{Call, Outcome, ToolResult};
+
+    let info = json!({"name": "s", "version": "1", "title": "S", "x": 1});
+    let blocks = vec![
+        json!({"type": "text", "text": "a \"quoted\"\nline", "_meta": {"m": 1}}),
+        json!({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}),
+        json!({"type": "resource_link", "uri": "a://b", "name": "b", "title": "B", "icons": []}),
+        json!({"type": "image", "data": "AAAA", "mimeType": "image/png", "annotations": {"priority": 1}}),
+    ];
+    let mut results = Vec::new();
+    for content in [Vec::new(), blocks[..1].to_vec(), blocks.clone()] {
+        for structured in [None, Some(json!({"sum": 5})), Some(json!([1, 2]))] {
+            for meta in [
+                None,
+                Some(json!({"k": true})),
+                Some(json!({"io.modelcontextprotocol/serverInfo": {"name": "h"}})),
+            ] {
+                for is_error in [false, true] {
+                    results.push(ToolResult {
+                        content: content.clone(),
+                        structured_content: structured.clone(),
+                        is_error,
+                        meta: meta.clone().map(|m| m.as_object().unwrap().clone()),
+                    });
+                }
+            }
+        }
+    }
+    let contexts = [
+        ResultContext::default(),
+        ResultContext {
+            server_info: Some(&info),
+            ..ResultContext::default()
+        },
+        ResultContext {
+            server_info: Some(&info),
+            server_info_projected: true,
+            ..ResultContext::default()
+        },
+    ];
+    let call = Call::new(Operation::CallTool, Some(3.into()), "tools/call");
+    for revision in Revision::ALL {
+        let adapter = Adapter::new(revision);
+        for (n, result) in results.iter().enumerate() {
+            for ctx in &contexts {
+                let typed = adapter
+                    .encode(&call, Outcome::ToolResult(result.clone()), ctx)
+                    .unwrap();
+                let json = adapter
+                    .encode(&call, Outcome::Value(result.clone().into_value()), ctx)
+                    .unwrap();
+                assert_eq!(typed, json, "{revision:?} #{n}");
+                let parsed: Value = serde_json::from_slice(&typed.to_bytes()).unwrap();
+                assert_eq!(parsed, json.to_value(), "{revision:?} #{n}");
+            }
+        }
+    }
+}

@@ -139,6 +139,17 @@ impl CallToolResult {
         }
     }
 
+    /// The parts the adapters write straight to the wire.
+    pub(crate) fn into_parts(self) -> mcp_adapters::ToolResult {
+        mcp_adapters::ToolResult {
+            // `Content` wraps a `Value`: the vector is reused as it is.
+            content: self.content.into_iter().map(|c| c.0).collect(),
+            structured_content: self.structured_content,
+            is_error: self.is_error,
+            meta: self.meta,
+        }
+    }
+
     /// [`to_value`](Self::to_value), taking the result (no copy of its content).
     pub fn into_value(self) -> Value {
         let mut out = Map::new();

@@ -751,7 +751,7 @@ impl Server {
             if !structured {
                 result.structured_content = None;
             }
-            Done::value(result.into_value())
+            Done::Send(Outcome::ToolResult(result.into_parts()), CacheHint::NONE)
         };
         // Boxed where they await: rare paths that would otherwise make every call's future
         // larger.
