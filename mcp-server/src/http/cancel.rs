@@ -93,10 +93,11 @@ impl Cancels {
     /// Registers `ctx` (serving a request of `session`) until the guard is dropped. The first
     /// call of a session on this worker starts listening to the session's cancel `topic`
     /// before this returns, so a cancellation published once the call runs is not missed.
+    /// `topic` is only built for the first call (the others find the session listened to).
     pub(crate) async fn register(
         self: &Arc<Self>,
         log: &Arc<dyn EventLog>,
-        topic: Topic,
+        topic: impl FnOnce() -> Topic,
         session: &str,
         ctx: &Context,
     ) -> Registered {
@@ -108,7 +109,7 @@ impl Cancels {
         let subscription = if listening {
             None
         } else {
-            match Subscription::start(log.clone(), topic, None).await {
+            match Subscription::start(log.clone(), topic(), None).await {
                 Ok(subscription) => Some(subscription),
                 Err(err) => {
                     tracing::warn!(%err, "cannot listen for cancellations of a session");
@@ -117,23 +118,27 @@ impl Cancels {
             }
         };
         let mut sessions = self.lock();
-        let calls = sessions.by_id.entry(session.to_owned()).or_insert_with(|| {
-            let (stop, stopped) = oneshot::channel();
-            if let Some(subscription) = subscription {
-                tokio::spawn(listen(
-                    Arc::downgrade(self),
-                    subscription,
-                    session.to_owned(),
-                    stopped,
-                ));
-            }
-            SessionCalls {
-                calls: Vec::new(),
-                next: 0,
-                idle_since: None,
-                _stop: stop,
-            }
-        });
+        let calls = match sessions.by_id.get_mut(session) {
+            // Listened to already: no key to allocate.
+            Some(calls) => calls,
+            None => sessions.by_id.entry(session.to_owned()).or_insert_with(|| {
+                let (stop, stopped) = oneshot::channel();
+                if let Some(subscription) = subscription {
+                    tokio::spawn(listen(
+                        Arc::downgrade(self),
+                        subscription,
+                        session.to_owned(),
+                        stopped,
+                    ));
+                }
+                SessionCalls {
+                    calls: Vec::new(),
+                    next: 0,
+                    idle_since: None,
+                    _stop: stop,
+                }
+            }),
+        };
         calls.idle_since = None;
         let key = calls.next;
         calls.next += 1;

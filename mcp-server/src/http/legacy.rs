@@ -425,7 +425,7 @@ async fn serve_message(
     // While the call runs, a `notifications/cancelled` of its session reaches it (a body
     // without a request has nothing to cancel).
     let _registered = if cancel::has_request(&items) {
-        let cancel_topic = shared.sessions.cancel_topic(&id);
+        let cancel_topic = || shared.sessions.cancel_topic(&id);
         Some(shared.cancels.register(log, cancel_topic, &id, &ctx).await)
     } else {
         None

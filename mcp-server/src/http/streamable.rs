@@ -102,7 +102,7 @@ pub(crate) async fn post(
     // without a request has nothing to cancel).
     let registered = match &bound.session {
         Some((id, _)) if cancel::has_request(&items) => {
-            let topic = shared.sessions.cancel_topic(id);
+            let topic = || shared.sessions.cancel_topic(id);
             let log = &shared.server.registry.log;
             Some(shared.cancels.register(log, topic, id, &ctx).await)
         }
