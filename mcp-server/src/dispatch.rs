@@ -332,7 +332,7 @@ pub(crate) struct SessionSnapshot {
     /// The revision an `initialize` selected (or the session's).
     pub(crate) adapter: Option<Adapter>,
     /// The client's identity and capabilities as declared at `initialize`.
-    pub(crate) client: ClientContext,
+    pub(crate) client: Arc<ClientContext>,
     /// The level `logging/setLevel` set.
     pub(crate) log_level: Option<LogLevel>,
     /// The URIs of `resources/subscribe`, sorted.
@@ -366,7 +366,7 @@ impl Context {
                 can_push,
                 connection: Mutex::new(Connection {
                     adapter: snapshot.adapter,
-                    client: (!stated_nothing(&snapshot.client)).then(|| Arc::new(snapshot.client)),
+                    client: (!stated_nothing(&snapshot.client)).then_some(snapshot.client),
                     log_level: snapshot.log_level,
                     subscriptions: snapshot.subscriptions.into_iter().collect(),
                     ..Connection::default()

@@ -56,6 +56,33 @@ pub(crate) struct SessionRecord {
     /// stream), not a Streamable HTTP session.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) sse: bool,
+    /// `client_info` and `capabilities` as one shared [`ClientContext`], made when first
+    /// needed (not stored).
+    #[serde(skip)]
+    pub(crate) client: SharedClient,
+}
+
+/// A lazily made, shared copy of a record's client. Not part of the record's value: every
+/// record compares equal on it, and a clone starts without one.
+#[derive(Default)]
+pub(crate) struct SharedClient(std::sync::OnceLock<Arc<ClientContext>>);
+
+impl Clone for SharedClient {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for SharedClient {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for SharedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedClient")
+    }
 }
 
 impl SessionRecord {
@@ -63,10 +90,17 @@ impl SessionRecord {
     pub(crate) fn snapshot(&self, adapters: &AdapterSet) -> SessionSnapshot {
         SessionSnapshot {
             adapter: self.version.as_deref().and_then(|v| adapters.by_version(v)),
-            client: ClientContext {
-                info: self.client_info.clone(),
-                capabilities: self.capabilities.clone(),
-            },
+            // Built once per decoded record, then shared by every call of the session.
+            client: self
+                .client
+                .0
+                .get_or_init(|| {
+                    Arc::new(ClientContext {
+                        info: self.client_info.clone(),
+                        capabilities: self.capabilities.clone(),
+                    })
+                })
+                .clone(),
             log_level: self.log_level.as_deref().and_then(|l| l.parse().ok()),
             subscriptions: self.subscriptions.clone(),
         }
@@ -90,6 +124,8 @@ impl SessionRecord {
         if !self.would_change(now) {
             return false;
         }
+        // The client may change below: the shared copy is built again when next asked for.
+        self.client = SharedClient::default();
         if let Some(adapter) = now.adapter {
             self.version = Some(adapter.version().to_owned());
         }
@@ -423,12 +459,11 @@ impl Sessions {
             return Err(SessionError::NotFound);
         }
         self.start_feed();
-        let key = self.key(id);
         let loaded = match self.trusted(id) {
             Some(loaded) => loaded,
             None => {
                 let epoch = self.trust_epoch();
-                let Some(record) = self.store.get(&key).await? else {
+                let Some(record) = self.store.get(&self.key(id)).await? else {
                     self.forget(id);
                     return Err(SessionError::NotFound);
                 };
@@ -436,7 +471,7 @@ impl Sessions {
             }
         };
         if self.due(id) {
-            match self.store.touch(&key, self.ttl).await {
+            match self.store.touch(&self.key(id), self.ttl).await {
                 Ok(()) => self.remember_touch(id),
                 Err(StoreError::NotFound) => {
                     self.forget(id);
@@ -696,6 +731,36 @@ mod tests {
 
     fn level(loaded: &Loaded) -> Option<&str> {
         loaded.record.log_level.as_deref()
+    }
+
+    #[test]
+    fn a_records_client_is_made_once_and_made_again_after_it_changes() {
+        let adapters = AdapterSet::all();
+        let mut record = SessionRecord {
+            client_info: Some(serde_json::json!({"name": "c", "version": "1"})),
+            ..SessionRecord::default()
+        };
+        let first = record.snapshot(&adapters).client;
+        assert!(Arc::ptr_eq(&first, &record.snapshot(&adapters).client));
+        assert_eq!(first.info, record.client_info);
+        // A clone compares equal and makes its own when asked.
+        let copy = record.clone();
+        assert_eq!(copy, record);
+        assert!(!Arc::ptr_eq(&first, &copy.snapshot(&adapters).client));
+
+        let info = Some(serde_json::json!({"name": "c", "version": "2"}));
+        let now = ClientContext {
+            info: info.clone(),
+            capabilities: None,
+        };
+        let subscriptions = std::collections::BTreeSet::new();
+        assert!(record.absorb(&SessionView {
+            adapter: None,
+            client: &now,
+            log_level: None,
+            subscriptions: &subscriptions,
+        }));
+        assert_eq!(record.snapshot(&adapters).client.info, info);
     }
 
     #[tokio::test]
