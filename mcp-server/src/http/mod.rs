@@ -56,11 +56,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context as TaskContext, Poll};
 
+use bytes::Buf as _;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::BodyExt as _;
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_wire::jsonrpc::{Decoded, Id, Message};
 use tokio::sync::{Notify, watch};
@@ -293,6 +293,7 @@ where
 }
 
 /// Why a body could not be read.
+#[derive(Debug)]
 pub(crate) enum BodyError {
     TooLarge,
     Broken,
@@ -313,11 +314,48 @@ where
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(BodyError::TooLarge);
     }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(err) if err.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
-        Err(_) => Err(BodyError::Broken),
+    collect_limited(body, limit).await
+}
+
+/// The body's bytes, or [`BodyError::TooLarge`] once more than `limit` arrived. By hand rather
+/// than through `collect`: the usual body is one chunk, handed on without a copy or a list of
+/// chunks.
+async fn collect_limited<B>(body: B, limit: usize) -> Result<Bytes, BodyError>
+where
+    B: hyper::body::Body,
+{
+    let mut body = std::pin::pin!(body);
+    let mut first: Option<Bytes> = None;
+    let mut more: Option<bytes::BytesMut> = None;
+    let mut total = 0usize;
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let Ok(data) = frame.map_err(|_| BodyError::Broken)?.into_data() else {
+            // Trailers: nothing to read.
+            continue;
+        };
+        let mut data = data;
+        total = total.saturating_add(data.remaining());
+        if total > limit {
+            return Err(BodyError::TooLarge);
+        }
+        let chunk = data.copy_to_bytes(data.remaining());
+        match (&mut first, &mut more) {
+            (None, None) => first = Some(chunk),
+            (Some(head), None) => {
+                let mut joined = bytes::BytesMut::with_capacity(head.len() + chunk.len());
+                joined.extend_from_slice(head);
+                joined.extend_from_slice(&chunk);
+                first = None;
+                more = Some(joined);
+            }
+            (_, Some(joined)) => joined.extend_from_slice(&chunk),
+        }
     }
+    Ok(match (first, more) {
+        (_, Some(joined)) => joined.freeze(),
+        (Some(head), None) => head,
+        (None, None) => Bytes::new(),
+    })
 }
 
 impl Shared {
@@ -470,8 +508,13 @@ impl Accepts {
 
 /// Whether `Content-Type` is `application/json` (parameters ignored).
 pub(crate) fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return false;
+    };
+    if value.as_bytes() == b"application/json" {
+        return true;
+    }
+    Some(value)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
@@ -487,7 +530,9 @@ pub(crate) fn first_id(decoded: &Decoded) -> Option<Id> {
 
 /// The session id a request names, if any (and readable).
 pub(crate) fn session_header(headers: &HeaderMap) -> Option<&str> {
-    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+    /// Built once: a lookup by `&str` parses the name on every request.
+    const NAME: http::HeaderName = http::HeaderName::from_static(SESSION_HEADER);
+    headers.get(NAME).and_then(|v| v.to_str().ok())
 }
 
 #[cfg(test)]
@@ -498,6 +543,59 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, value.parse().unwrap());
         Accepts::of(&headers)
+    }
+
+    /// A body of these chunks, then an error if `broken`.
+    fn chunked(
+        chunks: &[&'static str],
+        broken: bool,
+    ) -> impl hyper::body::Body<Data = Bytes, Error = std::io::Error> + use<> {
+        let mut frames: Vec<Result<hyper::body::Frame<Bytes>, std::io::Error>> = chunks
+            .iter()
+            .map(|c| Ok(hyper::body::Frame::data(Bytes::from_static(c.as_bytes()))))
+            .collect();
+        frames.push(Ok(hyper::body::Frame::trailers(HeaderMap::new())));
+        if broken {
+            frames.push(Err(std::io::Error::other("reset")));
+        }
+        http_body_util::StreamBody::new(futures::stream::iter(frames))
+    }
+
+    #[tokio::test]
+    async fn bodies_are_read_whole_within_the_limit() {
+        let read = |chunks: &[&'static str], limit| collect_limited(chunked(chunks, false), limit);
+        assert_eq!(read(&[], 10).await.unwrap(), Bytes::new());
+        assert_eq!(read(&["{}"], 10).await.unwrap(), Bytes::from("{}"));
+        assert_eq!(
+            read(&["{\"a\"", ":", "1}"], 10).await.unwrap(),
+            Bytes::from("{\"a\":1}")
+        );
+        assert_eq!(read(&["12345", "67890"], 10).await.unwrap().len(), 10);
+        assert!(matches!(
+            read(&["12345", "67890", "1"], 10).await,
+            Err(BodyError::TooLarge)
+        ));
+        assert!(matches!(
+            read(&["12345678901"], 10).await,
+            Err(BodyError::TooLarge)
+        ));
+        assert!(matches!(
+            collect_limited(chunked(&["{"], true), 10).await,
+            Err(BodyError::Broken)
+        ));
+    }
+
+    #[test]
+    fn json_content_types() {
+        let is = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(CONTENT_TYPE, value.parse().unwrap());
+            is_json(&headers)
+        };
+        assert!(is("application/json"));
+        assert!(is("Application/JSON; charset=utf-8"));
+        assert!(!is("text/plain"));
+        assert!(!is_json(&HeaderMap::new()));
     }
 
     #[test]
