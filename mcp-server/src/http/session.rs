@@ -748,12 +748,21 @@ mod tests {
         assert_eq!(copy, record);
         assert!(!Arc::ptr_eq(&first, &copy.snapshot(&adapters).client));
 
+        // The shared client, unchanged, changes nothing.
+        let subscriptions = std::collections::BTreeSet::new();
+        let shared = record.snapshot(&adapters).client;
+        assert!(!record.would_change(&SessionView {
+            adapter: None,
+            client: &shared,
+            log_level: None,
+            subscriptions: &subscriptions,
+        }));
+
         let info = Some(serde_json::json!({"name": "c", "version": "2"}));
         let now = ClientContext {
             info: info.clone(),
             capabilities: None,
         };
-        let subscriptions = std::collections::BTreeSet::new();
         assert!(record.absorb(&SessionView {
             adapter: None,
             client: &now,
