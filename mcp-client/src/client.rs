@@ -157,6 +157,8 @@ pub(crate) struct Inner {
     /// Where the standalone GET stream stands, for [`Client::listen`] to wait until it is open.
     pub(crate) stream_state: tokio::sync::watch::Sender<crate::listen::StreamState>,
     base_meta: RwLock<Option<(mcp_adapters::Revision, SharedMeta)>>,
+    /// The last `Mcp-Name` value sent, with its text ([`Inner::name_value`]).
+    last_name: Mutex<Option<(Box<str>, HeaderValue)>>,
 }
 
 impl Drop for Inner {
@@ -251,6 +253,7 @@ impl Inner {
             get_stream: Mutex::new(None),
             stream_state: tokio::sync::watch::Sender::new(crate::listen::StreamState::Connecting),
             base_meta: RwLock::new(None),
+            last_name: Mutex::new(None),
         });
         if let Some(incoming) = inner.transport.incoming() {
             let weak = Arc::downgrade(&inner);
@@ -398,9 +401,9 @@ impl Inner {
             if !adapter.sends_version_header(method_name) {
                 return Ok(headers);
             }
-            // Room for these three and the transport's (session, content type, accept, host) from
-            // the start: the map's default first allocation holds six, and growing it rehashes.
-            headers = HeaderMap::with_capacity(8);
+            // The map's default first allocation holds six: these three and the transport's
+            // content type, accept and host. Asking for room for more makes glibc serve its
+            // entries (over a kilobyte) from the slow large-chunk path on every request.
             headers.insert(
                 PROTOCOL_VERSION,
                 HeaderValue::from_static(adapter.version()),
@@ -419,9 +422,7 @@ impl Inner {
             };
             headers.insert(MCP_METHOD, method_value);
             if let Some(name) = adapter.name_header(method_name, map) {
-                let value = HeaderValue::from_str(&name)
-                    .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
-                headers.insert(MCP_NAME, value);
+                headers.insert(MCP_NAME, self.name_value(&name)?);
             }
             return Ok(headers);
         }
@@ -443,6 +444,22 @@ impl Inner {
             headers.insert(name, value);
         }
         Ok(headers)
+    }
+
+    /// The `Mcp-Name` value for `name` (already encoded for a header): the last one built is
+    /// kept, so calling one tool over and over clones a shared value instead of copying and
+    /// checking the text each time.
+    fn name_value(&self, name: &str) -> Result<HeaderValue, Error> {
+        let mut last = lock(&self.last_name);
+        if let Some((text, value)) = last.as_ref()
+            && **text == *name
+        {
+            return Ok(value.clone());
+        }
+        let value = HeaderValue::from_str(name)
+            .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+        *last = Some((name.into(), value.clone()));
+        Ok(value)
     }
 
     /// The per-request `_meta` of `adapter`'s revision (empty where there is none), computed and
@@ -878,20 +895,47 @@ fn surely_complete(body: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(body) else {
         return false;
     };
-    if text.contains("\\u") || text.contains(r#""_meta""#) {
-        return false;
+    // Each search looks for one byte (`str::find` with a `char` runs a word-at-a-time memchr)
+    // and checks what surrounds it: no substring searcher is built per body, and the bytes
+    // looked for (a backslash, `_`, `T`) are rare in results.
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(offset) = text[at..].find('\\') {
+        at += offset + 1;
+        if bytes.get(at) == Some(&b'u') {
+            return false;
+        }
     }
-    let name = r#""resultType""#;
-    let mut rest = text;
-    while let Some(at) = rest.find(name) {
-        let after = rest[at + name.len()..].trim_start();
+    const META: &[u8] = br#""_meta""#;
+    let mut at = 0;
+    while let Some(offset) = text[at..].find('_') {
+        let underscore = at + offset;
+        if underscore >= 1 && bytes[underscore - 1..].starts_with(META) {
+            return false;
+        }
+        at = underscore + 1;
+    }
+    const RESULT_TYPE: &[u8] = br#""resultType""#;
+    // Where the `T` sits in `"resultType"`.
+    const T_AT: usize = 7;
+    let mut at = 0;
+    while let Some(offset) = text[at..].find('T') {
+        let t = at + offset;
+        at = t + 1;
+        let Some(start) = t.checked_sub(T_AT) else {
+            continue;
+        };
+        if !bytes[start..].starts_with(RESULT_TYPE) {
+            continue;
+        }
+        // A char boundary: the name ends with a quote.
+        let after = text[start + RESULT_TYPE.len()..].trim_start();
         let Some(after) = after.strip_prefix(':') else {
             return false;
         };
-        let Some(after) = after.trim_start().strip_prefix(r#""complete""#) else {
+        if !after.trim_start().starts_with(r#""complete""#) {
             return false;
-        };
-        rest = after;
+        }
     }
     true
 }
@@ -1490,7 +1534,56 @@ mod tests {
         }
     }
 
+    /// The rule [`surely_complete`] implements, as plain text searches.
+    fn surely_complete_by_search(body: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(body) else {
+            return false;
+        };
+        if text.contains("\\u") || text.contains(r#""_meta""#) {
+            return false;
+        }
+        let name = r#""resultType""#;
+        let mut rest = text;
+        while let Some(at) = rest.find(name) {
+            let after = rest[at + name.len()..].trim_start();
+            let Some(after) = after.strip_prefix(':') else {
+                return false;
+            };
+            let Some(after) = after.trim_start().strip_prefix(r#""complete""#) else {
+                return false;
+            };
+            rest = after;
+        }
+        true
+    }
+
+    /// Bodies made of the pieces the rule looks for, so that most draws hit one of them.
+    fn pieces() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(&b"\""[..]),
+            Just(&b"\\"[..]),
+            Just(&b"u"[..]),
+            Just(&b"_"[..]),
+            Just(&b"T"[..]),
+            Just(&b"_meta"[..]),
+            Just(&b"resultType"[..]),
+            Just(&b"complete"[..]),
+            Just(&b":"[..]),
+            Just(&b" "[..]),
+            Just(&b"\t"[..]),
+            Just(&b"{},["[..]),
+            Just(&b"\xff"[..]),
+            Just("\u{a0}".as_bytes()),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|parts| parts.concat())
+    }
+
     proptest! {
+        #[test]
+        fn surely_complete_is_the_text_search_rule(body in pieces()) {
+            prop_assert_eq!(surely_complete(&body), surely_complete_by_search(&body));
+        }
+
         #[test]
         fn refusal_never_panics(body in proptest::collection::vec(any::<u8>(), 0..200), sse in any::<bool>()) {
             let content_type = if sse { "text/event-stream" } else { "application/json" };
