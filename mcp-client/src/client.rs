@@ -187,6 +187,28 @@ const MAX_RESUMES: u32 = 16;
 /// The longest `retry:` pause honoured, in milliseconds.
 const MAX_RETRY_MS: u64 = 30_000;
 
+/// `Mcp-Method: tools/call`, checked once at compile time (`HeaderValue::from_static` outside
+/// a constant checks the text on every call).
+const TOOLS_CALL_VALUE: HeaderValue = HeaderValue::from_static(method::TOOLS_CALL);
+
+/// The `MCP-Protocol-Version` value of `adapter`'s revision, from values checked at compile time.
+fn version_value(adapter: Adapter) -> HeaderValue {
+    use mcp_adapters::Revision as R;
+    const V2024_11_05: HeaderValue = HeaderValue::from_static(R::V2024_11_05.as_str());
+    const V2025_03_26: HeaderValue = HeaderValue::from_static(R::V2025_03_26.as_str());
+    const V2025_06_18: HeaderValue = HeaderValue::from_static(R::V2025_06_18.as_str());
+    const V2025_11_25: HeaderValue = HeaderValue::from_static(R::V2025_11_25.as_str());
+    const V2026_07_28: HeaderValue = HeaderValue::from_static(R::V2026_07_28.as_str());
+    match adapter.revision() {
+        R::V2024_11_05 => V2024_11_05,
+        R::V2025_03_26 => V2025_03_26,
+        R::V2025_06_18 => V2025_06_18,
+        R::V2025_11_25 => V2025_11_25,
+        R::V2026_07_28 => V2026_07_28,
+        _ => HeaderValue::from_static(adapter.version()),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -369,10 +391,7 @@ impl Inner {
         let version_header = adapter.features().version_header;
         let Some(method_name) = method_name else {
             if version_header != VersionHeader::Undefined {
-                headers.insert(
-                    PROTOCOL_VERSION,
-                    HeaderValue::from_static(adapter.version()),
-                );
+                headers.insert(PROTOCOL_VERSION, version_value(adapter));
             }
             return Ok(headers);
         };
@@ -380,10 +399,7 @@ impl Inner {
         // revisions that mirror nothing, without building it as strings on every request.
         if !adapter.features().mirrors_headers {
             if adapter.sends_version_header(method_name) {
-                headers.insert(
-                    PROTOCOL_VERSION,
-                    HeaderValue::from_static(adapter.version()),
-                );
+                headers.insert(PROTOCOL_VERSION, version_value(adapter));
             }
             return Ok(headers);
         }
@@ -407,10 +423,7 @@ impl Inner {
             // lookups of headers a request does not have probe longer in it: measured, the two
             // cancel out.
             headers = HeaderMap::with_capacity(8);
-            headers.insert(
-                PROTOCOL_VERSION,
-                HeaderValue::from_static(adapter.version()),
-            );
+            headers.insert(PROTOCOL_VERSION, version_value(adapter));
             if is_notification {
                 return Ok(headers);
             }
@@ -419,6 +432,7 @@ impl Inner {
                 .and_then(|op| adapter.method(op))
                 .filter(|known| *known == method_name)
             {
+                Some(method::TOOLS_CALL) => TOOLS_CALL_VALUE,
                 Some(known) => HeaderValue::from_static(known),
                 None => HeaderValue::from_str(method_name)
                     .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?,
@@ -1400,6 +1414,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_prebuilt_header_values_are_the_revision_and_method_texts() {
+        for revision in mcp_adapters::Revision::ALL {
+            let adapter = Adapter::new(revision);
+            assert_eq!(
+                version_value(adapter).as_bytes(),
+                revision.as_str().as_bytes()
+            );
+        }
+        assert_eq!(TOOLS_CALL_VALUE.as_bytes(), method::TOOLS_CALL.as_bytes());
+    }
 
     #[test]
     fn only_results_without_questions_are_surely_complete() {
