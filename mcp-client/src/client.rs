@@ -157,6 +157,8 @@ pub(crate) struct Inner {
     /// Where the standalone GET stream stands, for [`Client::listen`] to wait until it is open.
     pub(crate) stream_state: tokio::sync::watch::Sender<crate::listen::StreamState>,
     base_meta: RwLock<Option<(mcp_adapters::Revision, SharedMeta)>>,
+    /// The last `Mcp-Name` value sent, with its text ([`Inner::name_value`]).
+    last_name: Mutex<Option<(Box<str>, HeaderValue)>>,
 }
 
 impl Drop for Inner {
@@ -184,6 +186,28 @@ impl Drop for Inner {
 const MAX_RESUMES: u32 = 16;
 /// The longest `retry:` pause honoured, in milliseconds.
 const MAX_RETRY_MS: u64 = 30_000;
+
+/// `Mcp-Method: tools/call`, checked once at compile time (`HeaderValue::from_static` outside
+/// a constant checks the text on every call).
+const TOOLS_CALL_VALUE: HeaderValue = HeaderValue::from_static(method::TOOLS_CALL);
+
+/// The `MCP-Protocol-Version` value of `adapter`'s revision, from values checked at compile time.
+fn version_value(adapter: Adapter) -> HeaderValue {
+    use mcp_adapters::Revision as R;
+    const V2024_11_05: HeaderValue = HeaderValue::from_static(R::V2024_11_05.as_str());
+    const V2025_03_26: HeaderValue = HeaderValue::from_static(R::V2025_03_26.as_str());
+    const V2025_06_18: HeaderValue = HeaderValue::from_static(R::V2025_06_18.as_str());
+    const V2025_11_25: HeaderValue = HeaderValue::from_static(R::V2025_11_25.as_str());
+    const V2026_07_28: HeaderValue = HeaderValue::from_static(R::V2026_07_28.as_str());
+    match adapter.revision() {
+        R::V2024_11_05 => V2024_11_05,
+        R::V2025_03_26 => V2025_03_26,
+        R::V2025_06_18 => V2025_06_18,
+        R::V2025_11_25 => V2025_11_25,
+        R::V2026_07_28 => V2026_07_28,
+        _ => HeaderValue::from_static(adapter.version()),
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -251,6 +275,7 @@ impl Inner {
             get_stream: Mutex::new(None),
             stream_state: tokio::sync::watch::Sender::new(crate::listen::StreamState::Connecting),
             base_meta: RwLock::new(None),
+            last_name: Mutex::new(None),
         });
         if let Some(incoming) = inner.transport.incoming() {
             let weak = Arc::downgrade(&inner);
@@ -366,10 +391,7 @@ impl Inner {
         let version_header = adapter.features().version_header;
         let Some(method_name) = method_name else {
             if version_header != VersionHeader::Undefined {
-                headers.insert(
-                    PROTOCOL_VERSION,
-                    HeaderValue::from_static(adapter.version()),
-                );
+                headers.insert(PROTOCOL_VERSION, version_value(adapter));
             }
             return Ok(headers);
         };
@@ -377,10 +399,7 @@ impl Inner {
         // revisions that mirror nothing, without building it as strings on every request.
         if !adapter.features().mirrors_headers {
             if adapter.sends_version_header(method_name) {
-                headers.insert(
-                    PROTOCOL_VERSION,
-                    HeaderValue::from_static(adapter.version()),
-                );
+                headers.insert(PROTOCOL_VERSION, version_value(adapter));
             }
             return Ok(headers);
         }
@@ -400,11 +419,11 @@ impl Inner {
             }
             // Room for these three and the transport's (session, content type, accept, host) from
             // the start: the map's default first allocation holds six, and growing it rehashes.
+            // The default map (8 slots for 6 headers) would be cheaper to allocate, but hyper's
+            // lookups of headers a request does not have probe longer in it: measured, the two
+            // cancel out.
             headers = HeaderMap::with_capacity(8);
-            headers.insert(
-                PROTOCOL_VERSION,
-                HeaderValue::from_static(adapter.version()),
-            );
+            headers.insert(PROTOCOL_VERSION, version_value(adapter));
             if is_notification {
                 return Ok(headers);
             }
@@ -413,15 +432,14 @@ impl Inner {
                 .and_then(|op| adapter.method(op))
                 .filter(|known| *known == method_name)
             {
+                Some(method::TOOLS_CALL) => TOOLS_CALL_VALUE,
                 Some(known) => HeaderValue::from_static(known),
                 None => HeaderValue::from_str(method_name)
                     .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?,
             };
             headers.insert(MCP_METHOD, method_value);
             if let Some(name) = adapter.name_header(method_name, map) {
-                let value = HeaderValue::from_str(&name)
-                    .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
-                headers.insert(MCP_NAME, value);
+                headers.insert(MCP_NAME, self.name_value(&name)?);
             }
             return Ok(headers);
         }
@@ -443,6 +461,22 @@ impl Inner {
             headers.insert(name, value);
         }
         Ok(headers)
+    }
+
+    /// The `Mcp-Name` value for `name` (already encoded for a header): the last one built is
+    /// kept, so calling one tool over and over clones a shared value instead of copying and
+    /// checking the text each time.
+    fn name_value(&self, name: &str) -> Result<HeaderValue, Error> {
+        let mut last = lock(&self.last_name);
+        if let Some((text, value)) = last.as_ref()
+            && **text == *name
+        {
+            return Ok(value.clone());
+        }
+        let value = HeaderValue::from_str(name)
+            .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+        *last = Some((name.into(), value.clone()));
+        Ok(value)
     }
 
     /// The per-request `_meta` of `adapter`'s revision (empty where there is none), computed and
@@ -878,20 +912,47 @@ fn surely_complete(body: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(body) else {
         return false;
     };
-    if text.contains("\\u") || text.contains(r#""_meta""#) {
-        return false;
+    // Each search looks for one byte (`str::find` with a `char` runs a word-at-a-time memchr)
+    // and checks what surrounds it: no substring searcher is built per body, and the bytes
+    // looked for (a backslash, `_`, `T`) are rare in results.
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(offset) = text[at..].find('\\') {
+        at += offset + 1;
+        if bytes.get(at) == Some(&b'u') {
+            return false;
+        }
     }
-    let name = r#""resultType""#;
-    let mut rest = text;
-    while let Some(at) = rest.find(name) {
-        let after = rest[at + name.len()..].trim_start();
+    const META: &[u8] = br#""_meta""#;
+    let mut at = 0;
+    while let Some(offset) = text[at..].find('_') {
+        let underscore = at + offset;
+        if underscore >= 1 && bytes[underscore - 1..].starts_with(META) {
+            return false;
+        }
+        at = underscore + 1;
+    }
+    const RESULT_TYPE: &[u8] = br#""resultType""#;
+    // Where the `T` sits in `"resultType"`.
+    const T_AT: usize = 7;
+    let mut at = 0;
+    while let Some(offset) = text[at..].find('T') {
+        let t = at + offset;
+        at = t + 1;
+        let Some(start) = t.checked_sub(T_AT) else {
+            continue;
+        };
+        if !bytes[start..].starts_with(RESULT_TYPE) {
+            continue;
+        }
+        // A char boundary: the name ends with a quote.
+        let after = text[start + RESULT_TYPE.len()..].trim_start();
         let Some(after) = after.strip_prefix(':') else {
             return false;
         };
-        let Some(after) = after.trim_start().strip_prefix(r#""complete""#) else {
+        if !after.trim_start().starts_with(r#""complete""#) {
             return false;
-        };
-        rest = after;
+        }
     }
     true
 }
@@ -1355,6 +1416,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_prebuilt_header_values_are_the_revision_and_method_texts() {
+        for revision in mcp_adapters::Revision::ALL {
+            let adapter = Adapter::new(revision);
+            assert_eq!(
+                version_value(adapter).as_bytes(),
+                revision.as_str().as_bytes()
+            );
+        }
+        assert_eq!(TOOLS_CALL_VALUE.as_bytes(), method::TOOLS_CALL.as_bytes());
+    }
+
+    #[test]
     fn only_results_without_questions_are_surely_complete() {
         let yes = [
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"sum\":5}"}]}}"#,
@@ -1490,7 +1563,56 @@ mod tests {
         }
     }
 
+    /// The rule [`surely_complete`] implements, as plain text searches.
+    fn surely_complete_by_search(body: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(body) else {
+            return false;
+        };
+        if text.contains("\\u") || text.contains(r#""_meta""#) {
+            return false;
+        }
+        let name = r#""resultType""#;
+        let mut rest = text;
+        while let Some(at) = rest.find(name) {
+            let after = rest[at + name.len()..].trim_start();
+            let Some(after) = after.strip_prefix(':') else {
+                return false;
+            };
+            let Some(after) = after.trim_start().strip_prefix(r#""complete""#) else {
+                return false;
+            };
+            rest = after;
+        }
+        true
+    }
+
+    /// Bodies made of the pieces the rule looks for, so that most draws hit one of them.
+    fn pieces() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(&b"\""[..]),
+            Just(&b"\\"[..]),
+            Just(&b"u"[..]),
+            Just(&b"_"[..]),
+            Just(&b"T"[..]),
+            Just(&b"_meta"[..]),
+            Just(&b"resultType"[..]),
+            Just(&b"complete"[..]),
+            Just(&b":"[..]),
+            Just(&b" "[..]),
+            Just(&b"\t"[..]),
+            Just(&b"{},["[..]),
+            Just(&b"\xff"[..]),
+            Just("\u{a0}".as_bytes()),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|parts| parts.concat())
+    }
+
     proptest! {
+        #[test]
+        fn surely_complete_is_the_text_search_rule(body in pieces()) {
+            prop_assert_eq!(surely_complete(&body), surely_complete_by_search(&body));
+        }
+
         #[test]
         fn refusal_never_panics(body in proptest::collection::vec(any::<u8>(), 0..200), sse in any::<bool>()) {
             let content_type = if sse { "text/event-stream" } else { "application/json" };

@@ -211,9 +211,22 @@ impl StreamableHttp {
         }
         // The two expected media types are told apart without allocating; anything else is
         // named in the error.
-        let media = media_type(response.headers());
-        match media {
-            Some(m) if m.eq_ignore_ascii_case("application/json") => {
+        // The exact values servers send are matched as bytes first, without checking the text.
+        let json = match response
+            .headers()
+            .get(CONTENT_TYPE)
+            .map(HeaderValue::as_bytes)
+        {
+            Some(b"application/json") => Some(true),
+            Some(b"text/event-stream") => Some(false),
+            _ => match media_type(response.headers()) {
+                Some(m) if m.eq_ignore_ascii_case("application/json") => Some(true),
+                Some(m) if m.eq_ignore_ascii_case("text/event-stream") => Some(false),
+                _ => None,
+            },
+        };
+        match json {
+            Some(true) => {
                 let body = read_bounded(response.into_body(), limit).await?;
                 if message.raw_answer {
                     return Ok(Delivery::Json(body));
@@ -223,11 +236,11 @@ impl StreamableHttp {
                     async move { Ok(Inbound::new(message)) },
                 ))))
             }
-            Some(m) if m.eq_ignore_ascii_case("text/event-stream") => {
-                Ok(Delivery::Stream(sse_stream(response.into_body(), limit)))
-            }
-            other => {
-                let what = other.unwrap_or("none").to_ascii_lowercase();
+            Some(false) => Ok(Delivery::Stream(sse_stream(response.into_body(), limit))),
+            None => {
+                let what = media_type(response.headers())
+                    .unwrap_or("none")
+                    .to_ascii_lowercase();
                 Err(TransportError::Protocol(format!(
                     "unexpected content type {what:?}"
                 )))
@@ -283,21 +296,29 @@ pub(crate) async fn read_bounded(
     if body.size_hint().lower() > limit as u64 {
         return Err(TransportError::TooLarge { limit });
     }
+    // A body in one frame (the usual case) is handed back as that frame, without copying it;
+    // the frames of a longer body are gathered.
+    let mut first: Option<Bytes> = None;
     let mut out = BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| TransportError::Http(error_chain(&e)))?;
         if let Ok(data) = frame.into_data() {
-            if out.len() + data.len() > limit {
+            let held = first.as_ref().map_or(0, Bytes::len) + out.len();
+            if held + data.len() > limit {
                 return Err(TransportError::TooLarge { limit });
             }
-            if out.is_empty() {
-                out = BytesMut::from(data);
-            } else {
-                out.extend_from_slice(&data);
+            match first.take() {
+                None if out.is_empty() => first = Some(data),
+                Some(previous) => {
+                    out.reserve(previous.len() + data.len());
+                    out.extend_from_slice(&previous);
+                    out.extend_from_slice(&data);
+                }
+                None => out.extend_from_slice(&data),
             }
         }
     }
-    Ok(out.freeze())
+    Ok(first.unwrap_or_else(|| out.freeze()))
 }
 
 /// Reads an SSE body event by event, never waiting for the end of the body to hand out a
