@@ -8,7 +8,7 @@ use mcp_adapters::Operation;
 use mcp_wire::names::method;
 use serde_json::{Map, Value, json};
 
-use crate::client::{CallOptions, Client};
+use crate::client::{CallOptions, Client, Params};
 use crate::error::{Error, ErrorKind};
 
 /// One page of a list.
@@ -211,12 +211,9 @@ impl Client {
         options: CallOptions,
     ) -> Result<Value, Error> {
         let call = self.method_of(Operation::CallTool)?;
-        let mut params = Map::new();
-        params.insert("name".into(), Value::String(name.to_owned()));
-        if !arguments.is_null() {
-            params.insert("arguments".into(), arguments);
-        }
-        self.request_with(call, Some(Value::Object(params)), options)
+        // Encoded straight from the name and arguments: the `{name, arguments}` map is built
+        // only on the paths that add to it.
+        self.request_params_with(call, Params::Tool { name, arguments }, options)
             .await
     }
 
@@ -232,12 +229,7 @@ impl Client {
         arguments: Value,
     ) -> Result<T, Error> {
         let call = self.method_of(Operation::CallTool)?;
-        let mut params = Map::new();
-        params.insert("name".into(), Value::String(name.to_owned()));
-        if !arguments.is_null() {
-            params.insert("arguments".into(), arguments);
-        }
-        self.request_as(call, Some(Value::Object(params)), CallOptions::new())
+        self.request_params_as(call, Params::Tool { name, arguments }, CallOptions::new())
             .await
     }
 

@@ -350,7 +350,7 @@ impl Inner {
         params: Option<&Value>,
     ) -> Result<HeaderMap, Error> {
         let name = (!method_name.is_empty()).then_some(method_name);
-        self.headers(adapter, name, params, false)
+        self.headers(adapter, name, ParamsRef::Value(params), false)
     }
 
     /// The client capabilities to declare on `adapter`'s revision.
@@ -379,7 +379,7 @@ impl Inner {
         &self,
         adapter: Adapter,
         method_name: Option<&str>,
-        params: Option<&Value>,
+        params: ParamsRef<'_>,
         is_notification: bool,
     ) -> Result<HeaderMap, Error> {
         if !self.info.http {
@@ -404,10 +404,15 @@ impl Inner {
             return Ok(headers);
         }
         let empty = Map::new();
-        let map = params.and_then(Value::as_object).unwrap_or(&empty);
+        let (map, tool_name) = match params {
+            ParamsRef::Value(params) => {
+                let map = params.and_then(Value::as_object).unwrap_or(&empty);
+                (map, map.get("name").and_then(Value::as_str))
+            }
+            ParamsRef::Tool { name, .. } => (&empty, Some(name)),
+        };
         let bindings = if adapter.operation(method_name) == Some(Operation::CallTool) {
-            let tool = map.get("name").and_then(Value::as_str);
-            tool.and_then(|t| lock(&self.tools).get(t).cloned())
+            tool_name.and_then(|t| lock(&self.tools).get(t).cloned())
         } else {
             None
         };
@@ -438,11 +443,28 @@ impl Inner {
                     .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?,
             };
             headers.insert(MCP_METHOD, method_value);
-            if let Some(name) = adapter.name_header(method_name, map) {
+            let name = match params {
+                ParamsRef::Value(_) => adapter.name_header(method_name, map),
+                // What `name_header` reads from `{"name": ...}`, without building the map.
+                ParamsRef::Tool { name, .. } => adapter
+                    .operation(method_name)
+                    .filter(|op| op.has_target())
+                    .map(|_| mcp_wire::header::encode_text(name)),
+            };
+            if let Some(name) = name {
                 headers.insert(MCP_NAME, self.name_value(&name)?);
             }
             return Ok(headers);
         }
+        // Arguments bound to headers: read from the params as a map, built here if need be.
+        let built;
+        let map = match params {
+            ParamsRef::Value(_) => map,
+            ParamsRef::Tool { name, arguments } => {
+                built = tool_params(name, arguments.clone());
+                built.as_object().unwrap_or(&empty)
+            }
+        };
         let pairs = adapter
             .client_headers(method_name, map, is_notification, bindings.as_deref())
             .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
@@ -550,7 +572,7 @@ impl Inner {
         params: Option<Value>,
     ) -> Result<(), Error> {
         let adapter = self.adapter();
-        let headers = self.headers(adapter, Some(method_name), None, true)?;
+        let headers = self.headers(adapter, Some(method_name), ParamsRef::Value(None), true)?;
         let body = mcp_wire::jsonrpc::encode(&Message::Notification(Notification {
             method: method_name.to_owned(),
             params,
@@ -583,7 +605,7 @@ impl Inner {
         params: Option<&Value>,
     ) -> Result<Outcome, Error> {
         match self
-            .attempt_with(adapter, method_name, params, None)
+            .attempt_with(adapter, method_name, ParamsRef::Value(params), None)
             .await?
         {
             Attempted::Outcome(outcome) => Ok(outcome),
@@ -598,7 +620,7 @@ impl Inner {
         self: &Arc<Self>,
         adapter: Adapter,
         method_name: &str,
-        params: Option<&Value>,
+        params: ParamsRef<'_>,
         mut reader: Option<&mut Reader<'_>>,
     ) -> Result<Attempted, Error> {
         if self.closed.load(Ordering::Acquire) {
@@ -691,7 +713,7 @@ impl Inner {
                     if let Some(ms) = retry_ms {
                         tokio::time::sleep(Duration::from_millis(ms.min(MAX_RETRY_MS))).await;
                     }
-                    let headers = self.headers(adapter, None, None, false)?;
+                    let headers = self.headers(adapter, None, ParamsRef::Value(None), false)?;
                     stream = self
                         .transport
                         .open_stream(headers, Some(last_event_id))
@@ -746,7 +768,9 @@ impl Inner {
             }
         };
         let adapter = self.adapter();
-        let headers = self.headers(adapter, None, None, false).unwrap_or_default();
+        let headers = self
+            .headers(adapter, None, ParamsRef::Value(None), false)
+            .unwrap_or_default();
         let body = mcp_wire::jsonrpc::encode(&Message::Response(mcp_wire::jsonrpc::Response {
             id: Some(request.id),
             outcome,
@@ -977,16 +1001,90 @@ pub(crate) fn read_result_as<T: serde::de::DeserializeOwned>(id: &Id, body: &[u8
         .then_some(envelope.result)
 }
 
+/// The params of one request as it is sent: a JSON value, or a tool call's name and
+/// arguments, serialized straight from them (`arguments` left out when `null`) without building
+/// the `{name, arguments}` map.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ParamsRef<'a> {
+    Value(Option<&'a Value>),
+    Tool { name: &'a str, arguments: &'a Value },
+}
+
+impl serde::Serialize for ParamsRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Tool<'a> {
+            name: &'a str,
+            #[serde(skip_serializing_if = "Value::is_null")]
+            arguments: &'a Value,
+        }
+        match *self {
+            ParamsRef::Value(value) => value.serialize(serializer),
+            ParamsRef::Tool { name, arguments } => Tool { name, arguments }.serialize(serializer),
+        }
+    }
+}
+
+/// The params of one call, owned: a tool call stays name and arguments until a path needs the
+/// map (progress token or extra `_meta`, a question round), see [`Params::value_mut`].
+#[derive(Debug)]
+pub(crate) enum Params<'a> {
+    Value(Option<Value>),
+    Tool { name: &'a str, arguments: Value },
+}
+
+impl Params<'_> {
+    fn as_ref(&self) -> ParamsRef<'_> {
+        match self {
+            Params::Value(value) => ParamsRef::Value(value.as_ref()),
+            Params::Tool { name, arguments } => ParamsRef::Tool { name, arguments },
+        }
+    }
+
+    fn into_value(self) -> Option<Value> {
+        match self {
+            Params::Value(value) => value,
+            Params::Tool { name, arguments } => Some(tool_params(name, arguments)),
+        }
+    }
+
+    /// The params as a JSON value, the tool call's map built first if it was not yet.
+    fn value_mut(&mut self) -> &mut Option<Value> {
+        if let Params::Tool { .. } = self {
+            let params = std::mem::replace(self, Params::Value(None)).into_value();
+            *self = Params::Value(params);
+        }
+        match self {
+            Params::Value(value) => value,
+            Params::Tool { .. } => unreachable!("converted above"),
+        }
+    }
+}
+
+/// `{"name": name, "arguments": arguments}`, without `arguments` when it is `null`.
+fn tool_params(name: &str, arguments: Value) -> Value {
+    let mut params = Map::new();
+    params.insert("name".into(), Value::String(name.to_owned()));
+    if !arguments.is_null() {
+        params.insert("arguments".into(), arguments);
+    }
+    Value::Object(params)
+}
+
 /// Serializes a request without taking its params.
-fn encode_request(id: &Id, method: &str, params: Option<&Value>) -> Vec<u8> {
+fn encode_request(id: &Id, method: &str, params: ParamsRef<'_>) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct Out<'a> {
         jsonrpc: &'static str,
         id: &'a Id,
         method: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        params: Option<&'a Value>,
+        params: Option<ParamsRef<'a>>,
     }
+    let params = match params {
+        ParamsRef::Value(None) => None,
+        other => Some(other),
+    };
     // Cannot fail: every map key is a string and `Value` holds no NaN.
     serde_json::to_vec(&Out {
         jsonrpc: "2.0",
@@ -1004,14 +1102,17 @@ fn encode_request(id: &Id, method: &str, params: Option<&Value>) -> Vec<u8> {
 fn encode_request_with_meta(
     id: &Id,
     method: &str,
-    params: Option<&Value>,
+    params: ParamsRef<'_>,
     base: &BaseMeta,
 ) -> Vec<u8> {
     let empty = Map::new();
     let map = match params {
-        Some(Value::Object(map)) => map,
-        None => &empty,
-        Some(_) => return encode_request(id, method, params),
+        ParamsRef::Value(Some(Value::Object(map))) => map,
+        ParamsRef::Value(None) => &empty,
+        ParamsRef::Value(Some(_)) => return encode_request(id, method, params),
+        ParamsRef::Tool { name, arguments } => {
+            return encode_tool_call_with_meta(id, method, name, arguments, base);
+        }
     };
     let own = match map.get("_meta") {
         None => &empty,
@@ -1023,7 +1124,7 @@ fn encode_request_with_meta(
                 meta.entry(k.clone()).or_insert_with(|| v.clone());
             }
             merged.insert("_meta".into(), Value::Object(meta));
-            return encode_request(id, method, Some(&Value::Object(merged)));
+            return encode_request(id, method, ParamsRef::Value(Some(&Value::Object(merged))));
         }
         Some(_) => return encode_request(id, method, params),
     };
@@ -1057,6 +1158,34 @@ fn encode_request_with_meta(
     } else {
         out.extend_from_slice(&base.encoded);
     }
+    out.extend_from_slice(b"}}}");
+    out
+}
+
+/// [`encode_request_with_meta`] for a tool call's params with no `_meta` of their own:
+/// `name`, `arguments` (left out when `null`) and the revision's `_meta`, written straight from
+/// them.
+fn encode_tool_call_with_meta(
+    id: &Id,
+    method: &str,
+    name: &str,
+    arguments: &Value,
+    base: &BaseMeta,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128 + base.encoded.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Cannot fail: ids, strings and values serialize into a Vec without error.
+    let _ = serde_json::to_writer(&mut out, id);
+    out.extend_from_slice(br#","method":"#);
+    let _ = serde_json::to_writer(&mut out, method);
+    out.extend_from_slice(br#","params":{"name":"#);
+    let _ = serde_json::to_writer(&mut out, name);
+    if !arguments.is_null() {
+        out.extend_from_slice(br#","arguments":"#);
+        let _ = serde_json::to_writer(&mut out, arguments);
+    }
+    out.extend_from_slice(br#","_meta":{"#);
+    out.extend_from_slice(&base.encoded);
     out.extend_from_slice(b"}}}");
     out
 }
@@ -1193,6 +1322,17 @@ impl Client {
         params: Option<Value>,
         options: CallOptions,
     ) -> Result<Value, Error> {
+        self.request_params_with(method_name, Params::Value(params), options)
+            .await
+    }
+
+    /// [`Client::request_with`] with params that may still be a tool call's name and arguments.
+    pub(crate) async fn request_params_with(
+        &self,
+        method_name: &str,
+        params: Params<'_>,
+        options: CallOptions,
+    ) -> Result<Value, Error> {
         match self
             .answer_with(method_name, params, &options, None)
             .await?
@@ -1208,6 +1348,17 @@ impl Client {
         &self,
         method_name: &str,
         params: Option<Value>,
+        options: CallOptions,
+    ) -> Result<T, Error> {
+        self.request_params_as(method_name, Params::Value(params), options)
+            .await
+    }
+
+    /// [`Client::request_as`] with params that may still be a tool call's name and arguments.
+    pub(crate) async fn request_params_as<T: serde::de::DeserializeOwned + Send>(
+        &self,
+        method_name: &str,
+        params: Params<'_>,
         options: CallOptions,
     ) -> Result<T, Error> {
         let mut read = None;
@@ -1231,7 +1382,7 @@ impl Client {
     async fn answer_with(
         &self,
         method_name: &str,
-        params: Option<Value>,
+        params: Params<'_>,
         options: &CallOptions,
         reader: Option<&mut Reader<'_>>,
     ) -> Result<Answer, Error> {
@@ -1251,13 +1402,18 @@ impl Client {
     async fn run(
         &self,
         method_name: &str,
-        params: Option<Value>,
+        params: Params<'_>,
         options: &CallOptions,
         reader: Option<&mut Reader<'_>>,
     ) -> Result<Answer, Error> {
         let adapter = self.adapter();
         let cache_key = if adapter.features().cache_hints {
-            Cache::key(method_name, params.as_ref())
+            // A tool call's params hold neither `uri` nor `cursor`: the key reads nothing there.
+            let value = match &params {
+                Params::Value(value) => value.as_ref(),
+                Params::Tool { .. } => None,
+            };
+            Cache::key(method_name, value)
         } else {
             None
         };
@@ -1277,9 +1433,16 @@ impl Client {
             inner: &self.inner,
             token: token.clone(),
         };
-        let mut params = self
-            .inner
-            .decorate(params, token.as_ref(), options.meta.as_ref());
+        // The `{name, arguments}` map of a tool call is built only when something is added to it.
+        let mut params = if token.is_some() || options.meta.is_some() {
+            Params::Value(self.inner.decorate(
+                params.into_value(),
+                token.as_ref(),
+                options.meta.as_ref(),
+            ))
+        } else {
+            params
+        };
         let mut rounds = 0usize;
         let mut answers = Answers::new();
         let mut state: Option<String> = None;
@@ -1292,7 +1455,7 @@ impl Client {
                 crate::asking::attach(
                     adapter,
                     method_name,
-                    &mut params,
+                    params.value_mut(),
                     &answers,
                     state.as_deref(),
                 )?;
@@ -1537,7 +1700,7 @@ mod tests {
                 let spliced: Value = serde_json::from_slice(&encode_request_with_meta(
                     &id,
                     "tools/call",
-                    params.as_ref(),
+                    ParamsRef::Value(params.as_ref()),
                     base,
                 ))
                 .unwrap();
@@ -1559,6 +1722,79 @@ mod tests {
                     want["params"] = p;
                 }
                 assert_eq!(spliced, want, "{params:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_tool_call_encoded_from_name_and_arguments_equals_its_map() {
+        let map = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}});
+        let Value::Object(map) = map else { panic!() };
+        let encoded = serde_json::to_vec(&map).unwrap();
+        let base = BaseMeta {
+            encoded: encoded[1..encoded.len() - 1].to_vec(),
+            map,
+        };
+        let empty = BaseMeta {
+            map: Map::new(),
+            encoded: Vec::new(),
+        };
+        let id = Id::Number(9);
+        let names = ["echo", "a \"quoted\" tool", "ünï"];
+        let arguments = [
+            Value::Null,
+            json!({}),
+            json!({"text": "x\ny", "n": [1, 2.5, null]}),
+            json!("not an object"),
+        ];
+        for name in names {
+            for arguments in &arguments {
+                let tool = ParamsRef::Tool { name, arguments };
+                let built = tool_params(name, arguments.clone());
+                let value = ParamsRef::Value(Some(&built));
+                let parse = |bytes: Vec<u8>| serde_json::from_slice::<Value>(&bytes).unwrap();
+                assert_eq!(
+                    parse(encode_request(&id, method::TOOLS_CALL, tool)),
+                    parse(encode_request(&id, method::TOOLS_CALL, value)),
+                    "{name} {arguments}"
+                );
+                for base in [&base, &empty] {
+                    assert_eq!(
+                        parse(encode_request_with_meta(
+                            &id,
+                            method::TOOLS_CALL,
+                            tool,
+                            base
+                        )),
+                        parse(encode_request_with_meta(
+                            &id,
+                            method::TOOLS_CALL,
+                            value,
+                            base
+                        )),
+                        "{name} {arguments}"
+                    );
+                }
+                let mut owned = Params::Tool {
+                    name,
+                    arguments: arguments.clone(),
+                };
+                assert_eq!(owned.value_mut(), &Some(built.clone()));
+                assert!(matches!(owned, Params::Value(Some(_))));
+            }
+            // The `Mcp-Name` a tool call gets without its map is the one `name_header` reads.
+            let built = tool_params(name, Value::Null);
+            for revision in mcp_adapters::Revision::ALL {
+                let adapter = Adapter::new(revision);
+                let direct = adapter
+                    .operation(method::TOOLS_CALL)
+                    .filter(|op| op.has_target())
+                    .map(|_| mcp_wire::header::encode_text(name));
+                assert_eq!(
+                    direct,
+                    adapter.name_header(method::TOOLS_CALL, built.as_object().unwrap()),
+                    "{revision:?}"
+                );
             }
         }
     }

@@ -801,3 +801,94 @@ async fn call_tool_as_reads_what_call_tool_reads() {
     }
     support::schema::validate(&mock.recorded());
 }
+
+/// The params of the last `tools/call` the mock received.
+fn last_call_params(mock: &Mock) -> Value {
+    mock.recorded()
+        .into_iter()
+        .rev()
+        .find(|r| r.body["method"] == "tools/call")
+        .map(|r| r.body["params"].clone())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_tool_call_puts_its_name_arguments_and_meta_on_the_wire() {
+    use mcp_wire::names::meta;
+    let arguments = json!({"text": "a \"quoted\" ünï line\n", "n": [1, 2.5, null]});
+    for revision in [
+        Revision::V2026_07_28,
+        Revision::V2025_11_25,
+        Revision::V2025_03_26,
+        Revision::V2024_11_05,
+    ] {
+        let mock = Mock::start(Config::all()).await;
+        let client = connect(&mock, revision, builder()).await;
+        let base_meta = (revision == Revision::V2026_07_28).then_some((
+            meta::PROTOCOL_VERSION,
+            meta::CLIENT_INFO,
+            meta::CLIENT_CAPABILITIES,
+        ));
+        // The expected params: `arguments` only when not null, and on 2026-07-28 the
+        // revision's `_meta` (and nothing else in it unless the call adds to it).
+        let expect = |arguments: Option<&Value>, extra: Option<(&str, Value)>| {
+            let mut params = json!({"name": "echo"});
+            if let Some(arguments) = arguments {
+                params["arguments"] = arguments.clone();
+            }
+            let mut own = serde_json::Map::new();
+            if let Some((key, value)) = extra {
+                own.insert(key.to_owned(), value);
+            }
+            if let Some((version, info, capabilities)) = base_meta {
+                own.insert(version.into(), json!("2026-07-28"));
+                own.insert(info.into(), json!({"name": "tests", "version": "0.0.1"}));
+                own.insert(capabilities.into(), json!({}));
+            }
+            if !own.is_empty() {
+                params["_meta"] = Value::Object(own);
+            }
+            params
+        };
+
+        let result: Value = within(client.call_tool_as("echo", arguments.clone()))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "a \"quoted\" ünï line\n", "{revision:?}");
+        assert_eq!(
+            last_call_params(&mock),
+            expect(Some(&arguments), None),
+            "{revision:?}"
+        );
+
+        within(client.call_tool("echo", json!({"text": "x"})))
+            .await
+            .unwrap();
+        assert_eq!(
+            last_call_params(&mock),
+            expect(Some(&json!({"text": "x"})), None),
+            "{revision:?}"
+        );
+
+        let _ = within(client.call_tool("echo", Value::Null)).await;
+        assert_eq!(last_call_params(&mock), expect(None, None), "{revision:?}");
+
+        // A progress token is added to the map the call builds on this path.
+        let options = CallOptions::new().on_progress(|_| {});
+        within(client.call_tool_with("echo", json!({"text": "p"}), options))
+            .await
+            .unwrap();
+        let params = last_call_params(&mock);
+        let token = params["_meta"][meta::PROGRESS_TOKEN].clone();
+        assert!(!token.is_null(), "{revision:?}: {params}");
+        assert_eq!(
+            params,
+            expect(
+                Some(&json!({"text": "p"})),
+                Some((meta::PROGRESS_TOKEN, token))
+            ),
+            "{revision:?}"
+        );
+        support::schema::validate(&mock.recorded());
+    }
+}
