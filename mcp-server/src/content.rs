@@ -152,21 +152,7 @@ impl CallToolResult {
 
     /// [`to_value`](Self::to_value), taking the result (no copy of its content).
     pub fn into_value(self) -> Value {
-        let mut out = Map::new();
-        out.insert(
-            "content".into(),
-            Value::Array(self.content.into_iter().map(|c| c.0).collect()),
-        );
-        if let Some(structured) = self.structured_content {
-            out.insert("structuredContent".into(), structured);
-        }
-        if self.is_error {
-            out.insert("isError".into(), Value::Bool(true));
-        }
-        if let Some(meta) = self.meta {
-            out.insert("_meta".into(), Value::Object(meta));
-        }
-        Value::Object(out)
+        self.into_parts().into_value()
     }
 
     /// The wire JSON (newest revision's shape; the adapter projects it).
