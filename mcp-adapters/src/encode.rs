@@ -419,22 +419,14 @@ impl Adapter {
             return self.encode_failure(Some(id), &Failure::internal(RESULT_NOT_OBJECT));
         };
         let additions = self.project_result_body(operation, is_retry, &mut body, ctx);
-        let projected;
-        let server_info = match ctx.server_info {
-            Some(info) if additions.server_info && !ctx.server_info_projected => {
-                projected = self.project_implementation(info);
-                Some(&projected)
-            }
-            Some(info) if additions.server_info => Some(info),
-            _ => None,
-        };
+        let server_info = self.server_info_to_write(additions.server_info, ctx);
         Encoded {
             repr: Repr::Written(write_response(
                 &id,
                 &ResultBody {
                     body: &body,
                     result_type: additions.result_type,
-                    server_info,
+                    server_info: server_info.as_deref(),
                 },
             )),
             status: StatusCode::OK,
@@ -454,19 +446,11 @@ impl Adapter {
         // `tools/call` results are never cacheable: the envelope is `resultType` and the
         // server info.
         let envelope = self.features().result_envelope;
-        let projected;
-        let server_info = match ctx.server_info {
-            Some(info) if envelope && !ctx.server_info_projected => {
-                projected = self.project_implementation(info);
-                Some(&projected)
-            }
-            Some(info) if envelope => Some(info),
-            _ => None,
-        };
+        let server_info = self.server_info_to_write(envelope, ctx);
         let body = ToolResultBody {
             result: &result,
             result_type: envelope,
-            server_info,
+            server_info: server_info.as_deref(),
         };
         Encoded {
             repr: Repr::Written(write_response(&id, &body)),
@@ -543,6 +527,21 @@ impl Adapter {
             result_type,
             server_info: ctx.server_info.is_some(),
         }
+    }
+
+    /// The server info a written result carries in `_meta` when `wanted`: projected for this
+    /// revision unless the context says it already is.
+    fn server_info_to_write<'a>(
+        &self,
+        wanted: bool,
+        ctx: &ResultContext<'a>,
+    ) -> Option<std::borrow::Cow<'a, Value>> {
+        let info = ctx.server_info.filter(|_| wanted)?;
+        Some(if ctx.server_info_projected {
+            std::borrow::Cow::Borrowed(info)
+        } else {
+            std::borrow::Cow::Owned(self.project_implementation(info))
+        })
     }
 
     fn add_server_info(&self, body: &mut Map<String, Value>, ctx: &ResultContext<'_>) {

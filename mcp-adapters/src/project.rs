@@ -362,64 +362,56 @@ impl Adapter {
     /// When `structuredContent` is dropped and no content is left, its JSON text becomes the
     /// content, so the value still reaches the client.
     pub fn project_tool_result(&self, result: &mut Map<String, Value>) {
-        let keep = match (
-            self.features().structured_output,
-            result.get("structuredContent"),
-        ) {
-            (_, None) => true,
-            (StructuredOutput::Any, Some(_)) => true,
-            (StructuredOutput::ObjectOnly, Some(v)) => v.is_object(),
-            (StructuredOutput::TextOnly, Some(_)) => false,
-        };
-        let dropped = if keep {
+        let dropped = if self.keeps_structured(result.get("structuredContent")) {
             None
         } else {
             result.remove("structuredContent")
         };
         // In place: the blocks and the `content` key stay where they are.
         match result.get_mut("content") {
-            Some(Value::Array(blocks)) => {
-                for block in blocks.iter_mut() {
-                    *block = self.project_content_owned(block.take());
-                }
+            Some(Value::Array(blocks)) => self.project_tool_blocks(blocks, dropped),
+            Some(other) => {
+                let mut blocks = Vec::new();
+                self.project_tool_blocks(&mut blocks, dropped);
+                *other = Value::Array(blocks);
             }
-            Some(other) => *other = Value::Array(Vec::new()),
             None => {
-                result.insert("content".into(), Value::Array(Vec::new()));
+                let mut blocks = Vec::new();
+                self.project_tool_blocks(&mut blocks, dropped);
+                result.insert("content".into(), Value::Array(blocks));
             }
-        }
-        if let Some(structured) = dropped
-            && let Some(Value::Array(content)) = result.get_mut("content")
-            && content.is_empty()
-        {
-            content.push(json!({"type": "text", "text": structured.to_string()}));
         }
     }
 
     /// [`project_tool_result`](Self::project_tool_result) on a typed result.
     pub(crate) fn project_tool_parts(&self, result: &mut crate::encode::ToolResult) {
-        let keep = match (
-            self.features().structured_output,
-            &result.structured_content,
-        ) {
-            (_, None) | (StructuredOutput::Any, Some(_)) => true,
-            (StructuredOutput::ObjectOnly, Some(v)) => v.is_object(),
-            (StructuredOutput::TextOnly, Some(_)) => false,
-        };
-        let dropped = if keep {
+        let dropped = if self.keeps_structured(result.structured_content.as_ref()) {
             None
         } else {
             result.structured_content.take()
         };
-        for block in &mut result.content {
+        self.project_tool_blocks(&mut result.content, dropped);
+    }
+
+    /// Whether this revision carries a tool result's `structuredContent`.
+    fn keeps_structured(&self, structured: Option<&Value>) -> bool {
+        match (self.features().structured_output, structured) {
+            (_, None) | (StructuredOutput::Any, Some(_)) => true,
+            (StructuredOutput::ObjectOnly, Some(v)) => v.is_object(),
+            (StructuredOutput::TextOnly, Some(_)) => false,
+        }
+    }
+
+    /// Projects a tool result's content blocks in place; structured output the revision
+    /// dropped becomes the text of the only block when there is no other.
+    fn project_tool_blocks(&self, blocks: &mut Vec<Value>, dropped: Option<Value>) {
+        for block in blocks.iter_mut() {
             *block = self.project_content_owned(block.take());
         }
         if let Some(structured) = dropped
-            && result.content.is_empty()
+            && blocks.is_empty()
         {
-            result
-                .content
-                .push(json!({"type": "text", "text": structured.to_string()}));
+            blocks.push(json!({"type": "text", "text": structured.to_string()}));
         }
     }
 

@@ -98,6 +98,22 @@ fn tool_results_are_projected_in_place() {
     );
 }
 
+/// No server info, server info to project, and server info already projected.
+fn contexts(info: &Value) -> [ResultContext<'_>; 3] {
+    [
+        ResultContext::default(),
+        ResultContext {
+            server_info: Some(info),
+            ..ResultContext::default()
+        },
+        ResultContext {
+            server_info: Some(info),
+            server_info_projected: true,
+            ..ResultContext::default()
+        },
+    ]
+}
+
 /// A success response is written straight to bytes; what it says is exactly the envelope
 /// around [`Adapter::result_body`], on every revision, whatever `_meta` and `resultType` the
 /// handler set, and whether or not the server info still needs projecting.
@@ -113,18 +129,7 @@ fn written_responses_say_what_result_body_says() {
         json!({"content": [], "resultType": "complete", "ttlMs": 5}),
         json!({"content": [], "resultType": "input_required"}),
     ];
-    let contexts = [
-        ResultContext::default(),
-        ResultContext {
-            server_info: Some(&info),
-            ..ResultContext::default()
-        },
-        ResultContext {
-            server_info: Some(&info),
-            server_info_projected: true,
-            ..ResultContext::default()
-        },
-    ];
+    let contexts = contexts(&info);
     for revision in Revision::ALL {
         let adapter = Adapter::new(revision);
         for operation in [Operation::CallTool, Operation::ListTools, Operation::Ping] {
@@ -203,18 +208,7 @@ fn typed_tool_results_encode_as_their_json_does() {
             }
         }
     }
-    let contexts = [
-        ResultContext::default(),
-        ResultContext {
-            server_info: Some(&info),
-            ..ResultContext::default()
-        },
-        ResultContext {
-            server_info: Some(&info),
-            server_info_projected: true,
-            ..ResultContext::default()
-        },
-    ];
+    let contexts = contexts(&info);
     let call = Call::new(Operation::CallTool, Some(3.into()), "tools/call");
     for revision in Revision::ALL {
         let adapter = Adapter::new(revision);
