@@ -6,7 +6,9 @@
 //! outcome the revision's way. What a handler sends before its final response (progress, log
 //! messages, pushed questions) comes out first, on the same stream.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::FastMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -260,7 +262,7 @@ impl Context {
     /// same principal. Set it before the context serves its first message; clones share it.
     #[must_use]
     pub fn with_principal(self, principal: impl Into<String>) -> Self {
-        self.owner_mut().principal = Some(principal.into());
+        self.owner_mut().principal = Some(Arc::from(principal.into()));
         self
     }
 
@@ -271,13 +273,19 @@ impl Context {
     /// first message; clones share it.
     #[must_use]
     pub fn with_session(self, session: impl Into<String>) -> Self {
-        self.owner_mut().session = Some(session.into());
+        self.owner_mut().session = Some(Arc::from(session.into()));
+        self
+    }
+
+    /// [`with_session`](Self::with_session) with an id the transport already shares.
+    pub(crate) fn with_shared_session(self, session: Arc<str>) -> Self {
+        self.owner_mut().session = Some(session);
         self
     }
 
     /// The principal set with [`with_principal`](Self::with_principal).
     pub fn principal(&self) -> Option<String> {
-        self.owner().principal
+        self.owner_mut().principal.as_deref().map(str::to_owned)
     }
 
     fn owner(&self) -> Owner {
@@ -1101,7 +1109,7 @@ impl Server {
 #[derive(Default)]
 struct InFlightIds {
     first: Option<(Id, CancelHandle)>,
-    more: HashMap<Id, CancelHandle>,
+    more: FastMap<Id, CancelHandle>,
 }
 
 impl InFlightIds {

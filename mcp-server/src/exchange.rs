@@ -51,8 +51,9 @@ pub(crate) struct Pusher {
 /// connection with the same owner, and request state is bound to the principal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Owner {
-    pub(crate) principal: Option<String>,
-    pub(crate) session: Option<String>,
+    // Shared text: every call's exchange takes a copy of its connection's owner.
+    pub(crate) principal: Option<Arc<str>>,
+    pub(crate) session: Option<Arc<str>>,
 }
 
 /// The part of a reply topic that names the owner: empty when nothing is known, else a
@@ -523,7 +524,7 @@ mod tests {
     fn owner_tags_are_lowercase_hex_digests() {
         assert_eq!(owner_tag(&Owner::default()), "");
         let owner = Owner {
-            principal: Some("iss|sub".to_owned()),
+            principal: Some("iss|sub".into()),
             session: None,
         };
         let tag = owner_tag(&owner);
@@ -541,7 +542,7 @@ mod tests {
         assert_eq!(tag.len(), 32);
         let other = Owner {
             principal: None,
-            session: Some("iss|sub".to_owned()),
+            session: Some("iss|sub".into()),
         };
         assert_ne!(
             owner_tag(&other),

@@ -105,6 +105,12 @@
 //!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
 
+/// The hash map of the server's own tables (sessions, in-flight calls, the registry's
+/// indexes): foldhash, seeded per map, instead of SipHash. These tables are looked up on
+/// every call with short keys; their keys are the server's own (session ids, registered
+/// names) or few and bounded per session (request ids of calls in flight).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 mod ask;
 mod completion;
 mod content;

@@ -1,7 +1,7 @@
 //! What each revision is shown of the registry: projected once per revision by the revision's
 //! adapter, then served from here for every list and call.
 
-use std::collections::HashMap;
+use crate::FastMap;
 
 use mcp_adapters::{Adapter, ToolDefinition, ToolHeaders, ToolView};
 use mcp_schema::HeaderBinding;
@@ -15,7 +15,7 @@ pub(crate) struct RevisionView {
     /// Offered tools, sorted by name: (name, definition).
     pub(crate) tools: Vec<(String, Value)>,
     /// The projection of each offered tool (structured output allowed, header bindings).
-    pub(crate) tool_views: HashMap<String, ToolView>,
+    pub(crate) tool_views: FastMap<String, ToolView>,
     pub(crate) resources: Vec<(String, Value)>,
     pub(crate) templates: Vec<(String, Value)>,
     pub(crate) prompts: Vec<(String, Value)>,
@@ -30,7 +30,7 @@ pub(crate) struct RevisionView {
 impl RevisionView {
     pub(crate) fn build(registry: &Registry, adapter: Adapter) -> Self {
         let mut tools = Vec::new();
-        let mut tool_views = HashMap::new();
+        let mut tool_views = FastMap::default();
         for entry in &registry.tools {
             let tool = &entry.tool;
             if tool

@@ -1,6 +1,6 @@
 //! The registry: server identity, declarations, settings, and per-revision views built once.
 
-use std::collections::HashMap;
+use crate::FastMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -281,7 +281,7 @@ impl ServerBuilder {
     }
 }
 
-fn index<'a>(keys: impl Iterator<Item = &'a str>) -> HashMap<String, usize> {
+fn index<'a>(keys: impl Iterator<Item = &'a str>) -> FastMap<String, usize> {
     keys.enumerate().map(|(i, k)| (k.to_owned(), i)).collect()
 }
 
@@ -486,14 +486,14 @@ pub(crate) struct Registry {
     pub(crate) server_info: Value,
     pub(crate) instructions: Option<String>,
     pub(crate) tools: Vec<ToolEntry>,
-    pub(crate) tool_index: HashMap<String, usize>,
+    pub(crate) tool_index: FastMap<String, usize>,
     pub(crate) resources: Vec<Resource>,
-    pub(crate) resource_index: HashMap<String, usize>,
+    pub(crate) resource_index: FastMap<String, usize>,
     pub(crate) templates: Vec<TemplateEntry>,
     /// Template indices, most literal text first: the most specific template matches first.
     pub(crate) template_order: Vec<usize>,
     pub(crate) prompts: Vec<PromptEntry>,
-    pub(crate) prompt_index: HashMap<String, usize>,
+    pub(crate) prompt_index: FastMap<String, usize>,
     pub(crate) completer: Option<Completer>,
     pub(crate) page_size: usize,
     pub(crate) ask_timeout: Duration,

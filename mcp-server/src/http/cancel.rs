@@ -8,7 +8,7 @@
 //! A worker keeps listening to a session's topic for [`LINGER`] after its last call there ends,
 //! so the calls of a busy session do not each start a listener (a hub round trip and a task).
 
-use std::collections::HashMap;
+use crate::FastMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,7 @@ pub(crate) struct Cancels {
 
 #[derive(Default)]
 struct Sessions {
-    by_id: HashMap<String, SessionCalls>,
+    by_id: FastMap<String, SessionCalls>,
     /// When idle listeners were last looked for.
     swept: Option<Instant>,
 }
@@ -68,14 +68,14 @@ impl Sessions {
 /// Keeps a call registered while it runs.
 pub(crate) struct Registered {
     cancels: Arc<Cancels>,
-    session: String,
+    session: Arc<str>,
     key: u64,
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
         let mut sessions = self.cancels.lock();
-        if let Some(calls) = sessions.by_id.get_mut(&self.session) {
+        if let Some(calls) = sessions.by_id.get_mut(&*self.session) {
             calls.calls.retain(|(key, _)| *key != self.key);
             if calls.calls.is_empty() {
                 // The listener lingers for the session's next call (see `Sessions::sweep`).
@@ -98,36 +98,38 @@ impl Cancels {
         self: &Arc<Self>,
         log: &Arc<dyn EventLog>,
         topic: impl FnOnce() -> Topic,
-        session: &str,
+        session: &Arc<str>,
         ctx: &Context,
     ) -> Registered {
-        let listening = {
+        {
+            // Listened to already (every call but a session's first here): one lookup, no
+            // key to allocate.
             let mut sessions = self.lock();
             sessions.sweep();
-            sessions.by_id.contains_key(session)
-        };
-        let subscription = if listening {
-            None
-        } else {
-            match Subscription::start(log.clone(), topic(), None).await {
-                Ok(subscription) => Some(subscription),
-                Err(err) => {
-                    tracing::warn!(%err, "cannot listen for cancellations of a session");
-                    None
-                }
+            if let Some(calls) = sessions.by_id.get_mut(&**session) {
+                return self.enlist(calls, session, ctx);
+            }
+        }
+        let subscription = match Subscription::start(log.clone(), topic(), None).await {
+            Ok(subscription) => Some(subscription),
+            Err(err) => {
+                tracing::warn!(%err, "cannot listen for cancellations of a session");
+                None
             }
         };
         let mut sessions = self.lock();
-        let calls = match sessions.by_id.get_mut(session) {
-            // Listened to already: no key to allocate.
-            Some(calls) => calls,
-            None => sessions.by_id.entry(session.to_owned()).or_insert_with(|| {
+        // Another call of the session may have started listening meanwhile: then this
+        // subscription is dropped unused.
+        let calls = sessions
+            .by_id
+            .entry((**session).to_owned())
+            .or_insert_with(|| {
                 let (stop, stopped) = oneshot::channel();
                 if let Some(subscription) = subscription {
                     tokio::spawn(listen(
                         Arc::downgrade(self),
                         subscription,
-                        session.to_owned(),
+                        (**session).to_owned(),
                         stopped,
                     ));
                 }
@@ -137,15 +139,24 @@ impl Cancels {
                     idle_since: None,
                     _stop: stop,
                 }
-            }),
-        };
+            });
+        self.enlist(calls, session, ctx)
+    }
+
+    /// Adds `ctx` to the running calls of its session.
+    fn enlist(
+        self: &Arc<Self>,
+        calls: &mut SessionCalls,
+        session: &Arc<str>,
+        ctx: &Context,
+    ) -> Registered {
         calls.idle_since = None;
         let key = calls.next;
         calls.next += 1;
         calls.calls.push((key, ctx.clone()));
         Registered {
             cancels: self.clone(),
-            session: session.to_owned(),
+            session: session.clone(),
             key,
         }
     }
@@ -229,20 +240,22 @@ pub(crate) fn has_request(body: &mcp_adapters::DecodedBody) -> bool {
 
 /// The request ids the `notifications/cancelled` messages of a body name.
 pub(crate) fn cancelled_ids(decoded: &Decoded) -> Vec<Id> {
-    let messages: Vec<&Message> = match decoded {
-        Decoded::Single(Ok(message)) => vec![message],
-        Decoded::Single(Err(_)) => Vec::new(),
-        Decoded::Batch(items) => items.iter().filter_map(|i| i.as_ref().ok()).collect(),
+    let cancelled = |message: &Message| match message {
+        Message::Notification(n) if n.method == method::NOTIFICATION_CANCELLED => n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+            .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok()),
+        _ => None,
     };
-    messages
-        .into_iter()
-        .filter_map(|message| match message {
-            Message::Notification(n) if n.method == method::NOTIFICATION_CANCELLED => n
-                .params
-                .as_ref()
-                .and_then(|p| p.get("requestId"))
-                .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok()),
-            _ => None,
-        })
-        .collect()
+    // A single message (the common case) needs no list of messages first.
+    match decoded {
+        Decoded::Single(Ok(message)) => cancelled(message).into_iter().collect(),
+        Decoded::Single(Err(_)) => Vec::new(),
+        Decoded::Batch(items) => items
+            .iter()
+            .filter_map(|i| i.as_ref().ok())
+            .filter_map(cancelled)
+            .collect(),
+    }
 }

@@ -8,7 +8,7 @@
 //! gone) publishes to the topic as before, and the stream reads both. Every message of one
 //! POST takes the same path, so the order within a call holds.
 
-use std::collections::HashMap;
+use crate::FastMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -209,11 +209,11 @@ const LOCAL_BACKLOG: usize = 1024;
 /// answers to POSTs that land here skip the event log.
 #[derive(Default)]
 pub(crate) struct LocalStreams {
-    senders: Mutex<HashMap<String, mpsc::Sender<Bytes>>>,
+    senders: Mutex<FastMap<String, mpsc::Sender<Bytes>>>,
 }
 
 impl LocalStreams {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, mpsc::Sender<Bytes>>> {
+    fn lock(&self) -> MutexGuard<'_, FastMap<String, mpsc::Sender<Bytes>>> {
         self.senders.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -390,6 +390,8 @@ async fn serve_message(
     loaded: Loaded,
     bytes: &[u8],
 ) {
+    // Shared with the call's context and its cancel registration.
+    let id: Arc<str> = Arc::from(id);
     let mut delivery = Delivery::new(shared, &id);
     let log = &shared.server.registry.log;
     let decoded = jsonrpc::decode(bytes);
@@ -421,7 +423,7 @@ async fn serve_message(
     let snapshot = loaded.record.snapshot(shared.server.revisions());
     // Replies to questions pushed in this session are accepted only from this session.
     let ctx = Context::for_session(snapshot, true, shared.sessions.namespace().clone())
-        .with_session(id.clone());
+        .with_shared_session(id.clone());
     // While the call runs, a `notifications/cancelled` of its session reaches it (a body
     // without a request has nothing to cancel).
     let _registered = if cancel::has_request(&items) {

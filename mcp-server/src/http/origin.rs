@@ -1,5 +1,7 @@
 //! `Origin` and `Host` validation: allow-lists with `*` (one label) and `**` (several).
 
+use std::borrow::Cow;
+
 use http::HeaderMap;
 use http::header::{HOST, ORIGIN};
 
@@ -25,8 +27,18 @@ enum PortPattern {
     Exact(String),
 }
 
+/// `s` in ASCII lowercase, borrowed when it already is (the common case: no allocation per
+/// request).
+fn ascii_lowercase(s: &str) -> Cow<'_, str> {
+    if s.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(s.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
 /// `host[:port]` split, the host lowercased. `None` when it is empty or malformed.
-fn split_authority(authority: &str) -> Option<(String, Option<&str>)> {
+fn split_authority(authority: &str) -> Option<(Cow<'_, str>, Option<&str>)> {
     let authority = authority.trim();
     let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
         let end = rest.find(']')?;
@@ -46,7 +58,7 @@ fn split_authority(authority: &str) -> Option<(String, Option<&str>)> {
     if host.is_empty() || port.is_some_and(str::is_empty) {
         return None;
     }
-    Some((host.to_ascii_lowercase(), port))
+    Some((ascii_lowercase(host), port))
 }
 
 fn labels_of(host: &str) -> Vec<String> {
@@ -100,7 +112,7 @@ impl Pattern {
     }
 
     fn matches_origin(&self, origin: &Origin<'_>) -> bool {
-        self.scheme.as_deref() == Some(origin.scheme.as_str())
+        self.scheme.as_deref() == Some(&*origin.scheme)
             && self.matches_host(&origin.host, origin.port)
     }
 }
@@ -120,8 +132,8 @@ fn labels_match(pattern: &[&str], labels: &[&str]) -> bool {
 
 /// A parsed `Origin` header.
 struct Origin<'a> {
-    scheme: String,
-    host: String,
+    scheme: Cow<'a, str>,
+    host: Cow<'a, str>,
     port: Option<&'a str>,
 }
 
@@ -132,7 +144,7 @@ fn parse_origin(text: &str) -> Option<Origin<'_>> {
     }
     let (host, port) = split_authority(rest)?;
     Some(Origin {
-        scheme: scheme.to_ascii_lowercase(),
+        scheme: ascii_lowercase(scheme),
         host,
         port,
     })

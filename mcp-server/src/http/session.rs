@@ -1,6 +1,6 @@
 //! Sessions as small records in the hub's state store, so that any worker serves any session.
 
-use std::collections::HashMap;
+use crate::FastMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -108,10 +108,19 @@ impl SessionRecord {
 
     /// Whether [`absorb`](Self::absorb) would change anything (without copying the record).
     pub(crate) fn would_change(&self, now: &SessionView<'_>) -> bool {
+        // The usual call's connection still holds this record's shared client: the same
+        // object, so nothing to compare member by member.
+        let same_client = self
+            .client
+            .0
+            .get()
+            .is_some_and(|shared| std::ptr::eq(&**shared, now.client));
         now.adapter
             .is_some_and(|a| self.version.as_deref() != Some(a.version()))
-            || (now.client.info.is_some() && now.client.info != self.client_info)
-            || (now.client.capabilities.is_some() && now.client.capabilities != self.capabilities)
+            || (!same_client
+                && ((now.client.info.is_some() && now.client.info != self.client_info)
+                    || (now.client.capabilities.is_some()
+                        && now.client.capabilities != self.capabilities)))
             || now
                 .log_level
                 .is_some_and(|l| self.log_level.as_deref() != Some(l.as_str()))
@@ -171,7 +180,7 @@ struct Cached {
 }
 
 /// The records decoded by one worker, by session id.
-type Decoded = Mutex<HashMap<String, Cached>>;
+type Decoded = Mutex<FastMap<String, Cached>>;
 
 /// The invalidation feed of a worker's session cache ([`HttpConfig::session_cache`]).
 ///
@@ -219,7 +228,7 @@ pub(crate) struct Sessions {
     namespace: Namespace,
     ttl: Duration,
     /// When this worker last renewed each session's TTL.
-    touched: Arc<Mutex<HashMap<String, Instant>>>,
+    touched: Arc<Mutex<FastMap<String, Instant>>>,
     /// Records this worker decoded, by session id. An entry is reused when the store returns
     /// the same version and the same bytes again, and served without a store read while it is
     /// trusted (see [`Feed`]).
@@ -250,8 +259,8 @@ impl Sessions {
             store,
             namespace,
             ttl,
-            touched: Arc::new(Mutex::new(HashMap::new())),
-            decoded: Arc::new(Mutex::new(HashMap::new())),
+            touched: Arc::new(Mutex::new(FastMap::default())),
+            decoded: Arc::new(Mutex::new(FastMap::default())),
             cache: cache.filter(|(_, trust)| !trust.is_zero()),
             feed: Arc::new(Feed {
                 started: AtomicBool::new(false),

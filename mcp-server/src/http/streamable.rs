@@ -29,7 +29,7 @@ use crate::notify::Change;
 struct Bound {
     adapter: Adapter,
     /// The stored session, for requests of a session.
-    session: Option<(String, Loaded)>,
+    session: Option<(Arc<str>, Loaded)>,
     /// The request is `initialize`: a session is minted if it succeeds.
     initialize: bool,
 }
@@ -96,7 +96,7 @@ pub(crate) async fn post(
     let mut ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
     if let Some((id, _)) = &bound.session {
         // Replies to questions pushed in this session are accepted only from this session.
-        ctx = ctx.with_session(id.clone());
+        ctx = ctx.with_shared_session(id.clone());
     }
     // While the call runs, a `notifications/cancelled` of its session reaches it (a body
     // without a request has nothing to cancel).
@@ -332,7 +332,7 @@ async fn bind(
     };
     Ok(Bound {
         adapter,
-        session: Some((id.to_owned(), loaded)),
+        session: Some((Arc::from(id), loaded)),
         initialize: false,
     })
 }
