@@ -94,14 +94,55 @@ impl Body for HttpBody {
 /// The keep-alive comment.
 const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
-/// An SSE stream: the events of `source`, a keep-alive comment whenever it is idle for the
-/// interval, and an end when the endpoint closes (`closing`) if the stream is long-lived.
+/// An SSE stream: the events of `source`, a keep-alive comment when it stays idle, and an end
+/// when the endpoint closes (`closing`) if the stream is long-lived.
+///
+/// Cheap per event: the keep-alive timer is not re-armed for every event (a tick that finds
+/// events sent since the previous one sends nothing, so an idle stream gets a comment after
+/// one to two intervals), and the closing signal is polled again only when it changed or the
+/// stream is polled by another task.
 pub(crate) struct SseStream {
     source: BoxStream<'static, Bytes>,
     interval: Duration,
     sleep: Pin<Box<Sleep>>,
-    closing: Option<BoxFuture<'static, ()>>,
+    /// An event went out since the keep-alive timer was last armed.
+    sent: bool,
+    closing: Option<Closing>,
     done: bool,
+}
+
+/// The endpoint's closing signal, as an SSE stream watches it.
+struct Closing {
+    /// Resolves when the signal turns true; polled to register the task's waker.
+    wait: BoxFuture<'static, ()>,
+    /// A second receiver of the same signal: has anything been sent since we last looked?
+    peek: watch::Receiver<bool>,
+    /// The waker `wait` was last polled with.
+    registered: Option<std::task::Waker>,
+}
+
+impl Closing {
+    /// The signal turned true. Polls `wait` only when the signal changed or the waker did.
+    fn closed(&mut self, cx: &mut Context<'_>) -> bool {
+        let changed = self.peek.has_changed().unwrap_or(true);
+        if changed {
+            self.peek.mark_unchanged();
+        }
+        let same_task = self
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()));
+        if !changed && same_task {
+            return false;
+        }
+        if self.wait.as_mut().poll(cx).is_ready() {
+            return true;
+        }
+        if !same_task {
+            self.registered = Some(cx.waker().clone());
+        }
+        false
+    }
 }
 
 impl SseStream {
@@ -110,16 +151,23 @@ impl SseStream {
             source,
             interval,
             sleep: Box::pin(tokio::time::sleep(interval)),
+            sent: false,
             closing: None,
             done: false,
         }
     }
 
     /// Ends the stream when `closing` turns true (graceful shutdown of a long-lived stream).
-    pub(crate) fn until_closing(mut self, mut closing: watch::Receiver<bool>) -> Self {
-        self.closing = Some(Box::pin(async move {
-            let _ = closing.wait_for(|c| *c).await;
-        }));
+    pub(crate) fn until_closing(mut self, closing: watch::Receiver<bool>) -> Self {
+        let peek = closing.clone();
+        let mut closing = closing;
+        self.closing = Some(Closing {
+            wait: Box::pin(async move {
+                let _ = closing.wait_for(|c| *c).await;
+            }),
+            peek,
+            registered: None,
+        });
         self
     }
 }
@@ -133,31 +181,34 @@ impl Stream for SseStream {
             return Poll::Ready(None);
         }
         if let Some(closing) = this.closing.as_mut()
-            && closing.as_mut().poll(cx).is_ready()
+            && closing.closed(cx)
         {
             this.done = true;
             return Poll::Ready(None);
         }
         match this.source.as_mut().poll_next(cx) {
             Poll::Ready(Some(bytes)) => {
-                let next = Instant::now() + this.interval;
-                this.sleep.as_mut().reset(next);
+                this.sent = true;
                 Poll::Ready(Some(bytes))
             }
             Poll::Ready(None) => {
                 this.done = true;
                 Poll::Ready(None)
             }
-            Poll::Pending => {
-                if this.sleep.as_mut().poll(cx).is_ready() {
-                    let next = Instant::now() + this.interval;
-                    this.sleep.as_mut().reset(next);
-                    // Register the timer again for the next keep-alive.
+            Poll::Pending => loop {
+                if this.sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                let next = Instant::now() + this.interval;
+                this.sleep.as_mut().reset(next);
+                if !std::mem::take(&mut this.sent) {
+                    // Idle for a whole interval. The loop polls the timer again to register
+                    // it for the next one.
                     let _ = this.sleep.as_mut().poll(cx);
                     return Poll::Ready(Some(Bytes::from_static(KEEP_ALIVE)));
                 }
-                Poll::Pending
-            }
+                // Events went out during this interval: no comment; wait for the next tick.
+            },
         }
     }
 }
@@ -199,5 +250,58 @@ mod tests {
             b"event: message\nid: 1-2\ndata: {}\n\n"
         );
         assert_eq!(&priming("0-1", 500)[..], b"id: 0-1\nretry: 500\ndata:\n\n");
+    }
+
+    use futures::StreamExt as _;
+
+    const TICK: Duration = Duration::from_secs(10);
+
+    fn stream() -> (futures::channel::mpsc::UnboundedSender<Bytes>, SseStream) {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        (tx, SseStream::new(rx.boxed(), TICK))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_stream_gets_a_comment_every_interval() {
+        let (_tx, mut sse) = stream();
+        let start = Instant::now();
+        for round in 1..=3 {
+            assert_eq!(sse.next().await.as_deref(), Some(KEEP_ALIVE));
+            assert_eq!(start.elapsed(), TICK * round);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_interval_sends_no_comment() {
+        let (tx, mut sse) = stream();
+        let start = Instant::now();
+        tokio::time::sleep(TICK / 2).await;
+        tx.unbounded_send(Bytes::from_static(b"data: 1\n\n"))
+            .unwrap();
+        assert_eq!(sse.next().await.as_deref(), Some(&b"data: 1\n\n"[..]));
+        // The interval that carried an event ends without a comment; the next, idle, has one.
+        assert_eq!(sse.next().await.as_deref(), Some(KEEP_ALIVE));
+        assert_eq!(start.elapsed(), TICK * 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closing_ends_the_stream_and_events_flow_until_then() {
+        let (tx, sse) = stream();
+        let (close, closing) = watch::channel(false);
+        let mut sse = sse.until_closing(closing);
+        for n in 0..3 {
+            let event = Bytes::from(format!("data: {n}\n\n"));
+            tx.unbounded_send(event.clone()).unwrap();
+            assert_eq!(sse.next().await, Some(event));
+        }
+        // Another value that is not "closing" does not end it.
+        close.send(false).unwrap();
+        tx.unbounded_send(Bytes::from_static(b"data: x\n\n"))
+            .unwrap();
+        assert_eq!(sse.next().await.as_deref(), Some(&b"data: x\n\n"[..]));
+        let ended = tokio::spawn(async move { sse.next().await });
+        tokio::task::yield_now().await;
+        close.send(true).unwrap();
+        assert_eq!(ended.await.unwrap(), None);
     }
 }

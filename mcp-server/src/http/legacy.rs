@@ -131,35 +131,40 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
         topic,
         renew,
     };
+    // The sources, each polled only when it woke (`select_all`; a `select` would poll the idle
+    // ones, such as the hub subscription and the change feed, at every event). An event is
+    // `Some(frame)`; `None` ends the stream.
+    let message = |payload: Bytes| body::event(Some("message"), None, &payload);
     // What the hub brings, then `None` once the subscription fails: the stream ends there, as
     // it did before the local channel was merged in.
     let hub = subscription
         .take_while(|event| std::future::ready(event.is_ok()))
-        .filter_map(|event| std::future::ready(event.ok().map(|event| event.payload)))
-        .map(Some)
-        .chain(stream::iter([None]));
+        .filter_map(move |event| std::future::ready(event.ok().map(|e| Some(message(e.payload)))))
+        .chain(stream::iter([None]))
+        .boxed();
     // The local channel closes only when a client that does not read its stream let the
     // backlog fill up ([`LOCAL_BACKLOG`]): the stream ends there too, once drained.
     let local = stream::poll_fn(move |cx| local.poll_recv(cx))
-        .map(Some)
-        .chain(stream::iter([None]));
-    let events = stream::select(hub, local)
-        .take_while(|message| std::future::ready(message.is_some()))
-        .filter_map(move |message| {
+        .map(move |payload| Some(message(payload)))
+        .chain(stream::iter([None]))
+        .boxed();
+    let mut sources = vec![hub, local];
+    if let Some(changes) = changes {
+        // Server notifications; when their feed ends, the stream goes on without them.
+        sources.push(
+            session_notifications(shared.clone(), set.clone(), id_for_changes, changes)
+                .map(Some)
+                .boxed(),
+        );
+    }
+    let events = stream::select_all(sources)
+        .take_while(|frame| std::future::ready(frame.is_some()))
+        .filter_map(move |frame| {
             // The stream owns the cleanup: it runs when the client goes away.
             let _owned = &cleanup;
-            std::future::ready(message.map(|m| body::event(Some("message"), None, &m)))
+            std::future::ready(frame)
         });
-    let source = match changes {
-        Some(changes) => {
-            let notifications =
-                session_notifications(shared.clone(), set.clone(), id_for_changes, changes);
-            stream::iter([head])
-                .chain(stream::select(events, notifications))
-                .boxed()
-        }
-        None => stream::iter([head]).chain(events).boxed(),
-    };
+    let source = stream::iter([head]).chain(events).boxed();
     let stream =
         SseStream::new(source, shared.config.keep_alive).until_closing(shared.closing.subscribe());
     sse_response(HttpBody::sse(stream))
