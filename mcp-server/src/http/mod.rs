@@ -459,7 +459,8 @@ impl Accepts {
 
     /// Reads `Accept` (media ranges, wildcards, `q=0` excluded). No header accepts anything.
     pub(crate) fn of(headers: &HeaderMap) -> Self {
-        let mut values = headers.get_all(ACCEPT).iter().peekable();
+        let all = headers.get_all(ACCEPT);
+        let mut values = all.iter().peekable();
         if values.peek().is_none() {
             return Self {
                 json: true,
@@ -472,7 +473,7 @@ impl Accepts {
         };
         if let Some(value) = values.peek()
             && let Some(common) = Self::common(value.as_bytes())
-            && headers.get_all(ACCEPT).iter().count() == 1
+            && all.iter().nth(1).is_none()
         {
             return common;
         }
