@@ -596,7 +596,7 @@ impl Server {
                 let done = self.call(adapter, &mut call, ctx, sink, &cancel).await;
                 on_drop.disarm();
                 drop(registered);
-                if *cancel.watcher().borrow() {
+                if cancel.is_cancelled() {
                     // A cancelled request gets no response.
                     return None;
                 }
@@ -1042,7 +1042,7 @@ impl Server {
             progress_token: call.progress_token.clone(),
             log_level: call.log_level,
             sink: sink.clone(),
-            cancel: cancel.watcher(),
+            cancel: cancel.clone(),
             ask: Mutex::new(AskState {
                 answers: resumed.answers,
                 asked: resumed.asked,
@@ -1204,12 +1204,11 @@ impl Done {
 
 /// Runs `fut` unless the call is cancelled first (then the future is dropped).
 async fn with_cancel<F: Future>(cancel: &CancelHandle, fut: F) -> Option<F::Output> {
-    let mut watcher = cancel.watcher();
     tokio::select! {
         // The handler first: one that waits for its cancellation signal sees it fire.
         biased;
         output = fut => Some(output),
-        _ = watcher.wait_for(|c| *c) => None,
+        () = cancel.cancelled() => None,
     }
 }
 
@@ -1336,6 +1335,6 @@ mod tests {
         assert_eq!(ids.handles().count(), 2);
         // The handle found is the one registered under that id.
         ids.get(&Id::from("two")).unwrap().cancel();
-        assert!(*b.watcher().borrow() && !*a.watcher().borrow());
+        assert!(b.is_cancelled() && !a.is_cancelled());
     }
 }

@@ -10,7 +10,6 @@ use mcp_adapters::{Adapter, ClientContext, Failure, LogLevel, Operation, Revisio
 use mcp_hub::{EventLog, Namespace, StateStore};
 use mcp_wire::jsonrpc::Id;
 use serde_json::{Map, Value, json};
-use tokio::sync::watch;
 
 use crate::ask::{Answer, Question};
 use crate::error::Interrupt;
@@ -18,22 +17,50 @@ use crate::state::random_id;
 
 pub(crate) use crate::sink::Sink;
 
-/// A cancellation signal shared by a call and whoever may cancel it (clones share the
-/// channel: one allocation per call).
-#[derive(Clone, Debug)]
-pub(crate) struct CancelHandle(watch::Sender<bool>);
+/// A cancellation signal shared by a call and whoever may cancel it (clones share it: one
+/// small allocation per call).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CancelHandle(Arc<CancelState>);
+
+#[derive(Debug, Default)]
+struct CancelState {
+    cancelled: std::sync::atomic::AtomicBool,
+    /// Wakes whoever waits in [`CancelHandle::cancelled`].
+    waiters: tokio::sync::Notify,
+}
 
 impl CancelHandle {
     pub(crate) fn new() -> Self {
-        Self(watch::Sender::new(false))
+        Self::default()
     }
 
     pub(crate) fn cancel(&self) {
-        self.0.send_replace(true);
+        if !self
+            .0
+            .cancelled
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            self.0.waiters.notify_waiters();
+        }
     }
 
-    pub(crate) fn watcher(&self) -> watch::Receiver<bool> {
-        self.0.subscribe()
+    /// The call was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.0.cancelled.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Waits until the call is cancelled.
+    pub(crate) async fn cancelled(&self) {
+        loop {
+            let notified = self.0.waiters.notified();
+            let mut notified = std::pin::pin!(notified);
+            // Registered before the check, so a cancel between the two is not missed.
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
@@ -151,7 +178,7 @@ pub(crate) struct ExchangeInner {
     pub(crate) progress_token: Option<Id>,
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) sink: Sink,
-    pub(crate) cancel: watch::Receiver<bool>,
+    pub(crate) cancel: CancelHandle,
     pub(crate) ask: Mutex<AskState>,
     pub(crate) previous_state: Option<Value>,
     pub(crate) push: Option<Pusher>,
@@ -264,16 +291,12 @@ impl Exchange {
     /// The call was cancelled (the client sent `notifications/cancelled`, or closed the
     /// stream).
     pub fn is_cancelled(&self) -> bool {
-        *self.inner.cancel.borrow()
+        self.inner.cancel.is_cancelled()
     }
 
     /// Waits until the call is cancelled.
     pub async fn cancelled(&self) {
-        let mut watcher = self.inner.cancel.clone();
-        // An error means the canceller is gone: the call can no longer be cancelled.
-        if watcher.wait_for(|c| *c).await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        self.inner.cancel.cancelled().await;
     }
 
     /// The handle-based state store (namespaced), for handlers that keep their own state.
@@ -446,7 +469,6 @@ impl Exchange {
             return Err(self.stop(Interrupted::Cancelled));
         }
         let deadline = tokio::time::Instant::now() + push.timeout;
-        let mut cancel = self.inner.cancel.clone();
         let outcome = loop {
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
             if remaining.is_zero() {
@@ -454,7 +476,7 @@ impl Exchange {
             }
             let events = tokio::select! {
                 events = push.log.poll(&topic, cursor, remaining) => events,
-                _ = cancel.wait_for(|c| *c) => break Err(self.stop(Interrupted::Cancelled)),
+                () = self.inner.cancel.cancelled() => break Err(self.stop(Interrupted::Cancelled)),
             };
             match events {
                 Ok(events) => {
@@ -519,6 +541,23 @@ fn decode_reply(payload: &[u8]) -> Result<Value, mcp_wire::jsonrpc::ErrorObject>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_cancel_reaches_waiters_before_and_after_it() {
+        let handle = CancelHandle::new();
+        let clone = handle.clone();
+        let waiting = tokio::spawn(async move { clone.cancelled().await });
+        tokio::task::yield_now().await;
+        assert!(!handle.is_cancelled());
+        handle.cancel();
+        waiting.await.unwrap();
+        assert!(handle.is_cancelled());
+        // Cancelled already: returns at once, however often it is asked.
+        handle.cancelled().await;
+        handle.cancel();
+        handle.clone().cancelled().await;
+        assert!(!CancelHandle::new().is_cancelled());
+    }
 
     #[test]
     fn owner_tags_are_lowercase_hex_digests() {

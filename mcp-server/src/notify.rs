@@ -952,13 +952,12 @@ impl Server {
             Err(err) => return Done::failure(Failure::internal(err.to_string())),
         };
         let _ = sink.send(adapter.subscriptions_acknowledged(&id, Value::Object(honoured)));
-        let mut cancelled = cancel.watcher();
         let mut server_closed = self.live.closed.watcher();
         let mut connection_closed = ctx.listeners_closer().watcher();
         loop {
             tokio::select! {
                 biased;
-                _ = cancelled.wait_for(|c| *c) => return Done::Silent,
+                () = cancel.cancelled() => return Done::Silent,
                 _ = server_closed.wait_for(|c| *c) => return result,
                 _ = connection_closed.wait_for(|c| *c) => return result,
                 next = changes.next() => match next {

@@ -9,8 +9,8 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use mcp_adapters::Revision;
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value};
 
 use crate::content::{CallToolResult, Content};
@@ -294,7 +294,9 @@ impl Tool {
     {
         let handler = Arc::new(handler);
         let call: ErasedTool = Arc::new(move |arguments: Value, ex: Exchange| {
-            let args: H::Args = serde_json::from_value(arguments).map_err(|e| e.to_string())?;
+            // Read from the tree in place (its strings are borrowed, not moved out one by one).
+            let args = H::Args::deserialize(&arguments).map_err(|e| e.to_string())?;
+            drop(arguments);
             Ok(handler.call_result(args, ex))
         });
         Self {
