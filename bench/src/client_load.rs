@@ -135,15 +135,15 @@ async fn connect(config: &LoadConfig) -> Result<Client, String> {
     client.map_err(|e| e.to_string())
 }
 
-/// One `add` call. Over Streamable HTTP the client reads the result straight into a
-/// [`ToolReply`] ([`Client::call_tool_as`]); the other transports hand the client a parsed
+/// One `add` call. Over HTTP (Streamable HTTP, and HTTP+SSE) the client reads the result
+/// straight into a [`ToolReply`] ([`Client::call_tool_as`]); stdio hands the client a parsed
 /// message, so the reply is taken from the result [`Value`] instead of deserialized from it.
 async fn call(
     client: &Client,
     config: &LoadConfig,
     arguments: &Value,
 ) -> Result<ToolReply, mcp_client::Error> {
-    if config.transport == Transport::Streamable {
+    if config.transport != Transport::Stdio {
         client.call_tool_as("add", arguments.clone()).await
     } else {
         let result = client.call_tool("add", arguments.clone()).await?;
