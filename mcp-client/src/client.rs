@@ -411,7 +411,9 @@ impl Inner {
             }
             ParamsRef::Tool { name, .. } => (&empty, Some(name)),
         };
-        let bindings = if adapter.operation(method_name) == Some(Operation::CallTool) {
+        // Looked up once: the method's operation decides the bindings, `Mcp-Method` and `Mcp-Name`.
+        let operation = adapter.operation(method_name);
+        let bindings = if operation == Some(Operation::CallTool) {
             tool_name.and_then(|t| lock(&self.tools).get(t).cloned())
         } else {
             None
@@ -432,8 +434,7 @@ impl Inner {
             if is_notification {
                 return Ok(headers);
             }
-            let method_value = match adapter
-                .operation(method_name)
+            let method_value = match operation
                 .and_then(|op| adapter.method(op))
                 .filter(|known| *known == method_name)
             {
@@ -446,8 +447,7 @@ impl Inner {
             let name = match params {
                 ParamsRef::Value(_) => adapter.name_header(method_name, map),
                 // What `name_header` reads from `{"name": ...}`, without building the map.
-                ParamsRef::Tool { name, .. } => adapter
-                    .operation(method_name)
+                ParamsRef::Tool { name, .. } => operation
                     .filter(|op| op.has_target())
                     .map(|_| mcp_wire::header::encode_text(name)),
             };
