@@ -741,7 +741,9 @@ impl Inner {
                 Message::Request(request) => {
                     // A pushed question: answer it with a POST of its own, then keep reading.
                     let inner = self.clone();
-                    inner.answer_request(request).await;
+                    // Boxed, as the other rare paths of a call: their futures would otherwise
+                    // make every call's future larger, and it is moved and copied per call.
+                    Box::pin(inner.answer_request(request)).await;
                 }
                 Message::Notification(n) => self.dispatch_notification(n),
             }
@@ -1497,7 +1499,7 @@ impl Client {
                         && code != Some(error_code::METHOD_NOT_FOUND)
                     {
                         recovered = true;
-                        crate::negotiate::reinitialize(self, session).await?;
+                        Box::pin(crate::negotiate::reinitialize(self, session)).await?;
                         continue;
                     }
                     // A header the server reads differently: re-fetch the tool list and retry once.
@@ -1540,7 +1542,7 @@ impl Client {
                         ));
                     }
                     for (key, question) in asked.questions {
-                        let answer = self.answer(question).await?;
+                        let answer = Box::pin(self.answer(question)).await?;
                         answers.insert(key, Ok(answer));
                     }
                     state = asked.state;
