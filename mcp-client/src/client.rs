@@ -946,23 +946,26 @@ fn surely_complete(body: &[u8]) -> bool {
 /// One pass over the bytes, eight at a time: only a word holding a backslash, `_` or `T` (rare
 /// in results) is looked at byte by byte.
 fn complete_text(text: &str) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     const BACKSLASH: u64 = u64::from_ne_bytes([b'\\'; 8]);
     const UNDERSCORE: u64 = u64::from_ne_bytes([b'_'; 8]);
     const T: u64 = u64::from_ne_bytes([b'T'; 8]);
-    // Whether a word has a zero byte (exact on whether, not on where).
-    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS != 0;
+    const LOWS: u64 = u64::from_ne_bytes([0x7f; 8]);
+    // The high bit of each byte of `w` that is zero, and of no other (exact per byte).
+    let zeros = |w: u64| !(((w & LOWS).wrapping_add(LOWS)) | w | LOWS);
     let bytes = text.as_bytes();
     let mut at = 0;
     for chunk in bytes.chunks_exact(8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let word = u64::from_ne_bytes(word);
-        if (has_zero(word ^ BACKSLASH) || has_zero(word ^ UNDERSCORE) || has_zero(word ^ T))
-            && !(at..at + 8).all(|i| byte_allows_complete(text, i))
-        {
-            return false;
+        let word = u64::from_le_bytes(word);
+        // Only the bytes that matched are looked at, lowest first (little-endian order).
+        let mut hits = zeros(word ^ BACKSLASH) | zeros(word ^ UNDERSCORE) | zeros(word ^ T);
+        while hits != 0 {
+            let i = at + hits.trailing_zeros() as usize / 8;
+            if !byte_allows_complete(text, i) {
+                return false;
+            }
+            hits &= hits - 1;
         }
         at += 8;
     }
