@@ -442,6 +442,47 @@ mod tests {
         }
     }
 
+    fn result_pieces() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("["),
+            Just("]"),
+            Just("{"),
+            Just("}"),
+            Just("\"a\""),
+            Just("\""),
+            Just("\\"),
+            Just("u"),
+            Just("d800"),
+            Just("00e9"),
+            Just(":"),
+            Just(","),
+            Just("1"),
+            Just("0"),
+            Just("-"),
+            Just("."),
+            Just("e"),
+            Just("E400"),
+            Just("null"),
+            Just("\u{1}"),
+            Just(" "),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|parts| parts.concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn what_is_routed_by_its_text_parses_as_that_success_response(result in result_pieces()) {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#);
+            let parsed = match crate::transport::parse_message(text.as_bytes()) {
+                Ok(mcp_wire::jsonrpc::Message::Response(r)) if r.outcome.is_ok() => r.id,
+                _ => None,
+            };
+            // Routed by its text exactly when parsing reads it as this success response.
+            proptest::prop_assert_eq!(success_response_id(&text).map(Id::Number), parsed);
+        }
+    }
+
     #[test]
     fn endpoint_resolution() {
         let base: Uri = "http://127.0.0.1:8080/app/sse".parse().unwrap();
