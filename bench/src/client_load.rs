@@ -88,13 +88,13 @@ async fn worker(config: Arc<LoadConfig>, phase: Arc<AtomicU8>) -> Stats {
                 break;
             }
             let started = Instant::now();
-            let outcome =
-                tokio::time::timeout(config.timeout, call(&client, &config, &arguments)).await;
+            // No timeout of its own around the call: the client bounds every call by
+            // `config.timeout` (set in `connect`), and fails it with a timeout error.
+            let outcome = call(&client, &config, &arguments).await;
             let elapsed = started.elapsed();
             let checked = match outcome {
-                Ok(Ok(result)) => check(&result).map_err(|e| e.to_string()),
-                Ok(Err(error)) => Err(error.to_string()),
-                Err(_) => Err("timed out".to_owned()),
+                Ok(result) => check(&result).map_err(|e| e.to_string()),
+                Err(error) => Err(error.to_string()),
             };
             match checked {
                 Ok(()) => {
@@ -135,15 +135,15 @@ async fn connect(config: &LoadConfig) -> Result<Client, String> {
     client.map_err(|e| e.to_string())
 }
 
-/// One `add` call. Over Streamable HTTP the client reads the result straight into a
-/// [`ToolReply`] ([`Client::call_tool_as`]); the other transports hand the client a parsed
+/// One `add` call. Over HTTP (Streamable HTTP, and HTTP+SSE) the client reads the result
+/// straight into a [`ToolReply`] ([`Client::call_tool_as`]); stdio hands the client a parsed
 /// message, so the reply is taken from the result [`Value`] instead of deserialized from it.
 async fn call(
     client: &Client,
     config: &LoadConfig,
     arguments: &Value,
 ) -> Result<ToolReply, mcp_client::Error> {
-    if config.transport == Transport::Streamable {
+    if config.transport != Transport::Stdio {
         client.call_tool_as("add", arguments.clone()).await
     } else {
         let result = client.call_tool("add", arguments.clone()).await?;

@@ -411,7 +411,9 @@ impl Inner {
             }
             ParamsRef::Tool { name, .. } => (&empty, Some(name)),
         };
-        let bindings = if adapter.operation(method_name) == Some(Operation::CallTool) {
+        // Looked up once: the method's operation decides the bindings, `Mcp-Method` and `Mcp-Name`.
+        let operation = adapter.operation(method_name);
+        let bindings = if operation == Some(Operation::CallTool) {
             tool_name.and_then(|t| lock(&self.tools).get(t).cloned())
         } else {
             None
@@ -432,8 +434,7 @@ impl Inner {
             if is_notification {
                 return Ok(headers);
             }
-            let method_value = match adapter
-                .operation(method_name)
+            let method_value = match operation
                 .and_then(|op| adapter.method(op))
                 .filter(|known| *known == method_name)
             {
@@ -446,8 +447,7 @@ impl Inner {
             let name = match params {
                 ParamsRef::Value(_) => adapter.name_header(method_name, map),
                 // What `name_header` reads from `{"name": ...}`, without building the map.
-                ParamsRef::Tool { name, .. } => adapter
-                    .operation(method_name)
+                ParamsRef::Tool { name, .. } => operation
                     .filter(|op| op.has_target())
                     .map(|_| mcp_wire::header::encode_text(name)),
             };
@@ -614,7 +614,7 @@ impl Inner {
     }
 
     /// [`Inner::attempt`]; with a `reader`, a single JSON body that is certainly a complete result
-    /// (see [`surely_complete`]) is handed to it unparsed, and [`Attempted::Read`] returned when
+    /// (see [`complete_text`]) is handed to it unparsed, and [`Attempted::Read`] returned when
     /// it took the body. Whatever it does not take is read as usual.
     async fn attempt_with(
         self: &Arc<Self>,
@@ -648,9 +648,11 @@ impl Inner {
         };
         let delivery = self.transport.send(outbound).await;
         let outcome = match delivery {
+            // The text is checked as UTF-8 once here, and read as text from then on.
             Ok(Delivery::Json(body))
-                if surely_complete(&body)
-                    && reader.as_mut().is_some_and(|read| read(&id, &body)) =>
+                if std::str::from_utf8(&body).is_ok_and(|text| {
+                    complete_text(text) && reader.as_mut().is_some_and(|read| read(&id, text))
+                }) =>
             {
                 Ok(Attempted::Read)
             }
@@ -739,7 +741,9 @@ impl Inner {
                 Message::Request(request) => {
                     // A pushed question: answer it with a POST of its own, then keep reading.
                     let inner = self.clone();
-                    inner.answer_request(request).await;
+                    // Boxed, as the other rare paths of a call: their futures would otherwise
+                    // make every call's future larger, and it is moved and copied per call.
+                    Box::pin(inner.answer_request(request)).await;
                 }
                 Message::Notification(n) => self.dispatch_notification(n),
             }
@@ -914,7 +918,7 @@ impl Inner {
 
 /// Reads the single JSON body of a response to the request with the given id into the caller's
 /// type; `false` when it cannot (the body is then read as usual).
-pub(crate) type Reader<'a> = dyn FnMut(&Id, &[u8]) -> bool + Send + 'a;
+pub(crate) type Reader<'a> = dyn FnMut(&Id, &str) -> bool + Send + 'a;
 
 /// What [`Inner::attempt_with`] got: an outcome, or a body its reader took.
 enum Attempted {
@@ -928,62 +932,78 @@ enum Answer {
     Read,
 }
 
+/// [`complete_text`] for bytes, which must be UTF-8.
+#[cfg(test)]
+fn surely_complete(body: &[u8]) -> bool {
+    std::str::from_utf8(body).is_ok_and(complete_text)
+}
+
 /// Whether the text of a message shows, without parsing it, that a result in it has no `_meta`
 /// and no `resultType` but `"complete"` ([`mcp_adapters::Adapter::read_result`] would find no
-/// question in it): valid UTF-8 with no `_meta` member name anywhere, every `resultType` member
+/// question in it): no `_meta` member name anywhere, every `resultType` member
 /// name followed by `"complete"`, and no `\u` escape (which could spell either name).
-fn surely_complete(body: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(body) else {
-        return false;
-    };
-    // Each search looks for one byte (`str::find` with a `char` runs a word-at-a-time memchr)
-    // and checks what surrounds it: no substring searcher is built per body, and the bytes
-    // looked for (a backslash, `_`, `T`) are rare in results.
+///
+/// One pass over the bytes, eight at a time: only a word holding a backslash, `_` or `T` (rare
+/// in results) is looked at byte by byte.
+fn complete_text(text: &str) -> bool {
+    const BACKSLASH: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    const UNDERSCORE: u64 = u64::from_ne_bytes([b'_'; 8]);
+    const T: u64 = u64::from_ne_bytes([b'T'; 8]);
+    const LOWS: u64 = u64::from_ne_bytes([0x7f; 8]);
+    // The high bit of each byte of `w` that is zero, and of no other (exact per byte).
+    let zeros = |w: u64| !(((w & LOWS).wrapping_add(LOWS)) | w | LOWS);
     let bytes = text.as_bytes();
     let mut at = 0;
-    while let Some(offset) = text[at..].find('\\') {
-        at += offset + 1;
-        if bytes.get(at) == Some(&b'u') {
-            return false;
+    for chunk in bytes.chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // Only the bytes that matched are looked at, lowest first (little-endian order).
+        let mut hits = zeros(word ^ BACKSLASH) | zeros(word ^ UNDERSCORE) | zeros(word ^ T);
+        while hits != 0 {
+            let i = at + hits.trailing_zeros() as usize / 8;
+            if !byte_allows_complete(text, i) {
+                return false;
+            }
+            hits &= hits - 1;
         }
+        at += 8;
     }
+    (at..bytes.len()).all(|i| byte_allows_complete(text, i))
+}
+
+/// The rule of [`complete_text`] at one byte of `text`: no `\u` escape (which could spell
+/// either name), no `"_meta"` member name, every `"resultType"` member name followed by
+/// `"complete"`.
+fn byte_allows_complete(text: &str, at: usize) -> bool {
     const META: &[u8] = br#""_meta""#;
-    let mut at = 0;
-    while let Some(offset) = text[at..].find('_') {
-        let underscore = at + offset;
-        if underscore >= 1 && bytes[underscore - 1..].starts_with(META) {
-            return false;
-        }
-        at = underscore + 1;
-    }
     const RESULT_TYPE: &[u8] = br#""resultType""#;
     // Where the `T` sits in `"resultType"`.
     const T_AT: usize = 7;
-    let mut at = 0;
-    while let Some(offset) = text[at..].find('T') {
-        let t = at + offset;
-        at = t + 1;
-        let Some(start) = t.checked_sub(T_AT) else {
-            continue;
-        };
-        if !bytes[start..].starts_with(RESULT_TYPE) {
-            continue;
+    let bytes = text.as_bytes();
+    match bytes[at] {
+        b'\\' => bytes.get(at + 1) != Some(&b'u'),
+        b'_' => !(at >= 1 && bytes[at - 1..].starts_with(META)),
+        b'T' => {
+            let Some(start) = at.checked_sub(T_AT) else {
+                return true;
+            };
+            if !bytes[start..].starts_with(RESULT_TYPE) {
+                return true;
+            }
+            // A char boundary: the name ends with a quote.
+            let after = text[start + RESULT_TYPE.len()..].trim_start();
+            after
+                .strip_prefix(':')
+                .is_some_and(|after| after.trim_start().starts_with(r#""complete""#))
         }
-        // A char boundary: the name ends with a quote.
-        let after = text[start + RESULT_TYPE.len()..].trim_start();
-        let Some(after) = after.strip_prefix(':') else {
-            return false;
-        };
-        if !after.trim_start().starts_with(r#""complete""#) {
-            return false;
-        }
+        _ => true,
     }
-    true
 }
 
 /// The result of a success response to `id` (a number, as the client's ids are) read straight
 /// into `T` in one pass; `None` when `body` is anything else or the result does not fit `T`.
-pub(crate) fn read_result_as<T: serde::de::DeserializeOwned>(id: &Id, body: &[u8]) -> Option<T> {
+pub(crate) fn read_result_as<T: serde::de::DeserializeOwned>(id: &Id, body: &str) -> Option<T> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Envelope<'a, T> {
@@ -996,7 +1016,8 @@ pub(crate) fn read_result_as<T: serde::de::DeserializeOwned>(id: &Id, body: &[u8
     let Id::Number(number) = id else {
         return None;
     };
-    let envelope: Envelope<'_, T> = serde_json::from_slice(body).ok()?;
+    // From text: the strings in it are not checked as UTF-8 one by one again.
+    let envelope: Envelope<'_, T> = serde_json::from_str(body).ok()?;
     (envelope.jsonrpc == "2.0" && envelope.id.get().parse::<i64>().ok() == Some(*number))
         .then_some(envelope.result)
 }
@@ -1073,6 +1094,20 @@ fn tool_params(name: &str, arguments: Value) -> Value {
 
 /// Serializes a request without taking its params.
 fn encode_request(id: &Id, method: &str, params: ParamsRef<'_>) -> Vec<u8> {
+    match params {
+        // Written straight out, as with the revision's `_meta` (the same bytes as the struct
+        // below gives, in fewer steps).
+        ParamsRef::Tool { name, arguments } => {
+            let mut out = tool_call_head(id, method, name, arguments, 0);
+            out.extend_from_slice(b"}}");
+            out
+        }
+        ParamsRef::Value(_) => encode_request_serialized(id, method, params),
+    }
+}
+
+/// [`encode_request`] through serde, for any params.
+fn encode_request_serialized(id: &Id, method: &str, params: ParamsRef<'_>) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct Out<'a> {
         jsonrpc: &'static str,
@@ -1172,7 +1207,17 @@ fn encode_tool_call_with_meta(
     arguments: &Value,
     base: &BaseMeta,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128 + base.encoded.len());
+    let mut out = tool_call_head(id, method, name, arguments, base.encoded.len());
+    out.extend_from_slice(br#","_meta":{"#);
+    out.extend_from_slice(&base.encoded);
+    out.extend_from_slice(b"}}}");
+    out
+}
+
+/// A tool call request up to the end of its `arguments` (left out when `null`), the params
+/// object still open; room for `extra` more bytes.
+fn tool_call_head(id: &Id, method: &str, name: &str, arguments: &Value, extra: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128 + extra);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     // Cannot fail: ids, strings and values serialize into a Vec without error.
     let _ = serde_json::to_writer(&mut out, id);
@@ -1184,9 +1229,6 @@ fn encode_tool_call_with_meta(
         out.extend_from_slice(br#","arguments":"#);
         let _ = serde_json::to_writer(&mut out, arguments);
     }
-    out.extend_from_slice(br#","_meta":{"#);
-    out.extend_from_slice(&base.encoded);
-    out.extend_from_slice(b"}}}");
     out
 }
 
@@ -1362,7 +1404,7 @@ impl Client {
         options: CallOptions,
     ) -> Result<T, Error> {
         let mut read = None;
-        let mut reader = |id: &Id, body: &[u8]| {
+        let mut reader = |id: &Id, body: &str| {
             read = read_result_as::<T>(id, body);
             read.is_some()
         };
@@ -1481,7 +1523,7 @@ impl Client {
                         && code != Some(error_code::METHOD_NOT_FOUND)
                     {
                         recovered = true;
-                        crate::negotiate::reinitialize(self, session).await?;
+                        Box::pin(crate::negotiate::reinitialize(self, session)).await?;
                         continue;
                     }
                     // A header the server reads differently: re-fetch the tool list and retry once.
@@ -1524,7 +1566,7 @@ impl Client {
                         ));
                     }
                     for (key, question) in asked.questions {
-                        let answer = self.answer(question).await?;
+                        let answer = Box::pin(self.answer(question)).await?;
                         answers.insert(key, Ok(answer));
                     }
                     state = asked.state;
@@ -1617,7 +1659,7 @@ mod tests {
     #[test]
     fn a_result_is_read_into_the_type_only_from_a_success_response_to_the_request() {
         let id = Id::Number(7);
-        let read = |body: &str| read_result_as::<Value>(&id, body.as_bytes());
+        let read = |body: &str| read_result_as::<Value>(&id, body);
         assert_eq!(
             read(r#"{"jsonrpc":"2.0","id":7,"result":{"a":[1]}}"#),
             Some(json!({"a": [1]}))
@@ -1642,12 +1684,12 @@ mod tests {
             assert_eq!(read(body), None, "{body}");
         }
         assert_eq!(
-            read_result_as::<Vec<u8>>(&id, br#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+            read_result_as::<Vec<u8>>(&id, r#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
             None,
             "a result that does not fit the type"
         );
         assert_eq!(
-            read_result_as::<Value>(&Id::from("7"), br#"{"jsonrpc":"2.0","id":"7","result":{}}"#),
+            read_result_as::<Value>(&Id::from("7"), r#"{"jsonrpc":"2.0","id":"7","result":{}}"#),
             None,
             "string ids are read the slow way"
         );
@@ -1753,6 +1795,12 @@ mod tests {
                 let built = tool_params(name, arguments.clone());
                 let value = ParamsRef::Value(Some(&built));
                 let parse = |bytes: Vec<u8>| serde_json::from_slice::<Value>(&bytes).unwrap();
+                // Written straight out: the very bytes serde writes.
+                assert_eq!(
+                    encode_request(&id, method::TOOLS_CALL, tool),
+                    encode_request_serialized(&id, method::TOOLS_CALL, tool),
+                    "{name} {arguments}"
+                );
                 assert_eq!(
                     parse(encode_request(&id, method::TOOLS_CALL, tool)),
                     parse(encode_request(&id, method::TOOLS_CALL, value)),

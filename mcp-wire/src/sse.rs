@@ -59,7 +59,9 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// refuse such values, since they could not be framed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Event {
-    event: Option<String>,
+    /// The types MCP uses (`message`, `endpoint`) are borrowed from static text when decoded:
+    /// no allocation per event for them.
+    event: Option<Cow<'static, str>>,
     id: Option<String>,
     retry: Option<u64>,
     data: String,
@@ -86,7 +88,7 @@ impl Event {
         if event.contains(['\r', '\n']) {
             return Err(SseEncodeError::InvalidEventType);
         }
-        self.event = (!event.is_empty()).then_some(event);
+        self.event = (!event.is_empty()).then_some(Cow::Owned(event));
         Ok(self)
     }
 
@@ -384,10 +386,7 @@ impl SseDecoder {
 
     /// The offset of the first CR or LF in `buf[from..]`.
     fn find_line_end(&self, from: usize) -> Option<usize> {
-        self.buf[from..]
-            .iter()
-            .position(|&b| b == b'\n' || b == b'\r')
-            .map(|i| from + i)
+        find_cr_or_lf(&self.buf[from..]).map(|i| from + i)
     }
 
     fn decode_next(&mut self) -> Option<Result<Event, SseError>> {
@@ -540,12 +539,20 @@ impl Builder {
         };
         match name {
             b"data" => {
-                self.data.push_str(&String::from_utf8_lossy(value));
+                let value = lossy(value);
+                // Room for the line and its LF at once: the LF alone would otherwise grow the
+                // buffer a second time.
+                self.data.reserve(value.len() + 1);
+                self.data.push_str(&value);
                 self.data.push('\n');
             }
-            b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                // Into the buffer kept across events; handed on at dispatch.
+                self.event.clear();
+                self.event.push_str(&lossy(value));
+            }
             b"id" if !value.contains(&0) => {
-                self.event_id = Some(String::from_utf8_lossy(value).into_owned());
+                self.event_id = Some(lossy(value).into_owned());
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 // All digits, so only overflow can fail; an overflowing value is ignored.
@@ -570,13 +577,24 @@ impl Builder {
         }
         self.data.pop();
         let event = Event {
-            event: (!self.event.is_empty()).then(|| std::mem::take(&mut self.event)),
+            event: self.event_type(),
             id: self.event_id.take(),
             retry: self.event_retry,
             data: std::mem::take(&mut self.data),
         };
         self.reset_event();
         LineOutcome::Dispatch(event)
+    }
+
+    /// The event type of the event being dispatched: `None` when it has none, the common types
+    /// as static text (the buffer stays for the next event), any other type moved out.
+    fn event_type(&mut self) -> Option<Cow<'static, str>> {
+        match self.event.as_str() {
+            "" => None,
+            "message" => Some(Cow::Borrowed("message")),
+            "endpoint" => Some(Cow::Borrowed("endpoint")),
+            _ => Some(Cow::Owned(std::mem::take(&mut self.event))),
+        }
     }
 
     /// Forgets the event under construction, keeping the persistent state.
@@ -587,6 +605,40 @@ impl Builder {
         self.event_retry = None;
         self.size = 0;
     }
+}
+
+/// `bytes` as text, invalid sequences replaced by U+FFFD. Valid UTF-8 (nearly every line) is
+/// checked by the plain validation, which is cheaper than the replacing one.
+fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// The offset of the first CR or LF in `bytes`, looked for eight bytes at a time.
+fn find_cr_or_lf(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const LF: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    const CR: u64 = u64::from_ne_bytes([b'\r'; 8]);
+    // Whether a word has a zero byte (the classic test: exact on whether, not on where).
+    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_ne_bytes(word);
+        if has_zero(word ^ LF) || has_zero(word ^ CR) {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map(|i| at + i)
 }
 
 /// Writes `name: value\n`, or `name:\n` for an empty value.
@@ -645,6 +697,27 @@ pub fn normalize_line_ends(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_search_finds_the_first_line_end() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for end in [b'\n', b'\r'] {
+                    let mut bytes = vec![b'x'; len];
+                    // Bytes next to the line ends' values, which a word test must not take.
+                    bytes.iter_mut().step_by(3).for_each(|b| *b = 0x0c);
+                    if at < len {
+                        bytes[at] = end;
+                        if at + 2 < len {
+                            bytes[at + 2] = b'\n';
+                        }
+                    }
+                    let naive = bytes.iter().position(|&b| b == b'\n' || b == b'\r');
+                    assert_eq!(find_cr_or_lf(&bytes), naive, "{len} {at} {end}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn lines_split_like_the_decoder() {

@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::pool::{Pool, PooledBody};
+use super::router::Routed;
 use super::streamable::{
     DEFAULT_MAX_MESSAGE_SIZE, content_type, error_chain, new_pool, origin_of, read_bounded,
     status_error,
@@ -21,6 +22,7 @@ use super::{
     BoxFuture, Delivery, Inbound, MessageStream, Outbound, OutboundKind, Router, Transport,
     TransportError, TransportInfo,
 };
+use mcp_wire::jsonrpc::Id;
 use mcp_wire::sse::SseDecoder;
 
 /// Builds an [`HttpSse`] transport.
@@ -168,6 +170,13 @@ async fn read_stream(
                         let event_id = Some(decoder.last_event_id())
                             .filter(|id| !id.is_empty())
                             .map(str::to_owned);
+                        // A success response goes to its request by the id read from the text,
+                        // which the request parses itself (or reads straight into its type).
+                        if let Some(id) = success_response_id(event.data()) {
+                            let text = Bytes::from(event.into_data());
+                            router.dispatch_response(Id::Number(id), text, event_id);
+                            continue;
+                        }
                         match super::parse_message(event.data().as_bytes()) {
                             Ok(message) => router.dispatch(Inbound { message, event_id }),
                             Err(e) => {
@@ -193,6 +202,77 @@ async fn read_stream(
         }
     };
     router.close(error);
+}
+
+/// The id of `text` when it is a success response that [`super::parse_message`] reads as one:
+/// `jsonrpc` (exactly `"2.0"`, no escapes), a whole-number id that fits an `i64`, and a `result`
+/// read the way a JSON value is read (same number range and nesting limit), without building it.
+/// `None` for anything else (other members, duplicates, requests, errors), which is parsed as
+/// usual.
+fn success_response_id(text: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        jsonrpc: &'a str,
+        id: i64,
+        #[serde(rename = "result")]
+        _result: AnyValue,
+    }
+    let envelope: Envelope<'_> = serde_json::from_str(text).ok()?;
+    (envelope.jsonrpc == "2.0").then_some(envelope.id)
+}
+
+/// Any JSON value, read as [`serde_json::Value`] reads one (through `deserialize_any`, so with
+/// the same checks) and dropped as it is read.
+struct AnyValue;
+
+impl<'de> serde::Deserialize<'de> for AnyValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for AnyValue {
+    type Value = Self;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(Self)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(Self)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(Self)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(Self)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(Self)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(Self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<Self>()?.is_some() {}
+        Ok(Self)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        while map.next_entry::<Self, Self>()?.is_some() {}
+        Ok(Self)
+    }
 }
 
 /// The HTTP+SSE transport of 2024-11-05.
@@ -239,9 +319,15 @@ impl HttpSse {
     }
 
     async fn post(&self, message: Outbound) -> Result<Delivery, TransportError> {
-        let pending = match &message.kind {
-            OutboundKind::Request(id) => Some(self.shared.router.register(id.clone())),
-            _ => None,
+        // A caller that reads its answer itself waits for it here, and gets a success response
+        // as its text (`Delivery::Json`).
+        let router = &self.shared.router;
+        let (pending, stream) = match &message.kind {
+            OutboundKind::Request(id) if message.raw_answer => {
+                (Some(router.register_raw(id.clone())), None)
+            }
+            OutboundKind::Request(id) => (None, Some(router.register(id.clone()))),
+            _ => (None, None),
         };
         let mut request = Request::new(Full::new(message.body));
         *request.method_mut() = Method::POST;
@@ -261,7 +347,15 @@ impl HttpSse {
             return Err(status_error(response, self.shared.max_message_size).await);
         }
         let _ = read_bounded(response.into_body(), 64 * 1024).await;
-        Ok(match pending {
+        if let Some(pending) = pending {
+            return Ok(match pending.await {
+                Routed::Raw(text) => Delivery::Json(text),
+                Routed::Message(item) => {
+                    Delivery::Stream(Box::pin(futures::stream::once(async move { item })))
+                }
+            });
+        }
+        Ok(match stream {
             Some(stream) => Delivery::Stream(stream),
             None => Delivery::Accepted,
         })
@@ -298,6 +392,96 @@ impl Transport for HttpSse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_response_is_routed_by_its_text_only_when_it_parses_as_a_success_response() {
+        let cases: &[(&str, Option<i64>)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"a":[1,"x\"y",null,true,2.5]}}"#,
+                Some(7),
+            ),
+            (r#" {"result":{},"id":-3,"jsonrpc":"2.0"} "#, Some(-3)),
+            (r#"{"jsonrpc":"2.0","id":7,"result":1e400}"#, None),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"a":1},"extra":1}"#,
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0","id":7,"id":8,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":7,"result":{},"result":{}}"#, None),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"m"}}"#,
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#, None),
+            (r#"{"jsonrpc":"1.0","id":7,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2\u002e0","id":7,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":"7","result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":7.0,"result":{}}"#, None),
+            (
+                r#"{"jsonrpc":"2.0","id":9223372036854775808,"result":{}}"#,
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0","id":7,"result":{}"#, None),
+            (r#"{"jsonrpc":"2.0","id":7,"result":{}} x"#, None),
+        ];
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for (text, expected) in cases.iter().copied().chain([(deep.as_str(), None)]) {
+            assert_eq!(success_response_id(text), expected, "{text}");
+            // What the text routes: exactly what parsing it reads as a success response.
+            let parsed = match crate::transport::parse_message(text.as_bytes()) {
+                Ok(mcp_wire::jsonrpc::Message::Response(r)) if r.outcome.is_ok() => r.id,
+                _ => None,
+            };
+            if let Some(id) = expected {
+                assert_eq!(parsed, Some(Id::Number(id)), "{text}");
+            }
+        }
+    }
+
+    fn result_pieces() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("["),
+            Just("]"),
+            Just("{"),
+            Just("}"),
+            Just("\"a\""),
+            Just("\""),
+            Just("\\"),
+            Just("u"),
+            Just("d800"),
+            Just("00e9"),
+            Just(":"),
+            Just(","),
+            Just("1"),
+            Just("0"),
+            Just("-"),
+            Just("."),
+            Just("e"),
+            Just("E400"),
+            Just("null"),
+            Just("\u{1}"),
+            Just(" "),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|parts| parts.concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn what_is_routed_by_its_text_parses_as_that_success_response(result in result_pieces()) {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#);
+            let parsed = match crate::transport::parse_message(text.as_bytes()) {
+                Ok(mcp_wire::jsonrpc::Message::Response(r)) if r.outcome.is_ok() => r.id,
+                _ => None,
+            };
+            // Routed by its text exactly when parsing reads it as this success response.
+            proptest::prop_assert_eq!(success_response_id(&text).map(Id::Number), parsed);
+        }
+    }
 
     #[test]
     fn endpoint_resolution() {

@@ -85,7 +85,8 @@ pub struct Outbound {
     pub headers: HeaderMap,
     /// The caller reads the answer to this request itself: a transport may hand back a single
     /// JSON body unparsed, as [`Delivery::Json`], instead of a stream. Transports that have no
-    /// such body ignore it ([`StreamableHttp`] honours it for `application/json` responses).
+    /// such body ignore it ([`StreamableHttp`] honours it for `application/json` responses,
+    /// [`HttpSse`] for a success response to the request, after waiting for it).
     pub raw_answer: bool,
 }
 

@@ -85,7 +85,9 @@ impl Pool {
                 return Ok(sender);
             }
         }
-        self.connect().await
+        // Boxed: connecting is rare, and its future (the TCP connect and the handshake) would
+        // otherwise sit in every request's future, which the callers move and copy per call.
+        Box::pin(self.connect()).await
     }
 
     async fn connect(&self) -> Result<Sender, TransportError> {
@@ -140,7 +142,7 @@ impl Pool {
                 let Some(request) = failed.take_message() else {
                     return Err(TransportError::Http(error_chain(failed.error())));
                 };
-                sender = self.connect().await?;
+                sender = Box::pin(self.connect()).await?;
                 sender
                     .send_request(request)
                     .await

@@ -2,26 +2,42 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use bytes::Bytes;
 use futures::Stream;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Inbound, MessageStream, TransportError};
 use mcp_wire::jsonrpc::{Id, Message, Response};
 
-/// Where one request's answer goes: exactly one item (its response or why there is none), so a
-/// oneshot, much cheaper to make per request than a channel.
-type Sender = oneshot::Sender<Result<Inbound, TransportError>>;
+/// What one request gets: its response as a message (or why there is none), or, for a request
+/// registered with [`Router::register_raw`], the text of a success response to it, not parsed.
+pub(crate) enum Routed {
+    Message(Result<Inbound, TransportError>),
+    Raw(Bytes),
+}
+
+/// Where one request's answer goes: exactly one item, so a oneshot, much cheaper to make per
+/// request than a channel.
+type Sender = oneshot::Sender<Routed>;
+
+/// A request waiting for its answer.
+struct Slot {
+    tx: Sender,
+    /// It takes a success response as text ([`Routed::Raw`]).
+    raw: bool,
+}
 
 /// One entry of the incoming queue: a message for its reader, or a response to hand to its
 /// request once the reader got this far.
 enum Queued {
     Message(Result<Inbound, TransportError>),
-    Response(Sender, Inbound),
+    Response(Sender, Routed),
 }
 
 /// Routes messages read from one duplex channel to the requests waiting for them.
@@ -55,7 +71,7 @@ struct Shared {
 }
 
 struct State {
-    pending: HashMap<Id, Sender>,
+    pending: HashMap<Id, Slot>,
     incoming: Option<mpsc::UnboundedSender<Queued>>,
     incoming_rx: Option<mpsc::UnboundedReceiver<Queued>>,
     closed: bool,
@@ -102,19 +118,30 @@ impl Router {
     /// Registers a request about to be sent; its response will come on the returned stream.
     /// After [`Router::close`] the stream yields [`TransportError::Closed`] at once.
     pub fn register(&self, id: Id) -> MessageStream {
+        Box::pin(self.register_slot(id, false))
+    }
+
+    /// [`Router::register`] for a request whose caller reads a success response itself: such a
+    /// response, routed with [`Router::dispatch_response`], comes as [`Routed::Raw`]; anything
+    /// else (an error response, a failure) as [`Routed::Message`].
+    pub(crate) fn register_raw(&self, id: Id) -> Pending {
+        self.register_slot(id, true)
+    }
+
+    fn register_slot(&self, id: Id, raw: bool) -> Pending {
         let (tx, rx) = oneshot::channel();
         let mut state = self.lock();
         if state.closed {
-            let _ = tx.send(Err(TransportError::Closed));
+            let _ = tx.send(Routed::Message(Err(TransportError::Closed)));
         } else {
-            state.pending.insert(id.clone(), tx);
+            state.pending.insert(id.clone(), Slot { tx, raw });
         }
         drop(state);
-        Box::pin(Pending {
+        Pending {
             rx,
             id: Some(id),
             router: self.clone(),
-        })
+        }
     }
 
     /// The stream of messages no request is waiting for. Returns `Some` once.
@@ -132,8 +159,12 @@ impl Router {
         let mut state = self.lock();
         match &inbound.message {
             Message::Response(Response { id: Some(id), .. }) => {
-                if let Some(tx) = state.pending.remove(id) {
-                    state.deliver(&self.shared.unhandled, tx, inbound);
+                if let Some(slot) = state.pending.remove(id) {
+                    state.deliver(
+                        &self.shared.unhandled,
+                        slot.tx,
+                        Routed::Message(Ok(inbound)),
+                    );
                 } else {
                     tracing::debug!(%id, "response to a request nobody waits for");
                 }
@@ -141,9 +172,10 @@ impl Router {
             Message::Response(Response { id: None, .. }) => {
                 // The server could not tell which request failed: fail every waiting one rather
                 // than leave it hanging until its timeout.
-                let waiting: Vec<Sender> = state.pending.drain().map(|(_, tx)| tx).collect();
+                let waiting: Vec<Sender> = state.pending.drain().map(|(_, slot)| slot.tx).collect();
                 for tx in waiting {
-                    state.deliver(&self.shared.unhandled, tx, inbound.clone());
+                    let routed = Routed::Message(Ok(inbound.clone()));
+                    state.deliver(&self.shared.unhandled, tx, routed);
                 }
             }
             _ => {
@@ -158,15 +190,39 @@ impl Router {
         }
     }
 
+    /// Routes a success response to request `id`, as its text: the reader has checked that the
+    /// text is one ([`super::parse_message`] reads it as `Response` with this id and a result).
+    /// A request registered with [`Router::register_raw`] gets the text as it is; any other
+    /// gets the parsed message, as from [`Router::dispatch`].
+    pub(crate) fn dispatch_response(&self, id: Id, text: Bytes, event_id: Option<String>) {
+        let mut state = self.lock();
+        match state.pending.get(&id).map(|slot| slot.raw) {
+            Some(true) => {
+                if let Some(slot) = state.pending.remove(&id) {
+                    state.deliver(&self.shared.unhandled, slot.tx, Routed::Raw(text));
+                }
+            }
+            Some(false) => {
+                // Parsed without holding the lock.
+                drop(state);
+                match super::parse_message(&text) {
+                    Ok(message) => self.dispatch(Inbound { message, event_id }),
+                    Err(e) => tracing::warn!(error = %e, "unreadable response"),
+                }
+            }
+            None => tracing::debug!(%id, "response to a request nobody waits for"),
+        }
+    }
+
     /// Ends every waiting request with `error` (or [`TransportError::Closed`]) and ends the
     /// incoming stream. Later registrations fail at once.
     pub fn close(&self, error: Option<TransportError>) {
         let mut state = self.lock();
         state.closed = true;
         let mut error = error;
-        for (_, tx) in state.pending.drain() {
+        for (_, slot) in state.pending.drain() {
             let e = error.take().unwrap_or(TransportError::Closed);
-            let _ = tx.send(Err(e));
+            let _ = slot.tx.send(Routed::Message(Err(e)));
         }
         state.incoming = None;
     }
@@ -179,7 +235,7 @@ impl Router {
 impl State {
     /// Hands `response` to its request: behind the messages the incoming stream's reader has
     /// not handled yet, or at once when it has handled everything (or nobody reads it).
-    fn deliver(&self, unhandled: &AtomicUsize, tx: Sender, response: Inbound) {
+    fn deliver(&self, unhandled: &AtomicUsize, tx: Sender, response: Routed) {
         let queued = match (&self.incoming, self.incoming_rx.is_none()) {
             (Some(incoming), true) if unhandled.load(Ordering::Acquire) > 0 => {
                 unhandled.fetch_add(1, Ordering::AcqRel);
@@ -192,36 +248,50 @@ impl State {
             _ => Err(mpsc::error::SendError(Queued::Response(tx, response))),
         };
         if let Err(mpsc::error::SendError(Queued::Response(tx, response))) = queued {
-            let _ = tx.send(Ok(response));
+            let _ = tx.send(response);
         }
     }
 }
 
-struct Pending {
-    rx: oneshot::Receiver<Result<Inbound, TransportError>>,
+/// One request's wait for its answer: a stream of one item ([`Router::register`]), or a future
+/// of what was routed to it ([`Router::register_raw`]). Dropping it unregisters the request.
+pub(crate) struct Pending {
+    rx: oneshot::Receiver<Routed>,
     id: Option<Id>,
     router: Router,
+}
+
+impl Future for Pending {
+    type Output = Routed;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Routed> {
+        if self.id.is_none() {
+            return Poll::Ready(Routed::Message(Err(TransportError::Closed)));
+        }
+        let routed = match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(Ok(routed)) => routed,
+            Poll::Ready(Err(_)) => Routed::Message(Err(TransportError::Closed)),
+            Poll::Pending => return Poll::Pending,
+        };
+        // A response or an error ends the wait.
+        self.id = None;
+        Poll::Ready(routed)
+    }
 }
 
 impl Stream for Pending {
     type Item = Result<Inbound, TransportError>;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if self.id.is_none() {
             return Poll::Ready(None);
         }
-        match Pin::new(&mut self.rx).poll(cx) {
-            Poll::Ready(Ok(item)) => {
-                // A response or an error ends this request's stream.
-                self.id = None;
-                Poll::Ready(Some(item))
-            }
-            Poll::Ready(Err(_)) => {
-                self.id = None;
-                Poll::Ready(Some(Err(TransportError::Closed)))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        Future::poll(self, cx).map(|routed| {
+            Some(match routed {
+                Routed::Message(item) => item,
+                Routed::Raw(text) => super::parse_message(&text).map(Inbound::new),
+            })
+        })
     }
 }
 
@@ -256,7 +326,7 @@ impl Stream for Incoming {
                 }
                 // Everything read before this response was handled: hand it over.
                 Poll::Ready(Some(Queued::Response(tx, response))) => {
-                    let _ = tx.send(Ok(response));
+                    let _ = tx.send(response);
                     self.unhandled.fetch_sub(1, Ordering::AcqRel);
                 }
                 Poll::Ready(None) => return Poll::Ready(None),
@@ -272,7 +342,7 @@ impl Drop for Incoming {
         self.rx.close();
         while let Ok(queued) = self.rx.try_recv() {
             if let Queued::Response(tx, response) = queued {
-                let _ = tx.send(Ok(response));
+                let _ = tx.send(response);
             }
         }
     }
@@ -380,6 +450,28 @@ mod tests {
         assert!(matches!(
             four.next().await,
             Some(Err(TransportError::Closed))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_response_as_text_goes_raw_only_to_a_raw_registration() {
+        let router = Router::new();
+        let text = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let raw = router.register_raw(Id::Number(1));
+        let mut stream = router.register(Id::Number(2));
+        router.dispatch_response(Id::Number(1), text.clone(), None);
+        assert!(matches!(raw.await, Routed::Raw(got) if got == text));
+        let two = Bytes::from_static(br#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
+        router.dispatch_response(Id::Number(2), two, Some("e".into()));
+        let got = stream.next().await.unwrap().unwrap();
+        assert_eq!(got.message, response(Some(2)).message);
+        assert_eq!(got.event_id.as_deref(), Some("e"));
+        // An error response, or the end, reaches a raw registration as a message.
+        let raw = router.register_raw(Id::Number(3));
+        router.close(None);
+        assert!(matches!(
+            raw.await,
+            Routed::Message(Err(TransportError::Closed))
         ));
     }
 

@@ -317,6 +317,10 @@ pub(crate) async fn read_bounded(
                 None => out.extend_from_slice(&data),
             }
         }
+        // A body whose length was declared ends with its last byte: no poll for the end.
+        if body.is_end_stream() {
+            break;
+        }
     }
     Ok(first.unwrap_or_else(|| out.freeze()))
 }
