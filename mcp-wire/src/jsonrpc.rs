@@ -3,7 +3,7 @@
 //! Decoding goes from bytes straight to [`Message`] in one pass of serde: the envelope is read
 //! member by member and never goes through an intermediate [`Value`]; only `params`, `result` and
 //! `error.data` are kept as [`Value`] for the layers above to type. A single request or
-//! notification in the usual shape (no escapes in strings, integer numbers, no other members) is
+//! notification in the usual shape (integer numbers, no other members, no lone surrogates) is
 //! read by a direct reader instead, which builds the same [`Message`] with less work; anything
 //! else, every error included, is read by serde_json.
 //!
@@ -489,7 +489,7 @@ pub fn decode_with(bytes: &[u8], options: DecodeOptions) -> Decoded {
     // A body that is valid UTF-8 (nearly every body) is checked once here, so serde_json does not
     // check each string it reads again; any other body is read as bytes, which reports the same
     // errors as before.
-    // A well-formed single request or notification in the usual shape (no escapes, integer
+    // A well-formed single request or notification in the usual shape (no lone surrogates, integer
     // numbers) is read by a direct reader; anything else goes through serde_json, which gives
     // the same outcome for such bodies and reports every error.
     match std::str::from_utf8(bytes) {
@@ -506,7 +506,7 @@ pub fn decode_with(bytes: &[u8], options: DecodeOptions) -> Decoded {
 /// report).
 const DIRECT_DEPTH: usize = 64;
 
-/// Non-zero when one of the eight bytes of `word` is `"`, `\\` or below `0x20` (the lowest
+/// Non-zero when one of the eight bytes of `word` is a quote, a backslash or below `0x20` (the lowest
 /// flagged byte is always such a byte; bytes above it may be flagged wrongly).
 fn special_bytes(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -518,10 +518,76 @@ fn special_bytes(word: u64) -> u64 {
     quote | backslash | control
 }
 
+/// The index of the first quote, backslash or control character in `bytes` from `from` on
+/// (or the length), eight bytes at a time while there is none.
+fn plain_run(bytes: &[u8], from: usize) -> usize {
+    let mut end = from;
+    while let Some(chunk) = bytes.get(end..end + 8) {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        if special_bytes(u64::from_le_bytes(word)) != 0 {
+            break;
+        }
+        end += 8;
+    }
+    while let Some(&b) = bytes.get(end) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        end += 1;
+    }
+    end
+}
+
+/// Decodes the escape whose letter is at `at` (just after the backslash) onto `out`; the index
+/// after it. `None` for what serde_json refuses: an unknown escape, bad hex, a lone surrogate.
+fn escape(bytes: &[u8], at: usize, out: &mut String) -> Option<usize> {
+    let c = match *bytes.get(at)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let high = hex4(bytes.get(at + 1..at + 5)?)?;
+            let (c, next) = match high {
+                0xD800..=0xDBFF => {
+                    if bytes.get(at + 5..at + 7)? != b"\\u" {
+                        return None;
+                    }
+                    let low = hex4(bytes.get(at + 7..at + 11)?)?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return None;
+                    }
+                    let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?;
+                    (c, at + 11)
+                }
+                _ => (char::from_u32(high)?, at + 5),
+            };
+            out.push(c);
+            return Some(next);
+        }
+        _ => return None,
+    };
+    out.push(c);
+    Some(at + 1)
+}
+
+/// Four hex digits (either case).
+fn hex4(digits: &[u8]) -> Option<u32> {
+    digits
+        .iter()
+        .try_fold(0, |n, &d| char::from(d).to_digit(16).map(|d| (n << 4) | d))
+}
+
 /// A reader for the common case of [`decode_with`]: one object with `"jsonrpc":"2.0"`, a
 /// `method`, an optional string or `i64` `id`, optional object or array `params`, and nothing
-/// else, where no string has an escape or a control character and every number is an integer
-/// within `i64` or `u64`. It builds exactly the [`Message`] serde_json's reading would (the same
+/// else, where no string has a control character or a lone surrogate, the member names of the
+/// envelope and its version have no escapes, and every number is an integer within `i64` or
+/// `u64`. It builds exactly the [`Message`] serde_json's reading would (the same
 /// `Value`s: integers as serde_json reads them, later duplicate keys in `params` objects
 /// replacing earlier ones). Every method yields `None` as soon as the body leaves that case;
 /// the body is then read again by serde_json, which reports what is wrong.
@@ -559,29 +625,48 @@ impl<'a> Direct<'a> {
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.pos;
-        let bytes = self.text.as_bytes();
-        let mut end = start;
-        // Eight bytes at a time while none is a quote, a backslash or a control character.
-        while let Some(chunk) = bytes.get(end..end + 8) {
-            let mut word = [0; 8];
-            word.copy_from_slice(chunk);
-            if special_bytes(u64::from_le_bytes(word)) != 0 {
-                break;
-            }
-            end += 8;
-        }
-        loop {
-            let b = *bytes.get(end)?;
-            if b == b'"' {
-                break;
-            }
-            if b == b'\\' || b < 0x20 {
-                return None;
-            }
-            end += 1;
+        let end = plain_run(self.text.as_bytes(), start);
+        if self.text.as_bytes().get(end) != Some(&b'"') {
+            return None;
         }
         self.pos = end + 1;
         self.text.get(start..end)
+    }
+
+    /// After whitespace, a string without control characters, its escapes decoded. A lone
+    /// surrogate, or anything else serde_json refuses, is left to serde_json.
+    fn owned_string(&mut self) -> Option<String> {
+        self.eat(b'"')?;
+        let bytes = self.text.as_bytes();
+        let start = self.pos;
+        let end = plain_run(bytes, start);
+        if *bytes.get(end)? == b'"' {
+            self.pos = end + 1;
+            return self.text.get(start..end).map(str::to_owned);
+        }
+        self.unescape(start, end)
+    }
+
+    /// The rest of [`owned_string`](Self::owned_string) from the first escape (or control
+    /// character) at `end`; kept apart so that plain strings take a short path.
+    #[cold]
+    #[inline(never)]
+    fn unescape(&mut self, start: usize, mut end: usize) -> Option<String> {
+        let bytes = self.text.as_bytes();
+        let mut out = String::with_capacity(end - start + 16);
+        out.push_str(self.text.get(start..end)?);
+        loop {
+            match *bytes.get(end)? {
+                b'"' => break,
+                b'\\' => end = escape(bytes, end + 1, &mut out)?,
+                _ => return None,
+            }
+            let run = plain_run(bytes, end);
+            out.push_str(self.text.get(end..run)?);
+            end = run;
+        }
+        self.pos = end + 1;
+        Some(out)
     }
 
     /// An integer, at its first byte: what serde_json reads as `u64` (non-negative) or `i64`
@@ -628,7 +713,7 @@ impl<'a> Direct<'a> {
     /// Any value, `depth` levels of nesting left.
     fn value(&mut self, depth: usize) -> Option<Value> {
         match self.peek()? {
-            b'"' => self.string().map(|s| Value::String(s.to_owned())),
+            b'"' => self.owned_string().map(Value::String),
             b'{' => {
                 let depth = depth.checked_sub(1)?;
                 self.pos += 1;
@@ -638,10 +723,10 @@ impl<'a> Direct<'a> {
                     return Some(Value::Object(map));
                 }
                 loop {
-                    let key = self.string()?;
+                    let key = self.owned_string()?;
                     self.eat(b':')?;
                     let value = self.value(depth)?;
-                    map.insert(key.to_owned(), value);
+                    map.insert(key, value);
                     match self.peek()? {
                         b',' => self.pos += 1,
                         b'}' => break,
@@ -697,12 +782,12 @@ impl<'a> Direct<'a> {
                 }
                 "id" if id.is_none() => {
                     id = Some(if self.peek()? == b'"' {
-                        Id::String(self.string()?.to_owned())
+                        Id::String(self.owned_string()?)
                     } else {
                         Id::Number(self.integer()?.as_i64()?)
                     });
                 }
-                "method" if method.is_none() => method = Some(self.string()?.to_owned()),
+                "method" if method.is_none() => method = Some(self.owned_string()?),
                 "params" if params.is_none() => {
                     if !matches!(self.peek()?, b'{' | b'[') {
                         return None;
@@ -1473,6 +1558,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":9223372036854775807,"method":"m","params":{"a":1,"a":{"b":[{"c":[]}]}}}"#,
             "{\"jsonrpc\":\"2.0\",\"id\":\"\u{e9}\u{1f600}\",\"method\":\"caf\u{e9}\",\"params\":{\"\u{1f600}\":\"\u{7f}\"}}",
             r#"{"jsonrpc":"2.0","method":"","params":[]}"#,
+            // Escapes in values, member names of `params`, the id and the method.
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\n"}}"#,
+            r#"{"jsonrpc":"2.0","id":"\"q\"","method":"m\u0041\/","params":{"k\tey":"\"\\\/\b\f\n\r\t\u00e9\u00E9\ud83d\ude00\uD83D\uDE00\u0000x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":["\\","a very long plain prefix before the escape\nand a very long tail after it"]}"#,
         ];
         for body in bodies {
             let direct = Direct::new(body).message();
@@ -1488,9 +1577,18 @@ mod tests {
     #[test]
     fn the_direct_reader_leaves_everything_else_to_serde_json() {
         let bodies = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\n"}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"m\u0041"}"#,
             r#"{"jsonrpc":"\u0032.0","id":1,"method":"m"}"#,
+            r#"{"json\u0072pc":"2.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\ud83d"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\ude00"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\ud83d\u0041"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\ud83dx"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u00g0"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u+041"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u004"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":\"\\n\u{1}\"}}",
             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\tb\"}",
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1.5}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1e3}}"#,
@@ -1569,7 +1667,6 @@ mod tests {
             }
         }
         for body in [
-            r#"{"jsonrpc":"2.0","method":"0123456789abcdef\n"}"#,
             r#"{"jsonrpc":"2.0","method":"01234567\"}"#,
             "{\"jsonrpc\":\"2.0\",\"method\":\"0123456789abcde\u{1}\"}",
             r#"{"jsonrpc":"2.0","method":"0123456789abcdef"#,
