@@ -305,8 +305,31 @@ impl Adapter {
                 .and_then(Value::as_object_mut)
                 .ok_or_else(|| Failure::missing_meta("missing params._meta"))?;
             // Moved out of `_meta`, not copied: `call.protocol_version` and `call.client` are
-            // where they are read.
-            let version = match meta_obj.remove(meta::PROTOCOL_VERSION) {
+            // where they are read. One pass takes them (and reads the log level); the checks
+            // then run in their order.
+            let mut version = None;
+            let mut capabilities = None;
+            let mut level = None;
+            meta_obj.retain(|key, value| match key.as_str() {
+                meta::PROTOCOL_VERSION => {
+                    version = Some(value.take());
+                    false
+                }
+                meta::CLIENT_CAPABILITIES => {
+                    capabilities = Some(value.take());
+                    false
+                }
+                meta::CLIENT_INFO if value.is_object() => {
+                    client.info = Some(value.take());
+                    false
+                }
+                meta::LOG_LEVEL => {
+                    level = Some(parse_level(value));
+                    true
+                }
+                _ => true,
+            });
+            let version = match version {
                 Some(Value::String(v)) => v,
                 Some(_) => {
                     return Err(Failure::missing_meta(format!(
@@ -325,7 +348,7 @@ impl Adapter {
                 return Err(Failure::unsupported_version(&version, &[self.revision()]));
             }
             protocol_version = Some(version);
-            client.capabilities = match meta_obj.remove(meta::CLIENT_CAPABILITIES) {
+            client.capabilities = match capabilities {
                 Some(Value::Object(c)) => Some(c),
                 Some(_) => {
                     return Err(Failure::missing_meta(format!(
@@ -340,14 +363,8 @@ impl Adapter {
                     )));
                 }
             };
-            if meta_obj
-                .get(meta::CLIENT_INFO)
-                .is_some_and(Value::is_object)
-            {
-                client.info = meta_obj.remove(meta::CLIENT_INFO);
-            }
-            if let Some(level) = meta_obj.get(meta::LOG_LEVEL) {
-                log_level = Some(parse_level(level)?);
+            if let Some(level) = level {
+                log_level = Some(level?);
             }
         }
 
@@ -373,10 +390,33 @@ impl Adapter {
             .get("_meta")
             .and_then(|m| m.get(meta::PROGRESS_TOKEN))
             .and_then(id_of);
+        // What typed fields hold moves out of `params`: in one pass when there are several
+        // members to look for, otherwise by a plain removal.
+        let takes_arguments = matches!(operation, Operation::CallTool | Operation::GetPrompt);
+        let takes_answers = features.can_ask() && operation.may_require_input();
+        let mut arguments = None;
+        let mut input_responses = None;
+        let mut request_state = None;
+        if !takes_answers {
+            if takes_arguments {
+                arguments = params.remove("arguments");
+            }
+        } else {
+            params.retain(|key, value| {
+                let slot = match key.as_str() {
+                    "arguments" if takes_arguments => &mut arguments,
+                    "inputResponses" if takes_answers => &mut input_responses,
+                    "requestState" if takes_answers => &mut request_state,
+                    _ => return true,
+                };
+                *slot = Some(value.take());
+                false
+            });
+        }
         match operation {
             Operation::CallTool | Operation::GetPrompt => {
                 call.target = Some(required_string(&params, "name")?);
-                call.arguments = match params.remove("arguments") {
+                call.arguments = match arguments {
                     None | Some(Value::Null) => Map::new(),
                     Some(Value::Object(a)) => a,
                     Some(_) => return Err(Failure::invalid_params("arguments must be an object")),
@@ -411,13 +451,13 @@ impl Adapter {
             }
             _ => {}
         }
-        if features.can_ask() && operation.may_require_input() {
-            call.answers = match params.remove("inputResponses") {
+        if takes_answers {
+            call.answers = match input_responses {
                 None | Some(Value::Null) => None,
                 Some(Value::Object(a)) => Some(Answers::from_map(a)),
                 Some(_) => return Err(Failure::invalid_params("inputResponses must be an object")),
             };
-            call.request_state = match params.remove("requestState") {
+            call.request_state = match request_state {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) => Some(s),
                 Some(_) => return Err(Failure::invalid_params("requestState must be a string")),

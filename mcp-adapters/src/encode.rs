@@ -8,7 +8,6 @@ use std::fmt;
 use http::StatusCode;
 use mcp_wire::jsonrpc::Id;
 use mcp_wire::names::{meta, method};
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::adapter::Adapter;
@@ -18,6 +17,7 @@ use crate::failure::Failure;
 use crate::features::AskMechanism;
 use crate::operation::Operation;
 use crate::select::AdapterSet;
+use crate::write;
 
 /// What a handler produced for a call.
 #[derive(Clone, Debug, PartialEq)]
@@ -262,126 +262,116 @@ fn response_message(id: Id, result: Value) -> Value {
     Value::Object(message)
 }
 
-/// `{"jsonrpc":"2.0","id":id,"result":body}`, written without building the envelope; the
-/// result gets `resultType: "complete"` when `result_type`, and `server_info` in its `_meta`
-/// unless `_meta` already names one.
-fn write_response(id: &Id, result: &impl Serialize) -> Vec<u8> {
+/// `{"jsonrpc":"2.0","id":id,"result":…}`, written without building the envelope; `body`
+/// writes the result.
+fn write_response(id: &Id, body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    // Neither can fail: the writer is a Vec and every map key is a string.
-    let _ = serde_json::to_writer(&mut out, id);
+    write::write_id(&mut out, id);
     out.extend_from_slice(br#","result":"#);
-    let _ = serde_json::to_writer(&mut out, result);
+    body(&mut out);
     out.push(b'}');
     out
 }
 
-/// A tool result with the adapter's additions, serialized in one pass.
-struct ToolResultBody<'a> {
-    result: &'a ToolResult,
+/// A tool result with the adapter's additions (`resultType: "complete"` when `result_type`,
+/// `server_info` in `_meta` unless `_meta` already names one), written in one pass.
+fn write_tool_result(
+    out: &mut Vec<u8>,
+    result: &ToolResult,
     result_type: bool,
-    server_info: Option<&'a Value>,
-}
-
-impl Serialize for ToolResultBody<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let result = self.result;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("content", &result.content)?;
-        if let Some(structured) = &result.structured_content {
-            map.serialize_entry("structuredContent", structured)?;
-        }
-        if result.is_error {
-            map.serialize_entry("isError", &true)?;
-        }
-        match (&result.meta, self.server_info) {
-            (Some(entries), Some(info)) if !entries.contains_key(meta::SERVER_INFO) => {
-                map.serialize_entry(
-                    "_meta",
-                    &MetaWithServerInfo {
-                        entries: Some(entries),
-                        info,
-                    },
-                )?;
-            }
-            (Some(entries), _) => map.serialize_entry("_meta", entries)?,
-            (None, Some(info)) => map.serialize_entry(
-                "_meta",
-                &MetaWithServerInfo {
-                    entries: None,
-                    info,
-                },
-            )?,
-            (None, None) => {}
-        }
-        if self.result_type {
-            map.serialize_entry("resultType", "complete")?;
-        }
-        map.end()
+    server_info: Option<&Value>,
+) {
+    out.extend_from_slice(br#"{"content":"#);
+    write::write_array(out, &result.content);
+    if let Some(structured) = &result.structured_content {
+        out.extend_from_slice(br#","structuredContent":"#);
+        write::write_value(out, structured);
     }
+    if result.is_error {
+        out.extend_from_slice(br#","isError":true"#);
+    }
+    match (&result.meta, server_info) {
+        (Some(entries), Some(info)) if !entries.contains_key(meta::SERVER_INFO) => {
+            out.extend_from_slice(br#","_meta":"#);
+            write_meta_with_server_info(out, Some(entries), info);
+        }
+        (Some(entries), _) => {
+            out.extend_from_slice(br#","_meta":"#);
+            write::write_object(out, entries);
+        }
+        (None, Some(info)) => {
+            out.extend_from_slice(br#","_meta":"#);
+            write_meta_with_server_info(out, None, info);
+        }
+        (None, None) => {}
+    }
+    if result_type {
+        out.extend_from_slice(br#","resultType":"complete""#);
+    }
+    out.push(b'}');
 }
 
-/// A result object with the adapter's additions, serialized in one pass.
-struct ResultBody<'a> {
-    body: &'a Map<String, Value>,
+/// A result object with the adapter's additions (as in [`write_tool_result`]), written in
+/// one pass.
+fn write_result_body(
+    out: &mut Vec<u8>,
+    body: &Map<String, Value>,
     result_type: bool,
-    server_info: Option<&'a Value>,
-}
-
-impl Serialize for ResultBody<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        let mut meta_seen = false;
-        for (key, value) in self.body {
-            if key == "_meta" {
-                meta_seen = true;
-                if let (Some(info), Value::Object(entries)) = (self.server_info, value)
-                    && !entries.contains_key(meta::SERVER_INFO)
-                {
-                    map.serialize_entry(
-                        key,
-                        &MetaWithServerInfo {
-                            entries: Some(entries),
-                            info,
-                        },
-                    )?;
-                    continue;
-                }
+    server_info: Option<&Value>,
+) {
+    out.push(b'{');
+    let mut first = true;
+    let mut member = |out: &mut Vec<u8>, key: &str| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write::write_str(out, key);
+        out.push(b':');
+    };
+    let mut meta_seen = false;
+    for (key, value) in body {
+        member(out, key);
+        if key == "_meta" {
+            meta_seen = true;
+            if let (Some(info), Value::Object(entries)) = (server_info, value)
+                && !entries.contains_key(meta::SERVER_INFO)
+            {
+                write_meta_with_server_info(out, Some(entries), info);
+                continue;
             }
-            map.serialize_entry(key, value)?;
         }
-        if !meta_seen && let Some(info) = self.server_info {
-            map.serialize_entry(
-                "_meta",
-                &MetaWithServerInfo {
-                    entries: None,
-                    info,
-                },
-            )?;
-        }
-        if self.result_type {
-            map.serialize_entry("resultType", "complete")?;
-        }
-        map.end()
+        write::write_value(out, value);
     }
+    if !meta_seen && let Some(info) = server_info {
+        member(out, "_meta");
+        write_meta_with_server_info(out, None, info);
+    }
+    if result_type {
+        member(out, "resultType");
+        out.extend_from_slice(br#""complete""#);
+    }
+    out.push(b'}');
 }
 
-/// A `_meta` object plus `io.modelcontextprotocol/serverInfo`.
-struct MetaWithServerInfo<'a> {
-    entries: Option<&'a Map<String, Value>>,
-    info: &'a Value,
-}
-
-impl Serialize for MetaWithServerInfo<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let entries = self.entries.into_iter().flatten();
-        let mut map = serializer.serialize_map(Some(self.entries.map_or(0, Map::len) + 1))?;
-        for (key, value) in entries {
-            map.serialize_entry(key, value)?;
-        }
-        map.serialize_entry(meta::SERVER_INFO, self.info)?;
-        map.end()
+/// A `_meta` object (its `entries`, in order) plus `io.modelcontextprotocol/serverInfo` last.
+fn write_meta_with_server_info(
+    out: &mut Vec<u8>,
+    entries: Option<&Map<String, Value>>,
+    info: &Value,
+) {
+    out.push(b'{');
+    for (key, value) in entries.into_iter().flatten() {
+        write::write_str(out, key);
+        out.push(b':');
+        write::write_value(out, value);
+        out.push(b',');
     }
+    write::write_str(out, meta::SERVER_INFO);
+    out.push(b':');
+    write::write_value(out, info);
+    out.push(b'}');
 }
 
 impl Adapter {
@@ -421,14 +411,9 @@ impl Adapter {
         let additions = self.project_result_body(operation, is_retry, &mut body, ctx);
         let server_info = self.server_info_to_write(additions.server_info, ctx);
         Encoded {
-            repr: Repr::Written(write_response(
-                &id,
-                &ResultBody {
-                    body: &body,
-                    result_type: additions.result_type,
-                    server_info: server_info.as_deref(),
-                },
-            )),
+            repr: Repr::Written(write_response(&id, |out| {
+                write_result_body(out, &body, additions.result_type, server_info.as_deref());
+            })),
             status: StatusCode::OK,
         }
     }
@@ -447,13 +432,10 @@ impl Adapter {
         // server info.
         let envelope = self.features().result_envelope;
         let server_info = self.server_info_to_write(envelope, ctx);
-        let body = ToolResultBody {
-            result: &result,
-            result_type: envelope,
-            server_info: server_info.as_deref(),
-        };
         Encoded {
-            repr: Repr::Written(write_response(&id, &body)),
+            repr: Repr::Written(write_response(&id, |out| {
+                write_tool_result(out, &result, envelope, server_info.as_deref());
+            })),
             status: StatusCode::OK,
         }
     }

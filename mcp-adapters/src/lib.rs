@@ -62,6 +62,7 @@ mod operation;
 mod project;
 mod revision;
 mod select;
+mod write;
 
 pub use adapter::Adapter;
 pub use ask::{

@@ -914,3 +914,49 @@ fn failures_carry_the_request_id_back() {
         other => panic!("expected a failure, got {other:?}"),
     }
 }
+
+/// Per revision, a `tools/call` with every member the decoder moves out: what moves into the
+/// typed fields and what stays in `params` (and in `_meta`).
+#[test]
+fn tools_call_members_move_out_per_revision() {
+    for revision in Revision::ALL {
+        let adapter = Adapter::new(revision);
+        let modern = revision == Revision::V2026_07_28;
+        let mut meta = json!({"progressToken": "p", "com.example/kept": [1]});
+        if modern {
+            meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+            meta["io.modelcontextprotocol/clientCapabilities"] = json!({"roots": {}});
+            meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "c"});
+            meta["io.modelcontextprotocol/logLevel"] = json!("debug");
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "t", "arguments": {"a": 1}, "_meta": meta, "extra": null,
+            "inputResponses": {"k": {"action": "decline"}}, "requestState": "s"}});
+        let decoded = adapter.decode(jsonrpc::decode(&serde_json::to_vec(&body).unwrap()));
+        let Some(Incoming::Call(call)) = decoded.items.first() else {
+            panic!("{revision:?}: expected a call, got {decoded:?}");
+        };
+        assert_eq!(call.target.as_deref(), Some("t"), "{revision:?}");
+        assert_eq!(Value::Object(call.arguments.clone()), json!({"a": 1}));
+        assert_eq!(call.progress_token, Some(Id::from("p")), "{revision:?}");
+        let mut kept = json!({"name": "t", "extra": null,
+            "_meta": {"progressToken": "p", "com.example/kept": [1]}});
+        if modern {
+            assert!(call.is_retry(), "{revision:?}");
+            assert_eq!(call.request_state.as_deref(), Some("s"));
+            assert_eq!(call.protocol_version.as_deref(), Some("2026-07-28"));
+            assert!(call.client.has("roots"));
+            assert_eq!(call.client.info, Some(json!({"name": "c"})));
+            assert_eq!(call.log_level.map(|l| l.as_str()), Some("debug"));
+            kept["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+        } else {
+            // No input-required retries here: the members stay where they were.
+            assert_eq!(call.request_state, None, "{revision:?}");
+            assert_eq!(call.protocol_version, None, "{revision:?}");
+            assert_eq!(call.client, Default::default(), "{revision:?}");
+            kept["inputResponses"] = json!({"k": {"action": "decline"}});
+            kept["requestState"] = json!("s");
+        }
+        assert_eq!(Value::Object(call.params.clone()), kept, "{revision:?}");
+    }
+}

@@ -227,3 +227,71 @@ fn typed_tool_results_encode_as_their_json_does() {
         }
     }
 }
+
+/// The bytes of a written response, members in the order they have always been written:
+/// the handler's members, then `_meta` (with the server info last), then `resultType`.
+#[test]
+fn written_responses_keep_their_bytes() {
+    use mcp_adapters::{Call, Outcome, ToolResult};
+
+    let info = json!({"name": "s", "version": "1"});
+    let ctx = ResultContext {
+        server_info: Some(&info),
+        server_info_projected: true,
+        ..ResultContext::default()
+    };
+    let call = Call::new(Operation::CallTool, Some(3.into()), "tools/call");
+    let add = ToolResult {
+        content: vec![json!({"type": "text", "text": "{\"sum\":5}"})],
+        structured_content: Some(json!({"sum": 5})),
+        is_error: false,
+        meta: None,
+    };
+    let cases = [
+        (
+            Revision::V2026_07_28,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"text":"{\"sum\":5}","type":"text"}],"structuredContent":{"sum":5},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"resultType":"complete"}}"#,
+        ),
+        (
+            Revision::V2025_11_25,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"text":"{\"sum\":5}","type":"text"}],"structuredContent":{"sum":5}}}"#,
+        ),
+    ];
+    for (revision, expected) in cases {
+        let adapter = Adapter::new(revision);
+        let typed = adapter
+            .encode(&call, Outcome::ToolResult(add.clone()), &ctx)
+            .unwrap();
+        assert_eq!(String::from_utf8(typed.to_bytes()).unwrap(), expected);
+        let json = adapter
+            .encode(&call, Outcome::Value(add.clone().into_value()), &ctx)
+            .unwrap();
+        assert_eq!(String::from_utf8(json.to_bytes()).unwrap(), expected);
+    }
+    let with_meta = ToolResult {
+        content: Vec::new(),
+        structured_content: None,
+        is_error: true,
+        meta: Some(json!({"k": "\u{1}"}).as_object().unwrap().clone()),
+    };
+    let written = MODERN
+        .encode(&call, Outcome::ToolResult(with_meta), &ctx)
+        .unwrap()
+        .to_bytes();
+    assert_eq!(
+        String::from_utf8(written).unwrap(),
+        r#"{"jsonrpc":"2.0","id":"#.to_owned()
+            + r#"3,"result":{"content":[],"isError":true,"_meta":{"k":"\u0001","io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"resultType":"complete"}}"#
+    );
+    let list = MODERN.encode_result(
+        "x".into(),
+        Operation::ListTools,
+        false,
+        json!({"tools": [], "_meta": {"a": 1}}),
+        &ctx,
+    );
+    assert_eq!(
+        String::from_utf8(list.to_bytes()).unwrap(),
+        r#"{"jsonrpc":"2.0","id":"x","result":{"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"cacheScope":"private","tools":[],"ttlMs":0,"resultType":"complete"}}"#
+    );
+}

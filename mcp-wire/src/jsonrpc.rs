@@ -2,7 +2,10 @@
 //!
 //! Decoding goes from bytes straight to [`Message`] in one pass of serde: the envelope is read
 //! member by member and never goes through an intermediate [`Value`]; only `params`, `result` and
-//! `error.data` are kept as [`Value`] for the layers above to type.
+//! `error.data` are kept as [`Value`] for the layers above to type. A single request or
+//! notification in the usual shape (integer numbers, no other members, no lone surrogates) is
+//! read by a direct reader instead, which builds the same [`Message`] with less work; anything
+//! else, every error included, is read by serde_json.
 //!
 //! [`decode`] never fails as a whole. It yields a [`Decoded`]: one outcome for a single message, or
 //! one outcome per item for a batch, so that one bad item never aborts its siblings. An outcome is
@@ -486,9 +489,328 @@ pub fn decode_with(bytes: &[u8], options: DecodeOptions) -> Decoded {
     // A body that is valid UTF-8 (nearly every body) is checked once here, so serde_json does not
     // check each string it reads again; any other body is read as bytes, which reports the same
     // errors as before.
+    // A well-formed single request or notification in the usual shape (no lone surrogates, integer
+    // numbers) is read by a direct reader; anything else goes through serde_json, which gives
+    // the same outcome for such bodies and reports every error.
     match std::str::from_utf8(bytes) {
-        Ok(text) => decode_from(serde_json::Deserializer::from_str(text), options),
+        Ok(text) => match Direct::new(text).message() {
+            Some(message) => Decoded::Single(Ok(message)),
+            None => decode_from(serde_json::Deserializer::from_str(text), options),
+        },
         Err(_) => decode_from(serde_json::Deserializer::from_slice(bytes), options),
+    }
+}
+
+/// How deep [`Direct`] reads nested `params` before leaving the body to serde_json (well below
+/// serde_json's recursion limit of 128, so no limit is ever reached here that serde_json would
+/// report).
+const DIRECT_DEPTH: usize = 64;
+
+/// Non-zero when one of the eight bytes of `word` is a quote, a backslash or below `0x20` (the lowest
+/// flagged byte is always such a byte; bytes above it may be flagged wrongly).
+fn special_bytes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let quote = has_zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    quote | backslash | control
+}
+
+/// The index of the first quote, backslash or control character in `bytes` from `from` on
+/// (or the length), eight bytes at a time while there is none.
+fn plain_run(bytes: &[u8], from: usize) -> usize {
+    let mut end = from;
+    while let Some(chunk) = bytes.get(end..end + 8) {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        if special_bytes(u64::from_le_bytes(word)) != 0 {
+            break;
+        }
+        end += 8;
+    }
+    while let Some(&b) = bytes.get(end) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        end += 1;
+    }
+    end
+}
+
+/// Decodes the escape whose letter is at `at` (just after the backslash) onto `out`; the index
+/// after it. `None` for what serde_json refuses: an unknown escape, bad hex, a lone surrogate.
+fn escape(bytes: &[u8], at: usize, out: &mut String) -> Option<usize> {
+    let c = match *bytes.get(at)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let high = hex4(bytes.get(at + 1..at + 5)?)?;
+            let (c, next) = match high {
+                0xD800..=0xDBFF => {
+                    if bytes.get(at + 5..at + 7)? != b"\\u" {
+                        return None;
+                    }
+                    let low = hex4(bytes.get(at + 7..at + 11)?)?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return None;
+                    }
+                    let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?;
+                    (c, at + 11)
+                }
+                _ => (char::from_u32(high)?, at + 5),
+            };
+            out.push(c);
+            return Some(next);
+        }
+        _ => return None,
+    };
+    out.push(c);
+    Some(at + 1)
+}
+
+/// Four hex digits (either case).
+fn hex4(digits: &[u8]) -> Option<u32> {
+    digits
+        .iter()
+        .try_fold(0, |n, &d| char::from(d).to_digit(16).map(|d| (n << 4) | d))
+}
+
+/// A reader for the common case of [`decode_with`]: one object with `"jsonrpc":"2.0"`, a
+/// `method`, an optional string or `i64` `id`, optional object or array `params`, and nothing
+/// else, where no string has a control character or a lone surrogate, the member names of the
+/// envelope and its version have no escapes, and every number is an integer within `i64` or
+/// `u64`. It builds exactly the [`Message`] serde_json's reading would (the same
+/// `Value`s: integers as serde_json reads them, later duplicate keys in `params` objects
+/// replacing earlier ones). Every method yields `None` as soon as the body leaves that case;
+/// the body is then read again by serde_json, which reports what is wrong.
+struct Direct<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Direct<'a> {
+    fn new(text: &'a str) -> Self {
+        Self { text, pos: 0 }
+    }
+
+    fn byte(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.pos).copied()
+    }
+
+    /// Skips JSON whitespace; the next byte.
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(b) = self.byte() {
+            if !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+                return Some(b);
+            }
+            self.pos += 1;
+        }
+        None
+    }
+
+    /// Skips whitespace and `expected`.
+    fn eat(&mut self, expected: u8) -> Option<()> {
+        (self.peek()? == expected).then(|| self.pos += 1)
+    }
+
+    /// After whitespace, a string without escapes or control characters.
+    fn string(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        let end = plain_run(self.text.as_bytes(), start);
+        if self.text.as_bytes().get(end) != Some(&b'"') {
+            return None;
+        }
+        self.pos = end + 1;
+        self.text.get(start..end)
+    }
+
+    /// After whitespace, a string without control characters, its escapes decoded. A lone
+    /// surrogate, or anything else serde_json refuses, is left to serde_json.
+    fn owned_string(&mut self) -> Option<String> {
+        self.eat(b'"')?;
+        let bytes = self.text.as_bytes();
+        let start = self.pos;
+        let end = plain_run(bytes, start);
+        if *bytes.get(end)? == b'"' {
+            self.pos = end + 1;
+            return self.text.get(start..end).map(str::to_owned);
+        }
+        self.unescape(start, end)
+    }
+
+    /// The rest of [`owned_string`](Self::owned_string) from the first escape (or control
+    /// character) at `end`; kept apart so that plain strings take a short path.
+    #[cold]
+    #[inline(never)]
+    fn unescape(&mut self, start: usize, mut end: usize) -> Option<String> {
+        let bytes = self.text.as_bytes();
+        let mut out = String::with_capacity(end - start + 16);
+        out.push_str(self.text.get(start..end)?);
+        loop {
+            match *bytes.get(end)? {
+                b'"' => break,
+                b'\\' => end = escape(bytes, end + 1, &mut out)?,
+                _ => return None,
+            }
+            let run = plain_run(bytes, end);
+            out.push_str(self.text.get(end..run)?);
+            end = run;
+        }
+        self.pos = end + 1;
+        Some(out)
+    }
+
+    /// An integer, at its first byte: what serde_json reads as `u64` (non-negative) or `i64`
+    /// (negative). `-0`, fractions, exponents and integers outside both ranges are left to
+    /// serde_json (which reads them as `f64`).
+    fn integer(&mut self) -> Option<Value> {
+        let negative = self.byte() == Some(b'-');
+        if negative {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        let mut magnitude: u64 = 0;
+        while let Some(b) = self.byte().filter(u8::is_ascii_digit) {
+            magnitude = magnitude
+                .checked_mul(10)?
+                .checked_add(u64::from(b - b'0'))?;
+            self.pos += 1;
+        }
+        let digits = self.pos - start;
+        if digits == 0
+            || (digits > 1 && self.text.as_bytes()[start] == b'0')
+            || matches!(self.byte(), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        if !negative {
+            return Some(Value::from(magnitude));
+        }
+        match magnitude {
+            0 => None,
+            m if m == 1 << 63 => Some(Value::from(i64::MIN)),
+            m => i64::try_from(m).ok().map(|m| Value::from(-m)),
+        }
+    }
+
+    fn literal(&mut self, word: &str, value: Value) -> Option<Value> {
+        let rest = self.text.get(self.pos..)?;
+        rest.starts_with(word).then(|| {
+            self.pos += word.len();
+            value
+        })
+    }
+
+    /// Any value, `depth` levels of nesting left.
+    fn value(&mut self, depth: usize) -> Option<Value> {
+        match self.peek()? {
+            b'"' => self.owned_string().map(Value::String),
+            b'{' => {
+                let depth = depth.checked_sub(1)?;
+                self.pos += 1;
+                let mut map = serde_json::Map::new();
+                if self.peek()? == b'}' {
+                    self.pos += 1;
+                    return Some(Value::Object(map));
+                }
+                loop {
+                    let key = self.owned_string()?;
+                    self.eat(b':')?;
+                    let value = self.value(depth)?;
+                    map.insert(key, value);
+                    match self.peek()? {
+                        b',' => self.pos += 1,
+                        b'}' => break,
+                        _ => return None,
+                    }
+                }
+                self.pos += 1;
+                Some(Value::Object(map))
+            }
+            b'[' => {
+                let depth = depth.checked_sub(1)?;
+                self.pos += 1;
+                let mut items = Vec::new();
+                if self.peek()? == b']' {
+                    self.pos += 1;
+                    return Some(Value::Array(items));
+                }
+                loop {
+                    items.push(self.value(depth)?);
+                    match self.peek()? {
+                        b',' => self.pos += 1,
+                        b']' => break,
+                        _ => return None,
+                    }
+                }
+                self.pos += 1;
+                Some(Value::Array(items))
+            }
+            b't' => self.literal("true", Value::Bool(true)),
+            b'f' => self.literal("false", Value::Bool(false)),
+            b'n' => self.literal("null", Value::Null),
+            b'-' | b'0'..=b'9' => self.integer(),
+            _ => None,
+        }
+    }
+
+    /// The whole body as one request or notification.
+    fn message(&mut self) -> Option<Message> {
+        self.eat(b'{')?;
+        let mut version = false;
+        let mut id = None;
+        let mut method = None;
+        let mut params = None;
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            match key {
+                "jsonrpc" if !version => {
+                    if self.string()? != VERSION {
+                        return None;
+                    }
+                    version = true;
+                }
+                "id" if id.is_none() => {
+                    id = Some(if self.peek()? == b'"' {
+                        Id::String(self.owned_string()?)
+                    } else {
+                        Id::Number(self.integer()?.as_i64()?)
+                    });
+                }
+                "method" if method.is_none() => method = Some(self.owned_string()?),
+                "params" if params.is_none() => {
+                    if !matches!(self.peek()?, b'{' | b'[') {
+                        return None;
+                    }
+                    params = Some(self.value(DIRECT_DEPTH)?);
+                }
+                _ => return None,
+            }
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b'}' => break,
+                _ => return None,
+            }
+        }
+        self.pos += 1;
+        if self.peek().is_some() || !version {
+            return None;
+        }
+        let method = method?;
+        Some(match id {
+            Some(id) => Message::Request(Request { id, method, params }),
+            None => Message::Notification(Notification { method, params }),
+        })
     }
 }
 
@@ -1207,6 +1529,245 @@ mod tests {
             let as_bytes = decode_from(serde_json::Deserializer::from_slice(body), options);
             assert_eq!(as_text, as_bytes, "{text}");
             assert_eq!(decode(body), as_bytes, "{text}");
+        }
+    }
+
+    /// The reading of serde_json alone (what `decode_with` did before the direct reader).
+    fn by_serde(body: &[u8]) -> Decoded {
+        decode_from(
+            serde_json::Deserializer::from_slice(body),
+            DecodeOptions::default(),
+        )
+    }
+
+    #[test]
+    fn the_direct_reader_reads_usual_requests_as_serde_json_does() {
+        let bodies = [
+            // 2024-11-05 .. 2025-11-25: initialize, then calls without `_meta`.
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-load","version":"0.1.0"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}"#,
+            r#"{"jsonrpc":"2.0","id":"s-1","method":"tools/list","params":{"cursor":"c"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"progressToken":-5}}}"#,
+            // 2026-07-28: `_meta` on every request.
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-load","version":"0.1.0"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}"#,
+            // Order, whitespace, nesting, extremes, duplicates, non-ASCII text.
+            " {\n \"params\" : [ 1 , [ ] , { } , null , true , false ] ,\r\n\t\"method\":\"m\", \"jsonrpc\" : \"2.0\" } \n",
+            r#"{"id":-9223372036854775808,"jsonrpc":"2.0","method":"m","params":{"a":18446744073709551615,"b":-1,"c":0}}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775807,"method":"m","params":{"a":1,"a":{"b":[{"c":[]}]}}}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"\u{e9}\u{1f600}\",\"method\":\"caf\u{e9}\",\"params\":{\"\u{1f600}\":\"\u{7f}\"}}",
+            r#"{"jsonrpc":"2.0","method":"","params":[]}"#,
+            // Escapes in values, member names of `params`, the id and the method.
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\n"}}"#,
+            r#"{"jsonrpc":"2.0","id":"\"q\"","method":"m\u0041\/","params":{"k\tey":"\"\\\/\b\f\n\r\t\u00e9\u00E9\ud83d\ude00\uD83D\uDE00\u0000x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":["\\","a very long plain prefix before the escape\nand a very long tail after it"]}"#,
+        ];
+        for body in bodies {
+            let direct = Direct::new(body).message();
+            assert!(direct.is_some(), "{body}");
+            assert_eq!(
+                decode(body.as_bytes()),
+                Decoded::Single(Ok(direct.unwrap()))
+            );
+            assert_eq!(decode(body.as_bytes()), by_serde(body.as_bytes()), "{body}");
+        }
+    }
+
+    #[test]
+    fn the_direct_reader_leaves_everything_else_to_serde_json() {
+        let bodies = [
+            r#"{"jsonrpc":"\u0032.0","id":1,"method":"m"}"#,
+            r#"{"json\u0072pc":"2.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\ud83d"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\ude00"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\ud83d\u0041"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\ud83dx"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u00g0"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u+041"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u004"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":\"\\n\u{1}\"}}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\tb\"}",
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1.5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1e3}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1E3}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":-0}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":01}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":-}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":18446744073709551616}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":-9223372036854775809}}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","id":2}"#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            r#"{"id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":2}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m",}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1,]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":tru}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":nulll}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a" 1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"method\":\"m\"}",
+            "{}",
+            "",
+        ];
+        for body in bodies {
+            assert_eq!(Direct::new(body).message(), None, "{body}");
+            assert_eq!(decode(body.as_bytes()), by_serde(body.as_bytes()), "{body}");
+        }
+        // Nesting deeper than the direct reader goes, and deeper than serde_json allows.
+        for depth in [DIRECT_DEPTH - 1, DIRECT_DEPTH, DIRECT_DEPTH + 1, 200] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","method":"m","params":{}{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            assert_eq!(
+                Direct::new(&body).message().is_some(),
+                depth <= DIRECT_DEPTH,
+                "{depth}"
+            );
+            assert_eq!(
+                decode(body.as_bytes()),
+                by_serde(body.as_bytes()),
+                "{depth}"
+            );
+        }
+    }
+
+    #[test]
+    fn special_bytes_flags_exactly_quotes_backslashes_and_control_characters() {
+        for byte in 0..=u8::MAX {
+            let special = byte == b'"' || byte == b'\\' || byte < 0x20;
+            for at in 0..8 {
+                // Fillers on both sides: plain text, and bytes of multi-byte characters.
+                for filler in [b'a', 0x7f, 0x80, 0xff, b'!'] {
+                    let mut word = [filler; 8];
+                    word[at] = byte;
+                    let flagged = special_bytes(u64::from_le_bytes(word));
+                    assert_eq!(flagged != 0, special, "{byte:#x} at {at}");
+                    if special {
+                        assert_eq!(flagged.trailing_zeros() / 8, at as u32, "{byte:#x} at {at}");
+                    }
+                }
+            }
+        }
+        for body in [
+            r#"{"jsonrpc":"2.0","method":"01234567\"}"#,
+            "{\"jsonrpc\":\"2.0\",\"method\":\"0123456789abcde\u{1}\"}",
+            r#"{"jsonrpc":"2.0","method":"0123456789abcdef"#,
+        ] {
+            assert_eq!(Direct::new(body).message(), None, "{body}");
+            assert_eq!(decode(body.as_bytes()), by_serde(body.as_bytes()), "{body}");
+        }
+    }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+            "[a-z/_.-]{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-z_]{0,6}|.{0,4}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    mod direct_props {
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use super::{any_json, by_serde};
+
+        proptest! {
+            /// Whatever the message, the direct reader and serde_json agree (the direct reader
+            /// either reads it the same or leaves it to serde_json).
+            #[test]
+            fn direct_and_serde_readings_agree(
+                id in proptest::option::of(any_json()),
+                method in proptest::option::of(any_json()),
+                params in proptest::option::of(any_json()),
+                extra in proptest::option::of(any_json()),
+                pretty in any::<bool>(),
+            ) {
+                let mut message = serde_json::Map::new();
+                message.insert("jsonrpc".into(), VERSION.into());
+                for (key, value) in [("id", id), ("method", method), ("params", params), ("x", extra)] {
+                    if let Some(value) = value {
+                        message.insert(key.into(), value);
+                    }
+                }
+                let message = Value::Object(message);
+                let body = if pretty {
+                    serde_json::to_vec_pretty(&message).unwrap()
+                } else {
+                    serde_json::to_vec(&message).unwrap()
+                };
+                prop_assert_eq!(decode(&body), by_serde(&body));
+            }
+
+            /// Usual requests are always read directly, and the same.
+            #[test]
+            fn usual_requests_are_read_directly(
+                id in prop_oneof![
+                    any::<i64>().prop_map(Id::Number),
+                    "[a-z0-9-]{0,8}".prop_map(Id::String),
+                ],
+                method in "[a-z/]{1,20}",
+                arguments in proptest::collection::btree_map(
+                    "[a-z]{1,6}",
+                    prop_oneof![
+                        any::<i64>().prop_map(Value::from),
+                        any::<u64>().prop_map(Value::from),
+                        "[ !#-\\[\\]-~\u{e9}\u{1f600}]{0,10}".prop_map(Value::from),
+                    ],
+                    0..5,
+                ),
+            ) {
+                let params = serde_json::json!({"name": "t", "arguments": arguments});
+                let request = Request { id, method, params: Some(params) };
+                let body = encode(&Message::Request(request));
+                let text = std::str::from_utf8(&body).unwrap();
+                prop_assert!(Direct::new(text).message().is_some(), "{}", text);
+                prop_assert_eq!(decode(&body), by_serde(&body));
+            }
+
+            /// Arbitrary text near JSON, alone or as `params`.
+            #[test]
+            fn arbitrary_text_reads_the_same(
+                body in "[{}\\[\\],:\" 0-9a-z.eE+\\-\\\\\n]{0,60}",
+                as_params in any::<bool>(),
+            ) {
+                let body = if as_params {
+                    format!(r#"{{"jsonrpc":"2.0","method":"m","params":{body}"#)
+                } else {
+                    body
+                };
+                prop_assert_eq!(decode(body.as_bytes()), by_serde(body.as_bytes()));
+            }
         }
     }
 
