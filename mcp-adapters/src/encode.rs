@@ -28,6 +28,11 @@ pub enum Outcome {
     /// A `tools/call` result, typed: the same as [`Outcome::Value`] of its
     /// [`into_value`](ToolResult::into_value), written without building the result object.
     ToolResult(ToolResult),
+    /// A `tools/call` result whose only content is a typed handler's structured output, as
+    /// JSON text: one text block holding the text and, where the revision and the tool allow,
+    /// the same JSON as `structuredContent`. Means the same as [`Outcome::ToolResult`] of
+    /// [`JsonToolResult::to_tool_result`], but is written from the text without a `Value` tree.
+    ToolJson(JsonToolResult),
     /// The handler needs answers first.
     InputRequired {
         /// The questions, by server-assigned key.
@@ -67,6 +72,59 @@ impl ToolResult {
             out.insert("_meta".into(), Value::Object(meta));
         }
         Value::Object(out)
+    }
+}
+
+/// A tool's structured output serialized once, as compact JSON text (see
+/// [`Outcome::ToolJson`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JsonToolResult {
+    json: String,
+    structured: bool,
+}
+
+impl JsonToolResult {
+    /// `value` serialized. `structured`: the tool's output schema is carried on this revision,
+    /// so `structuredContent` may be sent (the adapter still leaves it out where the revision
+    /// cannot carry it, as it does for [`ToolResult`]).
+    pub fn new<T: serde::Serialize + ?Sized>(
+        value: &T,
+        structured: bool,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            json: serde_json::to_string(value)?,
+            structured,
+        })
+    }
+
+    /// Sets whether `structuredContent` may be sent (see [`new`](Self::new)).
+    #[must_use]
+    pub fn structured(mut self, structured: bool) -> Self {
+        self.structured = structured;
+        self
+    }
+
+    /// The JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// The same result as parts: the text block, and `structuredContent` when `structured`.
+    pub fn to_tool_result(&self) -> ToolResult {
+        let mut block = Map::new();
+        block.insert("type".into(), Value::from("text"));
+        block.insert("text".into(), Value::from(self.json.as_str()));
+        ToolResult {
+            content: vec![Value::Object(block)],
+            structured_content: if self.structured {
+                // Written by serde_json: it reads back.
+                serde_json::from_str(&self.json).ok()
+            } else {
+                None
+            },
+            is_error: false,
+            meta: None,
+        }
     }
 }
 
@@ -312,6 +370,33 @@ fn write_tool_result(
     out.push(b'}');
 }
 
+/// [`write_tool_result`] for a [`JsonToolResult`]: the members in the order (and with the
+/// bytes) the `Value` path writes them; the text block's members are sorted as a `Map` sorts
+/// them.
+fn write_json_tool_result(
+    out: &mut Vec<u8>,
+    json: &str,
+    structured: bool,
+    result_type: bool,
+    server_info: Option<&Value>,
+) {
+    out.extend_from_slice(br#"{"content":[{"text":"#);
+    write::write_str(out, json);
+    out.extend_from_slice(br#","type":"text"}]"#);
+    if structured {
+        out.extend_from_slice(br#","structuredContent":"#);
+        out.extend_from_slice(json.as_bytes());
+    }
+    if let Some(info) = server_info {
+        out.extend_from_slice(br#","_meta":"#);
+        write_meta_with_server_info(out, None, info);
+    }
+    if result_type {
+        out.extend_from_slice(br#","resultType":"complete""#);
+    }
+    out.push(b'}');
+}
+
 /// A result object with the adapter's additions (as in [`write_tool_result`]), written in
 /// one pass.
 fn write_result_body(
@@ -388,6 +473,7 @@ impl Adapter {
                 self.encode_result(id, call.operation, call.is_retry(), value, ctx)
             }
             Outcome::ToolResult(result) => self.encode_tool_result(id, result, ctx),
+            Outcome::ToolJson(result) => self.encode_json_tool_result(id, &result, ctx),
             Outcome::InputRequired { requests, state } => self
                 .encode_input_required(id.clone(), call, &requests, state.as_deref(), ctx)
                 .unwrap_or_else(|failure| self.encode_failure(Some(id), &failure)),
@@ -435,6 +521,25 @@ impl Adapter {
         Encoded {
             repr: Repr::Written(write_response(&id, |out| {
                 write_tool_result(out, &result, envelope, server_info.as_deref());
+            })),
+            status: StatusCode::OK,
+        }
+    }
+
+    /// [`encode_tool_result`](Self::encode_tool_result) for a typed tool's structured output
+    /// as JSON text ([`Outcome::ToolJson`]).
+    pub fn encode_json_tool_result(
+        &self,
+        id: Id,
+        result: &JsonToolResult,
+        ctx: &ResultContext<'_>,
+    ) -> Encoded {
+        let keeps = result.structured && self.keeps_structured_json(&result.json);
+        let envelope = self.features().result_envelope;
+        let server_info = self.server_info_to_write(envelope, ctx);
+        Encoded {
+            repr: Repr::Written(write_response(&id, |out| {
+                write_json_tool_result(out, &result.json, keeps, envelope, server_info.as_deref());
             })),
             status: StatusCode::OK,
         }

@@ -402,6 +402,16 @@ impl Adapter {
         }
     }
 
+    /// [`keeps_structured`](Self::keeps_structured) for structured output written as compact
+    /// JSON text (an object starts with `{`).
+    pub(crate) fn keeps_structured_json(&self, json: &str) -> bool {
+        match self.features().structured_output {
+            StructuredOutput::Any => true,
+            StructuredOutput::ObjectOnly => json.starts_with('{'),
+            StructuredOutput::TextOnly => false,
+        }
+    }
+
     /// Projects a tool result's content blocks in place; structured output the revision
     /// dropped becomes the text of the only block when there is no other.
     fn project_tool_blocks(&self, blocks: &mut Vec<Value>, dropped: Option<Value>) {

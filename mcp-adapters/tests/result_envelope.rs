@@ -228,6 +228,77 @@ fn typed_tool_results_encode_as_their_json_does() {
     }
 }
 
+/// A typed tool's structured output written from its JSON text encodes as its parts do, on
+/// every revision and context: objects, arrays and scalars, with and without the tool's
+/// output schema; and the bytes of the common case are pinned.
+#[test]
+fn json_tool_results_encode_as_their_parts_do() {
+    use mcp_adapters::{Call, JsonToolResult, Outcome};
+
+    let info = json!({"name": "s", "version": "1", "title": "S", "x": 1});
+    let contexts = contexts(&info);
+    let call = Call::new(Operation::CallTool, Some(3.into()), "tools/call");
+    let outputs = [
+        json!({"sum": 5}),
+        json!({"b": [1, {"c": null}], "a": "x \"y\"\n\u{1}\u{e9}"}),
+        json!([1, 2]),
+        json!("text"),
+        json!(null),
+    ];
+    for revision in Revision::ALL {
+        let adapter = Adapter::new(revision);
+        for output in &outputs {
+            for structured in [true, false] {
+                let json = JsonToolResult::new(output, structured).unwrap();
+                for ctx in &contexts {
+                    let written = adapter
+                        .encode(&call, Outcome::ToolJson(json.clone()), ctx)
+                        .unwrap();
+                    let parts = adapter
+                        .encode(&call, Outcome::ToolResult(json.to_tool_result()), ctx)
+                        .unwrap();
+                    let parsed: Value = serde_json::from_slice(&written.to_bytes()).unwrap();
+                    assert_eq!(
+                        parsed,
+                        parts.to_value(),
+                        "{revision:?} {output} {structured}"
+                    );
+                }
+            }
+        }
+    }
+    let ctx = ResultContext {
+        server_info: Some(&info),
+        server_info_projected: true,
+        ..ResultContext::default()
+    };
+    let add = JsonToolResult::new(&json!({"sum": 5}), true).unwrap();
+    let cases = [
+        (
+            Revision::V2026_07_28,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"text":"{\"sum\":5}","type":"text"}],"structuredContent":{"sum":5},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","title":"S","version":"1","x":1}},"resultType":"complete"}}"#,
+        ),
+        (
+            Revision::V2025_11_25,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"text":"{\"sum\":5}","type":"text"}],"structuredContent":{"sum":5}}}"#,
+        ),
+        (
+            Revision::V2025_03_26,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"text":"{\"sum\":5}","type":"text"}]}}"#,
+        ),
+    ];
+    for (revision, expected) in cases {
+        let written = Adapter::new(revision)
+            .encode(&call, Outcome::ToolJson(add.clone()), &ctx)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(written.to_bytes()).unwrap(),
+            expected,
+            "{revision:?}"
+        );
+    }
+}
+
 /// The bytes of a written response, members in the order they have always been written:
 /// the handler's members, then `_meta` (with the server info last), then `resultType`.
 #[test]

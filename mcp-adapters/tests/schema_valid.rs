@@ -167,6 +167,25 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
         "tools/call",
         json!({"content": [], "structuredContent": [1, 2]}),
     ));
+    // A typed tool's structured output written from its JSON text.
+    for output in [
+        json!({"temp": 21.5, "note": "a \"b\"\n"}),
+        json!([1, 2]),
+        json!(7),
+    ] {
+        for structured in [true, false] {
+            let json = mcp_adapters::JsonToolResult::new(&output, structured).unwrap();
+            let enc = adapter
+                .encode(
+                    &call(Operation::CallTool, "tools/call"),
+                    Outcome::ToolJson(json),
+                    &ctx,
+                )
+                .unwrap();
+            out.push(("CallToolResult", enc.to_value()["result"].clone()));
+            out.push((response("CallToolResult"), enc.to_value()));
+        }
+    }
 
     // Prompts.
     let prompt = adapter.project_prompt(&json!({"name": "p", "title": "P", "description": "d",

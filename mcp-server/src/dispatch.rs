@@ -40,7 +40,7 @@ use crate::resource::ResourceRequest;
 use crate::server::{Registry, Server};
 use crate::sink::{Drain, Sink};
 use crate::state::{Redeemed, StateError, binding};
-use crate::tool::{ToolRun, panic_message, run_tool};
+use crate::tool::{Output, ToolOutput, ToolRun, panic_message, run_tool};
 
 /// One message for [`Server::handle`]: raw bytes (one JSON-RPC message or batch) or a parsed
 /// JSON value.
@@ -793,7 +793,12 @@ impl Server {
         }
         match run {
             None => Done::Silent,
-            Some(ToolRun::Done(result)) => finish(result),
+            Some(ToolRun::Done(ToolOutput(Output::Result(result)))) => finish(result),
+            Some(ToolRun::Done(ToolOutput(Output::Json(json)))) => Done::Send(
+                // Written from the text: no tree for the output or its text block.
+                Outcome::ToolJson(json.structured(structured)),
+                CacheHint::NONE,
+            ),
             Some(ToolRun::BadArguments(message)) => finish(CallToolResult::error(format!(
                 "invalid arguments:\n{message}"
             ))),

@@ -90,6 +90,32 @@ pub trait IntoToolResult: Send + 'static {
     fn output_schema() -> Option<Result<Value, String>> {
         None
     }
+
+    /// The result as the server takes it. Keep the default (the result of
+    /// [`into_tool_result`](Self::into_tool_result)); [`Json`] hands over its output as JSON
+    /// text instead, which the server writes without building a tree.
+    #[doc(hidden)]
+    fn into_tool_output(self) -> ToolOutput
+    where
+        Self: Sized,
+    {
+        ToolOutput(Output::Result(self.into_tool_result()))
+    }
+}
+
+/// What a tool's handler gives the server (see [`IntoToolResult::into_tool_output`]): opaque
+/// outside the server.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ToolOutput(pub(crate) Output);
+
+#[derive(Debug)]
+pub(crate) enum Output {
+    /// A result.
+    Result(CallToolResult),
+    /// Structured output serialized: a text block with the text, and the same JSON as
+    /// `structuredContent`.
+    Json(mcp_adapters::JsonToolResult),
 }
 
 impl IntoToolResult for CallToolResult {
@@ -132,10 +158,16 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> CallToolResult {
         match serde_json::to_value(&self.0) {
             Ok(value) => CallToolResult::structured(value),
-            Err(err) => {
-                CallToolResult::error(format!("the tool's output cannot be encoded: {err}"))
-            }
+            Err(err) => output_not_encoded(&err),
         }
+    }
+
+    fn into_tool_output(self) -> ToolOutput {
+        // Serialized once, to text; no `Value` tree is built.
+        ToolOutput(match mcp_adapters::JsonToolResult::new(&self.0, true) {
+            Ok(json) => Output::Json(json),
+            Err(err) => Output::Result(output_not_encoded(&err)),
+        })
     }
 
     fn output_schema() -> Option<Result<Value, String>> {
@@ -143,11 +175,22 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Json<T> {
     }
 }
 
+fn output_not_encoded(err: &serde_json::Error) -> CallToolResult {
+    CallToolResult::error(format!("the tool's output cannot be encoded: {err}"))
+}
+
 impl<T: IntoToolResult, E: fmt::Display + Send + 'static> IntoToolResult for Result<T, E> {
     fn into_tool_result(self) -> CallToolResult {
         match self {
             Ok(value) => value.into_tool_result(),
             Err(err) => CallToolResult::error(err.to_string()),
+        }
+    }
+
+    fn into_tool_output(self) -> ToolOutput {
+        match self {
+            Ok(value) => value.into_tool_output(),
+            Err(err) => ToolOutput(Output::Result(CallToolResult::error(err.to_string()))),
         }
     }
 
@@ -186,6 +229,13 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
         let fut = self.call(args, ex);
         async move { fut.await.into_tool_result() }.boxed()
     }
+
+    /// [`call_result`](Self::call_result) in the form the server takes. Keep the default.
+    #[doc(hidden)]
+    fn call_output(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, ToolOutput> {
+        let fut = self.call_result(args, ex);
+        async move { ToolOutput(Output::Result(fut.await)) }.boxed()
+    }
 }
 
 impl<F, Fut, A, R> ToolHandler<ArgsOnly<A>> for F
@@ -206,6 +256,11 @@ where
     fn call_result(&self, args: A, _: Exchange) -> BoxFuture<'static, CallToolResult> {
         let fut = self(args);
         async move { fut.await.into_tool_result() }.boxed()
+    }
+
+    fn call_output(&self, args: A, _: Exchange) -> BoxFuture<'static, ToolOutput> {
+        let fut = self(args);
+        async move { fut.await.into_tool_output() }.boxed()
     }
 }
 
@@ -228,13 +283,17 @@ where
         let fut = self(args, ex);
         async move { fut.await.into_tool_result() }.boxed()
     }
+
+    fn call_output(&self, args: A, ex: Exchange) -> BoxFuture<'static, ToolOutput> {
+        let fut = self(args, ex);
+        async move { fut.await.into_tool_output() }.boxed()
+    }
 }
 
 /// What the type-erased tool function gives back: a result, or arguments that did not
 /// deserialize (reported as an `isError` result by the dispatcher).
-pub(crate) type ErasedTool = Arc<
-    dyn Fn(Value, Exchange) -> Result<BoxFuture<'static, CallToolResult>, String> + Send + Sync,
->;
+pub(crate) type ErasedTool =
+    Arc<dyn Fn(Value, Exchange) -> Result<BoxFuture<'static, ToolOutput>, String> + Send + Sync>;
 
 /// A tool declaration: a name, a typed handler and metadata.
 ///
@@ -297,7 +356,7 @@ impl Tool {
             // Read from the tree in place (its strings are borrowed, not moved out one by one).
             let args = H::Args::deserialize(&arguments).map_err(|e| e.to_string())?;
             drop(arguments);
-            Ok(handler.call_result(args, ex))
+            Ok(handler.call_output(args, ex))
         });
         Self {
             name: name.into(),
@@ -447,7 +506,7 @@ impl Tool {
 /// handler's own outcome is returned as it is.
 pub(crate) enum ToolRun {
     /// The handler finished (successfully or with `isError`).
-    Done(CallToolResult),
+    Done(ToolOutput),
     /// The arguments passed the schema but did not deserialize into the handler's type.
     BadArguments(String),
     /// The handler panicked.
