@@ -79,33 +79,82 @@ pub enum ReplyError {
 /// `expected_id` is the request's id; `None` skips the id check (for the floor, whose reply is
 /// fixed).
 pub fn check_add_reply(message: &[u8], expected_id: Option<u64>) -> Result<Checked, ReplyError> {
-    let parsed: Message<'_, CallResult<'_>> = parse(message)?;
+    let parsed: Message<'_, AddResult> = parse(message)?;
     let Some(result) = response_result(&parsed, expected_id)? else {
         return Ok(Checked::NotAResponse);
     };
-    if result.is_error == Some(true) {
-        return Err(ReplyError::ToolError);
+    result.check().map(|()| Checked::Passed)
+}
+
+/// The members of a `tools/call add` result that the check reads, taken while the result is
+/// read: only the first text block's text is kept (and `resultType` when it is not
+/// `"complete"`), nothing else is built. Owned, so a client can deserialize a result
+/// straight into it (the load generator and our client's rows use this one type, so both pay
+/// for the same check).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct AddResult {
+    #[serde(default, rename = "isError")]
+    is_error: Option<bool>,
+    #[serde(default, rename = "resultType")]
+    result_type: Option<ResultType>,
+    #[serde(default, rename = "structuredContent")]
+    structured_content: Option<SumProbe>,
+    #[serde(default)]
+    content: Option<FirstText>,
+}
+
+impl AddResult {
+    /// Checks the result: no `isError: true`, a `resultType` absent or `"complete"`, and the sum
+    /// 5 in `structuredContent` or, when there is none, in the first text block.
+    pub fn check(&self) -> Result<(), ReplyError> {
+        if self.is_error == Some(true) {
+            return Err(ReplyError::ToolError);
+        }
+        if let Some(ResultType::Other(kind)) = &self.result_type {
+            return Err(ReplyError::ResultType(kind.clone()));
+        }
+        let sum = match (self.structured_content, &self.content) {
+            (Some(SumProbe(Some(sum))), _) => sum,
+            (Some(SumProbe(None)), _) | (None, None) => return Err(ReplyError::NoSum),
+            (None, Some(FirstText(text))) => {
+                let text = text.as_deref().ok_or(ReplyError::NoSum)?;
+                match serde_json::from_str::<SumProbe>(text.trim()) {
+                    Ok(SumProbe(Some(sum))) => sum,
+                    _ => return Err(ReplyError::NoSum),
+                }
+            }
+        };
+        if sum == EXPECTED_SUM as f64 {
+            Ok(())
+        } else {
+            Err(ReplyError::WrongSum(sum))
+        }
     }
-    if let Some(kind) = &result.result_type
-        && kind != "complete"
-    {
-        return Err(ReplyError::ResultType(kind.clone().into_owned()));
-    }
-    let sum = match (result.structured_content, &result.content) {
-        (Some(SumProbe(Some(sum))), _) => sum,
-        (Some(SumProbe(None)), _) | (None, None) => return Err(ReplyError::NoSum),
-        (None, Some(FirstText(text))) => {
-            let text = text.as_deref().ok_or(ReplyError::NoSum)?;
-            match serde_json::from_str::<SumProbe>(text.trim()) {
-                Ok(SumProbe(Some(sum))) => sum,
-                _ => return Err(ReplyError::NoSum),
+}
+
+/// A `resultType`: `"complete"` without allocating, anything else kept to report it.
+#[derive(Clone, Debug, PartialEq)]
+enum ResultType {
+    Complete,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for ResultType {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KindVisitor;
+        impl Visitor<'_> for KindVisitor {
+            type Value = ResultType;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a result type")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ResultType, E> {
+                Ok(match v {
+                    "complete" => ResultType::Complete,
+                    other => ResultType::Other(other.to_owned()),
+                })
             }
         }
-    };
-    if sum == EXPECTED_SUM as f64 {
-        Ok(Checked::Passed)
-    } else {
-        Err(ReplyError::WrongSum(sum))
+        deserializer.deserialize_str(KindVisitor)
     }
 }
 
@@ -175,18 +224,6 @@ struct ErrorObject<'a> {
     code: i64,
     #[serde(default, borrow)]
     message: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct CallResult<'a> {
-    #[serde(default, rename = "structuredContent")]
-    structured_content: Option<SumProbe>,
-    #[serde(default, borrow)]
-    content: Option<FirstText<'a>>,
-    #[serde(default, rename = "isError")]
-    is_error: Option<bool>,
-    #[serde(default, rename = "resultType", borrow)]
-    result_type: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -306,36 +343,99 @@ impl<'de> Deserialize<'de> for FieldProbe {
     }
 }
 
-/// The text of the first `{"type": "text"}` block of a content array.
-struct FirstText<'a>(Option<Cow<'a, str>>);
+/// The text of the first `{"type": "text"}` block of a content array (`None` when there is no
+/// such block, or it has no text). Every block must have a `type`, and a `text` that is a
+/// string.
+#[derive(Clone, Debug, PartialEq)]
+struct FirstText(Option<String>);
 
-#[derive(Deserialize)]
-struct ContentBlock<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
+/// One block of a content array, as [`FirstText`] reads it.
+struct Block {
+    is_text: bool,
+    text: Option<String>,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for FirstText<'a> {
+/// A member name of a content block.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum BlockKey {
+    Type,
+    Text,
+    #[serde(other)]
+    Other,
+}
+
+/// A block's `type`: whether it is `"text"`.
+struct IsText(bool);
+
+impl<'de> Deserialize<'de> for IsText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct SeqVisitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for SeqVisitor<'a> {
-            type Value = FirstText<'a>;
+        struct TypeVisitor;
+        impl Visitor<'_> for TypeVisitor {
+            type Value = IsText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a block type")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<IsText, E> {
+                Ok(IsText(v == "text"))
+            }
+        }
+        deserializer.deserialize_str(TypeVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Block {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BlockVisitor;
+        impl<'de> Visitor<'de> for BlockVisitor {
+            type Value = Block;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Block, A::Error> {
+                let (mut is_text, mut text) = (None, None);
+                while let Some(key) = map.next_key::<BlockKey>()? {
+                    match key {
+                        BlockKey::Type if is_text.is_none() => {
+                            is_text = Some(map.next_value::<IsText>()?.0);
+                        }
+                        BlockKey::Text if text.is_none() => {
+                            text = Some(map.next_value::<String>()?)
+                        }
+                        BlockKey::Type => return Err(de::Error::duplicate_field("type")),
+                        BlockKey::Text => return Err(de::Error::duplicate_field("text")),
+                        BlockKey::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let is_text = is_text.ok_or_else(|| de::Error::missing_field("type"))?;
+                Ok(Block { is_text, text })
+            }
+        }
+        deserializer.deserialize_map(BlockVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for FirstText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SeqVisitor;
+        impl<'de> Visitor<'de> for SeqVisitor {
+            type Value = FirstText;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a content array")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstText<'a>, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstText, A::Error> {
                 let mut first = None;
-                while let Some(block) = seq.next_element::<ContentBlock<'a>>()? {
-                    if first.is_none() && block.kind == "text" {
-                        first = block.text;
+                while let Some(block) = seq.next_element::<Block>()? {
+                    if first.is_none() && block.is_text {
+                        first = Some(block.text);
                     }
                 }
-                Ok(FirstText(first))
+                Ok(FirstText(first.flatten()))
             }
         }
-        deserializer.deserialize_seq(SeqVisitor(std::marker::PhantomData))
+        deserializer.deserialize_seq(SeqVisitor)
     }
 }
 
@@ -474,6 +574,77 @@ mod tests {
         }
     }
 
+    /// The same result, read from a parsed value (our client over stdio) and from text (raw
+    /// replies, and our client over HTTP), gets the same verdict; `None` when it does not read
+    /// as a result at all.
+    #[test]
+    fn add_results_read_from_a_value_and_from_text_agree() {
+        use serde_json::json;
+        let table = [
+            (json!({"structuredContent": {"sum": 5}}), Some(Ok(()))),
+            (json!({"structuredContent": 5}), Some(Ok(()))),
+            (
+                json!({"structuredContent": {"nested": {"sum": 5}, "sum": 5.0}}),
+                Some(Ok(())),
+            ),
+            // `null` is no structured content: the text has the sum.
+            (
+                json!({"structuredContent": null, "content": [{"type": "text", "text": "5"}]}),
+                Some(Ok(())),
+            ),
+            (
+                json!({"content": [{"type": "image", "data": ""}, {"text": " {\"sum\": 5} ", "type": "text", "x": [1]}, {"type": "text", "text": "6"}]}),
+                Some(Ok(())),
+            ),
+            (
+                json!({"content": [{"type": "text"}]}),
+                Some(Err(ReplyError::NoSum)),
+            ),
+            (json!({"content": []}), Some(Err(ReplyError::NoSum))),
+            (json!({}), Some(Err(ReplyError::NoSum))),
+            (
+                json!({"content": [{"type": "text", "text": "five"}]}),
+                Some(Err(ReplyError::NoSum)),
+            ),
+            (
+                json!({"structuredContent": {"sum": "5"}, "content": [{"type": "text", "text": "5"}]}),
+                Some(Err(ReplyError::NoSum)),
+            ),
+            (
+                json!({"structuredContent": {"sum": 6}}),
+                Some(Err(ReplyError::WrongSum(6.0))),
+            ),
+            (
+                json!({"structuredContent": {"sum": 5}, "isError": true}),
+                Some(Err(ReplyError::ToolError)),
+            ),
+            (
+                json!({"structuredContent": {"sum": 5}, "resultType": "complete"}),
+                Some(Ok(())),
+            ),
+            (
+                json!({"resultType": "input_required"}),
+                Some(Err(ReplyError::ResultType("input_required".into()))),
+            ),
+            (json!({"content": "5"}), None),
+            (json!({"content": [5]}), None),
+            (json!({"content": [{"text": "5"}]}), None),
+            (json!({"content": [{"type": "text", "text": 5}]}), None),
+            (json!({"isError": "yes"}), None),
+            (json!({"resultType": 1}), None),
+        ];
+        for (result, expected) in table {
+            let from_value = AddResult::deserialize(&result).ok().map(|r| r.check());
+            assert_eq!(from_value, expected, "{result}");
+            let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+            let from_text = match check_add_reply(text.as_bytes(), Some(1)) {
+                Err(ReplyError::Malformed(_)) => None,
+                other => Some(other.map(|_| ())),
+            };
+            assert_eq!(from_text, expected, "{text}");
+        }
+    }
+
     #[test]
     fn malformed_input_is_an_error_not_a_panic() {
         for body in [
@@ -483,6 +654,8 @@ mod tests {
             b"null",
             b"\xff\xfe",
             b"{\"result\":{\"content\":5}}",
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","type":"text"}]}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"5","text":"5"}]}}"#,
         ] {
             assert!(check_add_reply(body, Some(1)).is_err(), "{body:?}");
         }

@@ -270,7 +270,10 @@ enum Mode {
 /// The event under construction and the decoder's persistent state.
 #[derive(Clone, Debug, Default)]
 struct Builder {
+    /// The data lines so far, joined by LF (no LF after the last).
     data: String,
+    /// A data line was seen (the data may still be empty: `data:` alone is an empty event).
+    has_data: bool,
     event: String,
     event_id: Option<String>,
     event_retry: Option<u64>,
@@ -540,11 +543,15 @@ impl Builder {
         match name {
             b"data" => {
                 let value = lossy(value);
-                // Room for the line and its LF at once: the LF alone would otherwise grow the
-                // buffer a second time.
-                self.data.reserve(value.len() + 1);
+                // The LF goes before every line but the first, so the data of a one-line event
+                // fills its buffer exactly (handed on as `Bytes` without another allocation).
+                if std::mem::replace(&mut self.has_data, true) {
+                    self.data.reserve(value.len() + 1);
+                    self.data.push('\n');
+                } else {
+                    self.data.reserve_exact(value.len());
+                }
                 self.data.push_str(&value);
-                self.data.push('\n');
             }
             b"event" => {
                 // Into the buffer kept across events; handed on at dispatch.
@@ -571,11 +578,10 @@ impl Builder {
         if let Some(id) = &self.event_id {
             self.last_event_id.clone_from(id);
         }
-        if self.data.is_empty() {
+        if !self.has_data {
             self.reset_event();
             return LineOutcome::Nothing;
         }
-        self.data.pop();
         let event = Event {
             event: self.event_type(),
             id: self.event_id.take(),
@@ -600,6 +606,7 @@ impl Builder {
     /// Forgets the event under construction, keeping the persistent state.
     fn reset_event(&mut self) {
         self.data.clear();
+        self.has_data = false;
         self.event.clear();
         self.event_id = None;
         self.event_retry = None;
@@ -730,6 +737,25 @@ mod tests {
         ];
         for (text, lines) in cases {
             assert_eq!(Lines::new(text).collect::<Vec<_>>(), *lines, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn empty_data_lines_still_make_an_event() {
+        let cases: &[(&str, &[&str])] = &[
+            ("data\n\n", &[""]),
+            ("data:\n\n", &[""]),
+            ("data:\ndata:\n\n", &["\n"]),
+            ("data: a\ndata:\n\n", &["a\n"]),
+            ("data:\ndata: b\n\n", &["\nb"]),
+            ("id: 1\n\nevent: x\n\n: c\n\n", &[]),
+            ("data: a\n\ndata: b\n\n", &["a", "b"]),
+        ];
+        for (text, expected) in cases {
+            let mut decoder = SseDecoder::new();
+            decoder.push(text.as_bytes());
+            let data: Vec<String> = decoder.map(|e| e.unwrap().into_data()).collect();
+            assert_eq!(data, *expected, "{text:?}");
         }
     }
 

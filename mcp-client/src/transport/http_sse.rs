@@ -1,10 +1,12 @@
 //! HTTP+SSE, the transport of 2024-11-05: a `GET` stream for everything the server says, and
 //! POSTs to the URI the stream names in its first `endpoint` event.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::TryFutureExt;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::uri::PathAndQuery;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
@@ -172,7 +174,7 @@ async fn read_stream(
                             .map(str::to_owned);
                         // A success response goes to its request by the id read from the text,
                         // which the request parses itself (or reads straight into its type).
-                        if let Some(id) = success_response_id(event.data()) {
+                        if let Some(id) = response_id(event.data()) {
                             let text = Bytes::from(event.into_data());
                             router.dispatch_response(Id::Number(id), text, event_id);
                             continue;
@@ -202,6 +204,41 @@ async fn read_stream(
         }
     };
     router.close(error);
+}
+
+/// The request a success response in `text` answers, read from its text: the id of a text that
+/// begins exactly as a success response to it (`{"jsonrpc":"2.0","id":N,"result":`, the shape
+/// servers write, checked without reading the rest: see [`canonical_response_id`]), or else of
+/// a text that [`success_response_id`] reads as one. `None` for anything else, which is parsed as
+/// usual.
+fn response_id(text: &str) -> Option<i64> {
+    canonical_response_id(text).or_else(|| success_response_id(text))
+}
+
+/// The id of a text that begins `{"jsonrpc":"2.0","id":N,"result":`, without spaces and with
+/// `N` an integer written as JSON writes it (no leading zero, no `-0`) that fits an `i64`.
+///
+/// The server addressed such a text to request `N` as a success response, so it goes to that
+/// request without the rest being read here: the request reads it whole, once (into the
+/// caller's type, or as a message). When the rest is not what the beginning says (not JSON,
+/// another member such as `method`, a second `id`), the request fails with a protocol error at
+/// once instead of waiting for its timeout while the message is dropped.
+fn canonical_response_id(text: &str) -> Option<i64> {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    let rest = text.strip_prefix(HEAD)?;
+    let digits = rest.strip_prefix('-').unwrap_or(rest);
+    let len = digits.bytes().take_while(u8::is_ascii_digit).count();
+    let number = &digits[..len];
+    let negative = digits.len() != rest.len();
+    if number.is_empty()
+        || (number.len() > 1 && number.starts_with('0'))
+        || (negative && number == "0")
+        || !digits[len..].starts_with(RESULT)
+    {
+        return None;
+    }
+    rest[..rest.len() - digits.len() + len].parse().ok()
 }
 
 /// The id of `text` when it is a success response that [`super::parse_message`] reads as one:
@@ -318,7 +355,13 @@ impl HttpSse {
         &self.shared.endpoint
     }
 
-    async fn post(&self, message: Outbound) -> Result<Delivery, TransportError> {
+    /// POSTs `message`. Everything up to handing the request to the pool happens before the
+    /// returned future is first polled, so the future (boxed per call by [`Transport::send`])
+    /// holds neither the message nor the request.
+    fn post(
+        &self,
+        message: Outbound,
+    ) -> impl Future<Output = Result<Delivery, TransportError>> + Send + '_ {
         // A caller that reads its answer itself waits for it here, and gets a success response
         // as its text (`Delivery::Json`).
         let router = &self.shared.router;
@@ -342,23 +385,31 @@ impl HttpSse {
             }
         }
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let response = self.shared.pool.request(request).await?;
-        if !response.status().is_success() {
-            return Err(status_error(response, self.shared.max_message_size).await);
-        }
-        let _ = read_bounded(response.into_body(), 64 * 1024).await;
-        if let Some(pending) = pending {
-            return Ok(match pending.await {
-                Routed::Raw(text) => Delivery::Json(text),
-                Routed::Message(item) => {
-                    Delivery::Stream(Box::pin(futures::stream::once(async move { item })))
+        // Chained rather than awaited in one `async` block, which would hold the pool's future
+        // twice (once as captured, once as awaited).
+        let max_message_size = self.shared.max_message_size;
+        self.shared
+            .pool
+            .request(request)
+            .and_then(move |response| async move {
+                if !response.status().is_success() {
+                    // Boxed: rare, and its future would otherwise make every call's larger.
+                    return Err(Box::pin(status_error(response, max_message_size)).await);
                 }
-            });
-        }
-        Ok(match stream {
-            Some(stream) => Delivery::Stream(stream),
-            None => Delivery::Accepted,
-        })
+                let _ = read_bounded(response.into_body(), 64 * 1024).await;
+                if let Some(pending) = pending {
+                    return Ok(match pending.await {
+                        Routed::Raw(text) => Delivery::Json(text),
+                        Routed::Message(item) => {
+                            Delivery::Stream(Box::pin(futures::stream::once(async move { item })))
+                        }
+                    });
+                }
+                Ok(match stream {
+                    Some(stream) => Delivery::Stream(stream),
+                    None => Delivery::Accepted,
+                })
+            })
     }
 }
 
@@ -430,7 +481,10 @@ mod tests {
             "]".repeat(200)
         );
         for (text, expected) in cases.iter().copied().chain([(deep.as_str(), None)]) {
-            assert_eq!(success_response_id(text), expected, "{text}");
+            // Spaced out of the canonical beginning, so only the exact check can route it.
+            let text = &text.replacen(r#"{"jsonrpc":"#, r#"{ "jsonrpc":"#, 1);
+            assert_eq!(canonical_response_id(text), None, "{text}");
+            assert_eq!(response_id(text), expected, "{text}");
             // What the text routes: exactly what parsing it reads as a success response.
             let parsed = match crate::transport::parse_message(text.as_bytes()) {
                 Ok(mcp_wire::jsonrpc::Message::Response(r)) if r.outcome.is_ok() => r.id,
@@ -439,6 +493,48 @@ mod tests {
             if let Some(id) = expected {
                 assert_eq!(parsed, Some(Id::Number(id)), "{text}");
             }
+        }
+    }
+
+    #[test]
+    fn a_text_that_begins_as_a_success_response_is_routed_by_its_beginning() {
+        let cases: &[(&str, Option<i64>)] = &[
+            (r#"{"jsonrpc":"2.0","id":7,"result":{}}"#, Some(7)),
+            (r#"{"jsonrpc":"2.0","id":0,"result":{}}"#, Some(0)),
+            (r#"{"jsonrpc":"2.0","id":-12,"result":{}}"#, Some(-12)),
+            (
+                r#"{"jsonrpc":"2.0","id":9223372036854775807,"result":{}}"#,
+                Some(i64::MAX),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":-9223372036854775808,"result":{}}"#,
+                Some(i64::MIN),
+            ),
+            // The rest is not read: the request it names reads it, and fails on it.
+            (r#"{"jsonrpc":"2.0","id":7,"result":{"#, Some(7)),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{},"method":"m"}"#,
+                Some(7),
+            ),
+            (r#"{"jsonrpc":"2.0","id":7,"result":{},"id":8}"#, Some(7)),
+            // Not the canonical beginning: left to the exact check.
+            (r#"{"jsonrpc":"2.0","id":07,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":-0,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":-,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":7.0,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":7e0,"result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":7 ,"result":{}}"#, None),
+            (
+                r#"{"jsonrpc":"2.0","id":9223372036854775808,"result":{}}"#,
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0","id":7,"error":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","id":"7","result":{}}"#, None),
+            (r#"{"jsonrpc":"2.0","method":"m","id":7,"result":{}}"#, None),
+        ];
+        for &(text, expected) in cases {
+            assert_eq!(canonical_response_id(text), expected, "{text}");
         }
     }
 
@@ -472,14 +568,32 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn what_is_routed_by_its_text_parses_as_that_success_response(result in result_pieces()) {
-            let text = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#);
+        fn what_the_exact_check_routes_parses_as_that_success_response(result in result_pieces()) {
+            let text = format!(r#"{{ "jsonrpc":"2.0","id":7,"result":{result}}}"#);
             let parsed = match crate::transport::parse_message(text.as_bytes()) {
                 Ok(mcp_wire::jsonrpc::Message::Response(r)) if r.outcome.is_ok() => r.id,
                 _ => None,
             };
             // Routed by its text exactly when parsing reads it as this success response.
-            proptest::prop_assert_eq!(success_response_id(&text).map(Id::Number), parsed);
+            proptest::prop_assert_eq!(response_id(&text).map(Id::Number), parsed);
+        }
+
+        #[test]
+        fn what_begins_as_a_success_response_parses_as_that_response_or_not_at_all(
+            result in result_pieces(),
+        ) {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#);
+            proptest::prop_assert_eq!(response_id(&text), Some(7));
+            // Never another message (a request, another id, an error response): the request it
+            // is routed to gets either its response or a protocol error.
+            match crate::transport::parse_message(text.as_bytes()) {
+                Ok(mcp_wire::jsonrpc::Message::Response(r)) => {
+                    proptest::prop_assert_eq!(r.id, Some(Id::Number(7)));
+                    proptest::prop_assert!(r.outcome.is_ok());
+                }
+                Ok(other) => proptest::prop_assert!(false, "parsed as {other:?}"),
+                Err(_) => {}
+            }
         }
     }
 
@@ -503,5 +617,31 @@ mod tests {
             let got = resolve(&base, data).ok().map(|u| u.to_string());
             assert_eq!(got.as_deref(), *expected, "{data}");
         }
+    }
+    /// The future `send` boxes for every message stays within glibc's per-thread cache of small
+    /// blocks (requests up to 1032 bytes): a larger block takes the allocator's slow path, about
+    /// a thousand instructions more per call.
+    #[tokio::test]
+    async fn the_future_boxed_per_message_is_small() {
+        let uri: Uri = "http://127.0.0.1:1/sse".parse().unwrap();
+        let transport = HttpSse {
+            shared: Arc::new(Shared {
+                pool: new_pool(&uri, None, None),
+                origin: None,
+                endpoint: uri,
+                headers: HeaderMap::new(),
+                router: Router::new(),
+                reader: tokio::spawn(async {}),
+                max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            }),
+        };
+        let message = Outbound {
+            kind: OutboundKind::Request(Id::Number(1)),
+            body: Bytes::new(),
+            headers: HeaderMap::new(),
+            raw_answer: true,
+        };
+        let size = size_of_val(&transport.post(message));
+        assert!(size <= 1024, "{size} bytes");
     }
 }

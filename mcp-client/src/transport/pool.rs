@@ -7,6 +7,7 @@
 //! connection with an unread body on it. Each request is sent in origin form with a `Host`
 //! header, over a `TCP_NODELAY` connection driven by a task of its own.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
@@ -18,6 +19,7 @@ use http::uri::PathAndQuery;
 use http::{HeaderValue, Request, Response, Uri};
 use http_body_util::Full;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::client::conn::TrySendError;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 
@@ -117,43 +119,67 @@ impl Pool {
 
     /// Sends `request` (its URI absolute, as given to the transport) and returns the response,
     /// whose body gives the connection back when read to its end.
-    pub(crate) async fn request(
+    ///
+    /// The request is made ready before the returned future is first polled, and the future
+    /// holds it once (an `async fn` would hold its argument twice), so that the transports'
+    /// per-call futures stay small.
+    pub(crate) fn request(
         &self,
         mut request: Request<Full<Bytes>>,
-    ) -> Result<Response<PooledBody>, TransportError> {
-        let Some((_, host)) = &self.shared.authority else {
-            return Err(TransportError::Http(
-                "only http:// URLs with a host are supported".into(),
-            ));
-        };
-        let path = request
-            .uri()
-            .path_and_query()
-            .cloned()
-            .unwrap_or_else(|| PathAndQuery::from_static("/"));
-        *request.uri_mut() = Uri::from(path);
-        request.headers_mut().insert(HOST, host.clone());
-        let mut sender = self.checkout().await?;
-        let response = match sender.try_send_request(request).await {
-            Ok(response) => response,
-            Err(mut failed) => {
-                // The connection closed before the request was written (an idle connection the
-                // server had just closed): once more, on a new connection.
-                let Some(request) = failed.take_message() else {
-                    return Err(TransportError::Http(error_chain(failed.error())));
-                };
-                sender = Box::pin(self.connect()).await?;
-                sender
-                    .send_request(request)
-                    .await
-                    .map_err(|e| TransportError::Http(error_chain(&e)))?
+    ) -> impl Future<Output = Result<Response<PooledBody>, TransportError>> + Send + '_ {
+        let ready = match &self.shared.authority {
+            Some((_, host)) => {
+                let path = request
+                    .uri()
+                    .path_and_query()
+                    .cloned()
+                    .unwrap_or_else(|| PathAndQuery::from_static("/"));
+                *request.uri_mut() = Uri::from(path);
+                request.headers_mut().insert(HOST, host.clone());
+                true
             }
+            None => false,
         };
-        let pool = Arc::downgrade(&self.shared);
-        Ok(response.map(|body| PooledBody {
-            body,
-            home: Some((sender, pool)),
-        }))
+        async move {
+            if !ready {
+                return Err(TransportError::Http(
+                    "only http:// URLs with a host are supported".into(),
+                ));
+            }
+            let mut sender = self.checkout().await?;
+            let response = match sender.try_send_request(request).await {
+                Ok(response) => response,
+                // Boxed, as connecting is: the retry's futures and the failed request would
+                // otherwise sit in every request's future, which the transports box per call.
+                Err(failed) => {
+                    let (retried, response) = Box::pin(self.retry(failed)).await?;
+                    sender = retried;
+                    response
+                }
+            };
+            let pool = Arc::downgrade(&self.shared);
+            Ok(response.map(|body| PooledBody {
+                body,
+                home: Some((sender, pool)),
+            }))
+        }
+    }
+
+    /// The connection closed before the request was written (an idle connection the server had
+    /// just closed): once more, on a new connection.
+    async fn retry(
+        &self,
+        mut failed: TrySendError<Request<Full<Bytes>>>,
+    ) -> Result<(Sender, Response<Incoming>), TransportError> {
+        let Some(request) = failed.take_message() else {
+            return Err(TransportError::Http(error_chain(failed.error())));
+        };
+        let mut sender = self.connect().await?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| TransportError::Http(error_chain(&e)))?;
+        Ok((sender, response))
     }
 }
 

@@ -71,7 +71,8 @@ struct Shared {
 }
 
 struct State {
-    pending: HashMap<Id, Slot>,
+    /// Hashed with foldhash: ids are the client's own, so there is nothing to defend against.
+    pending: HashMap<Id, Slot, foldhash::fast::RandomState>,
     incoming: Option<mpsc::UnboundedSender<Queued>>,
     incoming_rx: Option<mpsc::UnboundedReceiver<Queued>>,
     closed: bool,
@@ -100,7 +101,7 @@ impl Router {
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    pending: HashMap::new(),
+                    pending: HashMap::default(),
                     incoming: Some(tx),
                     incoming_rx: Some(rx),
                     closed: false,
@@ -190,28 +191,40 @@ impl Router {
         }
     }
 
-    /// Routes a success response to request `id`, as its text: the reader has checked that the
-    /// text is one ([`super::parse_message`] reads it as `Response` with this id and a result).
-    /// A request registered with [`Router::register_raw`] gets the text as it is; any other
-    /// gets the parsed message, as from [`Router::dispatch`].
+    /// Routes a success response to request `id`, as its text, not yet parsed: the reader has
+    /// seen that the text is one, or begins as one, addressed to `id`. A request registered with
+    /// [`Router::register_raw`] gets the text as it is (and reads it itself); any other gets the
+    /// parsed message, as from [`Router::dispatch`], or a protocol error when the text turns out
+    /// not to be that response.
     pub(crate) fn dispatch_response(&self, id: Id, text: Bytes, event_id: Option<String>) {
         let mut state = self.lock();
-        match state.pending.get(&id).map(|slot| slot.raw) {
-            Some(true) => {
-                if let Some(slot) = state.pending.remove(&id) {
-                    state.deliver(&self.shared.unhandled, slot.tx, Routed::Raw(text));
-                }
-            }
-            Some(false) => {
-                // Parsed without holding the lock.
-                drop(state);
-                match super::parse_message(&text) {
-                    Ok(message) => self.dispatch(Inbound { message, event_id }),
-                    Err(e) => tracing::warn!(error = %e, "unreadable response"),
-                }
-            }
-            None => tracing::debug!(%id, "response to a request nobody waits for"),
+        let Some(slot) = state.pending.remove(&id) else {
+            tracing::debug!(%id, "response to a request nobody waits for");
+            return;
+        };
+        if slot.raw {
+            state.deliver(&self.shared.unhandled, slot.tx, Routed::Raw(text));
+            return;
         }
+        // Parsed without holding the lock.
+        drop(state);
+        let routed = match super::parse_message(&text) {
+            Ok(Message::Response(response)) if response.id.as_ref() == Some(&id) => {
+                let message = Message::Response(response);
+                Routed::Message(Ok(Inbound { message, event_id }))
+            }
+            parsed => {
+                let error = match parsed {
+                    Err(e) => e,
+                    Ok(_) => TransportError::Protocol(
+                        "a message that began as a response to this request is not one".into(),
+                    ),
+                };
+                tracing::warn!(%id, error = %error, "unreadable response");
+                Routed::Message(Err(error))
+            }
+        };
+        self.lock().deliver(&self.shared.unhandled, slot.tx, routed);
     }
 
     /// Ends every waiting request with `error` (or [`TransportError::Closed`]) and ends the
@@ -466,6 +479,16 @@ mod tests {
         let got = stream.next().await.unwrap().unwrap();
         assert_eq!(got.message, response(Some(2)).message);
         assert_eq!(got.event_id.as_deref(), Some("e"));
+        // A text that began as a response to a request and is not one fails that request
+        // rather than leaving it to its timeout.
+        let mut five = router.register(Id::Number(5));
+        let broken = Bytes::from_static(br#"{"jsonrpc":"2.0","id":5,"result":{},"method":"m"}"#);
+        router.dispatch_response(Id::Number(5), broken, None);
+        assert!(matches!(
+            five.next().await,
+            Some(Err(TransportError::Protocol(_)))
+        ));
+        assert!(router.lock().pending.is_empty());
         // An error response, or the end, reaches a raw registration as a message.
         let raw = router.register_raw(Id::Number(3));
         router.close(None);
