@@ -139,12 +139,12 @@ async fn call(
 ) -> Result<AddResult, String> {
     if config.transport != Transport::Stdio {
         client
-            .call_tool_as("add", arguments.clone())
+            .call_tool_as("add", arguments)
             .await
             .map_err(|e| e.to_string())
     } else {
         let result = client
-            .call_tool("add", arguments.clone())
+            .call_tool("add", arguments)
             .await
             .map_err(|e| e.to_string())?;
         AddResult::deserialize(&result).map_err(|e| format!("malformed result: {e}"))

@@ -1,6 +1,7 @@
 //! The typed calls: lists (a page, or a stream over every page), tools, resources, prompts,
 //! completion, logging.
 
+use std::borrow::Borrow;
 use std::collections::{HashSet, VecDeque};
 
 use futures::Stream;
@@ -198,7 +199,15 @@ impl Client {
 
     /// Calls a tool. Questions the tool asks are answered through `on_ask`, whatever mechanism
     /// the revision uses. A tool failure is a result with `isError: true`, not an `Err`.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, Error> {
+    ///
+    /// `arguments` is a [`Value`] (an object, or `null` for none) or a reference to one: the
+    /// request is written straight from it, so a caller that calls with the same arguments again
+    /// can lend them rather than clone them.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: impl Borrow<Value> + Send,
+    ) -> Result<Value, Error> {
         self.call_tool_with(name, arguments, CallOptions::new())
             .await
     }
@@ -207,12 +216,13 @@ impl Client {
     pub async fn call_tool_with(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Borrow<Value> + Send,
         options: CallOptions,
     ) -> Result<Value, Error> {
         let call = self.method_of(Operation::CallTool)?;
         // Encoded straight from the name and arguments: the `{name, arguments}` map is built
         // only on the paths that add to it.
+        let arguments = arguments.borrow();
         self.request_params_with(call, Params::Tool { name, arguments }, options)
             .await
     }
@@ -226,9 +236,10 @@ impl Client {
     pub async fn call_tool_as<T: serde::de::DeserializeOwned + Send>(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Borrow<Value> + Send,
     ) -> Result<T, Error> {
         let call = self.method_of(Operation::CallTool)?;
+        let arguments = arguments.borrow();
         self.request_params_as(call, Params::Tool { name, arguments }, CallOptions::new())
             .await
     }

@@ -1051,7 +1051,12 @@ impl serde::Serialize for ParamsRef<'_> {
 #[derive(Debug)]
 pub(crate) enum Params<'a> {
     Value(Option<Value>),
-    Tool { name: &'a str, arguments: Value },
+    /// The arguments as the caller gave them: borrowed, they are cloned only on the paths that
+    /// build the map.
+    Tool {
+        name: &'a str,
+        arguments: &'a Value,
+    },
 }
 
 impl Params<'_> {
@@ -1065,7 +1070,7 @@ impl Params<'_> {
     fn into_value(self) -> Option<Value> {
         match self {
             Params::Value(value) => value,
-            Params::Tool { name, arguments } => Some(tool_params(name, arguments)),
+            Params::Tool { name, arguments } => Some(tool_params(name, arguments.clone())),
         }
     }
 
@@ -1823,10 +1828,7 @@ mod tests {
                         "{name} {arguments}"
                     );
                 }
-                let mut owned = Params::Tool {
-                    name,
-                    arguments: arguments.clone(),
-                };
+                let mut owned = Params::Tool { name, arguments };
                 assert_eq!(owned.value_mut(), &Some(built.clone()));
                 assert!(matches!(owned, Params::Value(Some(_))));
             }

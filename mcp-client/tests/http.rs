@@ -88,6 +88,12 @@ async fn negotiates_from_each_starting_point() {
             .await
             .unwrap();
         assert_eq!(text(&result), "hi", "{name}");
+        // The same arguments lent, twice.
+        let arguments = json!({"text": "lent"});
+        for _ in 0..2 {
+            let result = within(client.call_tool("echo", &arguments)).await.unwrap();
+            assert_eq!(text(&result), "lent", "{name}");
+        }
         let methods = mock.methods();
         assert_eq!(
             methods[..handshake.len()],

@@ -2,27 +2,30 @@
 //! POSTs to the URI the stream names in its first `endpoint` event.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::TryFutureExt;
+use futures::future::Either;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::uri::PathAndQuery;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::pool::{Pool, PooledBody};
-use super::router::Routed;
+use super::event_stream::{EventStream, Read, Reader};
+use super::pool::Pool;
+use super::router::{Pending, Routed};
 use super::streamable::{
-    DEFAULT_MAX_MESSAGE_SIZE, content_type, error_chain, new_pool, origin_of, read_bounded,
-    status_error,
+    DEFAULT_MAX_MESSAGE_SIZE, content_type, new_pool, origin_of, read_bounded, status_error,
 };
 use super::{
-    BoxFuture, Delivery, Inbound, MessageStream, Outbound, OutboundKind, Router, Transport,
-    TransportError, TransportInfo,
+    BoxFuture, Delivery, MessageStream, Outbound, OutboundKind, Router, Transport, TransportError,
+    TransportInfo,
 };
 use mcp_wire::jsonrpc::Id;
 use mcp_wire::sse::SseDecoder;
@@ -82,12 +85,13 @@ impl HttpSseBuilder {
         }
         let router = Router::new();
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
-        let reader = tokio::spawn(read_stream(
+        let stream = EventStream::new(
             response.into_body(),
             SseDecoder::new().with_max_event_size(self.max_message_size),
             router.clone(),
             endpoint_tx,
-        ));
+        );
+        let reader = tokio::spawn(stream.clone().run());
         let endpoint = match tokio::time::timeout(self.endpoint_timeout, endpoint_rx).await {
             Ok(Ok(data)) => data,
             Ok(Err(_)) => {
@@ -118,6 +122,7 @@ impl HttpSseBuilder {
                 endpoint,
                 headers: self.headers,
                 router,
+                stream,
                 reader,
                 max_message_size: self.max_message_size,
             }),
@@ -152,66 +157,12 @@ fn resolve(base: &Uri, data: &str) -> Result<Uri, TransportError> {
     Uri::from_parts(parts).map_err(|_| bad())
 }
 
-async fn read_stream(
-    mut body: PooledBody,
-    mut decoder: SseDecoder,
-    router: Router,
-    endpoint: oneshot::Sender<String>,
-) {
-    let mut endpoint = Some(endpoint);
-    let error = loop {
-        match decoder.next() {
-            Some(Ok(event)) => {
-                match event.event().unwrap_or("message") {
-                    "endpoint" => {
-                        if let Some(tx) = endpoint.take() {
-                            let _ = tx.send(event.into_data());
-                        }
-                    }
-                    "message" if !event.data().is_empty() => {
-                        let event_id = Some(decoder.last_event_id())
-                            .filter(|id| !id.is_empty())
-                            .map(str::to_owned);
-                        // A success response goes to its request by the id read from the text,
-                        // which the request parses itself (or reads straight into its type).
-                        if let Some(id) = response_id(event.data()) {
-                            let text = Bytes::from(event.into_data());
-                            router.dispatch_response(Id::Number(id), text, event_id);
-                            continue;
-                        }
-                        match super::parse_message(event.data().as_bytes()) {
-                            Ok(message) => router.dispatch(Inbound { message, event_id }),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "unreadable message on the SSE stream")
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            None => {}
-            Some(Err(e)) => break Some(TransportError::Protocol(format!("SSE stream: {e}"))),
-        }
-        match body.frame().await {
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    decoder.push(&data);
-                }
-            }
-            Some(Err(e)) => break Some(TransportError::Http(error_chain(&e))),
-            None => break None,
-        }
-    };
-    router.close(error);
-}
-
 /// The request a success response in `text` answers, read from its text: the id of a text that
 /// begins exactly as a success response to it (`{"jsonrpc":"2.0","id":N,"result":`, the shape
 /// servers write, checked without reading the rest: see [`canonical_response_id`]), or else of
 /// a text that [`success_response_id`] reads as one. `None` for anything else, which is parsed as
 /// usual.
-fn response_id(text: &str) -> Option<i64> {
+pub(super) fn response_id(text: &str) -> Option<i64> {
     canonical_response_id(text).or_else(|| success_response_id(text))
 }
 
@@ -329,6 +280,8 @@ struct Shared {
     endpoint: Uri,
     headers: HeaderMap,
     router: Router,
+    /// The event stream, read by the requests waiting on it and else by `reader`.
+    stream: Arc<EventStream>,
     reader: JoinHandle<()>,
     max_message_size: usize,
 }
@@ -358,16 +311,18 @@ impl HttpSse {
     /// POSTs `message`. Everything up to handing the request to the pool happens before the
     /// returned future is first polled, so the future (boxed per call by [`Transport::send`])
     /// holds neither the message nor the request.
+    ///
+    /// A request whose caller reads its answer itself ([`Outbound::raw_answer`]) reads the event
+    /// stream while it waits, from its first poll (the answer may come before the POST's own
+    /// response), and gets a success response as its text ([`Delivery::Json`]).
     fn post(
         &self,
         message: Outbound,
     ) -> impl Future<Output = Result<Delivery, TransportError>> + Send + '_ {
-        // A caller that reads its answer itself waits for it here, and gets a success response
-        // as its text (`Delivery::Json`).
         let router = &self.shared.router;
-        let (pending, stream) = match &message.kind {
+        let (mine, stream) = match &message.kind {
             OutboundKind::Request(id) if message.raw_answer => {
-                (Some(router.register_raw(id.clone())), None)
+                (Some((id.clone(), router.register_raw(id.clone()))), None)
             }
             OutboundKind::Request(id) => (None, Some(router.register(id.clone()))),
             _ => (None, None),
@@ -388,7 +343,8 @@ impl HttpSse {
         // Chained rather than awaited in one `async` block, which would hold the pool's future
         // twice (once as captured, once as awaited).
         let max_message_size = self.shared.max_message_size;
-        self.shared
+        let posting = self
+            .shared
             .pool
             .request(request)
             .and_then(move |response| async move {
@@ -397,19 +353,72 @@ impl HttpSse {
                     return Err(Box::pin(status_error(response, max_message_size)).await);
                 }
                 let _ = read_bounded(response.into_body(), 64 * 1024).await;
-                if let Some(pending) = pending {
-                    return Ok(match pending.await {
-                        Routed::Raw(text) => Delivery::Json(text),
-                        Routed::Message(item) => {
-                            Delivery::Stream(Box::pin(futures::stream::once(async move { item })))
-                        }
-                    });
+                Ok(())
+            });
+        match mine {
+            Some((id, pending)) => Either::Left(Lead {
+                posting,
+                posted: false,
+                id,
+                pending,
+                reader: Reader::new(&self.shared.stream),
+                answer: None,
+            }),
+            None => Either::Right(posting.map_ok(move |()| match stream {
+                Some(stream) => Delivery::Stream(stream),
+                None => Delivery::Accepted,
+            })),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request that reads its own answer: POSTs it and, from the first poll until the answer
+    /// is there, reads the event stream for everyone (see [`EventStream`]).
+    struct Lead<'a, F> {
+        #[pin]
+        posting: F,
+        posted: bool,
+        id: Id,
+        pending: Pending,
+        reader: Reader<'a>,
+        // The success response, read off the stream before the POST was answered.
+        answer: Option<Bytes>,
+    }
+}
+
+impl<F: Future<Output = Result<(), TransportError>>> Future for Lead<'_, F> {
+    type Output = Result<Delivery, TransportError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if this.answer.is_none() {
+            match this.reader.read(cx, this.id) {
+                Read::Mine(text) => {
+                    this.pending.settle();
+                    this.reader.leave();
+                    *this.answer = Some(text);
                 }
-                Ok(match stream {
-                    Some(stream) => Delivery::Stream(stream),
-                    None => Delivery::Accepted,
-                })
-            })
+                // The end was routed: `pending` has the error.
+                Read::Ended => this.reader.leave(),
+                Read::Pending => {}
+            }
+        }
+        if !*this.posted {
+            ready!(this.posting.poll(cx))?;
+            *this.posted = true;
+        }
+        if let Some(text) = this.answer.take() {
+            return Poll::Ready(Ok(Delivery::Json(text)));
+        }
+        let routed = ready!(Pin::new(this.pending).poll(cx));
+        this.reader.leave();
+        Poll::Ready(Ok(match routed {
+            Routed::Raw(text) => Delivery::Json(text),
+            Routed::Message(item) => {
+                Delivery::Stream(Box::pin(futures::stream::once(async move { item })))
+            }
+        }))
     }
 }
 
@@ -434,7 +443,7 @@ impl Transport for HttpSse {
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
             self.shared.reader.abort();
-            self.shared.router.close(None);
+            self.shared.stream.close();
             Ok(())
         })
     }
@@ -623,25 +632,42 @@ mod tests {
     /// a thousand instructions more per call.
     #[tokio::test]
     async fn the_future_boxed_per_message_is_small() {
-        let uri: Uri = "http://127.0.0.1:1/sse".parse().unwrap();
-        let transport = HttpSse {
-            shared: Arc::new(Shared {
-                pool: new_pool(&uri, None, None),
-                origin: None,
-                endpoint: uri,
+        // A stream that names its endpoint and stays open.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let uri: Uri = format!("http://{}/sse", listener.local_addr().unwrap())
+            .parse()
+            .unwrap();
+        let server = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            while !head.ends_with(b"\r\n\r\n") {
+                let mut byte = [0u8];
+                if socket.read(&mut byte).await.unwrap() == 0 {
+                    return;
+                }
+                head.push(byte[0]);
+            }
+            let event = "event: endpoint\ndata: /messages\n\n";
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                event.len()
+            );
+            socket.write_all(reply.as_bytes()).await.unwrap();
+            // Held open until the test ends.
+            let _ = socket.read(&mut [0u8; 1]).await;
+        });
+        let transport = HttpSse::builder(uri).connect().await.unwrap();
+        for raw_answer in [true, false] {
+            let message = Outbound {
+                kind: OutboundKind::Request(Id::Number(1)),
+                body: Bytes::new(),
                 headers: HeaderMap::new(),
-                router: Router::new(),
-                reader: tokio::spawn(async {}),
-                max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
-            }),
-        };
-        let message = Outbound {
-            kind: OutboundKind::Request(Id::Number(1)),
-            body: Bytes::new(),
-            headers: HeaderMap::new(),
-            raw_answer: true,
-        };
-        let size = size_of_val(&transport.post(message));
-        assert!(size <= 1024, "{size} bytes");
+                raw_answer,
+            };
+            let size = size_of_val(&transport.post(message));
+            assert!(size <= 1024, "{size} bytes");
+        }
+        server.abort();
     }
 }

@@ -25,6 +25,7 @@ use http::HeaderMap;
 
 use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
 
+mod event_stream;
 mod http_sse;
 mod pool;
 mod router;

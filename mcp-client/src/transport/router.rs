@@ -227,6 +227,23 @@ impl Router {
         self.lock().deliver(&self.shared.unhandled, slot.tx, routed);
     }
 
+    /// Takes the slot of request `id`, registered with [`Router::register_raw`], for a reader
+    /// that hands the success response it read to that request itself (the request reading its
+    /// own stream): `true` when the slot was there and the response may go to it at once, with
+    /// no message read before it still waiting for the incoming stream's reader (see
+    /// [`State::deliver`]). The request's [`Pending`] must then be [`Pending::settle`]d.
+    pub(crate) fn take_direct(&self, id: &Id) -> bool {
+        let mut state = self.lock();
+        let queued = state.incoming.is_some()
+            && state.incoming_rx.is_none()
+            && self.shared.unhandled.load(Ordering::Acquire) > 0;
+        if queued || !state.pending.get(id).is_some_and(|slot| slot.raw) {
+            return false;
+        }
+        state.pending.remove(id);
+        true
+    }
+
     /// Ends every waiting request with `error` (or [`TransportError::Closed`]) and ends the
     /// incoming stream. Later registrations fail at once.
     pub fn close(&self, error: Option<TransportError>) {
@@ -272,6 +289,14 @@ pub(crate) struct Pending {
     rx: oneshot::Receiver<Routed>,
     id: Option<Id>,
     router: Router,
+}
+
+impl Pending {
+    /// The request got its answer another way ([`Router::take_direct`]): nothing is left to
+    /// wait for or to unregister.
+    pub(crate) fn settle(&mut self) {
+        self.id = None;
+    }
 }
 
 impl Future for Pending {
