@@ -1347,6 +1347,65 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     })
 }
 
+/// The bare floor's rate on a quiet machine of this kind, from issue 12's orientation figures:
+/// about 36k calls/s at c=1 and 92k at c=32.
+fn floor_reference(concurrency: u32) -> Option<f64> {
+    match concurrency {
+        1 => Some(36_000.0),
+        32 => Some(92_000.0),
+        _ => None,
+    }
+}
+
+/// A floor round more than this far apart from another of the same cell (max / min) marks the
+/// run as noisy: nothing of ours changes between the floor's rounds.
+const FLOOR_SPREAD_LIMIT: f64 = 1.25;
+
+/// A floor median below this share of [`floor_reference`] marks the run as noisy: the machine
+/// was slow, whatever its load average said.
+const FLOOR_LEVEL_LIMIT: f64 = 0.7;
+
+/// Why the floor's own figures say the run was noisy: one line per cell where its rounds spread
+/// past [`FLOOR_SPREAD_LIMIT`] or its median fell below [`FLOOR_LEVEL_LIMIT`] of the reference.
+/// The load average alone misses a host that is slow or unsteady at a low load.
+fn floor_noise(results: &Results) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for ((revision, concurrency), cell) in results {
+        let Some(samples) = cell.get("floor") else {
+            continue;
+        };
+        let calls: Vec<f64> = samples.iter().flatten().map(|s| s.calls_per_s).collect();
+        let min = calls.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = calls.iter().copied().fold(0.0, f64::max);
+        let mut why = Vec::new();
+        if calls.len() > 1 && min > 0.0 && max / min > FLOOR_SPREAD_LIMIT {
+            why.push(format!(
+                "its rounds spread from {} to {} calls/s ({:.2}x)",
+                thousands(min),
+                thousands(max),
+                max / min
+            ));
+        }
+        if let (Some(level), Some(reference)) = (median(calls), floor_reference(*concurrency))
+            && level < FLOOR_LEVEL_LIMIT * reference
+        {
+            why.push(format!(
+                "its median, {} calls/s, is {:.0}% of the {} expected here",
+                thousands(level),
+                100.0 * level / reference,
+                thousands(reference)
+            ));
+        }
+        if !why.is_empty() {
+            reasons.push(format!(
+                "floor, {revision} c={concurrency}: {}",
+                why.join("; ")
+            ));
+        }
+    }
+    reasons
+}
+
 /// The summary of one row in one cell.
 #[derive(Debug, Default)]
 struct RowSummary {
@@ -1482,12 +1541,31 @@ impl Report<'_> {
                 .and_then(|l| l.parse::<f64>().ok())
                 .is_some_and(|l| l > 1.5)
         };
-        if busy(&self.load_before) || busy(&self.load_after) {
+        let loaded = busy(&self.load_before) || busy(&self.load_after);
+        let floor_noise = floor_noise(self.results);
+        if loaded || !floor_noise.is_empty() {
+            let _ = writeln!(md, "**Noisy run.**");
+            if loaded {
+                let _ = writeln!(
+                    md,
+                    "- The load average shows other processes competing for the two cores during this run \
+                     (pinning keeps our processes on their cores, not the others off them)."
+                );
+            }
+            if !floor_noise.is_empty() {
+                let _ = writeln!(
+                    md,
+                    "- The bare floor, which does not change between rounds, was slow or unsteady \
+                     (spread over {FLOOR_SPREAD_LIMIT}x, or a median under {:.0}% of the issue's orientation figure):",
+                    100.0 * FLOOR_LEVEL_LIMIT
+                );
+                for reason in &floor_noise {
+                    let _ = writeln!(md, "  - {reason}");
+                }
+            }
             let _ = writeln!(
                 md,
-                "**Noisy run:** the load average shows other processes competing for the two cores during this run \
-                 (pinning keeps our processes on their cores, not the others off them). \
-                 Absolute figures, c=1 above all, are lower and more spread than on a quiet machine; \
+                "\nAbsolute figures, c=1 above all, are lower and more spread than on a quiet machine; \
                  the same-round ratios are the figures to read.\n"
             );
         }
@@ -2210,6 +2288,52 @@ mod tests {
             first_error: None,
             rss_mib: Some(4.0),
         })
+    }
+
+    #[test]
+    fn the_floor_marks_a_run_noisy_when_slow_or_unsteady() {
+        let cell = |floor: Vec<Option<Sample>>| {
+            let mut cell = BTreeMap::new();
+            cell.insert("floor", floor);
+            cell.insert("ours-memory", vec![sample(1.0)]);
+            cell
+        };
+        // Concurrency, the floor's rounds, words the reason holds (none: no reason).
+        type Case = (u32, Vec<Option<Sample>>, &'static [&'static str]);
+        let cases: [Case; 5] = [
+            // Steady and at its level: nothing to say.
+            (32, vec![sample(95e3), sample(100e3), sample(90e3)], &[]),
+            // One slow round among steady ones.
+            (
+                32,
+                vec![sample(95e3), sample(60e3), sample(100e3)],
+                &["spread", "1.67x"],
+            ),
+            // Steady but slow.
+            (
+                32,
+                vec![sample(50e3), sample(52e3), None],
+                &["median", "55%"],
+            ),
+            // Slow at c=1 too; a single round has no spread.
+            (1, vec![sample(20e3)], &["median", "56%"]),
+            // No reference for other concurrencies, and steady.
+            (8, vec![sample(10e3), sample(11e3)], &[]),
+        ];
+        for (concurrency, floor, expected) in cases {
+            let mut results = Results::new();
+            results.insert(("2025-11-25", concurrency), cell(floor));
+            let reasons = floor_noise(&results);
+            if expected.is_empty() {
+                assert!(reasons.is_empty(), "{reasons:?}");
+                continue;
+            }
+            assert_eq!(reasons.len(), 1, "{reasons:?}");
+            assert!(reasons[0].starts_with(&format!("floor, 2025-11-25 c={concurrency}: ")));
+            for word in expected {
+                assert!(reasons[0].contains(word), "{word}: {reasons:?}");
+            }
+        }
     }
 
     #[test]
