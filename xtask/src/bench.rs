@@ -1347,14 +1347,12 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     })
 }
 
-/// The bare floor's rate on a quiet machine of this kind, from issue 12's orientation figures:
-/// about 36k calls/s at c=1 and 92k at c=32.
+/// The bare floor's rate on a quiet machine of this kind: issue 12's orientation figure of 92k
+/// calls/s at c=32 (clean runs here did 113-153k). None at c=1: the issue's 36k has not been
+/// reached by this harness on this host (10-12k in every run, clean ones included: at c=1 a
+/// call is a round trip between the two cores), so c=1 is judged by its spread alone.
 fn floor_reference(concurrency: u32) -> Option<f64> {
-    match concurrency {
-        1 => Some(36_000.0),
-        32 => Some(92_000.0),
-        _ => None,
-    }
+    (concurrency == 32).then_some(92_000.0)
 }
 
 /// A floor round more than this far apart from another of the same cell (max / min) marks the
@@ -1556,7 +1554,7 @@ impl Report<'_> {
                 let _ = writeln!(
                     md,
                     "- The bare floor, which does not change between rounds, was slow or unsteady \
-                     (spread over {FLOOR_SPREAD_LIMIT}x, or a median under {:.0}% of the issue's orientation figure):",
+                     (rounds spread over {FLOOR_SPREAD_LIMIT}x, or a median at c=32 under {:.0}% of the issue's orientation figure):",
                     100.0 * FLOOR_LEVEL_LIMIT
                 );
                 for reason in &floor_noise {
@@ -2300,7 +2298,7 @@ mod tests {
         };
         // Concurrency, the floor's rounds, words the reason holds (none: no reason).
         type Case = (u32, Vec<Option<Sample>>, &'static [&'static str]);
-        let cases: [Case; 5] = [
+        let cases: [Case; 6] = [
             // Steady and at its level: nothing to say.
             (32, vec![sample(95e3), sample(100e3), sample(90e3)], &[]),
             // One slow round among steady ones.
@@ -2315,8 +2313,9 @@ mod tests {
                 vec![sample(50e3), sample(52e3), None],
                 &["median", "55%"],
             ),
-            // Slow at c=1 too; a single round has no spread.
-            (1, vec![sample(20e3)], &["median", "56%"]),
+            // At c=1 only the spread counts: a single slow round says nothing.
+            (1, vec![sample(9e3)], &[]),
+            (1, vec![sample(6.5e3), sample(10e3)], &["spread", "1.54x"]),
             // No reference for other concurrencies, and steady.
             (8, vec![sample(10e3), sample(11e3)], &[]),
         ];
