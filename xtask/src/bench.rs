@@ -262,9 +262,12 @@ impl Settings {
             Self {
                 quick,
                 peers: true,
-                rounds: 3,
+                // Five shorter rounds rather than three of 2 s: on a host whose speed drifts
+                // (the floor's rounds spread up to 1.4x within one cell on 2026-12-04), the two
+                // runs of a same-round ratio sit closer in time, and the median has more pairs.
+                rounds: 5,
                 warmup: 0.5,
-                measure: 2.0,
+                measure: 1.5,
                 revisions: REVISIONS.to_vec(),
                 concurrencies: vec![1, 32],
                 sessions: IDLE_TARGET_SESSIONS,
