@@ -209,9 +209,7 @@ fn version_value(adapter: Adapter) -> HeaderValue {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::transport::lock;
 
 /// A connected MCP client.
 ///

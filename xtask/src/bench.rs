@@ -1372,14 +1372,11 @@ const FLOOR_LEVEL_LIMIT: f64 = 0.7;
 fn floor_noise(results: &Results) -> Vec<String> {
     let mut reasons = Vec::new();
     for ((revision, concurrency), cell) in results {
-        let Some(samples) = cell.get("floor") else {
+        let Some((level, min, max)) = summarise(cell, "floor").calls else {
             continue;
         };
-        let calls: Vec<f64> = samples.iter().flatten().map(|s| s.calls_per_s).collect();
-        let min = calls.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = calls.iter().copied().fold(0.0, f64::max);
         let mut why = Vec::new();
-        if calls.len() > 1 && min > 0.0 && max / min > FLOOR_SPREAD_LIMIT {
+        if min > 0.0 && max / min > FLOOR_SPREAD_LIMIT {
             why.push(format!(
                 "its rounds spread from {} to {} calls/s ({:.2}x)",
                 thousands(min),
@@ -1387,7 +1384,7 @@ fn floor_noise(results: &Results) -> Vec<String> {
                 max / min
             ));
         }
-        if let (Some(level), Some(reference)) = (median(calls), floor_reference(*concurrency))
+        if let Some(reference) = floor_reference(*concurrency)
             && level < FLOOR_LEVEL_LIMIT * reference
         {
             why.push(format!(

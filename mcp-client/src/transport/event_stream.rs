@@ -15,7 +15,7 @@
 //! registered again before it stops); a request that leaves while a wake-up it got is still
 //! unread passes it on.
 
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::task::{Context, Poll, Wake, Waker};
 
 use bytes::Bytes;
@@ -23,7 +23,7 @@ use hyper::body::Body;
 use tokio::sync::oneshot;
 
 use super::pool::PooledBody;
-use super::{Inbound, Router, TransportError};
+use super::{Inbound, Router, TransportError, lock};
 use mcp_wire::jsonrpc::Id;
 use mcp_wire::sse::SseDecoder;
 
@@ -54,9 +54,8 @@ struct Interest {
 }
 
 struct Waiters {
-    /// Requests waiting, each with its key and its task's waker.
-    requests: Vec<(u64, Waker)>,
-    next_key: u64,
+    /// Requests waiting, each with its id and its task's waker.
+    requests: Vec<(Id, Waker)>,
     /// The background task, woken when no request waits.
     background: Option<Waker>,
     /// A wake-up was given and nobody has read the stream since.
@@ -73,11 +72,6 @@ impl Waiters {
             _ => self.background.clone(),
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing held under these locks can be left half-changed by a panic.
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Interest {
@@ -134,7 +128,6 @@ impl EventStream {
         let interest = Arc::new(Interest {
             state: Mutex::new(Waiters {
                 requests: Vec::new(),
-                next_key: 0,
                 background: None,
                 // Nobody has polled the body yet.
                 unread: true,
@@ -177,33 +170,29 @@ impl EventStream {
         self.router.close(None);
     }
 
-    /// Joins the requests that read the stream while they wait (or refreshes the waker of one
-    /// that joined as `key`), returning its key and whether the stream may have something
-    /// nobody read yet. When it has not, the stream's waker is registered (the last read ended
-    /// with the stream pending, or is going on right now), so there is nothing to do until it
-    /// wakes someone.
-    fn join(&self, key: Option<u64>, waker: &Waker) -> (u64, bool) {
+    /// Joins request `id` to the requests that read the stream while they wait (or refreshes its
+    /// waker if it joined already), returning whether the stream may have something nobody read
+    /// yet. When it has not, the stream's waker is registered (the last read ended with the
+    /// stream pending, or is going on right now), so there is nothing to do until it wakes
+    /// someone.
+    fn join(&self, id: &Id, waker: &Waker) -> bool {
         let mut state = lock(&self.interest.state);
-        let unread = state.unread;
-        if let Some(key) = key
-            && let Some((_, known)) = state.requests.iter_mut().find(|(k, _)| *k == key)
-        {
-            if !known.will_wake(waker) {
-                *known = waker.clone();
+        match state.requests.iter_mut().find(|(known, _)| known == id) {
+            Some((_, known)) => {
+                if !known.will_wake(waker) {
+                    *known = waker.clone();
+                }
             }
-            return (key, unread);
+            None => state.requests.push((id.clone(), waker.clone())),
         }
-        let key = state.next_key;
-        state.next_key += 1;
-        state.requests.push((key, waker.clone()));
-        (key, unread)
+        state.unread
     }
 
-    /// A request stops reading the stream. A wake-up nobody acted on goes to the next reader.
-    fn leave(&self, key: u64) {
+    /// Request `id` stops reading the stream. A wake-up nobody acted on goes to the next reader.
+    fn leave(&self, id: &Id) {
         let target = {
             let mut state = lock(&self.interest.state);
-            if let Some(at) = state.requests.iter().position(|(k, _)| *k == key) {
+            if let Some(at) = state.requests.iter().position(|(known, _)| known == id) {
                 state.requests.remove(at);
             }
             if state.unread { state.target() } else { None }
@@ -322,29 +311,34 @@ impl EventStream {
 /// A request's membership among the stream's readers; leaves on drop.
 pub(super) struct Reader<'a> {
     stream: &'a EventStream,
-    key: Option<u64>,
+    /// The request's id, which its success response answers.
+    id: Id,
+    joined: bool,
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn new(stream: &'a EventStream) -> Self {
-        Self { stream, key: None }
+    pub(super) fn new(stream: &'a EventStream, id: Id) -> Self {
+        Self {
+            stream,
+            id,
+            joined: false,
+        }
     }
 
     /// Reads the stream for everyone, as a waiting request (joined with `cx`'s waker until
-    /// [`Reader::leave`]), looking for the success response to `mine`.
-    pub(super) fn read(&mut self, cx: &Context<'_>, mine: &Id) -> Read {
-        let (key, unread) = self.stream.join(self.key, cx.waker());
-        self.key = Some(key);
-        if !unread {
+    /// [`Reader::leave`]), looking for the success response to this request.
+    pub(super) fn read(&mut self, cx: &Context<'_>) -> Read {
+        self.joined = true;
+        if !self.stream.join(&self.id, cx.waker()) {
             return Read::Pending;
         }
-        self.stream.read(Some(mine))
+        self.stream.read(Some(&self.id))
     }
 
     /// Stops reading.
     pub(super) fn leave(&mut self) {
-        if let Some(key) = self.key.take() {
-            self.stream.leave(key);
+        if std::mem::take(&mut self.joined) {
+            self.stream.leave(&self.id);
         }
     }
 }

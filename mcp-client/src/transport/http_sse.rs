@@ -27,7 +27,6 @@ use super::{
     BoxFuture, Delivery, MessageStream, Outbound, OutboundKind, Router, Transport, TransportError,
     TransportInfo,
 };
-use mcp_wire::jsonrpc::Id;
 use mcp_wire::sse::SseDecoder;
 
 /// Builds an [`HttpSse`] transport.
@@ -359,9 +358,8 @@ impl HttpSse {
             Some((id, pending)) => Either::Left(Lead {
                 posting,
                 posted: false,
-                id,
                 pending,
-                reader: Reader::new(&self.shared.stream),
+                reader: Reader::new(&self.shared.stream, id),
                 answer: None,
             }),
             None => Either::Right(posting.map_ok(move |()| match stream {
@@ -379,7 +377,6 @@ pin_project_lite::pin_project! {
         #[pin]
         posting: F,
         posted: bool,
-        id: Id,
         pending: Pending,
         reader: Reader<'a>,
         // The success response, read off the stream before the POST was answered.
@@ -393,7 +390,7 @@ impl<F: Future<Output = Result<(), TransportError>>> Future for Lead<'_, F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         if this.answer.is_none() {
-            match this.reader.read(cx, this.id) {
+            match this.reader.read(cx) {
                 Read::Mine(text) => {
                     this.pending.settle();
                     this.reader.leave();
@@ -452,6 +449,7 @@ impl Transport for HttpSse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_wire::jsonrpc::Id;
 
     #[test]
     fn a_response_is_routed_by_its_text_only_when_it_parses_as_a_success_response() {

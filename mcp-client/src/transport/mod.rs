@@ -37,6 +37,12 @@ pub use router::Router;
 pub use stdio::{Stderr, Stdio, StdioBuilder};
 pub use streamable::{DEFAULT_MAX_MESSAGE_SIZE, StreamableHttp, StreamableHttpBuilder};
 
+/// Locks `mutex`, going on after a panic elsewhere: nothing the crate keeps under a lock can be
+/// left half-changed by one.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A boxed, sendable future, as the [`Transport`] methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
