@@ -541,13 +541,8 @@ impl Server {
         sink: &Sink,
     ) -> Option<Outgoing> {
         if body.batch {
-            let mut responses = Vec::new();
-            for item in body.items {
-                if let Some(response) = self.item(adapter, item, ctx, sink).await {
-                    responses.push(response);
-                }
-            }
-            return (!responses.is_empty()).then_some(Outgoing::Batch(responses));
+            // Boxed: a batch is rare, and its loop would make every call's future larger.
+            return Box::pin(self.serve_batch(adapter, body.items, ctx, sink)).await;
         }
         // One message (one item): no list of responses to build.
         let mut last = None;
@@ -557,6 +552,24 @@ impl Server {
             }
         }
         last.map(Outgoing::Response)
+    }
+
+    /// The items of a batch in order, answered with the list of their responses (none when no
+    /// item needs one).
+    async fn serve_batch(
+        &self,
+        adapter: Adapter,
+        items: Vec<Incoming>,
+        ctx: &Context,
+        sink: &Sink,
+    ) -> Option<Outgoing> {
+        let mut responses = Vec::new();
+        for item in items {
+            if let Some(response) = self.item(adapter, item, ctx, sink).await {
+                responses.push(response);
+            }
+        }
+        (!responses.is_empty()).then_some(Outgoing::Batch(responses))
     }
 
     async fn item(
@@ -702,7 +715,12 @@ impl Server {
             Operation::ListPrompts => {
                 list(registry, ListKind::Prompts, "prompts", &view.prompts, call)
             }
-            Operation::CallTool => self.call_tool(adapter, view, call, ctx, sink, cancel).await,
+            // Boxed like the other handlers: the driver of every call then stays small
+            // enough for the allocator's per-thread cache (about 1 KB), where a larger box
+            // takes glibc's slow path on every call.
+            Operation::CallTool => {
+                Box::pin(self.call_tool(adapter, view, call, ctx, sink, cancel)).await
+            }
             Operation::ReadResource => {
                 Box::pin(self.read_resource(adapter, call, ctx, sink, cancel)).await
             }
