@@ -1,5 +1,7 @@
 //! The normalized, revision-independent shape of what a client sent.
 
+use std::borrow::Cow;
+
 use mcp_wire::jsonrpc::{ErrorObject, Id};
 use serde_json::{Map, Value};
 
@@ -100,8 +102,9 @@ impl ClientContext {
 
 /// A decoded request or notification.
 ///
-/// `params` keeps the raw params object minus what was moved into typed fields: `arguments`,
-/// `inputResponses` and `requestState` are taken out (so are `mcpAnswers` / `mcpState` from the
+/// `params` keeps the raw params object minus what was moved into typed fields: `name` (or
+/// `uri`) of the operations with a [`target`](Self::target), `arguments`, `inputResponses` and
+/// `requestState` are taken out (so are `mcpAnswers` / `mcpState` from the
 /// arguments of a tool call on revisions that ask in arguments), and on 2026-07-28 requests
 /// the protocol version, client capabilities and (object) client info are moved out of `_meta`
 /// into [`protocol_version`](Self::protocol_version) and [`client`](Self::client). The rest of `_meta` and everything else stay, so a handler can
@@ -114,8 +117,8 @@ pub struct Call {
     pub operation: Operation,
     /// The request id; `None` for a notification.
     pub id: Option<Id>,
-    /// The wire method.
-    pub method: String,
+    /// The wire method (the spec's constant when it is one of its names).
+    pub method: Cow<'static, str>,
     /// `params.name` (tool, prompt) or `params.uri` (resource read, subscribe, unsubscribe).
     pub target: Option<String>,
     /// `params.arguments` of `tools/call` and `prompts/get` (empty when absent).
@@ -144,7 +147,7 @@ pub struct Call {
 impl Call {
     /// A call with only the operation, id and method set (the decoder fills the rest; tests
     /// and the stdio layer may build calls by hand).
-    pub fn new(operation: Operation, id: Option<Id>, method: impl Into<String>) -> Self {
+    pub fn new(operation: Operation, id: Option<Id>, method: impl Into<Cow<'static, str>>) -> Self {
         Self {
             operation,
             id,

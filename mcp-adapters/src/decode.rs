@@ -24,6 +24,8 @@
 //! 8. then, in the server: unknown tool, prompt or resource, and when a handler asks,
 //!    the client capability ([`Adapter::check_ask`], `-32021` on 2026-07-28).
 
+use std::borrow::Cow;
+
 use mcp_wire::jsonrpc::{DecodeError, Decoded, Id, Message};
 use mcp_wire::names::{meta, method};
 use serde_json::{Map, Value};
@@ -236,7 +238,7 @@ impl Adapter {
     fn decode_call<H, T>(
         &self,
         id: Option<Id>,
-        method: String,
+        method: Cow<'static, str>,
         params: Option<Value>,
         http: Option<&Http<'_, H, T>>,
     ) -> Incoming
@@ -272,7 +274,7 @@ impl Adapter {
     {
         let features = self.features();
         let is_request = call.id.is_some();
-        let method = call.method.as_str();
+        let method = &*call.method;
         let mut params = match params {
             None => Map::new(),
             Some(Value::Object(map)) => map,
@@ -415,7 +417,7 @@ impl Adapter {
         }
         match operation {
             Operation::CallTool | Operation::GetPrompt => {
-                call.target = Some(required_string(&params, "name")?);
+                call.target = Some(take_string(&mut params, "name")?);
                 call.arguments = match arguments {
                     None | Some(Value::Null) => Map::new(),
                     Some(Value::Object(a)) => a,
@@ -423,7 +425,7 @@ impl Adapter {
                 };
             }
             Operation::ReadResource | Operation::Subscribe | Operation::Unsubscribe => {
-                call.target = Some(required_string(&params, "uri")?);
+                call.target = Some(take_string(&mut params, "uri")?);
             }
             Operation::ListTools
             | Operation::ListPrompts
@@ -540,6 +542,17 @@ fn invalid_envelope(error: &DecodeError) -> Incoming {
 fn required_string(params: &Map<String, Value>, field: &str) -> Result<String, Failure> {
     match params.get(field) {
         Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(Failure::invalid_params(format!(
+            "params.{field} must be a string"
+        ))),
+        None => Err(Failure::invalid_params(format!("missing params.{field}"))),
+    }
+}
+
+/// `params[field]`, a string, moved out of `params` (the caller keeps it in a typed field).
+fn take_string(params: &mut Map<String, Value>, field: &str) -> Result<String, Failure> {
+    match params.remove(field) {
+        Some(Value::String(s)) => Ok(s),
         Some(_) => Err(Failure::invalid_params(format!(
             "params.{field} must be a string"
         ))),

@@ -939,7 +939,8 @@ fn tools_call_members_move_out_per_revision() {
         assert_eq!(call.target.as_deref(), Some("t"), "{revision:?}");
         assert_eq!(Value::Object(call.arguments.clone()), json!({"a": 1}));
         assert_eq!(call.progress_token, Some(Id::from("p")), "{revision:?}");
-        let mut kept = json!({"name": "t", "extra": null,
+        // `name` moved into `target`, like `arguments` into `arguments`.
+        let mut kept = json!({"extra": null,
             "_meta": {"progressToken": "p", "com.example/kept": [1]}});
         if modern {
             assert!(call.is_retry(), "{revision:?}");

@@ -31,7 +31,7 @@ fn ctx(info: &Value) -> ResultContext<'_> {
 }
 
 fn call(op: Operation, method: &str) -> Call {
-    Call::new(op, Some(Id::from(11)), method)
+    Call::new(op, Some(Id::from(11)), method.to_owned())
 }
 
 fn declared_tools() -> Vec<ToolDefinition> {

@@ -572,7 +572,7 @@ impl Inner {
         let adapter = self.adapter();
         let headers = self.headers(adapter, Some(method_name), ParamsRef::Value(None), true)?;
         let body = mcp_wire::jsonrpc::encode(&Message::Notification(Notification {
-            method: method_name.to_owned(),
+            method: mcp_wire::jsonrpc::method_name(method_name),
             params,
         }));
         let outbound = Outbound {
@@ -754,10 +754,10 @@ impl Inner {
     /// Answers a request the server pushed (`elicitation/create`, `sampling/createMessage`,
     /// `roots/list`, `ping`).
     pub(crate) async fn answer_request(self: Arc<Self>, request: Request) {
-        let outcome = match request.method.as_str() {
+        let outcome = match &*request.method {
             method::PING => Ok(json!({})),
             _ => {
-                let question = Question::new(request.method.clone(), request.params, None);
+                let question = Question::new(request.method.to_string(), request.params, None);
                 match &self.config.on_ask {
                     Some(on_ask) if declared(&on_ask.asks, &question) => {
                         (on_ask.callback)(question).await.into_outcome()
@@ -789,7 +789,7 @@ impl Inner {
     }
 
     pub(crate) fn dispatch_notification(&self, n: Notification) {
-        match n.method.as_str() {
+        match &*n.method {
             method::NOTIFICATION_PROGRESS => {
                 let params = n.params.as_ref();
                 let token = params

@@ -72,7 +72,7 @@ impl Filter {
     }
 
     pub(crate) fn accepts(&self, n: &Notification) -> bool {
-        match n.method.as_str() {
+        match &*n.method {
             method::NOTIFICATION_TOOLS_LIST_CHANGED => self.subs.tools,
             method::NOTIFICATION_PROMPTS_LIST_CHANGED => self.subs.prompts,
             method::NOTIFICATION_RESOURCES_LIST_CHANGED => self.subs.resources,
@@ -201,7 +201,7 @@ impl Client {
             let headers = inner.headers_public(adapter, listen, Some(&params))?;
             let body = mcp_wire::jsonrpc::encode(&Message::Request(Request {
                 id: id.clone(),
-                method: listen.to_owned(),
+                method: mcp_wire::jsonrpc::method_name(listen),
                 params: Some(params),
             }));
             let outbound = Outbound {

@@ -203,10 +203,7 @@ async fn waiting_requests_read_the_stream_for_each_other_and_for_the_notificatio
     assert!(matches!(delivery, Delivery::Accepted));
     let methods = within(seen).await.unwrap();
     assert_eq!(methods.len(), 20 * 9 + 1, "{methods:?}");
-    assert_eq!(
-        methods.last().map(String::as_str),
-        Some("notifications/pushed")
-    );
+    assert_eq!(methods.last().map(|m| &**m), Some("notifications/pushed"));
     drop(server);
 }
 

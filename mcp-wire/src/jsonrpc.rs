@@ -41,6 +41,7 @@
 //! (both decode to `id: None`, and `None` is written back as `"id": null`).
 //! A `data` member of `null` in an error object reads as absent.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -228,7 +229,9 @@ pub struct Request {
     /// The id the response must echo.
     pub id: Id,
     /// The method name, for example [`names::method::TOOLS_CALL`](crate::names::method::TOOLS_CALL).
-    pub method: String,
+    /// The decoders borrow the spec's names ([`names::method::known`](crate::names::method::known))
+    /// and own only the others.
+    pub method: Cow<'static, str>,
     /// `params`: an object (MCP) or an array (plain JSON-RPC), if present.
     pub params: Option<Value>,
 }
@@ -236,10 +239,19 @@ pub struct Request {
 /// A notification: a method call without an id, never answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
-    /// The method name.
-    pub method: String,
+    /// The method name (borrowed from [`names::method`](crate::names::method) when it is one of
+    /// the spec's, as for [`Request::method`]).
+    pub method: Cow<'static, str>,
     /// `params`: an object (MCP) or an array (plain JSON-RPC), if present.
     pub params: Option<Value>,
+}
+
+/// A method name read from a message: the spec's constant when it is one, else the text.
+pub fn method_name(name: &str) -> Cow<'static, str> {
+    match crate::names::method::known(name) {
+        Some(known) => Cow::Borrowed(known),
+        None => Cow::Owned(name.to_owned()),
+    }
 }
 
 /// A response: the `result` of a request, or its `error`.
@@ -647,6 +659,23 @@ impl<'a> Direct<'a> {
         self.unescape(start, end)
     }
 
+    /// A method name: the spec's constant when it is one (no allocation), else an owned copy.
+    fn method(&mut self) -> Option<Cow<'static, str>> {
+        self.eat(b'"')?;
+        let bytes = self.text.as_bytes();
+        let start = self.pos;
+        let end = plain_run(bytes, start);
+        if *bytes.get(end)? == b'"' {
+            self.pos = end + 1;
+            return self.text.get(start..end).map(method_name);
+        }
+        let owned = self.unescape(start, end)?;
+        Some(match crate::names::method::known(&owned) {
+            Some(known) => Cow::Borrowed(known),
+            None => Cow::Owned(owned),
+        })
+    }
+
     /// The rest of [`owned_string`](Self::owned_string) from the first escape (or control
     /// character) at `end`; kept apart so that plain strings take a short path.
     #[cold]
@@ -787,7 +816,7 @@ impl<'a> Direct<'a> {
                         Id::Number(self.integer()?.as_i64()?)
                     });
                 }
-                "method" if method.is_none() => method = Some(self.owned_string()?),
+                "method" if method.is_none() => method = Some(self.method()?),
                 "params" if params.is_none() => {
                     if !matches!(self.peek()?, b'{' | b'[') {
                         return None;
@@ -1407,6 +1436,10 @@ fn read_envelope<'de, A: MapAccess<'de>>(mut map: A) -> Result<Outcome, A::Error
         if id_is_null || id_is_invalid {
             return fail(None, InvalidReason::BadId);
         }
+        let method = match crate::names::method::known(&method) {
+            Some(known) => Cow::Borrowed(known),
+            None => Cow::Owned(method),
+        };
         return Ok(Ok(match usable_id {
             Some(id) => Message::Request(Request { id, method, params }),
             None => Message::Notification(Notification { method, params }),
@@ -1465,6 +1498,56 @@ mod tests {
         match single(body) {
             Err(DecodeError::Invalid { id, reason }) => (id, reason),
             other => panic!("expected an invalid request for {body}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_spec_method_names_are_borrowed_not_copied() {
+        // The direct reader, its escape path and the general reader (an unknown member).
+        for (body, name, borrowed) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+                "tools/call",
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call"}"#,
+                "tools/call",
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","x":0}"#,
+                "tools/call",
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "notifications/initialized",
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/calls"}"#,
+                "tools/calls",
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x\u0041"}"#,
+                "xA",
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"vendor/x","x":0}"#,
+                "vendor/x",
+                false,
+            ),
+        ] {
+            let method = match single(body) {
+                Ok(Message::Request(r)) => r.method,
+                Ok(Message::Notification(n)) => n.method,
+                other => panic!("{body}: {other:?}"),
+            };
+            assert_eq!(method, name, "{body}");
+            assert_eq!(matches!(method, Cow::Borrowed(_)), borrowed, "{body}");
         }
     }
 
@@ -1748,7 +1831,7 @@ mod tests {
                 ),
             ) {
                 let params = serde_json::json!({"name": "t", "arguments": arguments});
-                let request = Request { id, method, params: Some(params) };
+                let request = Request { id, method: method.into(), params: Some(params) };
                 let body = encode(&Message::Request(request));
                 let text = std::str::from_utf8(&body).unwrap();
                 prop_assert!(Direct::new(text).message().is_some(), "{}", text);

@@ -177,6 +177,23 @@ pub mod method {
         TASKS_UPDATE,
     ];
 
+    /// The constant above equal to `name`, if there is one: a method name read from a message
+    /// can then be kept without a copy.
+    ///
+    /// ```
+    /// use mcp_wire::names::method;
+    ///
+    /// assert_eq!(method::known("tools/call"), Some(method::TOOLS_CALL));
+    /// assert_eq!(method::known("tools/cal"), None);
+    /// ```
+    pub fn known(name: &str) -> Option<&'static str> {
+        ALL_REQUESTS
+            .iter()
+            .chain(&ALL_NOTIFICATIONS)
+            .find(|m| **m == name)
+            .copied()
+    }
+
     /// Every notification method name above, in no particular order.
     pub const ALL_NOTIFICATIONS: [&str; 12] = [
         NOTIFICATION_INITIALIZED,

@@ -62,11 +62,13 @@ fn message() -> impl Strategy<Value = Message> {
     prop_oneof![
         (id(), ".{0,16}", params()).prop_map(|(id, method, params)| Message::Request(Request {
             id,
-            method,
+            method: method.into(),
             params
         })),
-        (".{0,16}", params())
-            .prop_map(|(method, params)| Message::Notification(Notification { method, params })),
+        (".{0,16}", params()).prop_map(|(method, params)| Message::Notification(Notification {
+            method: method.into(),
+            params
+        })),
         (id(), json_value())
             .prop_map(|(id, result)| Message::Response(Response::success(id, result))),
         (prop::option::of(id()), error_object())

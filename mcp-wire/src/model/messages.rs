@@ -11,6 +11,7 @@
 //! assert_eq!(serde_json::from_value::<CallToolRequest>(json).unwrap(), request);
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, Deserializer};
@@ -102,7 +103,7 @@ impl<M: RequestMethod> TypedRequest<M> {
         if request.method != M::METHOD {
             return Err(ConvertError::WrongMethod {
                 expected: M::METHOD,
-                found: request.method,
+                found: request.method.into_owned(),
             });
         }
         let params = params_or_empty(request.params).map_err(|source| ConvertError::Shape {
@@ -119,7 +120,7 @@ impl<M: RequestMethod> TypedRequest<M> {
     pub fn into_request(self) -> Result<jsonrpc::Request, serde_json::Error> {
         Ok(jsonrpc::Request {
             id: self.id,
-            method: M::METHOD.to_owned(),
+            method: Cow::Borrowed(M::METHOD),
             params: Some(serde_json::to_value(self.params)?),
         })
     }
@@ -144,7 +145,7 @@ impl<M: NotificationMethod> TypedNotification<M> {
         if notification.method != M::METHOD {
             return Err(ConvertError::WrongMethod {
                 expected: M::METHOD,
-                found: notification.method,
+                found: notification.method.into_owned(),
             });
         }
         let params =
@@ -158,7 +159,7 @@ impl<M: NotificationMethod> TypedNotification<M> {
     /// The raw notification.
     pub fn into_notification(self) -> Result<jsonrpc::Notification, serde_json::Error> {
         Ok(jsonrpc::Notification {
-            method: M::METHOD.to_owned(),
+            method: Cow::Borrowed(M::METHOD),
             params: Some(serde_json::to_value(self.params)?),
         })
     }
