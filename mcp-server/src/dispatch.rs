@@ -780,12 +780,12 @@ impl Server {
             Done::Send(Outcome::ToolResult(result.into_parts()), CacheHint::NONE)
         };
         // Boxed where they await: rare paths that would otherwise make every call's future
-        // larger.
-        let resumed = if call.request_state.is_none() {
-            Resumed::fresh(call)
+        // larger. A first attempt's state is built with the exchange, if the handler takes one.
+        let mut resumed = if call.request_state.is_none() {
+            None
         } else {
             match Box::pin(self.resume(ctx, call, &name)).await {
-                Ok(resumed) => resumed,
+                Ok(resumed) => Some(resumed),
                 Err(done) => return done,
             }
         };
@@ -802,10 +802,19 @@ impl Server {
                 text.join("\n")
             )));
         }
-        let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
-        let run = with_cancel(cancel, run_tool(&entry.tool.call, arguments, ex.clone())).await;
-        if ex.lock().interrupt.is_some()
-            && let Some(done) = Box::pin(self.interrupted(call, &name, &ex)).await
+        // The exchange is built only for a handler that takes one (the tool function asks for
+        // it while it starts the handler).
+        let mut built = None;
+        let started = (entry.tool.call)(arguments, &mut || {
+            let resumed = resumed.take().unwrap_or_else(|| Resumed::fresh(call));
+            let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
+            built = Some(ex.clone());
+            ex
+        });
+        let run = with_cancel(cancel, run_tool(started)).await;
+        if let Some(ex) = &built
+            && ex.lock().interrupt.is_some()
+            && let Some(done) = Box::pin(self.interrupted(call, &name, ex)).await
         {
             return done;
         }

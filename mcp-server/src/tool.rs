@@ -236,6 +236,17 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
         let fut = self.call_result(args, ex);
         async move { ToolOutput(Output::Result(fut.await)) }.boxed()
     }
+
+    /// [`call_output`](Self::call_output) for a handler that needs no [`Exchange`]: the server
+    /// then builds none. The default gives the arguments back (the server builds the exchange
+    /// and calls `call_output`). Keep the default.
+    #[doc(hidden)]
+    fn call_output_alone(
+        &self,
+        args: Self::Args,
+    ) -> Result<BoxFuture<'static, ToolOutput>, Self::Args> {
+        Err(args)
+    }
 }
 
 impl<F, Fut, A, R> ToolHandler<ArgsOnly<A>> for F
@@ -261,6 +272,11 @@ where
     fn call_output(&self, args: A, _: Exchange) -> BoxFuture<'static, ToolOutput> {
         let fut = self(args);
         async move { fut.await.into_tool_output() }.boxed()
+    }
+
+    fn call_output_alone(&self, args: A) -> Result<BoxFuture<'static, ToolOutput>, A> {
+        let fut = self(args);
+        Ok(async move { fut.await.into_tool_output() }.boxed())
     }
 }
 
@@ -291,9 +307,13 @@ where
 }
 
 /// What the type-erased tool function gives back: a result, or arguments that did not
-/// deserialize (reported as an `isError` result by the dispatcher).
-pub(crate) type ErasedTool =
-    Arc<dyn Fn(Value, Exchange) -> Result<BoxFuture<'static, ToolOutput>, String> + Send + Sync>;
+/// deserialize (reported as an `isError` result by the dispatcher). It calls its second
+/// argument for the call's [`Exchange`] only when the handler takes one.
+pub(crate) type ErasedTool = Arc<
+    dyn Fn(Value, &mut dyn FnMut() -> Exchange) -> Result<BoxFuture<'static, ToolOutput>, String>
+        + Send
+        + Sync,
+>;
 
 /// A tool declaration: a name, a typed handler and metadata.
 ///
@@ -352,12 +372,17 @@ impl Tool {
         H: ToolHandler<M>,
     {
         let handler = Arc::new(handler);
-        let call: ErasedTool = Arc::new(move |arguments: Value, ex: Exchange| {
-            // Read from the tree in place (its strings are borrowed, not moved out one by one).
-            let args = H::Args::deserialize(&arguments).map_err(|e| e.to_string())?;
-            drop(arguments);
-            Ok(handler.call_output(args, ex))
-        });
+        let call: ErasedTool = Arc::new(
+            move |arguments: Value, exchange: &mut dyn FnMut() -> Exchange| {
+                // Read from the tree in place (its strings are borrowed, not moved out one by one).
+                let args = H::Args::deserialize(&arguments).map_err(|e| e.to_string())?;
+                drop(arguments);
+                Ok(match handler.call_output_alone(args) {
+                    Ok(fut) => fut,
+                    Err(args) => handler.call_output(args, exchange()),
+                })
+            },
+        );
         Self {
             name: name.into(),
             title: None,
@@ -513,8 +538,9 @@ pub(crate) enum ToolRun {
     Panicked(String),
 }
 
-pub(crate) async fn run_tool(call: &ErasedTool, arguments: Value, ex: Exchange) -> ToolRun {
-    let fut = match call(arguments, ex) {
+/// Awaits what a tool's erased function started (or reports why it did not start).
+pub(crate) async fn run_tool(started: Result<BoxFuture<'static, ToolOutput>, String>) -> ToolRun {
+    let fut = match started {
         Ok(fut) => fut,
         Err(message) => return ToolRun::BadArguments(message),
     };
@@ -544,5 +570,45 @@ impl From<Interrupt> for CallToolResult {
 impl From<ToolError> for CallToolResult {
     fn from(err: ToolError) -> Self {
         Self::error(err.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt as _;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct Args {
+        a: i64,
+    }
+
+    async fn alone(args: Args) -> String {
+        args.a.to_string()
+    }
+
+    async fn with_exchange(args: Args, _ex: Exchange) -> String {
+        args.a.to_string()
+    }
+
+    #[test]
+    fn a_handler_without_an_exchange_is_started_without_one() {
+        let tool = Tool::new("alone", alone);
+        let mut no_exchange = || -> Exchange { panic!("an args-only tool asked for an exchange") };
+        let started = (tool.call)(json!({"a": 7}), &mut no_exchange);
+        let output = started.expect("arguments deserialize").now_or_never();
+        assert!(output.is_some(), "the handler ran to its end");
+        // Arguments that do not deserialize are reported before any exchange is asked for.
+        let bad = Tool::new("with", with_exchange);
+        let refused = (bad.call)(json!({"a": "x"}), &mut no_exchange);
+        assert!(refused.is_err());
+    }
+
+    #[test]
+    fn a_handler_with_an_exchange_gets_its_arguments_back_to_be_given_one() {
+        assert!(ToolHandler::call_output_alone(&with_exchange, Args { a: 1 }).is_err());
+        assert!(ToolHandler::call_output_alone(&alone, Args { a: 1 }).is_ok());
     }
 }
