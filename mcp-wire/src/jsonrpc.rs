@@ -254,6 +254,14 @@ pub fn method_name(name: &str) -> Cow<'static, str> {
     }
 }
 
+/// [`method_name`] for a name already owned: kept as it is unless it is one of the spec's.
+fn owned_method_name(name: String) -> Cow<'static, str> {
+    match crate::names::method::known(&name) {
+        Some(known) => Cow::Borrowed(known),
+        None => Cow::Owned(name),
+    }
+}
+
 /// A response: the `result` of a request, or its `error`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
@@ -648,32 +656,29 @@ impl<'a> Direct<'a> {
     /// After whitespace, a string without control characters, its escapes decoded. A lone
     /// surrogate, or anything else serde_json refuses, is left to serde_json.
     fn owned_string(&mut self) -> Option<String> {
-        self.eat(b'"')?;
-        let bytes = self.text.as_bytes();
-        let start = self.pos;
-        let end = plain_run(bytes, start);
-        if *bytes.get(end)? == b'"' {
-            self.pos = end + 1;
-            return self.text.get(start..end).map(str::to_owned);
-        }
-        self.unescape(start, end)
+        self.decoded_string().map(Cow::into_owned)
     }
 
     /// A method name: the spec's constant when it is one (no allocation), else an owned copy.
     fn method(&mut self) -> Option<Cow<'static, str>> {
+        Some(match self.decoded_string()? {
+            Cow::Borrowed(plain) => method_name(plain),
+            Cow::Owned(unescaped) => owned_method_name(unescaped),
+        })
+    }
+
+    /// [`owned_string`](Self::owned_string) before the copy: borrowed from the text when the
+    /// string has no escape, decoded otherwise.
+    fn decoded_string(&mut self) -> Option<Cow<'a, str>> {
         self.eat(b'"')?;
         let bytes = self.text.as_bytes();
         let start = self.pos;
         let end = plain_run(bytes, start);
         if *bytes.get(end)? == b'"' {
             self.pos = end + 1;
-            return self.text.get(start..end).map(method_name);
+            return self.text.get(start..end).map(Cow::Borrowed);
         }
-        let owned = self.unescape(start, end)?;
-        Some(match crate::names::method::known(&owned) {
-            Some(known) => Cow::Borrowed(known),
-            None => Cow::Owned(owned),
-        })
+        self.unescape(start, end).map(Cow::Owned)
     }
 
     /// The rest of [`owned_string`](Self::owned_string) from the first escape (or control
@@ -1436,10 +1441,7 @@ fn read_envelope<'de, A: MapAccess<'de>>(mut map: A) -> Result<Outcome, A::Error
         if id_is_null || id_is_invalid {
             return fail(None, InvalidReason::BadId);
         }
-        let method = match crate::names::method::known(&method) {
-            Some(known) => Cow::Borrowed(known),
-            None => Cow::Owned(method),
-        };
+        let method = owned_method_name(method);
         return Ok(Ok(match usable_id {
             Some(id) => Message::Request(Request { id, method, params }),
             None => Message::Notification(Notification { method, params }),
