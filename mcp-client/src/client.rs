@@ -941,33 +941,11 @@ fn surely_complete(body: &[u8]) -> bool {
 /// question in it): no `_meta` member name anywhere, every `resultType` member
 /// name followed by `"complete"`, and no `\u` escape (which could spell either name).
 ///
-/// One pass over the bytes, eight at a time: only a word holding a backslash, `_` or `T` (rare
-/// in results) is looked at byte by byte.
+/// Only the places holding a backslash, `_` or `T` (rare in results) are looked at, found with
+/// `memchr`'s vectorised search.
 fn complete_text(text: &str) -> bool {
-    const BACKSLASH: u64 = u64::from_ne_bytes([b'\\'; 8]);
-    const UNDERSCORE: u64 = u64::from_ne_bytes([b'_'; 8]);
-    const T: u64 = u64::from_ne_bytes([b'T'; 8]);
-    const LOWS: u64 = u64::from_ne_bytes([0x7f; 8]);
-    // The high bit of each byte of `w` that is zero, and of no other (exact per byte).
-    let zeros = |w: u64| !(((w & LOWS).wrapping_add(LOWS)) | w | LOWS);
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    for chunk in bytes.chunks_exact(8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        // Only the bytes that matched are looked at, lowest first (little-endian order).
-        let mut hits = zeros(word ^ BACKSLASH) | zeros(word ^ UNDERSCORE) | zeros(word ^ T);
-        while hits != 0 {
-            let i = at + hits.trailing_zeros() as usize / 8;
-            if !byte_allows_complete(text, i) {
-                return false;
-            }
-            hits &= hits - 1;
-        }
-        at += 8;
-    }
-    (at..bytes.len()).all(|i| byte_allows_complete(text, i))
+    memchr::memchr3_iter(b'\\', b'_', b'T', text.as_bytes())
+        .all(|at| byte_allows_complete(text, at))
 }
 
 /// The rule of [`complete_text`] at one byte of `text`: no `\u` escape (which could spell
@@ -1785,7 +1763,13 @@ mod tests {
             encoded: Vec::new(),
         };
         let id = Id::Number(9);
-        let names = ["echo", "a \"quoted\" tool", "ünï"];
+        let names = [
+            "echo",
+            "a \"quoted\" tool",
+            "ünï",
+            "tab\there",
+            "back\\slash\u{7f}",
+        ];
         let arguments = [
             Value::Null,
             json!({}),
