@@ -542,10 +542,7 @@ fn invalid_envelope(error: &DecodeError) -> Incoming {
 fn required_string(params: &Map<String, Value>, field: &str) -> Result<String, Failure> {
     match params.get(field) {
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(Failure::invalid_params(format!(
-            "params.{field} must be a string"
-        ))),
-        None => Err(Failure::invalid_params(format!("missing params.{field}"))),
+        other => Err(bad_string(field, other.is_some())),
     }
 }
 
@@ -553,10 +550,7 @@ fn required_string(params: &Map<String, Value>, field: &str) -> Result<String, F
 fn take_string(params: &mut Map<String, Value>, field: &str) -> Result<String, Failure> {
     match params.remove(field) {
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(Failure::invalid_params(format!(
-            "params.{field} must be a string"
-        ))),
-        None => Err(Failure::invalid_params(format!("missing params.{field}"))),
+        other => Err(bad_string(field, other.is_some())),
     }
 }
 
@@ -564,10 +558,18 @@ fn optional_string(params: &Map<String, Value>, field: &str) -> Result<Option<St
     match params.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(Failure::invalid_params(format!(
-            "params.{field} must be a string"
-        ))),
+        Some(_) => Err(bad_string(field, true)),
     }
+}
+
+/// The failure for the string member `field` of params: `present` but not a string, or
+/// missing.
+fn bad_string(field: &str, present: bool) -> Failure {
+    Failure::invalid_params(if present {
+        format!("params.{field} must be a string")
+    } else {
+        format!("missing params.{field}")
+    })
 }
 
 fn parse_level(value: &Value) -> Result<LogLevel, Failure> {

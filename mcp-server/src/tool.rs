@@ -270,13 +270,11 @@ where
     }
 
     fn call_output(&self, args: A, _: Exchange) -> BoxFuture<'static, ToolOutput> {
-        let fut = self(args);
-        async move { fut.await.into_tool_output() }.boxed()
+        boxed_output(self(args))
     }
 
     fn call_output_alone(&self, args: A) -> Result<BoxFuture<'static, ToolOutput>, A> {
-        let fut = self(args);
-        Ok(async move { fut.await.into_tool_output() }.boxed())
+        Ok(boxed_output(self(args)))
     }
 }
 
@@ -301,9 +299,15 @@ where
     }
 
     fn call_output(&self, args: A, ex: Exchange) -> BoxFuture<'static, ToolOutput> {
-        let fut = self(args, ex);
-        async move { fut.await.into_tool_output() }.boxed()
+        boxed_output(self(args, ex))
     }
+}
+
+/// An async handler's own future and the conversion of its output, boxed once.
+fn boxed_output<R: IntoToolResult>(
+    fut: impl Future<Output = R> + Send + 'static,
+) -> BoxFuture<'static, ToolOutput> {
+    async move { fut.await.into_tool_output() }.boxed()
 }
 
 /// What the type-erased tool function gives back: a result, or arguments that did not
