@@ -59,6 +59,11 @@ pub enum FailureKind {
     PayloadTooLarge,
     /// Something went wrong inside the server. `-32603`, 200.
     Internal,
+    /// The server cannot serve the request now, though the request is fine: a store it
+    /// depends on is unreachable, or one of its limits is reached (sessions, streams, calls in
+    /// flight). `-32603`, 503 on every revision: an HTTP client retries later, and the
+    /// JSON-RPC error still names the request (`id`).
+    Unavailable,
 }
 
 /// The JSON-RPC error code and HTTP status of a [`FailureKind`] on one revision.
@@ -128,6 +133,7 @@ impl FailureKind {
             Self::UnsupportedMediaType => (INVALID_REQUEST, StatusCode::UNSUPPORTED_MEDIA_TYPE),
             Self::PayloadTooLarge => (INVALID_REQUEST, StatusCode::PAYLOAD_TOO_LARGE),
             Self::Internal => (INTERNAL_ERROR, StatusCode::OK),
+            Self::Unavailable => (INTERNAL_ERROR, StatusCode::SERVICE_UNAVAILABLE),
         };
         ErrorMapping { code, status }
     }
@@ -255,5 +261,11 @@ impl Failure {
     /// An internal error.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(FailureKind::Internal, message)
+    }
+
+    /// The server cannot serve the request now (a store down, a limit reached); the client
+    /// may retry later.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(FailureKind::Unavailable, message)
     }
 }

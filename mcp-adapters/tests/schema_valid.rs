@@ -277,6 +277,7 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
         Failure::session_not_found(),
         Failure::new(FailureKind::OriginRejected, "origin"),
         Failure::internal("boom"),
+        Failure::unavailable("the session store is unavailable"),
     ];
     for failure in &failures {
         let enc = adapter.encode_failure(Some(Id::from("e1")), failure);
@@ -305,7 +306,7 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
                 | FailureKind::ResourceNotFound => Some("InvalidParamsError"),
                 FailureKind::Parse => Some("ParseError"),
                 FailureKind::InvalidRequest => Some("InvalidRequestError"),
-                FailureKind::Internal => Some("InternalError"),
+                FailureKind::Internal | FailureKind::Unavailable => Some("InternalError"),
                 _ => None,
             };
             if let Some(def) = object {
