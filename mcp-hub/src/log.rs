@@ -48,6 +48,20 @@ pub trait EventLog: Send + Sync {
         message: Bytes,
     ) -> BoxFuture<'a, Result<Cursor, LogError>>;
 
+    /// Appends `message` to `topic` only when the topic exists: it was published to and has
+    /// not been deleted or expired since. Returns the new event's cursor, or `None` (and
+    /// stores nothing) when the topic does not exist.
+    ///
+    /// This is how a reply from a peer reaches a waiting reader without letting the peer
+    /// create topics: the reader opens the topic with an ordinary [`publish`](Self::publish)
+    /// (a marker it polls after), and the peer's reply goes through `publish_existing`, so a
+    /// reply that nobody waits for costs nothing.
+    fn publish_existing<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: Bytes,
+    ) -> BoxFuture<'a, Result<Option<Cursor>, LogError>>;
+
     /// The cursor of the newest event of `topic`, or the topic's start cursor when nothing was
     /// published to it (yet). Polling after it returns only events published later.
     fn position<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<Cursor, LogError>>;

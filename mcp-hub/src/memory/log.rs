@@ -22,6 +22,8 @@ pub(super) struct MemoryLog {
     /// The last sequence number issued, across all topics. Sequence 0 is every topic's start.
     last_seq: AtomicU64,
     topics: RwLock<HashMap<Arc<str>, Arc<TopicLog>>>,
+    /// When idle topics are next looked for, and how many topics the last look left.
+    sweep: Mutex<Sweep>,
     max_events: usize,
     max_age: Option<Duration>,
     max_batch: usize,
@@ -43,6 +45,18 @@ struct TopicState {
     last: u64,
     /// Set when the topic is removed from the map; a holder of the `Arc` must look again.
     deleted: bool,
+    /// When the topic was made or last published to.
+    active: Option<Instant>,
+}
+
+/// The idle-topic sweep's schedule. A topic without a publish for the age limit, that nobody
+/// waits on, is removed as a whole, as Redis expires a stream without a publish: the map only
+/// holds topics that are in use. The sweep runs when a topic is created and either a quarter
+/// of the age limit has passed since the last one or the map has doubled since, so its cost is
+/// amortised O(1) per created topic.
+struct Sweep {
+    next: Instant,
+    left: usize,
 }
 
 struct Entry {
@@ -63,6 +77,10 @@ impl MemoryLog {
             epoch: new_epoch(),
             last_seq: AtomicU64::new(0),
             topics: RwLock::new(HashMap::new()),
+            sweep: Mutex::new(Sweep {
+                next: Instant::now(),
+                left: 0,
+            }),
             max_events: config.retention.max_events,
             max_age: config.retention.max_age,
             max_batch: config.max_batch,
@@ -70,16 +88,36 @@ impl MemoryLog {
     }
 
     pub(super) fn publish(&self, topic: &Topic, message: Bytes) -> Cursor {
+        self.append(topic, message, true)
+            .unwrap_or_else(|| Cursor::from_parts(self.epoch, 0))
+    }
+
+    /// [`publish`](Self::publish) when the topic was published to (and not deleted or
+    /// expired since), else `None`.
+    pub(super) fn publish_existing(&self, topic: &Topic, message: Bytes) -> Option<Cursor> {
+        self.append(topic, message, false)
+    }
+
+    fn append(&self, topic: &Topic, message: Bytes, create: bool) -> Option<Cursor> {
         loop {
-            let log = self.topic_or_create(topic);
+            let log = if create {
+                self.topic_or_create(topic)
+            } else {
+                self.topic(topic)?
+            };
             let seq = {
                 let mut state = lock(&log.state);
                 if state.deleted {
                     continue;
                 }
+                if !create && state.last == 0 {
+                    // Only waited on (a poll made it), never published to.
+                    return None;
+                }
                 // Taken under the topic lock, so the topic's sequence numbers only grow.
                 let seq = self.last_seq.fetch_add(1, Ordering::Relaxed) + 1;
                 let now = Instant::now();
+                state.active = Some(now);
                 state.entries.push_back(Entry {
                     seq,
                     at: now,
@@ -90,7 +128,7 @@ impl MemoryLog {
                 seq
             };
             log.notify.notify_waiters();
-            return Cursor::from_parts(self.epoch, seq);
+            return Some(Cursor::from_parts(self.epoch, seq));
         }
     }
 
@@ -179,12 +217,50 @@ impl MemoryLog {
             return log;
         }
         let mut topics = write(&self.topics);
+        let now = Instant::now();
+        self.sweep_idle(&mut topics, now);
         Arc::clone(topics.entry(Arc::clone(topic.shared())).or_insert_with(|| {
             Arc::new(TopicLog {
-                state: Mutex::new(TopicState::default()),
+                state: Mutex::new(TopicState {
+                    active: Some(now),
+                    ..TopicState::default()
+                }),
                 notify: Notify::new(),
             })
         }))
+    }
+
+    /// Removes the topics idle for the age limit that nobody holds, when a sweep is due (see
+    /// [`Sweep`]).
+    fn sweep_idle(&self, topics: &mut HashMap<Arc<str>, Arc<TopicLog>>, now: Instant) {
+        let Some(max_age) = self.max_age else { return };
+        let mut sweep = lock(&self.sweep);
+        if now < sweep.next && topics.len() < (2 * sweep.left).max(1024) {
+            return;
+        }
+        topics.retain(|_, log| {
+            // Held elsewhere: a reader waits on it, or a publish is under way.
+            if Arc::strong_count(log) > 1 {
+                return true;
+            }
+            let mut state = lock(&log.state);
+            let idle = state
+                .active
+                .is_none_or(|at| now.saturating_duration_since(at) >= max_age);
+            if idle {
+                state.deleted = true;
+                state.entries = VecDeque::new();
+            }
+            !idle
+        });
+        sweep.next = now + (max_age / 4).max(Duration::from_secs(1));
+        sweep.left = topics.len();
+    }
+
+    /// How many topics the log holds (for tests of the idle sweep).
+    #[cfg(test)]
+    fn topic_count(&self) -> usize {
+        read(&self.topics).len()
     }
 }
 
@@ -305,7 +381,58 @@ mod tests {
             evicted,
             last: seqs.last().copied().unwrap_or(evicted),
             deleted: false,
+            active: Some(at),
         }
+    }
+
+    fn aged(max_age: u64) -> MemoryLog {
+        let retention = crate::RetentionConfig::new().max_age(Some(Duration::from_secs(max_age)));
+        MemoryLog::new(&HubConfig::new().retention(retention))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn topics_idle_for_the_age_limit_are_removed_unless_someone_waits() {
+        let log = aged(60);
+        let topic = |name: &str| crate::Namespace::root().topic(name);
+        log.publish(&topic("old"), Bytes::from_static(b"1"));
+        let waited = topic("waited");
+        let start = log.position(&waited);
+        let waiting = {
+            let log = &log;
+            let waited = waited.clone();
+            async move { log.poll(&waited, start, Duration::from_secs(600)).await }
+        };
+        let mut waiting = Box::pin(waiting);
+        assert!(futures::poll!(waiting.as_mut()).is_pending());
+        tokio::time::advance(Duration::from_secs(30)).await;
+        log.publish(&topic("recent"), Bytes::from_static(b"2"));
+        assert_eq!(log.topic_count(), 3);
+        tokio::time::advance(Duration::from_secs(31)).await;
+        // Creating a topic sweeps: "old" is gone, "recent" is not yet idle, "waited" is held.
+        log.publish(&topic("new"), Bytes::from_static(b"3"));
+        assert_eq!(log.topic_count(), 3);
+        assert_eq!(
+            log.publish_existing(&topic("old"), Bytes::from_static(b"x")),
+            None
+        );
+        assert!(
+            log.publish_existing(&topic("recent"), Bytes::from_static(b"x"))
+                .is_some()
+        );
+        // The waiter still gets what is published to its topic.
+        log.publish(&waited, Bytes::from_static(b"4"));
+        assert_eq!(waiting.await.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_reply_never_creates_a_topic() {
+        let log = aged(60);
+        let topic = crate::Namespace::root().topic("ask/none");
+        assert_eq!(log.publish_existing(&topic, Bytes::from_static(b"r")), None);
+        assert_eq!(log.topic_count(), 0);
+        let marker = log.publish(&topic, Bytes::from_static(b"asked"));
+        let reply = log.publish_existing(&topic, Bytes::from_static(b"r"));
+        assert!(reply.is_some_and(|cursor| cursor.low() > marker.low()));
     }
 
     /// `Ok(n)`: n events returned; `Err(true)`: expired; `Err(false)`: unknown.

@@ -77,6 +77,14 @@ impl EventLog for MemoryHub {
         Box::pin(async move { Ok(self.log.publish(topic, message)) })
     }
 
+    fn publish_existing<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: Bytes,
+    ) -> BoxFuture<'a, Result<Option<Cursor>, LogError>> {
+        Box::pin(async move { Ok(self.log.publish_existing(topic, message)) })
+    }
+
     fn position<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<Cursor, LogError>> {
         Box::pin(async move { Ok(self.log.position(topic)) })
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RedisError, Script, Value};
+use redis::{FromRedisValue, RedisError, Script, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -42,6 +42,9 @@ if age > 0 then
 end
 return id
 ";
+
+/// Put before `PUBLISH`: publishes only when the stream exists, else returns nil.
+const ONLY_IF_EXISTS: &str = "if redis.call('EXISTS', KEYS[1]) == 0 then return false end\n";
 
 /// The id of the newest entry, or the start cursor; without sending the entry back.
 const POSITION: &str = r"
@@ -151,6 +154,7 @@ struct Inner {
     record_prefix: String,
     config: RedisConfig,
     publish: Script,
+    publish_existing: Script,
     position: Script,
     save: Script,
     watches: mpsc::UnboundedSender<Watch>,
@@ -194,6 +198,7 @@ impl RedisHub {
                 record_prefix: format!("{}:rec:", config.key_prefix),
                 config,
                 publish: Script::new(PUBLISH),
+                publish_existing: Script::new(&[ONLY_IF_EXISTS, PUBLISH].concat()),
                 position: Script::new(POSITION),
                 save: Script::new(SAVE),
                 watches,
@@ -234,18 +239,36 @@ impl Inner {
     }
 
     async fn publish(&self, topic: &Topic, message: Bytes) -> Result<Cursor, LogError> {
+        let id = self.append(&self.publish, topic, &message).await?;
+        Ok(reply::id(id)?)
+    }
+
+    async fn publish_existing(
+        &self,
+        topic: &Topic,
+        message: Bytes,
+    ) -> Result<Option<Cursor>, LogError> {
+        let id: Option<Value> = self.append(&self.publish_existing, topic, &message).await?;
+        Ok(id.map(reply::id).transpose()?)
+    }
+
+    /// Runs one of the publish scripts with the retention arguments.
+    async fn append<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        topic: &Topic,
+        message: &[u8],
+    ) -> Result<T, BackendError> {
         let mut connection = self.connection.clone();
         let retention = &self.config.hub.retention;
         let max_age = retention.max_age.map_or(0, ttl_millis);
-        let mut invocation = self.publish.key(self.log_key(topic));
+        let mut invocation = script.key(self.log_key(topic));
         invocation
             .arg(retention.max_events)
-            .arg(&message[..])
+            .arg(message)
             .arg(max_age);
-        let id = self
-            .command("publishing", invocation.invoke_async(&mut connection))
-            .await?;
-        Ok(reply::id(id)?)
+        self.command("publishing", invocation.invoke_async(&mut connection))
+            .await
     }
 
     async fn position(&self, topic: &Topic) -> Result<Cursor, LogError> {
@@ -467,6 +490,14 @@ impl EventLog for RedisHub {
         message: Bytes,
     ) -> BoxFuture<'a, Result<Cursor, LogError>> {
         Box::pin(self.inner.publish(topic, message))
+    }
+
+    fn publish_existing<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: Bytes,
+    ) -> BoxFuture<'a, Result<Option<Cursor>, LogError>> {
+        Box::pin(self.inner.publish_existing(topic, message))
     }
 
     fn position<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<Cursor, LogError>> {

@@ -47,6 +47,7 @@ macro_rules! contract_suite {
                 concurrent_publishers,
                 several_readers_each_keep_their_place,
                 delete_forgets_the_topic,
+                publish_existing_never_creates_a_topic,
                 timeouts_are_honoured,
                 compare_and_set_detects_conflicts,
                 ttl_expiry,
@@ -306,6 +307,64 @@ pub(crate) async fn delete_forgets_the_topic(make: Factory) {
     EventLog::delete(&*w.b, &Namespace::new("t").topic("never"))
         .await
         .unwrap();
+}
+
+pub(crate) async fn publish_existing_never_creates_a_topic(make: Factory) {
+    let Some(w) = make(config()).await else {
+        return;
+    };
+    let topic = Namespace::new("t").topic("existing");
+    // Nobody opened it: nothing is stored, and the topic still reads as never published.
+    assert_eq!(
+        w.a.publish_existing(&topic, payload("stray"))
+            .await
+            .unwrap(),
+        None
+    );
+    let start = w.b.position(&topic).await.unwrap();
+    assert!(
+        w.b.poll(&topic, start, Duration::ZERO)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Waiting on it does not open it either.
+    assert!(
+        w.b.poll(&topic, start, Duration::from_millis(1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        w.a.publish_existing(&topic, payload("stray"))
+            .await
+            .unwrap(),
+        None
+    );
+    // Opened by a publish on one worker, a reply through the other lands after the marker.
+    let marker = w.b.publish(&topic, payload("asked")).await.unwrap();
+    let reply =
+        w.a.publish_existing(&topic, payload("reply"))
+            .await
+            .unwrap();
+    let events = w.b.poll(&topic, marker, SOON).await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!((Some(events[0].cursor), text(&events[0])), (reply, "reply"));
+    // Deleted: closed again.
+    EventLog::delete(&*w.b, &topic).await.unwrap();
+    assert_eq!(
+        w.a.publish_existing(&topic, payload("late")).await.unwrap(),
+        None
+    );
+    // A hub that shares nothing never sees the topic.
+    let _ = w.b.publish(&topic, payload("again")).await.unwrap();
+    assert_eq!(
+        w.unrelated
+            .publish_existing(&topic, payload("x"))
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 pub(crate) async fn timeouts_are_honoured(make: Factory) {
