@@ -407,9 +407,9 @@ impl Server {
         body: mcp_adapters::DecodedBody,
         ctx: &Context,
     ) -> Reply {
-        let (tx, rx) = crate::sink::queue();
         // The registry as it is now (runtime changes swap it).
         let server = self.snapshot();
+        let (tx, rx) = crate::sink::queue(server.registry.max_queued);
         let ctx = ctx.clone();
         let driver = async move { server.serve_items(adapter, body, &ctx, &tx).await }.boxed();
         Reply {
@@ -478,9 +478,9 @@ impl Server {
     /// messages to send back as a stream: notifications and server-to-client requests the
     /// handler sends, then the response. Notifications and replies give an empty stream.
     pub fn handle(&self, input: impl Into<Input>, ctx: &Context) -> Reply {
-        let (tx, rx) = crate::sink::queue();
         // The registry as it is now (runtime changes swap it).
         let server = self.snapshot();
+        let (tx, rx) = crate::sink::queue(server.registry.max_queued);
         let ctx = ctx.clone();
         let input = input.into();
         let driver = async move { server.run(input, ctx, tx).await }.boxed();
@@ -645,13 +645,19 @@ impl Server {
             return;
         };
         let topic = reply_topic(&ctx.inner.namespace, &owner_tag(&ctx.owner()), id);
-        if let Err(err) = self
+        // Only to a question still waiting (its asker opened the topic): a reply to anything
+        // else is discarded without storing it.
+        match self
             .registry
             .log
-            .publish(&topic, encode_reply(&reply.outcome))
+            .publish_existing(&topic, encode_reply(&reply.outcome))
             .await
         {
-            tracing::warn!(%err, "could not publish a reply to a pushed question");
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                tracing::debug!(%id, "reply to a question nobody is waiting for; discarded");
+            }
+            Err(err) => tracing::warn!(%err, "could not publish a reply to a pushed question"),
         }
     }
 

@@ -249,10 +249,12 @@ impl Exchange {
         let Some(token) = &self.inner.progress_token else {
             return;
         };
-        self.send(
+        // Coalesced per token when the client reads slower than the handler reports.
+        let _ = self.inner.sink.send_lossy(
             self.inner
                 .adapter
                 .progress_notification(token, progress, total, message),
+            crate::sink::Lossy::Progress(token),
         );
     }
 
@@ -276,16 +278,13 @@ impl Exchange {
         if level < threshold {
             return;
         }
-        self.send(
+        // Dropped when the call is over (its stream closed) or its queue is full.
+        let _ = self.inner.sink.send_lossy(
             self.inner
                 .adapter
                 .log_notification(level, data.into(), logger),
+            crate::sink::Lossy::Log,
         );
-    }
-
-    fn send(&self, message: Value) {
-        // The call may be over (its stream closed): a late notification is dropped.
-        let _ = self.inner.sink.send(message);
     }
 
     /// The call was cancelled (the client sent `notifications/cancelled`, or closed the
@@ -460,12 +459,15 @@ impl Exchange {
             Err(failure) => return Err(self.stop(Interrupted::Failed(failure))),
         };
         let topic = reply_topic(&push.namespace, &owner_tag(&self.inner.owner), &id);
-        // Take the position first, so a reply that comes before the first poll is still read.
-        let cursor = match push.log.position(&topic).await {
+        // Open the topic with a marker before the question goes out: a reply is published only
+        // to a topic that exists (so replies to questions nobody asked cost nothing), and one
+        // that comes before the first poll is still read, after the marker.
+        let cursor = match push.log.publish(&topic, Bytes::from_static(b"asked")).await {
             Ok(cursor) => cursor,
             Err(err) => return Err(fail(&err.to_string())),
         };
-        if self.inner.sink.send(request).is_err() {
+        // Never dropped: waits for room while the client reads slowly.
+        if self.inner.sink.send_wait(request).await.is_err() {
             return Err(self.stop(Interrupted::Cancelled));
         }
         let deadline = tokio::time::Instant::now() + push.timeout;

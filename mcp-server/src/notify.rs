@@ -943,7 +943,9 @@ impl Server {
         let result = Done::value(json!({"_meta": {meta::SUBSCRIPTION_ID: id}}));
         if filter.is_empty() {
             // Nothing to deliver: acknowledge the empty subset and close at once.
-            let _ = sink.send(adapter.subscriptions_acknowledged(&id, Value::Object(honoured)));
+            let _ = sink
+                .send_wait(adapter.subscriptions_acknowledged(&id, Value::Object(honoured)))
+                .await;
             return result;
         }
         // Take the position before the acknowledgement, so every change after it is delivered.
@@ -951,28 +953,40 @@ impl Server {
             Ok(changes) => changes,
             Err(err) => return Done::failure(Failure::internal(err.to_string())),
         };
-        let _ = sink.send(adapter.subscriptions_acknowledged(&id, Value::Object(honoured)));
+        let _ = sink
+            .send_wait(adapter.subscriptions_acknowledged(&id, Value::Object(honoured)))
+            .await;
         let mut server_closed = self.live.closed.watcher();
         let mut connection_closed = ctx.listeners_closer().watcher();
         loop {
-            tokio::select! {
+            let change = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Done::Silent,
                 _ = server_closed.wait_for(|c| *c) => return result,
                 _ = connection_closed.wait_for(|c| *c) => return result,
                 next = changes.next() => match next {
-                    Some(Ok((_, change))) if filter.matches(&change) => {
-                        if sink.send(change.to_message(adapter, Some(&id))).is_err() {
-                            return Done::Silent;
-                        }
-                    }
-                    Some(Ok(_)) => {}
+                    Some(Ok((_, change))) if filter.matches(&change) => change,
+                    Some(Ok(_)) => continue,
                     Some(Err(err)) => {
                         tracing::warn!(%err, "listen stream: the event log failed; closing it");
                         return result;
                     }
                     None => return result,
                 },
+            };
+            // Backpressure: a listener that reads slowly makes this loop wait (the event log
+            // keeps the changes meanwhile, within its retention).
+            let message = change.to_message(adapter, Some(&id));
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Done::Silent,
+                _ = server_closed.wait_for(|c| *c) => return result,
+                _ = connection_closed.wait_for(|c| *c) => return result,
+                sent = sink.send_wait(message) => {
+                    if sent.is_err() {
+                        return Done::Silent;
+                    }
+                }
             }
         }
     }
@@ -990,7 +1004,7 @@ fn not_registered(kind: &'static str, name: &str) -> ChangeError {
 pub(crate) async fn deliver_to_connection(
     server: &Server,
     ctx: &Context,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: mpsc::Sender<Vec<u8>>,
 ) -> Option<tokio::task::JoinHandle<()>> {
     let mut stream = match server.connection_notifications(ctx, None).await {
         Ok(stream) => stream,
@@ -1004,7 +1018,8 @@ pub(crate) async fn deliver_to_connection(
             match item {
                 Ok((_, message)) => {
                     let bytes = serde_json::to_vec(&message).unwrap_or_default();
-                    if out.send(bytes).is_err() {
+                    // Waits while stdout is backed up; the event log keeps the changes.
+                    if out.send(bytes).await.is_err() {
                         return;
                     }
                 }

@@ -50,6 +50,7 @@ pub struct ServerBuilder {
     page_size: usize,
     request_state_ttl: Duration,
     ask_timeout: Duration,
+    max_queued: usize,
     list_cache: CacheHint,
     adapters: AdapterSet,
     store: Option<Arc<dyn StateStore>>,
@@ -94,6 +95,7 @@ impl ServerBuilder {
             page_size: DEFAULT_PAGE_SIZE,
             request_state_ttl: Duration::from_secs(600),
             ask_timeout: Duration::from_secs(120),
+            max_queued: crate::sink::DEFAULT_MAX_QUEUED,
             list_cache: CacheHint::default(),
             adapters: AdapterSet::all(),
             store: None,
@@ -197,6 +199,34 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets how many messages one call may have waiting for its client to read them:
+    /// progress, log messages, pushed questions and `subscriptions/listen` changes sent before
+    /// the call's response (at least 1). Default is `64`.
+    ///
+    /// This bounds what a client that reads slowly (or not at all) costs, whatever the handler
+    /// sends. At the limit:
+    ///
+    /// - progress is coalesced per progress token (a newer value replaces the one still
+    ///   waiting; at most one per token waits), and dropped when no room is left;
+    /// - log messages are dropped;
+    /// - pushed questions and `subscriptions/listen` messages are never dropped: the handler
+    ///   waits until the client has read enough (backpressure).
+    ///
+    /// A batch (2025-03-26) shares one queue among its calls. Results are not queued here: each
+    /// call's response is sent when the call ends.
+    ///
+    /// ```
+    /// use mcp_server::Server;
+    ///
+    /// let server = Server::builder("demo", "1.0").max_queued_messages(16).build().unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn max_queued_messages(mut self, limit: usize) -> Self {
+        self.max_queued = limit.max(1);
+        self
+    }
+
     /// Sets the cache hint of `server/discover` and the list results (2026-07-28). Default is
     /// `ttlMs: 0`, `cacheScope: "private"`.
     #[must_use]
@@ -267,6 +297,7 @@ impl ServerBuilder {
             completer: self.completer,
             page_size: self.page_size,
             ask_timeout: self.ask_timeout,
+            max_queued: self.max_queued,
             list_cache: self.list_cache,
             adapters: self.adapters,
             states: RequestStates::new(store, self.request_state_ttl),
@@ -497,6 +528,8 @@ pub(crate) struct Registry {
     pub(crate) completer: Option<Completer>,
     pub(crate) page_size: usize,
     pub(crate) ask_timeout: Duration,
+    /// The most messages one call keeps waiting for its client (see the builder).
+    pub(crate) max_queued: usize,
     pub(crate) list_cache: CacheHint,
     pub(crate) adapters: AdapterSet,
     pub(crate) states: RequestStates,
@@ -550,6 +583,7 @@ impl Registry {
             completer: self.completer.clone(),
             page_size: self.page_size,
             ask_timeout: self.ask_timeout,
+            max_queued: self.max_queued,
             list_cache: self.list_cache,
             adapters: self.adapters.clone(),
             states: self.states.clone(),

@@ -35,6 +35,7 @@ pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
 pub struct StdioConfig {
     max_line: usize,
     max_in_flight: usize,
+    max_queued_lines: usize,
     shutdown_grace: Duration,
 }
 
@@ -43,6 +44,7 @@ impl Default for StdioConfig {
         Self {
             max_line: DEFAULT_MAX_LINE,
             max_in_flight: 128,
+            max_queued_lines: 256,
             shutdown_grace: Duration::from_secs(10),
         }
     }
@@ -68,6 +70,20 @@ impl StdioConfig {
     #[must_use]
     pub fn max_in_flight(mut self, calls: usize) -> Self {
         self.max_in_flight = calls.max(1);
+        self
+    }
+
+    /// Sets how many outgoing lines (responses, notifications, questions) may wait for stdout
+    /// (at least 1). Default is `256`.
+    ///
+    /// At the limit the calls that send wait for the client to read (their progress and log
+    /// messages coalesce or drop by the rule of
+    /// [`ServerBuilder::max_queued_messages`](crate::ServerBuilder::max_queued_messages); their
+    /// results and questions are never dropped), and once calls wait the server stops reading
+    /// stdin: a client that never reads its stdout costs this many lines, not what it sends.
+    #[must_use]
+    pub fn max_queued_lines(mut self, lines: usize) -> Self {
+        self.max_queued_lines = lines.max(1);
         self
     }
 
@@ -358,7 +374,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let ctx = Context::connection();
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(config.max_queued_lines);
     let writer_task = tokio::spawn(write_lines(writer, out_rx));
     // Subscribed resource updates and list changes, as they are published (after `initialize`).
     let delivery = crate::notify::deliver_to_connection(&server, &ctx, out_tx.clone()).await;
@@ -425,9 +441,9 @@ where
                     let failure = Failure::invalid_request(format!(
                         "message of {length}+ bytes exceeds the limit of {limit} bytes"
                     ));
-                    let _ = out_tx.send(
-                        Outgoing::Response(adapter.encode_failure(None, &failure)).to_bytes(),
-                    );
+                    let _ = out_tx
+                        .send(Outgoing::Response(adapter.encode_failure(None, &failure)).to_bytes())
+                        .await;
                 }
                 Err(other) => tracing::warn!(%other, "stdio framing error"),
                 Ok(line) if in_order(&line) => {
@@ -467,9 +483,9 @@ where
 }
 
 /// Sends what one message produces to the writer.
-async fn forward(mut reply: crate::dispatch::Reply, out: mpsc::UnboundedSender<Vec<u8>>) {
+async fn forward(mut reply: crate::dispatch::Reply, out: mpsc::Sender<Vec<u8>>) {
     while let Some(message) = reply.next().await {
-        if out.send(message.into_bytes()).is_err() {
+        if out.send(message.into_bytes()).await.is_err() {
             break;
         }
     }
@@ -481,7 +497,7 @@ const WRITE_BATCH: usize = 64 * 1024;
 /// Writes each message as one line, one write per batch of queued messages, flushed.
 async fn write_lines<W: AsyncWrite + Unpin>(
     mut writer: W,
-    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut lines: mpsc::Receiver<Vec<u8>>,
 ) -> std::io::Result<()> {
     let mut out = Vec::with_capacity(4096);
     while let Some(line) = lines.recv().await {

@@ -304,6 +304,14 @@ impl EventLog for HeldFirstPoll {
         self.inner.publish(topic, message)
     }
 
+    fn publish_existing<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: bytes::Bytes,
+    ) -> BoxFuture<'a, Result<Option<Cursor>, LogError>> {
+        self.inner.publish_existing(topic, message)
+    }
+
     fn position<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<Cursor, LogError>> {
         self.inner.position(topic)
     }

@@ -187,16 +187,25 @@ fn call_stream(
     }
     // Disconnecting is not cancelling on this revision: the call runs to its end (or to the
     // shutdown deadline) whatever the client does.
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    // Bounded: a client that reads slowly holds the call back (its progress coalesces, its
+    // questions wait) instead of this task buffering what the client has not read.
+    let (tx, rx) = tokio::sync::mpsc::channel(shared.server.registry.max_queued);
     let mut rest = rest.boxed();
     tokio::spawn(async move {
         let _guard = guard;
+        // Set once the client is gone: the call runs on, its messages go nowhere.
+        let mut tx = Some(tx);
         loop {
-            tokio::select! {
+            let bytes = tokio::select! {
                 next = rest.next() => match next {
-                    Some(bytes) => { let _ = tx.send(bytes); }
+                    Some(bytes) => bytes,
                     None => break,
                 },
+                _ = cancelling.wait_for(|c| *c) => break,
+            };
+            let Some(open) = &tx else { continue };
+            tokio::select! {
+                sent = open.send(bytes) => if sent.is_err() { tx = None },
                 _ = cancelling.wait_for(|c| *c) => break,
             }
         }
