@@ -106,9 +106,14 @@ impl<'a> SelectionInput<'a> {
 
 impl AdapterSet {
     /// Selection for a Streamable HTTP POST: a body that is not JSON is refused first
-    /// (`-32700`, rendered by the newest adapter), then [`AdapterSet::select`] runs on the
-    /// body's hints, the `MCP-Protocol-Version` header, the operator's `pin` and the session's
-    /// stored version.
+    /// (`-32700`), then [`AdapterSet::select`] runs on the body's hints, the
+    /// `MCP-Protocol-Version` header, the operator's `pin` and the session's stored version.
+    ///
+    /// The parse error is rendered by the revision the request names where it can be read
+    /// (the pin, else the header, else the session's; no header at all means 2025-03-26 when
+    /// served), else by the newest: so the error has the shape that revision's schema gives it
+    /// (`"id": null` up to 2025-06-18, where `id` is required; no `id` from 2025-11-25, where it
+    /// is optional and cannot be null).
     pub fn select_http(
         &self,
         body: &Decoded,
@@ -117,8 +122,15 @@ impl AdapterSet {
         session: Option<&str>,
     ) -> Result<Selected, Rejected> {
         if let Decoded::Single(Err(DecodeError::Parse { detail })) = body {
+            let header = SelectionInput::default().with_headers(headers).header;
+            let named = match (pin, header, session) {
+                (Some(version), _, _) | (None, Hint::Value(version), _) => self.by_version(version),
+                (None, Hint::Absent, Some(version)) => self.by_version(version),
+                (None, Hint::Absent, None) => self.get(Revision::ASSUMED),
+                (None, Hint::Malformed, _) => None,
+            };
             return Err(Rejected {
-                adapter: self.newest(),
+                adapter: named.unwrap_or_else(|| self.newest()),
                 failure: Failure::parse(detail),
             });
         }

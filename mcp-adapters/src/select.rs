@@ -278,6 +278,42 @@ impl AdapterSet {
         Err(self.reject(failure))
     }
 
+    /// Holds a request of a session to the revision the session negotiated (`stored`): a
+    /// request that named no revision gets the session's; one that named another (header,
+    /// `_meta` or pin) is refused with `UnsupportedVersion` (400), rendered by the session's
+    /// revision, whose `data.supported` lists only that revision. A session speaks the
+    /// revision it negotiated and no other (its batches, error codes and asking mechanism
+    /// follow from it).
+    pub fn confirm_session(
+        &self,
+        selected: Selected,
+        stored: Option<&str>,
+    ) -> Result<Adapter, Rejected> {
+        let Some(stored) = stored else {
+            return Ok(selected.adapter);
+        };
+        let session = self.resolve(stored)?;
+        match selected.by {
+            SelectedBy::Assumed | SelectedBy::Session | SelectedBy::Initialize => Ok(session),
+            SelectedBy::Pin | SelectedBy::Meta | SelectedBy::Header
+                if selected.adapter == session =>
+            {
+                Ok(session)
+            }
+            SelectedBy::Pin | SelectedBy::Meta | SelectedBy::Header => {
+                let named = selected.adapter.version();
+                let mut failure = Failure::unsupported_version(named, &[session.revision()]);
+                failure.message = format!(
+                    "this session negotiated protocol version {stored}; the request names {named}"
+                );
+                Err(Rejected {
+                    adapter: session,
+                    failure,
+                })
+            }
+        }
+    }
+
     fn reject(&self, failure: Failure) -> Rejected {
         Rejected {
             adapter: self.newest(),
@@ -512,6 +548,69 @@ mod tests {
             AdapterSet::only(Revision::V2026_07_28).handshake_only(),
             Err(EmptySetError)
         );
+    }
+
+    #[test]
+    fn a_session_is_held_to_the_revision_it_negotiated() {
+        let set = AdapterSet::all();
+        let pick = |revision, by| Selected {
+            adapter: Adapter::new(revision),
+            by,
+        };
+        // (selected, stored, outcome: Ok(revision) or Err(rendering revision))
+        let table = [
+            (
+                pick(Revision::V2025_03_26, SelectedBy::Assumed),
+                Some("2025-11-25"),
+                Ok(Revision::V2025_11_25),
+            ),
+            (
+                pick(Revision::V2025_11_25, SelectedBy::Header),
+                Some("2025-11-25"),
+                Ok(Revision::V2025_11_25),
+            ),
+            (
+                pick(Revision::V2025_03_26, SelectedBy::Header),
+                Some("2025-11-25"),
+                Err(Revision::V2025_11_25),
+            ),
+            (
+                pick(Revision::V2025_06_18, SelectedBy::Pin),
+                Some("2025-03-26"),
+                Err(Revision::V2025_03_26),
+            ),
+            (
+                pick(Revision::V2025_06_18, SelectedBy::Meta),
+                Some("2025-06-18"),
+                Ok(Revision::V2025_06_18),
+            ),
+            (
+                pick(Revision::V2025_06_18, SelectedBy::Header),
+                None,
+                Ok(Revision::V2025_06_18),
+            ),
+        ];
+        for (selected, stored, expected) in table {
+            let got = set.confirm_session(selected, stored);
+            match (got, expected) {
+                (Ok(adapter), Ok(revision)) => assert_eq!(adapter.revision(), revision),
+                (Err(rejected), Err(revision)) => {
+                    assert_eq!(rejected.adapter.revision(), revision);
+                    assert_eq!(rejected.failure.kind, FailureKind::UnsupportedVersion);
+                    assert_eq!(
+                        rejected.failure.data.as_ref().unwrap()["supported"],
+                        serde_json::json!([revision.as_str()])
+                    );
+                    assert_eq!(
+                        rejected.failure.mapping(revision).status,
+                        http::StatusCode::BAD_REQUEST
+                    );
+                }
+                (got, expected) => {
+                    panic!("{selected:?} {stored:?}: {got:?}, expected {expected:?}")
+                }
+            }
+        }
     }
 
     #[test]

@@ -106,6 +106,27 @@ impl BackendError {
         }
     }
 
+    /// The backend could not be reached, or the connection broke: for stores and logs
+    /// written outside this crate (and test doubles), classified like the built-in ones.
+    ///
+    /// ```
+    /// let err = mcp_hub::BackendError::connection("the database is down");
+    /// assert!(err.is_connection());
+    /// ```
+    pub fn connection(what: impl Into<String>) -> Self {
+        Self::new(BackendErrorKind::Connection, what)
+    }
+
+    /// The backend did not answer in time.
+    pub fn timeout(what: impl Into<String>) -> Self {
+        Self::new(BackendErrorKind::Timeout, what)
+    }
+
+    /// The backend answered something the hub did not write.
+    pub fn unexpected(what: impl Into<String>) -> Self {
+        Self::new(BackendErrorKind::Unexpected, what)
+    }
+
     /// True when the backend could not be reached, or the connection broke.
     pub fn is_connection(&self) -> bool {
         self.kind == BackendErrorKind::Connection

@@ -32,6 +32,8 @@ struct Bound {
     session: Option<(Arc<str>, Loaded)>,
     /// The request is `initialize`: a session is minted if it succeeds.
     initialize: bool,
+    /// The id of an `initialize` request, for the failure when its session cannot be stored.
+    id: Option<jsonrpc::Id>,
 }
 
 /// `POST`: one message or batch in, JSON or SSE out.
@@ -244,7 +246,7 @@ async fn settle(
         }
         return match shared.sessions.create(&record).await {
             Ok(id) => Ok(Some(id)),
-            Err(err) => Err(store_failure(bound.adapter, &err)),
+            Err(err) => Err(store_failure(bound.adapter, bound.id.clone(), &err)),
         };
     }
     if let Some((id, loaded)) = &bound.session
@@ -255,12 +257,18 @@ async fn settle(
     Ok(None)
 }
 
-fn store_failure(adapter: Adapter, err: &SessionError) -> Response<HttpBody> {
+/// The session store failed: 503 (the client may retry), with the request's id when it has
+/// one.
+fn store_failure(
+    adapter: Adapter,
+    id: Option<jsonrpc::Id>,
+    err: &SessionError,
+) -> Response<HttpBody> {
     tracing::error!(%err, "session store failure");
     failure_response(
         adapter,
-        None,
-        &Failure::internal("the session store is unavailable"),
+        id,
+        &Failure::unavailable("the session store is unavailable"),
     )
 }
 
@@ -296,6 +304,7 @@ async fn bind(
             adapter: selected.adapter,
             session: None,
             initialize: true,
+            id: first_id(decoded),
         });
     }
     if !selected.adapter.has_sessions() {
@@ -304,6 +313,7 @@ async fn bind(
             adapter: selected.adapter,
             session: None,
             initialize: false,
+            id: None,
         });
     }
     let Some(id) = session_header(&parts.headers) else {
@@ -325,24 +335,17 @@ async fn bind(
                 &Failure::session_not_found(),
             ));
         }
-        Err(err) => return Err(store_failure(selected.adapter, &err)),
+        Err(err) => return Err(store_failure(selected.adapter, first_id(decoded), &err)),
     };
-    let adapter = if selected.by == SelectedBy::Assumed {
-        match loaded.record.version.as_deref() {
-            Some(version) => {
-                set.select_http(decoded, &parts.headers, None, Some(version))
-                    .map_err(reject)?
-                    .adapter
-            }
-            None => selected.adapter,
-        }
-    } else {
-        selected.adapter
-    };
+    // The session speaks the revision it negotiated, and only that one.
+    let adapter = set
+        .confirm_session(selected, loaded.record.version.as_deref())
+        .map_err(reject)?;
     Ok(Bound {
         adapter,
         session: Some((Arc::from(id), loaded)),
         initialize: false,
+        id: None,
     })
 }
 
@@ -394,7 +397,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         Ok(_) | Err(SessionError::NotFound) => {
             return failure_response(render, None, &Failure::session_not_found());
         }
-        Err(err) => return store_failure(render, &err),
+        Err(err) => return store_failure(render, None, &err),
     };
     let adapter = loaded
         .record
@@ -411,23 +414,51 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     // the hub cursor; `Last-Event-ID` resumes on any worker within retention.
     let server = shared.server.snapshot();
     let namespace = shared.sessions.namespace().clone();
-    let after = parts
+    let last_event_id = parts
         .headers
         .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<Cursor>().ok())
         .filter(|_| adapter.features().sse_resumable);
+    let after = last_event_id
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<Cursor>().ok());
+    let lists = server.session_filter(adapter, std::iter::empty::<String>());
+    // A `Last-Event-ID` the log can no longer serve (its events fell out of retention, it is
+    // from another log, or it is no cursor at all) is never skipped silently: the stream
+    // starts from now, led by one notification of every kind this session could have missed
+    // (each list it is told changes, each resource it subscribed to). Every event of this
+    // stream says "re-read this", so re-reading everything is exactly what was lost.
+    let resync = |why: &dyn std::fmt::Display| {
+        tracing::info!(
+            reason = %why,
+            "a resumed stream's events are no longer retained; the client is told to re-read"
+        );
+        let subscribed = loaded.record.subscriptions.iter().cloned();
+        missed_changes(&lists, subscribed)
+            .filter_map(|change| {
+                let message = serde_json::to_vec(&change.to_message(adapter, None)).ok()?;
+                Some(body::event(None, None, &message))
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut missed = Vec::new();
     let changes = match server.changes(&namespace, after).await {
-        Ok(changes) => changes,
-        // A stale or foreign Last-Event-ID: start from now.
-        Err(_) => match server.changes(&namespace, None).await {
-            Ok(changes) => changes,
+        Ok(changes) => {
+            if last_event_id.is_some() && after.is_none() {
+                missed = resync(&"the Last-Event-ID is not an event id of this server");
+            }
+            changes
+        }
+        Err(lost) => match server.changes(&namespace, None).await {
+            Ok(changes) => {
+                missed = resync(&lost);
+                changes
+            }
             Err(err) => {
                 tracing::error!(%err, "event log failure");
                 return failure_response(
                     adapter,
                     None,
-                    &Failure::internal("the event log is unavailable"),
+                    &Failure::unavailable("the event log is unavailable"),
                 );
             }
         },
@@ -436,7 +467,6 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         .features()
         .sse_polling
         .then(|| body::priming(&changes.cursor().to_string(), shared.config.sse_retry_ms));
-    let lists = server.session_filter(adapter, std::iter::empty::<String>());
     let session = (shared.clone(), id.to_owned());
     let events = changes
         .take_while(|item| std::future::ready(item.is_ok()))
@@ -457,10 +487,27 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
                 wanted.then(|| body::event(None, Some(&cursor.to_string()), &message))
             }
         });
-    let source = stream::iter(priming).chain(events).boxed();
+    let source = stream::iter(priming.into_iter().chain(missed))
+        .chain(events)
+        .boxed();
     let stream =
         SseStream::new(source, shared.config.keep_alive).until_closing(shared.closing.subscribe());
     sse_response(HttpBody::sse(stream))
+}
+
+/// One change of every kind a GET stream with `lists` and `subscribed` resources delivers.
+fn missed_changes(
+    lists: &crate::notify::NotificationFilter,
+    subscribed: impl Iterator<Item = String>,
+) -> impl Iterator<Item = Change> {
+    [
+        Change::ToolsListChanged,
+        Change::PromptsListChanged,
+        Change::ResourcesListChanged,
+    ]
+    .into_iter()
+    .filter(|change| lists.matches(change))
+    .chain(subscribed.map(|uri| Change::ResourceUpdated { uri }))
 }
 
 /// The adapter that renders session failures of requests that name no revision: the newest
@@ -508,6 +555,6 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
             status_only(StatusCode::NO_CONTENT)
         }
         Ok(false) => failure_response(render, None, &Failure::session_not_found()),
-        Err(err) => store_failure(render, &err),
+        Err(err) => store_failure(render, None, &err),
     }
 }
