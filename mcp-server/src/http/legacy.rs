@@ -66,7 +66,7 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
             return failure_response(
                 set.newest(),
                 None,
-                &Failure::internal("the session store is unavailable"),
+                &Failure::unavailable("the session store is unavailable"),
             );
         }
     };
@@ -81,7 +81,7 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
             return failure_response(
                 set.newest(),
                 None,
-                &Failure::internal("the event log is unavailable"),
+                &Failure::unavailable("the event log is unavailable"),
             );
         }
     };
@@ -361,7 +361,7 @@ pub(crate) async fn post(
             return failure_response(
                 render,
                 None,
-                &Failure::internal("the session store is unavailable"),
+                &Failure::unavailable("the session store is unavailable"),
             );
         }
     };
