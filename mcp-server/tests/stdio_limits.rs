@@ -90,3 +90,72 @@ async fn a_full_server_still_reads_replies() {
         .unwrap()
         .unwrap();
 }
+
+async fn flood(_: NoArgs, ex: Exchange) -> String {
+    for i in 1..=10_000 {
+        ex.progress(f64::from(i), Some(10_000.0), None);
+    }
+    "flooded".to_owned()
+}
+
+/// Issue 27, defect 1 on stdio: 64 calls that each report 10,000 steps, from a client that
+/// reads only once everything was sent, cost each call's queue (64 messages), not 640,000
+/// lines waiting for stdout; every response still arrives, with the newest progress first.
+#[tokio::test]
+async fn a_progress_flood_on_stdio_costs_the_queues_not_what_the_handlers_send() {
+    let server = Server::builder("s", "1")
+        .tool(Tool::new("flood", flood))
+        .build()
+        .unwrap();
+    let (client, server_side) = tokio::io::duplex(1 << 12);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let serving = tokio::spawn(serve_stdio_with(
+        server,
+        server_read,
+        server_write,
+        StdioConfig::new(),
+    ));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let calls = 64;
+    let writer = tokio::spawn(async move {
+        let mut out = Vec::new();
+        let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        out.extend(serde_json::to_vec(&init).unwrap());
+        out.push(b'\n');
+        for id in 0..calls {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "flood", "arguments": {}, "_meta": {"progressToken": id}}});
+            out.extend(serde_json::to_vec(&call).unwrap());
+            out.push(b'\n');
+        }
+        client_write.write_all(&out).await.unwrap();
+        client_write
+    });
+    let mut lines = BufReader::new(client_read).lines();
+    let (mut responses, mut progress) = (0, 0);
+    let mut newest = std::collections::HashMap::new();
+    while responses < calls {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the server keeps answering")
+            .unwrap()
+            .expect("a line");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["method"] == "notifications/progress" {
+            progress += 1;
+            let token = message["params"]["progressToken"].as_i64().unwrap();
+            newest.insert(token, message["params"]["progress"].as_f64().unwrap());
+        } else if message["id"].is_i64() {
+            assert_eq!(message["result"]["content"][0]["text"], "flooded");
+            responses += 1;
+        }
+    }
+    assert!(progress <= calls as usize * 64, "{progress} progress lines");
+    assert!(newest.values().all(|&p| p == 10_000.0), "{newest:?}");
+    let mut client_write = writer.await.unwrap();
+    client_write.shutdown().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), serving)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
