@@ -68,13 +68,24 @@ const MATRIX: &[Layer] = &[
         forbidden_external: &[],
     },
     Layer {
+        name: "mcp-auth",
+        allowed_internal: &[],
+        forbidden_external: RUNTIME_AND_IO,
+    },
+    Layer {
         name: "mcp-server",
-        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters", "mcp-hub"],
+        allowed_internal: &[
+            "mcp-wire",
+            "mcp-schema",
+            "mcp-adapters",
+            "mcp-hub",
+            "mcp-auth",
+        ],
         forbidden_external: &[],
     },
     Layer {
         name: "mcp-client",
-        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters"],
+        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters", "mcp-auth"],
         forbidden_external: &[],
     },
     Layer {
