@@ -59,6 +59,13 @@ pub enum FailureKind {
     PayloadTooLarge,
     /// Something went wrong inside the server. `-32603`, 200.
     Internal,
+    /// The request carries no valid access token for this resource (none, expired, for
+    /// another resource, not verifiable). `-32600`, 401 with a `WWW-Authenticate` challenge,
+    /// on every revision that has authorization.
+    Unauthorized,
+    /// The access token lacks a scope the request needs. `-32600`, 403 with a
+    /// `WWW-Authenticate` challenge naming the scope (`error="insufficient_scope"`).
+    InsufficientScope,
     /// The server cannot serve the request now, though the request is fine: a store it
     /// depends on is unreachable, or one of its limits is reached (sessions, streams, calls in
     /// flight). `-32603`, 503 on every revision: an HTTP client retries later, and the
@@ -134,6 +141,8 @@ impl FailureKind {
             Self::PayloadTooLarge => (INVALID_REQUEST, StatusCode::PAYLOAD_TOO_LARGE),
             Self::Internal => (INTERNAL_ERROR, StatusCode::OK),
             Self::Unavailable => (INTERNAL_ERROR, StatusCode::SERVICE_UNAVAILABLE),
+            Self::Unauthorized => (INVALID_REQUEST, StatusCode::UNAUTHORIZED),
+            Self::InsufficientScope => (INVALID_REQUEST, StatusCode::FORBIDDEN),
         };
         ErrorMapping { code, status }
     }

@@ -278,6 +278,8 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
         Failure::new(FailureKind::OriginRejected, "origin"),
         Failure::internal("boom"),
         Failure::unavailable("the session store is unavailable"),
+        Failure::new(FailureKind::Unauthorized, "no valid access token"),
+        Failure::new(FailureKind::InsufficientScope, "the token lacks mcp:deploy"),
     ];
     for failure in &failures {
         let enc = adapter.encode_failure(Some(Id::from("e1")), failure);
@@ -305,7 +307,9 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
                 | FailureKind::MissingMeta
                 | FailureKind::ResourceNotFound => Some("InvalidParamsError"),
                 FailureKind::Parse => Some("ParseError"),
-                FailureKind::InvalidRequest => Some("InvalidRequestError"),
+                FailureKind::InvalidRequest
+                | FailureKind::Unauthorized
+                | FailureKind::InsufficientScope => Some("InvalidRequestError"),
                 FailureKind::Internal | FailureKind::Unavailable => Some("InternalError"),
                 _ => None,
             };

@@ -266,6 +266,19 @@ impl Context {
         self
     }
 
+    /// Binds the context to a verified access token's principal: its
+    /// [`binding`](mcp_auth::Principal::binding) becomes the [`principal`](Self::principal),
+    /// and handlers read the whole principal with [`Exchange::auth`](crate::Exchange::auth).
+    #[must_use]
+    pub fn with_auth(self, principal: Arc<mcp_auth::Principal>) -> Self {
+        {
+            let mut owner = self.owner_mut();
+            owner.principal = Some(Arc::from(principal.binding()));
+            owner.auth = Some(crate::exchange::AuthPrincipal(principal));
+        }
+        self
+    }
+
     /// Sets the transport's session id (an HTTP `Mcp-Session-Id`, an HTTP+SSE `sessionId`).
     /// Default is none. Replies to questions pushed on this context are delivered only from a
     /// context with the same session (and principal): a reply POSTed in another session is

@@ -81,7 +81,23 @@ pub(crate) struct Owner {
     // Shared text: every call's exchange takes a copy of its connection's owner.
     pub(crate) principal: Option<Arc<str>>,
     pub(crate) session: Option<Arc<str>>,
+    /// The verified access token's principal, when a resource server authenticated the
+    /// request (`principal` is then its binding).
+    pub(crate) auth: Option<AuthPrincipal>,
 }
+
+/// A shared [`Principal`](mcp_auth::Principal); owners compare by their `principal` text,
+/// so two of these are equal when they are the same allocation.
+#[derive(Clone, Debug)]
+pub(crate) struct AuthPrincipal(pub(crate) Arc<mcp_auth::Principal>);
+
+impl PartialEq for AuthPrincipal {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.binding() == other.0.binding()
+    }
+}
+
+impl Eq for AuthPrincipal {}
 
 /// The part of a reply topic that names the owner: empty when nothing is known, else a
 /// SHA-256 digest of the principal and session (so neither appears in hub keys).
@@ -313,6 +329,12 @@ impl Exchange {
     /// one principal is refused to any other.
     pub fn principal(&self) -> Option<&str> {
         self.inner.owner.principal.as_deref()
+    }
+
+    /// The verified access token's principal (subject, client id, scopes, claims), when the
+    /// endpoint has a [`ResourceServer`](crate::auth::ResourceServer).
+    pub fn auth(&self) -> Option<&mcp_auth::Principal> {
+        self.inner.owner.auth.as_ref().map(|a| &*a.0)
     }
 
     /// The state this handler saved with [`save_state`](Self::save_state) on the attempt
@@ -567,6 +589,7 @@ mod tests {
         let owner = Owner {
             principal: Some("iss|sub".into()),
             session: None,
+            auth: None,
         };
         let tag = owner_tag(&owner);
         use sha2::{Digest as _, Sha256};
@@ -584,6 +607,7 @@ mod tests {
         let other = Owner {
             principal: None,
             session: Some("iss|sub".into()),
+            auth: None,
         };
         assert_ne!(
             owner_tag(&other),

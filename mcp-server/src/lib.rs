@@ -112,6 +112,7 @@
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 mod ask;
+pub mod auth;
 mod completion;
 mod content;
 mod dispatch;

@@ -6,7 +6,8 @@
 //! worker), under the call's namespace, bound to the principal (when the transport knows one),
 //! the method, the target and a SHA-256 digest of the arguments, with an expiry, and it is
 //! single use: redeeming deletes it, and only the one redeemer whose delete removed it may go
-//! on. Whatever does not match exactly is refused (-32602), and answers to questions the
+//! on. Whatever does not match exactly is refused (-32602) without spending the record (so a
+//! state presented by another principal cannot be burnt by it), and answers to questions the
 //! record does not list are ignored.
 
 use std::collections::BTreeMap;
@@ -132,6 +133,16 @@ impl RequestStates {
         let Some(record) = record else {
             return Err(StateError::Invalid("unknown, expired or already used"));
         };
+        let stored: StoredState = serde_json::from_slice(&record.value)
+            .map_err(|_| StateError::Invalid("unreadable record"))?;
+        if stored.expires_at_ms <= now_ms() {
+            return Err(StateError::Invalid("expired"));
+        }
+        // Checked before the record is spent: a state presented by another principal (or for
+        // another call) is refused and stays redeemable by its own call.
+        if stored.binding != binding {
+            return Err(StateError::Invalid("issued for another call"));
+        }
         // Whoever deletes the record owns it: a concurrent replay loses here.
         let removed = self
             .store
@@ -140,14 +151,6 @@ impl RequestStates {
             .map_err(|e| StateError::Store(e.to_string()))?;
         if !removed {
             return Err(StateError::Invalid("already used"));
-        }
-        let stored: StoredState = serde_json::from_slice(&record.value)
-            .map_err(|_| StateError::Invalid("unreadable record"))?;
-        if stored.expires_at_ms <= now_ms() {
-            return Err(StateError::Invalid("expired"));
-        }
-        if stored.binding != binding {
-            return Err(StateError::Invalid("issued for another call"));
         }
         Ok(Redeemed {
             asked: stored.asked,
@@ -334,7 +337,8 @@ mod tests {
                 states.redeem(&ns, &other, "other").await,
                 Err(StateError::Invalid("issued for another call"))
             );
-            // ... and the attempt used it up.
+            // ... without spending it: its own call still redeems it, once.
+            assert!(states.redeem(&ns, &other, "bound").await.is_ok());
             assert!(states.redeem(&ns, &other, "bound").await.is_err());
             let tenant = Namespace::new("tenant-b");
             assert!(states.redeem(&tenant, &id, "bound").await.is_err());

@@ -352,6 +352,8 @@ pub struct Tool {
     pub(crate) output_schema: Option<Result<Value, String>>,
     pub(crate) takes_exchange: bool,
     pub(crate) meta: Option<Map<String, Value>>,
+    /// Scopes an access token needs to call the tool (when the endpoint has a resource server).
+    pub(crate) scopes: mcp_auth::ScopeSet,
     pub(crate) call: ErasedTool,
 }
 
@@ -399,6 +401,7 @@ impl Tool {
             output_schema: <H::Output as IntoToolResult>::output_schema(),
             takes_exchange: H::TAKES_EXCHANGE,
             meta: None,
+            scopes: mcp_auth::ScopeSet::new(),
             call,
         }
     }
@@ -491,6 +494,24 @@ impl Tool {
     #[must_use]
     pub fn header(mut self, path: impl Into<String>, header: impl Into<String>) -> Self {
         self.headers.push((path.into(), header.into()));
+        self
+    }
+
+    /// Scopes an access token needs to call the tool, on top of what the endpoint's
+    /// [`ResourceServer`](crate::auth::ResourceServer) requires of every request. A call
+    /// without them gets 403 `insufficient_scope` naming them, so a client can step up.
+    /// Without a resource server, scopes are not checked. Default is none.
+    ///
+    /// ```
+    /// use mcp_server::{NoArgs, Tool};
+    ///
+    /// async fn deploy(_: NoArgs) -> String { "deployed".into() }
+    /// let tool = Tool::new("deploy", deploy).scopes(["mcp:deploy"]);
+    /// # let _ = tool;
+    /// ```
+    #[must_use]
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
+        self.scopes = scopes.into_iter().collect();
         self
     }
 

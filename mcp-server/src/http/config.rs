@@ -69,6 +69,7 @@ pub(crate) enum Localhost {
 /// | [`shutdown_deadline`](Self::shutdown_deadline) | 10 s |
 /// | [`namespace`](Self::namespace) | the root namespace |
 /// | [`legacy_sse`](Self::legacy_sse) | on (HTTP+SSE for the revisions that have a handshake) |
+/// | [`auth`](Self::auth) | none: no access token is asked for |
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
     pub(crate) path: String,
@@ -87,6 +88,7 @@ pub struct HttpConfig {
     pub(crate) shutdown_deadline: Duration,
     pub(crate) namespace: Namespace,
     pub(crate) legacy_sse: bool,
+    pub(crate) auth: Option<crate::auth::ResourceServer>,
 }
 
 impl Default for HttpConfig {
@@ -115,7 +117,19 @@ impl HttpConfig {
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
             namespace: Namespace::root(),
             legacy_sse: true,
+            auth: None,
         }
+    }
+
+    /// Protects the endpoint with an OAuth 2.1 resource server (see [`crate::auth`]): its
+    /// metadata is served at the RFC 9728 locations, every MCP request needs a valid access
+    /// token for this resource (401 otherwise) with the scopes it needs (403 otherwise), and
+    /// sessions, request state, questions and streams are bound to the token's principal.
+    /// Default: no authorization (any client that passes the `Origin` and `Host` checks).
+    #[must_use]
+    pub fn auth(mut self, resource_server: crate::auth::ResourceServer) -> Self {
+        self.auth = Some(resource_server);
+        self
     }
 
     /// The path of the Streamable HTTP endpoint (POST, GET and DELETE). Default is `/mcp`.

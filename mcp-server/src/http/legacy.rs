@@ -57,6 +57,7 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
     }
     let record = SessionRecord {
         sse: true,
+        owner: crate::auth::owner_digest(crate::auth::of_request(parts)),
         ..SessionRecord::default()
     };
     let id = match shared.sessions.create(&record).await {
@@ -351,8 +352,11 @@ pub(crate) async fn post(
             ),
         );
     };
+    let principal = crate::auth::of_request(parts).cloned();
+    let owner = crate::auth::owner_digest(principal.as_ref());
     let loaded = match shared.sessions.load(id).await {
-        Ok(loaded) if loaded.record.sse => loaded,
+        // Another principal's session is as good as none.
+        Ok(loaded) if loaded.record.sse && loaded.record.owner == owner => loaded,
         Ok(_) | Err(SessionError::NotFound) => {
             return failure_response(render, None, &Failure::session_not_found());
         }
@@ -377,7 +381,7 @@ pub(crate) async fn post(
     tokio::spawn(async move {
         let _guard = guard;
         tokio::select! {
-            () = serve_message(&shared, &set, id, loaded, &bytes) => {}
+            () = serve_message(&shared, &set, id, loaded, principal, &bytes) => {}
             _ = cancelling.wait_for(|c| *c) => {}
         }
     });
@@ -393,6 +397,7 @@ async fn serve_message(
     set: &AdapterSet,
     id: String,
     loaded: Loaded,
+    principal: Option<Arc<mcp_auth::Principal>>,
     bytes: &[u8],
 ) {
     // Shared with the call's context and its cancel registration.
@@ -427,8 +432,20 @@ async fn serve_message(
     let items = adapter.decode(decoded);
     let snapshot = loaded.record.snapshot(shared.server.revisions());
     // Replies to questions pushed in this session are accepted only from this session.
-    let ctx = Context::for_session(snapshot, true, shared.sessions.namespace().clone())
+    let mut ctx = Context::for_session(snapshot, true, shared.sessions.namespace().clone())
         .with_shared_session(id.clone());
+    if let Some(principal) = principal {
+        // A call the token lacks a scope for is refused on the stream (this transport's
+        // POST was already answered 202, so there is no status to carry a challenge).
+        if let Some(refusal) = shared.missing_scope(&items, &principal) {
+            let failure = Failure::new(FailureKind::InsufficientScope, refusal.1.reason);
+            delivery
+                .send(adapter.encode_failure(refusal.0, &failure).to_bytes())
+                .await;
+            return;
+        }
+        ctx = ctx.with_auth(principal);
+    }
     // While the call runs, a `notifications/cancelled` of its session reaches it (a body
     // without a request has nothing to cancel).
     let _registered = if cancel::has_request(&items) {

@@ -232,13 +232,44 @@ impl HttpEndpoint {
         B::Error: std::error::Error + Send + Sync + 'static,
     {
         let shared = &self.shared;
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         if let Err(refusal) = origin::check(&shared.config, &parts.headers, &parts.uri) {
             let message = match refusal {
                 origin::Refusal::Origin => "Origin not allowed",
                 origin::Refusal::Host => "Host not allowed",
             };
             return shared.transport_failure(Failure::new(FailureKind::OriginRejected, message));
+        }
+        if let Some(auth) = &shared.config.auth {
+            let path = parts.uri.path();
+            if auth.is_metadata_path(path) {
+                return match parts.method {
+                    Method::GET => metadata_response(auth),
+                    _ => method_not_allowed("GET"),
+                };
+            }
+            if shared.is_mcp_path(path) {
+                match auth.authenticate(&parts.headers).await {
+                    // The handlers of the path read it from the request's extensions.
+                    Ok(principal) => {
+                        parts.extensions.insert(principal);
+                    }
+                    Err(refusal) => {
+                        // A POST's error names its request (the body is read within the
+                        // body limit, as any POST's would be), so it fits the revision's
+                        // schema; other methods have no id to give.
+                        let id = if parts.method == Method::POST {
+                            read_body(shared, &parts.headers, body)
+                                .await
+                                .ok()
+                                .and_then(|bytes| first_id(&mcp_wire::jsonrpc::decode(&bytes)))
+                        } else {
+                            None
+                        };
+                        return shared.auth_failure(&parts.headers, id, &refusal);
+                    }
+                }
+            }
         }
         let path = parts.uri.path();
         let config = &shared.config;
@@ -360,6 +391,58 @@ where
 
 impl Shared {
     /// A failure before any revision was chosen, rendered by the newest served adapter.
+    /// Whether `path` is one of the endpoint's MCP paths (the ones authorization protects).
+    fn is_mcp_path(&self, path: &str) -> bool {
+        let config = &self.config;
+        path == config.path
+            || (self.legacy.is_some() && (path == config.sse_path || path == config.message_path))
+    }
+
+    /// A request the resource server refused: its status and challenge, with the JSON-RPC
+    /// error of the revision the request names (`MCP-Protocol-Version`; none means
+    /// 2025-03-26 where served).
+    pub(crate) fn auth_failure(
+        &self,
+        headers: &HeaderMap,
+        id: Option<Id>,
+        refusal: &crate::auth::AuthRefusal,
+    ) -> Response<HttpBody> {
+        let served = self.server.revisions();
+        let adapter = headers
+            .get(mcp_wire::names::headers::PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .map_or_else(
+                || served.get(mcp_adapters::Revision::ASSUMED),
+                |v| served.by_version(v),
+            )
+            .unwrap_or_else(|| served.newest());
+        auth_refusal(adapter, id, refusal)
+    }
+
+    /// The first call of `items` the principal lacks a scope for (the resource server's
+    /// required and per-method scopes, and a tool's own), with its id and the refusal.
+    pub(crate) fn missing_scope(
+        &self,
+        items: &mcp_adapters::DecodedBody,
+        principal: &mcp_auth::Principal,
+    ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
+        let auth = self.config.auth.as_ref()?;
+        let registry = self.server.snapshot().registry;
+        items.items.iter().find_map(|item| {
+            let mcp_adapters::Incoming::Call(call) = item else {
+                return None;
+            };
+            let tool = (call.operation == mcp_adapters::Operation::CallTool)
+                .then(|| call.target.as_deref().and_then(|name| registry.tool(name)))
+                .flatten()
+                .map(|entry| &entry.tool.scopes);
+            let needed = auth.scopes_for(&call.method, tool);
+            auth.check_scopes(principal, &needed)
+                .err()
+                .map(|refusal| (call.id.clone(), refusal))
+        })
+    }
+
     pub(crate) fn transport_failure(&self, failure: Failure) -> Response<HttpBody> {
         let adapter = self.server.revisions().newest();
         failure_response(adapter, None, &failure)
@@ -402,6 +485,38 @@ pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response<HttpB
 pub(crate) fn status_only(status: StatusCode) -> Response<HttpBody> {
     let mut response = Response::new(HttpBody::empty());
     *response.status_mut() = status;
+    response
+}
+
+/// The response to a request the resource server refused, rendered by `adapter`: the
+/// refusal's status, its `WWW-Authenticate` challenge, and the revision's JSON-RPC error.
+pub(crate) fn auth_refusal(
+    adapter: Adapter,
+    id: Option<Id>,
+    refusal: &crate::auth::AuthRefusal,
+) -> Response<HttpBody> {
+    let kind = match refusal.status {
+        StatusCode::FORBIDDEN => FailureKind::InsufficientScope,
+        StatusCode::SERVICE_UNAVAILABLE => FailureKind::Unavailable,
+        _ => FailureKind::Unauthorized,
+    };
+    let mut response = failure_response(adapter, id, &Failure::new(kind, refusal.reason.clone()));
+    if let Some(challenge) = refusal.www_authenticate() {
+        response
+            .headers_mut()
+            .insert(http::header::WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+/// The protected resource metadata (RFC 9728), readable from any origin (browser clients
+/// discover it too).
+fn metadata_response(auth: &crate::auth::ResourceServer) -> Response<HttpBody> {
+    let mut response = json_response(StatusCode::OK, auth.metadata_body().to_vec());
+    response.headers_mut().insert(
+        http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
     response
 }
 

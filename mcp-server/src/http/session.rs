@@ -56,6 +56,11 @@ pub(crate) struct SessionRecord {
     /// stream), not a Streamable HTTP session.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) sse: bool,
+    /// The principal the session belongs to (a digest, see `auth::owner_digest`), when the
+    /// endpoint has a resource server: another principal presenting the id is told the
+    /// session does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) owner: Option<String>,
     /// `client_info` and `capabilities` as one shared [`ClientContext`], made when first
     /// needed (not stored).
     #[serde(skip)]

@@ -34,6 +34,8 @@ struct Bound {
     initialize: bool,
     /// The id of an `initialize` request, for the failure when its session cannot be stored.
     id: Option<jsonrpc::Id>,
+    /// The request's principal, as session records keep it.
+    owner: Option<String>,
 }
 
 /// `POST`: one message or batch in, JSON or SSE out.
@@ -96,6 +98,13 @@ pub(crate) async fn post(
         .map(|(_, loaded)| loaded.record.snapshot(shared.server.revisions()))
         .unwrap_or_default();
     let mut ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
+    if let Some(principal) = crate::auth::of_request(parts) {
+        // Every call of this request acts for the token's principal.
+        ctx = ctx.with_auth(principal.clone());
+        if let Some((id, refusal)) = shared.missing_scope(&items, principal) {
+            return crate::http::auth_refusal(adapter, id, &refusal);
+        }
+    }
     if let Some((id, _)) = &bound.session {
         // Replies to questions pushed in this session are accepted only from this session.
         ctx = ctx.with_shared_session(id.clone());
@@ -236,7 +245,10 @@ async fn settle(
     }
     let succeeded = matches!(response, Outgoing::Response(e) if !e.is_error());
     if bound.initialize {
-        let mut record = SessionRecord::default();
+        let mut record = SessionRecord {
+            owner: bound.owner.clone(),
+            ..SessionRecord::default()
+        };
         let with_sessions = ctx.inspect_session(|now| {
             record.absorb(&now);
             now.adapter.is_some_and(|a| a.has_sessions())
@@ -289,6 +301,7 @@ async fn bind(
     let reject = |rejected: mcp_adapters::Rejected| {
         failure_response(rejected.adapter, first_id(decoded), &rejected.failure)
     };
+    let owner = crate::auth::owner_digest(crate::auth::of_request(parts));
     let mut selected: Selected = set
         .select_http(decoded, &parts.headers, None, None)
         .map_err(reject)?;
@@ -305,6 +318,7 @@ async fn bind(
             session: None,
             initialize: true,
             id: first_id(decoded),
+            owner,
         });
     }
     if !selected.adapter.has_sessions() {
@@ -314,6 +328,7 @@ async fn bind(
             session: None,
             initialize: false,
             id: None,
+            owner,
         });
     }
     let Some(id) = session_header(&parts.headers) else {
@@ -327,7 +342,8 @@ async fn bind(
         ));
     };
     let loaded = match shared.sessions.load(id).await {
-        Ok(loaded) if !loaded.record.sse => loaded,
+        // Another principal's session is as good as none.
+        Ok(loaded) if !loaded.record.sse && loaded.record.owner == owner => loaded,
         Ok(_) | Err(SessionError::NotFound) => {
             return Err(failure_response(
                 selected.adapter,
@@ -346,6 +362,7 @@ async fn bind(
         session: Some((Arc::from(id), loaded)),
         initialize: false,
         id: None,
+        owner,
     })
 }
 
@@ -392,8 +409,9 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
             ),
         );
     };
+    let owner = crate::auth::owner_digest(crate::auth::of_request(parts));
     let loaded = match shared.sessions.load(id).await {
-        Ok(loaded) if !loaded.record.sse => loaded,
+        Ok(loaded) if !loaded.record.sse && loaded.record.owner == owner => loaded,
         Ok(_) | Err(SessionError::NotFound) => {
             return failure_response(render, None, &Failure::session_not_found());
         }
@@ -547,6 +565,17 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
             ),
         );
     };
+    let owner = crate::auth::owner_digest(crate::auth::of_request(parts));
+    if owner.is_some() {
+        // Only the session's principal may end it; to anyone else it does not exist.
+        match shared.sessions.load(id).await {
+            Ok(loaded) if loaded.record.owner == owner => {}
+            Ok(_) | Err(SessionError::NotFound) => {
+                return failure_response(render, None, &Failure::session_not_found());
+            }
+            Err(err) => return store_failure(render, None, &err),
+        }
+    }
     match shared.sessions.delete(id).await {
         Ok(true) => {
             shared.cancels.forget(id);

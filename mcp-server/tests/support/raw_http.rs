@@ -26,6 +26,15 @@ pub struct Running {
 impl Running {
     pub async fn start(server: Server, config: HttpConfig) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_listener(listener, server, config).await
+    }
+
+    /// Serves on a listener the test bound itself (to know its port before the config).
+    pub async fn start_listener(
+        listener: tokio::net::TcpListener,
+        server: Server,
+        config: HttpConfig,
+    ) -> Self {
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let endpoint = HttpEndpoint::new(server, config);

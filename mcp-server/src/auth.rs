@@ -1,0 +1,688 @@
+//! The OAuth 2.1 resource server: who may call this server, with which scopes.
+//!
+//! A [`ResourceServer`] is configured once on the HTTP endpoint and applies to Streamable HTTP
+//! and HTTP+SSE alike, on every revision:
+//!
+//! - its protected resource metadata (RFC 9728) is served at the path-inserted location
+//!   (`/.well-known/oauth-protected-resource/mcp` for an endpoint at `/mcp`) and at the root;
+//! - a request without a valid token gets 401 with
+//!   `WWW-Authenticate: Bearer resource_metadata="…", scope="…"`, one whose token lacks a scope
+//!   gets 403 with `error="insufficient_scope"` and the scope needed, each with the JSON-RPC
+//!   error body of the request's revision;
+//! - tokens are checked by a [`TokenVerifier`] (signature or introspection) and then by the
+//!   rules every token must pass ([`TokenRules`]: issuer, audience = this resource, expiry):
+//!   a token issued for another resource is refused and never passed on;
+//! - the [`Principal`] becomes the request's owner: sessions, request state, pushed questions
+//!   and streams are bound to it, and handlers read it from the
+//!   [`Exchange`](crate::Exchange).
+//!
+//! Verified tokens are cached (by a SHA-256 of the token, never the token itself) until they
+//! expire or the cache's time-to-live passes, so a busy client costs one verification, not one
+//! per request.
+//!
+//! ```
+//! use mcp_server::auth::{ResourceServer, StaticTokens};
+//! use mcp_auth::{Claims, ScopeSet};
+//!
+//! let tokens = StaticTokens::new().token(
+//!     "test-token",
+//!     Claims {
+//!         iss: Some("https://auth.example.com".into()),
+//!         sub: Some("alice".into()),
+//!         aud: Some(mcp_auth::Audience::One("https://mcp.example.com/mcp".into())),
+//!         exp: Some(i64::MAX / 2),
+//!         scope: ScopeSet::parse("mcp:read"),
+//!         ..Claims::default()
+//!     },
+//! );
+//! let auth = ResourceServer::builder("https://mcp.example.com/mcp", "https://auth.example.com")
+//!     .scopes_supported(["mcp:read", "mcp:deploy"])
+//!     .required_scopes(["mcp:read"])
+//!     .verifier(tokens)
+//!     .build()
+//!     .unwrap();
+//! assert_eq!(auth.metadata().resource, "https://mcp.example.com/mcp");
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_auth::{BearerChallenge, ProtectedResourceMetadata};
+pub use mcp_auth::{Claims, Principal, ScopeSet, TokenError, TokenRules};
+use sha2::{Digest, Sha256};
+
+/// Checks an access token's signature (or asks its issuer about it) and gives its claims.
+/// [`TokenRules`] run afterwards, whatever the verifier: a verifier need not check issuer,
+/// audience or expiry itself.
+pub trait TokenVerifier: Send + Sync + 'static {
+    /// The verified claims of `token`, or why it is not valid. A backend that cannot be
+    /// reached (a key set or an introspection endpoint down) is
+    /// [`VerifyError::Unavailable`], which the client sees as 503, not as a bad token.
+    fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Claims, VerifyError>>;
+}
+
+/// Why a verifier gave no claims.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyError {
+    /// The token is not valid (401).
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// What the verifier needs is unreachable (503).
+    #[error("the token cannot be verified now: {0}")]
+    Unavailable(String),
+}
+
+/// A fixed table of tokens and their claims: for tests and local development only (the
+/// tokens are bearer secrets kept in memory; a real deployment verifies signed tokens or asks
+/// its authorization server).
+#[derive(Clone, Default)]
+pub struct StaticTokens(HashMap<String, Claims>);
+
+impl StaticTokens {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `token` with `claims`.
+    #[must_use]
+    pub fn token(mut self, token: impl Into<String>, claims: Claims) -> Self {
+        self.0.insert(token.into(), claims);
+        self
+    }
+}
+
+impl fmt::Debug for StaticTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The tokens are secrets.
+        f.debug_struct("StaticTokens")
+            .field("tokens", &self.0.len())
+            .finish()
+    }
+}
+
+impl TokenVerifier for StaticTokens {
+    fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Claims, VerifyError>> {
+        let claims = self
+            .0
+            .get(token)
+            .cloned()
+            .ok_or_else(|| TokenError::Invalid("unknown token".into()).into());
+        Box::pin(std::future::ready(claims))
+    }
+}
+
+/// A request the resource server refuses: the HTTP status, the challenge for
+/// `WWW-Authenticate`, and a sentence for the JSON-RPC error (never the token).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthRefusal {
+    /// 401 (no valid token), 403 (a scope is missing) or 503 (verification unavailable).
+    pub status: StatusCode,
+    /// The `WWW-Authenticate` challenge (none with 503).
+    pub challenge: Option<Box<BearerChallenge>>,
+    /// Why, for the JSON-RPC error message and logs.
+    pub reason: String,
+}
+
+impl AuthRefusal {
+    /// The `WWW-Authenticate` header value, if the refusal has a challenge.
+    pub fn www_authenticate(&self) -> Option<HeaderValue> {
+        let challenge = self.challenge.as_ref()?;
+        HeaderValue::from_str(&challenge.to_string()).ok()
+    }
+}
+
+/// The defaults of [`ResourceServerBuilder`].
+const DEFAULT_CACHE_ENTRIES: usize = 10_000;
+const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(300);
+
+/// Settings of a [`ResourceServer`].
+pub struct ResourceServerBuilder {
+    resource: String,
+    issuers: Vec<String>,
+    scopes_supported: Option<Vec<String>>,
+    required: ScopeSet,
+    method_scopes: HashMap<String, ScopeSet>,
+    verifier: Option<Arc<dyn TokenVerifier>>,
+    leeway: Duration,
+    cache_entries: usize,
+    cache_ttl: Duration,
+    resource_name: Option<String>,
+}
+
+impl fmt::Debug for ResourceServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceServerBuilder")
+            .field("resource", &self.resource)
+            .field("issuers", &self.issuers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A configuration that cannot protect anything.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthConfigError {
+    /// The resource is not an absolute `http(s)` URL without a fragment.
+    #[error(transparent)]
+    Resource(#[from] mcp_auth::ResourceError),
+    /// No [`TokenVerifier`] was set.
+    #[error("a resource server needs a token verifier")]
+    NoVerifier,
+}
+
+impl ResourceServerBuilder {
+    /// Adds another authorization server whose tokens are accepted.
+    #[must_use]
+    pub fn authorization_server(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.push(issuer.into());
+        self
+    }
+
+    /// The scopes listed in the metadata (`scopes_supported`), which a client without a
+    /// challenge scope asks for. Default: not listed.
+    #[must_use]
+    pub fn scopes_supported(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes_supported = Some(scopes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Scopes every request needs; they are the `scope` of the 401 challenge. Default: none
+    /// (any valid token for this resource).
+    #[must_use]
+    pub fn required_scopes(mut self, scopes: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
+        self.required = scopes.into_iter().collect();
+        self
+    }
+
+    /// Scopes a method needs on top of the required ones (say `resources/subscribe`).
+    #[must_use]
+    pub fn method_scopes(
+        mut self,
+        method: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl AsRef<str>>,
+    ) -> Self {
+        self.method_scopes
+            .insert(method.into(), scopes.into_iter().collect());
+        self
+    }
+
+    /// How tokens are verified (required).
+    #[must_use]
+    pub fn verifier(mut self, verifier: impl TokenVerifier) -> Self {
+        self.verifier = Some(Arc::new(verifier));
+        self
+    }
+
+    /// The clock skew allowed on `exp` and `nbf`. Default is 60 s.
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// How many verified tokens are remembered, and for how long at most (never past a
+    /// token's expiry). Defaults are 10,000 tokens and 5 minutes. At the limit, expired
+    /// entries are dropped first, then the whole cache: a token then costs one more
+    /// verification. `0` entries turns the cache off.
+    #[must_use]
+    pub fn cache(mut self, entries: usize, ttl: Duration) -> Self {
+        self.cache_entries = entries;
+        self.cache_ttl = ttl;
+        self
+    }
+
+    /// `resource_name` in the metadata.
+    #[must_use]
+    pub fn resource_name(mut self, name: impl Into<String>) -> Self {
+        self.resource_name = Some(name.into());
+        self
+    }
+
+    /// The resource server.
+    pub fn build(self) -> Result<ResourceServer, AuthConfigError> {
+        let verifier = self.verifier.ok_or(AuthConfigError::NoVerifier)?;
+        let rules =
+            TokenRules::new(&self.resource, self.issuers.iter().cloned())?.leeway(self.leeway);
+        let mut metadata = ProtectedResourceMetadata::new(rules.audience());
+        metadata.authorization_servers = self.issuers;
+        metadata.scopes_supported = self.scopes_supported;
+        metadata.resource_name = self.resource_name;
+        let metadata_url = mcp_auth::protected_resource_metadata_urls(rules.audience())
+            .ok()
+            .and_then(|urls| urls.into_iter().next())
+            .unwrap_or_default();
+        let body = Bytes::from(serde_json::to_vec(&metadata).unwrap_or_default());
+        Ok(ResourceServer {
+            inner: Arc::new(Inner {
+                metadata,
+                body,
+                metadata_url,
+                rules,
+                required: self.required,
+                method_scopes: self.method_scopes,
+                verifier,
+                cache: Mutex::new(HashMap::new()),
+                cache_entries: self.cache_entries,
+                cache_ttl: self.cache_ttl,
+            }),
+        })
+    }
+}
+
+/// An OAuth 2.1 resource server: see the [module docs](self).
+#[derive(Clone)]
+pub struct ResourceServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    metadata: ProtectedResourceMetadata,
+    body: Bytes,
+    metadata_url: String,
+    rules: TokenRules,
+    required: ScopeSet,
+    method_scopes: HashMap<String, ScopeSet>,
+    verifier: Arc<dyn TokenVerifier>,
+    cache: Mutex<HashMap<[u8; 32], Cached>>,
+    cache_entries: usize,
+    cache_ttl: Duration,
+}
+
+struct Cached {
+    principal: Arc<Principal>,
+    /// Seconds since the epoch after which the entry is not used.
+    until: i64,
+}
+
+impl fmt::Debug for ResourceServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceServer")
+            .field("resource", &self.inner.metadata.resource)
+            .field("issuers", &self.inner.rules.issuers())
+            .finish_non_exhaustive()
+    }
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+impl ResourceServer {
+    /// Protects `resource` (the URL clients use for the MCP endpoint, say
+    /// `https://mcp.example.com/mcp`) with tokens issued by `issuer`.
+    pub fn builder(
+        resource: impl Into<String>,
+        issuer: impl Into<String>,
+    ) -> ResourceServerBuilder {
+        ResourceServerBuilder {
+            resource: resource.into(),
+            issuers: vec![issuer.into()],
+            scopes_supported: None,
+            required: ScopeSet::new(),
+            method_scopes: HashMap::new(),
+            verifier: None,
+            leeway: Duration::from_secs(60),
+            cache_entries: DEFAULT_CACHE_ENTRIES,
+            cache_ttl: DEFAULT_CACHE_TTL,
+            resource_name: None,
+        }
+    }
+
+    /// The protected resource metadata served.
+    pub fn metadata(&self) -> &ProtectedResourceMetadata {
+        &self.inner.metadata
+    }
+
+    /// The metadata as served (JSON).
+    pub(crate) fn metadata_body(&self) -> Bytes {
+        self.inner.body.clone()
+    }
+
+    /// The absolute URL of the metadata, as challenges name it.
+    pub fn metadata_url(&self) -> &str {
+        &self.inner.metadata_url
+    }
+
+    /// Whether `path` is one of the metadata's locations on this server: the path-inserted
+    /// one for the resource, and the root one.
+    pub(crate) fn is_metadata_path(&self, path: &str) -> bool {
+        path == mcp_auth::metadata::PROTECTED_RESOURCE_SUFFIX
+            || self
+                .inner
+                .metadata_url
+                .split_once("://")
+                .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+                .is_some_and(|p| p.split('?').next() == Some(path))
+    }
+
+    fn challenge(&self) -> BearerChallenge {
+        let challenge = BearerChallenge::new(self.inner.metadata_url.clone());
+        if self.inner.required.is_empty() {
+            challenge
+        } else {
+            challenge.scope(self.inner.required.to_string())
+        }
+    }
+
+    fn unauthorized(&self, error: Option<&TokenError>) -> AuthRefusal {
+        let mut challenge = self.challenge();
+        let reason = match error {
+            Some(error) => {
+                challenge = challenge.error("invalid_token", Some(&error.to_string()));
+                error.to_string()
+            }
+            None => "this server needs an access token".to_owned(),
+        };
+        AuthRefusal {
+            status: StatusCode::UNAUTHORIZED,
+            challenge: Some(Box::new(challenge)),
+            reason,
+        }
+    }
+
+    /// The principal of a request, from its `Authorization: Bearer` header.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Principal>, AuthRefusal> {
+        let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return Err(self.unauthorized(None));
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|token| is_token68(token));
+        let Some(token) = token else {
+            return Err(self.unauthorized(Some(&TokenError::Invalid(
+                "the Authorization header is not a bearer token".into(),
+            ))));
+        };
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = now();
+        if let Some(principal) = self.cached(&key, now) {
+            return Ok(principal);
+        }
+        let claims = match self.inner.verifier.verify(token).await {
+            Ok(claims) => claims,
+            Err(VerifyError::Token(error)) => return Err(self.unauthorized(Some(&error))),
+            Err(VerifyError::Unavailable(why)) => {
+                tracing::warn!(%why, "access tokens cannot be verified");
+                return Err(AuthRefusal {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    challenge: None,
+                    reason: "access tokens cannot be verified now".into(),
+                });
+            }
+        };
+        let principal = self
+            .inner
+            .rules
+            .check(claims, now)
+            .map_err(|error| self.unauthorized(Some(&error)))?;
+        let principal = Arc::new(principal);
+        self.remember(key, &principal, now);
+        Ok(principal)
+    }
+
+    fn cached(&self, key: &[u8; 32], now: i64) -> Option<Arc<Principal>> {
+        let cache = self.inner.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .get(key)
+            .filter(|entry| entry.until >= now)
+            .map(|entry| entry.principal.clone())
+    }
+
+    fn remember(&self, key: [u8; 32], principal: &Arc<Principal>, now: i64) {
+        let limit = self.inner.cache_entries;
+        if limit == 0 {
+            return;
+        }
+        let ttl = i64::try_from(self.inner.cache_ttl.as_secs()).unwrap_or(i64::MAX);
+        let until = principal
+            .claims
+            .exp
+            .unwrap_or(i64::MAX)
+            .min(now.saturating_add(ttl));
+        let mut cache = self.inner.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= limit {
+            cache.retain(|_, entry| entry.until >= now);
+            if cache.len() >= limit {
+                cache.clear();
+            }
+        }
+        cache.insert(
+            key,
+            Cached {
+                principal: principal.clone(),
+                until,
+            },
+        );
+    }
+
+    /// The scopes `method` needs beyond the token being valid: the required ones and the
+    /// method's own, plus `extra` (a tool's, resource's or prompt's).
+    pub fn scopes_for(&self, method: &str, extra: Option<&ScopeSet>) -> ScopeSet {
+        let mut needed = self.inner.required.clone();
+        if let Some(scopes) = self.inner.method_scopes.get(method) {
+            needed = needed.union(scopes);
+        }
+        if let Some(extra) = extra {
+            needed = needed.union(extra);
+        }
+        needed
+    }
+
+    /// Refuses with 403 `insufficient_scope` when `principal` lacks a scope of `needed`; the
+    /// challenge names every scope the request needs.
+    pub fn check_scopes(
+        &self,
+        principal: &Principal,
+        needed: &ScopeSet,
+    ) -> Result<(), AuthRefusal> {
+        let Err(missing) = principal.require(needed) else {
+            return Ok(());
+        };
+        Err(AuthRefusal {
+            status: StatusCode::FORBIDDEN,
+            challenge: Some(Box::new(
+                BearerChallenge::new(self.inner.metadata_url.clone())
+                    .scope(needed.to_string())
+                    .error(
+                        "insufficient_scope",
+                        Some(&format!("the token lacks {missing}")),
+                    ),
+            )),
+            reason: format!("the access token lacks the scope {missing}"),
+        })
+    }
+}
+
+/// The principal of a request, as the resource server left it in the request's extensions.
+pub(crate) fn of_request(parts: &http::request::Parts) -> Option<&Arc<Principal>> {
+    parts.extensions.get::<Arc<Principal>>()
+}
+
+/// What a session record keeps of its principal: a SHA-256 digest of the principal's
+/// binding (issuer and subject), so the store never holds who it is in clear. `None` without
+/// authorization.
+pub(crate) fn owner_digest(principal: Option<&Arc<Principal>>) -> Option<String> {
+    let principal = principal?;
+    let digest = Sha256::digest(principal.binding().as_bytes());
+    Some(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// RFC 6750 `b64token` (the same characters as RFC 9110's `token68`).
+fn is_token68(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use mcp_auth::{Audience, Challenge};
+
+    use super::*;
+
+    const RESOURCE: &str = "https://mcp.example.com/mcp";
+    const ISSUER: &str = "https://auth.example.com";
+
+    fn claims(scope: &str) -> Claims {
+        Claims {
+            iss: Some(ISSUER.into()),
+            sub: Some("alice".into()),
+            aud: Some(Audience::One(RESOURCE.into())),
+            exp: Some(now() + 3600),
+            scope: ScopeSet::parse(scope),
+            ..Claims::default()
+        }
+    }
+
+    struct Counting(StaticTokens, AtomicUsize);
+
+    impl TokenVerifier for Arc<Counting> {
+        fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Claims, VerifyError>> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            self.0.verify(token)
+        }
+    }
+
+    fn server(verifier: impl TokenVerifier) -> ResourceServer {
+        ResourceServer::builder(RESOURCE, ISSUER)
+            .required_scopes(["mcp:read"])
+            .verifier(verifier)
+            .build()
+            .unwrap()
+    }
+
+    fn headers(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::AUTHORIZATION, value.parse().unwrap());
+        headers
+    }
+
+    #[tokio::test]
+    async fn tokens_are_verified_checked_and_cached_by_digest() {
+        let tokens = StaticTokens::new()
+            .token("good", claims("mcp:read"))
+            .token(
+                "expired",
+                Claims {
+                    exp: Some(1),
+                    ..claims("mcp:read")
+                },
+            )
+            .token(
+                "elsewhere",
+                Claims {
+                    aud: Some(Audience::One("https://other.example/mcp".into())),
+                    ..claims("mcp:read")
+                },
+            );
+        let counting = Arc::new(Counting(tokens, AtomicUsize::new(0)));
+        let auth = server(counting.clone());
+        for _ in 0..3 {
+            let principal = auth.authenticate(&headers("Bearer good")).await.unwrap();
+            assert_eq!(principal.subject, "alice");
+        }
+        assert_eq!(counting.1.load(Ordering::SeqCst), 1, "verified once");
+        // (Authorization value, the refusal's error parameter)
+        let cases = [
+            ("Bearer expired", Some("invalid_token")),
+            ("Bearer elsewhere", Some("invalid_token")),
+            ("Bearer unknown", Some("invalid_token")),
+            ("Basic Z29vZA==", Some("invalid_token")),
+            ("Bearer a b", Some("invalid_token")),
+        ];
+        for (value, error) in cases {
+            let refusal = auth.authenticate(&headers(value)).await.unwrap_err();
+            assert_eq!(refusal.status, StatusCode::UNAUTHORIZED, "{value}");
+            let challenge = refusal.challenge.unwrap();
+            assert_eq!(challenge.error.as_deref(), error, "{value}");
+            assert_eq!(
+                challenge.resource_metadata.as_deref(),
+                Some("https://mcp.example.com/.well-known/oauth-protected-resource/mcp")
+            );
+            assert_eq!(challenge.scope.as_deref(), Some("mcp:read"));
+        }
+        let missing = auth.authenticate(&HeaderMap::new()).await.unwrap_err();
+        let header = missing.www_authenticate().unwrap();
+        let parsed = Challenge::parse_all(header.to_str().unwrap()).unwrap();
+        let bearer = BearerChallenge::find(&parsed).unwrap();
+        assert_eq!(bearer.error, None);
+        // A repeated header is refused rather than guessed at.
+        let mut twice = headers("Bearer good");
+        twice.append(http::header::AUTHORIZATION, "Bearer good".parse().unwrap());
+        assert!(auth.authenticate(&twice).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_missing_scope_is_a_403_naming_what_is_needed() {
+        let auth = ResourceServer::builder(RESOURCE, ISSUER)
+            .method_scopes("resources/subscribe", ["mcp:watch"])
+            .verifier(StaticTokens::new().token("t", claims("mcp:read")))
+            .build()
+            .unwrap();
+        let principal = auth.authenticate(&headers("Bearer t")).await.unwrap();
+        let deploy = ScopeSet::parse("mcp:deploy");
+        let needed = auth.scopes_for("tools/call", Some(&deploy));
+        let refusal = auth.check_scopes(&principal, &needed).unwrap_err();
+        assert_eq!(refusal.status, StatusCode::FORBIDDEN);
+        let challenge = refusal.challenge.unwrap();
+        assert_eq!(challenge.error.as_deref(), Some("insufficient_scope"));
+        assert_eq!(challenge.scope.as_deref(), Some("mcp:deploy"));
+        assert_eq!(
+            auth.scopes_for("resources/subscribe", None).to_string(),
+            "mcp:watch"
+        );
+        assert!(
+            auth.check_scopes(&principal, &ScopeSet::parse("mcp:read"))
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_cache_stays_within_its_limit() {
+        let mut tokens = StaticTokens::new();
+        for n in 0..50 {
+            tokens = tokens.token(format!("t{n}"), claims("mcp:read"));
+        }
+        let auth = ResourceServer::builder(RESOURCE, ISSUER)
+            .verifier(tokens)
+            .cache(8, Duration::from_secs(60))
+            .build()
+            .unwrap();
+        for n in 0..50 {
+            auth.authenticate(&headers(&format!("Bearer t{n}")))
+                .await
+                .unwrap();
+            assert!(auth.inner.cache.lock().unwrap().len() <= 8);
+        }
+    }
+
+    #[test]
+    fn the_metadata_is_served_at_both_locations() {
+        let auth = server(StaticTokens::new());
+        assert!(auth.is_metadata_path("/.well-known/oauth-protected-resource/mcp"));
+        assert!(auth.is_metadata_path("/.well-known/oauth-protected-resource"));
+        assert!(!auth.is_metadata_path("/.well-known/oauth-protected-resource/other"));
+        let body: serde_json::Value = serde_json::from_slice(&auth.metadata_body()).unwrap();
+        assert_eq!(body["resource"], RESOURCE);
+        assert_eq!(body["authorization_servers"], serde_json::json!([ISSUER]));
+    }
+}
