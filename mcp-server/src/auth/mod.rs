@@ -56,6 +56,11 @@ use mcp_auth::{BearerChallenge, ProtectedResourceMetadata};
 pub use mcp_auth::{Claims, Principal, ScopeSet, TokenError, TokenRules};
 use sha2::{Digest, Sha256};
 
+mod fetch;
+mod jwt;
+
+pub use jwt::JwtVerifier;
+
 /// Checks an access token's signature (or asks its issuer about it) and gives its claims.
 /// [`TokenRules`] run afterwards, whatever the verifier: a verifier need not check issuer,
 /// audience or expiry itself.
