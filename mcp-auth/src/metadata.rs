@@ -180,6 +180,16 @@ pub struct AuthorizationServerMetadata {
 }
 
 impl AuthorizationServerMetadata {
+    /// The metadata of `issuer` for the authorization code flow (`response_types_supported:
+    /// ["code"]`); set the endpoints and the rest on the returned value.
+    pub fn new(issuer: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            response_types_supported: vec!["code".into()],
+            ..Self::default()
+        }
+    }
+
     /// RFC 8414 §3.3: the document's `issuer` must be the issuer whose well-known location it
     /// was fetched from, compared as plain strings.
     pub fn check_issuer(&self, expected: &str) -> Result<(), MetadataError> {

@@ -56,9 +56,11 @@ use mcp_auth::{BearerChallenge, ProtectedResourceMetadata};
 pub use mcp_auth::{Claims, Principal, ScopeSet, TokenError, TokenRules};
 use sha2::{Digest, Sha256};
 
+pub mod dev;
 mod fetch;
 mod jwt;
 
+pub use dev::{DevAuthorizationServer, DevClient};
 pub use jwt::JwtVerifier;
 
 /// Checks an access token's signature (or asks its issuer about it) and gives its claims.

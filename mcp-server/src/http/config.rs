@@ -70,6 +70,7 @@ pub(crate) enum Localhost {
 /// | [`namespace`](Self::namespace) | the root namespace |
 /// | [`legacy_sse`](Self::legacy_sse) | on (HTTP+SSE for the revisions that have a handshake) |
 /// | [`auth`](Self::auth) | none: no access token is asked for |
+/// | [`dev_authorization_server`](Self::dev_authorization_server) | none |
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
     pub(crate) path: String,
@@ -89,6 +90,7 @@ pub struct HttpConfig {
     pub(crate) namespace: Namespace,
     pub(crate) legacy_sse: bool,
     pub(crate) auth: Option<crate::auth::ResourceServer>,
+    pub(crate) dev_authorization: Option<crate::auth::DevAuthorizationServer>,
 }
 
 impl Default for HttpConfig {
@@ -118,6 +120,7 @@ impl HttpConfig {
             namespace: Namespace::root(),
             legacy_sse: true,
             auth: None,
+            dev_authorization: None,
         }
     }
 
@@ -129,6 +132,18 @@ impl HttpConfig {
     #[must_use]
     pub fn auth(mut self, resource_server: crate::auth::ResourceServer) -> Self {
         self.auth = Some(resource_server);
+        self
+    }
+
+    /// Serves a [development authorization server](crate::auth::dev) on the same address
+    /// (its metadata, `/authorize`, `/token`, `/register`, `/jwks`, under its issuer's path).
+    /// For development and tests only. Default: none.
+    #[must_use]
+    pub fn dev_authorization_server(
+        mut self,
+        server: crate::auth::DevAuthorizationServer,
+    ) -> Self {
+        self.dev_authorization = Some(server);
         self
     }
 

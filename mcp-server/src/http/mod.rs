@@ -240,6 +240,25 @@ impl HttpEndpoint {
             };
             return shared.transport_failure(Failure::new(FailureKind::OriginRejected, message));
         }
+        if let Some(dev) = &shared.config.dev_authorization
+            && dev.owns(&parts.uri)
+        {
+            let bytes = if parts.method == Method::POST {
+                match read_body(shared, &parts.headers, body).await {
+                    Ok(bytes) => bytes,
+                    Err(err) => return shared.body_failure(err),
+                }
+            } else {
+                Bytes::new()
+            };
+            if let Some(response) = dev
+                .handle(&parts.method, &parts.uri, &parts.headers, bytes)
+                .await
+            {
+                return response.map(|body| HttpBody::full(body.to_vec()));
+            }
+            return status_only(StatusCode::NOT_FOUND);
+        }
         if let Some(auth) = &shared.config.auth {
             let path = parts.uri.path();
             if auth.is_metadata_path(path) {
