@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--redis URL]
+//! mcp-demo [--addr HOST:PORT] [--redis URL] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -9,17 +9,70 @@
 //! hub holds sessions unless `--redis URL` (or the `MCP_DEMO_REDIS` environment variable) names
 //! a Redis server, in which case several demo processes can share sessions. Stops on Ctrl-C or
 //! SIGTERM.
+//!
+//! `--auth` protects `/mcp` and `/sse` with an OAuth 2.1 resource server and serves the
+//! development authorization server on the same address (issuer `http://HOST:PORT`): every
+//! request needs `mcp:read`, `deploy` needs `mcp:deploy` too, so step-up can be tried by hand.
+//! Its consent page approves for `demo-user`; `--auth-auto-approve` skips it (for tests).
+//! `--auth-client` registers a client ahead of time (repeatable).
 
 include!("demo/registry.rs");
 
 use std::io::Write as _;
 use std::sync::Arc;
 
+use mcp_server::auth::{DevAuthorizationServer, DevClient, JwtVerifier, ResourceServer};
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
 
 struct Options {
     addr: String,
     redis: Option<String>,
+    auth: bool,
+    auto_approve: bool,
+    clients: Vec<DevClient>,
+}
+
+/// `ID[:SECRET]=REDIRECT`.
+fn client(spec: &str) -> Result<DevClient, String> {
+    let (credentials, redirect) = spec
+        .split_once('=')
+        .ok_or("--auth-client needs ID[:SECRET]=REDIRECT")?;
+    let (id, secret) = match credentials.split_once(':') {
+        Some((id, secret)) => (id, Some(secret.to_owned())),
+        None => (credentials, None),
+    };
+    Ok(DevClient {
+        client_id: id.to_owned(),
+        client_secret: secret,
+        redirect_uris: vec![redirect.to_owned()],
+    })
+}
+
+/// The resource server and development authorization server of `--auth`, at `base`.
+fn protection(
+    base: &str,
+    options: &Options,
+    store: Arc<dyn mcp_hub::StateStore>,
+) -> Result<HttpConfig, String> {
+    let scopes = ["mcp:read", "mcp:deploy"];
+    let mut dev = DevAuthorizationServer::builder(base)
+        .store(store)
+        .scopes(scopes)
+        .auto_approve(options.auto_approve);
+    for client in &options.clients {
+        dev = dev.client(client.clone());
+    }
+    let dev = dev.build();
+    let auth = ResourceServer::builder(format!("{base}/mcp"), base)
+        .scopes_supported(scopes)
+        .required_scopes(["mcp:read"])
+        .resource_name("mcp-demo")
+        .verifier(JwtVerifier::fetch(dev.jwks_uri()))
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(HttpConfig::default()
+        .auth(auth)
+        .dev_authorization_server(dev))
 }
 
 fn options() -> Result<Options, String> {
@@ -28,14 +81,26 @@ fn options() -> Result<Options, String> {
         redis: std::env::var("MCP_DEMO_REDIS")
             .ok()
             .filter(|v| !v.is_empty()),
+        auth: false,
+        auto_approve: false,
+        clients: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--addr" => options.addr = args.next().ok_or("--addr needs HOST:PORT")?,
             "--redis" => options.redis = Some(args.next().ok_or("--redis needs a URL")?),
+            "--auth" => options.auth = true,
+            "--auth-auto-approve" => options.auto_approve = true,
+            "--auth-client" => options.clients.push(client(
+                &args
+                    .next()
+                    .ok_or("--auth-client needs ID[:SECRET]=REDIRECT")?,
+            )?),
             "-h" | "--help" => {
-                println!("usage: mcp-demo [--addr HOST:PORT] [--redis URL]");
+                println!(
+                    "usage: mcp-demo [--addr HOST:PORT] [--redis URL] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]"
+                );
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other:?}")),
@@ -53,6 +118,10 @@ async fn run(options: Options) -> Result<(), String> {
         )),
         None => None,
     };
+    let store: Arc<dyn mcp_hub::StateStore> = match &hub {
+        Some(hub) => hub.clone(),
+        None => Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default())),
+    };
     let server = build_demo("mcp-demo", |builder| match hub {
         Some(hub) => builder.state_store(hub.clone()).event_log(hub),
         None => builder,
@@ -65,7 +134,12 @@ async fn run(options: Options) -> Result<(), String> {
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "mcp-demo listening on http://{bound}");
     let _ = stdout.flush();
-    let endpoint = HttpEndpoint::new(server, HttpConfig::default());
+    let config = if options.auth {
+        protection(&format!("http://{bound}"), &options, store)?
+    } else {
+        HttpConfig::default()
+    };
+    let endpoint = HttpEndpoint::new(server, config);
     serve_with_shutdown(listener, endpoint, shutdown_signal())
         .await
         .map_err(|e| e.to_string())

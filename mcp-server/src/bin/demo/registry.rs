@@ -212,7 +212,7 @@ fn demo_builder_with(name: &str, slot: NotifierSlot) -> ServerBuilder {
         .instructions("A demo: add numbers, echo text, deploy or rename (they ask first), count with progress, read config://app.")
         .tool(Tool::new("add", add).title("Add").description("Adds two integers.").read_only())
         .tool(Tool::new("echo", echo).description("Echoes its text.").read_only())
-        .tool(Tool::new("deploy", deploy).description("Deploys a service after asking.").destructive())
+        .tool(Tool::new("deploy", deploy).description("Deploys a service after asking.").destructive().scopes(["mcp:deploy"]))
         .tool(Tool::new("rename", rename).description("Renames a file; asks twice, once with a form."))
         .tool(Tool::new("count", count).description("Counts to n, with progress and log lines.").read_only())
         .tool(Tool::new("routed", routed).description("Routed by region (header Mcp-Param-Region).").header("region", "Region").read_only())
