@@ -47,6 +47,8 @@ struct SessionCalls {
     idle_since: Option<Instant>,
     /// Dropped with the entry: the session's hub listener ends.
     _stop: oneshot::Sender<()>,
+    /// The listener's task, so ending a session can wait until it no longer reads the topic.
+    listener: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Sessions {
@@ -125,19 +127,20 @@ impl Cancels {
             .entry((**session).to_owned())
             .or_insert_with(|| {
                 let (stop, stopped) = oneshot::channel();
-                if let Some(subscription) = subscription {
+                let listener = subscription.map(|subscription| {
                     tokio::spawn(listen(
                         Arc::downgrade(self),
                         subscription,
                         (**session).to_owned(),
                         stopped,
-                    ));
-                }
+                    ))
+                });
                 SessionCalls {
                     calls: Vec::new(),
                     next: 0,
                     idle_since: None,
                     _stop: stop,
+                    listener,
                 }
             });
         self.enlist(calls, session, ctx)
@@ -171,6 +174,30 @@ impl Cancels {
             .is_some_and(|calls| calls.calls.is_empty())
         {
             sessions.by_id.remove(session);
+        }
+    }
+
+    /// The session ended: stops listening for its cancellations (unless a call of it still
+    /// runs here) and waits until the listener no longer reads the session's topic, so the
+    /// topic can be deleted without a waiting read bringing it back.
+    pub(crate) async fn end(&self, session: &str) {
+        let listener = {
+            let mut sessions = self.lock();
+            if !sessions
+                .by_id
+                .get(session)
+                .is_some_and(|calls| calls.calls.is_empty())
+            {
+                return;
+            }
+            sessions
+                .by_id
+                .remove(session)
+                .and_then(|mut calls| calls.listener.take())
+        };
+        if let Some(listener) = listener {
+            listener.abort();
+            let _ = listener.await;
         }
     }
 

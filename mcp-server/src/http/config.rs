@@ -26,6 +26,25 @@ pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 /// The default `retry` (milliseconds) of the priming event on revisions with SSE polling.
 pub const DEFAULT_SSE_RETRY_MS: u64 = 1000;
 
+/// The default maximum of sessions one endpoint (worker) mints and holds at once: 10,000
+/// (about 8 MiB of session records on the memory store).
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+
+/// The default time a client has to send a request's head (request line and headers) once it
+/// started sending it: 10 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default time a connection may sit without a request in flight before it is closed:
+/// 60 s.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The default interval of HTTP/2 keep-alive pings: 30 s (a peer that does not answer one
+/// within 20 s loses its connection).
+pub const DEFAULT_HTTP2_KEEP_ALIVE: Duration = Duration::from_secs(30);
+
+/// The default maximum of connections served at once: 4,096.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
 /// Whether localhost origins and hosts are trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Localhost {
@@ -71,6 +90,15 @@ pub(crate) enum Localhost {
 /// | [`legacy_sse`](Self::legacy_sse) | on (HTTP+SSE for the revisions that have a handshake) |
 /// | [`auth`](Self::auth) | none: no access token is asked for |
 /// | [`dev_authorization_server`](Self::dev_authorization_server) | none |
+/// | [`max_sessions`](Self::max_sessions) | 10,000 per endpoint; `initialize` beyond it gets 503 |
+/// | [`header_read_timeout`](Self::header_read_timeout) | 10 s to send a request's head once started |
+/// | [`idle_timeout`](Self::idle_timeout) | 60 s without a request in flight, then the connection is closed |
+/// | [`http2_keep_alive`](Self::http2_keep_alive) | a ping every 30 s on HTTP/2 connections |
+/// | [`max_connections`](Self::max_connections) | 4,096; more wait in the listen backlog |
+///
+/// The last four apply when the endpoint runs on its own socket
+/// ([`serve_with_shutdown`](crate::http::serve_with_shutdown)); a mounted endpoint gets
+/// the connection handling of the server it is mounted in.
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
     pub(crate) path: String,
@@ -91,6 +119,11 @@ pub struct HttpConfig {
     pub(crate) legacy_sse: bool,
     pub(crate) auth: Option<crate::auth::ResourceServer>,
     pub(crate) dev_authorization: Option<crate::auth::DevAuthorizationServer>,
+    pub(crate) max_sessions: usize,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) http2_keep_alive: Option<Duration>,
+    pub(crate) max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -121,7 +154,108 @@ impl HttpConfig {
             legacy_sse: true,
             auth: None,
             dev_authorization: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            http2_keep_alive: Some(DEFAULT_HTTP2_KEEP_ALIVE),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
+    }
+
+    /// The most sessions this endpoint (one worker) mints and holds at once, Streamable HTTP
+    /// and HTTP+SSE together. Default is 10,000 ([`DEFAULT_MAX_SESSIONS`]).
+    ///
+    /// At the limit, an `initialize` that would mint a session gets HTTP 503 with the
+    /// revision's JSON-RPC error for an unavailable server (`-32603`, naming the request's
+    /// id), and `GET /sse` gets 503: the client may retry later. A session frees its place
+    /// when it is deleted here, or when this worker notices that it ended (expired, or was
+    /// deleted on another worker): at most one [`session_ttl`](Self::session_ttl) after that.
+    /// Values below 1 count as 1.
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().max_sessions(50_000);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
+        self
+    }
+
+    /// How long a client may take to send a request's head (request line and headers) once
+    /// its first byte arrived; a connection that has not sent it in full by then is closed
+    /// without an answer (against slowloris clients). On HTTP/2 it bounds the time from the
+    /// connection's preface to its first request. Default is 10 s
+    /// ([`DEFAULT_HEADER_READ_TIMEOUT`]); values below 1 ms count as 1 ms.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().header_read_timeout(Duration::from_secs(5));
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a connection may stay open without a request in flight (a keep-alive
+    /// connection between requests, or one that never sends anything) before it is closed:
+    /// HTTP/1.1 connections are closed, HTTP/2 ones get a `GOAWAY`. A response that is still
+    /// being sent (an SSE stream) counts as in flight. Default is 60 s
+    /// ([`DEFAULT_IDLE_TIMEOUT`]); values below 1 ms count as 1 ms.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().idle_timeout(Duration::from_secs(15));
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The interval of HTTP/2 keep-alive pings; a peer that does not acknowledge one within
+    /// 20 s loses its connection (and the calls on it). `None` sends no pings. Default is 30 s
+    /// ([`DEFAULT_HTTP2_KEEP_ALIVE`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().http2_keep_alive(Some(Duration::from_secs(10)));
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn http2_keep_alive(mut self, interval: Option<Duration>) -> Self {
+        self.http2_keep_alive = interval.map(|i| i.max(Duration::from_millis(1)));
+        self
+    }
+
+    /// The most connections served at once. Beyond it the server stops accepting: new
+    /// connections wait in the kernel's listen backlog (and are served in turn as others
+    /// close, or time out there) while the open ones keep working. Keep it below the
+    /// process's descriptor limit (`ulimit -n`), so that descriptors remain for the hub and
+    /// for accepting at all. Default is 4,096 ([`DEFAULT_MAX_CONNECTIONS`]); values below 1
+    /// count as 1.
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().max_connections(900);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
     }
 
     /// Protects the endpoint with an OAuth 2.1 resource server (see [`crate::auth`]): its
@@ -139,10 +273,7 @@ impl HttpConfig {
     /// (its metadata, `/authorize`, `/token`, `/register`, `/jwks`, under its issuer's path).
     /// For development and tests only. Default: none.
     #[must_use]
-    pub fn dev_authorization_server(
-        mut self,
-        server: crate::auth::DevAuthorizationServer,
-    ) -> Self {
+    pub fn dev_authorization_server(mut self, server: crate::auth::DevAuthorizationServer) -> Self {
         self.dev_authorization = Some(server);
         self
     }
@@ -284,6 +415,25 @@ impl HttpConfig {
         self.namespace = namespace;
         self
     }
+
+    /// The default maximum of sessions one endpoint (worker) mints and holds at once: 10,000
+    /// (about 8 MiB of session records on the memory store).
+    pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+
+    /// The default time a client has to send a request's head (request line and headers) once it
+    /// started sending it: 10 s.
+    pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// The default time a connection may sit without a request in flight before it is closed:
+    /// 60 s.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+    /// The default interval of HTTP/2 keep-alive pings: 30 s (a peer that does not answer one
+    /// within 20 s loses its connection).
+    pub const DEFAULT_HTTP2_KEEP_ALIVE: Duration = Duration::from_secs(30);
+
+    /// The default maximum of connections served at once: 4,096.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
     /// Whether localhost origins and hosts are trusted.
     pub(crate) fn trusts_localhost(&self) -> bool {

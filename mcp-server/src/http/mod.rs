@@ -69,8 +69,10 @@ use crate::server::Server;
 
 pub use body::HttpBody;
 pub use config::{
-    DEFAULT_BODY_LIMIT, DEFAULT_KEEP_ALIVE, DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL,
-    DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS, HttpConfig,
+    DEFAULT_BODY_LIMIT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_HTTP2_KEEP_ALIVE,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS,
+    HttpConfig,
 };
 pub use serve::{HttpError, serve, serve_with, serve_with_shutdown, shutdown_signal};
 
@@ -167,12 +169,14 @@ impl HttpEndpoint {
         } else {
             None
         };
+        let cancels = Arc::<cancel::Cancels>::default();
         let sessions = Sessions::new(
             server.registry.states.store().clone(),
             config.namespace.clone(),
             config.session_ttl,
             Some((server.registry.log.clone(), config.session_cache)),
-        );
+        )
+        .limited(config.max_sessions, cancels.clone());
         Self {
             shared: Arc::new(Shared {
                 server,
@@ -183,7 +187,7 @@ impl HttpEndpoint {
                 closing: watch::channel(false).0,
                 cancelling: watch::channel(false).0,
                 calls: CallTracker::default(),
-                cancels: Arc::default(),
+                cancels,
                 local_streams: legacy::LocalStreams::default(),
             }),
         }
@@ -234,11 +238,18 @@ impl HttpEndpoint {
         let shared = &self.shared;
         let (mut parts, body) = request.into_parts();
         if let Err(refusal) = origin::check(&shared.config, &parts.headers, &parts.uri) {
-            let message = match refusal {
-                origin::Refusal::Origin => "Origin not allowed",
-                origin::Refusal::Host => "Host not allowed",
+            let failure = match refusal {
+                origin::Refusal::Origin => {
+                    Failure::new(FailureKind::OriginRejected, "Origin not allowed")
+                }
+                origin::Refusal::Host => {
+                    Failure::new(FailureKind::OriginRejected, "Host not allowed")
+                }
+                origin::Refusal::BadHost => {
+                    Failure::invalid_request("the request has more than one Host header")
+                }
             };
-            return shared.transport_failure(Failure::new(FailureKind::OriginRejected, message));
+            return shared.transport_failure(failure);
         }
         if let Some(dev) = &shared.config.dev_authorization
             && dev.owns(&parts.uri)

@@ -154,28 +154,45 @@ fn is_localhost(host: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[::1]")
 }
 
-/// The host the request names: the `Host` header, else the URI's authority (HTTP/2).
-fn request_host<'a>(headers: &'a HeaderMap, uri: &'a http::Uri) -> Option<&'a str> {
-    match headers.get(HOST) {
-        Some(value) => value.to_str().ok(),
-        None => uri.authority().map(http::uri::Authority::as_str),
+/// The host the request names: the request target's authority when it has one (an
+/// absolute-form target in HTTP/1.1, `:authority` in HTTP/2; RFC 9112 3.2.2 says the `Host`
+/// header is then ignored), else the one `Host` header. More than one `Host` header is a bad
+/// request (RFC 9112 3.2).
+fn request_host<'a>(
+    headers: &'a HeaderMap,
+    uri: &'a http::Uri,
+) -> Result<Option<&'a str>, Refusal> {
+    let mut hosts = headers.get_all(HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return Err(Refusal::BadHost);
     }
+    if let Some(authority) = uri.authority() {
+        // Without userinfo (`user@host`): only the host and port name the server.
+        let text = authority.as_str();
+        return Ok(Some(text.rsplit_once('@').map_or(text, |(_, host)| host)));
+    }
+    Ok(first.and_then(|value| value.to_str().ok()))
 }
 
 /// Why a request was refused before anything else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
+    /// The `Origin` is not allowed (403).
     Origin,
+    /// The host the request names is not allowed (403).
     Host,
+    /// The request names its host ambiguously: several `Host` headers (400).
+    BadHost,
 }
 
-/// Checks `Host`, then `Origin`.
+/// Checks `Host` (and the request target's authority), then `Origin`.
 pub(crate) fn check(
     config: &HttpConfig,
     headers: &HeaderMap,
     uri: &http::Uri,
 ) -> Result<(), Refusal> {
-    let host = request_host(headers, uri);
+    let host = request_host(headers, uri)?;
     let parsed_host = host.and_then(split_authority);
     let restricted = !config.hosts.is_empty() || config.bound_loopback;
     if restricted {
@@ -275,6 +292,42 @@ mod tests {
             check_with(&config, "127.0.0.1:8080", Some("null")),
             Err(Refusal::Origin)
         );
+    }
+
+    #[test]
+    fn two_host_headers_are_a_bad_request() {
+        let mut headers = HeaderMap::new();
+        headers.append(HOST, "localhost".parse().unwrap());
+        headers.append(HOST, "evil.example".parse().unwrap());
+        for config in [
+            HttpConfig::new(),
+            HttpConfig::new().allowed_host("localhost"),
+        ] {
+            assert_eq!(
+                check(&config, &headers, &http::Uri::from_static("/mcp")),
+                Err(Refusal::BadHost)
+            );
+        }
+    }
+
+    #[test]
+    fn an_absolute_target_names_the_host() {
+        let mut config = HttpConfig::new();
+        config.bound_loopback = true;
+        let mut headers = HeaderMap::new();
+        headers.insert(HOST, "127.0.0.1:8080".parse().unwrap());
+        let check_uri = |uri: &'static str| check(&config, &headers, &http::Uri::from_static(uri));
+        assert_eq!(
+            check_uri("http://evil.example:8080/mcp"),
+            Err(Refusal::Host)
+        );
+        assert_eq!(
+            check_uri("http://127.0.0.1@evil.example/mcp"),
+            Err(Refusal::Host),
+            "userinfo is not the host"
+        );
+        assert_eq!(check_uri("http://localhost:8080/mcp"), Ok(()));
+        assert_eq!(check_uri("/mcp"), Ok(()));
     }
 
     #[test]

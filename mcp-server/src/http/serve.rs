@@ -2,17 +2,34 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::io;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
+use tokio::time::{Instant, Sleep};
 
-use crate::http::{HttpConfig, HttpEndpoint};
+use crate::http::{HttpBody, HttpConfig, HttpEndpoint};
 use crate::server::Server;
+
+/// The shortest pause after a failed `accept` (out of descriptors, say); it doubles up to
+/// [`ACCEPT_BACKOFF_MAX`] while accepting keeps failing.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
+
+/// The longest pause after a failed `accept`.
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// How long an HTTP/2 peer has to acknowledge a keep-alive ping.
+const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
@@ -24,11 +41,11 @@ pub enum HttpError {
         /// The address as given.
         addr: String,
         /// The operating system's reason.
-        source: std::io::Error,
+        source: io::Error,
     },
     /// The listener failed.
     #[error("listener: {0}")]
-    Io(#[from] std::io::Error),
+    Io(#[from] io::Error),
 }
 
 /// Serves `server` on `addr` with the default [`HttpConfig`] (Streamable HTTP at `/mcp`,
@@ -83,6 +100,13 @@ pub async fn shutdown_signal() {
 /// endpoint accepts only localhost `Host` names and trusts localhost origins (unless its
 /// [`HttpConfig`] says otherwise).
 ///
+/// Limits (see [`HttpConfig`]): at most [`HttpConfig::max_connections`] connections are
+/// served at once (beyond it, new ones wait in the listen backlog); a connection that takes
+/// longer than [`HttpConfig::header_read_timeout`] to send a request's head, or that stays
+/// without a request in flight for [`HttpConfig::idle_timeout`], is closed; HTTP/2
+/// connections are pinged every [`HttpConfig::http2_keep_alive`]. A failing `accept` (out of
+/// descriptors) pauses accepting, from 5 ms doubling up to 1 s, instead of spinning.
+///
 /// Shutdown: stop accepting, end the long-lived SSE streams, let calls in flight finish for
 /// up to [`HttpConfig::shutdown_deadline`], then cancel what is left and close every
 /// connection.
@@ -92,48 +116,91 @@ pub async fn serve_with_shutdown(
     signal: impl Future<Output = ()>,
 ) -> Result<(), HttpError> {
     let endpoint = endpoint.bound_to(listener.local_addr()?);
-    let builder = auto::Builder::new(TokioExecutor::new());
-    let graceful = GracefulShutdown::new();
+    let config = endpoint.config();
+    let limits = Limits {
+        header_read: config.header_read_timeout,
+        idle: config.idle_timeout,
+    };
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    if let Some(interval) = config.http2_keep_alive {
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(interval)
+            .keep_alive_timeout(HTTP2_PING_TIMEOUT);
+    }
+    let builder = Arc::new(builder);
+    let slots = Arc::new(Semaphore::new(config.max_connections));
+    let (closing, _) = watch::channel(false);
     let mut connections = JoinSet::new();
-    let mut signal = std::pin::pin!(signal);
+    let mut signal = pin!(signal);
+    let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
+        // A free connection slot first: at the limit, new connections wait in the backlog.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot,
+            () = &mut signal => break,
+        };
+        let Ok(slot) = slot else { break };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = &mut signal => break,
         };
         while connections.try_join_next().is_some() {}
         let stream = match accepted {
-            Ok((stream, _)) => stream,
+            Ok((stream, _)) => {
+                backoff = ACCEPT_BACKOFF_MIN;
+                stream
+            }
             Err(err) => {
-                // Out of descriptors, a connection reset before accept: back off briefly.
-                tracing::warn!(%err, "accept failed");
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                // Out of descriptors, a connection reset before accept: pause, longer each
+                // time it keeps failing, so the loop neither spins nor ends.
+                tracing::warn!(%err, pause = ?backoff, "accept failed");
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    () = &mut signal => break,
+                }
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
                 continue;
             }
         };
         if let Err(err) = stream.set_nodelay(true) {
             tracing::debug!(%err, "could not set TCP_NODELAY");
         }
-        let service_endpoint = endpoint.clone();
-        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let endpoint = service_endpoint.clone();
-            async move { Ok::<_, Infallible>(endpoint.handle(request).await) }
+        let state = Arc::new(ConnState::new());
+        let io = TokioIo::new(Watched {
+            io: stream,
+            state: state.clone(),
         });
-        let connection = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let watched = graceful.watch(connection);
+        let service_endpoint = endpoint.clone();
+        let service_state = state.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let flight = Flight::start(&service_state, request.version());
+            let endpoint = service_endpoint.clone();
+            async move {
+                let response = endpoint.handle(request).await;
+                Ok::<_, Infallible>(response.map(|body| Tracked {
+                    body,
+                    _flight: flight,
+                }))
+            }
+        });
+        let builder = builder.clone();
+        let closing = closing.subscribe();
         connections.spawn(async move {
-            if let Err(err) = watched.await {
+            let connection = builder.serve_connection(io, service);
+            if let Err(err) = drive(connection, &state, limits, closing).await {
                 tracing::debug!(%err, "connection ended with an error");
             }
+            drop(slot);
         });
     }
     drop(listener);
     endpoint.close_streams();
     let deadline = endpoint.config().shutdown_deadline;
     let drained = tokio::time::timeout(deadline, async {
-        graceful.shutdown().await;
+        closing.send_replace(true);
+        while connections.join_next().await.is_some() {}
         endpoint.calls_done().await;
     })
     .await;
@@ -144,4 +211,252 @@ pub async fn serve_with_shutdown(
     }
     while connections.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The time limits of a connection.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    header_read: Duration,
+    idle: Duration,
+}
+
+/// What a connection is doing, shared by its socket ([`Watched`]), its requests ([`Flight`])
+/// and its driver ([`drive`]). Times are nanoseconds since `base`.
+struct ConnState {
+    base: Instant,
+    /// Requests whose response is not yet sent in full (or dropped).
+    in_flight: AtomicUsize,
+    /// When the connection last had no request in flight (accepted, or a response ended).
+    idle_since: AtomicU64,
+    /// When the first byte of a request head that is not complete yet arrived, plus one;
+    /// zero when none is being read.
+    head_since: AtomicU64,
+    /// The connection speaks HTTP/2 (its idle periods are not request heads being read).
+    h2: AtomicBool,
+}
+
+impl ConnState {
+    fn new() -> Self {
+        Self {
+            base: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(0),
+            head_since: AtomicU64::new(0),
+            h2: AtomicBool::new(false),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX - 1)
+    }
+
+    fn at(&self, nanos: u64) -> Instant {
+        self.base + Duration::from_nanos(nanos)
+    }
+
+    /// Bytes arrived: with no request in flight they start a request's head.
+    fn read_some(&self) {
+        if self.in_flight.load(Ordering::Relaxed) == 0
+            && self.head_since.load(Ordering::Relaxed) == 0
+            && !self.h2.load(Ordering::Relaxed)
+        {
+            self.head_since.store(self.now() + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// When the connection is to be closed as things stand, or `None` while a request is in
+    /// flight.
+    fn deadline(&self, limits: Limits) -> Option<Instant> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let head = self.head_since.load(Ordering::Acquire);
+        if head != 0 {
+            return Some(self.at(head - 1) + limits.header_read);
+        }
+        Some(self.at(self.idle_since.load(Ordering::Acquire)) + limits.idle)
+    }
+}
+
+/// One request in flight on a connection, until its response is sent in full or dropped.
+struct Flight(Arc<ConnState>);
+
+impl Flight {
+    fn start(state: &Arc<ConnState>, version: http::Version) -> Self {
+        state.in_flight.fetch_add(1, Ordering::AcqRel);
+        // The head is complete: no head is being read any more.
+        state.head_since.store(0, Ordering::Release);
+        if version == http::Version::HTTP_2 {
+            state.h2.store(true, Ordering::Relaxed);
+        }
+        Self(state.clone())
+    }
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        let state = &self.0;
+        if state.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            state.idle_since.store(state.now(), Ordering::Release);
+        }
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it is dropped.
+struct Tracked {
+    body: HttpBody,
+    _flight: Flight,
+}
+
+impl Body for Tracked {
+    type Data = <HttpBody as Body>::Data;
+    type Error = <HttpBody as Body>::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A connection's socket, telling its [`ConnState`] when bytes arrive.
+struct Watched {
+    io: TcpStream,
+    state: Arc<ConnState>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.io).poll_read(cx, buf))?;
+        if buf.filled().len() > before {
+            self.state.read_some();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// Runs one connection: until it ends, it is closed for a timeout (see [`Limits`]), or
+/// shutdown asks it to finish gracefully.
+///
+/// The timer is reset only when a deadline comes earlier than the one it is set for (a
+/// request head started); otherwise it fires at the old deadline and is set again from
+/// what the connection did meanwhile, so a busy connection costs no timer update per request.
+async fn drive<C>(
+    connection: C,
+    state: &ConnState,
+    limits: Limits,
+    mut closing: watch::Receiver<bool>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    C: Future<Output = Result<(), Box<dyn std::error::Error + Send + Sync>>> + GracefulConnection,
+{
+    let mut connection = pin!(connection);
+    let first = state
+        .deadline(limits)
+        .unwrap_or_else(|| Instant::now() + limits.idle);
+    let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep_until(first));
+    let mut closing_fut = pin!(async move {
+        let _ = closing.wait_for(|closing| *closing).await;
+    });
+    let mut shutting = false;
+    std::future::poll_fn(|cx| {
+        if !shutting && closing_fut.as_mut().poll(cx).is_ready() {
+            shutting = true;
+            connection.as_mut().shut_down();
+        }
+        if let Poll::Ready(result) = connection.as_mut().poll(cx) {
+            return Poll::Ready(result);
+        }
+        loop {
+            if timer.as_mut().poll(cx).is_pending() {
+                match state.deadline(limits) {
+                    Some(due) if due < timer.deadline() => {
+                        timer.as_mut().reset(due);
+                        continue;
+                    }
+                    _ => return Poll::Pending,
+                }
+            }
+            let now = Instant::now();
+            match state.deadline(limits) {
+                None => timer.as_mut().reset(now + limits.idle),
+                Some(due) if due > now => timer.as_mut().reset(due),
+                Some(_) if state.h2.load(Ordering::Relaxed) && !shutting => {
+                    // HTTP/2: a GOAWAY, then the connection ends by itself; closed for good
+                    // if it has not within another header-read time.
+                    shutting = true;
+                    connection.as_mut().shut_down();
+                    timer.as_mut().reset(now + limits.header_read);
+                    if let Poll::Ready(result) = connection.as_mut().poll(cx) {
+                        return Poll::Ready(result);
+                    }
+                }
+                // Idle or too slow: closed without an answer.
+                Some(_) => return Poll::Ready(Ok(())),
+            }
+        }
+    })
+    .await
+}
+
+/// A connection that can be asked to finish gracefully.
+trait GracefulConnection {
+    fn shut_down(self: Pin<&mut Self>);
+}
+
+impl<I, S, E> GracefulConnection for auto::Connection<'_, I, S, E>
+where
+    S: hyper::service::Service<http::Request<Incoming>, Response = http::Response<Tracked>>,
+    S::Future: 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, Tracked>,
+{
+    fn shut_down(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
 }

@@ -1,6 +1,7 @@
 //! Sessions as small records in the hub's state store, so that any worker serves any session.
 
 use crate::FastMap;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -215,6 +216,10 @@ pub(crate) enum SessionError {
     /// No live session has that id.
     #[error("session not found")]
     NotFound,
+    /// This worker holds [`HttpConfig::max_sessions`](crate::http::HttpConfig::max_sessions)
+    /// sessions already.
+    #[error("this server holds its maximum of {0} sessions")]
+    Full(usize),
     /// The store failed.
     #[error("session store: {0}")]
     Store(#[from] StoreError),
@@ -226,14 +231,168 @@ pub(crate) enum SessionError {
     Random(String),
 }
 
+impl SessionError {
+    /// The failure a client is told: a full server or a store outage is 503 (retry later).
+    pub(crate) fn failure(&self) -> mcp_adapters::Failure {
+        match self {
+            Self::NotFound => mcp_adapters::Failure::session_not_found(),
+            Self::Full(_) => mcp_adapters::Failure::unavailable(
+                "the server holds its maximum number of sessions; retry later",
+            ),
+            _ => mcp_adapters::Failure::unavailable("the session store is unavailable"),
+        }
+    }
+}
+
+/// This worker's bookkeeping of the sessions it minted or renewed: when it last renewed each
+/// one's TTL, and when to look whether it has ended (expired in the store, or deleted on
+/// another worker) so its hub topics go with it.
+///
+/// Every operation is O(1) amortised, whatever the number of sessions: a hash map by id, and
+/// a queue of checks in deadline order. Every check is queued one TTL after the time it is
+/// queued at, so the queue is in deadline order by construction (a timer wheel with one
+/// slot); a renewal queues a new check at most once per quarter of the TTL, and an outdated
+/// check is skipped when it comes up (its ticket is no longer the session's), so the queue
+/// holds at most about five checks per session.
+#[derive(Default)]
+struct Touches {
+    by_id: FastMap<Arc<str>, Touch>,
+    /// `(due, ticket, id)`, oldest first.
+    checks: VecDeque<(Instant, u64, Arc<str>)>,
+    next_ticket: u64,
+    /// The sessions this worker minted that it has not seen end.
+    minted: usize,
+}
+
+struct Touch {
+    /// When this worker last renewed the session's TTL.
+    renewed: Instant,
+    /// When the session's pending check was queued.
+    queued: Instant,
+    /// The pending check's ticket.
+    ticket: u64,
+    /// This worker minted the session (it counts against the limit here).
+    minted: bool,
+}
+
+impl Touches {
+    /// Records a renewal of `id` at `now` (a new session when `minted`); queues a check when
+    /// the pending one is older than `ttl / 4`. Returns `false` when the map is full and `id`
+    /// is not in it (the session is then renewed on every use, which stays correct).
+    fn renewed(&mut self, id: &str, now: Instant, ttl: Duration, minted: bool, cap: usize) -> bool {
+        let ticket = self.next_ticket;
+        if let Some(touch) = self.by_id.get_mut(id) {
+            touch.renewed = now;
+            if now.saturating_duration_since(touch.queued) < ttl / 4 {
+                return true;
+            }
+            touch.queued = now;
+            touch.ticket = ticket;
+            self.next_ticket += 1;
+            if let Some((key, _)) = self.by_id.get_key_value(id) {
+                self.checks
+                    .push_back((later(now, ttl), ticket, key.clone()));
+            }
+            return true;
+        }
+        if !minted && self.by_id.len() >= cap {
+            return false;
+        }
+        let key: Arc<str> = Arc::from(id);
+        self.next_ticket += 1;
+        self.minted += usize::from(minted);
+        self.by_id.insert(
+            key.clone(),
+            Touch {
+                renewed: now,
+                queued: now,
+                ticket,
+                minted,
+            },
+        );
+        self.checks.push_back((later(now, ttl), ticket, key));
+        true
+    }
+
+    /// Forgets `id` (it ended).
+    fn remove(&mut self, id: &str) {
+        if let Some(touch) = self.by_id.remove(id) {
+            self.minted -= usize::from(touch.minted);
+        }
+    }
+
+    /// The checks due at `now` that are still the sessions' pending ones (at most `max`).
+    fn due(&mut self, now: Instant, max: usize) -> Vec<(u64, Arc<str>)> {
+        let mut due = Vec::new();
+        while due.len() < max {
+            match self.checks.front() {
+                Some((at, _, _)) if *at <= now => {}
+                _ => break,
+            }
+            let Some((_, ticket, id)) = self.checks.pop_front() else {
+                break;
+            };
+            if self.by_id.get(&id).is_some_and(|t| t.ticket == ticket) {
+                due.push((ticket, id));
+            }
+        }
+        due
+    }
+
+    /// The session of a due check is still live (renewed by another worker): looks again
+    /// one TTL from `now`, unless this worker renewed it meanwhile.
+    fn requeue(&mut self, id: &Arc<str>, ticket: u64, now: Instant, ttl: Duration) {
+        let next = self.next_ticket;
+        let Some(touch) = self.by_id.get_mut(id) else {
+            return;
+        };
+        if touch.ticket != ticket {
+            return;
+        }
+        touch.ticket = next;
+        touch.queued = now;
+        self.next_ticket += 1;
+        self.checks.push_back((later(now, ttl), next, id.clone()));
+    }
+
+    /// The session of a due check ended (unless this worker renewed it meanwhile): forgets
+    /// it and returns whether it did.
+    fn ended(&mut self, id: &Arc<str>, ticket: u64) -> bool {
+        if !self.by_id.get(id).is_some_and(|t| t.ticket == ticket) {
+            return false;
+        }
+        self.remove(id);
+        true
+    }
+}
+
+/// `now + ttl`, or a year from now when that cannot be represented.
+fn later(now: Instant, ttl: Duration) -> Instant {
+    now.checked_add(ttl)
+        .or_else(|| now.checked_add(Duration::from_secs(365 * 86_400)))
+        .unwrap_or(now)
+}
+
+/// The most session checks one pass of the expiry task makes before it yields.
+const CHECKS_PER_PASS: usize = 256;
+
 /// The sessions of one endpoint: records in the state store, TTLs renewed lazily.
 #[derive(Clone)]
 pub(crate) struct Sessions {
     store: Arc<dyn StateStore>,
     namespace: Namespace,
     ttl: Duration,
-    /// When this worker last renewed each session's TTL.
-    touched: Arc<Mutex<FastMap<String, Instant>>>,
+    /// When this worker last renewed each session's TTL, and when to look whether it ended.
+    touched: Arc<Mutex<Touches>>,
+    /// The most sessions this worker mints and holds at once.
+    max_sessions: usize,
+    /// The event log of the per-session topics (HTTP+SSE streams, cancellations), deleted
+    /// with the session; `None` in tests of the cache alone.
+    topics: Option<Arc<dyn EventLog>>,
+    /// This worker's listeners of session cancel topics, stopped when a session ends.
+    cancels: Option<Arc<crate::http::cancel::Cancels>>,
+    /// The expiry task was started.
+    sweeping: Arc<AtomicBool>,
     /// Records this worker decoded, by session id. An entry is reused when the store returns
     /// the same version and the same bytes again, and served without a store read while it is
     /// trusted (see [`Feed`]).
@@ -264,7 +423,11 @@ impl Sessions {
             store,
             namespace,
             ttl,
-            touched: Arc::new(Mutex::new(FastMap::default())),
+            touched: Arc::new(Mutex::new(Touches::default())),
+            max_sessions: usize::MAX,
+            topics: cache.as_ref().map(|(log, _)| log.clone()),
+            cancels: None,
+            sweeping: Arc::new(AtomicBool::new(false)),
             decoded: Arc::new(Mutex::new(FastMap::default())),
             cache: cache.filter(|(_, trust)| !trust.is_zero()),
             feed: Arc::new(Feed {
@@ -276,6 +439,46 @@ impl Sessions {
             }),
             alive: Arc::new(watch::channel(()).0),
         }
+    }
+
+    /// The same sessions, holding at most `max` sessions minted here, and stopping `cancels`'
+    /// listeners of a session when it ends.
+    pub(crate) fn limited(
+        mut self,
+        max: usize,
+        cancels: Arc<crate::http::cancel::Cancels>,
+    ) -> Self {
+        self.max_sessions = max.max(1);
+        self.cancels = Some(cancels);
+        self
+    }
+
+    /// How many sessions this worker minted and has not seen end.
+    #[cfg(test)]
+    fn minted(&self) -> usize {
+        self.lock_touched().minted
+    }
+
+    fn lock_touched(&self) -> std::sync::MutexGuard<'_, Touches> {
+        self.touched.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts the expiry task once (the first session minted or renewed here; needs a
+    /// runtime).
+    fn start_sweep(&self) {
+        if self.sweeping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let sweeper = Sweeper {
+            store: self.store.clone(),
+            namespace: self.namespace.clone(),
+            ttl: self.ttl,
+            touched: Arc::downgrade(&self.touched),
+            decoded: Arc::downgrade(&self.decoded),
+            topics: self.topics.clone(),
+            cancels: self.cancels.clone(),
+        };
+        tokio::spawn(sweeper.run(self.alive.subscribe()));
     }
 
     /// The hub topic session invalidations travel on.
@@ -427,12 +630,12 @@ impl Sessions {
 
     /// The hub topic an HTTP+SSE stream's messages travel on.
     pub(crate) fn stream_topic(&self, id: &str) -> Topic {
-        self.namespace.topic(&joined("mcp-sse/", id))
+        stream_topic(&self.namespace, id)
     }
 
     /// The hub topic the cancellations of a session's calls travel on between workers.
     pub(crate) fn cancel_topic(&self, id: &str) -> Topic {
-        self.namespace.topic(&joined("mcp-cancel/", id))
+        cancel_topic(&self.namespace, id)
     }
 
     /// Whether `id` could be a session id this server minted (visible ASCII, bounded).
@@ -445,8 +648,12 @@ impl Sessions {
                 .fold(true, |visible, b| visible & (b.wrapping_sub(0x21) < 0x5e))
     }
 
-    /// Mints a session holding `record`.
+    /// Mints a session holding `record`; [`SessionError::Full`] when this worker holds its
+    /// maximum of sessions.
     pub(crate) async fn create(&self, record: &SessionRecord) -> Result<String, SessionError> {
+        if self.lock_touched().minted >= self.max_sessions {
+            return Err(SessionError::Full(self.max_sessions));
+        }
         self.start_feed();
         let value = record.to_bytes();
         loop {
@@ -459,7 +666,7 @@ impl Sessions {
                 .await
             {
                 Ok(version) => {
-                    self.remember_touch(&id);
+                    self.remember_renewal(&id, true);
                     // A new id: no other worker holds it, so it is trusted as written.
                     let epoch = self.trust_epoch();
                     self.remember(&id, version, value, Arc::new(record.clone()), epoch);
@@ -569,39 +776,170 @@ impl Sessions {
         }
     }
 
-    /// Ends session `id`; returns whether it was live.
+    /// Ends session `id`; returns whether it was live. The session's hub topics (its
+    /// HTTP+SSE stream, its cancellations) go with it.
     pub(crate) async fn delete(&self, id: &str) -> Result<bool, SessionError> {
         if !Self::plausible(id) {
             return Ok(false);
         }
-        self.forget_touch(id);
+        self.lock_touched().remove(id);
         self.forget(id);
         let deleted = self.store.delete(&self.key(id)).await?;
         self.invalidate(id).await;
+        if deleted {
+            drop_topics(
+                self.topics.as_ref(),
+                self.cancels.as_ref(),
+                &self.namespace,
+                id,
+            )
+            .await;
+        }
         Ok(deleted)
     }
 
     fn due(&self, id: &str) -> bool {
-        let touched = self.touched.lock().unwrap_or_else(|e| e.into_inner());
+        let touched = self.lock_touched();
         touched
+            .by_id
             .get(id)
-            .is_none_or(|at| at.elapsed() >= self.ttl / 4)
+            .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4)
     }
 
     fn remember_touch(&self, id: &str) {
-        let mut touched = self.touched.lock().unwrap_or_else(|e| e.into_inner());
-        if touched.len() >= 4096 {
-            let ttl = self.ttl;
-            touched.retain(|_, at| at.elapsed() < ttl);
-        }
-        touched.insert(id.to_owned(), Instant::now());
+        self.remember_renewal(id, false);
     }
 
-    fn forget_touch(&self, id: &str) {
-        self.touched
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+    /// Records that this worker renewed (or, when `minted`, created) session `id` now.
+    fn remember_renewal(&self, id: &str, minted: bool) {
+        // Sessions of other workers are tracked up to as many again as this worker may mint.
+        let cap = self.max_sessions.saturating_mul(2);
+        let tracked = self
+            .lock_touched()
+            .renewed(id, Instant::now(), self.ttl, minted, cap);
+        if tracked {
+            self.start_sweep();
+        }
+    }
+}
+
+/// The hub topic an HTTP+SSE stream's messages travel on.
+fn stream_topic(namespace: &Namespace, id: &str) -> Topic {
+    namespace.topic(&joined("mcp-sse/", id))
+}
+
+/// The hub topic the cancellations of a session's calls travel on between workers.
+fn cancel_topic(namespace: &Namespace, id: &str) -> Topic {
+    namespace.topic(&joined("mcp-cancel/", id))
+}
+
+/// Removes what session `id` kept in the hub: this worker's listener of its cancel topic
+/// first (a waiting read would bring the topic back), then its cancel and stream topics.
+async fn drop_topics(
+    log: Option<&Arc<dyn EventLog>>,
+    cancels: Option<&Arc<crate::http::cancel::Cancels>>,
+    namespace: &Namespace,
+    id: &str,
+) {
+    if let Some(cancels) = cancels {
+        cancels.end(id).await;
+    }
+    let Some(log) = log else { return };
+    for topic in [cancel_topic(namespace, id), stream_topic(namespace, id)] {
+        if let Err(err) = log.delete(&topic).await {
+            tracing::warn!(%err, "could not delete an ended session's topic");
+        }
+    }
+}
+
+/// The expiry task of a worker's sessions: when a session this worker minted or renewed has
+/// not been renewed here for a TTL, it looks the session up in the store; one that is gone
+/// (expired, or deleted on another worker) is forgotten, no longer counts against the limit,
+/// and its hub topics are deleted. One still live is looked at again a TTL later.
+struct Sweeper {
+    store: Arc<dyn StateStore>,
+    namespace: Namespace,
+    ttl: Duration,
+    touched: Weak<Mutex<Touches>>,
+    decoded: Weak<Decoded>,
+    topics: Option<Arc<dyn EventLog>>,
+    cancels: Option<Arc<crate::http::cancel::Cancels>>,
+}
+
+impl Sweeper {
+    async fn run(self, mut gone: watch::Receiver<()>) {
+        loop {
+            // The next check's time; with none queued, a check queued from now on is due a
+            // TTL from now at the earliest, so sleeping that long is never late.
+            let next = {
+                let Some(touched) = self.touched.upgrade() else {
+                    return;
+                };
+                let touched = touched.lock().unwrap_or_else(|e| e.into_inner());
+                touched
+                    .checks
+                    .front()
+                    .map_or_else(|| later(Instant::now(), self.ttl), |(at, _, _)| *at)
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until(next.into()) => {}
+                _ = gone.changed() => return,
+            }
+            loop {
+                let due = {
+                    let Some(touched) = self.touched.upgrade() else {
+                        return;
+                    };
+                    let mut touched = touched.lock().unwrap_or_else(|e| e.into_inner());
+                    touched.due(Instant::now(), CHECKS_PER_PASS)
+                };
+                if due.is_empty() {
+                    break;
+                }
+                for (ticket, id) in due {
+                    self.check(ticket, &id).await;
+                }
+            }
+        }
+    }
+
+    /// Looks whether session `id` (check `ticket`) still lives.
+    async fn check(&self, ticket: u64, id: &Arc<str>) {
+        let key = self.namespace.key(&joined("mcp-session/", id));
+        let live = match self.store.get(&key).await {
+            Ok(record) => record.is_some(),
+            Err(err) => {
+                tracing::warn!(%err, "could not look whether a session expired");
+                true
+            }
+        };
+        let Some(touched) = self.touched.upgrade() else {
+            return;
+        };
+        let ended = {
+            let mut touched = touched.lock().unwrap_or_else(|e| e.into_inner());
+            if live {
+                touched.requeue(id, ticket, Instant::now(), self.ttl);
+                false
+            } else {
+                touched.ended(id, ticket)
+            }
+        };
+        if ended {
+            if let Some(decoded) = self.decoded.upgrade() {
+                decoded
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&**id);
+            }
+            drop_topics(
+                self.topics.as_ref(),
+                self.cancels.as_ref(),
+                &self.namespace,
+                id,
+            )
+            .await;
+        }
     }
 }
 

@@ -276,12 +276,10 @@ fn store_failure(
     id: Option<jsonrpc::Id>,
     err: &SessionError,
 ) -> Response<HttpBody> {
-    tracing::error!(%err, "session store failure");
-    failure_response(
-        adapter,
-        id,
-        &Failure::unavailable("the session store is unavailable"),
-    )
+    if !matches!(err, SessionError::Full(_)) {
+        tracing::error!(%err, "session store failure");
+    }
+    failure_response(adapter, id, &err.failure())
 }
 
 fn add_session_header(response: &mut Response<HttpBody>, id: Option<&str>) {
