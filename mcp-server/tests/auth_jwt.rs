@@ -179,3 +179,105 @@ async fn a_fetched_key_set_is_cached_refreshed_on_rotation_and_rate_limited() {
     }
     assert_eq!(fetches.load(Ordering::SeqCst), 1);
 }
+
+/// An introspection endpoint on 127.0.0.1: `good` is active (for alice), anything else is not;
+/// it answers only the client `rs` with secret `s e/cret` (form-encoded in Basic).
+async fn introspection_server(calls: Arc<AtomicUsize>) -> String {
+    use http_body_util::BodyExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let calls = calls.clone();
+            let service = hyper::service::service_fn(
+                move |request: hyper::Request<hyper::body::Incoming>| {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        let expected = format!(
+                            "Basic {}",
+                            base64::Engine::encode(
+                                &base64::engine::general_purpose::STANDARD,
+                                "rs:s+e%2Fcret"
+                            )
+                        );
+                        let authorized = request
+                            .headers()
+                            .get("authorization")
+                            .is_some_and(|v| v.to_str().unwrap() == expected);
+                        let body = request.into_body().collect().await.unwrap().to_bytes();
+                        let form: Vec<(String, String)> =
+                            url::form_urlencoded::parse(&body).into_owned().collect();
+                        let token = form
+                            .iter()
+                            .find(|(k, _)| k == "token")
+                            .map(|(_, v)| v.as_str());
+                        let answer = match (authorized, token) {
+                            (false, _) => {
+                                let mut response = hyper::Response::new(Full::new(Bytes::new()));
+                                *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+                                return Ok::<_, Infallible>(response);
+                            }
+                            (true, Some("good")) => {
+                                let mut claims = serde_json::to_value(claims()).unwrap();
+                                claims["active"] = true.into();
+                                claims
+                            }
+                            _ => serde_json::json!({"active": false}),
+                        };
+                        Ok(hyper::Response::new(Full::new(Bytes::from(
+                            serde_json::to_vec(&answer).unwrap(),
+                        ))))
+                    }
+                },
+            );
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+            );
+        }
+    });
+    format!("http://{addr}/introspect")
+}
+
+#[tokio::test]
+async fn opaque_tokens_are_introspected_once_and_inactive_ones_refused() {
+    use mcp_server::auth::{IntrospectionVerifier, ResourceServer};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let endpoint = introspection_server(calls.clone()).await;
+    let auth = ResourceServer::builder("https://rs/mcp", "https://as")
+        .verifier(IntrospectionVerifier::new(&endpoint, "rs", "s e/cret"))
+        .build()
+        .unwrap();
+    let headers = |token: &str| {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+        headers
+    };
+    for _ in 0..3 {
+        let principal = auth.authenticate(&headers("good")).await.unwrap();
+        assert_eq!(principal.subject, "alice");
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "introspected once, then cached"
+    );
+    let refused = auth.authenticate(&headers("revoked")).await.unwrap_err();
+    assert_eq!(refused.status, http::StatusCode::UNAUTHORIZED);
+    // The wrong client credentials: the endpoint refuses, which is an outage here (503).
+    let wrong = ResourceServer::builder("https://rs/mcp", "https://as")
+        .verifier(IntrospectionVerifier::new(&endpoint, "rs", "wrong"))
+        .build()
+        .unwrap();
+    let unavailable = wrong.authenticate(&headers("good")).await.unwrap_err();
+    assert_eq!(unavailable.status, http::StatusCode::SERVICE_UNAVAILABLE);
+    assert!(matches!(
+        IntrospectionVerifier::new(&endpoint, "rs", "s e/cret")
+            .verify("revoked")
+            .await,
+        Err(VerifyError::Token(_))
+    ));
+}

@@ -58,9 +58,11 @@ use sha2::{Digest, Sha256};
 
 pub mod dev;
 mod fetch;
+mod introspection;
 mod jwt;
 
 pub use dev::{DevAuthorizationServer, DevClient};
+pub use introspection::IntrospectionVerifier;
 pub use jwt::JwtVerifier;
 
 /// Checks an access token's signature (or asks its issuer about it) and gives its claims.
