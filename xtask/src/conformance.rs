@@ -10,7 +10,11 @@
 //! 3. Runs `server --requirements R` against the target and `client --requirements R` with the
 //!    client, for R in 2025-11-25 and 2026-07-28, each with the expected failures of
 //!    `conformance/expected-failures.yml` that apply to R.
-//! 4. Prints each run's `Total: N passed, M failed` and fails when a run fails: a scenario that
+//! 4. Runs the `authorization` scenarios (`authorization-server-metadata-endpoint`,
+//!    `authorization-code-grant`) against `mcp-demo --auth --auth-auto-approve`, standing in for
+//!    the browser: it opens the authorization URL the suite prints and follows the redirect to
+//!    the suite's callback. These must pass with no failure.
+//! 5. Prints each run's `Total: N passed, M failed` and fails when a run fails: a scenario that
 //!    regressed (a failure the baseline does not list), or a stale baseline (a listed failure
 //!    that now passes). A baseline entry without a reason, or naming a scenario no run knows, is
 //!    a failure too.
@@ -68,7 +72,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             let expected = dir.join("expected-failures.yml");
             std::fs::write(&expected, baseline.for_requirements(requirements))?;
             let subject = match mode {
-                Mode::Server => target.url.clone(),
+                Mode::Server | Mode::Authorization => target.url.clone(),
                 Mode::Client => peers.client.display().to_string(),
             };
             let outcome = suite.run(mode, requirements, &subject, &expected, &dir)?;
@@ -76,6 +80,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         }
     }
     drop(target);
+    outcomes.push(suite.authorization(&results.join("authorization"))?);
 
     println!("\nxtask conformance: summary (suite {SUITE}@{SUITE_VERSION})");
     let mut failed = false;
@@ -281,6 +286,9 @@ impl Drop for Target {
 enum Mode {
     Server,
     Client,
+    /// The authorization-server scenarios, against the demo's development authorization
+    /// server.
+    Authorization,
 }
 
 impl std::fmt::Display for Mode {
@@ -288,6 +296,7 @@ impl std::fmt::Display for Mode {
         f.write_str(match self {
             Self::Server => "server",
             Self::Client => "client",
+            Self::Authorization => "authorization",
         })
     }
 }
@@ -315,7 +324,7 @@ impl Suite {
         let mut command = Command::new(&self.node);
         command.arg(&self.entry).arg(mode.to_string());
         match mode {
-            Mode::Server => command.args(["--url", subject]),
+            Mode::Server | Mode::Authorization => command.args(["--url", subject]),
             Mode::Client => command.args(["--command", subject]),
         };
         command
@@ -384,6 +393,161 @@ impl Suite {
             scenarios,
         })
     }
+}
+
+impl Suite {
+    /// The authorization-server scenarios against the demo's development authorization
+    /// server (a public client pre-registered with the suite's callback).
+    fn authorization(&self, dir: &Path) -> Result<Outcome> {
+        std::fs::create_dir_all(dir)?;
+        let demo = build_binary("mcp-server", "mcp-demo")?;
+        let callback_port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let callback = format!("http://127.0.0.1:{callback_port}/callback");
+        let mut child = Command::new(&demo)
+            .args(["--addr", "127.0.0.1:0", "--auth", "--auth-auto-approve"])
+            .args(["--auth-client", &format!("conformance-client={callback}")])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {}", demo.display()))?;
+        let demo_guard = KillOnDrop(&mut child);
+        let mut line = String::new();
+        let stdout = demo_guard.0.stdout.take().context("the demo's stdout")?;
+        BufReader::new(stdout).read_line(&mut line)?;
+        let Some(base) = line.trim().strip_prefix("mcp-demo listening on ") else {
+            bail!("mcp-demo did not report its address (printed {line:?})");
+        };
+        let mut command = Command::new(&self.node);
+        command
+            .arg(&self.entry)
+            .args([
+                "authorization",
+                "--url",
+                base,
+                "--client-id",
+                "conformance-client",
+            ])
+            .args(["--resource", &format!("{base}/mcp")])
+            .args(["-p", &callback_port.to_string()])
+            .arg("-o")
+            .arg(dir.join("results"))
+            .current_dir(dir)
+            .stdout(Stdio::piped());
+        println!("\nxtask conformance: authorization --url {base}");
+        let mut suite = command
+            .spawn()
+            .context("running the suite (authorization)")?;
+        let output = suite.stdout.take().context("the suite's stdout")?;
+        let mut log = String::new();
+        let mut pending = None;
+        for line in BufReader::new(output).lines() {
+            let line = line?;
+            if line.contains("/authorize?") {
+                pending = Some(line.trim().to_owned());
+            }
+            // The browser: once the suite's callback listens, open the URL it printed and
+            // follow the redirect back to the callback.
+            if line.contains("Callback server started")
+                && let Some(url) = pending.take()
+            {
+                let location =
+                    http_get(&url)?.context("the authorization endpoint did not redirect")?;
+                http_get(&location)?;
+            }
+            log.push_str(&line);
+            log.push('\n');
+        }
+        let status = suite.wait()?;
+        drop(demo_guard);
+        std::fs::write(dir.join("suite.log"), &log)?;
+        let total = log
+            .lines()
+            .rev()
+            .find(|l| l.trim_start().starts_with("Total:"))
+            .map(|l| l.trim().to_owned());
+        for line in log
+            .lines()
+            .filter(|l| l.contains('✓') || l.contains('✗') || l.starts_with("Total:"))
+        {
+            println!("  {line}");
+        }
+        let ok = status.success() && total.as_deref().is_some_and(|t| t.ends_with(" 0 failed"));
+        Ok(Outcome {
+            mode: Mode::Authorization,
+            requirements: "all",
+            ok,
+            total,
+            scenarios: vec![
+                "authorization-server-metadata-endpoint".into(),
+                "authorization-code-grant".into(),
+            ],
+        })
+    }
+}
+
+/// Kills and reaps a child when dropped.
+struct KillOnDrop<'a>(&'a mut Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Builds one binary of a package and returns its path.
+fn build_binary(package: &str, bin: &str) -> Result<PathBuf> {
+    let output = Command::new(crate::cargo_bin())
+        .args([
+            "build",
+            "-p",
+            package,
+            "--bin",
+            bin,
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo build")?;
+    if !output.status.success() {
+        bail!("building {bin} failed ({})", output.status);
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|m| m["target"]["name"] == bin)
+        .and_then(|m| m["executable"].as_str().map(PathBuf::from))
+        .with_context(|| format!("cargo build did not report {bin}"))
+}
+
+/// A GET of an `http://` loopback URL: the `Location` of a redirect, if any.
+fn http_get(url: &str) -> Result<Option<String>> {
+    use std::io::{Read as _, Write as _};
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("not an http:// URL: {url}"))?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let mut stream = std::net::TcpStream::connect(authority)?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response
+        .split("\r\n\r\n")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("location")
+                .then(|| value.trim().to_owned())
+        }))
 }
 
 /// One entry of the baseline.
