@@ -14,7 +14,7 @@ use mcp_auth::{
     AuthorizationServerMetadata, BearerChallenge, Challenge, PkceVerifier,
     ProtectedResourceMetadata, authorization_server_metadata_urls,
 };
-use mcp_hub::{HubConfig, MemoryHub};
+use mcp_hub::{Hub, HubConfig, MemoryHub, RedisConfig, RedisHub};
 use mcp_server::auth::{DevAuthorizationServer, DevClient, JwtVerifier, ResourceServer};
 use mcp_server::http::HttpConfig;
 use mcp_server::{NoArgs, Server, Tool};
@@ -33,17 +33,26 @@ async fn publish(_: NoArgs) -> String {
 
 struct Setup {
     server: Running,
-    hub: Arc<MemoryHub>,
+    hub: Arc<dyn Hub>,
     issuer: String,
     resource: String,
 }
 
 async fn setup() -> Setup {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let issuer = format!("http://{addr}");
-    let resource = format!("http://{addr}/mcp");
-    let hub = Arc::new(MemoryHub::new(HubConfig::default()));
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    setup_on(
+        listener,
+        Arc::new(MemoryHub::new(HubConfig::default())),
+        issuer,
+    )
+    .await
+}
+
+/// A worker on `listener` whose resource and authorization server live at `issuer` (its own
+/// address, or another worker's behind the same name), keeping everything in `hub`.
+async fn setup_on(listener: tokio::net::TcpListener, hub: Arc<dyn Hub>, issuer: String) -> Setup {
+    let resource = format!("{issuer}/mcp");
     let dev = DevAuthorizationServer::builder(&issuer)
         .store(hub.clone())
         .scopes(["mcp:read", "mcp:deploy"])
@@ -67,7 +76,10 @@ async fn setup() -> Setup {
         .tool(Tool::new("publish", publish).scopes(["mcp:deploy"]))
         .build()
         .unwrap();
-    let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
+    let config = HttpConfig::new()
+        .session_cache(std::time::Duration::ZERO)
+        .auth(auth)
+        .dev_authorization_server(dev);
     Setup {
         server: Running::start_listener(listener, server, config).await,
         hub,
@@ -337,4 +349,110 @@ async fn client_credentials_other_audiences_and_a_second_worker() {
         serde_json::from_slice::<Value>(theirs.body()).unwrap(),
         ours.json()
     );
+}
+
+/// Two workers on one Redis (one key prefix), both named by the first one's address as a load
+/// balancer would: a token obtained through A works on B, a refresh token issued by A rotates
+/// on B and its reuse on A revokes the family, and a session made through A belongs on B to
+/// its principal only.
+#[tokio::test]
+async fn two_workers_on_redis_share_the_authorization_server_and_the_sessions() {
+    let url = std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let prefix = format!(
+        "mcp-auth-test:{}:{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let connect = || RedisHub::connect(&url, RedisConfig::new().key_prefix(prefix.clone()));
+    let (hub_a, hub_b) = match (connect().await, connect().await) {
+        (Ok(a), Ok(b)) => (Arc::new(a), Arc::new(b)),
+        (Err(err), _) | (_, Err(err)) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "Redis at {url} is unreachable with CI=true: {err}"
+            );
+            eprintln!("notice: Redis at {url} is unreachable ({err}); skipping");
+            return;
+        }
+    };
+    let listener_a = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener_a.local_addr().unwrap());
+    let a = setup_on(listener_a, hub_a, issuer.clone()).await;
+    let listener_b = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let b = setup_on(listener_b, hub_b, issuer).await;
+    let registered = RawRequest::new("POST", "/register")
+        .json(&json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}))
+        .send(a.server.addr)
+        .await;
+    let client_id = registered.json()["client_id"].as_str().unwrap().to_owned();
+    let tokens = authorize(&a, &client_id, "mcp:read", &a.resource).await;
+    let access = tokens["access_token"].as_str().unwrap();
+    assert_eq!(call(&b, access, "add").await.status, 200, "A's token on B");
+    // A session made through A, used through B by its principal; another principal's token
+    // (a client_credentials one: another subject) finds no such session.
+    let init = |token: &str| {
+        RawRequest::new("POST", "/mcp")
+            .header("Accept", "application/json, text/event-stream")
+            .header("Authorization", &format!("Bearer {token}"))
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}}),
+            )
+    };
+    let opened = init(access).send(a.server.addr).await;
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
+    let list = |token: &str| {
+        RawRequest::new("POST", "/mcp")
+            .header("Accept", "application/json, text/event-stream")
+            .header("Authorization", &format!("Bearer {token}"))
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .header("Mcp-Session-Id", &session)
+            .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+    };
+    assert_eq!(list(access).send(b.server.addr).await.status, 200);
+    let basic = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "script:s3cret");
+    let other = token_request(
+        &b,
+        &[
+            ("grant_type", "client_credentials"),
+            ("scope", "mcp:read"),
+            ("resource", &b.resource),
+        ],
+        Some(&basic),
+    )
+    .await;
+    let other = other.json()["access_token"].as_str().unwrap().to_owned();
+    assert_eq!(list(&other).send(b.server.addr).await.status, 404);
+    // Rotation on B of A's refresh token; the spent one presented to A revokes the family.
+    let first = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let refresh = |setup: &Setup, token: &str| {
+        let pairs = [
+            ("grant_type", "refresh_token".to_owned()),
+            ("refresh_token", token.to_owned()),
+            ("client_id", client_id.clone()),
+        ];
+        let setup_addr = setup.server.addr;
+        async move {
+            let body = url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
+                .finish();
+            RawRequest::new("POST", "/token")
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send(setup_addr)
+                .await
+        }
+    };
+    let rotated = refresh(&b, &first).await;
+    assert_eq!(rotated.status, 200, "{rotated:?}");
+    let second = rotated.json()["refresh_token"].as_str().unwrap().to_owned();
+    // The refreshed access token is the same principal's: the session goes on.
+    let renewed = rotated.json()["access_token"].as_str().unwrap().to_owned();
+    assert_eq!(list(&renewed).send(a.server.addr).await.status, 200);
+    assert_eq!(refresh(&a, &first).await.json()["error"], "invalid_grant");
+    assert_eq!(refresh(&a, &second).await.json()["error"], "invalid_grant");
 }

@@ -341,6 +341,28 @@ async fn sessions_and_request_state_belong_to_their_principal() {
             still.status, 200,
             "{revision}: bob's DELETE ended alice's session"
         );
+        // Alice's token expires mid-session: refused, and her next token finds the session.
+        let expired = post(
+            revision,
+            Some("alice-expired"),
+            Some(&session),
+            &list(revision),
+        )
+        .send(server.addr)
+        .await;
+        refused(revision, &expired, 401, 5);
+        let renewed = post(
+            revision,
+            Some("alice-deploy"),
+            Some(&session),
+            &list(revision),
+        )
+        .send(server.addr)
+        .await;
+        assert_eq!(
+            renewed.status, 200,
+            "{revision}: the session outlived the token"
+        );
     }
     // 2026-07-28: the request state of alice's question is refused to bob.
     let revision = Revision::V2026_07_28;
