@@ -358,7 +358,7 @@ impl Touches {
     /// The session of a due check ended (unless this worker renewed it meanwhile): forgets
     /// it and returns whether it did.
     fn ended(&mut self, id: &Arc<str>, ticket: u64) -> bool {
-        if !self.by_id.get(id).is_some_and(|t| t.ticket == ticket) {
+        if self.by_id.get(id).is_none_or(|t| t.ticket != ticket) {
             return false;
         }
         self.remove(id);
@@ -1183,6 +1183,61 @@ mod tests {
         assert!(b.delete(&id).await.unwrap());
         a.feed_seen(2).await;
         assert!(matches!(a.load(&id).await, Err(SessionError::NotFound)));
+    }
+
+    #[test]
+    fn renewals_queue_one_check_per_quarter_ttl_and_outdated_checks_are_skipped() {
+        let mut touches = Touches::default();
+        let now = Instant::now();
+        let ttl = Duration::from_secs(100);
+        for ms in 0..1000 {
+            assert!(touches.renewed("a", now + Duration::from_millis(ms), ttl, true, 10));
+        }
+        assert_eq!(
+            touches.checks.len(),
+            1,
+            "one check for renewals within ttl/4"
+        );
+        assert_eq!(touches.minted, 1);
+        // A renewal a quarter TTL later queues a new check; the first one is then outdated.
+        assert!(touches.renewed("a", now + ttl / 4, ttl, false, 10));
+        assert_eq!(touches.checks.len(), 2);
+        assert!(
+            touches
+                .due(now + ttl - Duration::from_millis(1), 10)
+                .is_empty()
+        );
+        assert!(touches.due(now + ttl, 10).is_empty(), "outdated: skipped");
+        let due = touches.due(now + ttl + ttl / 4, 10);
+        assert_eq!(due.len(), 1);
+        assert!(touches.ended(&due[0].1, due[0].0));
+        assert_eq!(touches.minted, 0);
+        assert!(touches.by_id.is_empty());
+        // Sessions of other workers are tracked up to the cap only.
+        for n in 0..10 {
+            assert!(touches.renewed(&n.to_string(), now, ttl, false, 10));
+        }
+        assert!(!touches.renewed("one more", now, ttl, false, 10));
+        assert!(
+            touches.renewed("minted", now, ttl, true, 10),
+            "minted ones always are"
+        );
+    }
+
+    #[tokio::test]
+    async fn at_the_limit_no_session_is_minted_until_one_ends() {
+        let hub = Arc::new(MemoryHub::default());
+        let sessions = Sessions::new(hub, Namespace::root(), Duration::from_secs(60), None)
+            .limited(2, Arc::default());
+        let first = sessions.create(&SessionRecord::default()).await.unwrap();
+        sessions.create(&SessionRecord::default()).await.unwrap();
+        assert!(matches!(
+            sessions.create(&SessionRecord::default()).await,
+            Err(SessionError::Full(2))
+        ));
+        assert!(sessions.delete(&first).await.unwrap());
+        assert_eq!(sessions.minted(), 1);
+        sessions.create(&SessionRecord::default()).await.unwrap();
     }
 
     #[tokio::test]
