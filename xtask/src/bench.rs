@@ -22,7 +22,9 @@
 //!    answer-to-result p50/p99.
 //! 6. Idle memory: starts a fresh instance of every server but the floor, opens `--sessions`
 //!    sessions (2025-11-25 handshakes over Streamable HTTP, left idle) and compares its RSS
-//!    before and after.
+//!    before and after. Then session scale: `mcp-session-scale` (in process, pinned to core 0)
+//!    measures what one `initialize` costs on our endpoint holding 100 sessions and holding
+//!    100,000 (10,000 with `--quick`); the target is the same cost within 1.5x.
 //! 7. stdio: the raw driver against a process answering each request line (the raw pipe),
 //!    against our stdio server, and our client against our stdio server.
 //! 8. Client overhead: the raw hyper loop and our client (`mcp-bench-client`) against the same
@@ -130,6 +132,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let results = measure(&settings, &bin, &servers)?;
     let asks = measure_asks(&settings, &bin, &servers)?;
     let idle = idle_sessions(&settings, &bin, &servers, &log_dir)?;
+    let scale = session_scale(&settings, &bin);
     let stdio_rows = stdio_rows(&bin);
     let stdio = measure_stdio(&settings, &bin, &stdio_rows)?;
     let (client, client_note) = measure_client(&settings, &bin, &log_dir)?;
@@ -193,6 +196,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         rows: &rows,
         results: &results,
         idle: &idle,
+        scale: scale.as_ref(),
         asks: &asks,
         notes: &notes,
         peak_rss: &peak_rss,
@@ -214,9 +218,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     }
     fs::write(&out, &markdown).with_context(|| format!("writing {}", out.display()))?;
     println!(
-        "{}{}{}{}{}",
+        "{}{}{}{}{}{}",
         report.tables(),
         report.idle_table(),
+        report.scale_table(),
         report.ask_table(),
         report.stdio_tables(),
         report.client_tables()
@@ -407,6 +412,8 @@ fn cargo_build_bench() -> Result<()> {
             "mcp-bench-client",
             "--bin",
             "mcp-stdio-demo",
+            "--bin",
+            "mcp-session-scale",
         ],
         &[],
     )
@@ -1168,6 +1175,72 @@ impl IdleSample {
     }
 }
 
+/// What one `initialize` costs on our endpoint at a small and a large session count.
+#[derive(Clone, Debug)]
+struct ScaleSample {
+    small: u64,
+    large: u64,
+    small_us: f64,
+    large_us: f64,
+}
+
+/// The session count the session-scale target is stated for (and `--quick`'s).
+const SCALE_TARGET_SESSIONS: usize = 100_000;
+const SCALE_QUICK_SESSIONS: usize = 10_000;
+
+/// Runs `mcp-session-scale` once: 100 against 100,000 sessions (10,000 with `--quick`).
+/// `None` (after a notice) when it fails: the report says the target is pending.
+fn session_scale(settings: &Settings, bin: &Path) -> Option<ScaleSample> {
+    let (large, batch, rounds) = if settings.quick {
+        (SCALE_QUICK_SESSIONS, 200, 3)
+    } else {
+        (SCALE_TARGET_SESSIONS, 1000, 5)
+    };
+    let output = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(bin.join("mcp-session-scale"))
+        .args(["--small", "100", "--large"])
+        .arg(large.to_string())
+        .arg("--batch")
+        .arg(batch.to_string())
+        .arg("--rounds")
+        .arg(rounds.to_string())
+        .stdin(Stdio::null())
+        .output();
+    let report: Value = match output {
+        Ok(output) if output.status.success() => match serde_json::from_slice(&output.stdout) {
+            Ok(report) => report,
+            Err(err) => {
+                eprintln!("xtask bench: session scale: unreadable report: {err}");
+                return None;
+            }
+        },
+        Ok(output) => {
+            eprintln!(
+                "xtask bench: session scale failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+            return None;
+        }
+        Err(err) => {
+            eprintln!("xtask bench: session scale: {err}");
+            return None;
+        }
+    };
+    let sample = ScaleSample {
+        small: report["small"].as_u64().unwrap_or(0),
+        large: report["large"].as_u64().unwrap_or(0),
+        small_us: report["small_us"].as_f64().unwrap_or(0.0),
+        large_us: report["large_us"].as_f64().unwrap_or(0.0),
+    };
+    eprintln!(
+        "xtask bench: session scale: initialize {:.1} us at {} sessions, {:.1} us at {}",
+        sample.small_us, sample.small, sample.large_us, sample.large
+    );
+    Some(sample)
+}
+
 /// Pushed asks answered through one of our servers' hubs.
 #[derive(Clone, Debug)]
 struct AskSample {
@@ -1493,6 +1566,7 @@ struct Report<'a> {
     stdio_rows: &'a [RowInfo],
     client: &'a Results,
     idle: &'a [IdleSample],
+    scale: Option<&'a ScaleSample>,
     asks: &'a [AskSample],
     notes: &'a [String],
     peak_rss: &'a BTreeMap<&'a str, Option<f64>>,
@@ -1670,6 +1744,7 @@ impl Report<'_> {
         md.push_str(&self.tables());
         md.push_str(&self.peak_table());
         md.push_str(&self.idle_table());
+        md.push_str(&self.scale_table());
         md.push_str(&self.ask_table());
         md.push_str(&self.stdio_tables());
         md.push_str(&self.client_tables());
@@ -1931,6 +2006,7 @@ impl Report<'_> {
             self.server_target(32, 0.75),
             self.redis_target(),
             self.idle_target(),
+            self.scale_target(),
             self.stdio_target(),
             self.client_target(),
             self.ask_target(),
@@ -2011,6 +2087,49 @@ impl Report<'_> {
             per_item(&ratios, percent),
             judged(worst.1 >= 0.75, ratios.len(), cells, "cells")
         )
+    }
+
+    /// The session-scale measurement.
+    fn scale_table(&self) -> String {
+        let Some(scale) = self.scale else {
+            return String::new();
+        };
+        format!(
+            "### Session scale (our endpoint in process, memory store, one thread; 2025-11-25 `initialize`, median of batches)\n\n\
+             | sessions held | microseconds per initialize |\n\
+             | --: | --: |\n\
+             | {} | {:.1} |\n\
+             | {} | {:.1} |\n\n",
+            thousands(scale.small as f64),
+            scale.small_us,
+            thousands(scale.large as f64),
+            scale.large_us,
+        )
+    }
+
+    /// `initialize` at 100,000 sessions against at 100.
+    fn scale_target(&self) -> String {
+        let target = "initialize at 100,000 sessions within 1.5x of at 100";
+        let Some(scale) = self.scale else {
+            return format!("| {target} | - | pending (not measured) |");
+        };
+        let ratio = scale.large_us / scale.small_us.max(f64::MIN_POSITIVE);
+        let figure = format!(
+            "{:.1} us at {} sessions, {:.1} us at {} ({ratio:.2}x)",
+            scale.small_us,
+            thousands(scale.small as f64),
+            scale.large_us,
+            thousands(scale.large as f64)
+        );
+        let status = if scale.large as usize >= SCALE_TARGET_SESSIONS {
+            (if ratio <= 1.5 { "met" } else { "**missed**" }).to_owned()
+        } else {
+            format!(
+                "not judged (the target is for {} sessions)",
+                thousands(SCALE_TARGET_SESSIONS as f64)
+            )
+        };
+        format!("| {target} | {figure} | {status} |")
     }
 
     /// Idle sessions on our server: extra RSS for the target's 10,000 sessions.
