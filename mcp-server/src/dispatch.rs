@@ -271,10 +271,20 @@ impl Context {
     /// and handlers read the whole principal with [`Exchange::auth`](crate::Exchange::auth).
     #[must_use]
     pub fn with_auth(self, principal: Arc<mcp_auth::Principal>) -> Self {
+        self.with_auth_listing(principal, false)
+    }
+
+    /// [`with_auth`](Self::with_auth); with `hide_tools`, `tools/list` shows only the tools
+    /// the principal's scopes allow it to call.
+    pub(crate) fn with_auth_listing(
+        self,
+        principal: Arc<mcp_auth::Principal>,
+        hide_tools: bool,
+    ) -> Self {
         {
             let mut owner = self.owner_mut();
             owner.principal = Some(Arc::from(principal.binding()));
-            owner.auth = Some(crate::exchange::AuthPrincipal(principal));
+            owner.auth = Some(crate::exchange::AuthPrincipal(principal, hide_tools));
         }
         self
     }
@@ -716,7 +726,28 @@ impl Server {
                     "logging/setLevel needs a valid level",
                 )),
             },
-            Operation::ListTools => list(registry, ListKind::Tools, "tools", &view.tools, call),
+            Operation::ListTools => match ctx
+                .owner()
+                .auth
+                .filter(crate::exchange::AuthPrincipal::hides_tools)
+            {
+                // Only what the token may call (the resource server's option): filtered per
+                // request, so paging runs over the principal's own list.
+                Some(auth) => {
+                    let callable: Vec<(String, Value)> = view
+                        .tools
+                        .iter()
+                        .filter(|(name, _)| {
+                            registry
+                                .tool(name)
+                                .is_none_or(|entry| auth.0.scopes.contains_all(&entry.tool.scopes))
+                        })
+                        .cloned()
+                        .collect();
+                    list(registry, ListKind::Tools, "tools", &callable, call)
+                }
+                None => list(registry, ListKind::Tools, "tools", &view.tools, call),
+            },
             Operation::ListResources => list(
                 registry,
                 ListKind::Resources,

@@ -89,7 +89,14 @@ pub(crate) struct Owner {
 /// A shared [`Principal`](mcp_auth::Principal); owners compare by their `principal` text,
 /// so two of these are equal when they are the same allocation.
 #[derive(Clone, Debug)]
-pub(crate) struct AuthPrincipal(pub(crate) Arc<mcp_auth::Principal>);
+pub(crate) struct AuthPrincipal(pub(crate) Arc<mcp_auth::Principal>, pub(crate) bool);
+
+impl AuthPrincipal {
+    /// Whether `tools/list` shows only the tools the principal may call.
+    pub(crate) fn hides_tools(&self) -> bool {
+        self.1
+    }
+}
 
 impl PartialEq for AuthPrincipal {
     fn eq(&self, other: &Self) -> bool {

@@ -83,6 +83,10 @@ fn claims(resource: &str, sub: &str, scope: &str) -> Claims {
 }
 
 async fn protected() -> Running {
+    protected_with(false).await
+}
+
+async fn protected_with(hide_tools: bool) -> Running {
     // The resource is the URL clients use, so the port is known only once bound: bind first.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -112,6 +116,7 @@ async fn protected() -> Running {
     let auth = ResourceServer::builder(resource, ISSUER)
         .scopes_supported(["mcp:read", "mcp:deploy"])
         .required_scopes(["mcp:read"])
+        .hide_unauthorized_tools(hide_tools)
         .verifier(tokens)
         .build()
         .unwrap();
@@ -397,4 +402,27 @@ async fn sessions_and_request_state_belong_to_their_principal() {
         mine["result"]["content"][0]["text"], "deployed web: true",
         "{mine}"
     );
+}
+
+/// With `hide_unauthorized_tools`, `tools/list` shows a token only what it may call.
+#[tokio::test]
+async fn listing_can_hide_what_a_token_cannot_call() {
+    for (hide, reader_sees) in [(false, 3), (true, 1)] {
+        let server = protected_with(hide).await;
+        for revision in [Revision::V2025_03_26, Revision::V2026_07_28] {
+            for (token, expected) in [("alice-read", reader_sees), ("alice-deploy", 3)] {
+                let session = open_session(&server, revision, token).await;
+                let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list",
+                    "params": params(revision, json!({}))});
+                let listed = post(revision, Some(token), session.as_deref(), &list)
+                    .send(server.addr)
+                    .await;
+                let tools = listed.messages()[0]["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .len();
+                assert_eq!(tools, expected, "hide={hide} {revision} {token}");
+            }
+        }
+    }
 }

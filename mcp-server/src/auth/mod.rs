@@ -164,6 +164,7 @@ pub struct ResourceServerBuilder {
     cache_entries: usize,
     cache_ttl: Duration,
     resource_name: Option<String>,
+    hide_tools: bool,
 }
 
 impl fmt::Debug for ResourceServerBuilder {
@@ -248,6 +249,15 @@ impl ResourceServerBuilder {
         self
     }
 
+    /// Whether `tools/list` shows only the tools the token's scopes allow it to call (their
+    /// [`Tool::scopes`](crate::Tool::scopes)). Default: every tool is listed, and calling one
+    /// without its scopes gets 403 with the scopes to step up to.
+    #[must_use]
+    pub fn hide_unauthorized_tools(mut self, hide: bool) -> Self {
+        self.hide_tools = hide;
+        self
+    }
+
     /// `resource_name` in the metadata.
     #[must_use]
     pub fn resource_name(mut self, name: impl Into<String>) -> Self {
@@ -281,6 +291,7 @@ impl ResourceServerBuilder {
                 cache: Mutex::new(HashMap::new()),
                 cache_entries: self.cache_entries,
                 cache_ttl: self.cache_ttl,
+                hide_tools: self.hide_tools,
             }),
         })
     }
@@ -303,6 +314,7 @@ struct Inner {
     cache: Mutex<HashMap<[u8; 32], Cached>>,
     cache_entries: usize,
     cache_ttl: Duration,
+    hide_tools: bool,
 }
 
 struct Cached {
@@ -344,7 +356,13 @@ impl ResourceServer {
             cache_entries: DEFAULT_CACHE_ENTRIES,
             cache_ttl: DEFAULT_CACHE_TTL,
             resource_name: None,
+            hide_tools: false,
         }
+    }
+
+    /// Whether `tools/list` hides the tools a token may not call.
+    pub(crate) fn hides_tools(&self) -> bool {
+        self.inner.hide_tools
     }
 
     /// The protected resource metadata served.

@@ -444,7 +444,8 @@ async fn serve_message(
                 .await;
             return;
         }
-        ctx = ctx.with_auth(principal);
+        let hide = shared.config.auth.as_ref().is_some_and(|a| a.hides_tools());
+        ctx = ctx.with_auth_listing(principal, hide);
     }
     // While the call runs, a `notifications/cancelled` of its session reaches it (a body
     // without a request has nothing to cancel).

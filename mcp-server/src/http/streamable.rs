@@ -100,7 +100,8 @@ pub(crate) async fn post(
     let mut ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
     if let Some(principal) = crate::auth::of_request(parts) {
         // Every call of this request acts for the token's principal.
-        ctx = ctx.with_auth(principal.clone());
+        let hide = shared.config.auth.as_ref().is_some_and(|a| a.hides_tools());
+        ctx = ctx.with_auth_listing(principal.clone(), hide);
         if let Some((id, refusal)) = shared.missing_scope(&items, principal) {
             return crate::http::auth_refusal(adapter, id, &refusal);
         }
