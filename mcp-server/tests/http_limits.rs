@@ -255,6 +255,36 @@ async fn initialize_beyond_the_session_limit_gets_503_until_one_ends() {
 }
 
 #[tokio::test]
+async fn a_call_beyond_the_sessions_calls_in_flight_gets_503() {
+    let release = Arc::new((Notify::new(), Notify::new()));
+    let config = HttpConfig::new().max_calls_per_session(1);
+    let running = Running::start(server_with(release.clone(), None), config).await;
+    let addr = running.addr;
+    let session = open_session(addr).await;
+    let other = open_session(addr).await;
+    let call = |id: i64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}}})
+    };
+    let waiting = {
+        let (session, call) = (session.clone(), call(1, "wait"));
+        tokio::spawn(async move { post(Some(&session), &call).send(addr).await })
+    };
+    tokio::time::timeout(WAIT, release.0.notified()).await.unwrap();
+    let refused = post(Some(&session), &call(2, "echo")).send(addr).await;
+    assert_eq!(refused.status, 503);
+    let body = refused.json();
+    assert_eq!(body["id"], 2, "{body}");
+    assert_eq!(body["error"]["code"], -32603, "{body}");
+    // Another session is not held back; this one is served again once its call ended.
+    assert_eq!(post(Some(&other), &call(3, "echo")).send(addr).await.status, 200);
+    release.1.notify_one();
+    let answered = tokio::time::timeout(WAIT, waiting).await.unwrap().unwrap();
+    assert_eq!(answered.status, 200);
+    assert_eq!(post(Some(&session), &call(4, "echo")).send(addr).await.status, 200);
+}
+
+#[tokio::test]
 async fn two_host_headers_are_refused_with_400() {
     let running = Running::start(server(), HttpConfig::new()).await;
     let response = post(None, &initialize(1))

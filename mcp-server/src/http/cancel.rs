@@ -28,9 +28,31 @@ pub(crate) const LINGER: Duration = Duration::from_secs(30);
 const MAX_SESSIONS: usize = 4096;
 
 /// The calls of each session running on this worker.
-#[derive(Default)]
 pub(crate) struct Cancels {
     sessions: Mutex<Sessions>,
+    /// The most calls (requests with an id) of one session in flight here at once.
+    max_calls: usize,
+}
+
+impl Default for Cancels {
+    fn default() -> Self {
+        Self::new(usize::MAX)
+    }
+}
+
+/// A session has its maximum of calls in flight on this worker.
+#[derive(Debug, thiserror::Error)]
+#[error("the session has its maximum of {0} calls in flight")]
+pub(crate) struct Busy(pub(crate) usize);
+
+impl Busy {
+    /// The failure the refused request gets: 503, retry later.
+    pub(crate) fn failure(&self) -> mcp_adapters::Failure {
+        mcp_adapters::Failure::unavailable(format!(
+            "the session has its maximum of {} calls in flight; retry later",
+            self.0
+        ))
+    }
 }
 
 #[derive(Default)]
@@ -42,6 +64,8 @@ struct Sessions {
 
 struct SessionCalls {
     calls: Vec<(u64, Context)>,
+    /// The calls (requests with an id) of the registered requests.
+    in_flight: usize,
     next: u64,
     /// Since when no call of the session runs here.
     idle_since: Option<Instant>,
@@ -72,6 +96,8 @@ pub(crate) struct Registered {
     cancels: Arc<Cancels>,
     session: Arc<str>,
     key: u64,
+    /// The calls this request counts for.
+    count: usize,
 }
 
 impl Drop for Registered {
@@ -79,6 +105,7 @@ impl Drop for Registered {
         let mut sessions = self.cancels.lock();
         if let Some(calls) = sessions.by_id.get_mut(&*self.session) {
             calls.calls.retain(|(key, _)| *key != self.key);
+            calls.in_flight = calls.in_flight.saturating_sub(self.count);
             if calls.calls.is_empty() {
                 // The listener lingers for the session's next call (see `Sessions::sweep`).
                 calls.idle_since = Some(Instant::now());
@@ -88,6 +115,14 @@ impl Drop for Registered {
 }
 
 impl Cancels {
+    /// Allows at most `max_calls` calls of one session in flight here at once.
+    pub(crate) fn new(max_calls: usize) -> Self {
+        Self {
+            sessions: Mutex::default(),
+            max_calls: max_calls.max(1),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Sessions> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -96,20 +131,28 @@ impl Cancels {
     /// call of a session on this worker starts listening to the session's cancel `topic`
     /// before this returns, so a cancellation published once the call runs is not missed.
     /// `topic` is only built for the first call (the others find the session listened to).
+    ///
+    /// `count` is the number of calls (requests with an id) the request holds; [`Busy`] when
+    /// they would take the session past its maximum of calls in flight here (the request is
+    /// then refused whole).
     pub(crate) async fn register(
         self: &Arc<Self>,
         log: &Arc<dyn EventLog>,
         topic: impl FnOnce() -> Topic,
         session: &Arc<str>,
         ctx: &Context,
-    ) -> Registered {
+        count: usize,
+    ) -> Result<Registered, Busy> {
+        if count > self.max_calls {
+            return Err(Busy(self.max_calls));
+        }
         {
             // Listened to already (every call but a session's first here): one lookup, no
             // key to allocate.
             let mut sessions = self.lock();
             sessions.sweep();
             if let Some(calls) = sessions.by_id.get_mut(&**session) {
-                return self.enlist(calls, session, ctx);
+                return self.enlist(calls, session, ctx, count);
             }
         }
         let subscription = match Subscription::start(log.clone(), topic(), None).await {
@@ -137,31 +180,38 @@ impl Cancels {
                 });
                 SessionCalls {
                     calls: Vec::new(),
+                    in_flight: 0,
                     next: 0,
                     idle_since: None,
                     _stop: stop,
                     listener,
                 }
             });
-        self.enlist(calls, session, ctx)
+        self.enlist(calls, session, ctx, count)
     }
 
-    /// Adds `ctx` to the running calls of its session.
+    /// Adds `ctx` (`count` calls) to the running calls of its session, within the limit.
     fn enlist(
         self: &Arc<Self>,
         calls: &mut SessionCalls,
         session: &Arc<str>,
         ctx: &Context,
-    ) -> Registered {
+        count: usize,
+    ) -> Result<Registered, Busy> {
+        if calls.in_flight.saturating_add(count) > self.max_calls {
+            return Err(Busy(self.max_calls));
+        }
         calls.idle_since = None;
+        calls.in_flight += count;
         let key = calls.next;
         calls.next += 1;
         calls.calls.push((key, ctx.clone()));
-        Registered {
+        Ok(Registered {
             cancels: self.clone(),
             session: session.clone(),
             key,
-        }
+            count,
+        })
     }
 
     /// Stops listening for the cancellations of `session` (it ended), unless a call of it
@@ -263,6 +313,16 @@ pub(crate) fn has_request(body: &mcp_adapters::DecodedBody) -> bool {
     body.items
         .iter()
         .any(|item| matches!(item, mcp_adapters::Incoming::Call(call) if call.id.is_some()))
+}
+
+/// The requests of a body (calls with an id), and the first one's id.
+pub(crate) fn requests(body: &mcp_adapters::DecodedBody) -> (usize, Option<Id>) {
+    let mut ids = body.items.iter().filter_map(|item| match item {
+        mcp_adapters::Incoming::Call(call) => call.id.as_ref(),
+        _ => None,
+    });
+    let first = ids.next().cloned();
+    (usize::from(first.is_some()) + ids.count(), first)
 }
 
 /// The request ids the `notifications/cancelled` messages of a body name.

@@ -42,6 +42,10 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// within 20 s loses its connection).
 pub const DEFAULT_HTTP2_KEEP_ALIVE: Duration = Duration::from_secs(30);
 
+/// The default maximum of calls (requests with an id) of one session in flight on one
+/// endpoint at once: 64.
+pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
+
 /// The default maximum of connections served at once: 4,096.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
@@ -91,6 +95,7 @@ pub(crate) enum Localhost {
 /// | [`auth`](Self::auth) | none: no access token is asked for |
 /// | [`dev_authorization_server`](Self::dev_authorization_server) | none |
 /// | [`max_sessions`](Self::max_sessions) | 10,000 per endpoint; `initialize` beyond it gets 503 |
+/// | [`max_calls_per_session`](Self::max_calls_per_session) | 64 calls of one session in flight; a request beyond it gets 503 |
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s to send a request's head once started |
 /// | [`idle_timeout`](Self::idle_timeout) | 60 s without a request in flight, then the connection is closed |
 /// | [`http2_keep_alive`](Self::http2_keep_alive) | a ping every 30 s on HTTP/2 connections |
@@ -120,6 +125,7 @@ pub struct HttpConfig {
     pub(crate) auth: Option<crate::auth::ResourceServer>,
     pub(crate) dev_authorization: Option<crate::auth::DevAuthorizationServer>,
     pub(crate) max_sessions: usize,
+    pub(crate) max_calls_per_session: usize,
     pub(crate) header_read_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) http2_keep_alive: Option<Duration>,
@@ -155,6 +161,7 @@ impl HttpConfig {
             auth: None,
             dev_authorization: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             http2_keep_alive: Some(DEFAULT_HTTP2_KEEP_ALIVE),
@@ -181,6 +188,27 @@ impl HttpConfig {
     #[must_use]
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max.max(1);
+        self
+    }
+
+    /// The most calls (requests with an id, a batch counting each of its requests) of one
+    /// session in flight on this endpoint at once. Default is 64
+    /// ([`DEFAULT_MAX_CALLS_PER_SESSION`]); values below 1 count as 1.
+    ///
+    /// A request whose calls would exceed it is refused whole with HTTP 503 and the
+    /// revision's JSON-RPC error for an unavailable server (`-32603`, naming the request's
+    /// first id); on HTTP+SSE (where the POST was already answered 202) the error travels on
+    /// the stream. The calls already running go on; the client may retry once one ended.
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().max_calls_per_session(16);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn max_calls_per_session(mut self, max: usize) -> Self {
+        self.max_calls_per_session = max.max(1);
         self
     }
 
@@ -415,25 +443,6 @@ impl HttpConfig {
         self.namespace = namespace;
         self
     }
-
-    /// The default maximum of sessions one endpoint (worker) mints and holds at once: 10,000
-    /// (about 8 MiB of session records on the memory store).
-    pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
-
-    /// The default time a client has to send a request's head (request line and headers) once it
-    /// started sending it: 10 s.
-    pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-    /// The default time a connection may sit without a request in flight before it is closed:
-    /// 60 s.
-    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-
-    /// The default interval of HTTP/2 keep-alive pings: 30 s (a peer that does not answer one
-    /// within 20 s loses its connection).
-    pub const DEFAULT_HTTP2_KEEP_ALIVE: Duration = Duration::from_secs(30);
-
-    /// The default maximum of connections served at once: 4,096.
-    pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
     /// Whether localhost origins and hosts are trusted.
     pub(crate) fn trusts_localhost(&self) -> bool {

@@ -451,7 +451,15 @@ async fn serve_message(
     // without a request has nothing to cancel).
     let _registered = if cancel::has_request(&items) {
         let cancel_topic = || shared.sessions.cancel_topic(&id);
-        Some(shared.cancels.register(log, cancel_topic, &id, &ctx).await)
+        let (count, first) = cancel::requests(&items);
+        match shared.cancels.register(log, cancel_topic, &id, &ctx, count).await {
+            Ok(registered) => Some(registered),
+            Err(busy) => {
+                let refusal = adapter.encode_failure(first, &busy.failure());
+                delivery.send(refusal.to_bytes()).await;
+                return;
+            }
+        }
     } else {
         None
     };

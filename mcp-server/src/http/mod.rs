@@ -70,7 +70,8 @@ use crate::server::Server;
 pub use body::HttpBody;
 pub use config::{
     DEFAULT_BODY_LIMIT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_HTTP2_KEEP_ALIVE,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_CALLS_PER_SESSION,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS,
     HttpConfig,
 };
@@ -169,7 +170,7 @@ impl HttpEndpoint {
         } else {
             None
         };
-        let cancels = Arc::<cancel::Cancels>::default();
+        let cancels = Arc::new(cancel::Cancels::new(config.max_calls_per_session));
         let sessions = Sessions::new(
             server.registry.states.store().clone(),
             config.namespace.clone(),

@@ -116,7 +116,11 @@ pub(crate) async fn post(
         Some((id, _)) if cancel::has_request(&items) => {
             let topic = || shared.sessions.cancel_topic(id);
             let log = &shared.server.registry.log;
-            Some(shared.cancels.register(log, topic, id, &ctx).await)
+            let (count, first) = cancel::requests(&items);
+            match shared.cancels.register(log, topic, id, &ctx, count).await {
+                Ok(registered) => Some(registered),
+                Err(busy) => return failure_response(adapter, first, &busy.failure()),
+            }
         }
         _ => None,
     };
