@@ -245,6 +245,17 @@ fn random(bytes: usize) -> Result<String, OAuthError> {
     })
 }
 
+/// The strings of a JSON array (`None` when it is not one).
+fn string_list(value: &Value) -> Option<Vec<String>> {
+    value.as_array().map(|items| {
+        items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
 fn form(text: &[u8]) -> Vec<(String, String)> {
     url::form_urlencoded::parse(text).into_owned().collect()
 }
@@ -564,15 +575,7 @@ impl DevAuthorizationServer {
         if document["client_id"] != url {
             return Ok(None);
         }
-        let redirect_uris = document["redirect_uris"]
-            .as_array()
-            .map(|uris| {
-                uris.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let redirect_uris = string_list(&document["redirect_uris"]).unwrap_or_default();
         Ok(Some(ClientRecord {
             client_id: url.to_owned(),
             secret_digest: None,
@@ -583,23 +586,8 @@ impl DevAuthorizationServer {
     async fn register(&self, body: &[u8]) -> Result<Response<Bytes>, OAuthError> {
         let bad = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_client_metadata", why);
         let request: Value = serde_json::from_slice(body).map_err(|_| bad("not JSON"))?;
-        let redirect_uris: Vec<String> = request["redirect_uris"]
-            .as_array()
-            .map(|uris| {
-                uris.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let grant_types: Vec<String> = request["grant_types"]
-            .as_array()
-            .map(|g| {
-                g.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
+        let redirect_uris: Vec<String> = string_list(&request["redirect_uris"]).unwrap_or_default();
+        let grant_types: Vec<String> = string_list(&request["grant_types"])
             .unwrap_or_else(|| vec!["authorization_code".into(), "refresh_token".into()]);
         if redirect_uris.is_empty() && grant_types.iter().any(|g| g == "authorization_code") {
             return Err(oauth_error(
