@@ -18,6 +18,10 @@
 //!
 //! Several workers sharing a hub serve one authorization server: the signing key is made once
 //! and stored there (a secret in the store: one more reason this is for development only).
+//!
+//! What it stores is bounded in size and time, not in count: a registration (at most 16
+//! redirect URIs of 2 KiB) lives 30 days, a code 60 s, a refresh token its lifetime. It does
+//! not limit how many clients register or how often: never expose it on the open internet.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -596,11 +600,15 @@ impl DevAuthorizationServer {
                 "redirect_uris is required for the authorization code grant",
             ));
         }
-        if redirect_uris.len() > 16 || redirect_uris.iter().any(|u| url::Url::parse(u).is_err()) {
+        if redirect_uris.len() > 16
+            || redirect_uris
+                .iter()
+                .any(|u| u.len() > 2048 || url::Url::parse(u).is_err())
+        {
             return Err(oauth_error(
                 StatusCode::BAD_REQUEST,
                 "invalid_redirect_uri",
-                "redirect_uris must be at most 16 absolute URLs",
+                "redirect_uris must be at most 16 absolute URLs of at most 2 KiB",
             ));
         }
         let method = request["token_endpoint_auth_method"]
