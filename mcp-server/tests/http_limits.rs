@@ -270,18 +270,69 @@ async fn a_call_beyond_the_sessions_calls_in_flight_gets_503() {
         let (session, call) = (session.clone(), call(1, "wait"));
         tokio::spawn(async move { post(Some(&session), &call).send(addr).await })
     };
-    tokio::time::timeout(WAIT, release.0.notified()).await.unwrap();
+    tokio::time::timeout(WAIT, release.0.notified())
+        .await
+        .unwrap();
     let refused = post(Some(&session), &call(2, "echo")).send(addr).await;
     assert_eq!(refused.status, 503);
     let body = refused.json();
     assert_eq!(body["id"], 2, "{body}");
     assert_eq!(body["error"]["code"], -32603, "{body}");
     // Another session is not held back; this one is served again once its call ended.
-    assert_eq!(post(Some(&other), &call(3, "echo")).send(addr).await.status, 200);
+    assert_eq!(
+        post(Some(&other), &call(3, "echo")).send(addr).await.status,
+        200
+    );
     release.1.notify_one();
     let answered = tokio::time::timeout(WAIT, waiting).await.unwrap().unwrap();
     assert_eq!(answered.status, 200);
-    assert_eq!(post(Some(&session), &call(4, "echo")).send(addr).await.status, 200);
+    assert_eq!(
+        post(Some(&session), &call(4, "echo"))
+            .send(addr)
+            .await
+            .status,
+        200
+    );
+}
+
+fn get_stream(session: &str) -> RawRequest<'static> {
+    RawRequest::new("GET", "/mcp")
+        .header("Accept", "text/event-stream")
+        .header("MCP-Protocol-Version", VERSION)
+        .header("Mcp-Session-Id", session)
+}
+
+#[tokio::test]
+async fn a_get_stream_beyond_the_sessions_limit_gets_503() {
+    let config = HttpConfig::new()
+        .max_streams_per_session(1)
+        .keep_alive(Duration::from_millis(20));
+    let running = Running::start(server(), config).await;
+    let addr = running.addr;
+    let session = open_session(addr).await;
+    let other = open_session(addr).await;
+    let open = get_stream(&session).open(addr).await;
+    assert_eq!(open.status, 200);
+    let refused = get_stream(&session).send(addr).await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.json()["error"]["code"], -32603);
+    let elsewhere = get_stream(&other).open(addr).await;
+    assert_eq!(elsewhere.status, 200, "another session is not held back");
+    // Closed by the client: its slot is free once the server notices (at the next keep-alive
+    // comment, 20 ms); every attempt until then is refused, none is an error.
+    drop(open);
+    let reopened = tokio::time::timeout(WAIT, async {
+        loop {
+            let attempt = get_stream(&session).open(addr).await;
+            if attempt.status == 200 {
+                return attempt;
+            }
+            assert_eq!(attempt.status, 503);
+        }
+    })
+    .await
+    .expect("the slot was freed in time");
+    drop(reopened);
 }
 
 #[tokio::test]

@@ -46,6 +46,10 @@ pub const DEFAULT_HTTP2_KEEP_ALIVE: Duration = Duration::from_secs(30);
 /// endpoint at once: 64.
 pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
 
+/// The default maximum of Streamable HTTP GET streams one session holds open on one endpoint:
+/// 4.
+pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 4;
+
 /// The default maximum of connections served at once: 4,096.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
@@ -96,6 +100,7 @@ pub(crate) enum Localhost {
 /// | [`dev_authorization_server`](Self::dev_authorization_server) | none |
 /// | [`max_sessions`](Self::max_sessions) | 10,000 per endpoint; `initialize` beyond it gets 503 |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 64 calls of one session in flight; a request beyond it gets 503 |
+/// | [`max_streams_per_session`](Self::max_streams_per_session) | 4 GET streams open per session; another GET gets 503 |
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s to send a request's head once started |
 /// | [`idle_timeout`](Self::idle_timeout) | 60 s without a request in flight, then the connection is closed |
 /// | [`http2_keep_alive`](Self::http2_keep_alive) | a ping every 30 s on HTTP/2 connections |
@@ -126,6 +131,7 @@ pub struct HttpConfig {
     pub(crate) dev_authorization: Option<crate::auth::DevAuthorizationServer>,
     pub(crate) max_sessions: usize,
     pub(crate) max_calls_per_session: usize,
+    pub(crate) max_streams_per_session: usize,
     pub(crate) header_read_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) http2_keep_alive: Option<Duration>,
@@ -162,6 +168,7 @@ impl HttpConfig {
             dev_authorization: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
+            max_streams_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             http2_keep_alive: Some(DEFAULT_HTTP2_KEEP_ALIVE),
@@ -209,6 +216,28 @@ impl HttpConfig {
     #[must_use]
     pub fn max_calls_per_session(mut self, max: usize) -> Self {
         self.max_calls_per_session = max.max(1);
+        self
+    }
+
+    /// The most Streamable HTTP GET streams (`GET /mcp`) one session holds open on this
+    /// endpoint at once. Default is 4 ([`DEFAULT_MAX_STREAMS_PER_SESSION`]); values below 1
+    /// count as 1.
+    ///
+    /// Another GET of the session gets HTTP 503 with the revision's JSON-RPC error for an
+    /// unavailable server (`-32603`); the open streams go on, and a stream's slot is free
+    /// again once it ended (the client closed it and the server noticed, at the latest at
+    /// the next [`keep_alive`](Self::keep_alive) comment). HTTP+SSE streams are one per
+    /// session by construction.
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().max_streams_per_session(1);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn max_streams_per_session(mut self, max: usize) -> Self {
+        self.max_streams_per_session = max.max(1);
         self
     }
 

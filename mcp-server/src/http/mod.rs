@@ -71,7 +71,7 @@ pub use body::HttpBody;
 pub use config::{
     DEFAULT_BODY_LIMIT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_HTTP2_KEEP_ALIVE,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_CALLS_PER_SESSION,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_STREAMS_PER_SESSION,
     DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS,
     HttpConfig,
 };
@@ -119,6 +119,72 @@ pub(crate) struct Shared {
     pub(crate) cancels: Arc<cancel::Cancels>,
     /// The HTTP+SSE streams this worker holds, for answers to POSTs that land here.
     pub(crate) local_streams: legacy::LocalStreams,
+    /// The open GET streams of each session on this endpoint.
+    pub(crate) streams: Arc<StreamSlots>,
+}
+
+/// The open Streamable HTTP GET streams of each session on this endpoint, at most
+/// [`HttpConfig::max_streams_per_session`] each. Taken once per GET, not per request.
+pub(crate) struct StreamSlots {
+    open: std::sync::Mutex<crate::FastMap<Arc<str>, usize>>,
+    max: usize,
+}
+
+/// One open GET stream of a session; dropping it frees the slot.
+pub(crate) struct StreamSlot {
+    slots: Arc<StreamSlots>,
+    session: Arc<str>,
+}
+
+impl StreamSlots {
+    fn new(max: usize) -> Self {
+        Self {
+            open: std::sync::Mutex::default(),
+            max: max.max(1),
+        }
+    }
+
+    /// A slot for one more GET stream of `session`, or `None` when it has its maximum open.
+    pub(crate) fn take(self: &Arc<Self>, session: &str) -> Option<StreamSlot> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((key, count)) = open.get_key_value(session) {
+            if *count >= self.max {
+                return None;
+            }
+            let key = key.clone();
+            *open.get_mut(&key)? += 1;
+            return Some(StreamSlot {
+                slots: self.clone(),
+                session: key,
+            });
+        }
+        let key: Arc<str> = Arc::from(session);
+        open.insert(key.clone(), 1);
+        Some(StreamSlot {
+            slots: self.clone(),
+            session: key,
+        })
+    }
+
+    /// The failure a GET beyond the limit gets: 503, retry later.
+    pub(crate) fn full(&self) -> Failure {
+        Failure::unavailable(format!(
+            "the session has its maximum of {} GET streams open; close one or retry later",
+            self.max
+        ))
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.slots.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&*self.session) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&*self.session);
+            }
+        }
+    }
 }
 
 /// Counts calls running outside a request future (HTTP+SSE), so shutdown can wait for them.
@@ -171,6 +237,7 @@ impl HttpEndpoint {
             None
         };
         let cancels = Arc::new(cancel::Cancels::new(config.max_calls_per_session));
+        let streams = Arc::new(StreamSlots::new(config.max_streams_per_session));
         let sessions = Sessions::new(
             server.registry.states.store().clone(),
             config.namespace.clone(),
@@ -190,6 +257,7 @@ impl HttpEndpoint {
                 calls: CallTracker::default(),
                 cancels,
                 local_streams: legacy::LocalStreams::default(),
+                streams,
             }),
         }
     }

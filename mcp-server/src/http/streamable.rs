@@ -429,6 +429,9 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     if !adapter.features().has_get_stream {
         return allow_post_only();
     }
+    let Some(slot) = shared.streams.take(id) else {
+        return failure_response(adapter, None, &shared.streams.full());
+    };
     // The server's notifications (`Notifier`, runtime registry changes): list changes the
     // capabilities announce, and updates of the URIs the session subscribed to, read from its
     // record at each update so a subscription made on any worker takes effect. The SSE id is
@@ -510,6 +513,11 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         });
     let source = stream::iter(priming.into_iter().chain(missed))
         .chain(events)
+        // The stream holds its slot among the session's GET streams until it ends.
+        .map(move |frame| {
+            let _held = &slot;
+            frame
+        })
         .boxed();
     let stream =
         SseStream::new(source, shared.config.keep_alive).until_closing(shared.closing.subscribe());
