@@ -175,6 +175,37 @@ async fn idle_connections_are_closed_at_the_idle_timeout() {
 }
 
 #[tokio::test]
+async fn an_idle_http2_connection_gets_goaway_and_ends() {
+    let config = HttpConfig::new()
+        .header_read_timeout(Duration::from_secs(600))
+        .idle_timeout(Duration::from_millis(200));
+    let running = Running::start(server(), config).await;
+    let tcp = TcpStream::connect(running.addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .unwrap();
+    let connection = tokio::spawn(connection);
+    let request = http::Request::get(format!("http://{}/elsewhere", running.addr))
+        .body(http_body_util::Empty::<Bytes>::new())
+        .unwrap();
+    let response = tokio::time::timeout(WAIT, sender.send_request(request))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    drop(response);
+    // Nothing in flight: the server ends the connection (GOAWAY), so the client's ends too.
+    tokio::time::timeout(WAIT, connection)
+        .await
+        .expect("the server ended the idle HTTP/2 connection in time")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
 async fn a_connection_with_a_call_in_flight_is_not_idle() {
     let release = Arc::new((Notify::new(), Notify::new()));
     let config = HttpConfig::new().idle_timeout(Duration::from_millis(100));
