@@ -298,10 +298,10 @@ impl HttpConfig {
 
     /// The most connections served at once. Beyond it the server stops accepting: new
     /// connections wait in the kernel's listen backlog (and are served in turn as others
-    /// close, or time out there) while the open ones keep working. Keep it below the
-    /// process's descriptor limit (`ulimit -n`), so that descriptors remain for the hub and
-    /// for accepting at all. Default is 4,096 ([`DEFAULT_MAX_CONNECTIONS`]); values below 1
-    /// count as 1.
+    /// close, or time out there) while the open ones keep working. The server also keeps it
+    /// at most 7/8 of the process's soft descriptor limit (`ulimit -n`) where the system
+    /// tells it (Linux), so that descriptors remain for the hub and for accepting at all.
+    /// Default is 4,096 ([`DEFAULT_MAX_CONNECTIONS`]); values below 1 count as 1.
     ///
     /// ```
     /// use mcp_server::http::HttpConfig;

@@ -130,7 +130,10 @@ pub async fn serve_with_shutdown(
             .keep_alive_timeout(HTTP2_PING_TIMEOUT);
     }
     let builder = Arc::new(builder);
-    let slots = Arc::new(Semaphore::new(config.max_connections));
+    let slots = Arc::new(Semaphore::new(connection_cap(
+        config.max_connections,
+        descriptor_limit(),
+    )));
     let (closing, _) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut signal = pin!(signal);
@@ -211,6 +214,30 @@ pub async fn serve_with_shutdown(
     }
     while connections.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The connections served at once: `configured`, but at most 7/8 of the process's soft
+/// descriptor limit when that is known, so descriptors remain for the hub, files and accepting.
+fn connection_cap(configured: usize, descriptors: Option<usize>) -> usize {
+    let cap = descriptors.map_or(usize::MAX, |limit| limit - limit / 8);
+    configured.min(cap).clamp(1, Semaphore::MAX_PERMITS)
+}
+
+/// The soft limit of open descriptors of this process (`ulimit -n`), where the system tells
+/// it (Linux: `/proc/self/limits`); `None` when unknown or unlimited.
+fn descriptor_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    soft_descriptor_limit(&limits)
+}
+
+/// The soft `Max open files` limit of a `/proc/self/limits` text.
+fn soft_descriptor_limit(limits: &str) -> Option<usize> {
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.strip_prefix("Max open files")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The time limits of a connection.
@@ -458,5 +485,25 @@ where
 {
     fn shut_down(self: Pin<&mut Self>) {
         self.graceful_shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_cap_leaves_descriptors_free() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                      Max open files            1024                 524288               files     \n";
+        assert_eq!(soft_descriptor_limit(limits), Some(1024));
+        let unlimited =
+            "Max open files            unlimited            unlimited            files\n";
+        assert_eq!(soft_descriptor_limit(unlimited), None);
+        assert_eq!(soft_descriptor_limit("nothing"), None);
+        assert_eq!(connection_cap(4096, Some(1024)), 896);
+        assert_eq!(connection_cap(100, Some(1024)), 100);
+        assert_eq!(connection_cap(4096, None), 4096);
+        assert_eq!(connection_cap(4096, Some(0)), 1);
     }
 }
