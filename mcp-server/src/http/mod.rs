@@ -40,6 +40,20 @@
 //! info and capabilities, log level and subscriptions, with a TTL renewed lazily. Workers that
 //! share the store and the [`EventLog`](mcp_hub::EventLog) serve each other's sessions, streams
 //! and pushed questions. Requests of 2026-07-28 never touch the store.
+//!
+//! # Limits
+//!
+//! Every resource a client can make the endpoint hold is bounded by a setting of
+//! [`HttpConfig`] with a safe default: sessions per endpoint
+//! ([`max_sessions`](HttpConfig::max_sessions), 503 beyond it), calls in flight and GET
+//! streams per session ([`max_calls_per_session`](HttpConfig::max_calls_per_session),
+//! [`max_streams_per_session`](HttpConfig::max_streams_per_session), 503 beyond them), and,
+//! when the endpoint runs on its own socket, connections
+//! ([`max_connections`](HttpConfig::max_connections): more wait in the listen backlog), the
+//! time to send a request's head ([`header_read_timeout`](HttpConfig::header_read_timeout))
+//! and the time a connection may stay without a request in flight
+//! ([`idle_timeout`](HttpConfig::idle_timeout)). A session's hub topics (its HTTP+SSE stream,
+//! its cancellations) are deleted with it, whether it is deleted or expires.
 
 mod body;
 mod cancel;
