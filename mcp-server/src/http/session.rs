@@ -466,7 +466,7 @@ impl Sessions {
     /// Starts the expiry task once (the first session minted or renewed here; needs a
     /// runtime).
     fn start_sweep(&self) {
-        if self.sweeping.swap(true, Ordering::AcqRel) {
+        if self.sweeping.load(Ordering::Acquire) || self.sweeping.swap(true, Ordering::AcqRel) {
             return;
         }
         let sweeper = Sweeper {
@@ -489,7 +489,10 @@ impl Sessions {
     /// Starts the invalidation feed once (the first load or write; needs a runtime).
     fn start_feed(&self) {
         let Some((log, _)) = &self.cache else { return };
-        if self.feed.started.swap(true, Ordering::AcqRel) {
+        // A read first: every load calls this, and a write would bounce the cache line.
+        if self.feed.started.load(Ordering::Acquire)
+            || self.feed.started.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         let feed = self.feed.clone();
