@@ -355,7 +355,7 @@ fn workspace_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-fn target_dir(root: &Path) -> Result<PathBuf> {
+pub(crate) fn target_dir(root: &Path) -> Result<PathBuf> {
     let output = Command::new(crate::cargo_bin())
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root)
@@ -426,7 +426,7 @@ fn cache_dir(root: &Path) -> PathBuf {
 }
 
 /// Runs `program args` quietly; its trimmed stdout if it succeeds.
-fn command_exists(program: &str, args: &[&str]) -> Option<String> {
+pub(crate) fn command_exists(program: &str, args: &[&str]) -> Option<String> {
     let output = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -1407,7 +1407,7 @@ fn idle_sessions(
     Ok(samples)
 }
 
-fn loadavg() -> String {
+pub(crate) fn loadavg() -> String {
     fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| {
@@ -2370,11 +2370,11 @@ fn thousands(value: f64) -> String {
     out
 }
 
-fn date() -> String {
+pub(crate) fn date() -> String {
     command_exists("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "unknown".to_owned())
 }
 
-fn cpu_model() -> String {
+pub(crate) fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {

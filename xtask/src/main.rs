@@ -9,11 +9,14 @@
 //!   `conformance.rs`).
 //! - `interop`: our server and client against real SDK peers, both directions (see
 //!   `interop.rs`).
+//! - `soak`: the soak and abuse harness (issue 27): attacks against the release demo server,
+//!   figures in `docs/reliability.md` (see `soak.rs`).
 
 mod bench;
 mod conformance;
 mod interop;
 mod layers;
+mod soak;
 
 use std::process::{Command, ExitCode};
 
@@ -38,9 +41,10 @@ fn run() -> Result<()> {
         "bench" => bench::run(&args[1..]),
         "conformance" => conformance::run(&workspace_root()),
         "interop" => interop::run(&workspace_root()),
+        "soak" => soak::run(&args[1..]),
         "help" | "--help" | "-h" => {
             println!(
-                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop>"
+                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce]>"
             );
             Ok(())
         }

@@ -57,7 +57,7 @@ pub(super) async fn run(options: &Options) -> Res<Report> {
 
 async fn finish(measure: Measure, name: &str, outcome: Res<Outcome>) -> Report {
     let outcome = outcome.unwrap_or_else(|error| Outcome {
-        notes: vec![format!("the attack stopped early: {error}")],
+        error: Some(error),
         ..Outcome::default()
     });
     measure.finish(name, outcome).await
@@ -75,9 +75,9 @@ async fn baseline(options: &Options) -> Res<Outcome> {
     })
 }
 
-/// The batch of `count` calls with progress tokens, ids `first..first + BATCH`.
-fn progress_batch(first: u64) -> Bytes {
-    let calls: Vec<Value> = (first..first + BATCH)
+/// The batch of `count` calls with progress tokens, ids `first..first + size`.
+fn progress_batch(first: u64, size: u64) -> Bytes {
+    let calls: Vec<Value> = (first..first + size)
         .map(|i| {
             client::tool_call(
                 &json!(i),
@@ -89,6 +89,10 @@ fn progress_batch(first: u64) -> Bytes {
         .collect();
     Bytes::from(Value::Array(calls).to_string())
 }
+
+/// The batch size used when the server refuses [`BATCH`] calls at once (its default limit of
+/// calls in flight per session).
+const SMALLER_BATCH: u64 = 64;
 
 /// Counts the messages in one event or line: responses (their ids into `ids`), progress and
 /// other notifications.
@@ -115,9 +119,10 @@ impl Tally {
     }
 }
 
-/// Issue 27, defect 1: a 2025-03-26 batch of 256 `count` calls with progress tokens; the
-/// client reads at 64 KiB/s for the attack's time (slow) or at full speed, repeating the
-/// batch until the time is up (fast); then reads what is left at full speed.
+/// Issue 27, defect 1: a 2025-03-26 batch of 256 `count` calls with progress tokens (64 when
+/// the server refuses 256 in flight on one session); the client reads at 64 KiB/s (slow) or at
+/// full speed, repeating the batch until the attack's time is up (at most 20 batches); the
+/// last is read to its end at full speed.
 async fn progress_http(addr: SocketAddr, options: &Options, fast: bool) -> Res<Outcome> {
     let mut conn = Conn::open(addr).await?;
     let peer = client::handshake(&mut conn, "2025-03-26").await?;
@@ -126,8 +131,11 @@ async fn progress_http(addr: SocketAddr, options: &Options, fast: bool) -> Res<O
     let mut expected = 0;
     let mut notes = Vec::new();
     let mut bytes = 0u64;
-    let rounds = if fast { 20 } else { 1 };
-    for round in 0..rounds {
+    let rounds = 20;
+    let mut size = BATCH;
+    let mut next_id = 1;
+    let mut round = 0;
+    while round < rounds {
         if round > 0 && Instant::now() >= end {
             break;
         }
@@ -135,14 +143,24 @@ async fn progress_http(addr: SocketAddr, options: &Options, fast: bool) -> Res<O
             .send(
                 Method::POST,
                 &peer,
-                Some(progress_batch(1 + round * BATCH)),
+                Some(progress_batch(next_id, size)),
                 None,
             )
             .await?;
+        next_id += size;
+        if response.status() == StatusCode::SERVICE_UNAVAILABLE && size > SMALLER_BATCH {
+            let _ = client::read_messages(response).await;
+            notes.push(format!(
+                "a batch of {size} was refused with HTTP 503 (calls in flight per session); batches of {SMALLER_BATCH} instead"
+            ));
+            size = SMALLER_BATCH;
+            continue;
+        }
         if response.status() != StatusCode::OK {
             return Err(format!("the batch got HTTP {}", response.status()));
         }
-        expected += BATCH;
+        round += 1;
+        expected += size;
         if !client::is_sse(&response) {
             let (_, messages) = client::read_messages(response).await?;
             for message in messages.iter().filter(|m| client::is_response(m)) {
@@ -156,21 +174,19 @@ async fn progress_http(addr: SocketAddr, options: &Options, fast: bool) -> Res<O
             let now = Instant::now();
             let Some(left) = drain_end.checked_duration_since(now) else {
                 notes.push(format!(
-                    "round {}: not read to its end within the drain time",
-                    round + 1
+                    "round {round}: not read to its end within the drain time"
                 ));
                 break;
             };
             match tokio::time::timeout(left, stream.chunk()).await {
                 Err(_) => {
                     notes.push(format!(
-                        "round {}: not read to its end within the drain time",
-                        round + 1
+                        "round {round}: not read to its end within the drain time"
                     ));
                     break;
                 }
                 Ok(Err(error)) => {
-                    notes.push(format!("round {}: {error}", round + 1));
+                    notes.push(format!("round {round}: {error}"));
                     break;
                 }
                 Ok(Ok(None)) => break,
@@ -234,7 +250,7 @@ async fn progress_stdio(options: &Options) -> Res<Report> {
         .map_err(|e| format!("stdin: {e}"))?;
     let measure = Measure::start(pid, None).await;
     let outcome = async {
-        let mut batch = progress_batch(1).to_vec();
+        let mut batch = progress_batch(1, BATCH).to_vec();
         batch.push(b'\n');
         stdin.write_all(&batch).await.map_err(|e| format!("stdin: {e}"))?;
         let end = deadline(options);
@@ -522,7 +538,7 @@ async fn idle_connections(addr: SocketAddr, options: &Options) -> Res<Outcome> {
     let hold = Duration::from_secs_f64(options.hold.max(options.seconds));
     tokio::time::sleep(hold).await;
     let held = sockets.iter().filter(|s| still_open(s)).count() as u64;
-    let fresh = fresh_client(addr).await;
+    let fresh = fresh_client(addr).await.is_ok();
     let mut notes = vec![format!(
         "{opened} of {count} connected ({failed} failed), {held} still open after {:.0} s; a new client {} while they were held",
         hold.as_secs_f64(),
@@ -580,7 +596,7 @@ async fn slowloris(addr: SocketAddr, options: &Options) -> Res<Outcome> {
         }
     }
     let held = sockets.iter().flatten().filter(|s| still_open(s)).count() as u64;
-    let fresh = fresh_client(addr).await;
+    let fresh = fresh_client(addr).await.is_ok();
     Ok(Outcome {
         what: format!(
             "{CONNECTIONS} connections sending headers at 1 byte/s for {:.0} s",
@@ -900,10 +916,7 @@ async fn worker_kill(options: &Options) -> Res<Report> {
             }
         };
         // Phase 1: read on A until the kill.
-        loop {
-            let Some(left) = kill_at.checked_duration_since(Instant::now()) else {
-                break;
-            };
+        while let Some(left) = kill_at.checked_duration_since(Instant::now()) {
             match tokio::time::timeout(left, stream.chunk()).await {
                 Err(_) => break,
                 Ok(Ok(Some(_))) => count(&mut stream, &mut received, &mut last_id),
@@ -929,10 +942,7 @@ async fn worker_kill(options: &Options) -> Res<Report> {
         let (touched, failed) = toucher.await.map_err(|e| format!("toucher: {e}"))??;
         let grace = Instant::now() + Duration::from_secs(2);
         if status == StatusCode::OK {
-            loop {
-                let Some(left) = grace.checked_duration_since(Instant::now()) else {
-                    break;
-                };
+            while let Some(left) = grace.checked_duration_since(Instant::now()) {
                 match tokio::time::timeout(left, resumed.chunk()).await {
                     Err(_) => break,
                     Ok(Ok(Some(_))) => count(&mut resumed, &mut received, &mut last_id),

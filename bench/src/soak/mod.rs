@@ -151,6 +151,8 @@ pub(crate) struct Report {
     pub(crate) fresh_client: Option<bool>,
     /// Anything else worth telling.
     pub(crate) notes: Vec<String>,
+    /// Why the attack stopped before its end, if it did.
+    pub(crate) error: Option<String>,
 }
 
 /// What the attack itself reports; the measuring wrapper adds RSS and the probe.
@@ -164,6 +166,7 @@ pub(crate) struct Outcome {
     pub(crate) lost: Option<u64>,
     pub(crate) fresh_client: Option<bool>,
     pub(crate) notes: Vec<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// Runs the attack `options` names.
@@ -490,8 +493,9 @@ async fn probe_loop(addr: SocketAddr, stop: Arc<AtomicBool>) -> ProbeStats {
     stats
 }
 
-/// Whether a brand-new client (new connection, new session, one call) is served within 3 s.
-pub(crate) async fn fresh_client(addr: SocketAddr) -> bool {
+/// Whether a brand-new client (new connection, new session, one call) is served within 3 s;
+/// why not.
+pub(crate) async fn fresh_client(addr: SocketAddr) -> Res<()> {
     let work = async {
         let mut conn = client::Conn::open(addr).await?;
         let peer = client::handshake(&mut conn, "2025-11-25").await?;
@@ -499,12 +503,15 @@ pub(crate) async fn fresh_client(addr: SocketAddr) -> bool {
         let (status, messages) = conn
             .post(&peer, Bytes::from(call.to_string()), Duration::from_secs(3))
             .await?;
-        Ok::<_, String>(status.is_success() && messages.iter().any(|m| m.get("result").is_some()))
+        if status.is_success() && messages.iter().any(|m| m.get("result").is_some()) {
+            Ok(())
+        } else {
+            Err(format!("add: HTTP {status}"))
+        }
     };
-    matches!(
-        tokio::time::timeout(Duration::from_secs(3), work).await,
-        Ok(Ok(true))
-    )
+    tokio::time::timeout(Duration::from_secs(3), work)
+        .await
+        .unwrap_or_else(|_| Err("not served within 3 s".to_owned()))
 }
 
 /// The measuring around an attack: idle RSS, the sampler and the probe.
@@ -536,9 +543,16 @@ impl Measure {
     pub(crate) async fn finish(self, attack: &str, outcome: Outcome) -> Report {
         let seconds = self.started.elapsed().as_secs_f64();
         let stats = self.probe.map(Probe::finish);
+        let mut notes = outcome.notes;
         let fresh = match (outcome.fresh_client, self.addr) {
             (Some(fresh), _) => Some(fresh),
-            (None, Some(addr)) => Some(fresh_client(addr).await),
+            (None, Some(addr)) => match fresh_client(addr).await {
+                Ok(()) => Some(true),
+                Err(error) => {
+                    notes.push(format!("the new client at the end: {error}"));
+                    Some(false)
+                }
+            },
             (None, None) => None,
         };
         let end_kib = status_kib(self.pid, "VmRSS:").unwrap_or(0);
@@ -557,7 +571,8 @@ impl Measure {
             expected: outcome.expected,
             lost: outcome.lost,
             fresh_client: fresh,
-            notes: outcome.notes,
+            notes,
+            error: outcome.error,
             ..Report::default()
         };
         if let Some(stats) = stats {
