@@ -1083,3 +1083,24 @@ impl DevAuthorizationServer {
         Ok(json_response(StatusCode::OK, &answer))
     }
 }
+
+/// The development authorization server verifies its own tokens in process (with its signing
+/// key, no fetch of its key set): what a server that runs it on its own address, over TLS
+/// with a private certificate say, uses as its [`TokenVerifier`](super::TokenVerifier).
+impl super::TokenVerifier for DevAuthorizationServer {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<super::Claims, super::VerifyError>> {
+        Box::pin(async move {
+            let key = self
+                .signing_key()
+                .await
+                .map_err(|e| super::VerifyError::Unavailable(e.description))?;
+            let keys = JwkSet {
+                keys: vec![key.jwk.clone()],
+            };
+            super::JwtVerifier::from_jwks(keys).verify(token).await
+        })
+    }
+}

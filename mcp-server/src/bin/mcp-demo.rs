@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--redis URL] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]
+//! mcp-demo [--addr HOST:PORT] [--redis URL] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -15,14 +15,19 @@
 //! request needs `mcp:read`, `deploy` needs `mcp:deploy` too, so step-up can be tried by hand.
 //! Its consent page approves for `demo-user`; `--auth-auto-approve` skips it (for tests).
 //! `--auth-client` registers a client ahead of time (repeatable).
+//!
+//! `--tls-cert` and `--tls-key` (PEM files) serve HTTPS instead, HTTP/2 and HTTP/1.1 by ALPN;
+//! the first line then names an `https://` URL.
 
 include!("demo/registry.rs");
 
 use std::io::Write as _;
 use std::sync::Arc;
 
-use mcp_server::auth::{DevAuthorizationServer, DevClient, JwtVerifier, ResourceServer};
-use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
+use mcp_server::auth::{DevAuthorizationServer, DevClient, ResourceServer};
+use mcp_server::http::{
+    HttpConfig, HttpEndpoint, Tls, serve_tls_with_shutdown, serve_with_shutdown, shutdown_signal,
+};
 
 struct Options {
     addr: String,
@@ -30,6 +35,8 @@ struct Options {
     auth: bool,
     auto_approve: bool,
     clients: Vec<DevClient>,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
 }
 
 /// `ID[:SECRET]=REDIRECT`.
@@ -67,7 +74,7 @@ fn protection(
         .scopes_supported(scopes)
         .required_scopes(["mcp:read"])
         .resource_name("mcp-demo")
-        .verifier(JwtVerifier::fetch(dev.jwks_uri()))
+        .verifier(dev.clone())
         .build()
         .map_err(|e| e.to_string())?;
     Ok(HttpConfig::default()
@@ -84,6 +91,8 @@ fn options() -> Result<Options, String> {
         auth: false,
         auto_approve: false,
         clients: Vec::new(),
+        tls_cert: None,
+        tls_key: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -91,6 +100,10 @@ fn options() -> Result<Options, String> {
             "--addr" => options.addr = args.next().ok_or("--addr needs HOST:PORT")?,
             "--redis" => options.redis = Some(args.next().ok_or("--redis needs a URL")?),
             "--auth" => options.auth = true,
+            "--tls-cert" => {
+                options.tls_cert = Some(args.next().ok_or("--tls-cert needs a PEM file")?)
+            }
+            "--tls-key" => options.tls_key = Some(args.next().ok_or("--tls-key needs a PEM file")?),
             "--auth-auto-approve" => options.auto_approve = true,
             "--auth-client" => options.clients.push(client(
                 &args
@@ -99,7 +112,7 @@ fn options() -> Result<Options, String> {
             )?),
             "-h" | "--help" => {
                 println!(
-                    "usage: mcp-demo [--addr HOST:PORT] [--redis URL] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]"
+                    "usage: mcp-demo [--addr HOST:PORT] [--redis URL] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]"
                 );
                 std::process::exit(0);
             }
@@ -131,18 +144,29 @@ async fn run(options: Options) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let tls = match (&options.tls_cert, &options.tls_key) {
+        (Some(cert), Some(key)) => Some(Tls::from_pem_files(cert, key).map_err(|e| e.to_string())?),
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    };
+    let base = match tls {
+        Some(_) => format!("https://{bound}"),
+        None => format!("http://{bound}"),
+    };
     let mut stdout = std::io::stdout();
-    let _ = writeln!(stdout, "mcp-demo listening on http://{bound}");
+    let _ = writeln!(stdout, "mcp-demo listening on {base}");
     let _ = stdout.flush();
     let config = if options.auth {
-        protection(&format!("http://{bound}"), &options, store)?
+        protection(&base, &options, store)?
     } else {
         HttpConfig::default()
     };
     let endpoint = HttpEndpoint::new(server, config);
-    serve_with_shutdown(listener, endpoint, shutdown_signal())
-        .await
-        .map_err(|e| e.to_string())
+    match tls {
+        Some(tls) => serve_tls_with_shutdown(listener, endpoint, tls, shutdown_signal()).await,
+        None => serve_with_shutdown(listener, endpoint, shutdown_signal()).await,
+    }
+    .map_err(|e| e.to_string())
 }
 
 #[tokio::main]

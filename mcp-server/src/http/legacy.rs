@@ -452,7 +452,11 @@ async fn serve_message(
     let _registered = if cancel::has_request(&items) {
         let cancel_topic = || shared.sessions.cancel_topic(&id);
         let (count, first) = cancel::requests(&items);
-        match shared.cancels.register(log, cancel_topic, &id, &ctx, count).await {
+        match shared
+            .cancels
+            .register(log, cancel_topic, &id, &ctx, count)
+            .await
+        {
             Ok(registered) => Some(registered),
             Err(busy) => {
                 let refusal = adapter.encode_failure(first, &busy.failure());

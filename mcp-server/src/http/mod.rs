@@ -89,7 +89,10 @@ pub use config::{
     DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS,
     HttpConfig,
 };
-pub use serve::{HttpError, serve, serve_with, serve_with_shutdown, shutdown_signal};
+pub use serve::{
+    HttpError, Tls, serve, serve_tls_with_shutdown, serve_with, serve_with_shutdown,
+    shutdown_signal,
+};
 
 use session::Sessions;
 

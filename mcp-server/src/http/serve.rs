@@ -46,6 +46,60 @@ pub enum HttpError {
     /// The listener failed.
     #[error("listener: {0}")]
     Io(#[from] io::Error),
+    /// The certificate or key could not be read or used.
+    #[error("TLS: {0}")]
+    Tls(String),
+}
+
+/// A TLS configuration for [`serve_tls_with_shutdown`]: a certificate chain and its private
+/// key, offering HTTP/2 and HTTP/1.1 by ALPN.
+///
+/// ```no_run
+/// use mcp_server::http::{HttpConfig, HttpEndpoint, Tls, serve_tls_with_shutdown, shutdown_signal};
+/// # async fn run(server: mcp_server::Server) -> Result<(), mcp_server::http::HttpError> {
+/// let tls = Tls::from_pem_files("cert.pem", "key.pem")?;
+/// let listener = tokio::net::TcpListener::bind("0.0.0.0:8443").await?;
+/// let endpoint = HttpEndpoint::new(server, HttpConfig::default());
+/// serve_tls_with_shutdown(listener, endpoint, tls, shutdown_signal()).await
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Tls(Arc<rustls::ServerConfig>);
+
+impl Tls {
+    /// Reads a PEM certificate chain and a PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub fn from_pem_files(
+        certificates: impl AsRef<std::path::Path>,
+        key: impl AsRef<std::path::Path>,
+    ) -> Result<Self, HttpError> {
+        use rustls::pki_types::pem::PemObject as _;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let chain = CertificateDer::pem_file_iter(certificates.as_ref())
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .map_err(|e| HttpError::Tls(format!("{}: {e}", certificates.as_ref().display())))?;
+        let key = PrivateKeyDer::from_pem_file(key.as_ref())
+            .map_err(|e| HttpError::Tls(format!("{}: {e}", key.as_ref().display())))?;
+        Self::from_der(chain, key)
+    }
+
+    /// A certificate chain and its key, already decoded.
+    pub fn from_der(
+        chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+        key: rustls::pki_types::PrivateKeyDer<'static>,
+    ) -> Result<Self, HttpError> {
+        let mut config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| HttpError::Tls(e.to_string()))?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Self(Arc::new(config)))
+    }
+
+    /// Your own rustls configuration (client certificates, a certificate resolver...); set
+    /// its `alpn_protocols` to offer HTTP/2.
+    pub fn from_config(config: Arc<rustls::ServerConfig>) -> Self {
+        Self(config)
+    }
 }
 
 /// Serves `server` on `addr` with the default [`HttpConfig`] (Streamable HTTP at `/mcp`,
@@ -115,6 +169,28 @@ pub async fn serve_with_shutdown(
     endpoint: HttpEndpoint,
     signal: impl Future<Output = ()>,
 ) -> Result<(), HttpError> {
+    serve_on(listener, endpoint, None, signal).await
+}
+
+/// [`serve_with_shutdown`] over TLS: HTTP/2 or HTTP/1.1 as the client's ALPN asks. The TLS
+/// handshake must finish within [`HttpConfig::header_read_timeout`]; a connection that fails
+/// it is closed.
+pub async fn serve_tls_with_shutdown(
+    listener: TcpListener,
+    endpoint: HttpEndpoint,
+    tls: Tls,
+    signal: impl Future<Output = ()>,
+) -> Result<(), HttpError> {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.0);
+    serve_on(listener, endpoint, Some(acceptor), signal).await
+}
+
+async fn serve_on(
+    listener: TcpListener,
+    endpoint: HttpEndpoint,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    signal: impl Future<Output = ()>,
+) -> Result<(), HttpError> {
     let endpoint = endpoint.bound_to(listener.local_addr()?);
     let config = endpoint.config();
     let limits = Limits {
@@ -171,10 +247,6 @@ pub async fn serve_with_shutdown(
             tracing::debug!(%err, "could not set TCP_NODELAY");
         }
         let state = Arc::new(ConnState::new());
-        let io = TokioIo::new(Watched {
-            io: stream,
-            state: state.clone(),
-        });
         let service_endpoint = endpoint.clone();
         let service_state = state.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
@@ -190,7 +262,30 @@ pub async fn serve_with_shutdown(
         });
         let builder = builder.clone();
         let closing = closing.subscribe();
+        let tls = tls.clone();
         connections.spawn(async move {
+            let stream = match tls {
+                None => Stream::Plain(stream),
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(limits.header_read, acceptor.accept(stream));
+                    match handshake.await {
+                        Ok(Ok(stream)) => Stream::Tls(Box::new(stream)),
+                        Ok(Err(err)) => {
+                            tracing::debug!(%err, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            return;
+                        }
+                    }
+                }
+            };
+            let io = TokioIo::new(Watched {
+                io: stream,
+                state: state.clone(),
+            });
             let connection = builder.serve_connection(io, service);
             if let Err(err) = drive(connection, &state, limits, closing).await {
                 tracing::debug!(%err, "connection ended with an error");
@@ -355,9 +450,68 @@ impl Body for Tracked {
     }
 }
 
+/// A connection's byte stream: plain TCP, or TLS over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+/// Forwards an I/O call to whichever stream it is.
+macro_rules! forward {
+    ($self:expr, $io:ident => $call:expr) => {
+        match &mut *$self {
+            Stream::Plain($io) => $call,
+            Stream::Tls($io) => $call,
+        }
+    };
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        forward!(self, io => Pin::new(io).poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        forward!(self, io => Pin::new(io).poll_write(cx, buf))
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        forward!(self, io => Pin::new(io).poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Self::Plain(io) => io.is_write_vectored(),
+            Self::Tls(io) => io.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        forward!(self, io => Pin::new(io).poll_flush(cx))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        forward!(self, io => Pin::new(io).poll_shutdown(cx))
+    }
+}
+
 /// A connection's socket, telling its [`ConnState`] when bytes arrive.
 struct Watched {
-    io: TcpStream,
+    io: Stream,
     state: Arc<ConnState>,
 }
 
