@@ -71,8 +71,12 @@ mod error;
 mod log;
 mod memory;
 mod namespace;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "redis")]
 mod redis_hub;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+mod sql;
 mod store;
 
 pub use config::{HubConfig, RetentionConfig};
@@ -81,8 +85,11 @@ pub use error::{BackendError, LogError, StoreError};
 pub use log::{Event, EventLog, Subscription};
 pub use memory::MemoryHub;
 pub use namespace::{Key, Namespace, Topic};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresConfig, PostgresHub};
 #[cfg(feature = "redis")]
 pub use redis_hub::{RedisConfig, RedisHub};
+
 pub use store::{Record, StateStore};
 
 /// An event log and a state store in one backend, as a server usually holds them.
