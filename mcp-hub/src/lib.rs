@@ -77,6 +77,8 @@ mod postgres;
 mod redis_hub;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod store;
 
 pub use config::{HubConfig, RetentionConfig};
@@ -89,7 +91,8 @@ pub use namespace::{Key, Namespace, Topic};
 pub use postgres::{PostgresConfig, PostgresHub};
 #[cfg(feature = "redis")]
 pub use redis_hub::{RedisConfig, RedisHub};
-
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteConfig, SqliteHub};
 pub use store::{Record, StateStore};
 
 /// An event log and a state store in one backend, as a server usually holds them.
