@@ -1,13 +1,16 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--redis URL] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]
+//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
 //! (the bound port, so `--addr 127.0.0.1:0` works) as its first line on stdout. The in-memory
-//! hub holds sessions unless `--redis URL` (or the `MCP_DEMO_REDIS` environment variable) names
-//! a Redis server, in which case several demo processes can share sessions. Stops on Ctrl-C or
+//! hub holds sessions unless `--hub` (or the `MCP_DEMO_HUB` environment variable) names another:
+//! `redis://…` (several processes share sessions; `--redis URL` and `MCP_DEMO_REDIS` are
+//! aliases), `postgres://…` (the same on PostgreSQL; tables `mcp_*` created on start), or
+//! `sqlite:PATH` (one file: sessions survive a restart, processes of one machine share them).
+//! `--print-schema` prints the PostgreSQL tables' SQL for a DBA and exits. Stops on Ctrl-C or
 //! SIGTERM.
 //!
 //! `--auth` protects `/mcp` and `/sse` with an OAuth 2.1 resource server and serves the
@@ -31,7 +34,7 @@ use mcp_server::http::{
 
 struct Options {
     addr: String,
-    redis: Option<String>,
+    hub: Option<String>,
     auth: bool,
     auto_approve: bool,
     clients: Vec<DevClient>,
@@ -85,9 +88,9 @@ fn protection(
 fn options() -> Result<Options, String> {
     let mut options = Options {
         addr: "127.0.0.1:8080".to_owned(),
-        redis: std::env::var("MCP_DEMO_REDIS")
-            .ok()
-            .filter(|v| !v.is_empty()),
+        hub: ["MCP_DEMO_HUB", "MCP_DEMO_REDIS"]
+            .iter()
+            .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty())),
         auth: false,
         auto_approve: false,
         clients: Vec::new(),
@@ -98,7 +101,12 @@ fn options() -> Result<Options, String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--addr" => options.addr = args.next().ok_or("--addr needs HOST:PORT")?,
-            "--redis" => options.redis = Some(args.next().ok_or("--redis needs a URL")?),
+            "--hub" => options.hub = Some(args.next().ok_or("--hub needs memory or a URL")?),
+            "--redis" => options.hub = Some(args.next().ok_or("--redis needs a URL")?),
+            "--print-schema" => {
+                print_schema()?;
+                std::process::exit(0);
+            }
             "--auth" => options.auth = true,
             "--tls-cert" => {
                 options.tls_cert = Some(args.next().ok_or("--tls-cert needs a PEM file")?)
@@ -112,7 +120,7 @@ fn options() -> Result<Options, String> {
             )?),
             "-h" | "--help" => {
                 println!(
-                    "usage: mcp-demo [--addr HOST:PORT] [--redis URL] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]"
+                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]"
                 );
                 std::process::exit(0);
             }
@@ -122,13 +130,63 @@ fn options() -> Result<Options, String> {
     Ok(options)
 }
 
-async fn run(options: Options) -> Result<(), String> {
-    let hub = match &options.redis {
-        Some(url) => Some(Arc::new(
-            mcp_hub::RedisHub::connect(url, mcp_hub::RedisConfig::new())
+/// `--print-schema`: the PostgreSQL tables under the default prefix.
+fn print_schema() -> Result<(), String> {
+    #[cfg(feature = "postgres")]
+    {
+        let sql = mcp_hub::PostgresConfig::new()
+            .schema_sql()
+            .map_err(|e| e.to_string())?;
+        print!("{sql}");
+        Ok(())
+    }
+    #[cfg(not(feature = "postgres"))]
+    Err("built without the `postgres` feature".into())
+}
+
+/// The hub `--hub` names: `None` for the in-memory one.
+async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String> {
+    if spec == "memory" {
+        return Ok(None);
+    }
+    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+        #[cfg(feature = "redis")]
+        return Ok(Some(Arc::new(
+            mcp_hub::RedisHub::connect(spec, mcp_hub::RedisConfig::new())
                 .await
-                .map_err(|e| format!("cannot use Redis at {url}: {e}"))?,
-        )),
+                .map_err(|e| format!("cannot use Redis at {spec}: {e}"))?,
+        )));
+        #[cfg(not(feature = "redis"))]
+        return Err("built without the `redis` feature".into());
+    }
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(Some(Arc::new(
+            mcp_hub::PostgresHub::connect(spec, mcp_hub::PostgresConfig::new())
+                .await
+                .map_err(|e| format!("cannot use PostgreSQL at {spec}: {e}"))?,
+        )));
+        #[cfg(not(feature = "postgres"))]
+        return Err("built without the `postgres` feature".into());
+    }
+    if let Some(path) = spec.strip_prefix("sqlite:") {
+        #[cfg(feature = "sqlite")]
+        return Ok(Some(Arc::new(
+            mcp_hub::SqliteHub::open(path, mcp_hub::SqliteConfig::new())
+                .await
+                .map_err(|e| format!("cannot use SQLite file {path}: {e}"))?,
+        )));
+        #[cfg(not(feature = "sqlite"))]
+        return Err(format!("built without the `sqlite` feature ({path})"));
+    }
+    Err(format!(
+        "--hub {spec:?}: expected memory, redis://…, postgres://… or sqlite:PATH"
+    ))
+}
+
+async fn run(options: Options) -> Result<(), String> {
+    let hub = match &options.hub {
+        Some(spec) => connect_hub(spec).await?,
         None => None,
     };
     let store: Arc<dyn mcp_hub::StateStore> = match &hub {
@@ -136,7 +194,9 @@ async fn run(options: Options) -> Result<(), String> {
         None => Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default())),
     };
     let server = build_demo("mcp-demo", |builder| match hub {
-        Some(hub) => builder.state_store(hub.clone()).event_log(hub),
+        Some(hub) => builder
+            .state_store(hub.clone())
+            .event_log(hub),
         None => builder,
     })
     .map_err(|e| e.to_string())?;
