@@ -12,7 +12,8 @@
 //!                                       │  EventLog    │   (waits, woken by publish)
 //!   worker A ──save(key, v, version)──►│  StateStore  │◄──get(key)───────────── worker B
 //!                                       └──────┬───────┘
-//!                                  MemoryHub (one process) | RedisHub (feature `redis`)
+//!        MemoryHub (one process) | RedisHub | PostgresHub | SqliteHub (features `redis`,
+//!                                                  `postgres`, `sqlite`)
 //! ```
 //!
 //! # Contracts
@@ -59,11 +60,18 @@
 //!   the publish itself.
 //! - `RedisHub` (feature `redis`): one Redis Stream per topic, a Lua compare-and-set for
 //!   records, key expiry for TTLs; reconnects by itself.
+//! - `PostgresHub` (feature `postgres`): a topic row and numbered event rows per topic (commit
+//!   order equals cursor order), `LISTEN/NOTIFY` wake-ups on one connection per hub,
+//!   compare-and-set records with TTLs on the database clock, a sweep any worker may run.
+//! - `SqliteHub` (feature `sqlite`): the same tables in one file in WAL mode; survives restarts
+//!   and is shared by the processes of one machine.
 //!
 //! # Feature flags
 //!
 //! - `redis` (off by default): the Redis backend. Turning it on changes nothing in the memory
 //!   backend.
+//! - `postgres` (off by default): the PostgreSQL backend (tokio-postgres).
+//! - `sqlite` (off by default): the SQLite backend (rusqlite, SQLite compiled in).
 
 mod config;
 mod cursor;

@@ -13,8 +13,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use mcp_hub::{
-    Cursor, Event, EventLog, HubConfig, Key, LogError, Namespace, Record, SqliteConfig,
-    SqliteHub, StateStore, StoreError, Topic,
+    Cursor, Event, EventLog, HubConfig, Key, LogError, Namespace, Record, SqliteConfig, SqliteHub,
+    StateStore, StoreError, Topic,
 };
 
 use contract::Workers;
@@ -89,9 +89,12 @@ async fn publish_from_child_process() {
         return;
     };
     let hub = open(&PathBuf::from(path), HubConfig::new()).await;
-    hub.publish(&Namespace::new("t").topic("cross"), Bytes::from_static(b"hello"))
-        .await
-        .unwrap();
+    hub.publish(
+        &Namespace::new("t").topic("cross"),
+        Bytes::from_static(b"hello"),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,9 +139,13 @@ async fn a_reopened_file_keeps_records_and_topics() {
     let topic = ns.topic("kept");
     let (first, cursor) = {
         let hub = open(&path, HubConfig::new()).await;
-        hub.create(&ns.key("session"), Bytes::from_static(b"s"), Duration::from_secs(60))
-            .await
-            .unwrap();
+        hub.create(
+            &ns.key("session"),
+            Bytes::from_static(b"s"),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
         let first = hub.publish(&topic, Bytes::from_static(b"1")).await.unwrap();
         let cursor = hub.publish(&topic, Bytes::from_static(b"2")).await.unwrap();
         (first, cursor)

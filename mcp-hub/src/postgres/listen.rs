@@ -36,11 +36,7 @@ impl Listener {
 }
 
 /// Runs until the hub is dropped (`stopped` resolves).
-pub(super) async fn run(
-    listener: Listener,
-    hub: Weak<Inner>,
-    mut stopped: oneshot::Receiver<()>,
-) {
+pub(super) async fn run(listener: Listener, hub: Weak<Inner>, mut stopped: oneshot::Receiver<()>) {
     let sweep_every = match hub.upgrade() {
         Some(inner) => inner.config.sweep_interval,
         None => return,
@@ -77,17 +73,14 @@ pub(super) async fn run(
             Ok((client, received))
         })
         .await;
-        let (client, mut received) = match connected {
-            Ok(connected) => connected,
-            Err(_) => {
-                let retry = Instant::now() + backoff;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-                tokio::select! {
-                    _ = &mut stopped => return,
-                    () = tokio::time::sleep_until(retry) => {}
-                }
-                continue;
+        let Ok((client, mut received)) = connected else {
+            let retry = Instant::now() + backoff;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            tokio::select! {
+                _ = &mut stopped => return,
+                () = tokio::time::sleep_until(retry) => {}
             }
+            continue;
         };
         backoff = MIN_BACKOFF;
         listener.set_listening(true);

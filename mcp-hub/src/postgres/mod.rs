@@ -321,11 +321,7 @@ impl PostgresHub {
     pub async fn connect(url: &str, config: PostgresConfig) -> Result<Self, BackendError> {
         sql::check_prefix(&config.table_prefix)?;
         let mut pg: tokio_postgres::Config = url.parse().map_err(|err| {
-            BackendError::with_source(
-                BackendErrorKind::Connection,
-                "invalid PostgreSQL URL",
-                err,
-            )
+            BackendError::with_source(BackendErrorKind::Connection, "invalid PostgreSQL URL", err)
         })?;
         pg.connect_timeout(config.command_timeout)
             .keepalives(true)

@@ -231,9 +231,7 @@ impl Statements {
                 "UPDATE {p}_records SET value = ?2, version = version + 1, expires_at = ?3
                  WHERE key = ?1 AND version = ?4 AND expires_at > ?5 RETURNING version"
             ),
-            version: format!(
-                "SELECT version FROM {p}_records WHERE key = ?1 AND expires_at > ?2"
-            ),
+            version: format!("SELECT version FROM {p}_records WHERE key = ?1 AND expires_at > ?2"),
             touch: format!(
                 "UPDATE {p}_records SET expires_at = ?2 WHERE key = ?1 AND expires_at > ?3"
             ),
@@ -344,10 +342,7 @@ impl fmt::Debug for SqliteHub {
 /// with the hub.
 async fn watch(hub: Weak<Inner>) {
     let (every, sweep_every) = match hub.upgrade() {
-        Some(inner) => (
-            inner.config.cross_process_poll,
-            inner.config.sweep_interval,
-        ),
+        Some(inner) => (inner.config.cross_process_poll, inner.config.sweep_interval),
         None => return,
     };
     let mut seen: Option<i64> = None;

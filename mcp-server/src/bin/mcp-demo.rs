@@ -194,9 +194,7 @@ async fn run(options: Options) -> Result<(), String> {
         None => Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default())),
     };
     let server = build_demo("mcp-demo", |builder| match hub {
-        Some(hub) => builder
-            .state_store(hub.clone())
-            .event_log(hub),
+        Some(hub) => builder.state_store(hub.clone()).event_log(hub),
         None => builder,
     })
     .map_err(|e| e.to_string())?;
