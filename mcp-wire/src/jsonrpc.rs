@@ -848,6 +848,17 @@ impl<'a> Direct<'a> {
     }
 }
 
+/// Decodes a body with the default [`DecodeOptions`] through serde_json alone, without the direct
+/// reader: the reading [`decode`] must always agree with. Only for the differential fuzz target
+/// (feature `fuzzing`, off by default).
+#[cfg(feature = "fuzzing")]
+pub fn decode_by_serde(bytes: &[u8]) -> Decoded {
+    decode_from(
+        serde_json::Deserializer::from_slice(bytes),
+        DecodeOptions::default(),
+    )
+}
+
 fn decode_from<'de, R: serde_json::de::Read<'de>>(
     mut deserializer: serde_json::Deserializer<R>,
     options: DecodeOptions,

@@ -111,6 +111,11 @@ const MATRIX: &[Layer] = &[
         forbidden_external: &[],
     },
     Layer {
+        name: "mcp-fuzz-harness",
+        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters", "mcp-client"],
+        forbidden_external: &[],
+    },
+    Layer {
         name: "mcp-conformance-peers",
         allowed_internal: &[
             "mcp-wire",

@@ -11,9 +11,12 @@
 //!   `interop.rs`).
 //! - `soak`: the soak and abuse harness (issue 27): attacks against the release demo server,
 //!   figures in `docs/reliability.md` (see `soak.rs`).
+//! - `fuzz`: builds the cargo-fuzz targets of `fuzz/` on nightly and runs each for `--seconds N`
+//!   (see `fuzz.rs`).
 
 mod bench;
 mod conformance;
+mod fuzz;
 mod interop;
 mod layers;
 mod soak;
@@ -42,9 +45,10 @@ fn run() -> Result<()> {
         "conformance" => conformance::run(&workspace_root()),
         "interop" => interop::run(&workspace_root()),
         "soak" => soak::run(&args[1..]),
+        "fuzz" => fuzz::run(&workspace_root(), &args[1..]),
         "help" | "--help" | "-h" => {
             println!(
-                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce]>"
+                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME]>"
             );
             Ok(())
         }

@@ -26,6 +26,8 @@ use http::HeaderMap;
 use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
 
 mod event_stream;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod http_sse;
 mod pool;
 mod router;
