@@ -283,3 +283,88 @@ impl StateStore for Owned {
         StateStore::delete(&self.hub, key)
     }
 }
+
+/// Every connection of the hubs tagged `name` is terminated by the server, as a restart of the
+/// database would do (without stopping the shared server).
+async fn terminate_connections(name: &str) -> u64 {
+    let (client, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    let rows = client
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&name],
+        )
+        .await
+        .unwrap();
+    drop(client);
+    let _ = driver.await;
+    rows.len() as u64
+}
+
+fn tagged_url(name: &str) -> String {
+    let base = url();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}application_name={name}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_poll_and_the_pool_survive_every_connection_being_killed() {
+    let prefix = unique_prefix();
+    let settings = config(&prefix, HubConfig::new()).command_timeout(Duration::from_secs(5));
+    // Only reachable-database runs get here: `connect` decides about CI.
+    if connect(settings.clone()).await.is_none() {
+        return;
+    }
+    let waiting = Owned {
+        hub: PostgresHub::connect(&tagged_url(&prefix), settings.clone())
+            .await
+            .unwrap(),
+        prefix: Some(prefix.clone()),
+    };
+    let publisher = PostgresHub::connect(&url(), settings).await.unwrap();
+    let ns = Namespace::new("t");
+    let topic = ns.topic("ask/fault");
+    let asked = waiting
+        .publish(&topic, Bytes::from_static(b"asked"))
+        .await
+        .unwrap();
+    let waiting = Arc::new(waiting);
+    let poll = tokio::spawn({
+        let (hub, topic) = (Arc::clone(&waiting), topic.clone());
+        async move { hub.poll(&topic, asked, Duration::from_secs(30)).await }
+    });
+    // The waiting hub loses its listener and every pooled connection at once.
+    assert!(terminate_connections(&prefix).await >= 1);
+    let reply = publisher
+        .publish_existing(&topic, Bytes::from_static(b"reply"))
+        .await
+        .unwrap()
+        .expect("the topic exists");
+    let events = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .expect("the poll ends well within its timeout")
+        .unwrap();
+    // The poll either delivers the reply or fails cleanly; either way the hub recovers by
+    // itself and the acknowledged reply is there.
+    match events {
+        Ok(events) => assert_eq!(events[0].cursor, reply),
+        Err(LogError::Backend(err)) => assert!(err.is_connection(), "{err}"),
+        Err(other) => panic!("unexpected {other:?}"),
+    }
+    let mut again = None;
+    for _ in 0..3 {
+        match waiting.poll(&topic, asked, Duration::ZERO).await {
+            Ok(events) => {
+                again = Some(events);
+                break;
+            }
+            Err(LogError::Backend(err)) if err.is_connection() => continue,
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    let again = again.expect("the hub reconnects by itself");
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].payload, "reply");
+}
