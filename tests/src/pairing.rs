@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use crate::fixture;
 use crate::recording::{Log, Recording};
 use crate::schema::{Schemas, in_ci};
+use mcp_hub::Hub;
 
 /// How the client reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,17 +67,25 @@ pub enum Store {
     Memory,
     /// `RedisHub` on `MCP_REDIS_URL` (default `redis://127.0.0.1:6379`).
     Redis,
+    /// `PostgresHub` on `MCP_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`),
+    /// under tables of the case's own, dropped after it.
+    Postgres,
+    /// `SqliteHub` on a temporary file of the case's own, removed after it; the other worker
+    /// opens the file again (over stdio, from another process).
+    Sqlite,
 }
 
 impl Store {
     /// Every backend.
-    pub const ALL: [Self; 2] = [Self::Memory, Self::Redis];
+    pub const ALL: [Self; 4] = [Self::Memory, Self::Redis, Self::Postgres, Self::Sqlite];
 
     /// The name used on the command line, in the gaps file and in test names.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Memory => "memory",
             Self::Redis => "redis",
+            Self::Postgres => "postgres",
+            Self::Sqlite => "sqlite",
         }
     }
 
@@ -165,6 +174,109 @@ pub fn redis_url() -> String {
     std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
 }
 
+/// The PostgreSQL the suite uses: `MCP_POSTGRES_URL`, default
+/// `postgres://postgres@127.0.0.1:5432/test`.
+pub fn postgres_url() -> String {
+    std::env::var("MCP_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// Where a case keeps its SQL hub: a table prefix (PostgreSQL) or file stem (SQLite) of its own
+/// in this run.
+fn place(case: &Case) -> String {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    case.to_string().hash(&mut hasher);
+    format!("pairing_{}_{:x}", std::process::id(), hasher.finish())
+}
+
+fn sqlite_path(place: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("{place}.sqlite"))
+}
+
+/// A hub on `store` at `place` (see [`place`]), as one more worker: PostgreSQL and SQLite
+/// only; `None` for the others.
+pub async fn sql_hub(store: Store, place: &str) -> Result<Option<Arc<dyn Hub>>, String> {
+    match store {
+        Store::Postgres => {
+            let config = mcp_hub::PostgresConfig::new().table_prefix(place);
+            let hub = mcp_hub::PostgresHub::connect(&postgres_url(), config)
+                .await
+                .map_err(|e| format!("PostgreSQL at {}: {e}", postgres_url()))?;
+            Ok(Some(Arc::new(hub)))
+        }
+        Store::Sqlite => {
+            let path = sqlite_path(place);
+            let hub = mcp_hub::SqliteHub::open(&path, mcp_hub::SqliteConfig::new())
+                .await
+                .map_err(|e| format!("SQLite at {}: {e}", path.display()))?;
+            Ok(Some(Arc::new(hub)))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn backing_of(hub: Arc<dyn Hub>) -> fixture::Backing {
+    fixture::Backing {
+        store: Some(hub.clone()),
+        log: Some(hub),
+    }
+}
+
+/// Drops what [`sql_hub`] created at `place`.
+async fn clean_up(store: Store, place: &str) {
+    match store {
+        Store::Postgres => {
+            let Ok((client, connection)) =
+                tokio_postgres::connect(&postgres_url(), tokio_postgres::NoTls).await
+            else {
+                return;
+            };
+            let driver = tokio::spawn(connection);
+            let _ = client
+                .batch_execute(&format!(
+                    "DROP TABLE IF EXISTS {place}_topics, {place}_events, {place}_records"
+                ))
+                .await;
+            drop(client);
+            let _ = driver.await;
+        }
+        Store::Sqlite => {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut file = sqlite_path(place).into_os_string();
+                file.push(suffix);
+                let _ = std::fs::remove_file(file);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether PostgreSQL answers. Outside CI an unreachable database is `false` (after a notice);
+/// with `CI=true` it is a panic, never a silent skip.
+pub async fn postgres_available() -> bool {
+    let connected = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio_postgres::connect(&postgres_url(), tokio_postgres::NoTls),
+    )
+    .await;
+    let why = match connected {
+        Ok(Ok(_)) => return true,
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "no answer within 10 s".to_owned(),
+    };
+    assert!(
+        !in_ci(),
+        "PostgreSQL at {} is unreachable with CI=true: {why}",
+        postgres_url()
+    );
+    eprintln!(
+        "notice: PostgreSQL at {} is unreachable ({why}); skipped",
+        postgres_url()
+    );
+    false
+}
+
 /// A key prefix no other test or run uses.
 pub fn unique_prefix() -> String {
     static COUNT: AtomicU64 = AtomicU64::new(0);
@@ -231,10 +343,23 @@ pub struct Binaries {
     pub pairing_server: PathBuf,
 }
 
-/// The hub behind a server on `store`: the server's own memory hub, or a Redis hub under a
-/// fresh key prefix.
+/// The hub behind a server on `store`: the server's own memory hub, a Redis hub under a
+/// fresh key prefix, or a PostgreSQL or SQLite hub at a fresh place (left behind: cases clean up
+/// their own place, see [`sql_hub`]).
 pub async fn backing(store: Store) -> Result<fixture::Backing, String> {
     match store {
+        Store::Postgres | Store::Sqlite => {
+            static COUNT: AtomicU64 = AtomicU64::new(0);
+            let place = format!(
+                "pairing_{}_n{}",
+                std::process::id(),
+                COUNT.fetch_add(1, Ordering::Relaxed)
+            );
+            match sql_hub(store, &place).await? {
+                Some(hub) => Ok(backing_of(hub)),
+                None => Err(format!("no hub for {}", store.as_str())),
+            }
+        }
         Store::Memory => Ok(fixture::Backing::default()),
         Store::Redis => {
             let config = mcp_hub::RedisConfig::new().key_prefix(unique_prefix());
@@ -423,6 +548,10 @@ async fn connect(
                 .arg("--store")
                 .arg(case.store.as_str())
                 .stderr(Stderr::Inherit);
+            if let Some(hub) = sql_hub(case.store, &place(case)).await? {
+                peer = Some(fixture::server(backing_of(hub)));
+                command = command.arg("--place").arg(place(case));
+            }
             if case.store == Store::Redis {
                 let prefix = unique_prefix();
                 let config = mcp_hub::RedisConfig::new().key_prefix(prefix.clone());
@@ -450,7 +579,15 @@ async fn connect(
             (client, log)
         }
         TransportKind::StreamableHttp | TransportKind::HttpSse => {
-            let backing = backing(case.store).await?;
+            let backing = match sql_hub(case.store, &place(case)).await? {
+                Some(hub) => {
+                    // Another worker: a hub of its own on the same tables or file.
+                    let other = sql_hub(case.store, &place(case)).await?;
+                    peer = other.map(|hub| fixture::server(backing_of(hub)));
+                    backing_of(hub)
+                }
+                None => backing(case.store).await?,
+            };
             if case.store == Store::Redis {
                 peer = Some(fixture::server(backing.clone()));
             }
@@ -1212,8 +1349,12 @@ pub async fn check(case: Case, bins: &Binaries) {
     if case.store == Store::Redis && !redis_available().await {
         return;
     }
+    if case.store == Store::Postgres && !postgres_available().await {
+        return;
+    }
     let gap = crate::gaps::known().iter().find(|g| g.covers(&case));
     let outcome = run(case, bins).await;
+    clean_up(case.store, &place(&case)).await;
     match (outcome, gap) {
         (Ok(()), None) => {}
         (Err(why), Some(gap)) => {

@@ -120,6 +120,20 @@ streamable_revisions!(
 );
 sse_revisions!(http_sse_memory, TransportKind::HttpSse, Store::Memory);
 sse_revisions!(http_sse_redis, TransportKind::HttpSse, Store::Redis);
+every_revision!(stdio_postgres, TransportKind::Stdio, Store::Postgres);
+streamable_revisions!(
+    streamable_http_postgres,
+    TransportKind::StreamableHttp,
+    Store::Postgres
+);
+sse_revisions!(http_sse_postgres, TransportKind::HttpSse, Store::Postgres);
+every_revision!(stdio_sqlite, TransportKind::Stdio, Store::Sqlite);
+streamable_revisions!(
+    streamable_http_sqlite,
+    TransportKind::StreamableHttp,
+    Store::Sqlite
+);
+sse_revisions!(http_sse_sqlite, TransportKind::HttpSse, Store::Sqlite);
 
 #[test]
 fn the_gaps_file_parses_and_every_entry_has_a_reason() {

@@ -1,13 +1,14 @@
 //! The pairing fixture server on stdio.
 //!
 //! ```text
-//! pairing-server [--store memory|redis] [--redis-url URL] [--redis-prefix PREFIX]
-//!                [--revisions 2026-07-28,2025-11-25,...]
+//! pairing-server [--store memory|redis|postgres|sqlite] [--redis-url URL] [--redis-prefix PREFIX]
+//!                [--place PLACE] [--revisions 2026-07-28,2025-11-25,...]
 //! ```
 //!
 //! `--store redis` keeps request state and question replies in Redis (default URL
 //! `MCP_REDIS_URL`, else `redis://127.0.0.1:6379`), under `PREFIX` (default `mcp-pairing`). `--revisions` limits the
-//! revisions served (default: all).
+//! revisions served (default: all). `--store postgres` (on `MCP_POSTGRES_URL`) and `--store sqlite`
+//! (a file in the temporary folder) keep them under `PLACE`, the case's own table prefix or file.
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ async fn main() {
     let mut store = "memory".to_owned();
     let mut url = mcp_tests::pairing::redis_url();
     let mut prefix = "mcp-pairing".to_owned();
+    let mut place = "pairing".to_owned();
     let mut revisions = AdapterSet::all();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -39,6 +41,7 @@ async fn main() {
             "--store" => store = value(),
             "--redis-url" => url = value(),
             "--redis-prefix" => prefix = value(),
+            "--place" => place = value(),
             "--revisions" => {
                 let list = value();
                 let parsed: Vec<Revision> = list
@@ -68,6 +71,20 @@ async fn main() {
                 std::process::exit(1);
             }
         },
+        "postgres" | "sqlite" => {
+            let store = mcp_tests::pairing::Store::parse(&store).unwrap_or_else(|| usage("store"));
+            match mcp_tests::pairing::sql_hub(store, &place).await {
+                Ok(Some(hub)) => Backing {
+                    store: Some(hub.clone()),
+                    log: Some(hub),
+                },
+                Ok(None) => usage("store"),
+                Err(err) => {
+                    eprintln!("pairing-server: {err}");
+                    std::process::exit(1);
+                }
+            }
+        }
         other => usage(&format!("unknown store {other:?}")),
     };
     if let Err(err) = mcp_server::serve_stdio(fixture::server_with(backing, revisions)).await {
