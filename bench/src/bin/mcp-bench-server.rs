@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! mcp-bench-server --port PORT --store memory|redis [--redis-url URL]
+//! mcp-bench-server --port PORT --hub memory|redis://…|postgres://…|sqlite:PATH
 //! ```
 //!
 //! Contract (see the crate docs, "Server contract"): Streamable HTTP at `/mcp` for every
@@ -9,7 +10,8 @@
 //! and returning `{"sum": a + b}` as structured content, plus a `confirm` tool that asks the
 //! client once (for `mcp-load --ask`). Listens on `127.0.0.1:PORT`; with
 //! `--store redis` sessions and the event log live in Redis (default `redis://127.0.0.1:6379`,
-//! keys under a prefix unique to the process). Runs on one thread (the harness pins it to one
+//! keys under a prefix unique to the process). `--hub` names the hub as `mcp-demo --hub` does
+//! (PostgreSQL tables under the prefix `mcp_bench`; a SQLite file at PATH). Runs on one thread (the harness pins it to one
 //! core) until Ctrl-C or SIGTERM.
 
 use std::process::ExitCode;
@@ -58,12 +60,15 @@ async fn add(args: AddArgs) -> Json<Sum> {
 struct Options {
     port: u16,
     redis: Option<String>,
+    /// `--hub`: PostgreSQL or SQLite (memory and Redis go through the fields above).
+    sql: Option<String>,
 }
 
 fn options() -> Result<Options, String> {
     let mut port = None;
     let mut store = "memory".to_owned();
     let mut url = "redis://127.0.0.1:6379".to_owned();
+    let mut sql = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -77,6 +82,17 @@ fn options() -> Result<Options, String> {
             }
             "--store" => store = value("--store")?,
             "--redis-url" => url = value("--redis-url")?,
+            "--hub" => {
+                let hub = value("--hub")?;
+                if hub == "memory" {
+                    store = hub;
+                } else if hub.starts_with("redis://") {
+                    store = "redis".to_owned();
+                    url = hub;
+                } else {
+                    sql = Some(hub);
+                }
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -88,6 +104,7 @@ fn options() -> Result<Options, String> {
     Ok(Options {
         port: port.ok_or("--port is required")?,
         redis,
+        sql,
     })
 }
 
@@ -102,6 +119,27 @@ async fn run(options: Options) -> Result<(), String> {
             .await
             .map_err(|e| format!("Redis at {url}: {e}"))?;
         let hub = Arc::new(hub);
+        builder = builder.state_store(hub.clone()).event_log(hub);
+    }
+    if let Some(spec) = &options.sql {
+        let hub: Arc<dyn mcp_hub::Hub> = if let Some(path) = spec.strip_prefix("sqlite:") {
+            Arc::new(
+                mcp_hub::SqliteHub::open(path, mcp_hub::SqliteConfig::new())
+                    .await
+                    .map_err(|e| format!("SQLite at {path}: {e}"))?,
+            )
+        } else if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+            let config = mcp_hub::PostgresConfig::new().table_prefix("mcp_bench");
+            Arc::new(
+                mcp_hub::PostgresHub::connect(spec, config)
+                    .await
+                    .map_err(|e| format!("PostgreSQL at {spec}: {e}"))?,
+            )
+        } else {
+            return Err(format!(
+                "--hub is memory, redis://…, postgres://… or sqlite:PATH, not {spec:?}"
+            ));
+        };
         builder = builder.state_store(hub.clone()).event_log(hub);
     }
     let server = builder.build().map_err(|e| e.to_string())?;
