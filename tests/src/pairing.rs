@@ -194,7 +194,7 @@ fn sqlite_path(place: &str) -> PathBuf {
     std::env::temp_dir().join(format!("{place}.sqlite"))
 }
 
-/// A hub on `store` at `place` (see [`place`]), as one more worker: PostgreSQL and SQLite
+/// A hub on `store` at `place` (the name the `place` helper gives), as one more worker: PostgreSQL and SQLite
 /// only; `None` for the others.
 pub async fn sql_hub(store: Store, place: &str) -> Result<Option<Arc<dyn Hub>>, String> {
     match store {
