@@ -121,6 +121,7 @@ pub(crate) struct Config {
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) cache_entries: usize,
     pub(crate) probe_timeout: Duration,
+    pub(crate) list_limits: crate::calls::ListLimits,
 }
 
 pub(crate) struct State {

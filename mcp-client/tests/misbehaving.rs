@@ -802,3 +802,91 @@ async fn connections_are_reused_and_a_closed_one_is_replaced() {
     assert_eq!(error.kind(), ErrorKind::Timeout);
     still_works(&raw, &client, "after a cut stream").await;
 }
+
+/// A `tools/list` script: `pages` pages (`None`: endless, a fresh cursor on every page) of
+/// `per_page` tools, each with a description of `weight` bytes.
+fn paged(pages: Option<usize>, per_page: usize, weight: usize) -> Option<Script> {
+    always(move |s| {
+        if s.rpc_method() != "tools/list" {
+            return behave(s);
+        }
+        let page: usize = s
+            .body
+            .pointer("/params/cursor")
+            .and_then(Value::as_str)
+            .and_then(|c| c.strip_prefix('p'))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let tools: Vec<Value> = (0..per_page)
+            .map(|i| {
+                json!({"name": format!("t{page}-{i}"), "description": "d".repeat(weight),
+                       "inputSchema": {"type": "object"}})
+            })
+            .collect();
+        let mut result = json!({"tools": tools});
+        if pages.is_none_or(|n| page + 1 < n) {
+            result["nextCursor"] = json!(format!("p{}", page + 1));
+        }
+        Act::Write(json_reply("200 OK", &[], &ok(s, result)))
+    })
+}
+
+fn list_requests(raw: &Raw) -> usize {
+    raw.seen()
+        .iter()
+        .filter(|s| s.rpc_method() == "tools/list")
+        .count()
+}
+
+#[tokio::test]
+async fn a_list_that_never_ends_stops_at_the_default_page_limit() {
+    // Issue 27: a fresh cursor on every page used to be followed for 10,000 pages.
+    let raw = Raw::start().await;
+    let client = connect(&raw, Revision::V2025_06_18, builder()).await;
+    raw.misbehave(paged(None, 1, 0));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.is_limit_exceeded());
+    assert!(error.to_string().contains("max_list_pages"), "{error}");
+    assert_eq!(list_requests(&raw), 1_000, "no page is asked past the limit");
+    still_works(&raw, &client, "after an endless list").await;
+}
+
+#[tokio::test]
+async fn listing_limits_on_pages_items_and_bytes_are_exact() {
+    let raw = Raw::start().await;
+    let client = connect(
+        &raw,
+        Revision::V2025_06_18,
+        builder()
+            .max_list_pages(3)
+            .max_list_items(30)
+            .max_list_bytes(64 * 1024),
+    )
+    .await;
+    // At each limit exactly: every item comes back.
+    raw.misbehave(paged(Some(3), 10, 10));
+    let tools = within(client.list_tools()).await.unwrap();
+    assert_eq!(tools.len(), 30);
+    assert_eq!(tools[29]["name"], "t2-9");
+    // One page more: the fourth is never asked for.
+    let before = list_requests(&raw);
+    raw.misbehave(paged(Some(4), 5, 10));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.to_string().contains("max_list_pages"), "{error}");
+    assert_eq!(list_requests(&raw) - before, 3);
+    // One item too many, on the second page.
+    raw.misbehave(paged(Some(2), 16, 10));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.to_string().contains("max_list_items"), "{error}");
+    // Heavy items: two pages of 30 KiB fit in 64 KiB, a third does not.
+    raw.misbehave(paged(Some(2), 1, 30 * 1024));
+    assert_eq!(within(client.list_tools()).await.unwrap().len(), 2);
+    raw.misbehave(paged(Some(3), 1, 30 * 1024));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.to_string().contains("max_list_bytes"), "{error}");
+    still_works(&raw, &client, "after the limits").await;
+}
