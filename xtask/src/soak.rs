@@ -174,6 +174,21 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         });
     }
     let wall = measuring.elapsed();
+    // The raw reports, kept whatever happens to the Markdown.
+    let raw: String = rows
+        .iter()
+        .map(|r| match &r.report {
+            Ok(report) => format!("{report}\n"),
+            Err(why) => format!(
+                "{}\n",
+                serde_json::json!({"attack": r.attack, "failed": why})
+            ),
+        })
+        .collect();
+    let raw_path = log_dir.join("reports.jsonl");
+    if let Err(error) = fs::write(&raw_path, raw) {
+        eprintln!("xtask soak: could not keep {}: {error}", raw_path.display());
+    }
     let holds = (
         hold_seconds(&limits, settings.seconds, "idle-connections"),
         hold_seconds(&limits, settings.seconds, "slowloris"),
@@ -767,7 +782,11 @@ fn write_section(path: &Path, section: &str) -> Result<()> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
-    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    // Written beside it and renamed, so a failed write (a full disk) never truncates the file
+    // and the other sections with it.
+    let partial = path.with_extension("md.partial");
+    fs::write(&partial, text).with_context(|| format!("writing {}", partial.display()))?;
+    fs::rename(&partial, path).with_context(|| format!("replacing {}", path.display()))
 }
 
 #[cfg(test)]
