@@ -890,3 +890,54 @@ async fn listing_limits_on_pages_items_and_bytes_are_exact() {
     assert!(error.to_string().contains("max_list_bytes"), "{error}");
     still_works(&raw, &client, "after the limits").await;
 }
+
+#[tokio::test]
+async fn an_http_error_names_the_status_and_quotes_the_body() {
+    // Issue 27: a 500 on the handshake was reported as "the server refused the connection".
+    let said = "database is down\n  at pool.rs:12";
+    let broken = always(move |_| {
+        Act::Write(response(
+            "500 Internal Server Error",
+            &[("content-type", "text/plain")],
+            said.as_bytes(),
+        ))
+    });
+    for revision in [Revision::V2026_07_28, Revision::V2025_06_18] {
+        let raw = Raw::start().await;
+        raw.misbehave(broken.clone());
+        raw.handshake_too.store(true, Ordering::Relaxed);
+        let error = within(builder().revision(revision).connect_http(&raw.url()))
+            .await
+            .unwrap_err();
+        let text = error.to_string();
+        assert_eq!(error.kind(), ErrorKind::Transport, "{revision}: {text}");
+        assert_eq!(error.http_status(), Some(500), "{revision}: {text}");
+        assert!(
+            text.contains("HTTP 500 Internal Server Error"),
+            "{revision}: {text}"
+        );
+        assert!(
+            text.contains("database is down at pool.rs:12"),
+            "{revision}: {text}"
+        );
+        assert!(!text.contains("refused the connection"), "{revision}: {text}");
+        // The same on a call, after a good handshake; a huge body is quoted only in part.
+        raw.handshake_too.store(false, Ordering::Relaxed);
+        let client = connect(&raw, revision, builder()).await;
+        let page = format!("<html>{}</html>", "oops ".repeat(100_000));
+        raw.misbehave(always(move |_| {
+            Act::Write(response(
+                "503 Service Unavailable",
+                &[("content-type", "text/html")],
+                page.as_bytes(),
+            ))
+        }));
+        let error = call(&client).await.unwrap_err();
+        let text = error.to_string();
+        assert_eq!(error.http_status(), Some(503), "{revision}: {text}");
+        assert!(text.contains("HTTP 503 Service Unavailable"), "{revision}");
+        assert!(text.contains("<html>oops oops"), "{revision}: {text}");
+        assert!(text.len() < 600, "{revision}: the excerpt is bounded: {text}");
+        still_works(&raw, &client, "after a 503").await;
+    }
+}
