@@ -15,8 +15,7 @@ use crate::client::{Client, Config, Inner};
 use crate::error::{Error, ErrorKind};
 use crate::negotiate::{self, Choice, Negotiated, Remembered};
 use crate::transport::{
-    DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, HttpSse, Stdio,
-    StdioBuilder, StreamableHttp, Transport,
+    DEFAULT_MAX_MESSAGE_SIZE, HttpSse, Stdio, StdioBuilder, StreamableHttp, Transport,
 };
 
 /// Configures a [`Client`] and connects it.
@@ -50,8 +49,6 @@ pub struct ClientBuilder {
     max_message_size: usize,
     remember_era: bool,
     list_limits: ListLimits,
-    max_queued: usize,
-    max_queued_bytes: usize,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -82,8 +79,6 @@ impl Default for ClientBuilder {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             remember_era: true,
             list_limits: ListLimits::default(),
-            max_queued: DEFAULT_MAX_QUEUED,
-            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
         }
     }
 }
@@ -244,47 +239,6 @@ impl ClientBuilder {
         self
     }
 
-    /// How many messages from the server may wait for the client to handle them, in each place
-    /// they can wait. Default is 1,024 ([`crate::transport::DEFAULT_MAX_QUEUED`]).
-    ///
-    /// It bounds, whatever the server sends and from the first byte on (during the handshake
-    /// too):
-    ///
-    /// - the incoming queue of stdio and HTTP+SSE (notifications and the server's requests that
-    ///   no call reads itself), together with [`ClientBuilder::max_queued_bytes`];
-    /// - the queue of each [`crate::Listener`];
-    /// - how many of the server's requests (`ping`, questions) are answered at once: past it, the
-    ///   client finishes answering one before it reads the next message, and what arrives
-    ///   meanwhile waits in the incoming queue.
-    ///
-    /// **At the limit**, notifications and the server's requests are lossy: one that arrives
-    /// while its queue is full is dropped and counted ([`Client::dropped_messages`],
-    /// [`crate::Listener::dropped`]); a request so dropped gets no answer. Responses to the
-    /// client's own requests are never dropped: each goes to the call waiting for it, so what
-    /// they hold is bounded by the calls in flight. Over Streamable HTTP each stream is read as
-    /// the client handles it, so nothing queues there.
-    ///
-    /// ```
-    /// use mcp_client::Client;
-    ///
-    /// let builder = Client::builder().max_queued(256).max_queued_bytes(4 << 20);
-    /// # let _ = builder;
-    /// ```
-    pub fn max_queued(mut self, messages: usize) -> Self {
-        self.max_queued = messages.max(1);
-        self
-    }
-
-    /// How many bytes of messages (counted as their text on the wire) the incoming queue of
-    /// stdio and HTTP+SSE holds at most; see [`ClientBuilder::max_queued`]. Default is 16 MiB
-    /// ([`crate::transport::DEFAULT_MAX_QUEUED_BYTES`]). One message larger than this still
-    /// passes when nothing else waits (its size is bounded by
-    /// [`ClientBuilder::max_message_size`]).
-    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
-        self.max_queued_bytes = bytes;
-        self
-    }
-
     fn config(&self) -> Config {
         Config {
             client_info: self.client_info.clone(),
@@ -296,7 +250,6 @@ impl ClientBuilder {
             cache_entries: self.cache_entries,
             probe_timeout: self.probe_timeout,
             list_limits: self.list_limits,
-            max_queued: self.max_queued,
         }
     }
 
@@ -314,17 +267,9 @@ impl ClientBuilder {
         Ok((client, negotiated))
     }
 
-    /// Connects over any transport and negotiates (or starts the pinned revision), all within
-    /// one [`ClientBuilder::timeout`]: every step of the negotiation (probe, `initialize`,
-    /// `notifications/initialized`, `logging/setLevel`) shares it, so a server that hangs at any
-    /// step fails the connect with [`ErrorKind::Timeout`] once, after the timeout.
+    /// Connects over any transport and negotiates (or starts the pinned revision).
     pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
-        let timeout = self.timeout;
-        within(timeout, self.connect_transport(Arc::new(transport))).await
-    }
-
-    async fn connect_transport(&self, transport: Arc<dyn Transport>) -> Result<Client, Error> {
-        let (client, negotiated) = self.start(transport).await?;
+        let (client, negotiated) = self.start(Arc::new(transport)).await?;
         match negotiated {
             Negotiated::Done => Ok(client),
             Negotiated::FallBackToSse => Err(Error::new(
@@ -335,13 +280,8 @@ impl ClientBuilder {
     }
 
     /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`), falling back to
-    /// `initialize` and then to HTTP+SSE as the spec's dual-era client does. The whole connect,
-    /// fallbacks included, has one [`ClientBuilder::timeout`].
+    /// `initialize` and then to HTTP+SSE as the spec's dual-era client does.
     pub async fn connect_http(self, url: &str) -> Result<Client, Error> {
-        within(self.timeout, self.connect_http_now(url)).await
-    }
-
-    async fn connect_http_now(&self, url: &str) -> Result<Client, Error> {
         let uri: Uri = url
             .parse()
             .map_err(|_| Error::new(ErrorKind::InvalidInput, format!("invalid URL {url:?}")))?;
@@ -349,7 +289,7 @@ impl ClientBuilder {
             let era =
                 crate::transport::streamable_origin(&uri).and_then(|o| negotiate::remembered(&o));
             if era.is_some_and(|e: Remembered| e.http_sse) {
-                return self.connect_sse_now(url).await;
+                return self.connect_sse(url).await;
             }
         }
         let mut builder = StreamableHttp::builder(uri).max_message_size(self.max_message_size);
@@ -361,55 +301,29 @@ impl ClientBuilder {
             Negotiated::Done => Ok(client),
             Negotiated::FallBackToSse => {
                 drop(client);
-                self.connect_sse_now(url).await
+                self.connect_sse(url).await
             }
         }
     }
 
-    /// Connects to an HTTP+SSE (2024-11-05 transport) stream endpoint (`http://host:port/sse`):
-    /// opening the stream, waiting for its `endpoint` event and the handshake share one
-    /// [`ClientBuilder::timeout`].
+    /// Connects to an HTTP+SSE (2024-11-05 transport) stream endpoint (`http://host:port/sse`).
     pub async fn connect_sse(self, url: &str) -> Result<Client, Error> {
-        within(self.timeout, self.connect_sse_now(url)).await
-    }
-
-    async fn connect_sse_now(&self, url: &str) -> Result<Client, Error> {
         let uri: Uri = url
             .parse()
             .map_err(|_| Error::new(ErrorKind::InvalidInput, format!("invalid URL {url:?}")))?;
         let mut builder = HttpSse::builder(uri)
             .max_message_size(self.max_message_size)
-            .max_queued(self.max_queued)
-            .max_queued_bytes(self.max_queued_bytes)
             .endpoint_timeout(self.timeout);
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
         }
         let transport = builder.connect().await?;
-        self.connect_transport(Arc::new(transport)).await
-    }
-
-    /// Spawns a stdio server and connects to it; the handshake has one
-    /// [`ClientBuilder::timeout`]. The builder's [`ClientBuilder::max_message_size`] and
-    /// [`ClientBuilder::max_queued`] (with [`ClientBuilder::max_queued_bytes`]) replace the
-    /// command's own.
-    pub async fn connect_stdio(self, command: StdioBuilder) -> Result<Client, Error> {
-        let transport: Stdio = command
-            .max_message_size(self.max_message_size)
-            .max_queued(self.max_queued)
-            .max_queued_bytes(self.max_queued_bytes)
-            .spawn()?;
         self.connect(transport).await
     }
-}
 
-/// `f` within `timeout`, or [`ErrorKind::Timeout`].
-async fn within<T>(
-    timeout: Duration,
-    f: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    match tokio::time::timeout(timeout, f).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(Error::timeout(timeout)),
+    /// Spawns a stdio server and connects to it.
+    pub async fn connect_stdio(self, command: StdioBuilder) -> Result<Client, Error> {
+        let transport: Stdio = command.max_message_size(self.max_message_size).spawn()?;
+        self.connect(transport).await
     }
 }

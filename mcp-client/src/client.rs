@@ -122,9 +122,6 @@ pub(crate) struct Config {
     pub(crate) cache_entries: usize,
     pub(crate) probe_timeout: Duration,
     pub(crate) list_limits: crate::calls::ListLimits,
-    /// How many notifications wait for each listener, and how many of the server's requests are
-    /// answered at once.
-    pub(crate) max_queued: usize,
 }
 
 pub(crate) struct State {
@@ -138,10 +135,7 @@ struct ListenerSlot {
     id: u64,
     subscription: Option<Id>,
     filter: crate::listen::Filter,
-    /// Bounded ([`Config::max_queued`]): a listener that falls behind loses notifications, counted
-    /// in `dropped`, rather than the client holding them all.
-    tx: mpsc::Sender<Notification>,
-    dropped: Arc<std::sync::atomic::AtomicU64>,
+    tx: mpsc::UnboundedSender<Notification>,
 }
 
 pub(crate) struct Inner {
@@ -160,8 +154,6 @@ pub(crate) struct Inner {
     sessions: std::sync::atomic::AtomicU64,
     closed: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// Permits for answering the server's requests, [`Config::max_queued`] of them.
-    answering: Arc<tokio::sync::Semaphore>,
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
     /// Where the standalone GET stream stands, for [`Client::listen`] to wait until it is open.
     pub(crate) stream_state: tokio::sync::watch::Sender<crate::listen::StreamState>,
@@ -262,7 +254,6 @@ impl Inner {
     ) -> Arc<Self> {
         let info = transport.info();
         let cache = Cache::new(config.cache_entries);
-        let answering = Arc::new(tokio::sync::Semaphore::new(config.max_queued.max(1)));
         let inner = Arc::new(Self {
             transport,
             info,
@@ -282,7 +273,6 @@ impl Inner {
             sessions: std::sync::atomic::AtomicU64::new(0),
             closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
-            answering,
             get_stream: Mutex::new(None),
             stream_state: tokio::sync::watch::Sender::new(crate::listen::StreamState::Connecting),
             base_meta: RwLock::new(None),
@@ -845,42 +835,24 @@ impl Inner {
                 (Some(_), None) => slot.filter.accepts(&n),
                 (None, _) => slot.filter.accepts(&n),
             };
-            if !wanted {
-                return true;
-            }
-            match slot.tx.try_send(n.clone()) {
-                Ok(()) => true,
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    slot.dropped.fetch_add(1, Ordering::Relaxed);
-                    true
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => false,
-            }
+            !wanted || slot.tx.send(n.clone()).is_ok()
         });
     }
 
-    /// Registers a listener: its id, the receiving end of its queue (bounded by
-    /// [`Config::max_queued`]) and the count of notifications it lost to a full queue.
     pub(crate) fn add_listener(
         &self,
         subscription: Option<Id>,
         filter: crate::listen::Filter,
-    ) -> (
-        u64,
-        mpsc::Receiver<Notification>,
-        Arc<std::sync::atomic::AtomicU64>,
-    ) {
-        let (tx, rx) = mpsc::channel(self.config.max_queued.max(1));
-        let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    ) -> (u64, mpsc::UnboundedReceiver<Notification>) {
+        let (tx, rx) = mpsc::unbounded_channel();
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed) as u64;
         lock(&self.listeners).push(ListenerSlot {
             id,
             subscription,
             filter,
             tx,
-            dropped: dropped.clone(),
         });
-        (id, rx, dropped)
+        (id, rx)
     }
 
     /// Every resource URI a listener of a handshake revision subscribed to, once each.
@@ -1322,29 +1294,14 @@ impl Drop for InFlight {
     }
 }
 
-/// Handles what comes on the transport's incoming stream, in order: notifications at once, the
-/// server's requests on tasks of their own, at most [`Config::max_queued`] at a time (past that
-/// the pump waits for one to finish, and what arrives meanwhile waits in the transport's
-/// bounded queue).
-async fn pump_incoming(weak: std::sync::Weak<Inner>, mut incoming: MessageStream) {
+async fn pump_incoming(inner: std::sync::Weak<Inner>, mut incoming: MessageStream) {
     while let Some(item) = incoming.next().await {
-        let Some(inner) = weak.upgrade() else { return };
+        let Some(inner) = inner.upgrade() else { return };
         match item {
             Ok(inbound) => match inbound.message {
                 Message::Request(request) => {
-                    let answering = inner.answering.clone();
-                    // Not kept alive by the wait.
-                    drop(inner);
-                    let Ok(permit) = answering.acquire_owned().await else {
-                        return;
-                    };
-                    let Some(inner) = weak.upgrade() else { return };
                     // Answer on a task of its own: the user may take a while.
-                    let answer = inner.clone().answer_request(request);
-                    let handle = tokio::spawn(async move {
-                        answer.await;
-                        drop(permit);
-                    });
+                    let handle = tokio::spawn(inner.clone().answer_request(request));
                     inner.track(handle);
                 }
                 Message::Notification(n) => inner.dispatch_notification(n),
@@ -1376,12 +1333,6 @@ impl Client {
             .unwrap_or_else(|e| e.into_inner())
             .server
             .clone()
-    }
-
-    /// How many notifications and requests from the server were dropped because they arrived
-    /// faster than the client handled them (see [`crate::ClientBuilder::max_queued`]).
-    pub fn dropped_messages(&self) -> u64 {
-        self.inner.transport.dropped()
     }
 
     /// The session id the server issued, on transports that have sessions.

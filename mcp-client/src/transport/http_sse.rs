@@ -35,8 +35,6 @@ pub struct HttpSseBuilder {
     uri: Uri,
     headers: HeaderMap,
     max_message_size: usize,
-    max_queued: usize,
-    max_queued_bytes: usize,
     endpoint_timeout: Duration,
 }
 
@@ -50,22 +48,6 @@ impl HttpSseBuilder {
     /// The largest SSE event accepted. Default is 16 MiB.
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes;
-        self
-    }
-
-    /// How many messages that are not responses (notifications, the server's requests) read
-    /// from the stream wait at most for the client to take them. Default is 1,024
-    /// ([`super::DEFAULT_MAX_QUEUED`]). Past it (or past [`HttpSseBuilder::max_queued_bytes`])
-    /// they are dropped and counted; responses are never dropped. See [`Router`].
-    pub fn max_queued(mut self, messages: usize) -> Self {
-        self.max_queued = messages;
-        self
-    }
-
-    /// How many bytes of such messages (counted as their event data) wait at most. Default is
-    /// 16 MiB ([`super::DEFAULT_MAX_QUEUED_BYTES`]).
-    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
-        self.max_queued_bytes = bytes;
         self
     }
 
@@ -100,7 +82,7 @@ impl HttpSseBuilder {
                 "the SSE endpoint is not text/event-stream".into(),
             ));
         }
-        let router = Router::with_limits(self.max_queued, self.max_queued_bytes);
+        let router = Router::new();
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
         let stream = EventStream::new(
             response.into_body(),
@@ -316,8 +298,6 @@ impl HttpSse {
             uri,
             headers: HeaderMap::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
-            max_queued: super::DEFAULT_MAX_QUEUED,
-            max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,
             endpoint_timeout: Duration::from_secs(10),
         }
     }
@@ -442,10 +422,6 @@ impl<F: Future<Output = Result<(), TransportError>>> Future for Lead<'_, F> {
 impl Transport for HttpSse {
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
         Box::pin(self.post(message))
-    }
-
-    fn dropped(&self) -> u64 {
-        self.shared.router.dropped()
     }
 
     fn incoming(&self) -> Option<MessageStream> {

@@ -35,7 +35,7 @@ mod stdio;
 mod streamable;
 
 pub use http_sse::{HttpSse, HttpSseBuilder};
-pub use router::{DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Router};
+pub use router::Router;
 pub use stdio::{Stderr, Stdio, StdioBuilder};
 pub use streamable::{DEFAULT_MAX_MESSAGE_SIZE, StreamableHttp, StreamableHttpBuilder};
 
@@ -182,13 +182,6 @@ pub trait Transport: fmt::Debug + Send + Sync + 'static {
     /// The session id the server issued, on transports that have sessions.
     fn session_id(&self) -> Option<String> {
         None
-    }
-
-    /// How many messages from the server that are not responses (notifications, the server's
-    /// requests) this transport dropped because they arrived faster than the client took them
-    /// (a bounded queue, see [`Router`]). The default says none.
-    fn dropped(&self) -> u64 {
-        0
     }
 
     /// Forgets the session id, so the next request starts without one.
