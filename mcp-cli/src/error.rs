@@ -115,12 +115,6 @@ impl CliError {
                 _ => None,
             };
         }
-        if source.http_status().is_some_and(|s| s >= 500) {
-            return Some("the server failed: its logs should say why");
-        }
-        if matches!(source.http_status(), Some(401 | 403)) {
-            return Some("the server wants credentials: pass them with -H \"Authorization: Bearer TOKEN\"");
-        }
         if matches!(source.http_status(), Some(404 | 405)) {
             return Some(
                 "check the URL's path: Streamable HTTP is usually at /mcp, HTTP+SSE at /sse (with --transport sse)",

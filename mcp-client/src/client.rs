@@ -241,8 +241,6 @@ pub(crate) enum Outcome {
     Refused {
         error: Option<ErrorObject>,
         status: Option<u16>,
-        /// The start of an HTTP error body ([`crate::transport::excerpt`]), when there was one.
-        said: Option<String>,
     },
 }
 
@@ -679,14 +677,9 @@ impl Inner {
                 body,
             }) => {
                 let error = refusal(content_type.as_deref(), &body);
-                let said = error
-                    .is_none()
-                    .then(|| crate::transport::excerpt(&body))
-                    .flatten();
                 Ok(Attempted::Outcome(Outcome::Refused {
                     error,
                     status: Some(status),
-                    said,
                 }))
             }
             Err(e) => Err(e.into()),
@@ -741,7 +734,6 @@ impl Inner {
                         Err(e) => Outcome::Refused {
                             error: Some(e),
                             status: None,
-                            said: None,
                         },
                     });
                 }
@@ -1502,11 +1494,7 @@ impl Client {
             };
             let result = match outcome {
                 Outcome::Result(v) => v,
-                Outcome::Refused {
-                    error,
-                    status,
-                    said,
-                } => {
+                Outcome::Refused { error, status } => {
                     let code = error.as_ref().map(|e| e.code);
                     // A legacy session the server forgot: initialize again and retry once.
                     if status == Some(404)
@@ -1531,7 +1519,15 @@ impl Client {
                         let _ = Box::pin(self.list_tools()).await;
                         continue;
                     }
-                    return Err(Error::refused(error, status, said.as_deref()));
+                    return Err(match (error, status) {
+                        (Some(e), status) => Error::rpc_error(e, status),
+                        (None, Some(status)) => Error::new(
+                            ErrorKind::Transport,
+                            "the server answered with an HTTP error",
+                        )
+                        .with_status(status),
+                        (None, None) => Error::protocol("an empty refusal"),
+                    });
                 }
             };
             match crate::asking::questions(adapter, method_name, &result)? {

@@ -82,23 +82,6 @@ impl Error {
         error
     }
 
-    /// A request the server refused: with its JSON-RPC error when it sent one, else with the
-    /// HTTP status and what the server said in the body (`said`, an excerpt).
-    pub(crate) fn refused(error: Option<ErrorObject>, status: Option<u16>, said: Option<&str>) -> Self {
-        match (error, status) {
-            (Some(e), status) => Self::rpc_error(e, status),
-            (None, Some(status)) => {
-                let name = crate::transport::status_name(status);
-                let detail = match said {
-                    Some(said) => format!("the server answered {name}; it said: {said:?}"),
-                    None => format!("the server answered {name} with an empty body"),
-                };
-                Self::new(ErrorKind::Transport, detail).with_status(status)
-            }
-            (None, None) => Self::protocol("an empty refusal"),
-        }
-    }
-
     pub(crate) fn protocol(detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Protocol, detail)
     }
@@ -242,9 +225,6 @@ impl fmt::Display for Error {
         f.write_str(what)?;
         if let Some(rpc) = &self.inner.rpc {
             write!(f, ": {rpc}")?;
-            if let Some(status) = self.inner.status {
-                write!(f, " ({})", crate::transport::status_name(status))?;
-            }
         }
         if !self.inner.detail.is_empty() {
             write!(f, ": {}", self.inner.detail)?;

@@ -218,9 +218,12 @@ impl Client {
                     body,
                 }) => {
                     inner.remove_listener(slot);
-                    let error = refusal(content_type.as_deref(), &body);
-                    let said = crate::transport::excerpt(&body);
-                    return Err(Error::refused(error, Some(status), said.as_deref()));
+                    return Err(match refusal(content_type.as_deref(), &body) {
+                        Some(e) => Error::rpc_error(e, Some(status)),
+                        None => {
+                            Error::new(ErrorKind::Transport, "listen refused").with_status(status)
+                        }
+                    });
                 }
                 Err(e) => {
                     inner.remove_listener(slot);
