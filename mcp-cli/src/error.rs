@@ -138,9 +138,6 @@ impl CliError {
                 "answer with --answer '{...}' (or accept, decline, cancel), or run on a terminal",
             ),
             ErrorKind::InvalidInput => Some("check the URL and the arguments"),
-            ErrorKind::LimitExceeded => Some(
-                "the server's list does not end (a fresh nextCursor on every page): report it to the server's authors",
-            ),
             _ => None,
         }
     }
@@ -178,7 +175,6 @@ fn kind_label(kind: ErrorKind) -> &'static str {
         ErrorKind::TooManyRounds | ErrorKind::InputRequired => "unanswered",
         ErrorKind::Unsupported => "unsupported",
         ErrorKind::InvalidInput => "input",
-        ErrorKind::LimitExceeded => "limit",
         _ => "client",
     }
 }

@@ -10,7 +10,6 @@ use mcp_wire::jsonrpc::Notification;
 use serde_json::{Value, json};
 
 use crate::ask::{Answer, Asks, OnAsk, Question, ask_fn};
-use crate::calls::ListLimits;
 use crate::client::{Client, Config, Inner};
 use crate::error::{Error, ErrorKind};
 use crate::negotiate::{self, Choice, Negotiated, Remembered};
@@ -48,7 +47,6 @@ pub struct ClientBuilder {
     headers: HeaderMap,
     max_message_size: usize,
     remember_era: bool,
-    list_limits: ListLimits,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -78,7 +76,6 @@ impl Default for ClientBuilder {
             headers: HeaderMap::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             remember_era: true,
-            list_limits: ListLimits::default(),
         }
     }
 }
@@ -195,50 +192,6 @@ impl ClientBuilder {
         self
     }
 
-    /// The most pages one listing ([`Client::list_tools`], [`Client::list_stream`] ...) follows.
-    /// Default is 1,000.
-    ///
-    /// A listing that needs more pages (a server that hands out a fresh `nextCursor` on every
-    /// page) stops with [`ErrorKind::LimitExceeded`] instead of fetching the next page; a server
-    /// that repeats a cursor stops it at once with [`ErrorKind::Protocol`]. Together with
-    /// [`ClientBuilder::max_list_items`] and [`ClientBuilder::max_list_bytes`] this bounds what
-    /// one listing costs, whatever the server sends.
-    ///
-    /// ```
-    /// use mcp_client::Client;
-    ///
-    /// let builder = Client::builder()
-    ///     .max_list_pages(100)
-    ///     .max_list_items(10_000)
-    ///     .max_list_bytes(8 << 20);
-    /// # let _ = builder;
-    /// ```
-    pub fn max_list_pages(mut self, pages: usize) -> Self {
-        self.list_limits.pages = pages;
-        self
-    }
-
-    /// The most items one listing returns, over all its pages. Default is 100,000.
-    ///
-    /// A page that would take the listing past it ends the listing with
-    /// [`ErrorKind::LimitExceeded`]; its items are not returned.
-    pub fn max_list_items(mut self, items: usize) -> Self {
-        self.list_limits.items = items;
-        self
-    }
-
-    /// The most bytes one listing holds, over all its pages: the items, as JSON text, and the
-    /// cursors. Default is 64 MiB.
-    ///
-    /// A page that would take the listing past it ends the listing with
-    /// [`ErrorKind::LimitExceeded`]; its items are not returned. What one page may weigh is
-    /// bounded by [`ClientBuilder::max_message_size`], so a listing never holds more than this
-    /// plus one message.
-    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
-        self.list_limits.bytes = bytes;
-        self
-    }
-
     fn config(&self) -> Config {
         Config {
             client_info: self.client_info.clone(),
@@ -249,7 +202,6 @@ impl ClientBuilder {
             log_level: self.log_level,
             cache_entries: self.cache_entries,
             probe_timeout: self.probe_timeout,
-            list_limits: self.list_limits,
         }
     }
 

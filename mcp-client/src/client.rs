@@ -121,7 +121,6 @@ pub(crate) struct Config {
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) cache_entries: usize,
     pub(crate) probe_timeout: Duration,
-    pub(crate) list_limits: crate::calls::ListLimits,
 }
 
 pub(crate) struct State {

@@ -39,10 +39,6 @@ pub enum ErrorKind {
     InvalidInput,
     /// The client was closed.
     Closed,
-    /// A bound set on the client builder was reached: a listing that needs more pages, items or
-    /// bytes than [`crate::ClientBuilder::max_list_pages`], [`crate::ClientBuilder::max_list_items`]
-    /// or [`crate::ClientBuilder::max_list_bytes`] allow (a server that never ends its list).
-    LimitExceeded,
 }
 
 /// Every failure of a client operation.
@@ -158,11 +154,6 @@ impl Error {
     pub fn is_closed(&self) -> bool {
         self.kind() == ErrorKind::Closed
     }
-
-    /// Whether a limit set on the client builder was reached.
-    pub fn is_limit_exceeded(&self) -> bool {
-        self.kind() == ErrorKind::LimitExceeded
-    }
 }
 
 impl From<TransportError> for Error {
@@ -220,7 +211,6 @@ impl fmt::Display for Error {
             ErrorKind::Unsupported => "not supported",
             ErrorKind::InvalidInput => "invalid input",
             ErrorKind::Closed => "client closed",
-            ErrorKind::LimitExceeded => "limit reached",
         };
         f.write_str(what)?;
         if let Some(rpc) = &self.inner.rpc {
