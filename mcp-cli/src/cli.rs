@@ -69,7 +69,9 @@ pub(crate) struct Global {
     /// Machine output: JSON on stdout (one document; one line per notification for listen)
     #[arg(long, global = true)]
     pub(crate) json: bool,
-    /// Timeout of each request, in seconds (questions answered on the terminal count)
+    /// Time limit of the whole command, in seconds: connecting, the request, every page of a list
+    /// and closing share it (questions answered on the terminal count); `listen` is bounded by
+    /// it until it is listening
     #[arg(long, global = true, value_name = "SECS", default_value_t = 60.0)]
     pub(crate) timeout: f64,
     /// Answer the server's next question without asking: accept, decline, cancel, a JSON object

@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use futures::StreamExt;
 use mcp_client::{CallOptions, Client, Revision, Subscriptions};
 use serde_json::{Map, Value, json};
@@ -22,7 +24,7 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
         Command::Tools(r) => {
             let (session, words) = open(global, r.words)?;
             no_more(&words, "tools")?;
-            with_client(&session, |c| tools(&session, c)).await
+            with_client(&session, Bound::Whole, |c, _| tools(&session, c)).await
         }
         Command::Call(r) => {
             let (session, words) = open(global, r.words)?;
@@ -30,24 +32,27 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
                 return Err(CliError::Usage("mcp call needs the tool's name".into()));
             };
             let arguments = tool_arguments(rest)?;
-            with_client(&session, |c| call(&session, c, tool, arguments)).await
+            with_client(&session, Bound::Whole, |c, _| {
+                call(&session, c, tool, arguments)
+            })
+            .await
         }
         Command::Resources(r) => {
             let (session, words) = open(global, r.words)?;
             no_more(&words, "resources")?;
-            with_client(&session, |c| resources(&session, c)).await
+            with_client(&session, Bound::Whole, |c, _| resources(&session, c)).await
         }
         Command::Read(r) => {
             let (session, words) = open(global, r.words)?;
             let [uri] = words.as_slice() else {
                 return Err(CliError::Usage("mcp read needs exactly one URI".into()));
             };
-            with_client(&session, |c| read(&session, c, uri)).await
+            with_client(&session, Bound::Whole, |c, _| read(&session, c, uri)).await
         }
         Command::Prompts(r) => {
             let (session, words) = open(global, r.words)?;
             no_more(&words, "prompts")?;
-            with_client(&session, |c| prompts(&session, c)).await
+            with_client(&session, Bound::Whole, |c, _| prompts(&session, c)).await
         }
         Command::Prompt(r) => {
             let (session, words) = open(global, r.words)?;
@@ -55,7 +60,10 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
                 return Err(CliError::Usage("mcp prompt needs the prompt's name".into()));
             };
             let arguments = prompt_arguments(rest)?;
-            with_client(&session, |c| prompt(&session, c, name, arguments)).await
+            with_client(&session, Bound::Whole, |c, _| {
+                prompt(&session, c, name, arguments)
+            })
+            .await
         }
         Command::Discover(r) => {
             let (session, words) = open(global, r.words)?;
@@ -70,7 +78,10 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             } = args;
             let (session, words) = open(global, rest.words)?;
             no_more(&words, "listen")?;
-            let listened = with_client(&session, |c| listen(&session, c, resources, count)).await;
+            let listened = with_client(&session, Bound::UntilListening, |c, deadline| {
+                listen(&session, c, resources, count, deadline)
+            })
+            .await;
             match listened {
                 // Ctrl-C is how a listen normally ends.
                 Err(CliError::Interrupted) => {
@@ -97,27 +108,66 @@ fn no_more(words: &[String], command: &str) -> Result<(), CliError> {
     }
 }
 
+/// What `--timeout` bounds in a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// Everything: connecting, the request (every page of a list, the questions), closing.
+    Whole,
+    /// Connecting and setting up a subscription; listening itself is unbounded (Ctrl-C ends it).
+    UntilListening,
+}
+
 /// Connects, runs `f`, closes (whatever `f` returned), and turns an unanswered question into
 /// the error that explains the failure.
-async fn with_client<'a, F, Fut>(session: &'a Session, f: F) -> Result<(), CliError>
+///
+/// The whole operation has one deadline, `--timeout` from now: a server that hangs at any step
+/// ends the command once, when it passes, not after a full timeout per step. `f` gets the
+/// deadline (for what [`Bound::UntilListening`] still bounds). Closing gets what is left of it;
+/// with nothing left the session is not closed (a stdio child is killed, an HTTP session is
+/// left to expire on the server).
+async fn with_client<'a, F, Fut>(session: &'a Session, bound: Bound, f: F) -> Result<(), CliError>
 where
-    F: FnOnce(Client) -> Fut,
+    F: FnOnce(Client, Instant) -> Fut,
     Fut: Future<Output = Result<(), CliError>> + 'a,
 {
+    let deadline = Instant::now() + session.timeout;
     // Installed before connecting, so a Ctrl-C from then on is always caught.
     let mut interrupt = Interrupt::install();
-    let client = session.connect().await?;
+    let client = tokio::select! {
+        connected = tokio::time::timeout_at(deadline, session.connect()) => {
+            connected.map_err(|_| session.deadline_passed("connecting"))??
+        }
+        () = interrupt.wait() => return Err(CliError::Interrupted),
+    };
     // Ctrl-C drops the command's future, which cancels its request on the server, and the
     // session is still closed below.
+    let command = async {
+        match bound {
+            Bound::Whole => tokio::time::timeout_at(deadline, f(client.clone(), deadline))
+                .await
+                .unwrap_or_else(|_| Err(session.deadline_passed("the request"))),
+            Bound::UntilListening => f(client.clone(), deadline).await,
+        }
+    };
     let outcome = tokio::select! {
-        outcome = f(client.clone()) => outcome,
+        outcome = command => outcome,
         () = interrupt.wait() => Err(CliError::Interrupted),
     };
     session.ui.finish();
-    if let Err(e) = client.close().await {
-        session
-            .ui
-            .note(&format!("closing: {}", one_line(&e.to_string())));
+    let closing = match bound {
+        Bound::Whole => deadline.saturating_duration_since(Instant::now()),
+        Bound::UntilListening => session.timeout,
+    };
+    if !closing.is_zero() {
+        let closed = tokio::time::timeout(closing, client.close()).await;
+        let failure = match closed {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(one_line(&e.to_string())),
+            Err(_) => Some(format!("no answer within the {:?} left", closing)),
+        };
+        if let Some(failure) = failure {
+            session.ui.note(&format!("closing: {failure}"));
+        }
     }
     match (outcome, session.asker.unanswered()) {
         (Ok(()), None) => Ok(()),
@@ -328,6 +378,7 @@ async fn listen(
     client: Client,
     resources: Vec<String>,
     count: Option<u64>,
+    deadline: Instant,
 ) -> Result<(), CliError> {
     let mut subscriptions = Subscriptions::new()
         .tools_changed()
@@ -351,9 +402,9 @@ async fn listen(
     for uri in &resources {
         subscriptions = subscriptions.resource(uri.clone());
     }
-    let mut listener = client
-        .listen(subscriptions)
+    let mut listener = tokio::time::timeout_at(deadline, client.listen(subscriptions))
         .await
+        .map_err(|_| session.deadline_passed("subscribing"))?
         .map_err(failed("listen"))?;
     let mut what = vec!["tools, prompts and resources list changes".to_owned()];
     what.extend(resources.iter().map(|uri| format!("updates of {uri}")));
@@ -421,10 +472,12 @@ async fn discover(session: &Session) -> Result<(), CliError> {
     let mut probes = Vec::new();
     for (transport, label) in transports {
         for revision in Revision::ALL {
-            let probe = tokio::time::timeout(PROBE_TIMEOUT, probe(session, revision, transport));
+            // Each probe is one operation, with one deadline.
+            let limit = PROBE_TIMEOUT.min(session.timeout);
+            let probe = tokio::time::timeout(limit, probe(session, revision, transport));
             let outcome = match probe.await {
                 Ok(outcome) => outcome,
-                Err(_) => Err(format!("no answer within {PROBE_TIMEOUT:?}")),
+                Err(_) => Err(format!("no answer within {limit:?}")),
             };
             probes.push(Probe {
                 revision,

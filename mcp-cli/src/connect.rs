@@ -142,6 +142,15 @@ impl Session {
         builder
     }
 
+    /// The error of a command whose `--timeout` passed while `doing` (connecting, the request).
+    pub(crate) fn deadline_passed(&self, doing: &str) -> CliError {
+        CliError::Deadline {
+            target: self.target.name(),
+            doing: doing.to_owned(),
+            after: self.timeout,
+        }
+    }
+
     /// Connects as the options say.
     pub(crate) async fn connect(&self) -> Result<Client, CliError> {
         self.connect_as(self.revision, self.transport, true).await

@@ -42,6 +42,16 @@ pub(crate) enum CliError {
         /// The question's message.
         question: String,
     },
+    /// The command's `--timeout` passed: it bounds the whole command, connecting included.
+    #[error("{target} did not answer in time: --timeout {after:?} passed while {doing}")]
+    Deadline {
+        /// The URL or command.
+        target: String,
+        /// What the command was doing: connecting, the request.
+        doing: String,
+        /// The `--timeout`.
+        after: std::time::Duration,
+    },
     /// The user pressed Ctrl-C; the request in flight was cancelled.
     #[error("interrupted; the request in flight was cancelled")]
     Interrupted,
@@ -58,6 +68,7 @@ impl CliError {
             Self::Connect { source, .. } | Self::Request { source, .. } => kind_code(source.kind()),
             Self::ToolFailed { .. } => exit::TOOL_ERROR,
             Self::Unanswered { .. } => exit::UNANSWERED,
+            Self::Deadline { .. } => exit::TIMEOUT,
             Self::Interrupted => exit::INTERRUPTED,
             Self::Output(_) => exit::TRANSPORT,
         }
@@ -76,6 +87,7 @@ impl CliError {
             }
             Self::ToolFailed { .. } => "tool".into(),
             Self::Unanswered { .. } => "unanswered".into(),
+            Self::Deadline { .. } => "timeout".into(),
             Self::Interrupted => "interrupted".into(),
             Self::Output(_) => "output".into(),
         }
@@ -94,6 +106,9 @@ impl CliError {
                 return Some(
                     "answer with --answer '{...}' (or accept, decline, cancel), or run on a terminal",
                 );
+            }
+            Self::Deadline { .. } => {
+                return Some("raise --timeout, or check the server is answering");
             }
             Self::Output(_) | Self::Interrupted => return None,
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
@@ -114,6 +129,14 @@ impl CliError {
                 -32602 => Some("check the name and arguments against `mcp tools`"),
                 _ => None,
             };
+        }
+        if source.http_status().is_some_and(|s| s >= 500) {
+            return Some("the server failed: its logs should say why");
+        }
+        if matches!(source.http_status(), Some(401 | 403)) {
+            return Some(
+                "the server wants credentials: pass them with -H \"Authorization: Bearer TOKEN\"",
+            );
         }
         if matches!(source.http_status(), Some(404 | 405)) {
             return Some(
@@ -138,6 +161,9 @@ impl CliError {
                 "answer with --answer '{...}' (or accept, decline, cancel), or run on a terminal",
             ),
             ErrorKind::InvalidInput => Some("check the URL and the arguments"),
+            ErrorKind::LimitExceeded => Some(
+                "the server's list does not end (a fresh nextCursor on every page): report it to the server's authors",
+            ),
             _ => None,
         }
     }
@@ -175,6 +201,7 @@ fn kind_label(kind: ErrorKind) -> &'static str {
         ErrorKind::TooManyRounds | ErrorKind::InputRequired => "unanswered",
         ErrorKind::Unsupported => "unsupported",
         ErrorKind::InvalidInput => "input",
+        ErrorKind::LimitExceeded => "limit",
         _ => "client",
     }
 }

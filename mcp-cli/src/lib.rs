@@ -14,7 +14,8 @@
 //! Every command takes `--revision VERSION` (speak only that revision; default: negotiate as
 //! the spec's dual-era client does), `--json` (one JSON document on stdout; `listen` prints one
 //! line per notification), `--transport auto|streamable|sse` (default `auto`: Streamable HTTP,
-//! falling back to HTTP+SSE), `--timeout SECS` (per request, default 60), `--log-level LEVEL`
+//! falling back to HTTP+SSE), `--timeout SECS` (the whole command, connecting
+//! included: one deadline, default 60), `--log-level LEVEL`
 //! (asked of the server, default `info`), `-H "Name: value"` (HTTP headers) and `--answer`.
 //!
 //! **Output.** Results go to stdout: aligned tables for lists, the text of a tool result,

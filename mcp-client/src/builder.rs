@@ -4,17 +4,21 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use http::{HeaderMap, HeaderName, HeaderValue, Uri};
 use mcp_adapters::{Adapter, LogLevel, Revision};
 use mcp_wire::jsonrpc::Notification;
 use serde_json::{Value, json};
 
 use crate::ask::{Answer, Asks, OnAsk, Question, ask_fn};
+use crate::calls::ListLimits;
 use crate::client::{Client, Config, Inner};
 use crate::error::{Error, ErrorKind};
 use crate::negotiate::{self, Choice, Negotiated, Remembered};
 use crate::transport::{
-    DEFAULT_MAX_MESSAGE_SIZE, HttpSse, Stdio, StdioBuilder, StreamableHttp, Transport,
+    DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, HttpSse, Stdio,
+    StdioBuilder, StreamableHttp, Transport,
 };
 
 /// Configures a [`Client`] and connects it.
@@ -47,6 +51,9 @@ pub struct ClientBuilder {
     headers: HeaderMap,
     max_message_size: usize,
     remember_era: bool,
+    list_limits: ListLimits,
+    max_queued: usize,
+    max_queued_bytes: usize,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -76,6 +83,9 @@ impl Default for ClientBuilder {
             headers: HeaderMap::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             remember_era: true,
+            list_limits: ListLimits::default(),
+            max_queued: DEFAULT_MAX_QUEUED,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
         }
     }
 }
@@ -192,6 +202,91 @@ impl ClientBuilder {
         self
     }
 
+    /// The most pages one listing ([`Client::list_tools`], [`Client::list_stream`] ...) follows.
+    /// Default is 1,000.
+    ///
+    /// A listing that needs more pages (a server that hands out a fresh `nextCursor` on every
+    /// page) stops with [`ErrorKind::LimitExceeded`] instead of fetching the next page; a server
+    /// that repeats a cursor stops it at once with [`ErrorKind::Protocol`]. Together with
+    /// [`ClientBuilder::max_list_items`] and [`ClientBuilder::max_list_bytes`] this bounds what
+    /// one listing costs, whatever the server sends.
+    ///
+    /// ```
+    /// use mcp_client::Client;
+    ///
+    /// let builder = Client::builder()
+    ///     .max_list_pages(100)
+    ///     .max_list_items(10_000)
+    ///     .max_list_bytes(8 << 20);
+    /// # let _ = builder;
+    /// ```
+    pub fn max_list_pages(mut self, pages: usize) -> Self {
+        self.list_limits.pages = pages;
+        self
+    }
+
+    /// The most items one listing returns, over all its pages. Default is 100,000.
+    ///
+    /// A page that would take the listing past it ends the listing with
+    /// [`ErrorKind::LimitExceeded`]; its items are not returned.
+    pub fn max_list_items(mut self, items: usize) -> Self {
+        self.list_limits.items = items;
+        self
+    }
+
+    /// The most bytes one listing holds, over all its pages: the items, as JSON text, and the
+    /// cursors. Default is 64 MiB.
+    ///
+    /// A page that would take the listing past it ends the listing with
+    /// [`ErrorKind::LimitExceeded`]; its items are not returned. What one page may weigh is
+    /// bounded by [`ClientBuilder::max_message_size`], so a listing never holds more than this
+    /// plus one message.
+    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
+        self.list_limits.bytes = bytes;
+        self
+    }
+
+    /// How many messages from the server may wait for the client to handle them, in each place
+    /// they can wait. Default is 1,024 ([`crate::transport::DEFAULT_MAX_QUEUED`]).
+    ///
+    /// It bounds, whatever the server sends and from the first byte on (during the handshake
+    /// too):
+    ///
+    /// - the incoming queue of stdio and HTTP+SSE (notifications and the server's requests that
+    ///   no call reads itself), together with [`ClientBuilder::max_queued_bytes`];
+    /// - the queue of each [`crate::Listener`];
+    /// - how many of the server's requests (`ping`, questions) are answered at once: past it, the
+    ///   client finishes answering one before it reads the next message, and what arrives
+    ///   meanwhile waits in the incoming queue.
+    ///
+    /// **At the limit**, notifications and the server's requests are lossy: one that arrives
+    /// while its queue is full is dropped and counted ([`Client::dropped_messages`],
+    /// [`crate::Listener::dropped`]); a request so dropped gets no answer. Responses to the
+    /// client's own requests are never dropped: each goes to the call waiting for it, so what
+    /// they hold is bounded by the calls in flight. Over Streamable HTTP each stream is read as
+    /// the client handles it, so nothing queues there.
+    ///
+    /// ```
+    /// use mcp_client::Client;
+    ///
+    /// let builder = Client::builder().max_queued(256).max_queued_bytes(4 << 20);
+    /// # let _ = builder;
+    /// ```
+    pub fn max_queued(mut self, messages: usize) -> Self {
+        self.max_queued = messages.max(1);
+        self
+    }
+
+    /// How many bytes of messages (counted as their text on the wire) the incoming queue of
+    /// stdio and HTTP+SSE holds at most; see [`ClientBuilder::max_queued`]. Default is 16 MiB
+    /// ([`crate::transport::DEFAULT_MAX_QUEUED_BYTES`]). One message larger than this still
+    /// passes when nothing else waits (its size is bounded by
+    /// [`ClientBuilder::max_message_size`]).
+    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes;
+        self
+    }
+
     fn config(&self) -> Config {
         Config {
             client_info: self.client_info.clone(),
@@ -202,6 +297,8 @@ impl ClientBuilder {
             log_level: self.log_level,
             cache_entries: self.cache_entries,
             probe_timeout: self.probe_timeout,
+            list_limits: self.list_limits,
+            max_queued: self.max_queued,
         }
     }
 
@@ -219,9 +316,21 @@ impl ClientBuilder {
         Ok((client, negotiated))
     }
 
-    /// Connects over any transport and negotiates (or starts the pinned revision).
+    /// Connects over any transport and negotiates (or starts the pinned revision), all within
+    /// one [`ClientBuilder::timeout`]: every step of the negotiation (probe, `initialize`,
+    /// `notifications/initialized`, `logging/setLevel`) shares it, so a server that hangs at any
+    /// step fails the connect with [`ErrorKind::Timeout`] once, after the timeout.
     pub async fn connect(self, transport: impl Transport) -> Result<Client, Error> {
-        let (client, negotiated) = self.start(Arc::new(transport)).await?;
+        let deadline = Instant::now() + self.timeout;
+        self.connect_transport(Arc::new(transport), deadline).await
+    }
+
+    async fn connect_transport(
+        &self,
+        transport: Arc<dyn Transport>,
+        deadline: Instant,
+    ) -> Result<Client, Error> {
+        let (client, negotiated) = self.start_by(transport, deadline).await?;
         match negotiated {
             Negotiated::Done => Ok(client),
             Negotiated::FallBackToSse => Err(Error::new(
@@ -231,9 +340,29 @@ impl ClientBuilder {
         }
     }
 
+    /// [`ClientBuilder::start`] by `deadline`, or [`ErrorKind::Timeout`].
+    async fn start_by(
+        &self,
+        transport: Arc<dyn Transport>,
+        deadline: Instant,
+    ) -> Result<(Client, Negotiated), Error> {
+        match tokio::time::timeout_at(deadline, self.start(transport)).await {
+            Ok(started) => started,
+            Err(_) => Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "not connected within {:?} (the handshake included)",
+                    self.timeout
+                ),
+            )),
+        }
+    }
+
     /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`), falling back to
-    /// `initialize` and then to HTTP+SSE as the spec's dual-era client does.
+    /// `initialize` and then to HTTP+SSE as the spec's dual-era client does. The whole connect,
+    /// fallbacks included, has one [`ClientBuilder::timeout`].
     pub async fn connect_http(self, url: &str) -> Result<Client, Error> {
+        let deadline = Instant::now() + self.timeout;
         let uri: Uri = url
             .parse()
             .map_err(|_| Error::new(ErrorKind::InvalidInput, format!("invalid URL {url:?}")))?;
@@ -241,41 +370,58 @@ impl ClientBuilder {
             let era =
                 crate::transport::streamable_origin(&uri).and_then(|o| negotiate::remembered(&o));
             if era.is_some_and(|e: Remembered| e.http_sse) {
-                return self.connect_sse(url).await;
+                return self.connect_sse_by(url, deadline).await;
             }
         }
         let mut builder = StreamableHttp::builder(uri).max_message_size(self.max_message_size);
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
         }
-        let (client, negotiated) = self.start(Arc::new(builder.build())).await?;
+        let (client, negotiated) = self.start_by(Arc::new(builder.build()), deadline).await?;
         match negotiated {
             Negotiated::Done => Ok(client),
             Negotiated::FallBackToSse => {
                 drop(client);
-                self.connect_sse(url).await
+                self.connect_sse_by(url, deadline).await
             }
         }
     }
 
-    /// Connects to an HTTP+SSE (2024-11-05 transport) stream endpoint (`http://host:port/sse`).
+    /// Connects to an HTTP+SSE (2024-11-05 transport) stream endpoint (`http://host:port/sse`):
+    /// opening the stream, waiting for its `endpoint` event and the handshake share one
+    /// [`ClientBuilder::timeout`].
     pub async fn connect_sse(self, url: &str) -> Result<Client, Error> {
+        let deadline = Instant::now() + self.timeout;
+        self.connect_sse_by(url, deadline).await
+    }
+
+    async fn connect_sse_by(&self, url: &str, deadline: Instant) -> Result<Client, Error> {
         let uri: Uri = url
             .parse()
             .map_err(|_| Error::new(ErrorKind::InvalidInput, format!("invalid URL {url:?}")))?;
+        // The stream's own wait ends at the deadline: one clock, no race between two.
         let mut builder = HttpSse::builder(uri)
             .max_message_size(self.max_message_size)
-            .endpoint_timeout(self.timeout);
+            .max_queued(self.max_queued)
+            .max_queued_bytes(self.max_queued_bytes)
+            .endpoint_timeout(deadline.saturating_duration_since(Instant::now()));
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
         }
         let transport = builder.connect().await?;
-        self.connect(transport).await
+        self.connect_transport(Arc::new(transport), deadline).await
     }
 
-    /// Spawns a stdio server and connects to it.
+    /// Spawns a stdio server and connects to it; the handshake has one
+    /// [`ClientBuilder::timeout`]. The builder's [`ClientBuilder::max_message_size`] and
+    /// [`ClientBuilder::max_queued`] (with [`ClientBuilder::max_queued_bytes`]) replace the
+    /// command's own.
     pub async fn connect_stdio(self, command: StdioBuilder) -> Result<Client, Error> {
-        let transport: Stdio = command.max_message_size(self.max_message_size).spawn()?;
+        let transport: Stdio = command
+            .max_message_size(self.max_message_size)
+            .max_queued(self.max_queued)
+            .max_queued_bytes(self.max_queued_bytes)
+            .spawn()?;
         self.connect(transport).await
     }
 }

@@ -56,8 +56,92 @@ impl ListKind {
     }
 }
 
-/// The most pages one listing follows before it decides the server is looping.
-const MAX_PAGES: usize = 10_000;
+/// What one listing may cost before it stops with [`ErrorKind::LimitExceeded`]: see
+/// [`crate::ClientBuilder::max_list_pages`], [`crate::ClientBuilder::max_list_items`] and
+/// [`crate::ClientBuilder::max_list_bytes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ListLimits {
+    pub(crate) pages: usize,
+    pub(crate) items: usize,
+    pub(crate) bytes: usize,
+}
+
+impl Default for ListLimits {
+    fn default() -> Self {
+        Self {
+            pages: 1_000,
+            items: 100_000,
+            bytes: 64 << 20,
+        }
+    }
+}
+
+/// What a listing has taken so far, checked against its [`ListLimits`] page by page.
+#[derive(Debug, Default)]
+struct Taken {
+    pages: usize,
+    items: usize,
+    bytes: usize,
+}
+
+impl Taken {
+    /// Counts `page` in, or says which limit it would cross (nothing is counted then).
+    fn add(&mut self, page: &Page, limits: &ListLimits) -> Result<(), Error> {
+        let items = self.items.saturating_add(page.items.len());
+        if items > limits.items {
+            return Err(limit(format!(
+                "the listing has more than {} items (max_list_items)",
+                limits.items
+            )));
+        }
+        let page_bytes = page
+            .items
+            .iter()
+            .map(json_len)
+            .chain(page.next_cursor.as_ref().map(String::len))
+            .fold(0usize, usize::saturating_add);
+        let bytes = self.bytes.saturating_add(page_bytes);
+        if bytes > limits.bytes {
+            return Err(limit(format!(
+                "the listing holds more than {} bytes (max_list_bytes)",
+                limits.bytes
+            )));
+        }
+        self.pages += 1;
+        self.items = items;
+        self.bytes = bytes;
+        if page.next_cursor.is_some() && self.pages >= limits.pages {
+            return Err(limit(format!(
+                "the listing has more than {} pages (max_list_pages): the server keeps sending a \
+                 nextCursor",
+                limits.pages
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn limit(detail: String) -> Error {
+    Error::new(ErrorKind::LimitExceeded, detail)
+}
+
+/// The length of `value` as JSON text, counted without writing it anywhere.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Cannot fail: the writer never does, and a `Value` always serializes.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
 
 impl Client {
     fn method_of(&self, operation: Operation) -> Result<&'static str, Error> {
@@ -119,7 +203,11 @@ impl Client {
         tools
     }
 
-    /// Every item of a list, as a stream that fetches pages as it goes.
+    /// Every item of a list, as a stream that fetches pages as it goes. Each page has the
+    /// client's timeout; the listing as a whole stops with [`ErrorKind::LimitExceeded`] at the
+    /// limits of [`crate::ClientBuilder::max_list_pages`], [`crate::ClientBuilder::max_list_items`]
+    /// and [`crate::ClientBuilder::max_list_bytes`], and with [`ErrorKind::Protocol`] when the
+    /// server repeats a cursor.
     pub fn list_stream(
         &self,
         kind: ListKind,
@@ -130,6 +218,7 @@ impl Client {
             buffer: VecDeque<Value>,
             cursor: Option<String>,
             seen: HashSet<String>,
+            taken: Taken,
             started: bool,
             done: bool,
         }
@@ -139,6 +228,7 @@ impl Client {
             buffer: VecDeque::new(),
             cursor: None,
             seen: HashSet::new(),
+            taken: Taken::default(),
             started: false,
             done: false,
         };
@@ -153,8 +243,13 @@ impl Client {
                 s.started = true;
                 match s.client.list_page(s.kind, s.cursor.as_deref()).await {
                     Ok(page) => {
+                        let limits = s.client.inner.config.list_limits;
+                        if let Err(e) = s.taken.add(&page, &limits) {
+                            s.done = true;
+                            return Some((Err(e), s));
+                        }
                         if let Some(next) = &page.next_cursor
-                            && (!s.seen.insert(next.clone()) || s.seen.len() > MAX_PAGES)
+                            && !s.seen.insert(next.clone())
                         {
                             s.done = true;
                             return Some((Err(Error::protocol("the server repeats a cursor")), s));
@@ -171,28 +266,35 @@ impl Client {
         })
     }
 
+    /// Every item of a list, all pages within one timeout (the client's): a server that answers
+    /// each page just before the timeout cannot stretch the listing past it.
     async fn list_all(&self, kind: ListKind) -> Result<Vec<Value>, Error> {
         use futures::TryStreamExt;
-        self.list_stream(kind).try_collect().await
+        let timeout = self.inner.config.timeout;
+        match tokio::time::timeout(timeout, self.list_stream(kind).try_collect()).await {
+            Ok(listed) => listed,
+            Err(_) => Err(Error::timeout(timeout)),
+        }
     }
 
-    /// Every tool, following all pages. On 2026-07-28 a tool with an invalid `x-mcp-header`
+    /// Every tool, following all pages (within the client's timeout and the listing limits of
+    /// [`crate::ClientBuilder::max_list_pages`] and its siblings). On 2026-07-28 a tool with an invalid `x-mcp-header`
     /// annotation is left out with a warning, and the others' bindings are kept for mirroring.
     pub async fn list_tools(&self) -> Result<Vec<Value>, Error> {
         self.list_all(ListKind::Tools).await
     }
 
-    /// Every resource, following all pages.
+    /// Every resource, following all pages (bounded as [`Client::list_tools`]).
     pub async fn list_resources(&self) -> Result<Vec<Value>, Error> {
         self.list_all(ListKind::Resources).await
     }
 
-    /// Every resource template, following all pages.
+    /// Every resource template, following all pages (bounded as [`Client::list_tools`]).
     pub async fn list_resource_templates(&self) -> Result<Vec<Value>, Error> {
         self.list_all(ListKind::ResourceTemplates).await
     }
 
-    /// Every prompt, following all pages.
+    /// Every prompt, following all pages (bounded as [`Client::list_tools`]).
     pub async fn list_prompts(&self) -> Result<Vec<Value>, Error> {
         self.list_all(ListKind::Prompts).await
     }

@@ -121,6 +121,10 @@ pub(crate) struct Config {
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) cache_entries: usize,
     pub(crate) probe_timeout: Duration,
+    pub(crate) list_limits: crate::calls::ListLimits,
+    /// How many notifications wait for each listener, and how many of the server's requests are
+    /// answered at once.
+    pub(crate) max_queued: usize,
 }
 
 pub(crate) struct State {
@@ -134,7 +138,10 @@ struct ListenerSlot {
     id: u64,
     subscription: Option<Id>,
     filter: crate::listen::Filter,
-    tx: mpsc::UnboundedSender<Notification>,
+    /// Bounded ([`Config::max_queued`]): a listener that falls behind loses notifications, counted
+    /// in `dropped`, rather than the client holding them all.
+    tx: mpsc::Sender<Notification>,
+    dropped: Arc<std::sync::atomic::AtomicU64>,
 }
 
 pub(crate) struct Inner {
@@ -153,6 +160,8 @@ pub(crate) struct Inner {
     sessions: std::sync::atomic::AtomicU64,
     closed: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Permits for answering the server's requests, [`Config::max_queued`] of them.
+    answering: Arc<tokio::sync::Semaphore>,
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
     /// Where the standalone GET stream stands, for [`Client::listen`] to wait until it is open.
     pub(crate) stream_state: tokio::sync::watch::Sender<crate::listen::StreamState>,
@@ -240,6 +249,8 @@ pub(crate) enum Outcome {
     Refused {
         error: Option<ErrorObject>,
         status: Option<u16>,
+        /// The start of an HTTP error body ([`crate::transport::excerpt`]), when there was one.
+        said: Option<String>,
     },
 }
 
@@ -251,6 +262,7 @@ impl Inner {
     ) -> Arc<Self> {
         let info = transport.info();
         let cache = Cache::new(config.cache_entries);
+        let answering = Arc::new(tokio::sync::Semaphore::new(config.max_queued.max(1)));
         let inner = Arc::new(Self {
             transport,
             info,
@@ -270,6 +282,7 @@ impl Inner {
             sessions: std::sync::atomic::AtomicU64::new(0),
             closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
+            answering,
             get_stream: Mutex::new(None),
             stream_state: tokio::sync::watch::Sender::new(crate::listen::StreamState::Connecting),
             base_meta: RwLock::new(None),
@@ -676,9 +689,14 @@ impl Inner {
                 body,
             }) => {
                 let error = refusal(content_type.as_deref(), &body);
+                let said = error
+                    .is_none()
+                    .then(|| crate::transport::excerpt(&body))
+                    .flatten();
                 Ok(Attempted::Outcome(Outcome::Refused {
                     error,
                     status: Some(status),
+                    said,
                 }))
             }
             Err(e) => Err(e.into()),
@@ -733,6 +751,7 @@ impl Inner {
                         Err(e) => Outcome::Refused {
                             error: Some(e),
                             status: None,
+                            said: None,
                         },
                     });
                 }
@@ -826,24 +845,42 @@ impl Inner {
                 (Some(_), None) => slot.filter.accepts(&n),
                 (None, _) => slot.filter.accepts(&n),
             };
-            !wanted || slot.tx.send(n.clone()).is_ok()
+            if !wanted {
+                return true;
+            }
+            match slot.tx.try_send(n.clone()) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    slot.dropped.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
         });
     }
 
+    /// Registers a listener: its id, the receiving end of its queue (bounded by
+    /// [`Config::max_queued`]) and the count of notifications it lost to a full queue.
     pub(crate) fn add_listener(
         &self,
         subscription: Option<Id>,
         filter: crate::listen::Filter,
-    ) -> (u64, mpsc::UnboundedReceiver<Notification>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+    ) -> (
+        u64,
+        mpsc::Receiver<Notification>,
+        Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        let (tx, rx) = mpsc::channel(self.config.max_queued.max(1));
+        let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed) as u64;
         lock(&self.listeners).push(ListenerSlot {
             id,
             subscription,
             filter,
             tx,
+            dropped: dropped.clone(),
         });
-        (id, rx)
+        (id, rx, dropped)
     }
 
     /// Every resource URI a listener of a handshake revision subscribed to, once each.
@@ -1285,14 +1322,29 @@ impl Drop for InFlight {
     }
 }
 
-async fn pump_incoming(inner: std::sync::Weak<Inner>, mut incoming: MessageStream) {
+/// Handles what comes on the transport's incoming stream, in order: notifications at once, the
+/// server's requests on tasks of their own, at most [`Config::max_queued`] at a time (past that
+/// the pump waits for one to finish, and what arrives meanwhile waits in the transport's
+/// bounded queue).
+async fn pump_incoming(weak: std::sync::Weak<Inner>, mut incoming: MessageStream) {
     while let Some(item) = incoming.next().await {
-        let Some(inner) = inner.upgrade() else { return };
+        let Some(inner) = weak.upgrade() else { return };
         match item {
             Ok(inbound) => match inbound.message {
                 Message::Request(request) => {
+                    let answering = inner.answering.clone();
+                    // Not kept alive by the wait.
+                    drop(inner);
+                    let Ok(permit) = answering.acquire_owned().await else {
+                        return;
+                    };
+                    let Some(inner) = weak.upgrade() else { return };
                     // Answer on a task of its own: the user may take a while.
-                    let handle = tokio::spawn(inner.clone().answer_request(request));
+                    let answer = inner.clone().answer_request(request);
+                    let handle = tokio::spawn(async move {
+                        answer.await;
+                        drop(permit);
+                    });
                     inner.track(handle);
                 }
                 Message::Notification(n) => inner.dispatch_notification(n),
@@ -1324,6 +1376,12 @@ impl Client {
             .unwrap_or_else(|e| e.into_inner())
             .server
             .clone()
+    }
+
+    /// How many notifications and requests from the server were dropped because they arrived
+    /// faster than the client handled them (see [`crate::ClientBuilder::max_queued`]).
+    pub fn dropped_messages(&self) -> u64 {
+        self.inner.transport.dropped()
     }
 
     /// The session id the server issued, on transports that have sessions.
@@ -1493,7 +1551,11 @@ impl Client {
             };
             let result = match outcome {
                 Outcome::Result(v) => v,
-                Outcome::Refused { error, status } => {
+                Outcome::Refused {
+                    error,
+                    status,
+                    said,
+                } => {
                     let code = error.as_ref().map(|e| e.code);
                     // A legacy session the server forgot: initialize again and retry once.
                     if status == Some(404)
@@ -1518,15 +1580,7 @@ impl Client {
                         let _ = Box::pin(self.list_tools()).await;
                         continue;
                     }
-                    return Err(match (error, status) {
-                        (Some(e), status) => Error::rpc_error(e, status),
-                        (None, Some(status)) => Error::new(
-                            ErrorKind::Transport,
-                            "the server answered with an HTTP error",
-                        )
-                        .with_status(status),
-                        (None, None) => Error::protocol("an empty refusal"),
-                    });
+                    return Err(Error::refused(error, status, said.as_deref()));
                 }
             };
             match crate::asking::questions(adapter, method_name, &result)? {

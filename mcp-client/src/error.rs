@@ -39,6 +39,10 @@ pub enum ErrorKind {
     InvalidInput,
     /// The client was closed.
     Closed,
+    /// A bound set on the client builder was reached: a listing that needs more pages, items or
+    /// bytes than [`crate::ClientBuilder::max_list_pages`], [`crate::ClientBuilder::max_list_items`]
+    /// or [`crate::ClientBuilder::max_list_bytes`] allow (a server that never ends its list).
+    LimitExceeded,
 }
 
 /// Every failure of a client operation.
@@ -76,6 +80,27 @@ impl Error {
         error.inner.rpc = Some(rpc);
         error.inner.status = status;
         error
+    }
+
+    /// A request the server refused: with its JSON-RPC error when it sent one, else with the
+    /// HTTP status and what the server said in the body (`said`, an excerpt).
+    pub(crate) fn refused(
+        error: Option<ErrorObject>,
+        status: Option<u16>,
+        said: Option<&str>,
+    ) -> Self {
+        match (error, status) {
+            (Some(e), status) => Self::rpc_error(e, status),
+            (None, Some(status)) => {
+                let name = crate::transport::status_name(status);
+                let detail = match said {
+                    Some(said) => format!("the server answered {name}; it said: {said:?}"),
+                    None => format!("the server answered {name} with an empty body"),
+                };
+                Self::new(ErrorKind::Transport, detail).with_status(status)
+            }
+            (None, None) => Self::protocol("an empty refusal"),
+        }
     }
 
     pub(crate) fn protocol(detail: impl Into<String>) -> Self {
@@ -154,6 +179,11 @@ impl Error {
     pub fn is_closed(&self) -> bool {
         self.kind() == ErrorKind::Closed
     }
+
+    /// Whether a limit set on the client builder was reached.
+    pub fn is_limit_exceeded(&self) -> bool {
+        self.kind() == ErrorKind::LimitExceeded
+    }
 }
 
 impl From<TransportError> for Error {
@@ -211,10 +241,14 @@ impl fmt::Display for Error {
             ErrorKind::Unsupported => "not supported",
             ErrorKind::InvalidInput => "invalid input",
             ErrorKind::Closed => "client closed",
+            ErrorKind::LimitExceeded => "limit reached",
         };
         f.write_str(what)?;
         if let Some(rpc) = &self.inner.rpc {
             write!(f, ": {rpc}")?;
+            if let Some(status) = self.inner.status {
+                write!(f, " ({})", crate::transport::status_name(status))?;
+            }
         }
         if !self.inner.detail.is_empty() {
             write!(f, ": {}", self.inner.detail)?;

@@ -92,7 +92,8 @@ impl Filter {
 /// A stream of the notifications asked for with [`Client::listen`]. Dropping it ends the
 /// subscription (closing the listen stream, or `notifications/cancelled` on stdio).
 pub struct Listener {
-    rx: mpsc::UnboundedReceiver<Notification>,
+    rx: mpsc::Receiver<Notification>,
+    dropped: Arc<std::sync::atomic::AtomicU64>,
     inner: Weak<Inner>,
     slot: u64,
     task: Option<JoinHandle<()>>,
@@ -109,6 +110,13 @@ impl std::fmt::Debug for Listener {
 }
 
 impl Listener {
+    /// How many notifications this listener lost because it fell behind: at most
+    /// [`crate::ClientBuilder::max_queued`] wait for it, and later ones are dropped while its
+    /// queue is full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// What the server agreed to send (the `notifications` of its acknowledgement, 2026-07-28).
     pub fn accepted(&self) -> Option<&Value> {
         self.accepted.as_ref()
@@ -191,7 +199,7 @@ impl Client {
                 notifications.insert("resourceSubscriptions".into(), json!(subscriptions.uris));
             }
             let id = inner.new_id();
-            let (slot, mut rx) = inner.add_listener(
+            let (slot, mut rx, dropped) = inner.add_listener(
                 Some(id.clone()),
                 Filter {
                     subs: subscriptions,
@@ -218,12 +226,9 @@ impl Client {
                     body,
                 }) => {
                     inner.remove_listener(slot);
-                    return Err(match refusal(content_type.as_deref(), &body) {
-                        Some(e) => Error::rpc_error(e, Some(status)),
-                        None => {
-                            Error::new(ErrorKind::Transport, "listen refused").with_status(status)
-                        }
-                    });
+                    let error = refusal(content_type.as_deref(), &body);
+                    let said = crate::transport::excerpt(&body);
+                    return Err(Error::refused(error, Some(status), said.as_deref()));
                 }
                 Err(e) => {
                     inner.remove_listener(slot);
@@ -266,6 +271,7 @@ impl Client {
             let cancel = (!inner.info.request_streams).then(|| id.clone());
             let mut listener = Listener {
                 rx,
+                dropped,
                 inner: Arc::downgrade(inner),
                 slot,
                 task: Some(task),
@@ -298,7 +304,7 @@ impl Client {
         // Handshake revisions: register the listener and open the standalone stream first, so
         // that an update sent right after a subscription's answer has somewhere to go; then
         // subscribe per URI.
-        let (slot, rx) = inner.add_listener(
+        let (slot, rx, dropped) = inner.add_listener(
             None,
             Filter {
                 subs: subscriptions.clone(),
@@ -306,6 +312,7 @@ impl Client {
         );
         let listener = Listener {
             rx,
+            dropped,
             inner: Arc::downgrade(inner),
             slot,
             task: None,

@@ -179,7 +179,7 @@ async fn start(
                 Some(next) => Box::pin(start(client, next, tried)).await,
                 None => Err(no_common(&list)),
             },
-            Described::Refused(error, status) => Err(refused(error, status)),
+            Described::Refused(error, status, said) => Err(refused(error, status, said)),
         }
     }
 }
@@ -191,15 +191,10 @@ fn no_common(list: &[String]) -> Error {
     )
 }
 
-fn refused(error: Option<ErrorObject>, status: Option<u16>) -> Error {
-    match (error, status) {
-        (Some(e), status) => Error::rpc_error(e, status),
-        (None, Some(status)) => {
-            Error::new(ErrorKind::Transport, "the server refused the connection")
-                .with_status(status)
-        }
-        (None, None) => Error::protocol("an empty refusal"),
-    }
+/// The handshake was refused: the server's JSON-RPC error, or the HTTP status and what the
+/// server said in the body.
+fn refused(error: Option<ErrorObject>, status: Option<u16>, said: Option<String>) -> Error {
+    Error::refused(error, status, said.as_deref())
 }
 
 /// The dual-era probe: a modern request first, then `initialize`, then (on HTTP) HTTP+SSE.
@@ -216,8 +211,8 @@ async fn probe(client: &Client) -> Result<Negotiated, Error> {
             Some(next) => start(client, next, &mut tried).await,
             None => Err(no_common(&list)),
         },
-        Ok(Described::Refused(Some(error), status)) if is_modern_error(&error) => {
-            Err(refused(Some(error), status))
+        Ok(Described::Refused(Some(error), status, said)) if is_modern_error(&error) => {
+            Err(refused(Some(error), status, said))
         }
         // Anything else (an unrecognized 400, a 404 or 405, a legacy -32601) means a legacy
         // server, or no Streamable HTTP at all: `initialize` tells which.
@@ -231,7 +226,7 @@ async fn probe(client: &Client) -> Result<Negotiated, Error> {
 enum Described {
     Modern,
     Supported(Vec<String>),
-    Refused(Option<ErrorObject>, Option<u16>),
+    Refused(Option<ErrorObject>, Option<u16>, Option<String>),
 }
 
 /// `server/discover` on a revision without a handshake.
@@ -258,7 +253,7 @@ async fn describe(client: &Client, adapter: Adapter, probing: bool) -> Result<De
     match outcome {
         Outcome::Result(result) => {
             let Some(capabilities) = result.get("capabilities").filter(|c| c.is_object()) else {
-                return Ok(Described::Refused(None, None));
+                return Ok(Described::Refused(None, None, None));
             };
             let supported: Vec<String> = result
                 .get("supportedVersions")
@@ -294,18 +289,20 @@ async fn describe(client: &Client, adapter: Adapter, probing: bool) -> Result<De
         Outcome::Refused {
             error: Some(error),
             status,
+            said,
         } => {
             if error.code == error_code::UNSUPPORTED_PROTOCOL_VERSION
                 && let Some(list) = supported_in(&error)
             {
                 return Ok(Described::Supported(list));
             }
-            Ok(Described::Refused(Some(error), status))
+            Ok(Described::Refused(Some(error), status, said))
         }
         Outcome::Refused {
             error: None,
             status,
-        } => Ok(Described::Refused(None, status)),
+            said,
+        } => Ok(Described::Refused(None, status, said)),
     }
 }
 
@@ -367,15 +364,23 @@ async fn initialize(
             {
                 let params = json!({"level": level.as_str()});
                 let attempt = inner.attempt(adapter, set_level, Some(&params));
-                if let Ok(Ok(Outcome::Refused { error, .. })) =
-                    tokio::time::timeout(timeout, attempt).await
-                {
-                    tracing::warn!(?error, "the server refused logging/setLevel");
+                // A refusal is only logged; a server that does not answer at all fails the
+                // connect, as a hang at any other step of it does.
+                match tokio::time::timeout(timeout, attempt).await {
+                    Err(_) => return Err(Error::timeout(timeout)),
+                    Ok(Ok(Outcome::Refused { error, .. })) => {
+                        tracing::warn!(?error, "the server refused logging/setLevel");
+                    }
+                    Ok(_) => {}
                 }
             }
             Ok(Negotiated::Done)
         }
-        Outcome::Refused { error, status } => {
+        Outcome::Refused {
+            error,
+            status,
+            said,
+        } => {
             if let Some(list) = error.as_ref().and_then(supported_in) {
                 if let Some(next) = best(client, &list, tried) {
                     return Box::pin(start(client, next, tried)).await;
@@ -387,7 +392,7 @@ async fn initialize(
             if fallback && !modern_body && inner.info.request_streams && inner.info.http {
                 return Ok(Negotiated::FallBackToSse);
             }
-            Err(refused(error, status))
+            Err(refused(error, status, said))
         }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::{CallOptions, Client, ClientBuilder, ErrorKind, Revision};
+use mcp_client::{CallOptions, Client, ClientBuilder, ErrorKind, LogLevel, Revision};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -67,6 +67,8 @@ enum Act {
     WriteHang(Vec<u8>),
     /// Close the connection without a response.
     Close,
+    /// A slow server: write these bytes after this pause, and keep reading requests.
+    WriteAfter(Duration, Vec<u8>),
 }
 
 /// How the server treats `tools/call` (and, for a few cases, the handshake).
@@ -146,6 +148,12 @@ impl Raw {
                     return;
                 }
                 Act::Close => return,
+                Act::WriteAfter(pause, bytes) => {
+                    tokio::time::sleep(pause).await;
+                    if socket.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
             }
         }
     }
@@ -801,4 +809,206 @@ async fn connections_are_reused_and_a_closed_one_is_replaced() {
     let error = call(&client).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Timeout);
     still_works(&raw, &client, "after a cut stream").await;
+}
+
+/// A `tools/list` script: `pages` pages (`None`: endless, a fresh cursor on every page) of
+/// `per_page` tools, each with a description of `weight` bytes.
+fn paged(pages: Option<usize>, per_page: usize, weight: usize) -> Option<Script> {
+    always(move |s| {
+        if s.rpc_method() != "tools/list" {
+            return behave(s);
+        }
+        let page: usize = s
+            .body
+            .pointer("/params/cursor")
+            .and_then(Value::as_str)
+            .and_then(|c| c.strip_prefix('p'))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let tools: Vec<Value> = (0..per_page)
+            .map(|i| {
+                json!({"name": format!("t{page}-{i}"), "description": "d".repeat(weight),
+                       "inputSchema": {"type": "object"}})
+            })
+            .collect();
+        let mut result = json!({"tools": tools});
+        if pages.is_none_or(|n| page + 1 < n) {
+            result["nextCursor"] = json!(format!("p{}", page + 1));
+        }
+        Act::Write(json_reply("200 OK", &[], &ok(s, result)))
+    })
+}
+
+fn list_requests(raw: &Raw) -> usize {
+    raw.seen()
+        .iter()
+        .filter(|s| s.rpc_method() == "tools/list")
+        .count()
+}
+
+#[tokio::test]
+async fn a_list_that_never_ends_stops_at_the_default_page_limit() {
+    // Issue 27: a fresh cursor on every page used to be followed for 10,000 pages.
+    let raw = Raw::start().await;
+    let client = connect(&raw, Revision::V2025_06_18, builder()).await;
+    raw.misbehave(paged(None, 1, 0));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.is_limit_exceeded());
+    assert!(error.to_string().contains("max_list_pages"), "{error}");
+    assert_eq!(
+        list_requests(&raw),
+        1_000,
+        "no page is asked past the limit"
+    );
+    still_works(&raw, &client, "after an endless list").await;
+}
+
+#[tokio::test]
+async fn listing_limits_on_pages_items_and_bytes_are_exact() {
+    let raw = Raw::start().await;
+    let client = connect(
+        &raw,
+        Revision::V2025_06_18,
+        builder()
+            .max_list_pages(3)
+            .max_list_items(30)
+            .max_list_bytes(64 * 1024),
+    )
+    .await;
+    // At each limit exactly: every item comes back.
+    raw.misbehave(paged(Some(3), 10, 10));
+    let tools = within(client.list_tools()).await.unwrap();
+    assert_eq!(tools.len(), 30);
+    assert_eq!(tools[29]["name"], "t2-9");
+    // One page more: the fourth is never asked for.
+    let before = list_requests(&raw);
+    raw.misbehave(paged(Some(4), 5, 10));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.to_string().contains("max_list_pages"), "{error}");
+    assert_eq!(list_requests(&raw) - before, 3);
+    // One item too many, on the second page.
+    raw.misbehave(paged(Some(2), 16, 10));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.to_string().contains("max_list_items"), "{error}");
+    // Heavy items: two pages of 30 KiB fit in 64 KiB, a third does not.
+    raw.misbehave(paged(Some(2), 1, 30 * 1024));
+    assert_eq!(within(client.list_tools()).await.unwrap().len(), 2);
+    raw.misbehave(paged(Some(3), 1, 30 * 1024));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.to_string().contains("max_list_bytes"), "{error}");
+    still_works(&raw, &client, "after the limits").await;
+}
+
+#[tokio::test]
+async fn an_http_error_names_the_status_and_quotes_the_body() {
+    // Issue 27: a 500 on the handshake was reported as "the server refused the connection".
+    let said = "database is down\n  at pool.rs:12";
+    let broken = always(move |_| {
+        Act::Write(response(
+            "500 Internal Server Error",
+            &[("content-type", "text/plain")],
+            said.as_bytes(),
+        ))
+    });
+    for revision in [Revision::V2026_07_28, Revision::V2025_06_18] {
+        let raw = Raw::start().await;
+        raw.misbehave(broken.clone());
+        raw.handshake_too.store(true, Ordering::Relaxed);
+        let error = within(builder().revision(revision).connect_http(&raw.url()))
+            .await
+            .unwrap_err();
+        let text = error.to_string();
+        assert_eq!(error.kind(), ErrorKind::Transport, "{revision}: {text}");
+        assert_eq!(error.http_status(), Some(500), "{revision}: {text}");
+        assert!(
+            text.contains("HTTP 500 Internal Server Error"),
+            "{revision}: {text}"
+        );
+        assert!(
+            text.contains("database is down at pool.rs:12"),
+            "{revision}: {text}"
+        );
+        assert!(
+            !text.contains("refused the connection"),
+            "{revision}: {text}"
+        );
+        // The same on a call, after a good handshake; a huge body is quoted only in part.
+        raw.handshake_too.store(false, Ordering::Relaxed);
+        let client = connect(&raw, revision, builder()).await;
+        let page = format!("<html>{}</html>", "oops ".repeat(100_000));
+        raw.misbehave(always(move |_| {
+            Act::Write(response(
+                "503 Service Unavailable",
+                &[("content-type", "text/html")],
+                page.as_bytes(),
+            ))
+        }));
+        let error = call(&client).await.unwrap_err();
+        let text = error.to_string();
+        assert_eq!(error.http_status(), Some(503), "{revision}: {text}");
+        assert!(text.contains("HTTP 503 Service Unavailable"), "{revision}");
+        assert!(text.contains("<html>oops oops"), "{revision}: {text}");
+        assert!(
+            text.len() < 600,
+            "{revision}: the excerpt is bounded: {text}"
+        );
+        still_works(&raw, &client, "after a 503").await;
+    }
+}
+
+#[tokio::test]
+async fn a_step_of_the_handshake_that_hangs_fails_connect_at_its_one_timeout() {
+    // Issue 27: `logging/setLevel` after `initialize` waited a timeout of its own (and its
+    // failure was ignored), so a server hanging after the handshake cost a timeout per step.
+    let raw = Raw::start().await;
+    raw.misbehave(always(|s| {
+        if s.rpc_method() == "logging/setLevel" {
+            Act::WriteHang(Vec::new())
+        } else {
+            behave(s)
+        }
+    }));
+    let b = builder()
+        .timeout(CALL_TIMEOUT)
+        .log_level(LogLevel::Info)
+        .revision(Revision::V2025_06_18);
+    let error = within(b.connect_http(&raw.url())).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    let methods: Vec<String> = raw
+        .seen()
+        .iter()
+        .map(|s| s.rpc_method().to_owned())
+        .collect();
+    assert!(
+        methods.iter().any(|m| m == "logging/setLevel"),
+        "{methods:?}"
+    );
+}
+
+#[tokio::test]
+async fn every_page_of_a_listing_shares_one_timeout() {
+    // A slow server answers each page well within the timeout, and never ends its list: the
+    // listing as a whole is bounded by one timeout, not one per page.
+    let raw = Raw::start().await;
+    let client = connect(
+        &raw,
+        Revision::V2025_06_18,
+        builder().timeout(Duration::from_millis(1_000)),
+    )
+    .await;
+    let endless = paged(None, 1, 0).unwrap();
+    raw.misbehave(always(move |s| match endless(s) {
+        Act::Write(bytes) if s.rpc_method() == "tools/list" => {
+            Act::WriteAfter(Duration::from_millis(150), bytes)
+        }
+        other => other,
+    }));
+    let error = within(client.list_tools()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    assert!(list_requests(&raw) > 1, "the pages came one after another");
+    still_works(&raw, &client, "after a slow endless list").await;
 }

@@ -213,11 +213,11 @@ async fn progress_http(addr: SocketAddr, options: &Options, fast: bool) -> Res<O
     Ok(Outcome {
         what: if fast {
             format!(
-                "2025-03-26 batches of {BATCH} `count` ({STEPS} steps, progress tokens), read at full speed, repeated"
+                "2025-03-26 batches of {size} `count` ({STEPS} steps, progress tokens) one after another, read at full speed"
             )
         } else {
             format!(
-                "a 2025-03-26 batch of {BATCH} `count` ({STEPS} steps, progress tokens), read at 64 KiB/s"
+                "2025-03-26 batches of {size} `count` ({STEPS} steps, progress tokens) one after another, read at 64 KiB/s"
             )
         },
         connections_opened: Some(1),

@@ -294,8 +294,11 @@ impl EventStream {
                         self.router.dispatch_response(id, text, event_id);
                         continue;
                     }
+                    let size = event.data().len();
                     match super::parse_message(event.data().as_bytes()) {
-                        Ok(message) => self.router.dispatch(Inbound { message, event_id }),
+                        Ok(message) => self
+                            .router
+                            .dispatch_sized(Inbound { message, event_id }, size),
                         Err(e) => {
                             tracing::warn!(error = %e, "unreadable message on the SSE stream")
                         }

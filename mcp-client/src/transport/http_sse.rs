@@ -35,6 +35,8 @@ pub struct HttpSseBuilder {
     uri: Uri,
     headers: HeaderMap,
     max_message_size: usize,
+    max_queued: usize,
+    max_queued_bytes: usize,
     endpoint_timeout: Duration,
 }
 
@@ -51,7 +53,24 @@ impl HttpSseBuilder {
         self
     }
 
-    /// How long to wait for the `endpoint` event after the stream opens. Default is 10 seconds.
+    /// How many messages that are not responses (notifications, the server's requests) read
+    /// from the stream wait at most for the client to take them. Default is 1,024
+    /// ([`super::DEFAULT_MAX_QUEUED`]). Past it (or past [`HttpSseBuilder::max_queued_bytes`])
+    /// they are dropped and counted; responses are never dropped. See [`Router`].
+    pub fn max_queued(mut self, messages: usize) -> Self {
+        self.max_queued = messages;
+        self
+    }
+
+    /// How many bytes of such messages (counted as their event data) wait at most. Default is
+    /// 16 MiB ([`super::DEFAULT_MAX_QUEUED_BYTES`]).
+    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes;
+        self
+    }
+
+    /// How long [`HttpSseBuilder::connect`] waits, in all, for the stream to open and its
+    /// `endpoint` event to arrive. Default is 10 seconds.
     pub fn endpoint_timeout(mut self, timeout: Duration) -> Self {
         self.endpoint_timeout = timeout;
         self
@@ -73,7 +92,16 @@ impl HttpSseBuilder {
         request
             .headers_mut()
             .insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let response = pool.request(request).await?;
+        let deadline = tokio::time::Instant::now() + self.endpoint_timeout;
+        let response = match tokio::time::timeout_at(deadline, pool.request(request)).await {
+            Ok(response) => response?,
+            Err(_) => {
+                return Err(TransportError::Protocol(format!(
+                    "the SSE stream did not open within {:?}",
+                    self.endpoint_timeout
+                )));
+            }
+        };
         if !response.status().is_success() {
             return Err(status_error(response, self.max_message_size).await);
         }
@@ -82,7 +110,7 @@ impl HttpSseBuilder {
                 "the SSE endpoint is not text/event-stream".into(),
             ));
         }
-        let router = Router::new();
+        let router = Router::with_limits(self.max_queued, self.max_queued_bytes);
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
         let stream = EventStream::new(
             response.into_body(),
@@ -91,7 +119,7 @@ impl HttpSseBuilder {
             endpoint_tx,
         );
         let reader = tokio::spawn(stream.clone().run());
-        let endpoint = match tokio::time::timeout(self.endpoint_timeout, endpoint_rx).await {
+        let endpoint = match tokio::time::timeout_at(deadline, endpoint_rx).await {
             Ok(Ok(data)) => data,
             Ok(Err(_)) => {
                 reader.abort();
@@ -298,6 +326,8 @@ impl HttpSse {
             uri,
             headers: HeaderMap::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_queued: super::DEFAULT_MAX_QUEUED,
+            max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,
             endpoint_timeout: Duration::from_secs(10),
         }
     }
@@ -422,6 +452,10 @@ impl<F: Future<Output = Result<(), TransportError>>> Future for Lead<'_, F> {
 impl Transport for HttpSse {
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
         Box::pin(self.post(message))
+    }
+
+    fn dropped(&self) -> u64 {
+        self.shared.router.dropped()
     }
 
     fn incoming(&self) -> Option<MessageStream> {

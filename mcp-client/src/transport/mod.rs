@@ -35,7 +35,7 @@ mod stdio;
 mod streamable;
 
 pub use http_sse::{HttpSse, HttpSseBuilder};
-pub use router::Router;
+pub use router::{DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Router};
 pub use stdio::{Stderr, Stdio, StdioBuilder};
 pub use streamable::{DEFAULT_MAX_MESSAGE_SIZE, StreamableHttp, StreamableHttpBuilder};
 
@@ -184,6 +184,13 @@ pub trait Transport: fmt::Debug + Send + Sync + 'static {
         None
     }
 
+    /// How many messages from the server that are not responses (notifications, the server's
+    /// requests) this transport dropped because they arrived faster than the client took them
+    /// (a bounded queue, see [`Router`]). The default says none.
+    fn dropped(&self) -> u64 {
+        0
+    }
+
     /// Forgets the session id, so the next request starts without one.
     fn reset_session(&self) {}
 
@@ -196,8 +203,9 @@ pub trait Transport: fmt::Debug + Send + Sync + 'static {
 #[non_exhaustive]
 pub enum TransportError {
     /// The server answered with an HTTP status that is not success. The body is kept (bounded),
-    /// because a JSON-RPC error in it decides what the client does next.
-    #[error("HTTP status {status}")]
+    /// because a JSON-RPC error in it decides what the client does next. The message names the
+    /// status and quotes the start of the body ([`status_text`]).
+    #[error("{}", status_text(*status, body))]
     Status {
         /// The HTTP status code.
         status: u16,
@@ -240,6 +248,64 @@ pub enum TransportError {
     },
 }
 
+/// The longest excerpt of an HTTP error body quoted in an error message, in characters.
+pub(crate) const EXCERPT_CHARS: usize = 200;
+
+/// What the server said in an HTTP error body, for a person to read: the text of its first
+/// bytes (invalid UTF-8 replaced), every run of whitespace or control characters collapsed to
+/// one space, cut at [`EXCERPT_CHARS`] characters (with `…`). `None` for a body with no text.
+pub(crate) fn excerpt(body: &[u8]) -> Option<String> {
+    // Four bytes per character at most: what can be shown is in this prefix.
+    let head = &body[..body.len().min(EXCERPT_CHARS * 4 + 4)];
+    let text = String::from_utf8_lossy(head);
+    let mut out = String::new();
+    let mut chars = 0usize;
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() || c.is_control() {
+            space = !out.is_empty();
+            continue;
+        }
+        if chars == EXCERPT_CHARS {
+            out.push('…');
+            return Some(out);
+        }
+        if std::mem::take(&mut space) {
+            out.push(' ');
+            chars += 1;
+            if chars == EXCERPT_CHARS {
+                out.push('…');
+                return Some(out);
+            }
+        }
+        out.push(c);
+        chars += 1;
+    }
+    if body.len() > head.len() {
+        out.push('…');
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// `HTTP 500 Internal Server Error`, the status and its reason phrase.
+pub(crate) fn status_name(status: u16) -> String {
+    let reason = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason());
+    match reason {
+        Some(reason) => format!("HTTP {status} {reason}"),
+        None => format!("HTTP {status}"),
+    }
+}
+
+/// The message of an HTTP error: the status, and what the server said in the body, if anything.
+pub(crate) fn status_text(status: u16, body: &[u8]) -> String {
+    match excerpt(body) {
+        Some(said) => format!("{}; the server said: {said:?}", status_name(status)),
+        None => format!("{} (empty body)", status_name(status)),
+    }
+}
+
 /// Reads one JSON-RPC message a server sent; a batch or anything else is a protocol error.
 pub(crate) fn parse_message(bytes: &[u8]) -> Result<Message, TransportError> {
     match jsonrpc::decode(bytes) {
@@ -252,4 +318,40 @@ pub(crate) fn parse_message(bytes: &[u8]) -> Result<Message, TransportError> {
 /// The origin key Streamable HTTP and HTTP+SSE transports report for `uri`.
 pub(crate) fn streamable_origin(uri: &http::Uri) -> Option<String> {
     streamable::origin_of(uri)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn an_excerpt_is_the_text_on_one_line_and_bounded() {
+        assert_eq!(excerpt(b""), None);
+        assert_eq!(excerpt(b" \r\n\t"), None);
+        assert_eq!(
+            excerpt(b"  database\n\tis down \x00 \xff ").as_deref(),
+            Some("database is down \u{fffd}")
+        );
+        let long = "word ".repeat(1_000);
+        let cut = excerpt(long.as_bytes()).unwrap();
+        assert_eq!(cut.chars().count(), EXCERPT_CHARS + 1);
+        assert!(cut.ends_with('…'));
+        assert_eq!(
+            status_text(500, b"boom"),
+            "HTTP 500 Internal Server Error; the server said: \"boom\""
+        );
+        assert_eq!(status_text(599, b""), "HTTP 599 (empty body)");
+    }
+
+    proptest! {
+        #[test]
+        fn an_excerpt_never_panics_and_stays_short(body in proptest::collection::vec(any::<u8>(), 0..2_000)) {
+            if let Some(text) = excerpt(&body) {
+                prop_assert!(text.chars().count() <= EXCERPT_CHARS + 1);
+                prop_assert!(!text.contains('\n'));
+            }
+        }
+    }
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -33,12 +33,17 @@ struct Slot {
     raw: bool,
 }
 
-/// One entry of the incoming queue: a message for its reader, or a response to hand to its
-/// request once the reader got this far.
+/// One entry of the incoming queue: a message for its reader (with the size it was counted
+/// at), or a response to hand to its request once the reader got this far.
 enum Queued {
-    Message(Result<Inbound, TransportError>),
+    Message(Result<Inbound, TransportError>, usize),
     Response(Sender, Routed),
 }
+
+/// How many messages the incoming queue holds by default: see [`Router::with_limits`].
+pub const DEFAULT_MAX_QUEUED: usize = 1024;
+/// How many bytes of messages the incoming queue holds by default: see [`Router::with_limits`].
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 16 * 1024 * 1024;
 
 /// Routes messages read from one duplex channel to the requests waiting for them.
 ///
@@ -56,6 +61,15 @@ enum Queued {
 /// handled every notification sent before a response, a call's progress included, by the time
 /// the call sees its response. The incoming stream must therefore be polled while requests
 /// wait; dropping it hands every queued response over at once.
+///
+/// **Bounded.** The incoming queue holds at most [`DEFAULT_MAX_QUEUED`] messages and
+/// [`DEFAULT_MAX_QUEUED_BYTES`] bytes of them (set both with [`Router::with_limits`]), whatever
+/// the server sends and however slowly the incoming stream is read, before it is taken too. A
+/// notification or a server request that arrives while the queue is full is dropped and counted
+/// ([`Router::dropped`]): such messages are lossy under a flood (a request so dropped gets no
+/// answer). Responses to the client's own requests are never dropped: each goes to the slot its
+/// request registered, queued behind the messages read before it, so what they hold is bounded
+/// by the requests in flight.
 #[derive(Clone)]
 pub struct Router {
     shared: Arc<Shared>,
@@ -68,6 +82,40 @@ struct Shared {
     /// the state lock, decremented by the reader. At zero a response goes straight to its
     /// request: nothing read before it is left to handle.
     unhandled: Arc<AtomicUsize>,
+    /// What the queue holds of messages (responses not counted), and its bounds.
+    queue: Arc<QueueCount>,
+}
+
+/// The messages (not responses) in the incoming queue, their bytes, and the ones dropped because
+/// it was full. Incremented under the state lock, decremented by the reader.
+struct QueueCount {
+    messages: AtomicUsize,
+    bytes: AtomicUsize,
+    dropped: AtomicU64,
+    max_messages: usize,
+    max_bytes: usize,
+}
+
+impl QueueCount {
+    /// Whether a message of `size` bytes fits: under both limits, or the queue is empty (a
+    /// message larger than the byte limit still passes alone; its size is bounded by the
+    /// transport's message size limit).
+    fn admits(&self, size: usize) -> bool {
+        let messages = self.messages.load(Ordering::Acquire);
+        let bytes = self.bytes.load(Ordering::Acquire);
+        messages < self.max_messages
+            && (messages == 0 || bytes.saturating_add(size) <= self.max_bytes)
+    }
+
+    fn add(&self, size: usize) {
+        self.messages.fetch_add(1, Ordering::AcqRel);
+        self.bytes.fetch_add(size, Ordering::AcqRel);
+    }
+
+    fn remove(&self, size: usize) {
+        self.messages.fetch_sub(1, Ordering::AcqRel);
+        self.bytes.fetch_sub(size, Ordering::AcqRel);
+    }
 }
 
 struct State {
@@ -95,8 +143,25 @@ impl Default for Router {
 }
 
 impl Router {
-    /// A router with nothing pending.
+    /// A router with nothing pending, and the default bounds of the incoming queue
+    /// ([`DEFAULT_MAX_QUEUED`] messages, [`DEFAULT_MAX_QUEUED_BYTES`] bytes).
     pub fn new() -> Self {
+        Self::with_limits(DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES)
+    }
+
+    /// A router whose incoming queue holds at most `messages` messages and `bytes` bytes of
+    /// them (as counted by [`Router::dispatch_sized`]); past either, notifications and server
+    /// requests are dropped and counted. `messages` is at least 1.
+    ///
+    /// ```
+    /// use mcp_client::transport::Router;
+    ///
+    /// let router = Router::with_limits(256, 4 << 20);
+    /// assert_eq!(router.dropped(), 0);
+    /// ```
+    pub fn with_limits(messages: usize, bytes: usize) -> Self {
+        // Unbounded as a channel, bounded by the count kept beside it: a response must always
+        // find room behind the messages queued before it, and never wait for it.
         let (tx, rx) = mpsc::unbounded_channel();
         Self {
             shared: Arc::new(Shared {
@@ -107,8 +172,21 @@ impl Router {
                     closed: false,
                 }),
                 unhandled: Arc::new(AtomicUsize::new(0)),
+                queue: Arc::new(QueueCount {
+                    messages: AtomicUsize::new(0),
+                    bytes: AtomicUsize::new(0),
+                    dropped: AtomicU64::new(0),
+                    max_messages: messages.max(1),
+                    max_bytes: bytes,
+                }),
             }),
         }
+    }
+
+    /// How many notifications and server requests were dropped because the incoming queue was
+    /// full.
+    pub fn dropped(&self) -> u64 {
+        self.shared.queue.dropped.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -151,12 +229,22 @@ impl Router {
         Some(Box::pin(Incoming {
             rx,
             unhandled: self.shared.unhandled.clone(),
+            queue: self.shared.queue.clone(),
             holding: false,
         }))
     }
 
-    /// Routes one message read from the channel.
+    /// Routes one message read from the channel. A message for the incoming stream counts
+    /// against the queue's message limit only; a reader that knows the size of what it read
+    /// calls [`Router::dispatch_sized`].
     pub fn dispatch(&self, inbound: Inbound) {
+        self.dispatch_sized(inbound, 0);
+    }
+
+    /// [`Router::dispatch`] for a message that was `size` bytes on the wire: a message for the
+    /// incoming stream counts against both limits of the queue, and is dropped (and counted in
+    /// [`Router::dropped`]) when it does not fit.
+    pub fn dispatch_sized(&self, inbound: Inbound, size: usize) {
         let mut state = self.lock();
         match &inbound.message {
             Message::Response(Response { id: Some(id), .. }) => {
@@ -181,10 +269,25 @@ impl Router {
             }
             _ => {
                 if let Some(tx) = &state.incoming {
-                    // Counted before it can be taken, so the count never goes below zero.
+                    let queue = &self.shared.queue;
+                    if !queue.admits(size) {
+                        let dropped = queue.dropped.fetch_add(1, Ordering::Relaxed);
+                        if dropped == 0 {
+                            tracing::warn!(
+                                max_messages = queue.max_messages,
+                                max_bytes = queue.max_bytes,
+                                "the server sends faster than the client reads: messages \
+                                 that are not responses are dropped while the queue is full"
+                            );
+                        }
+                        return;
+                    }
+                    // Counted before it can be taken, so the counts never go below zero.
                     self.shared.unhandled.fetch_add(1, Ordering::AcqRel);
-                    if tx.send(Queued::Message(Ok(inbound))).is_err() {
+                    queue.add(size);
+                    if tx.send(Queued::Message(Ok(inbound), size)).is_err() {
                         self.shared.unhandled.fetch_sub(1, Ordering::AcqRel);
+                        queue.remove(size);
                     }
                 }
             }
@@ -344,6 +447,7 @@ impl Drop for Pending {
 struct Incoming {
     rx: mpsc::UnboundedReceiver<Queued>,
     unhandled: Arc<AtomicUsize>,
+    queue: Arc<QueueCount>,
     /// The last item returned was a message, counted in `unhandled` until the next poll.
     holding: bool,
 }
@@ -358,7 +462,8 @@ impl Stream for Incoming {
         }
         loop {
             match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(Queued::Message(item))) => {
+                Poll::Ready(Some(Queued::Message(item, size))) => {
+                    self.queue.remove(size);
                     self.holding = true;
                     return Poll::Ready(Some(item));
                 }
@@ -379,8 +484,11 @@ impl Drop for Incoming {
         // Nobody reads any more: the responses still queued go to their requests now.
         self.rx.close();
         while let Ok(queued) = self.rx.try_recv() {
-            if let Queued::Response(tx, response) = queued {
-                let _ = tx.send(response);
+            match queued {
+                Queued::Response(tx, response) => {
+                    let _ = tx.send(response);
+                }
+                Queued::Message(_, size) => self.queue.remove(size),
             }
         }
     }
@@ -521,6 +629,65 @@ mod tests {
             raw.await,
             Routed::Message(Err(TransportError::Closed))
         ));
+    }
+
+    fn note() -> Inbound {
+        Inbound::new(Message::Notification(Notification {
+            method: "n".into(),
+            params: None,
+        }))
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_drops_notifications_and_counts_them_but_never_a_response() {
+        let router = Router::with_limits(4, 1 << 20);
+        let mut incoming = router.incoming().unwrap();
+        let mut one = router.register(Id::Number(1));
+        for _ in 0..10 {
+            router.dispatch(note());
+        }
+        assert_eq!(router.dropped(), 6);
+        // The queue is full, and the response still gets its place behind what was kept.
+        router.dispatch(response(Some(1)));
+        for _ in 0..4 {
+            let n = incoming.next().await.unwrap().unwrap();
+            assert_eq!(n.message.method(), Some("n"));
+        }
+        assert!(incoming.next().now_or_never().is_none());
+        assert_eq!(one.next().await.unwrap().unwrap(), response(Some(1)));
+        // Taken off the queue: room again.
+        router.dispatch(note());
+        assert_eq!(router.dropped(), 6);
+        assert!(incoming.next().await.is_some());
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_before_anyone_takes_it_and_in_bytes() {
+        let router = Router::with_limits(100, 50);
+        let mut one = router.register(Id::Number(1));
+        router.dispatch_sized(note(), 30);
+        // 60 bytes would pass the limit of 50.
+        router.dispatch_sized(note(), 30);
+        assert_eq!(router.dropped(), 1);
+        router.dispatch_sized(note(), 20);
+        assert_eq!(router.dropped(), 1);
+        for _ in 0..1_000 {
+            router.dispatch(note());
+        }
+        assert_eq!(router.lock().pending.len(), 1);
+        // Nobody took the incoming stream yet: the response goes straight to its request.
+        router.dispatch(response(Some(1)));
+        assert_eq!(one.next().await.unwrap().unwrap(), response(Some(1)));
+        let mut incoming = router.incoming().unwrap();
+        let mut kept = 0;
+        while incoming.next().now_or_never().flatten().is_some() {
+            kept += 1;
+        }
+        assert_eq!(kept, 100, "30 + 20 bytes, then 98 counted without a size");
+        assert_eq!(router.dropped(), 1 + 1_000 - 98);
+        // Alone in the queue, a message larger than the byte limit still passes.
+        router.dispatch_sized(note(), 500);
+        assert_eq!(router.dropped(), 1 + 1_000 - 98);
     }
 
     #[tokio::test]

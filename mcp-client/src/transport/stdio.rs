@@ -34,6 +34,8 @@ pub struct StdioBuilder {
     command: Command,
     stderr: Stderr,
     max_message_size: usize,
+    max_queued: usize,
+    max_queued_bytes: usize,
     close_grace: Duration,
 }
 
@@ -72,6 +74,26 @@ impl StdioBuilder {
         self
     }
 
+    /// How many messages that are not responses (notifications, the server's requests) wait at
+    /// most for the client to take them. Default is 1,024 ([`super::DEFAULT_MAX_QUEUED`]).
+    ///
+    /// Past it (or past [`StdioBuilder::max_queued_bytes`]) such messages are dropped and counted
+    /// ([`Stdio::dropped`]) while the child goes on being read, so a child that floods costs no
+    /// more than this bound, during the handshake too. Responses to the client's requests are
+    /// never dropped. See [`Router`] for the whole policy.
+    pub fn max_queued(mut self, messages: usize) -> Self {
+        self.max_queued = messages;
+        self
+    }
+
+    /// How many bytes of messages (counted as their lines) wait at most for the client to take
+    /// them. Default is 16 MiB ([`super::DEFAULT_MAX_QUEUED_BYTES`]). A single message larger
+    /// than this still passes when nothing else waits.
+    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes;
+        self
+    }
+
     /// How long [`Transport::close`] waits for the child to exit after closing its stdin before
     /// killing it. Default is 2 seconds.
     pub fn close_grace(mut self, grace: Duration) -> Self {
@@ -94,7 +116,8 @@ impl StdioBuilder {
         let stdin = child.stdin.take().ok_or(TransportError::Closed)?;
         let stdout = child.stdout.take().ok_or(TransportError::Closed)?;
         let stderr = child.stderr.take();
-        let mut stdio = Stdio::from_pipes(stdout, stdin, self.max_message_size);
+        let router = Router::with_limits(self.max_queued, self.max_queued_bytes);
+        let mut stdio = Stdio::with_router(stdout, stdin, self.max_message_size, router);
         let shared = Arc::get_mut(&mut stdio.shared).ok_or(TransportError::Closed)?;
         shared.child = Some(tokio::sync::Mutex::new(child));
         shared.stderr = Mutex::new(stderr);
@@ -145,17 +168,29 @@ impl Stdio {
             command: Command::new(program),
             stderr: Stderr::Inherit,
             max_message_size: super::streamable::DEFAULT_MAX_MESSAGE_SIZE,
+            max_queued: super::DEFAULT_MAX_QUEUED,
+            max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,
             close_grace: Duration::from_secs(2),
         }
     }
 
-    /// A transport over an existing reader (the server's output) and writer (its input).
+    /// A transport over an existing reader (the server's output) and writer (its input), with
+    /// the default bounds of the incoming queue (see [`Router`]).
     pub fn from_pipes<R, W>(reader: R, writer: W, max_message_size: usize) -> Self
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let router = Router::new();
+        Self::with_router(reader, writer, max_message_size, Router::new())
+    }
+
+    /// [`Stdio::from_pipes`] routing through `router` (made with the queue bounds wanted, see
+    /// [`Router::with_limits`]).
+    pub fn with_router<R, W>(reader: R, writer: W, max_message_size: usize, router: Router) -> Self
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
         let reader = tokio::spawn(read_lines(
             reader,
             NdjsonDecoder::new().with_max_line_length(max_message_size),
@@ -171,6 +206,12 @@ impl Stdio {
                 close_grace: Duration::from_secs(2),
             }),
         }
+    }
+
+    /// How many notifications and requests from the server were dropped because the client did
+    /// not take them fast enough (see [`StdioBuilder::max_queued`]).
+    pub fn dropped(&self) -> u64 {
+        self.shared.router.dropped()
     }
 
     /// The child's stderr, when it was spawned with [`Stderr::Capture`]. Returns `Some` once.
@@ -213,7 +254,7 @@ async fn read_lines<R: AsyncRead + Unpin>(
         for item in &mut decoder {
             match item {
                 Ok(line) => match super::parse_message(&line) {
-                    Ok(message) => router.dispatch(Inbound::new(message)),
+                    Ok(message) => router.dispatch_sized(Inbound::new(message), line.len()),
                     Err(e) => tracing::warn!(error = %e, "unreadable line from the server"),
                 },
                 // A message was lost and nobody can tell which request it answered: end the
@@ -229,7 +270,7 @@ async fn read_lines<R: AsyncRead + Unpin>(
                 decoder.finish();
                 for line in (&mut decoder).flatten() {
                     if let Ok(message) = super::parse_message(&line) {
-                        router.dispatch(Inbound::new(message));
+                        router.dispatch_sized(Inbound::new(message), line.len());
                     }
                 }
                 break None;
@@ -252,6 +293,10 @@ impl Transport for Stdio {
 
     fn info(&self) -> TransportInfo {
         TransportInfo::connection()
+    }
+
+    fn dropped(&self) -> u64 {
+        self.shared.router.dropped()
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
