@@ -377,3 +377,46 @@ async fn a_frozen_redis_cannot_hold_a_poll_past_its_timeout() {
         .unwrap();
     assert_eq!(events.last().map(|event| event.cursor), Some(thawed));
 }
+
+/// After Redis comes back, the hub's first reads and writes of records succeed: the command
+/// that meets the dropped connection is tried once more on the new one instead of failing
+/// (a client arriving right after a restart is served, not refused with 503).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_record_commands_after_a_restart_succeed() {
+    use mcp_hub::StateStore;
+    let Some(mut server) = RedisProcess::start() else {
+        return;
+    };
+    let hub = RedisHub::connect(&server.url(), RedisConfig::new())
+        .await
+        .unwrap();
+    let namespace = Namespace::new("fault-first");
+    let key = namespace.key("session");
+    let ttl = Duration::from_secs(60);
+    hub.create(&key, Bytes::from_static(b"before"), ttl)
+        .await
+        .unwrap();
+    for round in 0..3 {
+        server.kill();
+        server.spawn().expect("redis-server starts again");
+        // Nothing touched the hub while Redis was away: its connection is the dropped one.
+        let record = hub.get(&key).await;
+        assert!(
+            matches!(&record, Ok(Some(r)) if &r.value[..] == b"before"),
+            "round {round}: the first read after the restart: {record:?}"
+        );
+        server.kill();
+        server.spawn().expect("redis-server starts again");
+        let created = hub
+            .create(
+                &namespace.key(&format!("new-{round}")),
+                Bytes::from_static(b"x"),
+                ttl,
+            )
+            .await;
+        assert!(
+            created.is_ok(),
+            "round {round}: the first create after the restart: {created:?}"
+        );
+    }
+}

@@ -238,6 +238,33 @@ impl Inner {
         bounded(self.config.command_timeout, what, run).await
     }
 
+    /// Runs an idempotent command (a read, a renewal, a delete, a create that fails when the
+    /// key exists), once more when the first attempt finds the connection dropped: after Redis
+    /// restarts, the first command on the old connection fails while the connection manager
+    /// reconnects, and this one must not fail with it. Each attempt is bounded by the command
+    /// timeout. Publishes are never retried (a publish that reached Redis before the
+    /// connection dropped would be appended twice).
+    async fn idempotent<T: FromRedisValue>(
+        &self,
+        what: &str,
+        cmd: &redis::Cmd,
+    ) -> Result<T, BackendError> {
+        let mut connection = self.connection.clone();
+        match tokio::time::timeout(
+            self.config.command_timeout,
+            cmd.query_async(&mut connection),
+        )
+        .await
+        {
+            Ok(Err(err)) if err.is_connection_dropped() || err.is_io_error() => {
+                let mut connection = self.connection.clone();
+                self.command(what, cmd.query_async(&mut connection)).await
+            }
+            Ok(result) => result.map_err(|err| classify(what, err)),
+            Err(_) => Err(timed_out(what, self.config.command_timeout)),
+        }
+    }
+
     async fn publish(&self, topic: &Topic, message: Bytes) -> Result<Cursor, LogError> {
         let id = self.append(&self.publish, topic, &message).await?;
         Ok(reply::id(id)?)
@@ -342,47 +369,40 @@ impl Inner {
         after: Cursor,
         count: usize,
     ) -> Result<Vec<reply::Row>, BackendError> {
-        let mut connection = self.connection.clone();
         let value: Value = self
-            .command(
+            .idempotent(
                 "reading a topic",
                 redis::cmd("XRANGE")
                     .arg(key)
                     .arg(after.to_string())
                     .arg("+")
                     .arg("COUNT")
-                    .arg(count)
-                    .query_async(&mut connection),
+                    .arg(count),
             )
             .await?;
         reply::rows(value)
     }
 
     async fn delete_topic(&self, topic: &Topic) -> Result<(), LogError> {
-        let mut connection = self.connection.clone();
         let _: Value = self
-            .command(
+            .idempotent(
                 "deleting a topic",
-                redis::cmd("DEL")
-                    .arg(self.log_key(topic))
-                    .query_async(&mut connection),
+                redis::cmd("DEL").arg(self.log_key(topic)),
             )
             .await?;
         Ok(())
     }
 
     async fn create(&self, key: &Key, value: Bytes, ttl: Duration) -> Result<u64, StoreError> {
-        let mut connection = self.connection.clone();
         let reply: Value = self
-            .command(
+            .idempotent(
                 "creating a record",
                 redis::cmd("SET")
                     .arg(self.record_key(key))
                     .arg(encode_record(1, &value))
                     .arg("NX")
                     .arg("PX")
-                    .arg(ttl_millis(ttl))
-                    .query_async(&mut connection),
+                    .arg(ttl_millis(ttl)),
             )
             .await?;
         match reply {
@@ -392,13 +412,10 @@ impl Inner {
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
-        let mut connection = self.connection.clone();
         let reply: Value = self
-            .command(
+            .idempotent(
                 "reading a record",
-                redis::cmd("GET")
-                    .arg(self.record_key(key))
-                    .query_async(&mut connection),
+                redis::cmd("GET").arg(self.record_key(key)),
             )
             .await?;
         match reply {
@@ -452,14 +469,12 @@ impl Inner {
     }
 
     async fn touch(&self, key: &Key, ttl: Duration) -> Result<(), StoreError> {
-        let mut connection = self.connection.clone();
         let renewed: i64 = self
-            .command(
+            .idempotent(
                 "renewing a record",
                 redis::cmd("PEXPIRE")
                     .arg(self.record_key(key))
-                    .arg(ttl_millis(ttl))
-                    .query_async(&mut connection),
+                    .arg(ttl_millis(ttl)),
             )
             .await?;
         if renewed == 1 {
@@ -470,13 +485,10 @@ impl Inner {
     }
 
     async fn delete_record(&self, key: &Key) -> Result<bool, StoreError> {
-        let mut connection = self.connection.clone();
         let removed: i64 = self
-            .command(
+            .idempotent(
                 "deleting a record",
-                redis::cmd("DEL")
-                    .arg(self.record_key(key))
-                    .query_async(&mut connection),
+                redis::cmd("DEL").arg(self.record_key(key)),
             )
             .await?;
         Ok(removed > 0)
@@ -560,11 +572,15 @@ async fn bounded<T>(
     match tokio::time::timeout(timeout, run).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => Err(classify(what, err)),
-        Err(_) => Err(BackendError::new(
-            BackendErrorKind::Timeout,
-            format!("{what}: Redis did not answer within {timeout:?}"),
-        )),
+        Err(_) => Err(timed_out(what, timeout)),
     }
+}
+
+fn timed_out(what: &str, timeout: Duration) -> BackendError {
+    BackendError::new(
+        BackendErrorKind::Timeout,
+        format!("{what}: Redis did not answer within {timeout:?}"),
+    )
 }
 
 fn classify(what: &str, err: RedisError) -> BackendError {
