@@ -500,6 +500,10 @@ impl Exchange {
             return Err(self.stop(Interrupted::Cancelled));
         }
         let deadline = tokio::time::Instant::now() + push.timeout;
+        // A backend outage (Redis or a database restarting) does not end the wait: the poll is
+        // tried again, after a pause that doubles up to a second, until the ask's deadline. A
+        // topic that came back without its marker (a backend that lost its data) fails the ask.
+        let mut pause = Duration::from_millis(25);
         let outcome = loop {
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
             if remaining.is_zero() {
@@ -517,6 +521,15 @@ impl Exchange {
                             &decode_reply(&event.payload),
                         ));
                     }
+                }
+                Err(mcp_hub::LogError::Backend(err)) => {
+                    tracing::debug!(%err, ?pause, "waiting for an answer: the hub is away");
+                    let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    tokio::select! {
+                        () = tokio::time::sleep(pause.min(remaining)) => {}
+                        () = self.inner.cancel.cancelled() => break Err(self.stop(Interrupted::Cancelled)),
+                    }
+                    pause = (pause * 2).min(Duration::from_secs(1));
                 }
                 Err(err) => break Err(fail(&err.to_string())),
             }

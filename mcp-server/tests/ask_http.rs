@@ -936,3 +936,92 @@ async fn mcp_client_answers_every_mechanism() {
     }
     server.stop().await;
 }
+
+/// An event log whose first `failures` polls of a question's reply topic fail as a backend
+/// outage would (Redis or a database restarting); everything else goes to the memory hub.
+struct Outage {
+    hub: mcp_hub::MemoryHub,
+    failures: std::sync::atomic::AtomicUsize,
+    failed: std::sync::atomic::AtomicUsize,
+}
+
+impl mcp_hub::EventLog for Outage {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a mcp_hub::Topic,
+        message: bytes::Bytes,
+    ) -> futures::future::BoxFuture<'a, Result<mcp_hub::Cursor, mcp_hub::LogError>> {
+        self.hub.publish(topic, message)
+    }
+
+    fn publish_existing<'a>(
+        &'a self,
+        topic: &'a mcp_hub::Topic,
+        message: bytes::Bytes,
+    ) -> futures::future::BoxFuture<'a, Result<Option<mcp_hub::Cursor>, mcp_hub::LogError>> {
+        self.hub.publish_existing(topic, message)
+    }
+
+    fn position<'a>(
+        &'a self,
+        topic: &'a mcp_hub::Topic,
+    ) -> futures::future::BoxFuture<'a, Result<mcp_hub::Cursor, mcp_hub::LogError>> {
+        self.hub.position(topic)
+    }
+
+    fn poll<'a>(
+        &'a self,
+        topic: &'a mcp_hub::Topic,
+        after: mcp_hub::Cursor,
+        timeout: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<mcp_hub::Event>, mcp_hub::LogError>> {
+        use std::sync::atomic::Ordering;
+        if topic.as_str().contains("ask/")
+            && self
+                .failures
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            self.failed.fetch_add(1, Ordering::AcqRel);
+            return Box::pin(async {
+                Err(mcp_hub::LogError::Backend(
+                    mcp_hub::BackendError::connection("the backend restarts"),
+                ))
+            });
+        }
+        self.hub.poll(topic, after, timeout)
+    }
+
+    fn delete<'a>(
+        &'a self,
+        topic: &'a mcp_hub::Topic,
+    ) -> futures::future::BoxFuture<'a, Result<(), mcp_hub::LogError>> {
+        self.hub.delete(topic)
+    }
+}
+
+#[tokio::test]
+async fn a_pushed_question_waits_through_a_hub_outage() {
+    let log = std::sync::Arc::new(Outage {
+        hub: mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()),
+        failures: 3.into(),
+        failed: 0.into(),
+    });
+    let server = start(builder().event_log(log.clone())).await;
+    let mut peer = Peer::new(&server, Revision::V2025_11_25, all_caps()).await;
+    let (id, body) = peer.body(
+        "tools/call",
+        json!({"name": "one", "arguments": {"target": "x"}}),
+    );
+    let mut stream = peer.request(&body).open(peer.addr).await;
+    let question = stream.message().await.unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    let yes = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {}}});
+    assert_eq!(peer.request(&yes).send(peer.addr).await.status, 202);
+    let done = stream.message().await.unwrap();
+    validate(Revision::V2025_11_25, &done);
+    assert_eq!(done["id"], id);
+    assert_eq!(text(&done), "went ahead with x", "{done}");
+    assert_eq!(log.failed.load(std::sync::atomic::Ordering::Acquire), 3);
+    server.stop().await;
+}
