@@ -131,3 +131,36 @@ async fn shutdown_cancels_calls_still_running_at_the_deadline() {
     // Nothing listens any more.
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn shutdown_closes_an_idle_keep_alive_connection_at_once() {
+    // The deadline is far beyond the test's wait: stopping returns in time only if the idle
+    // connection hears the shutdown signal and closes, rather than being cut at the deadline.
+    let server = Running::start(
+        demo_builder("idle-shutdown").build().unwrap(),
+        HttpConfig::new().shutdown_deadline(Duration::from_secs(600)),
+    )
+    .await;
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\nContent-Length: {}\r\n\r\n{CALL}",
+        server.addr,
+        CALL.len()
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut chunk = [0u8; 4096];
+    let n = tokio::time::timeout(WAIT, tcp.read(&mut chunk))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&chunk[..n]).starts_with("HTTP/1.1 200"));
+    // The connection is now idle, kept alive; stopping closes it.
+    tokio::time::timeout(WAIT, server.stop())
+        .await
+        .expect("stopping waited for the idle connection");
+    let mut rest = Vec::new();
+    tokio::time::timeout(WAIT, tcp.read_to_end(&mut rest))
+        .await
+        .unwrap()
+        .unwrap();
+}

@@ -566,11 +566,16 @@ impl AsyncWrite for Watched {
 /// The timer is reset only when a deadline comes earlier than the one it is set for (a
 /// request head started); otherwise it fires at the old deadline and is set again from
 /// what the connection did meanwhile, so a busy connection costs no timer update per request.
+///
+/// The timer and the shutdown signal are polled (which registers the task's waker with each)
+/// only when the waker changed, the timer was reset, the timer is due, a request head started
+/// or shutdown began; a wake-up for the connection's own I/O looks at them with an atomic
+/// load each, not a registration.
 async fn drive<C>(
     connection: C,
     state: &ConnState,
     limits: Limits,
-    mut closing: watch::Receiver<bool>,
+    closing: watch::Receiver<bool>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
 where
     C: Future<Output = Result<(), Box<dyn std::error::Error + Send + Sync>>> + GracefulConnection,
@@ -580,23 +585,44 @@ where
         .deadline(limits)
         .unwrap_or_else(|| Instant::now() + limits.idle);
     let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep_until(first));
+    let signal = closing.clone();
     let mut closing_fut = pin!(async move {
+        let mut closing = closing;
         let _ = closing.wait_for(|closing| *closing).await;
     });
     let mut shutting = false;
+    // The waker the timer and the shutdown signal hold, and the head mark last looked at.
+    let mut registered: Option<std::task::Waker> = None;
+    let mut head_seen = 0_u64;
     std::future::poll_fn(|cx| {
-        if !shutting && closing_fut.as_mut().poll(cx).is_ready() {
+        let same_waker = registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()));
+        if !same_waker {
+            registered = Some(cx.waker().clone());
+        }
+        if !shutting
+            && (!same_waker || signal.has_changed().unwrap_or(true))
+            && closing_fut.as_mut().poll(cx).is_ready()
+        {
             shutting = true;
             connection.as_mut().shut_down();
         }
         if let Poll::Ready(result) = connection.as_mut().poll(cx) {
             return Poll::Ready(result);
         }
+        let mut fresh = !same_waker;
         loop {
+            let head = state.head_since.load(Ordering::Relaxed);
+            if !fresh && head == head_seen && !timer.is_elapsed() {
+                return Poll::Pending;
+            }
+            head_seen = head;
             if timer.as_mut().poll(cx).is_pending() {
                 match state.deadline(limits) {
                     Some(due) if due < timer.deadline() => {
                         timer.as_mut().reset(due);
+                        fresh = true;
                         continue;
                     }
                     _ => return Poll::Pending,
@@ -619,6 +645,7 @@ where
                 // Idle or too slow: closed without an answer.
                 Some(_) => return Poll::Ready(Ok(())),
             }
+            fresh = true;
         }
     })
     .await

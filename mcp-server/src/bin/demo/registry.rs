@@ -116,6 +116,9 @@ async fn count(args: CountArgs, ex: Exchange) -> String {
     for i in 1..=n {
         ex.progress(f64::from(i), Some(f64::from(n)), Some(&format!("step {i}")));
         ex.log(LogLevel::Info, format!("counted {i}"));
+        // A long loop hands its worker back between steps, so other clients' requests run
+        // in between and many counts in parallel share the workers fairly.
+        tokio::task::yield_now().await;
     }
     format!("counted to {n}")
 }
