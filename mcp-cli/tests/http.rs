@@ -253,3 +253,77 @@ fn a_wrong_path_names_the_usual_endpoints() {
     );
     assert!(lines[0].contains("usually at /mcp"), "{}", lines[0]);
 }
+
+/// A `client_credentials` token from the demo's development authorization server, by a
+/// plain HTTP/1.1 request (client `script`, secret `s3cret`).
+fn client_credentials_token(base: &str, scope: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let authority = base.strip_prefix("http://").expect("an http base");
+    let resource = format!("{base}/mcp");
+    let form = format!(
+        "grant_type=client_credentials&scope={}&resource={}",
+        scope.replace(' ', "%20"),
+        resource.replace(':', "%3A").replace('/', "%2F")
+    );
+    let request = format!(
+        "POST /token HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Basic c2NyaXB0OnMzY3JldA==\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    );
+    let mut tcp = std::net::TcpStream::connect(authority).expect("the demo accepts");
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    tcp.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    tcp.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let body = &response[response.find("\r\n\r\n").expect("a body") + 4..];
+    let token: serde_json::Value = serde_json::from_str(body).expect("a JSON token response");
+    token["access_token"]
+        .as_str()
+        .expect("an access token")
+        .to_owned()
+}
+
+#[test]
+fn a_protected_demo_is_called_with_a_bearer_token() {
+    // The README's "Protecting a server" commands: the demo with --auth, a token taken with
+    // client_credentials, and `mcp -H "Authorization: Bearer ..."`.
+    let demo = Demo::start_with(&[
+        "--auth",
+        "--auth-client",
+        "script:s3cret=http://127.0.0.1/unused",
+    ]);
+    let url = demo.mcp();
+    let refused = run("tools", &url, &[]);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(refused.stderr.contains("401"), "{}", refused.stderr);
+
+    let read = format!(
+        "Authorization: Bearer {}",
+        client_credentials_token(&demo.base, "mcp:read")
+    );
+    let tools = run("tools", &url, &["-H", &read]);
+    assert!(tools.ok().contains("deploy"), "{}", tools.stdout);
+    let sum = run("call", &url, &["add", "a=1", "b=2", "--json", "-H", &read]).json();
+    assert_eq!(sum["structuredContent"]["sum"], 3);
+    // deploy needs mcp:deploy: the read-only token gets 403 insufficient_scope.
+    let narrow = run(
+        "call",
+        &url,
+        &["deploy", "service=web", "--answer", "accept", "-H", &read],
+    );
+    assert_ne!(narrow.code, 0, "{}", narrow.stdout);
+    assert!(narrow.stderr.contains("403"), "{}", narrow.stderr);
+
+    let wide = format!(
+        "Authorization: Bearer {}",
+        client_credentials_token(&demo.base, "mcp:read mcp:deploy")
+    );
+    let deployed = run(
+        "call",
+        &url,
+        &["deploy", "service=web", "--answer", "accept", "-H", &wide],
+    );
+    assert_eq!(deployed.ok(), "deployed web\n");
+}

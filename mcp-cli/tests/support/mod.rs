@@ -248,8 +248,14 @@ pub struct Demo {
 impl Demo {
     /// Starts the demo and waits for its `mcp-demo listening on URL` line.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts the demo with `extra` options after `--addr`.
+    pub fn start_with(extra: &[&str]) -> Self {
         let mut child = Command::new(server_bin("mcp-demo"))
             .args(["--addr", "127.0.0.1:0"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
