@@ -542,7 +542,13 @@ impl Builder {
         };
         match name {
             b"data" => {
+                let raw = value.len();
                 let value = lossy(value);
+                // Each invalid byte becomes a three-byte U+FFFD: the event's size counts the
+                // text as held, so invalid input cannot hold three times the limit.
+                if let Some(size) = self.grown(raw, &value, limit) {
+                    return LineOutcome::TooLarge(size);
+                }
                 // The LF goes before every line but the first, so the data of a one-line event
                 // fills its buffer exactly (handed on as `Bytes` without another allocation).
                 if std::mem::replace(&mut self.has_data, true) {
@@ -601,6 +607,18 @@ impl Builder {
             "endpoint" => Some(Cow::Borrowed("endpoint")),
             _ => Some(Cow::Owned(std::mem::take(&mut self.event))),
         }
+    }
+
+    /// Adds to the event's size what replacing invalid UTF-8 added to `text` (read from `raw`
+    /// bytes); the size when that takes the event past `limit`.
+    fn grown(&mut self, raw: usize, text: &Cow<'_, str>, limit: usize) -> Option<usize> {
+        if let Cow::Owned(text) = text {
+            self.size += text.len().saturating_sub(raw);
+            if self.size > limit {
+                return Some(self.size);
+            }
+        }
+        None
     }
 
     /// Forgets the event under construction, keeping the persistent state.

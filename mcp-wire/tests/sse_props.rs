@@ -490,3 +490,25 @@ proptest! {
         prop_assert_eq!(shape(&got), shape(&whole));
     }
 }
+
+#[test]
+fn invalid_utf8_counts_as_the_text_it_becomes() {
+    // 20 invalid bytes are 26 bytes of line but 66 bytes of text (U+FFFD is three bytes):
+    // within a limit of 40 as bytes, past it as held.
+    let mut stream = b"data: ".to_vec();
+    stream.extend_from_slice(&[0xFF; 20]);
+    stream.extend_from_slice(b"\n\ndata: after\n\n");
+    for chunk_size in [1, 5, 1000] {
+        let mut decoder = SseDecoder::new().with_max_event_size(40);
+        let got = decode_chunks(&mut decoder, stream.chunks(chunk_size));
+        assert!(
+            matches!(got[0], Err(SseError::EventTooLarge { limit: 40, size }) if size > 40),
+            "chunk size {chunk_size}: {got:?}"
+        );
+        assert_eq!(got[1..], [Ok(ev("after"))]);
+    }
+    // Within the limit as text, the event arrives with its replacement characters.
+    let mut decoder = SseDecoder::new().with_max_event_size(80);
+    let got = decode_chunks(&mut decoder, [&stream[..]]);
+    assert_eq!(got[0], Ok(ev(&"\u{FFFD}".repeat(20))));
+}
