@@ -610,10 +610,11 @@ impl Builder {
     }
 
     /// Adds to the event's size what replacing invalid UTF-8 added to `text` (read from `raw`
-    /// bytes); the size when that takes the event past `limit`.
-    fn grown(&mut self, raw: usize, text: &Cow<'_, str>, limit: usize) -> Option<usize> {
-        if let Cow::Owned(text) = text {
-            self.size += text.len().saturating_sub(raw);
+    /// bytes; nothing when it was valid); the size when that takes the event past `limit`.
+    fn grown(&mut self, raw: usize, text: &str, limit: usize) -> Option<usize> {
+        let growth = text.len().saturating_sub(raw);
+        if growth > 0 {
+            self.size += growth;
             if self.size > limit {
                 return Some(self.size);
             }
