@@ -70,11 +70,28 @@ fn progress_of(messages: &[Value]) -> impl Iterator<Item = &Value> {
         .filter(|m| m["method"] == "notifications/progress")
 }
 
+/// `count` as a careless handler writes it: every step reports progress and a log line and
+/// never awaits, so nothing reads the queue until it returns (the demo's `count` yields
+/// between steps and lets its reader keep up).
+async fn burst(args: CountArgs, ex: Exchange) -> String {
+    let n = args.n.min(10_000);
+    for i in 1..=n {
+        ex.progress(f64::from(i), Some(f64::from(n)), Some(&format!("step {i}")));
+        ex.log(LogLevel::Info, format!("counted {i}"));
+    }
+    format!("counted to {n}")
+}
+
+/// The demo with [`burst`].
+fn flood_builder() -> mcp_server::ServerBuilder {
+    demo_builder("flood").tool(Tool::new("burst", burst))
+}
+
 /// Defect 1, socket-free: a handler that reports 10,000 steps without waiting costs the queue
 /// (64 messages), not 10,000, on every revision; the newest progress value still arrives.
 #[tokio::test]
 async fn a_progress_flood_costs_the_queue_not_what_the_handler_sends() {
-    let server = demo_builder("flood").build().unwrap();
+    let server = flood_builder().build().unwrap();
     for revision in Revision::ALL {
         let mut client = support::Client::new(&server, revision, json!({})).await;
         if client.legacy() {
@@ -83,7 +100,7 @@ async fn a_progress_flood_costs_the_queue_not_what_the_handler_sends() {
                 .await;
         }
         let mut params =
-            json!({"name": "count", "arguments": {"n": 10_000}, "_meta": {"progressToken": "t"}});
+            json!({"name": "burst", "arguments": {"n": 10_000}, "_meta": {"progressToken": "t"}});
         if !client.legacy() {
             params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
         }
@@ -104,7 +121,7 @@ async fn a_progress_flood_costs_the_queue_not_what_the_handler_sends() {
 /// 1,280,000 notifications was buffered; now each call leaves at most the queue's worth.
 #[tokio::test]
 async fn a_batch_progress_flood_over_http_is_bounded_by_the_queue() {
-    let server = Running::start(demo_builder("flood").build().unwrap(), HttpConfig::new()).await;
+    let server = Running::start(flood_builder().build().unwrap(), HttpConfig::new()).await;
     let revision = Revision::V2025_03_26;
     let session = open_session(&server, revision).await;
     let level = post(
@@ -119,7 +136,7 @@ async fn a_batch_progress_flood_over_http_is_bounded_by_the_queue() {
     let batch: Vec<Value> = (0..calls)
         .map(|i| {
             json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
-                "name": "count", "arguments": {"n": 10_000}, "_meta": {"progressToken": i}}})
+                "name": "burst", "arguments": {"n": 10_000}, "_meta": {"progressToken": i}}})
         })
         .collect();
     let response = tokio::time::timeout(
