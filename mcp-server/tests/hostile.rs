@@ -83,7 +83,7 @@ async fn burst(args: CountArgs, ex: Exchange) -> String {
 }
 
 /// The demo with [`burst`].
-fn flood_builder() -> mcp_server::ServerBuilder {
+fn flood_builder() -> ServerBuilder {
     demo_builder("flood").tool(Tool::new("burst", burst))
 }
 
@@ -401,6 +401,8 @@ async fn parse_errors_have_their_revisions_shape() {
 struct Flaky {
     inner: MemoryHub,
     down: AtomicBool,
+    /// Only saves fail (reads and creates work): a change to a session is not stored.
+    saves_down: AtomicBool,
 }
 
 impl Flaky {
@@ -441,6 +443,9 @@ impl StateStore for Flaky {
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         Box::pin(async move {
             self.check()?;
+            if self.saves_down.load(Ordering::SeqCst) {
+                return Err(BackendError::connection("the test switched saves off").into());
+            }
             self.inner.save(key, value, expected_version, ttl).await
         })
     }
@@ -468,6 +473,7 @@ async fn a_store_outage_is_a_503_that_names_the_request() {
     let store = Arc::new(Flaky {
         inner: MemoryHub::new(HubConfig::new()),
         down: AtomicBool::new(false),
+        saves_down: AtomicBool::new(false),
     });
     let server = demo_builder("outage")
         .state_store(store.clone())
@@ -505,5 +511,52 @@ async fn a_store_outage_is_a_503_that_names_the_request() {
             .send(server.addr)
             .await;
         assert_eq!(response.status, 200, "{revision}");
+    }
+}
+
+/// A change to a session that the store did not take is not answered as done: with saves
+/// failing, `logging/setLevel` and `resources/subscribe` get 503 and the revision's error with
+/// their id (they used to get 200 and an empty result while nothing was stored); once saves
+/// work again the same request succeeds.
+#[tokio::test]
+async fn a_session_change_the_store_refused_is_not_reported_as_done() {
+    let store = Arc::new(Flaky {
+        inner: MemoryHub::new(HubConfig::new()),
+        down: AtomicBool::new(false),
+        saves_down: AtomicBool::new(false),
+    });
+    let server = demo_builder("save-outage")
+        .state_store(store.clone())
+        .build()
+        .unwrap();
+    let server = Running::start(server, HttpConfig::new()).await;
+    for revision in [Revision::V2025_03_26, Revision::V2025_11_25] {
+        let session = open_session(&server, revision).await;
+        store.saves_down.store(true, Ordering::SeqCst);
+        for (id, method, params) in [
+            ("lvl", "logging/setLevel", json!({"level": "debug"})),
+            ("sub", "resources/subscribe", json!({"uri": "config://app"})),
+        ] {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            let response = post(revision, Some(&session), &request)
+                .header("Accept", "application/json, text/event-stream")
+                .send(server.addr)
+                .await;
+            assert_eq!(response.status, 503, "{revision} {method}: {response:?}");
+            let error = response.json();
+            support::check(revision, "JSONRPCMessage", &error);
+            assert_eq!(
+                (&error["id"], &error["error"]["code"]),
+                (&json!(id), &json!(-32603)),
+                "{revision} {method}"
+            );
+        }
+        store.saves_down.store(false, Ordering::SeqCst);
+        let request = json!({"jsonrpc": "2.0", "id": "sub-2", "method": "resources/subscribe",
+            "params": {"uri": "config://app"}});
+        let response = post(revision, Some(&session), &request)
+            .send(server.addr)
+            .await;
+        assert_eq!(response.status, 200, "{revision}: {response:?}");
     }
 }

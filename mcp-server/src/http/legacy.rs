@@ -469,20 +469,38 @@ async fn serve_message(
     };
     let mut reply = shared.server.handle_decoded(adapter, items, &ctx);
     while let Some(item) = reply.next().await {
-        if item.is_response() {
-            save(shared, &id, &loaded, &ctx, &item).await;
+        if item.is_response()
+            && let Err(failure) = save(shared, &id, &loaded, &ctx, &item).await
+        {
+            // A change the store did not take is not reported as done: the client gets the
+            // store failure, with the request's id, instead.
+            let refusal = adapter.encode_failure(crate::http::response_id(&item), &failure);
+            delivery.send(refusal.to_bytes()).await;
+            continue;
         }
         delivery.send(item.into_bytes()).await;
     }
 }
 
-async fn save(shared: &Arc<Shared>, id: &str, loaded: &Loaded, ctx: &Context, response: &Outgoing) {
+async fn save(
+    shared: &Arc<Shared>,
+    id: &str,
+    loaded: &Loaded,
+    ctx: &Context,
+    response: &Outgoing,
+) -> Result<(), Failure> {
     if matches!(response, Outgoing::Response(e) if e.is_error()) {
-        return;
+        return Ok(());
     }
-    if let Err(err) = shared.sessions.save_changes(id, loaded, ctx).await {
-        tracing::warn!(%err, "could not save an HTTP+SSE session change");
-    }
+    shared
+        .sessions
+        .save_changes(id, loaded, ctx)
+        .await
+        .map(drop)
+        .map_err(|err| {
+            tracing::error!(%err, "could not save an HTTP+SSE session change");
+            err.failure()
+        })
 }
 
 /// The `session_id` of a query string.

@@ -760,6 +760,21 @@ pub(crate) fn first_id(decoded: &Decoded) -> Option<Id> {
     }
 }
 
+/// The id of a single response (read back from its bytes: only for the rare failure that
+/// replaces a response after it was encoded).
+pub(crate) fn response_id(response: &crate::dispatch::Outgoing) -> Option<Id> {
+    let crate::dispatch::Outgoing::Response(encoded) = response else {
+        return None;
+    };
+    #[derive(serde::Deserialize)]
+    struct WithId {
+        id: Option<Id>,
+    }
+    serde_json::from_slice::<WithId>(&encoded.to_bytes())
+        .ok()
+        .and_then(|message| message.id)
+}
+
 /// The session id a request names, if any (and readable).
 pub(crate) fn session_header(headers: &HeaderMap) -> Option<&str> {
     /// Built once: a lookup by `&str` parses the name on every request.

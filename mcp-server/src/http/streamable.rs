@@ -191,11 +191,16 @@ fn call_stream(
         (reply, shared.clone(), bound, ctx, settled, registered),
         |(mut reply, shared, bound, ctx, settled, registered)| async move {
             let item = reply.next().await?;
+            let mut bytes = None;
             if item.is_response() && !settled {
-                // A save failure is logged; the client still gets its answer.
-                let _ = settle(&shared, &bound, &ctx, &item).await;
+                // A change the store did not take is not reported as done: the client gets
+                // the store failure (503's JSON-RPC error, with the request's id) instead.
+                if let Err(failed) = save(&shared, &bound, &ctx, &item).await {
+                    bytes = Some(body::event(None, None, &failed.encode().to_bytes()));
+                }
             }
-            Some((frame(&item), (reply, shared, bound, ctx, true, registered)))
+            let bytes = bytes.unwrap_or_else(|| frame(&item));
+            Some((bytes, (reply, shared, bound, ctx, true, registered)))
         },
     );
     if !detached {
@@ -266,12 +271,53 @@ async fn settle(
             Err(err) => Err(store_failure(bound.adapter, bound.id.clone(), &err)),
         };
     }
-    if let Some((id, loaded)) = &bound.session
-        && let Err(err) = shared.sessions.save_changes(id, loaded, ctx).await
-    {
-        tracing::warn!(%err, "could not save a session change");
-    }
+    save(shared, bound, ctx, response)
+        .await
+        .map_err(|failed| failed.response())?;
     Ok(None)
+}
+
+/// A session change the store did not take, as the revision renders it.
+struct SaveFailed {
+    adapter: Adapter,
+    id: Option<jsonrpc::Id>,
+    failure: Failure,
+}
+
+impl SaveFailed {
+    fn encode(&self) -> mcp_adapters::Encoded {
+        self.adapter.encode_failure(self.id.clone(), &self.failure)
+    }
+
+    fn response(&self) -> Response<HttpBody> {
+        let encoded = self.encode();
+        crate::http::json_response(encoded.status, encoded.to_bytes())
+    }
+}
+
+/// Saves what the request changed in its session (nothing to do when it changed nothing). A
+/// failure is the request's answer: the change (a subscription, a log level) is not stored,
+/// so the client must not take it as done.
+async fn save(
+    shared: &Arc<Shared>,
+    bound: &Bound,
+    ctx: &Context,
+    response: &Outgoing,
+) -> Result<(), SaveFailed> {
+    let Some((id, loaded)) = &bound.session else {
+        return Ok(());
+    };
+    match shared.sessions.save_changes(id, loaded, ctx).await {
+        Ok(_) => Ok(()),
+        Err(err) => {
+            tracing::error!(%err, "could not save a session change");
+            Err(SaveFailed {
+                adapter: bound.adapter,
+                id: crate::http::response_id(response),
+                failure: err.failure(),
+            })
+        }
+    }
 }
 
 /// The session store failed: 503 (the client may retry), with the request's id when it has
