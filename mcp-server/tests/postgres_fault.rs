@@ -1,6 +1,7 @@
 //! PostgreSQL taken down and started again under a running server (issue 32), on a private
-//! cluster: `initdb` in a temporary folder, `pg_ctl` on a free loopback port. While the
-//! database is down (stopped with `-m immediate`, as a crash) and comes back:
+//! cluster: `initdb` in a temporary folder, `pg_ctl` on a free loopback port. Two faults, a
+//! row each: stopped with `-m immediate` (as a crash) then started, with requests made while
+//! it is down; and `pg_ctl restart -m fast`. While the database goes away and comes back:
 //!
 //! - (a) a pending ask (`deploy` waiting for its answer) completes or fails cleanly, within a
 //!   bound;
@@ -156,13 +157,20 @@ impl Cluster {
         }
     }
 
-    /// Starts the cluster and waits until it accepts connections (`pg_ctl -w`).
-    async fn up(&self) -> Result<(), String> {
-        let options = format!(
+    /// The server's options: loopback only, its port, its socket in its own folder. `fsync`
+    /// is off: the faults are of the database process, not of the machine, and the operating
+    /// system keeps what was written.
+    fn options(&self) -> String {
+        format!(
             "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off",
             self.port,
             self.base.display()
-        );
+        )
+    }
+
+    /// Starts the cluster and waits until it accepts connections (`pg_ctl -w`).
+    async fn up(&self) -> Result<(), String> {
+        let options = self.options();
         let log = self.base.join("log").display().to_string();
         let data = self.data();
         self.run(
@@ -180,6 +188,22 @@ impl Cluster {
         let data = self.data();
         self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
             .await
+    }
+}
+
+impl Cluster {
+    /// Restarts the cluster: fast shutdown (sessions terminated, a checkpoint), then start.
+    async fn restart(&self) -> Result<(), String> {
+        let options = self.options();
+        let log = self.base.join("log").display().to_string();
+        let data = self.data();
+        self.run(
+            "pg_ctl",
+            &[
+                "-D", &data, "-l", &log, "-o", &options, "-m", "fast", "-w", "-t", "60", "restart",
+            ],
+        )
+        .await
     }
 }
 
@@ -234,16 +258,21 @@ async fn list_status(at: &Running, session: &str) -> u16 {
     post(session, &list).send(at.addr).await.status
 }
 
-/// Calls the `touch` tool; whether the update was acknowledged (published).
-async fn touch_config(at: &Running, session: &str) -> bool {
+/// [`touch_config`] by address.
+async fn touch_config_at(addr: std::net::SocketAddr, session: &str) -> bool {
     let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
         "params": {"name": "touch", "arguments": {}}});
-    let done = post(session, &call).send(at.addr).await;
+    let done = post(session, &call).send(addr).await;
     done.status == 200
         && done
             .messages()
             .iter()
             .any(|m| m["result"]["content"][0]["text"] == "touched config://app")
+}
+
+/// Calls the `touch` tool; whether the update was acknowledged (published).
+async fn touch_config(at: &Running, session: &str) -> bool {
+    touch_config_at(at.addr, session).await
 }
 
 async fn get_stream(at: &Running, session: &str, last_event_id: Option<&str>) -> RawStream {
@@ -317,11 +346,28 @@ where
     (progress, task)
 }
 
+/// How the database goes away and comes back.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// `pg_ctl stop -m immediate` (a crash), requests made while it is down, then `start`.
+    CrashThenStart,
+    /// `pg_ctl restart -m fast`: sessions terminated, a clean shutdown, back at once.
+    FastRestart,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_down_and_up_under_a_pending_ask_a_stream_and_session_saves() {
     let Some(cluster) = Cluster::start().await else {
         return;
     };
+    // One cluster, one row per fault; each row has its own hub and server.
+    for fault in [Fault::CrashThenStart, Fault::FastRestart] {
+        eprintln!("row: {fault:?}");
+        fault_row(&cluster, fault).await;
+    }
+}
+
+async fn fault_row(cluster: &Cluster, fault: Fault) {
     let config = PostgresConfig::new()
         .command_timeout(COMMAND_TIMEOUT)
         .fallback_poll(Duration::from_millis(100))
@@ -372,7 +418,8 @@ async fn postgres_down_and_up_under_a_pending_ask_a_stream_and_session_saves() {
             }
         }
     });
-    let topic = Namespace::new("fault").topic("events");
+    let namespace = format!("{fault:?}");
+    let topic = Namespace::new(&namespace).topic("events");
     let start = hub.position(&topic).await.unwrap();
     let (events, publisher) = across_outage(stop.clone(), {
         let (hub, topic) = (hub.clone(), topic.clone());
@@ -402,28 +449,46 @@ async fn postgres_down_and_up_under_a_pending_ask_a_stream_and_session_saves() {
         (message, Instant::now())
     });
 
-    // Down: both loops see failures, each bounded.
     let down_since = Instant::now();
-    cluster.down().await.unwrap();
-    tokio::time::timeout(LIMIT, sessions_seen.wait_for(|p| p.errors > 0))
-        .await
-        .expect("a session save fails while the database is down")
-        .unwrap();
-    tokio::time::timeout(LIMIT, events_seen.wait_for(|p| p.errors > 0))
-        .await
-        .expect("a publish fails while the database is down")
-        .unwrap();
-    // A touch while down is answered in time (acknowledged or not).
-    let began = Instant::now();
-    let touched_while_down = touch_config(&at, &main).await;
-    assert!(
-        began.elapsed() < REQUEST_BOUND,
-        "took {:?}",
-        began.elapsed()
-    );
-
-    // Up again, same port and data; the server is not restarted.
-    cluster.up().await.unwrap();
+    let touched_during = match fault {
+        Fault::CrashThenStart => {
+            // Down: both loops see failures, each bounded.
+            cluster.down().await.unwrap();
+            tokio::time::timeout(LIMIT, sessions_seen.wait_for(|p| p.errors > 0))
+                .await
+                .expect("a session save fails while the database is down")
+                .unwrap();
+            tokio::time::timeout(LIMIT, events_seen.wait_for(|p| p.errors > 0))
+                .await
+                .expect("a publish fails while the database is down")
+                .unwrap();
+            // A touch while down is answered in time (acknowledged or not).
+            let began = Instant::now();
+            let touched = touch_config(&at, &main).await;
+            assert!(
+                began.elapsed() < REQUEST_BOUND,
+                "took {:?}",
+                began.elapsed()
+            );
+            // Up again, same port and data; the server is not restarted.
+            cluster.up().await.unwrap();
+            touched
+        }
+        Fault::FastRestart => {
+            // A touch runs while the cluster restarts.
+            let touching = tokio::spawn({
+                let main = main.clone();
+                async move {
+                    let began = Instant::now();
+                    (touch_config_at(addr, &main).await, began.elapsed())
+                }
+            });
+            cluster.restart().await.unwrap();
+            let (touched, took) = touching.await.unwrap();
+            assert!(took < REQUEST_BOUND, "took {took:?}");
+            touched
+        }
+    };
     let outage = down_since.elapsed();
     let (sessions_before, events_before) = (
         sessions.borrow().acknowledged.len(),
@@ -478,8 +543,16 @@ async fn postgres_down_and_up_under_a_pending_ask_a_stream_and_session_saves() {
     };
 
     // (b) The stream: whatever the old one did, a new one resumes after the last event read.
+    // The old stream either ended (the client then resumes) or goes on: it never hangs
+    // silently while updates are published.
+    assert!(touch_config(&at, &main).await);
+    match tokio::time::timeout(REQUEST_BOUND, stream.event()).await {
+        Ok(None) => {}
+        Ok(Some(event)) => assert!(event.id.is_some(), "{event:?}"),
+        Err(_) => panic!("the old GET stream neither ended nor delivered the update"),
+    }
     drop(stream);
-    let acknowledged_touches = 1 + usize::from(touched_while_down);
+    let acknowledged_touches = 2 + usize::from(touched_during);
     assert!(
         touch_config(&at, &main).await,
         "a touch after recovery is published"
@@ -487,8 +560,8 @@ async fn postgres_down_and_up_under_a_pending_ask_a_stream_and_session_saves() {
     let mut resumed = get_stream(&at, &main, Some(&last_read)).await;
     let mut ids = Vec::new();
     // One more, after the stream is open: the stream must yield at least every acknowledged
-    // touch since `last_read` (the one while down if it was acknowledged, the two after
-    // recovery), each once, none read before, each with its id.
+    // touch since `last_read` (the one during the fault if it was acknowledged, the three
+    // after recovery), each once, none read before, each with its id.
     assert!(touch_config(&at, &main).await);
     loop {
         let (id, update) = next_update(&mut resumed).await;
@@ -545,10 +618,10 @@ async fn postgres_down_and_up_under_a_pending_ask_a_stream_and_session_saves() {
     assert_eq!(done["result"]["content"][0]["text"], "deployed web");
 
     eprintln!(
-        "outage {outage:?}, recovered {recovered_after:?} after the stop; {} saves and {} \
+        "{fault:?}: outage {outage:?}, recovered {recovered_after:?} after the stop; {} saves and {} \
          publishes failed, {} and {} acknowledged; slowest save {slowest_save:?}, slowest \
          publish {slowest_publish:?}; the pending ask {ask} \
-         (answer POST status {answered}); touch while down acknowledged: {touched_while_down}",
+         (answer POST status {answered}); touch during the fault acknowledged: {touched_during}",
         sessions.borrow().errors,
         events.borrow().errors,
         acknowledged_sessions.len(),
