@@ -169,16 +169,24 @@ async fn pushed_question_row(place: &Place) {
             "params": {"name": tool, "arguments": arguments}});
         let mut stream = post(revision, Some(&session), &call).open(a.addr).await;
         assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+        let mut answered_at = None;
         for answer in answers {
             let question = stream.message().await.expect("a question");
             support::check(revision, "JSONRPCMessage", &question);
             support::check(revision, "ElicitRequest", &question);
             assert_eq!(question["method"], "elicitation/create");
             let reply = json!({"jsonrpc": "2.0", "id": question["id"], "result": answer});
+            answered_at = Some(std::time::Instant::now());
             let accepted = post(revision, Some(&session), &reply).send(b.addr).await;
             assert_eq!(accepted.status, 202);
         }
         let done = stream.message().await.expect("the result");
+        // A figure, not an assertion: from the last answer POSTed to B to the result on A.
+        eprintln!(
+            "{:?} {tool}: result {:?} after the last answer",
+            place.backend,
+            answered_at.map(|at| at.elapsed())
+        );
         support::check(revision, "JSONRPCMessage", &done);
         support::check(revision, "CallToolResult", &done["result"]);
         assert_eq!(done["id"], 7);
