@@ -1,4 +1,4 @@
-//! Asking across workers, once per backend (Redis, PostgreSQL, SQLite; see
+//! Asking and resuming across workers, once per backend (Redis, PostgreSQL, SQLite; see
 //! `support/backends.rs` for where each is and when a row is skipped): two `mcp-demo`
 //! PROCESSES that share nothing but the hub, session store and event log. On SQLite the two
 //! processes open one file.
@@ -8,7 +8,9 @@
 //! - the same with the answer published before A's first poll (made certain in-process, two
 //!   hubs on one place: A's event log holds its first poll until B has published the answer);
 //! - 2026-07-28 (MRTR) and 2025-03-26 (`mcpState`): the retry lands on the other worker, and
-//!   the state is single use across workers.
+//!   the state is single use across workers;
+//! - a GET stream on A gets the updates published on A and on B, and resumed on B with
+//!   `Last-Event-ID` it replays exactly the ones after that id.
 //!
 //! Every message the workers send is validated against the revision's official schema.
 
@@ -289,6 +291,98 @@ async fn mrtr_row(place: &Place) {
     .pop()
     .unwrap();
     assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+}
+
+#[tokio::test]
+async fn a_get_stream_resumes_on_the_other_process_with_last_event_id() {
+    per_backend!(resume_row);
+}
+
+/// Opens the GET stream of `session` on `worker`, after `last_event_id` when given.
+async fn get_stream(
+    worker: SocketAddr,
+    revision: Revision,
+    session: &str,
+    last_event_id: Option<&str>,
+) -> raw_http::RawStream {
+    let mut request = RawRequest::new("GET", "/mcp")
+        .header("Accept", "text/event-stream")
+        .header("MCP-Protocol-Version", revision.as_str())
+        .header("Mcp-Session-Id", session);
+    if let Some(id) = last_event_id {
+        request = request.header("Last-Event-ID", id);
+    }
+    let stream = request.open(worker).await;
+    assert_eq!(stream.status, 200);
+    assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+    stream
+}
+
+/// The id of the next update on `stream` (events without a message skipped), checked
+/// against the schema.
+async fn next_update_id(stream: &mut raw_http::RawStream, revision: Revision) -> String {
+    loop {
+        let event = stream.event().await.expect("the stream goes on");
+        if event.data.is_empty() {
+            continue;
+        }
+        let message: Value = serde_json::from_str(&event.data).unwrap();
+        support::check(revision, "JSONRPCMessage", &message);
+        support::check(revision, "ResourceUpdatedNotification", &message);
+        return event.id.expect("an update carries its event id");
+    }
+}
+
+/// `touch` on `worker` (publishes an update of config://app); checks it was acknowledged.
+async fn touch(worker: SocketAddr, revision: Revision, session: &str) {
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "touch", "arguments": {}}});
+    let done = post(revision, Some(session), &call).send(worker).await;
+    assert_eq!(done.status, 200);
+    let result = validated(revision, &done).pop().unwrap();
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "touched config://app"
+    );
+}
+
+async fn resume_row(place: &Place) {
+    let (a, b) = (Worker::spawn(place).await, Worker::spawn(place).await);
+    let revision = Revision::V2025_11_25;
+    let session = open_session(a.addr, revision).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": {"uri": "config://app"}});
+    assert_eq!(
+        post(revision, Some(&session), &subscribe)
+            .send(b.addr)
+            .await
+            .status,
+        200
+    );
+    // The stream on A gets what A and then B publish.
+    let mut stream = get_stream(a.addr, revision, &session, None).await;
+    touch(a.addr, revision, &session).await;
+    let first = next_update_id(&mut stream, revision).await;
+    let mut later = Vec::new();
+    for _ in 0..2 {
+        touch(b.addr, revision, &session).await;
+        later.push(next_update_id(&mut stream, revision).await);
+    }
+    drop(stream);
+    // Resumed on B after the first: the two later updates, in order, under the same ids,
+    // and never the first. On Redis and PostgreSQL the demo processes use the default
+    // prefix, which other runs may share: their updates may come in between, not ours twice.
+    let mut resumed = get_stream(b.addr, revision, &session, Some(&first)).await;
+    let mut got = Vec::new();
+    while got.len() < later.len() {
+        let id = next_update_id(&mut resumed, revision).await;
+        assert_ne!(id, first, "the update read before came again");
+        if later.contains(&id) {
+            assert!(!got.contains(&id), "update {id} came twice");
+            got.push(id);
+        }
+    }
+    assert_eq!(got, later);
 }
 
 /// An event log that holds its first `poll` until released: the answer is certain to be
