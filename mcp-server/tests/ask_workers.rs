@@ -352,9 +352,12 @@ async fn resume_row(place: &Place) {
     let session = open_session(a.addr, revision).await;
     let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
         "params": {"uri": "config://app"}});
+    // Subscribed on A, where the stream is read: a demo process trusts its copy of a
+    // session record for a while (the session cache), so a subscription made on B would
+    // reach A's copy only when the change notice does.
     assert_eq!(
         post(revision, Some(&session), &subscribe)
-            .send(b.addr)
+            .send(a.addr)
             .await
             .status,
         200
