@@ -11,7 +11,9 @@
 //!   it, every failure is a clean HTTP error within a bound;
 //! - events published straight on the hub in a loop across the outage: none acknowledged is
 //!   lost or read twice;
-//! - the same server (never restarted) serves new sessions, asks and streams afterwards.
+//! - the same server (never restarted) serves new sessions, asks and streams afterwards, its
+//!   waits woken through `LISTEN` again: after recovery, answers and updates are made on a
+//!   second worker with its own hub, and fallback polling is set far beyond every bound.
 //!
 //! `initdb` refuses to run as root: as root the cluster runs as the user
 //! `MCP_POSTGRES_TEST_USER` (default `postgres`) through `runuser`. Without `initdb` and
@@ -368,9 +370,12 @@ async fn postgres_down_and_up_under_a_pending_ask_a_stream_and_session_saves() {
 }
 
 async fn fault_row(cluster: &Cluster, fault: Fault) {
+    // Worker A's fallback polling (while its LISTEN connection is down) every 30 s, far beyond
+    // every bound below: a wait on A that ends within its bound after recovery, for something
+    // published by worker B, was woken through A's listener, so it reconnected by itself.
     let config = PostgresConfig::new()
         .command_timeout(COMMAND_TIMEOUT)
-        .fallback_poll(Duration::from_millis(100))
+        .fallback_poll(Duration::from_secs(30))
         .pool_size(8);
     let hub = Arc::new(PostgresHub::connect(&cluster.url(), config).await.unwrap());
     let server = build_demo("pg-fault", |builder| {
@@ -378,6 +383,21 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
     })
     .unwrap();
     let at = Running::start(server, HttpConfig::new().session_cache(Duration::ZERO)).await;
+    // A second worker with its own hub: after recovery, answers and updates are made there,
+    // so what A waits for can only reach it through NOTIFY (or a 30 s fallback poll).
+    let hub_b = Arc::new(
+        PostgresHub::connect(
+            &cluster.url(),
+            PostgresConfig::new().command_timeout(COMMAND_TIMEOUT),
+        )
+        .await
+        .unwrap(),
+    );
+    let server_b = build_demo("pg-fault", |builder| {
+        builder.state_store(hub_b.clone()).event_log(hub_b)
+    })
+    .unwrap();
+    let b = Running::start(server_b, HttpConfig::new().session_cache(Duration::ZERO)).await;
 
     // (b) A session subscribed to config://app, its GET stream, two updates read.
     let main = session(&at).await;
@@ -518,7 +538,7 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
     let answer = json!({"jsonrpc": "2.0", "id": question["id"],
         "result": {"action": "accept", "content": {}}});
     let answered_at = Instant::now();
-    let answered = post(&main, &answer).send(at.addr).await.status;
+    let answered = post(&main, &answer).send(b.addr).await.status;
     assert_eq!(answered, 202, "the answer is accepted after recovery");
     let (outcome, ended_at) = tokio::time::timeout(REQUEST_BOUND, ask_ended)
         .await
@@ -539,7 +559,7 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
     // (b) The stream: whatever the old one did, a new one resumes after the last event read.
     // The old stream either ended (the client then resumes) or goes on: it never hangs
     // silently while updates are published.
-    assert!(touch_config(&at, &main).await);
+    assert!(touch_config(&b, &main).await);
     match tokio::time::timeout(REQUEST_BOUND, stream.event()).await {
         Ok(None) => {}
         Ok(Some(event)) => assert!(event.id.is_some(), "{event:?}"),
@@ -548,7 +568,7 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
     drop(stream);
     let acknowledged_touches = 2 + usize::from(touched_during);
     assert!(
-        touch_config(&at, &main).await,
+        touch_config(&b, &main).await,
         "a touch after recovery is published"
     );
     let mut resumed = get_stream(&at, &main, Some(&last_read)).await;
@@ -556,7 +576,7 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
     // One more, after the stream is open: the stream must yield at least every acknowledged
     // touch since `last_read` (the one during the fault if it was acknowledged, the three
     // after recovery), each once, none read before, each with its id.
-    assert!(touch_config(&at, &main).await);
+    assert!(touch_config(&b, &main).await);
     loop {
         let (id, update) = next_update(&mut resumed).await;
         assert_eq!(
@@ -607,8 +627,11 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
     let question = asking.message().await.unwrap();
     let answer = json!({"jsonrpc": "2.0", "id": question["id"],
         "result": {"action": "accept", "content": {}}});
-    assert_eq!(post(&fresh, &answer).send(at.addr).await.status, 202);
-    let done = asking.message().await.unwrap();
+    assert_eq!(post(&fresh, &answer).send(b.addr).await.status, 202);
+    let done = tokio::time::timeout(REQUEST_BOUND, asking.message())
+        .await
+        .expect("a new ask completes in time, woken without a timer")
+        .unwrap();
     assert_eq!(done["result"]["content"][0]["text"], "deployed web");
 
     eprintln!(
@@ -622,6 +645,7 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
         events.borrow().acknowledged.len(),
     );
     at.stop().await;
+    b.stop().await;
 }
 
 /// Every event of `topic` after `after`, oldest first.
