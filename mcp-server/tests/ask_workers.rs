@@ -1,16 +1,21 @@
-//! Asking across workers: two `mcp-demo` PROCESSES that share nothing but the Redis at
-//! `MCP_REDIS_URL` (default `redis://127.0.0.1:6379`), session store and event log.
+//! Asking and resuming across workers, once per backend (Redis, PostgreSQL, SQLite; see
+//! `support/backends.rs` for where each is and when a row is skipped): two `mcp-demo`
+//! PROCESSES that share nothing but the hub, session store and event log. On SQLite the two
+//! processes open one file.
 //!
 //! - 2025-11-25: the call goes to worker A, which pushes `elicitation/create` on the call's
 //!   stream; the answer is POSTed to worker B; the handler on A completes.
-//! - the same with the answer published before A's first poll (made certain in-process: A's
-//!   event log holds its first poll until B has published the answer);
+//! - the same with the answer published before A's first poll (made certain in-process, two
+//!   hubs on one place: A's event log holds its first poll until B has published the answer);
 //! - 2026-07-28 (MRTR) and 2025-03-26 (`mcpState`): the retry lands on the other worker, and
-//!   the state is single use across workers.
+//!   the state is single use across workers;
+//! - a GET stream on A gets the updates published on A and on B, and resumed on B with
+//!   `Last-Event-ID` it replays exactly the ones after that id.
 //!
-//! Every message the workers send is validated against the revision's official schema. With
-//! `CI=true` an unreachable Redis is a failure; otherwise the tests print a notice and pass.
+//! Every message the workers send is validated against the revision's official schema.
 
+#[path = "support/backends.rs"]
+mod backends;
 #[path = "support/raw_http.rs"]
 mod raw_http;
 mod support;
@@ -20,9 +25,10 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use backends::{Backend, Place};
 use futures::StreamExt as _;
 use futures::future::BoxFuture;
-use mcp_hub::{Cursor, Event, EventLog, LogError, RedisConfig, RedisHub, Topic};
+use mcp_hub::{Cursor, Event, EventLog, Hub, LogError, Topic};
 use mcp_server::{Context, Exchange, Question, Revision, Server, Tool, ToolError};
 use raw_http::{RawRequest, RawResponse, WAIT};
 use schemars::JsonSchema;
@@ -33,38 +39,29 @@ use tokio::sync::Notify;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
-fn redis_url() -> String {
-    std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-}
-
-/// Whether Redis answers; with `CI=true` a missing Redis fails the test.
-async fn redis_available() -> bool {
-    match RedisHub::connect(&redis_url(), RedisConfig::new()).await {
-        Ok(_) => true,
-        Err(err) if std::env::var("CI").as_deref() != Ok("true") => {
-            eprintln!(
-                "notice: Redis at {} is unreachable ({err}); skipping",
-                redis_url()
-            );
-            false
+/// Runs `body` once per backend that answers (see `support/backends.rs`).
+macro_rules! per_backend {
+    ($body:ident) => {
+        for backend in Backend::ALL {
+            let Some(place) = backend.place().await else {
+                continue;
+            };
+            eprintln!("row: {backend:?}");
+            $body(&place).await;
         }
-        Err(err) => panic!(
-            "Redis at {} is unreachable with CI=true: {err}",
-            redis_url()
-        ),
-    }
+    };
 }
 
-/// One `mcp-demo` process on 127.0.0.1:0 with the Redis hub; killed when dropped.
+/// One `mcp-demo` process on 127.0.0.1:0 with `--hub` on a place; killed when dropped.
 struct Worker {
     addr: SocketAddr,
     _child: tokio::process::Child,
 }
 
 impl Worker {
-    async fn spawn() -> Self {
+    async fn spawn(place: &Place) -> Self {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
-            .args(["--addr", "127.0.0.1:0", "--redis", &redis_url()])
+            .args(["--addr", "127.0.0.1:0", "--hub", &place.demo_hub()])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -145,12 +142,13 @@ async fn open_session(worker: SocketAddr, revision: Revision) -> String {
 
 #[tokio::test]
 async fn a_pushed_question_is_answered_through_the_other_process() {
-    if !redis_available().await {
-        return;
-    }
-    let (a, b) = (Worker::spawn().await, Worker::spawn().await);
+    per_backend!(pushed_question_row);
+}
+
+async fn pushed_question_row(place: &Place) {
+    let (a, b) = (Worker::spawn(place).await, Worker::spawn(place).await);
     let revision = Revision::V2025_11_25;
-    // The session is made on B and used on A: it lives in Redis only.
+    // The session is made on B and used on A: it lives in the shared hub only.
     let session = open_session(b.addr, revision).await;
     // One question (deploy), then two in one call (rename): every answer goes to the worker
     // that did not ask.
@@ -173,16 +171,24 @@ async fn a_pushed_question_is_answered_through_the_other_process() {
             "params": {"name": tool, "arguments": arguments}});
         let mut stream = post(revision, Some(&session), &call).open(a.addr).await;
         assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+        let mut answered_at = None;
         for answer in answers {
             let question = stream.message().await.expect("a question");
             support::check(revision, "JSONRPCMessage", &question);
             support::check(revision, "ElicitRequest", &question);
             assert_eq!(question["method"], "elicitation/create");
             let reply = json!({"jsonrpc": "2.0", "id": question["id"], "result": answer});
+            answered_at = Some(std::time::Instant::now());
             let accepted = post(revision, Some(&session), &reply).send(b.addr).await;
             assert_eq!(accepted.status, 202);
         }
         let done = stream.message().await.expect("the result");
+        // A figure, not an assertion: from the last answer POSTed to B to the result on A.
+        eprintln!(
+            "{:?} {tool}: result {:?} after the last answer",
+            place.backend,
+            answered_at.map(|at| at.elapsed())
+        );
         support::check(revision, "JSONRPCMessage", &done);
         support::check(revision, "CallToolResult", &done["result"]);
         assert_eq!(done["id"], 7);
@@ -197,10 +203,11 @@ async fn a_pushed_question_is_answered_through_the_other_process() {
 
 #[tokio::test]
 async fn an_mrtr_retry_lands_on_the_other_process_and_its_state_is_single_use() {
-    if !redis_available().await {
-        return;
-    }
-    let (a, b) = (Worker::spawn().await, Worker::spawn().await);
+    per_backend!(mrtr_row);
+}
+
+async fn mrtr_row(place: &Place) {
+    let (a, b) = (Worker::spawn(place).await, Worker::spawn(place).await);
     let revision = Revision::V2026_07_28;
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
@@ -286,10 +293,105 @@ async fn an_mrtr_retry_lands_on_the_other_process_and_its_state_is_single_use() 
     assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
 }
 
+#[tokio::test]
+async fn a_get_stream_resumes_on_the_other_process_with_last_event_id() {
+    per_backend!(resume_row);
+}
+
+/// Opens the GET stream of `session` on `worker`, after `last_event_id` when given.
+async fn get_stream(
+    worker: SocketAddr,
+    revision: Revision,
+    session: &str,
+    last_event_id: Option<&str>,
+) -> raw_http::RawStream {
+    let mut request = RawRequest::new("GET", "/mcp")
+        .header("Accept", "text/event-stream")
+        .header("MCP-Protocol-Version", revision.as_str())
+        .header("Mcp-Session-Id", session);
+    if let Some(id) = last_event_id {
+        request = request.header("Last-Event-ID", id);
+    }
+    let stream = request.open(worker).await;
+    assert_eq!(stream.status, 200);
+    assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+    stream
+}
+
+/// The id of the next update on `stream` (events without a message skipped), checked
+/// against the schema.
+async fn next_update_id(stream: &mut raw_http::RawStream, revision: Revision) -> String {
+    loop {
+        let event = stream.event().await.expect("the stream goes on");
+        if event.data.is_empty() {
+            continue;
+        }
+        let message: Value = serde_json::from_str(&event.data).unwrap();
+        support::check(revision, "JSONRPCMessage", &message);
+        support::check(revision, "ResourceUpdatedNotification", &message);
+        return event.id.expect("an update carries its event id");
+    }
+}
+
+/// `touch` on `worker` (publishes an update of config://app); checks it was acknowledged.
+async fn touch(worker: SocketAddr, revision: Revision, session: &str) {
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "touch", "arguments": {}}});
+    let done = post(revision, Some(session), &call).send(worker).await;
+    assert_eq!(done.status, 200);
+    let result = validated(revision, &done).pop().unwrap();
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "touched config://app"
+    );
+}
+
+async fn resume_row(place: &Place) {
+    let (a, b) = (Worker::spawn(place).await, Worker::spawn(place).await);
+    let revision = Revision::V2025_11_25;
+    let session = open_session(a.addr, revision).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": {"uri": "config://app"}});
+    // Subscribed on A, where the stream is read: a demo process trusts its copy of a
+    // session record for a while (the session cache), so a subscription made on B would
+    // reach A's copy only when the change notice does.
+    assert_eq!(
+        post(revision, Some(&session), &subscribe)
+            .send(a.addr)
+            .await
+            .status,
+        200
+    );
+    // The stream on A gets what A and then B publish.
+    let mut stream = get_stream(a.addr, revision, &session, None).await;
+    touch(a.addr, revision, &session).await;
+    let first = next_update_id(&mut stream, revision).await;
+    let mut later = Vec::new();
+    for _ in 0..2 {
+        touch(b.addr, revision, &session).await;
+        later.push(next_update_id(&mut stream, revision).await);
+    }
+    drop(stream);
+    // Resumed on B after the first: the two later updates, in order, under the same ids,
+    // and never the first. On Redis and PostgreSQL the demo processes use the default
+    // prefix, which other runs may share: their updates may come in between, not ours twice.
+    let mut resumed = get_stream(b.addr, revision, &session, Some(&first)).await;
+    let mut got = Vec::new();
+    while got.len() < later.len() {
+        let id = next_update_id(&mut resumed, revision).await;
+        assert_ne!(id, first, "the update read before came again");
+        if later.contains(&id) {
+            assert!(!got.contains(&id), "update {id} came twice");
+            got.push(id);
+        }
+    }
+    assert_eq!(got, later);
+}
+
 /// An event log that holds its first `poll` until released: the answer is certain to be
 /// published before the asking worker first looks for it.
 struct HeldFirstPoll {
-    inner: Arc<RedisHub>,
+    inner: Arc<dyn Hub>,
     polled: Notify,
     release: Notify,
     held: std::sync::atomic::AtomicBool,
@@ -332,7 +434,7 @@ impl EventLog for HeldFirstPoll {
     }
 
     fn delete<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<(), LogError>> {
-        self.inner.delete(topic)
+        EventLog::delete(&*self.inner, topic)
     }
 }
 
@@ -353,25 +455,18 @@ async fn deploy(args: DeployArgs, ex: Exchange) -> Result<String, ToolError> {
 
 #[tokio::test]
 async fn an_answer_published_before_the_first_poll_is_still_delivered() {
-    if !redis_available().await {
-        return;
-    }
-    let prefix = format!("mcp-ask-workers:{}:{}", std::process::id(), line!());
-    let connect = || async {
-        Arc::new(
-            RedisHub::connect(&redis_url(), RedisConfig::new().key_prefix(prefix.clone()))
-                .await
-                .unwrap(),
-        )
-    };
-    let (hub_a, hub_b) = (connect().await, connect().await);
+    per_backend!(held_first_poll_row);
+}
+
+async fn held_first_poll_row(place: &Place) {
+    let (hub_a, hub_b) = (place.hub().await, place.hub().await);
     let held = Arc::new(HeldFirstPoll {
         inner: hub_a.clone(),
         polled: Notify::new(),
         release: Notify::new(),
         held: std::sync::atomic::AtomicBool::new(false),
     });
-    let build = |store: Arc<RedisHub>, log: Arc<dyn EventLog>| {
+    let build = |store: Arc<dyn Hub>, log: Arc<dyn EventLog>| {
         Server::builder("held", "1")
             .tool(Tool::new("deploy", deploy))
             .state_store(store)

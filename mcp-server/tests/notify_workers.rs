@@ -1,18 +1,18 @@
-//! Notifications across workers: two `Server`s sharing one Redis (event log and state store),
-//! against the Redis at `MCP_REDIS_URL` (default `redis://127.0.0.1:6379`).
-//!
-//! With `CI=true` an unreachable Redis fails every test; otherwise each test prints a notice
-//! and passes without checking anything. Every test writes under its own key prefix.
+//! Notifications across workers: two `Server`s sharing one hub (event log and state store),
+//! each with its own connection, once per backend: Redis, PostgreSQL and SQLite (two hubs
+//! opened on one file). See `support/backends.rs` for where each backend is and when a row is
+//! skipped.
 
+#[path = "support/backends.rs"]
+mod backends;
 mod support;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use backends::{Backend, Place};
 use futures::StreamExt as _;
 use mcp_adapters::Adapter;
-use mcp_hub::{Namespace, RedisConfig, RedisHub};
+use mcp_hub::Namespace;
 use mcp_server::{
     Context, NoArgs, NotificationFilter, NotificationStream, Resource, ResourceRequest, Revision,
     Server, Tool,
@@ -24,37 +24,6 @@ use support::{Client, check, next};
 /// A guard against a hung test, never a synchronisation: every wait is for a real event.
 const LIMIT: Duration = Duration::from_secs(20);
 
-fn url() -> String {
-    std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-}
-
-fn unique_prefix() -> String {
-    static COUNT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "mcp-server-notify-test:{}:{nanos}:{}",
-        std::process::id(),
-        COUNT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-async fn hub(prefix: &str) -> Option<Arc<RedisHub>> {
-    match RedisHub::connect(&url(), RedisConfig::new().key_prefix(prefix)).await {
-        Ok(hub) => Some(Arc::new(hub)),
-        Err(err) if std::env::var("CI").as_deref() != Ok("true") => {
-            eprintln!(
-                "notice: Redis at {} is unreachable ({err}); skipping",
-                url()
-            );
-            None
-        }
-        Err(err) => panic!("Redis at {} is unreachable with CI=true: {err}", url()),
-    }
-}
-
 async fn config(_: ResourceRequest) -> String {
     "{}".to_owned()
 }
@@ -63,14 +32,13 @@ async fn hello(_: NoArgs) -> String {
     "hello".to_owned()
 }
 
-/// Two workers of one server, each with its own connection to the shared Redis.
-async fn workers() -> Option<(Server, Server)> {
-    let prefix = unique_prefix();
+/// Two workers of one server, each with its own hub on `place`.
+async fn workers(place: &Place) -> (Server, Server) {
     let mut servers = Vec::new();
     for _ in 0..2 {
-        let hub = hub(&prefix).await?;
+        let hub = place.hub().await;
         servers.push(
-            Server::builder("notify-redis", "1.0")
+            Server::builder("notify-workers", "1.0")
                 .tool(Tool::new("hello", hello))
                 .resource(Resource::new("config://app", "config", config))
                 .event_log(hub.clone())
@@ -79,9 +47,22 @@ async fn workers() -> Option<(Server, Server)> {
                 .unwrap(),
         );
     }
-    let b = servers.pop()?;
-    let a = servers.pop()?;
-    Some((a, b))
+    let b = servers.pop().unwrap();
+    let a = servers.pop().unwrap();
+    (a, b)
+}
+
+/// Runs `body` once per backend that answers (see `support/backends.rs`).
+macro_rules! per_backend {
+    ($body:ident) => {
+        for backend in Backend::ALL {
+            let Some(place) = backend.place().await else {
+                continue;
+            };
+            eprintln!("row: {backend:?}");
+            $body(&place).await;
+        }
+    };
 }
 
 async fn next_notification(
@@ -100,9 +81,11 @@ async fn next_notification(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_on_one_worker_receives_what_another_publishes() {
-    let Some((a, b)) = workers().await else {
-        return;
-    };
+    per_backend!(subscriber_row);
+}
+
+async fn subscriber_row(place: &Place) {
+    let (a, b) = workers(place).await;
     for revision in Revision::ALL {
         let mut client = Client::new(&b, revision, json!({})).await;
         if client.legacy() {
@@ -152,9 +135,11 @@ async fn a_subscriber_on_one_worker_receives_what_another_publishes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_resumed_on_another_worker_loses_and_repeats_nothing() {
-    let Some((a, b)) = workers().await else {
-        return;
-    };
+    per_backend!(resume_row);
+}
+
+async fn resume_row(place: &Place) {
+    let (a, b) = workers(place).await;
     let revision = Revision::V2025_11_25;
     let adapter = Adapter::from(revision);
     let ns = Namespace::root();

@@ -1,59 +1,39 @@
-//! Two server instances sharing one Redis hub (state store and event log), against the Redis
-//! at `MCP_REDIS_URL` (default `redis://127.0.0.1:6379`): a session created on one is used on
-//! the other, an HTTP+SSE stream held by one gets the answers to POSTs made to the other, and
-//! a question pushed by one is answered through the other.
-//!
-//! With `CI=true` an unreachable Redis fails the tests; otherwise they print a notice and pass.
+//! Two server instances sharing one hub (state store and event log), once per backend:
+//! Redis, PostgreSQL and SQLite (two hubs opened on one file); see `support/backends.rs` for
+//! where each is and when a row is skipped. A session created on one instance is used on the
+//! other, an HTTP+SSE stream held by one gets the answers to POSTs made to the other, and a
+//! question pushed by one is answered through the other.
 
+#[path = "support/backends.rs"]
+mod backends;
 #[path = "support/raw_http.rs"]
 mod raw_http;
 mod support;
 
 include!("../src/bin/demo/registry.rs");
 
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use mcp_hub::{RedisConfig, RedisHub};
+use backends::{Backend, Place};
 use mcp_server::Revision;
 use mcp_server::http::HttpConfig;
 use raw_http::{RawRequest, Running};
 use serde_json::Value;
 
-fn url() -> String {
-    std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-}
-
-/// Two instances on one Redis key prefix, or `None` (after a notice) outside CI.
+/// Two instances on `place`, each with its own hub.
 ///
 /// The session cache is off: these tests send a request to one instance right after a change
 /// made on the other, and assert the change holds (strict reads across workers).
-async fn pair() -> Option<(Running, Running)> {
-    pair_with(HttpConfig::new().session_cache(Duration::ZERO)).await
+async fn pair(place: &Place) -> (Running, Running) {
+    pair_with(place, HttpConfig::new().session_cache(Duration::ZERO)).await
 }
 
 /// [`pair`] with `config` on both instances.
-async fn pair_with(http: HttpConfig) -> Option<(Running, Running)> {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let prefix = format!("mcp-server-http-test:{}:{nanos}", std::process::id());
+async fn pair_with(place: &Place, http: HttpConfig) -> (Running, Running) {
     let mut instances = Vec::new();
     for _ in 0..2 {
-        let config = RedisConfig::new().key_prefix(prefix.clone());
-        let hub = match RedisHub::connect(&url(), config).await {
-            Ok(hub) => Arc::new(hub),
-            Err(err) if std::env::var("CI").as_deref() != Ok("true") => {
-                eprintln!(
-                    "notice: Redis at {} is unreachable ({err}); skipping",
-                    url()
-                );
-                return None;
-            }
-            Err(err) => panic!("Redis at {} is unreachable with CI=true: {err}", url()),
-        };
-        let server = demo_builder("redis-pair")
+        let hub = place.hub().await;
+        let server = demo_builder("hub-pair")
             .state_store(hub.clone())
             .event_log(hub)
             .build()
@@ -62,7 +42,20 @@ async fn pair_with(http: HttpConfig) -> Option<(Running, Running)> {
     }
     let b = instances.pop().unwrap();
     let a = instances.pop().unwrap();
-    Some((a, b))
+    (a, b)
+}
+
+/// Runs `body` once per backend that answers (see `support/backends.rs`).
+macro_rules! per_backend {
+    ($body:ident) => {
+        for backend in Backend::ALL {
+            let Some(place) = backend.place().await else {
+                continue;
+            };
+            eprintln!("row: {backend:?}");
+            $body(&place).await;
+        }
+    };
 }
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -79,7 +72,11 @@ fn post(session: Option<&str>, body: &Value) -> RawRequest<'static> {
 
 #[tokio::test]
 async fn a_session_created_on_one_instance_is_used_on_the_other() {
-    let Some((a, b)) = pair().await else { return };
+    per_backend!(session_row);
+}
+
+async fn session_row(place: &Place) {
+    let (a, b) = pair(place).await;
     let init = RawRequest::new("POST", "/mcp")
         .header("Accept", ACCEPT_BOTH)
         .json(
@@ -134,7 +131,11 @@ async fn a_session_created_on_one_instance_is_used_on_the_other() {
 
 #[tokio::test]
 async fn an_http_sse_stream_on_one_instance_answers_posts_to_the_other() {
-    let Some((a, b)) = pair().await else { return };
+    per_backend!(http_sse_row);
+}
+
+async fn http_sse_row(place: &Place) {
+    let (a, b) = pair(place).await;
     let mut stream = RawRequest::new("GET", "/sse")
         .header("Accept", "text/event-stream")
         .open(a.addr)
@@ -200,12 +201,17 @@ async fn logs_of_count(at: &Running, session: &str, id: u64) -> usize {
 }
 
 #[tokio::test]
-async fn with_the_session_cache_a_change_on_one_instance_reaches_the_other_through_redis() {
+async fn with_the_session_cache_a_change_on_one_instance_reaches_the_other_through_the_hub() {
+    per_backend!(session_cache_row);
+}
+
+async fn session_cache_row(place: &Place) {
     // Records are trusted for a minute, so anything seen sooner came through the change feed.
-    let Some((a, b)) = pair_with(HttpConfig::new().session_cache(Duration::from_secs(60))).await
-    else {
-        return;
-    };
+    let (a, b) = pair_with(
+        place,
+        HttpConfig::new().session_cache(Duration::from_secs(60)),
+    )
+    .await;
     let init = RawRequest::new("POST", "/mcp")
         .header("Accept", ACCEPT_BOTH)
         .json(
