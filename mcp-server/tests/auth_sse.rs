@@ -33,6 +33,10 @@ async fn add(args: AddArgs) -> String {
     (args.a + args.b).to_string()
 }
 
+async fn deploy(args: AddArgs) -> String {
+    format!("deployed {}", args.a + args.b)
+}
+
 fn claims(resource: &str) -> Claims {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -58,13 +62,14 @@ async fn protected() -> Running {
         .token("for-sse", claims(&format!("{base}/sse")))
         .token("foreign", claims("http://127.0.0.1:1/sse"));
     let auth = ResourceServer::builder(format!("{base}/mcp"), ISSUER)
-        .scopes_supported(["mcp:read"])
+        .scopes_supported(["mcp:read", "mcp:deploy"])
         .required_scopes(["mcp:read"])
         .verifier(tokens)
         .build()
         .unwrap();
     let server = Server::builder("protected", "1")
         .tool(Tool::new("add", add))
+        .tool(Tool::new("deploy", deploy).scopes(["mcp:deploy"]))
         .build()
         .unwrap();
     Running::start_listener(listener, server, HttpConfig::new().auth(auth)).await
@@ -150,7 +155,11 @@ async fn the_sse_endpoint_names_and_serves_its_own_metadata() {
         let document = response.json();
         assert_eq!(document["resource"], server.url(resource), "{path}");
         assert_eq!(document["authorization_servers"], json!([ISSUER]), "{path}");
-        assert_eq!(document["scopes_supported"], json!(["mcp:read"]), "{path}");
+        assert_eq!(
+            document["scopes_supported"],
+            json!(["mcp:read", "mcp:deploy"]),
+            "{path}"
+        );
     }
     server.stop().await;
 }
@@ -192,6 +201,20 @@ async fn a_token_for_either_resource_of_this_server_is_accepted() {
         let sum = next_message(&mut stream).await;
         assert_eq!(sum["id"], 2, "{sum}");
         assert_eq!(sum["result"]["content"][0]["text"], "5", "{sum}");
+        // A call the token lacks a scope for is refused before it is accepted, with a
+        // challenge naming this endpoint's metadata and the scopes to step up to.
+        let response = post(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "deploy", "arguments": {"a": 1, "b": 1}}}))
+        .await;
+        assert_eq!(response.status, 403, "{token}: {response:?}");
+        let step_up = challenge(&response);
+        assert_eq!(step_up.error.as_deref(), Some("insufficient_scope"));
+        assert_eq!(step_up.scope.as_deref(), Some("mcp:deploy mcp:read"));
+        assert_eq!(
+            step_up.resource_metadata.as_deref(),
+            Some(server.url(SSE_METADATA).as_str())
+        );
+        assert_eq!(response.json()["id"], 3);
         // The message endpoint still wants a token on every POST.
         let anonymous = RawRequest::new("POST", &endpoint)
             .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}))

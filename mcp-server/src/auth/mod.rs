@@ -637,9 +637,21 @@ impl ResourceServer {
     }
 
     /// Refuses with 403 `insufficient_scope` when `principal` lacks a scope of `needed`; the
-    /// challenge names every scope the request needs.
+    /// challenge names every scope the request needs, and the configured resource's metadata
+    /// (see [`check_scopes_at`](Self::check_scopes_at)).
     pub fn check_scopes(
         &self,
+        principal: &Principal,
+        needed: &ScopeSet,
+    ) -> Result<(), AuthRefusal> {
+        self.check_scopes_at("", principal, needed)
+    }
+
+    /// [`check_scopes`](Self::check_scopes) for a request at `path`: the challenge names the
+    /// metadata of the resource at `path`.
+    pub fn check_scopes_at(
+        &self,
+        path: &str,
         principal: &Principal,
         needed: &ScopeSet,
     ) -> Result<(), AuthRefusal> {
@@ -649,7 +661,7 @@ impl ResourceServer {
         Err(AuthRefusal {
             status: StatusCode::FORBIDDEN,
             challenge: Some(Box::new(
-                BearerChallenge::new(self.primary().metadata_url.clone())
+                BearerChallenge::new(self.metadata_url_for(path).to_owned())
                     .scope(needed.to_string())
                     .error(
                         "insufficient_scope",

@@ -543,9 +543,11 @@ impl Shared {
     }
 
     /// The first call of `items` the principal lacks a scope for (the resource server's
-    /// required and per-method scopes, and a tool's own), with its id and the refusal.
+    /// required and per-method scopes, and a tool's own), with its id and the refusal, whose
+    /// challenge names the metadata of the resource at `path`.
     pub(crate) fn missing_scope(
         &self,
+        path: &str,
         items: &mcp_adapters::DecodedBody,
         principal: &mcp_auth::Principal,
     ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
@@ -560,7 +562,7 @@ impl Shared {
                 .flatten()
                 .map(|entry| &entry.tool.scopes);
             let needed = auth.scopes_for(&call.method, tool);
-            auth.check_scopes(principal, &needed)
+            auth.check_scopes_at(path, principal, &needed)
                 .err()
                 .map(|refusal| (call.id.clone(), refusal))
         })
