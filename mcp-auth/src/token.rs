@@ -233,6 +233,15 @@ impl TokenRules {
         &self.audience
     }
 
+    /// The same rules for tokens issued for another `resource` of the same server (say its
+    /// HTTP+SSE endpoint next to its Streamable HTTP one): same issuers, leeway and expiry rule.
+    pub fn for_resource(&self, resource: &str) -> Result<Self, ResourceError> {
+        Ok(Self {
+            audience: canonical_resource(resource)?,
+            ..self.clone()
+        })
+    }
+
     /// The accepted issuers.
     pub fn issuers(&self) -> &[String] {
         &self.issuers

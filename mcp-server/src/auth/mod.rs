@@ -5,6 +5,10 @@
 //!
 //! - its protected resource metadata (RFC 9728) is served at the path-inserted location
 //!   (`/.well-known/oauth-protected-resource/mcp` for an endpoint at `/mcp`) and at the root;
+//!   with HTTP+SSE on, that endpoint is a resource of its own (`…/sse` next to `…/mcp`, its
+//!   metadata at `/.well-known/oauth-protected-resource/sse`), which the challenges on `/sse`
+//!   and its message endpoint name, and a token issued for either resource of this server is
+//!   accepted on both;
 //! - a request without a valid token gets 401 with
 //!   `WWW-Authenticate: Bearer resource_metadata="…", scope="…"`, one whose token lacks a scope
 //!   gets 403 with `error="insufficient_scope"` and the scope needed, each with the JSON-RPC
@@ -274,17 +278,9 @@ impl ResourceServerBuilder {
         metadata.authorization_servers = self.issuers;
         metadata.scopes_supported = self.scopes_supported;
         metadata.resource_name = self.resource_name;
-        let metadata_url = mcp_auth::protected_resource_metadata_urls(rules.audience())
-            .ok()
-            .and_then(|urls| urls.into_iter().next())
-            .unwrap_or_default();
-        let body = Bytes::from(serde_json::to_vec(&metadata).unwrap_or_default());
         Ok(ResourceServer {
+            endpoints: Arc::new([Endpoint::new(metadata, rules, Vec::new())]),
             inner: Arc::new(Inner {
-                metadata,
-                body,
-                metadata_url,
-                rules,
                 required: self.required,
                 method_scopes: self.method_scopes,
                 verifier,
@@ -300,14 +296,55 @@ impl ResourceServerBuilder {
 /// An OAuth 2.1 resource server: see the [module docs](self).
 #[derive(Clone)]
 pub struct ResourceServer {
+    /// The protected endpoints, each its own resource: the configured one first (it also
+    /// answers at the root metadata location and for paths no other endpoint claims), then
+    /// the HTTP+SSE one when the HTTP endpoint serves it.
+    endpoints: Arc<[Endpoint]>,
     inner: Arc<Inner>,
 }
 
-struct Inner {
+/// One protected endpoint of the server: its resource, metadata and token rules.
+struct Endpoint {
+    /// The request paths of the endpoint (none for the configured one: it is the fallback).
+    paths: Vec<String>,
     metadata: ProtectedResourceMetadata,
+    /// The metadata as served (JSON).
     body: Bytes,
+    /// The absolute URL of the metadata (path-inserted), as challenges name it.
     metadata_url: String,
+    /// The path of `metadata_url` on this server.
+    metadata_path: String,
+    /// The rules of tokens issued for this resource.
     rules: TokenRules,
+}
+
+impl Endpoint {
+    fn new(metadata: ProtectedResourceMetadata, rules: TokenRules, paths: Vec<String>) -> Self {
+        let metadata_url = mcp_auth::protected_resource_metadata_urls(rules.audience())
+            .ok()
+            .and_then(|urls| urls.into_iter().next())
+            .unwrap_or_default();
+        let metadata_path = url_path(&metadata_url).unwrap_or_default().to_owned();
+        let body = Bytes::from(serde_json::to_vec(&metadata).unwrap_or_default());
+        Self {
+            paths,
+            metadata,
+            body,
+            metadata_url,
+            metadata_path,
+            rules,
+        }
+    }
+}
+
+/// The path of an absolute URL, without its query.
+fn url_path(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let path = &rest[rest.find('/')?..];
+    path.split('?').next()
+}
+
+struct Inner {
     required: ScopeSet,
     method_scopes: HashMap<String, ScopeSet>,
     verifier: Arc<dyn TokenVerifier>,
@@ -325,9 +362,14 @@ struct Cached {
 
 impl fmt::Debug for ResourceServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let resources: Vec<&str> = self
+            .endpoints
+            .iter()
+            .map(|e| e.metadata.resource.as_str())
+            .collect();
         f.debug_struct("ResourceServer")
-            .field("resource", &self.inner.metadata.resource)
-            .field("issuers", &self.inner.rules.issuers())
+            .field("resources", &resources)
+            .field("issuers", &self.primary().rules.issuers())
             .finish_non_exhaustive()
     }
 }
@@ -360,40 +402,96 @@ impl ResourceServer {
         }
     }
 
+    /// The same resource server for an HTTP endpoint whose Streamable HTTP endpoint is at
+    /// `path` and, with `legacy`, whose HTTP+SSE endpoint is at `legacy.0` with its message
+    /// endpoint at `legacy.1`. The HTTP+SSE endpoint becomes a resource of its own: the
+    /// configured resource with its last `path` replaced by the SSE path (nothing is added
+    /// when the resource does not end with `path`). The token cache is shared.
+    pub(crate) fn for_endpoint(&self, path: &str, legacy: Option<(&str, &str)>) -> Self {
+        let primary = self.primary();
+        let mut endpoints = vec![Endpoint::new(
+            primary.metadata.clone(),
+            primary.rules.clone(),
+            Vec::new(),
+        )];
+        let resource = primary.rules.audience();
+        let sse_resource = legacy.and_then(|(sse_path, message_path)| {
+            let base = resource.strip_suffix(path).filter(|_| !path.is_empty())?;
+            let sse = format!("{base}{sse_path}");
+            let rules = primary.rules.for_resource(&sse).ok()?;
+            (rules.audience() != resource).then_some((rules, sse_path, message_path))
+        });
+        if let Some((rules, sse_path, message_path)) = sse_resource {
+            let mut metadata = primary.metadata.clone();
+            metadata.resource = rules.audience().to_owned();
+            endpoints.push(Endpoint::new(
+                metadata,
+                rules,
+                vec![sse_path.to_owned(), message_path.to_owned()],
+            ));
+        }
+        Self {
+            endpoints: endpoints.into(),
+            inner: self.inner.clone(),
+        }
+    }
+
+    fn primary(&self) -> &Endpoint {
+        &self.endpoints[0]
+    }
+
+    /// The endpoint a request at `path` is for: the one that claims the path, else the
+    /// configured one.
+    fn endpoint(&self, path: &str) -> &Endpoint {
+        self.endpoints
+            .iter()
+            .find(|e| e.paths.iter().any(|p| p == path))
+            .unwrap_or_else(|| self.primary())
+    }
+
     /// Whether `tools/list` hides the tools a token may not call.
     pub(crate) fn hides_tools(&self) -> bool {
         self.inner.hide_tools
     }
 
-    /// The protected resource metadata served.
+    /// The protected resource metadata served for the configured resource.
     pub fn metadata(&self) -> &ProtectedResourceMetadata {
-        &self.inner.metadata
+        &self.primary().metadata
     }
 
-    /// The metadata as served (JSON).
-    pub(crate) fn metadata_body(&self) -> Bytes {
-        self.inner.body.clone()
-    }
-
-    /// The absolute URL of the metadata, as challenges name it.
+    /// The absolute URL of the configured resource's metadata, as challenges name it.
     pub fn metadata_url(&self) -> &str {
-        &self.inner.metadata_url
+        &self.primary().metadata_url
     }
 
-    /// Whether `path` is one of the metadata's locations on this server: the path-inserted
-    /// one for the resource, and the root one.
-    pub(crate) fn is_metadata_path(&self, path: &str) -> bool {
-        path == mcp_auth::metadata::PROTECTED_RESOURCE_SUFFIX
-            || self
-                .inner
-                .metadata_url
-                .split_once("://")
-                .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
-                .is_some_and(|p| p.split('?').next() == Some(path))
+    /// The resources this server accepts tokens for: the configured one first, then the
+    /// HTTP+SSE endpoint's once the resource server is set on an HTTP endpoint serving it.
+    pub fn resources(&self) -> impl Iterator<Item = &str> {
+        self.endpoints.iter().map(|e| e.metadata.resource.as_str())
     }
 
-    fn challenge(&self) -> BearerChallenge {
-        let challenge = BearerChallenge::new(self.inner.metadata_url.clone());
+    /// The absolute URL of the metadata a challenge for a request at `path` names: that of
+    /// the endpoint's own resource (`…/.well-known/oauth-protected-resource/sse` for `/sse`
+    /// and its message endpoint when HTTP+SSE is served).
+    pub fn metadata_url_for(&self, path: &str) -> &str {
+        &self.endpoint(path).metadata_url
+    }
+
+    /// The metadata document (JSON) served at `path`, if `path` is one of its locations on
+    /// this server: each endpoint's path-inserted one, and the root one (the configured
+    /// resource's).
+    pub(crate) fn metadata_at(&self, path: &str) -> Option<Bytes> {
+        if path == mcp_auth::metadata::PROTECTED_RESOURCE_SUFFIX {
+            return Some(self.primary().body.clone());
+        }
+        self.endpoints
+            .iter()
+            .find(|e| e.metadata_path == path)
+            .map(|e| e.body.clone())
+    }
+
+    fn challenge(&self, path: &str) -> BearerChallenge {
+        let challenge = BearerChallenge::new(self.metadata_url_for(path).to_owned());
         if self.inner.required.is_empty() {
             challenge
         } else {
@@ -401,8 +499,8 @@ impl ResourceServer {
         }
     }
 
-    fn unauthorized(&self, error: Option<&TokenError>) -> AuthRefusal {
-        let mut challenge = self.challenge();
+    fn unauthorized(&self, path: &str, error: Option<&TokenError>) -> AuthRefusal {
+        let mut challenge = self.challenge(path);
         let reason = match error {
             Some(error) => {
                 challenge = challenge.error("invalid_token", Some(&error.to_string()));
@@ -417,11 +515,23 @@ impl ResourceServer {
         }
     }
 
-    /// The principal of a request, from its `Authorization: Bearer` header.
+    /// The principal of a request to the configured resource, from its
+    /// `Authorization: Bearer` header (see [`authenticate_at`](Self::authenticate_at)).
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Principal>, AuthRefusal> {
+        self.authenticate_at("", headers).await
+    }
+
+    /// The principal of a request at `path`, from its `Authorization: Bearer` header. A
+    /// token issued for any resource of this server is accepted; a refusal's challenge names
+    /// the metadata of the resource at `path`.
+    pub async fn authenticate_at(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<Arc<Principal>, AuthRefusal> {
         let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
         let (Some(value), None) = (values.next(), values.next()) else {
-            return Err(self.unauthorized(None));
+            return Err(self.unauthorized(path, None));
         };
         let token = value
             .to_str()
@@ -431,9 +541,12 @@ impl ResourceServer {
             .map(|(_, token)| token.trim())
             .filter(|token| is_token68(token));
         let Some(token) = token else {
-            return Err(self.unauthorized(Some(&TokenError::Invalid(
-                "the Authorization header is not a bearer token".into(),
-            ))));
+            return Err(self.unauthorized(
+                path,
+                Some(&TokenError::Invalid(
+                    "the Authorization header is not a bearer token".into(),
+                )),
+            ));
         };
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = now();
@@ -442,7 +555,7 @@ impl ResourceServer {
         }
         let claims = match self.inner.verifier.verify(token).await {
             Ok(claims) => claims,
-            Err(VerifyError::Token(error)) => return Err(self.unauthorized(Some(&error))),
+            Err(VerifyError::Token(error)) => return Err(self.unauthorized(path, Some(&error))),
             Err(VerifyError::Unavailable(why)) => {
                 tracing::warn!(%why, "access tokens cannot be verified");
                 return Err(AuthRefusal {
@@ -453,13 +566,26 @@ impl ResourceServer {
             }
         };
         let principal = self
-            .inner
-            .rules
             .check(claims, now)
-            .map_err(|error| self.unauthorized(Some(&error)))?;
+            .map_err(|error| self.unauthorized(path, Some(&error)))?;
         let principal = Arc::new(principal);
         self.remember(key, &principal, now);
         Ok(principal)
+    }
+
+    /// The principal of verified `claims` if they pass the rules of one of this server's
+    /// resources (the configured one's error otherwise).
+    fn check(&self, claims: Claims, now: i64) -> Result<Principal, TokenError> {
+        let Some((primary, others)) = self.endpoints.split_first() else {
+            return Err(TokenError::WrongAudience);
+        };
+        match primary.rules.check(claims.clone(), now) {
+            Err(TokenError::WrongAudience) => others
+                .iter()
+                .find_map(|e| e.rules.check(claims.clone(), now).ok())
+                .ok_or(TokenError::WrongAudience),
+            checked => checked,
+        }
     }
 
     fn cached(&self, key: &[u8; 32], now: i64) -> Option<Arc<Principal>> {
@@ -511,9 +637,21 @@ impl ResourceServer {
     }
 
     /// Refuses with 403 `insufficient_scope` when `principal` lacks a scope of `needed`; the
-    /// challenge names every scope the request needs.
+    /// challenge names every scope the request needs, and the configured resource's metadata
+    /// (see [`check_scopes_at`](Self::check_scopes_at)).
     pub fn check_scopes(
         &self,
+        principal: &Principal,
+        needed: &ScopeSet,
+    ) -> Result<(), AuthRefusal> {
+        self.check_scopes_at("", principal, needed)
+    }
+
+    /// [`check_scopes`](Self::check_scopes) for a request at `path`: the challenge names the
+    /// metadata of the resource at `path`.
+    pub fn check_scopes_at(
+        &self,
+        path: &str,
         principal: &Principal,
         needed: &ScopeSet,
     ) -> Result<(), AuthRefusal> {
@@ -523,7 +661,7 @@ impl ResourceServer {
         Err(AuthRefusal {
             status: StatusCode::FORBIDDEN,
             challenge: Some(Box::new(
-                BearerChallenge::new(self.inner.metadata_url.clone())
+                BearerChallenge::new(self.metadata_url_for(path).to_owned())
                     .scope(needed.to_string())
                     .error(
                         "insufficient_scope",
@@ -705,11 +843,94 @@ mod tests {
     #[test]
     fn the_metadata_is_served_at_both_locations() {
         let auth = server(StaticTokens::new());
-        assert!(auth.is_metadata_path("/.well-known/oauth-protected-resource/mcp"));
-        assert!(auth.is_metadata_path("/.well-known/oauth-protected-resource"));
-        assert!(!auth.is_metadata_path("/.well-known/oauth-protected-resource/other"));
-        let body: serde_json::Value = serde_json::from_slice(&auth.metadata_body()).unwrap();
-        assert_eq!(body["resource"], RESOURCE);
+        let at = |path: &str| {
+            auth.metadata_at(path)
+                .map(|body| serde_json::from_slice::<serde_json::Value>(&body).unwrap())
+        };
+        assert!(at("/.well-known/oauth-protected-resource/other").is_none());
+        assert!(at("/.well-known/oauth-protected-resource/sse").is_none());
+        for path in [
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-protected-resource",
+        ] {
+            let body = at(path).unwrap();
+            assert_eq!(body["resource"], RESOURCE);
+            assert_eq!(body["authorization_servers"], serde_json::json!([ISSUER]));
+        }
+    }
+
+    #[tokio::test]
+    async fn the_sse_endpoint_is_a_resource_of_its_own() {
+        const SSE: &str = "https://mcp.example.com/sse";
+        let tokens = StaticTokens::new()
+            .token("for-mcp", claims("mcp:read"))
+            .token(
+                "for-sse",
+                Claims {
+                    aud: Some(Audience::One(SSE.into())),
+                    ..claims("mcp:read")
+                },
+            )
+            .token(
+                "elsewhere",
+                Claims {
+                    aud: Some(Audience::One("https://other.example/sse".into())),
+                    ..claims("mcp:read")
+                },
+            );
+        let auth = server(tokens).for_endpoint("/mcp", Some(("/sse", "/messages")));
+        assert_eq!(auth.resources().collect::<Vec<_>>(), [RESOURCE, SSE]);
+        let body = auth
+            .metadata_at("/.well-known/oauth-protected-resource/sse")
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["resource"], SSE);
         assert_eq!(body["authorization_servers"], serde_json::json!([ISSUER]));
+        let root = auth
+            .metadata_at("/.well-known/oauth-protected-resource")
+            .unwrap();
+        let root: serde_json::Value = serde_json::from_slice(&root).unwrap();
+        assert_eq!(root["resource"], RESOURCE);
+        // (request path, the metadata its challenges name)
+        let cases = [
+            (
+                "/mcp",
+                "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+            ),
+            (
+                "/sse",
+                "https://mcp.example.com/.well-known/oauth-protected-resource/sse",
+            ),
+            (
+                "/messages",
+                "https://mcp.example.com/.well-known/oauth-protected-resource/sse",
+            ),
+        ];
+        for (path, metadata) in cases {
+            for token in ["for-mcp", "for-sse"] {
+                let value = format!("Bearer {token}");
+                assert!(auth.authenticate_at(path, &headers(&value)).await.is_ok());
+            }
+            for value in ["Bearer elsewhere", ""] {
+                let headers = if value.is_empty() {
+                    HeaderMap::new()
+                } else {
+                    headers(value)
+                };
+                let refusal = auth.authenticate_at(path, &headers).await.unwrap_err();
+                assert_eq!(refusal.status, StatusCode::UNAUTHORIZED);
+                let challenge = refusal.challenge.unwrap();
+                assert_eq!(challenge.resource_metadata.as_deref(), Some(metadata));
+            }
+        }
+        // Without HTTP+SSE, or with a resource that does not end with the endpoint's path,
+        // there is one resource.
+        let alone = server(StaticTokens::new()).for_endpoint("/mcp", None);
+        assert_eq!(alone.resources().count(), 1);
+        let elsewhere = server(StaticTokens::new()).for_endpoint("/api", Some(("/sse", "/m")));
+        assert_eq!(elsewhere.resources().count(), 1);
+        // Set again (an endpoint rebuilt on its bound address), it stays the same.
+        let again = auth.for_endpoint("/mcp", Some(("/sse", "/messages")));
+        assert_eq!(again.resources().collect::<Vec<_>>(), [RESOURCE, SSE]);
     }
 }

@@ -373,6 +373,11 @@ pub(crate) async fn post(
         Ok(bytes) => bytes,
         Err(err) => return shared.body_failure(err),
     };
+    if let Some(principal) = &principal
+        && let Some(response) = scope_refusal(shared, set, parts, &loaded, principal, &bytes)
+    {
+        return response;
+    }
     let guard = shared.call_guard();
     let shared = shared.clone();
     let set = set.clone();
@@ -386,6 +391,32 @@ pub(crate) async fn post(
         }
     });
     status_only(StatusCode::ACCEPTED)
+}
+
+/// A 403 `insufficient_scope` for a posted message with a call `principal` lacks a scope
+/// for, before it is accepted: its challenge names the scopes and this endpoint's metadata,
+/// so the client can step up (the stream would carry no challenge). Protected servers only.
+fn scope_refusal(
+    shared: &Arc<Shared>,
+    set: &AdapterSet,
+    parts: &Parts,
+    loaded: &Loaded,
+    principal: &mcp_auth::Principal,
+    bytes: &[u8],
+) -> Option<Response<HttpBody>> {
+    let decoded = jsonrpc::decode(bytes);
+    let stored = loaded
+        .record
+        .version
+        .clone()
+        .unwrap_or_else(|| default_adapter(set).version().to_owned());
+    let adapter = set
+        .select_http(&decoded, &[] as &[(&str, &str)], None, Some(&stored))
+        .ok()?
+        .adapter;
+    let items = adapter.decode(decoded);
+    let (id, refusal) = shared.missing_scope(parts.uri.path(), &items, principal)?;
+    Some(crate::http::auth_refusal(adapter, id, &refusal))
 }
 
 /// Serves one posted message and sends what it produces to the stream: through its local
@@ -437,7 +468,8 @@ async fn serve_message(
     if let Some(principal) = principal {
         // A call the token lacks a scope for is refused on the stream (this transport's
         // POST was already answered 202, so there is no status to carry a challenge).
-        if let Some(refusal) = shared.missing_scope(&items, &principal) {
+        if let Some(refusal) = shared.missing_scope(&shared.config.message_path, &items, &principal)
+        {
             let failure = Failure::new(FailureKind::InsufficientScope, refusal.1.reason);
             delivery
                 .send(adapter.encode_failure(refusal.0, &failure).to_bytes())

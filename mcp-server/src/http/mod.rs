@@ -245,7 +245,14 @@ impl HttpEndpoint {
     ///
     /// Sessions live in the server's state store and HTTP+SSE messages travel through its event
     /// log, so endpoints of servers that share a hub serve each other's clients.
-    pub fn new(server: Server, config: HttpConfig) -> Self {
+    pub fn new(server: Server, mut config: HttpConfig) -> Self {
+        if let Some(auth) = &config.auth {
+            // The HTTP+SSE endpoint is a resource of its own, with its own metadata.
+            let legacy = config
+                .legacy_sse
+                .then_some((config.sse_path.as_str(), config.message_path.as_str()));
+            config.auth = Some(auth.for_endpoint(&config.path, legacy));
+        }
         let served = server.revisions();
         let streamable = Some(served.clone());
         let legacy = if config.legacy_sse {
@@ -358,14 +365,14 @@ impl HttpEndpoint {
         }
         if let Some(auth) = &shared.config.auth {
             let path = parts.uri.path();
-            if auth.is_metadata_path(path) {
+            if let Some(metadata) = auth.metadata_at(path) {
                 return match parts.method {
-                    Method::GET => metadata_response(auth),
+                    Method::GET => metadata_response(metadata),
                     _ => method_not_allowed("GET"),
                 };
             }
             if shared.is_mcp_path(path) {
-                match auth.authenticate(&parts.headers).await {
+                match auth.authenticate_at(path, &parts.headers).await {
                     // The handlers of the path read it from the request's extensions.
                     Ok(principal) => {
                         parts.extensions.insert(principal);
@@ -536,9 +543,11 @@ impl Shared {
     }
 
     /// The first call of `items` the principal lacks a scope for (the resource server's
-    /// required and per-method scopes, and a tool's own), with its id and the refusal.
+    /// required and per-method scopes, and a tool's own), with its id and the refusal, whose
+    /// challenge names the metadata of the resource at `path`.
     pub(crate) fn missing_scope(
         &self,
+        path: &str,
         items: &mcp_adapters::DecodedBody,
         principal: &mcp_auth::Principal,
     ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
@@ -553,7 +562,7 @@ impl Shared {
                 .flatten()
                 .map(|entry| &entry.tool.scopes);
             let needed = auth.scopes_for(&call.method, tool);
-            auth.check_scopes(principal, &needed)
+            auth.check_scopes_at(path, principal, &needed)
                 .err()
                 .map(|refusal| (call.id.clone(), refusal))
         })
@@ -627,8 +636,8 @@ pub(crate) fn auth_refusal(
 
 /// The protected resource metadata (RFC 9728), readable from any origin (browser clients
 /// discover it too).
-fn metadata_response(auth: &crate::auth::ResourceServer) -> Response<HttpBody> {
-    let mut response = json_response(StatusCode::OK, auth.metadata_body().to_vec());
+fn metadata_response(metadata: Bytes) -> Response<HttpBody> {
+    let mut response = json_response(StatusCode::OK, metadata.to_vec());
     response.headers_mut().insert(
         http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
         HeaderValue::from_static("*"),

@@ -102,7 +102,7 @@ pub(crate) async fn post(
         // Every call of this request acts for the token's principal.
         let hide = shared.config.auth.as_ref().is_some_and(|a| a.hides_tools());
         ctx = ctx.with_auth_listing(principal.clone(), hide);
-        if let Some((id, refusal)) = shared.missing_scope(&items, principal) {
+        if let Some((id, refusal)) = shared.missing_scope(parts.uri.path(), &items, principal) {
             return crate::http::auth_refusal(adapter, id, &refusal);
         }
     }
