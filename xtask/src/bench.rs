@@ -172,7 +172,11 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     } else {
         Vec::new()
     };
-    let stdio = measure_stdio(&settings, &bin, &stdio_rows)?;
+    let stdio = if every_step {
+        measure_stdio(&settings, &bin, &stdio_rows)?
+    } else {
+        Results::new()
+    };
     let (client, client_note) = if every_step {
         measure_client(&settings, &bin, &log_dir)?
     } else {
