@@ -620,7 +620,9 @@ fn require_postgres_in_ci(servers: &Servers) -> Result<()> {
             && let Err(why) = &row.state
         {
             bail!(
-                "ours-postgres did not start ({why}); CI=true needs PostgreSQL at                  MCP_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test, trust auth,                  database `test`; `.ci/run` starts one)"
+                "ours-postgres did not start ({why}); CI=true needs PostgreSQL at \
+                 MCP_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test, trust auth, \
+                 database `test`; `.ci/run` starts one)"
             );
         }
     }
