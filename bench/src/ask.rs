@@ -7,7 +7,9 @@
 //! 1. `tools/call confirm {}` is POSTed on the call connection; the reply is an event stream on
 //!    which the server pushes an `elicitation/create` request;
 //! 2. the answer (`{"action": "accept", "content": {}}`) is POSTed on a second connection (the
-//!    server's hub carries it to the waiting handler, in memory or through Redis);
+//!    server's hub carries it to the waiting handler, in memory or through Redis), to the same
+//!    server or, with [`LoadConfig::answer_url`], to another worker sharing its hub (the answer
+//!    then crosses processes through the hub's store: Redis, PostgreSQL or SQLite);
 //! 3. the `confirm` result then arrives on the call's stream.
 //!
 //! The latency recorded is from the answer POST being sent to the call's result being read:
@@ -66,7 +68,11 @@ pub struct AskReport {
 
 /// Runs the probe for [`LoadConfig::warmup`] plus [`LoadConfig::duration`], one ask at a time.
 pub async fn run(config: &LoadConfig) -> Result<AskReport, LoadError> {
-    let target = Arc::new(Target::parse(&config.url)?);
+    let target = Arc::new(Target::of(&config.url, config)?);
+    let answers = match &config.answer_url {
+        Some(url) => Arc::new(Target::of(url, config)?),
+        None => target.clone(),
+    };
     let phase = Arc::new(AtomicU8::new(load::WARMUP));
     let timeline = {
         let phase = phase.clone();
@@ -80,7 +86,7 @@ pub async fn run(config: &LoadConfig) -> Result<AskReport, LoadError> {
     while phase.load(Ordering::Relaxed) != STOP {
         let outcome = tokio::time::timeout(config.timeout, async {
             if probe.is_none() {
-                probe = Some(Probe::open(&target).await?);
+                probe = Some(Probe::open(&target, &answers).await?);
             }
             match &mut probe {
                 Some(p) => p.ask().await,
@@ -122,22 +128,25 @@ const SESSION: &str = "mcp-session-id";
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"mcp-load","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
-/// One session: a connection for the calls and one for the answers.
+/// One session: a connection for the calls and one for the answers (to the same server or to
+/// another worker).
 struct Probe {
     calls: SendRequest<Full<Bytes>>,
     answers: SendRequest<Full<Bytes>>,
     target: Arc<Target>,
+    answer_target: Arc<Target>,
     session: Option<HeaderValue>,
     decoder: SseDecoder,
     next_id: u64,
 }
 
 impl Probe {
-    async fn open(target: &Arc<Target>) -> Result<Self, CallError> {
+    async fn open(target: &Arc<Target>, answers: &Arc<Target>) -> Result<Self, CallError> {
         let mut probe = Self {
             calls: target.connect().await?,
-            answers: target.connect().await?,
+            answers: answers.connect().await?,
             target: target.clone(),
+            answer_target: answers.clone(),
             session: None,
             decoder: SseDecoder::new(),
             next_id: 1,
@@ -161,11 +170,17 @@ impl Probe {
         answer: bool,
         body: String,
     ) -> Result<http::Response<Incoming>, CallError> {
+        let target = if answer {
+            &self.answer_target
+        } else {
+            &self.target
+        };
         let mut request = Request::new(Full::new(Bytes::from(body)));
         *request.method_mut() = Method::POST;
-        *request.uri_mut() = self.target.path.clone();
+        *request.uri_mut() = target.path.clone();
         let headers = request.headers_mut();
-        headers.insert(HOST, self.target.host.clone());
+        headers.insert(HOST, target.host.clone());
+        target.add_extra(headers);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(
             ACCEPT,

@@ -21,8 +21,11 @@
 //!   (module `client_load`), for the client-overhead and stdio client+server rows.
 //! - `mcp-bench-server`: our real HTTP server (mcp-server: Streamable HTTP at `/mcp`, HTTP+SSE
 //!   at `/sse`) with an `add` tool and a `confirm` tool that asks the client once, for the
-//!   harness's own rows; `--store memory|redis`. With `mcp-load --ask` ([`ask`]) the harness
-//!   measures a pushed question answered through the server's hub.
+//!   harness's own rows; `--store memory|redis` or `--hub memory|redis://…|postgres://…|sqlite:PATH`,
+//!   and `--auth-jwt TOKEN_FILE` for a JWT-protected server (the token for `mcp-load --bearer`
+//!   is written to the file). With `mcp-load --ask` ([`ask`]) the harness measures a pushed
+//!   question answered through the server's hub (with `--answer-url`, through a second worker
+//!   sharing it).
 //!
 //! `cargo xtask bench` (in `xtask/src/bench.rs`) builds these in release mode, starts the servers
 //! pinned to core 0 and the load generator pinned to core 1, alternates rounds across servers,

@@ -82,6 +82,12 @@ pub struct LoadConfig {
     /// Instead of calling `add`, measure pushed asks answered through the hub (2025-11-25,
     /// Streamable HTTP, one at a time; see [`crate::ask`]). Default is `false`.
     pub ask: bool,
+    /// With [`ask`](Self::ask): where the answers are POSTed, when not to [`url`](Self::url)
+    /// (another worker sharing the server's hub). Default is `None`.
+    pub answer_url: Option<String>,
+    /// Header lines sent on every request besides the protocol's own, as `(name, value)`
+    /// (`--header`, `--bearer`). Default is empty.
+    pub headers: Vec<(String, String)>,
 }
 
 impl LoadConfig {
@@ -99,6 +105,8 @@ impl LoadConfig {
             fixed_reply: false,
             sessions: None,
             ask: false,
+            answer_url: None,
+            headers: Vec::new(),
         }
     }
 
@@ -106,11 +114,12 @@ impl LoadConfig {
     ///
     /// `--url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
     /// [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply] [--sessions N]
-    /// [--ask]`, or
+    /// [--ask [--answer-url URL]] [--header 'NAME: VALUE']... [--bearer TOKEN]`, or
     /// `--transport stdio --command "PROGRAM ARGS..."` instead of `--url` (the command is split
     /// on whitespace; concurrency 1 only).
     ///
-    /// `--sessions` needs a revision with a handshake and Streamable HTTP.
+    /// `--sessions` needs a revision with a handshake and Streamable HTTP. `--header` may be
+    /// repeated; `--bearer TOKEN` is `--header 'Authorization: Bearer TOKEN'`.
     pub fn from_args<I, S>(args: I) -> Result<Self, ArgsError>
     where
         I: IntoIterator<Item = S>,
@@ -127,6 +136,8 @@ impl LoadConfig {
         let mut sessions = None;
         let mut fixed_reply = false;
         let mut ask = false;
+        let mut answer_url = None;
+        let mut headers = Vec::new();
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let arg = arg.as_ref();
@@ -164,6 +175,21 @@ impl LoadConfig {
                 "--timeout" => {
                     timeout = Some(seconds(value).filter(|d| !d.is_zero()).ok_or_else(bad)?);
                 }
+                "--answer-url" => answer_url = Some(value.to_owned()),
+                "--header" => {
+                    let (name, field) = value.split_once(':').ok_or_else(bad)?;
+                    let (name, field) = (name.trim(), field.trim());
+                    if HeaderName::try_from(name).is_err() || HeaderValue::from_str(field).is_err()
+                    {
+                        return Err(bad());
+                    }
+                    headers.push((name.to_owned(), field.to_owned()));
+                }
+                "--bearer" => {
+                    let field = format!("Bearer {value}");
+                    HeaderValue::from_str(&field).map_err(|_| bad())?;
+                    headers.push(("authorization".to_owned(), field));
+                }
                 _ => return Err(ArgsError::UnknownFlag(arg.to_owned())),
             }
         }
@@ -187,6 +213,11 @@ impl LoadConfig {
         config.fixed_reply = fixed_reply;
         config.sessions = sessions;
         config.ask = ask;
+        config.headers = headers;
+        if answer_url.is_some() && !ask {
+            return Err(ArgsError::AnswerUrlNeedsAsk);
+        }
+        config.answer_url = answer_url;
         if ask && (revision != Revision::V2025_11_25 || config.transport != Transport::Streamable) {
             return Err(ArgsError::AskNeeds2025_11_25);
         }
@@ -239,6 +270,9 @@ pub enum ArgsError {
     /// `--sessions` with 2026-07-28 or HTTP+SSE.
     #[error("`--sessions` needs a revision with a handshake, over Streamable HTTP")]
     SessionsNeedHandshake,
+    /// `--answer-url` without `--ask`.
+    #[error("`--answer-url` needs `--ask`")]
+    AnswerUrlNeedsAsk,
 }
 
 /// A load run that could not start.
@@ -348,7 +382,7 @@ pub struct SessionsReport {
 ///
 /// A connection that fails is reopened; [`LoadConfig::timeout`] bounds each handshake.
 pub async fn open_sessions(config: &LoadConfig) -> Result<SessionsReport, LoadError> {
-    let target = Arc::new(Target::parse(&config.url)?);
+    let target = Arc::new(Target::of(&config.url, config)?);
     let requested = config.sessions.unwrap_or(0);
     let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(requested));
     let started = Instant::now();
@@ -461,7 +495,7 @@ pub async fn run(config: &LoadConfig) -> Result<Report, LoadError> {
         }
         Target::none()
     } else {
-        Target::parse(&config.url)?
+        Target::of(&config.url, config)?
     });
     let command = Arc::new(config.command.clone());
     let phase = Arc::new(AtomicU8::new(WARMUP));
@@ -533,6 +567,8 @@ pub(crate) struct Target {
     pub(crate) host: HeaderValue,
     /// The request target of the URL.
     pub(crate) path: Uri,
+    /// Sent on every request ([`LoadConfig::headers`]).
+    pub(crate) extra: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl Target {
@@ -542,6 +578,7 @@ impl Target {
             authority: String::new(),
             host: HeaderValue::from_static(""),
             path: Uri::default(),
+            extra: Vec::new(),
         }
     }
 
@@ -563,7 +600,32 @@ impl Target {
             authority: format!("{host}:{port}"),
             host: HeaderValue::from_str(authority.as_str()).map_err(|_| bad())?,
             path,
+            extra: Vec::new(),
         })
+    }
+
+    /// The target of `url` with `config`'s extra headers (checked when the arguments were
+    /// parsed; a header that does not parse is left out).
+    pub(crate) fn of(url: &str, config: &LoadConfig) -> Result<Self, LoadError> {
+        let mut target = Self::parse(url)?;
+        target.extra = config
+            .headers
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((
+                    HeaderName::try_from(name.as_str()).ok()?,
+                    HeaderValue::from_str(value).ok()?,
+                ))
+            })
+            .collect();
+        Ok(target)
+    }
+
+    /// Adds the extra headers to a request's.
+    pub(crate) fn add_extra(&self, headers: &mut HeaderMap) {
+        for (name, value) in &self.extra {
+            headers.insert(name.clone(), value.clone());
+        }
     }
 
     pub(crate) async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, CallError> {
@@ -839,6 +901,7 @@ impl StreamableConn {
         headers.insert(HOST, self.target.host.clone());
         headers.insert(CONTENT_TYPE, APPLICATION_JSON);
         headers.insert(ACCEPT, ACCEPT_BOTH);
+        self.target.add_extra(headers);
         if let Some(session) = &self.session {
             headers.insert(MCP_SESSION_ID, session.clone());
         }
@@ -954,6 +1017,7 @@ struct SseConn {
     stream: Incoming,
     decoder: SseDecoder,
     host: HeaderValue,
+    extra: Vec<(HeaderName, HeaderValue)>,
     post_path: Uri,
     revision: Revision,
     next_id: u64,
@@ -971,6 +1035,7 @@ impl SseConn {
         *request.uri_mut() = target.path.clone();
         request.headers_mut().insert(HOST, target.host.clone());
         request.headers_mut().insert(ACCEPT, ACCEPT_SSE);
+        target.add_extra(request.headers_mut());
         get_sender.ready().await?;
         let response = get_sender.send_request(request).await?;
         if response.status() != StatusCode::OK {
@@ -985,6 +1050,7 @@ impl SseConn {
             stream: response.into_body(),
             decoder: SseDecoder::new(),
             host: target.host.clone(),
+            extra: target.extra.clone(),
             post_path: Uri::default(),
             revision,
             next_id: 1,
@@ -1051,6 +1117,9 @@ impl SseConn {
         let headers = request.headers_mut();
         headers.insert(HOST, self.host.clone());
         headers.insert(CONTENT_TYPE, APPLICATION_JSON);
+        for (name, value) in &self.extra {
+            headers.insert(name.clone(), value.clone());
+        }
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
         if !response.status().is_success() {
@@ -1196,6 +1265,68 @@ mod tests {
         assert_eq!(config.duration, Duration::from_secs(1));
         assert_eq!(config.timeout, Duration::from_millis(2500));
         assert!(config.fixed_reply);
+    }
+
+    #[test]
+    fn headers_and_answer_url() {
+        let config = LoadConfig::from_args([
+            "--url",
+            "http://127.0.0.1:1/mcp",
+            "--revision",
+            "2025-11-25",
+            "--header",
+            "X-Trace: on",
+            "--bearer",
+            "abc.def.ghi",
+            "--ask",
+            "--answer-url",
+            "http://127.0.0.1:2/mcp",
+        ])
+        .expect("valid");
+        assert_eq!(
+            config.headers,
+            vec![
+                ("X-Trace".to_owned(), "on".to_owned()),
+                ("authorization".to_owned(), "Bearer abc.def.ghi".to_owned()),
+            ]
+        );
+        assert_eq!(config.answer_url.as_deref(), Some("http://127.0.0.1:2/mcp"));
+        let target = Target::of(&config.url, &config).expect("valid");
+        let mut headers = HeaderMap::new();
+        target.add_extra(&mut headers);
+        assert_eq!(headers["x-trace"], "on");
+        assert_eq!(headers["authorization"], "Bearer abc.def.ghi");
+        let base = ["--url", "http://h:1/", "--revision", "2025-11-25"];
+        for (extra, expected) in [
+            (
+                &["--answer-url", "http://h:2/"][..],
+                ArgsError::AnswerUrlNeedsAsk,
+            ),
+            (
+                &["--header", "no colon"],
+                ArgsError::BadValue {
+                    flag: "--header".into(),
+                    value: "no colon".into(),
+                },
+            ),
+            (
+                &["--header", "bad name: x"],
+                ArgsError::BadValue {
+                    flag: "--header".into(),
+                    value: "bad name: x".into(),
+                },
+            ),
+            (
+                &["--bearer", "new\nline"],
+                ArgsError::BadValue {
+                    flag: "--bearer".into(),
+                    value: "new\nline".into(),
+                },
+            ),
+        ] {
+            let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+            assert_eq!(LoadConfig::from_args(args), Err(expected), "{extra:?}");
+        }
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //!    rounds is reported, with the min-max spread of calls/s.
 //! 5. Pushed asks: `mcp-load --ask` against our memory and Redis rows (2025-11-25: a question
 //!    pushed on the call's stream, answered on another connection through the hub),
-//!    answer-to-result p50/p99.
+//!    answer-to-result p50/p99; on PostgreSQL and SQLite the answer goes to a second worker
+//!    (another `mcp-bench-server` on the same hub, `mcp-load --answer-url`), so it crosses
+//!    processes through the database.
 //! 6. Idle memory: starts a fresh instance of every server but the floor, opens `--sessions`
 //!    sessions (2025-11-25 handshakes over Streamable HTTP, left idle) and compares its RSS
 //!    before and after. Then session scale: `mcp-session-scale` (in process, pinned to core 0)
@@ -42,9 +44,20 @@
 //! core 0 with the server it serves, so the store's work costs the server's core as the memory
 //! store's does (and the load generator's core stays its own).
 //!
+//! Target rows (issues 29 and 32) are measured at c=32 on 2025-11-25 and 2026-07-28 only
+//! (2025-11-25 only with `--quick`), against our memory row in the same round:
+//! `ours-postgres` (sessions in the PostgreSQL at `MCP_POSTGRES_URL`, default
+//! `postgres://postgres@127.0.0.1:5432/test`, tables under `mcp_bench`; it is not started by
+//! the harness, and with `CI=true` a PostgreSQL that does not answer fails the run),
+//! `ours-sqlite` (a fresh SQLite file in the target folder) and `ours-jwt` (the memory store
+//! behind a JWT resource server, `mcp-bench-server --auth-jwt`, with the token the server
+//! writes at start sent by `mcp-load --bearer`). They take no part in the idle-sessions step.
+//!
 //! Options: `--quick`, `--no-peers`, `--rounds N`, `--warmup SECS`, `--measure SECS`,
 //! `--revisions A,B`, `--concurrency 1,32`, `--sessions N` (idle sessions per server, 0 to
-//! skip; default 10,000, 100 with `--quick`), `--out PATH`.
+//! skip; default 10,000, 100 with `--quick`), `--out PATH`, `--rows KEY,KEY` (only these
+//! server rows besides the floor and our memory row, no stdio, client, idle or scale steps, and
+//! the report in `target/bench/benchmarks-rows.md` unless `--out`).
 
 use std::{
     collections::BTreeMap,
@@ -101,13 +114,28 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let log_dir = target_dir.join("bench-logs");
     fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
 
+    let postgres = postgres_url();
+    let sqlite = log_dir.join("ours-sqlite.sqlite");
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = sqlite.clone().into_os_string();
+        path.push(suffix);
+        let _ = fs::remove_file(path);
+    }
     let mut rows = vec![
         RowSpec::floor(&bin),
         RowSpec::ours(&bin, Store::Memory),
         RowSpec::ours(&bin, Store::Redis),
+        RowSpec::ours(&bin, Store::Postgres(postgres)),
+        RowSpec::ours(&bin, Store::Sqlite(sqlite)),
+        RowSpec::jwt(&bin),
     ];
+    if let Some(keep) = &settings.rows {
+        rows.retain(|r| {
+            matches!(r.key, "floor" | "ours-memory") || keep.iter().any(|k| k == r.key)
+        });
+    }
     let mut notes = Vec::new();
-    if settings.peers {
+    if settings.peers && settings.rows.is_none() {
         match prepare_rmcp(&root, &cache, settings.quick) {
             Ok(program) => {
                 rows.push(RowSpec::rmcp(&program, RmcpMode::Session));
@@ -129,13 +157,31 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let load_before = loadavg();
     // Servers are stopped when `servers` is dropped, on every path out of this function.
     let servers = Servers::start(rows, &log_dir)?;
+    require_postgres_in_ci(&servers)?;
     let results = measure(&settings, &bin, &servers)?;
-    let asks = measure_asks(&settings, &bin, &servers)?;
-    let idle = idle_sessions(&settings, &bin, &servers, &log_dir)?;
-    let scale = session_scale(&settings, &bin);
-    let stdio_rows = stdio_rows(&bin);
-    let stdio = measure_stdio(&settings, &bin, &stdio_rows)?;
-    let (client, client_note) = measure_client(&settings, &bin, &log_dir)?;
+    let asks = measure_asks(&settings, &bin, &servers, &log_dir)?;
+    let every_step = settings.rows.is_none();
+    let idle = if every_step {
+        idle_sessions(&settings, &bin, &servers, &log_dir)?
+    } else {
+        Vec::new()
+    };
+    let scale = every_step.then(|| session_scale(&settings, &bin)).flatten();
+    let stdio_rows = if every_step {
+        stdio_rows(&bin)
+    } else {
+        Vec::new()
+    };
+    let stdio = if every_step {
+        measure_stdio(&settings, &bin, &stdio_rows)?
+    } else {
+        Results::new()
+    };
+    let (client, client_note) = if every_step {
+        measure_client(&settings, &bin, &log_dir)?
+    } else {
+        (Results::new(), None)
+    };
     if let Some(note) = client_note {
         eprintln!("xtask bench: {note}");
         notes.push(note);
@@ -207,7 +253,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     };
     let markdown = report.markdown();
     let out = settings.out.clone().unwrap_or_else(|| {
-        if settings.quick {
+        if settings.rows.is_some() {
+            target_dir.join("bench").join("benchmarks-rows.md")
+        } else if settings.quick {
             target_dir.join("bench").join("benchmarks-quick.md")
         } else {
             root.join("docs").join("benchmarks.md")
@@ -250,6 +298,8 @@ struct Settings {
     /// Idle sessions opened per server after the throughput rounds (0: skipped).
     sessions: usize,
     out: Option<PathBuf>,
+    /// `--rows`: only these server rows (besides the floor and our memory row).
+    rows: Option<Vec<String>>,
 }
 
 impl Settings {
@@ -269,6 +319,7 @@ impl Settings {
                 concurrencies: vec![32],
                 sessions: 100,
                 out: None,
+                rows: None,
             }
         } else {
             Self {
@@ -284,6 +335,7 @@ impl Settings {
                 concurrencies: vec![1, 32],
                 sessions: IDLE_TARGET_SESSIONS,
                 out: None,
+                rows: None,
             }
         };
         let mut it = args.iter();
@@ -300,6 +352,20 @@ impl Settings {
                 "--warmup" => settings.warmup = seconds(&value()?, arg, true)?,
                 "--measure" => settings.measure = seconds(&value()?, arg, false)?,
                 "--out" => settings.out = Some(PathBuf::from(value()?)),
+                "--rows" => {
+                    settings.rows = Some(
+                        value()?
+                            .split(',')
+                            .map(|key| {
+                                ROW_ORDER
+                                    .into_iter()
+                                    .find(|known| *known == key)
+                                    .map(str::to_owned)
+                                    .with_context(|| format!("unknown row `{key}`"))
+                            })
+                            .collect::<Result<_>>()?,
+                    );
+                }
                 "--sessions" => {
                     let v = value()?;
                     settings.sessions = if v == "0" { 0 } else { positive(&v, arg)? };
@@ -324,7 +390,7 @@ impl Settings {
                 other => bail!(
                     "unknown option `{other}`; usage: cargo xtask bench [--quick] [--no-peers] \
                      [--rounds N] [--warmup SECS] [--measure SECS] [--revisions A,B] \
-                     [--concurrency 1,32] [--sessions N] [--out PATH]"
+                     [--concurrency 1,32] [--sessions N] [--out PATH] [--rows KEY,KEY]"
                 ),
             }
         }
@@ -522,11 +588,62 @@ fn prepare_python(root: &Path, cache: &Path, quick: bool) -> Result<(PathBuf, Pa
 }
 
 /// The store behind our server's row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Store {
     Memory,
     Redis,
+    /// The PostgreSQL at this URL (not started by the harness).
+    Postgres(String),
+    /// A SQLite file at this path.
+    Sqlite(PathBuf),
 }
+
+/// The target rows (`RowSpec::focus`): measured in a few cells only, left out of the headline.
+const FOCUS_KEYS: [&str; 3] = ["ours-postgres", "ours-sqlite", "ours-jwt"];
+
+/// The PostgreSQL of our PostgreSQL row: `MCP_POSTGRES_URL`, as in the tests and `.ci/run`.
+fn postgres_url() -> String {
+    std::env::var("MCP_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// With `CI=true` a PostgreSQL row that could not start fails the run instead of being
+/// reported "not available".
+fn require_postgres_in_ci(servers: &Servers) -> Result<()> {
+    if std::env::var("CI").as_deref() != Ok("true") {
+        return Ok(());
+    }
+    for row in &servers.rows {
+        if row.spec.key == "ours-postgres"
+            && let Err(why) = &row.state
+        {
+            bail!(
+                "ours-postgres did not start ({why}); CI=true needs PostgreSQL at \
+                 MCP_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test, trust auth, \
+                 database `test`; `.ci/run` starts one)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// How a row's pushed asks are measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AskMode {
+    /// Not measured.
+    None,
+    /// The answer is POSTed to the server that asked (the hub within one process, or Redis).
+    SameWorker,
+    /// The answer is POSTed to a second worker on the same hub.
+    OtherWorker,
+}
+
+/// The revisions of the target rows (`RowSpec::focus`), at c=32.
+const FOCUS_REVISIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+/// The concurrency of the target rows.
+const FOCUS_CONCURRENCY: u32 = 32;
 
 /// rmcp's two configurations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -559,6 +676,16 @@ struct RowSpec {
     needs_redis: bool,
     /// The load generator's `--fixed-reply` (the floor).
     fixed_reply: bool,
+    /// A target row: measured at c=32 on [`FOCUS_REVISIONS`] only (the first with
+    /// `--quick`), and not in the idle-sessions step.
+    focus: bool,
+    /// Started with `--auth-jwt FILE`; the token it writes is sent with `mcp-load --bearer`.
+    jwt: bool,
+    /// How its pushed asks are measured.
+    ask: AskMode,
+    /// The launch arguments as the report shows them, when they differ from `args` (no
+    /// database URL, no local path).
+    shown_args: Option<Vec<String>>,
 }
 
 impl RowSpec {
@@ -572,24 +699,83 @@ impl RowSpec {
             legacy_sse: true,
             needs_redis: false,
             fixed_reply: true,
+            focus: false,
+            jwt: false,
+            ask: AskMode::None,
+            shown_args: None,
         }
     }
 
     fn ours(bin: &Path, store: Store) -> Self {
-        let (key, store_name) = match store {
-            Store::Memory => ("ours-memory", "memory"),
-            Store::Redis => ("ours-redis", "redis"),
+        let (key, store_name, args, shown_args, focus, ask) = match &store {
+            Store::Memory | Store::Redis => {
+                let (key, name) = if store == Store::Memory {
+                    ("ours-memory", "memory")
+                } else {
+                    ("ours-redis", "redis")
+                };
+                let args = vec!["--store".to_owned(), name.to_owned()];
+                (key, name, args, None, false, AskMode::SameWorker)
+            }
+            Store::Postgres(url) => (
+                "ours-postgres",
+                "PostgreSQL",
+                vec!["--hub".to_owned(), url.clone()],
+                Some(vec!["--hub".to_owned(), "$MCP_POSTGRES_URL".to_owned()]),
+                true,
+                AskMode::OtherWorker,
+            ),
+            Store::Sqlite(path) => (
+                "ours-sqlite",
+                "SQLite",
+                vec!["--hub".to_owned(), format!("sqlite:{}", path.display())],
+                Some(vec!["--hub".to_owned(), "sqlite:FILE".to_owned()]),
+                true,
+                AskMode::OtherWorker,
+            ),
         };
         Self {
             key,
             label: format!("mcp-server, {store_name} store"),
             role: Role::Ours,
             program: bin.join("mcp-bench-server"),
-            args: vec!["--store".to_owned(), store_name.to_owned()],
+            args,
             legacy_sse: true,
             needs_redis: store == Store::Redis,
             fixed_reply: false,
+            focus,
+            jwt: false,
+            ask,
+            shown_args,
         }
+    }
+
+    /// Our memory row behind a JWT resource server (`--auth-jwt`).
+    fn jwt(bin: &Path) -> Self {
+        Self {
+            key: "ours-jwt",
+            label: "mcp-server, memory store, JWT-protected (local JWKS)".to_owned(),
+            jwt: true,
+            focus: true,
+            ask: AskMode::None,
+            ..Self::ours(bin, Store::Memory)
+        }
+    }
+
+    /// Whether the row is measured at `revision` and `concurrency` in this run.
+    fn measured_in(&self, revision: &str, concurrency: u32, quick: bool) -> bool {
+        if self.endpoint(revision).is_none() {
+            return false;
+        }
+        if !self.focus {
+            return true;
+        }
+        concurrency == FOCUS_CONCURRENCY
+            && if quick {
+                revision == FOCUS_REVISIONS[0]
+            } else {
+                FOCUS_REVISIONS.contains(&revision)
+            }
     }
 
     fn rmcp(program: &Path, mode: RmcpMode) -> Self {
@@ -614,6 +800,10 @@ impl RowSpec {
             legacy_sse: false,
             needs_redis: false,
             fixed_reply: false,
+            focus: false,
+            jwt: false,
+            ask: AskMode::None,
+            shown_args: None,
         }
     }
 
@@ -627,6 +817,10 @@ impl RowSpec {
             legacy_sse: true,
             needs_redis: false,
             fixed_reply: false,
+            focus: false,
+            jwt: false,
+            ask: AskMode::None,
+            shown_args: None,
         }
     }
 
@@ -646,7 +840,7 @@ impl RowSpec {
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let mut line = format!("taskset -c 0 {program}");
-        for arg in &self.args {
+        for arg in self.shown_args.as_ref().unwrap_or(&self.args) {
             let arg = Path::new(arg)
                 .file_name()
                 .filter(|_| arg.contains('/'))
@@ -655,6 +849,9 @@ impl RowSpec {
             line.push_str(&arg);
         }
         line.push_str(" --port PORT");
+        if self.jwt {
+            line.push_str(" --auth-jwt TOKEN_FILE");
+        }
         if self.needs_redis {
             line.push_str(" --redis-url redis://127.0.0.1:RPORT");
         }
@@ -691,6 +888,8 @@ impl Drop for ChildGuard {
 struct Running {
     port: u16,
     pid: u32,
+    /// The access token a JWT-protected server wrote at start.
+    bearer: Option<String>,
     _child: ChildGuard,
     _redis: Option<ChildGuard>,
 }
@@ -785,6 +984,11 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
             .arg("--redis-url")
             .arg(format!("redis://127.0.0.1:{redis_port}"));
     }
+    let token_file = log_dir.join(format!("{log_name}.token"));
+    if spec.jwt {
+        let _ = fs::remove_file(&token_file);
+        command.arg("--auth-jwt").arg(&token_file);
+    }
     let child = command
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
@@ -793,9 +997,18 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
         child,
     };
     wait_ready(&mut guard, port, &log_path)?;
+    // The server writes its token before it binds its port.
+    let bearer = if spec.jwt {
+        let token = fs::read_to_string(&token_file)
+            .map_err(|e| format!("reading the token {}: {e}", token_file.display()))?;
+        Some(token.trim().to_owned())
+    } else {
+        None
+    };
     Ok(Running {
         port,
         pid: guard.pid(),
+        bearer,
         _child: guard,
         _redis: redis.map(|(guard, _)| guard),
     })
@@ -877,11 +1090,17 @@ fn measure(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Results
             let active: Vec<&Row> = servers
                 .rows
                 .iter()
-                .filter(|r| r.running().is_some() && r.spec.endpoint(revision).is_some())
+                .filter(|r| {
+                    r.running().is_some()
+                        && r.spec.measured_in(revision, concurrency, settings.quick)
+                })
                 .collect();
             let cell = results.entry((revision, concurrency)).or_default();
             for row in &servers.rows {
-                cell.insert(row.spec.key, vec![None; settings.rounds]);
+                // A target row appears only in its own cells.
+                if !row.spec.focus || row.spec.measured_in(revision, concurrency, settings.quick) {
+                    cell.insert(row.spec.key, vec![None; settings.rounds]);
+                }
             }
             for round in 0..settings.rounds {
                 for i in 0..active.len() {
@@ -930,6 +1149,9 @@ fn load_once(
         .arg(settings.measure.to_string());
     if row.spec.fixed_reply {
         command.arg("--fixed-reply");
+    }
+    if let Some(token) = &running.bearer {
+        command.arg("--bearer").arg(token);
     }
     run_load(&mut command, Some(running.pid))
 }
@@ -1245,6 +1467,8 @@ fn session_scale(settings: &Settings, bin: &Path) -> Option<ScaleSample> {
 #[derive(Clone, Debug)]
 struct AskSample {
     key: &'static str,
+    /// Answered through a second worker on the same hub.
+    other_worker: bool,
     /// Answered asks, summed over rounds.
     asks: u64,
     /// Medians over rounds.
@@ -1257,14 +1481,38 @@ struct AskSample {
 /// The revision of the pushed asks: the newest that pushes questions on the call's stream.
 const ASK_REVISION: &str = "2025-11-25";
 
-/// Runs `mcp-load --ask` against our running servers (memory and Redis stores), alternating
-/// them each round: answer-to-result latency of a question pushed on the call's stream.
-fn measure_asks(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Vec<AskSample>> {
+/// Runs `mcp-load --ask` against our running servers (memory, Redis, PostgreSQL and SQLite
+/// stores), alternating them each round: answer-to-result latency of a question pushed on the
+/// call's stream. On PostgreSQL and SQLite the answers go to a second worker on the same hub,
+/// started here (pinned to core 0 too) and stopped at the end.
+fn measure_asks(
+    settings: &Settings,
+    bin: &Path,
+    servers: &Servers,
+    log_dir: &Path,
+) -> Result<Vec<AskSample>> {
     let ours: Vec<&Row> = servers
         .rows
         .iter()
-        .filter(|r| r.spec.role == Role::Ours && r.running().is_some())
+        .filter(|r| {
+            r.spec.role == Role::Ours && r.spec.ask != AskMode::None && r.running().is_some()
+        })
         .collect();
+    // The second worker of each row that answers through another worker.
+    let mut answerers: Vec<Option<Result<Running, String>>> = Vec::new();
+    for row in &ours {
+        answerers.push((row.spec.ask == AskMode::OtherWorker).then(|| {
+            let answerer = start_server(&row.spec, log_dir, &format!("{}-answerer", row.spec.key));
+            match &answerer {
+                Ok(running) => eprintln!(
+                    "xtask bench: {} second worker on 127.0.0.1:{} (pid {})",
+                    row.spec.key, running.port, running.pid
+                ),
+                Err(why) => eprintln!("xtask bench: {} second worker: {why}", row.spec.key),
+            }
+            answerer
+        }));
+    }
     // Per row: asks, p50s, p99s, errors, first error.
     type Tally = (u64, Vec<f64>, Vec<f64>, u64, Option<String>);
     let mut per_row: Vec<Tally> = vec![(0, Vec::new(), Vec::new(), 0, None); ours.len()];
@@ -1275,7 +1523,8 @@ fn measure_asks(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Ve
             let Some(running) = row.running() else {
                 continue;
             };
-            let output = Command::new("taskset")
+            let mut command = Command::new("taskset");
+            command
                 .args(["-c", "1"])
                 .arg(bin.join("mcp-load"))
                 .arg("--url")
@@ -1284,7 +1533,17 @@ fn measure_asks(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Ve
                 .arg("--warmup")
                 .arg(settings.warmup.to_string())
                 .arg("--duration")
-                .arg(settings.measure.to_string())
+                .arg(settings.measure.to_string());
+            match &answerers[index] {
+                None => {}
+                Some(Ok(answerer)) => {
+                    command
+                        .arg("--answer-url")
+                        .arg(format!("http://127.0.0.1:{}/mcp", answerer.port));
+                }
+                Some(Err(why)) => bail!("{}: the second worker did not start: {why}", row.spec.key),
+            }
+            let output = command
                 .stdin(Stdio::null())
                 .output()
                 .context("running mcp-load --ask")?;
@@ -1324,6 +1583,7 @@ fn measure_asks(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Ve
         .zip(per_row)
         .map(|(row, (asks, p50, p99, errors, first_error))| AskSample {
             key: row.spec.key,
+            other_worker: row.spec.ask == AskMode::OtherWorker,
             asks,
             p50_ms: median(p50),
             p99_ms: median(p99),
@@ -1352,6 +1612,7 @@ fn idle_sessions(
     for row in &servers.rows {
         // The quick run proves the measurement works on our rows only.
         if row.running().is_none()
+            || row.spec.focus
             || row.spec.role == Role::Floor
             || (settings.quick && row.spec.role != Role::Ours)
         {
@@ -1578,10 +1839,13 @@ struct Report<'a> {
 }
 
 /// Row order and labels in the tables (taken from the first cell that has the row).
-const ROW_ORDER: [&str; 6] = [
+const ROW_ORDER: [&str; 9] = [
     "floor",
     "ours-memory",
     "ours-redis",
+    "ours-postgres",
+    "ours-sqlite",
+    "ours-jwt",
     "rmcp-session",
     "rmcp-stateless",
     "tiny",
@@ -1700,10 +1964,19 @@ impl Report<'_> {
              \"of floor\" and \"vs rmcp\" are ratios taken within each round, then the median: \"vs rmcp\" divides by the faster rmcp mode of that round.\n\
              - Our Redis rows use a `redis-server` the harness starts for them (`--save \"\" --appendonly no`, a free port), pinned to core 0 with the server it serves, \
              so the store's work costs the server's core as the memory store's does and the load generator keeps core 1.\n\
+             - The target rows (`ours-postgres`, `ours-sqlite`, `ours-jwt`) run at c=32 on {} only and are read as a ratio to our memory row in the same round. \
+             PostgreSQL is the one at `MCP_POSTGRES_URL` (not started by the harness: it shares core 0 or 1 with whatever it is scheduled on, and it persists what it is given); \
+             SQLite is a fresh file in the target folder; `ours-jwt` is the memory store behind `mcp_server::auth::ResourceServer` with a `JwtVerifier` on a fixed local key set \
+             (ES256, generated at start) and every request carries `Authorization: Bearer` with a token signed by that key (verified once, then cached by the server).\n\
              - RSS is the server's resident set after each run (median); the peak is `VmHWM` at the end.\n\
              - Absolute numbers move between runs on this shared machine; compare servers only within one run.\n\
              - At c=1 every call waits for two cross-core wakeups, so c=1 figures measure wakeup latency as much as CPU cost \
-             (on a virtual machine an idle core's wakeup is slow); read them as ratios.\n"
+             (on a virtual machine an idle core's wakeup is slow); read them as ratios.\n",
+            if s.quick {
+                FOCUS_REVISIONS[0].to_owned()
+            } else {
+                FOCUS_REVISIONS.join(" and ")
+            }
         );
         let _ = writeln!(md, "## Commands\n");
         let _ = writeln!(
@@ -1713,7 +1986,7 @@ impl Report<'_> {
         let _ = writeln!(
             md,
             "Each run: `taskset -c 1 mcp-load --url http://127.0.0.1:PORT/mcp --revision REV --concurrency C --warmup {} --duration {}` \
-            (`/sse --transport http+sse` for 2024-11-05; `--fixed-reply` for the floor). Servers:\n",
+            (`/sse --transport http+sse` for 2024-11-05; `--fixed-reply` for the floor; `--bearer TOKEN` for `ours-jwt`). Servers:\n",
             s.warmup, s.measure
         );
         for row in self.rows {
@@ -1934,16 +2207,23 @@ impl Report<'_> {
             "### Pushed ask answered through the hub ({ASK_REVISION}, Streamable HTTP, one at a time)\n\n\
              `tools/call confirm` pushes `elicitation/create` on the call's event stream; the answer is POSTed on a \
              second connection and reaches the waiting handler through the server's hub; latency is from the answer \
-             POST being sent to the call's result being read.\n\n\
-             | server | asks answered | answer-to-result p50 ms | p99 ms | errors |\n\
-             | --- | --: | --: | --: | --: |\n"
+             POST being sent to the call's result being read. On PostgreSQL and SQLite the answer goes to a second \
+             worker (another `mcp-bench-server` on the same database, `mcp-load --answer-url`), so it crosses processes \
+             through the database; on memory and Redis it goes to the worker that asked.\n\n\
+             | server | answered by | asks answered | answer-to-result p50 ms | p99 ms | errors |\n\
+             | --- | --- | --: | --: | --: | --: |\n"
         );
         let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
         for sample in self.asks {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {}{} |",
+                "| {} | {} | {} | {} | {} | {}{} |",
                 self.label(sample.key),
+                if sample.other_worker {
+                    "another worker"
+                } else {
+                    "the same worker"
+                },
                 thousands(sample.asks as f64),
                 ms(sample.p50_ms),
                 ms(sample.p99_ms),
@@ -2005,11 +2285,19 @@ impl Report<'_> {
             self.server_target(1, 0.85),
             self.server_target(32, 0.75),
             self.redis_target(),
+            self.store_target("ours-postgres", "PostgreSQL", Some(0.85)),
+            self.store_target("ours-sqlite", "SQLite", None),
+            self.store_target(
+                "ours-jwt",
+                "JWT-protected server (memory store)",
+                Some(0.90),
+            ),
             self.idle_target(),
             self.scale_target(),
             self.stdio_target(),
             self.client_target(),
             self.ask_target(),
+            self.postgres_ask_target(),
         ] {
             let _ = writeln!(md, "{line}");
         }
@@ -2087,6 +2375,78 @@ impl Report<'_> {
             per_item(&ratios, percent),
             judged(worst.1 >= 0.75, ratios.len(), cells, "cells")
         )
+    }
+
+    /// A target row against our memory row at c=32, same round, in each of its cells;
+    /// `goal` is the lowest ratio that meets the target (`None`: measured, no target).
+    fn store_target(&self, key: &str, what: &str, goal: Option<f64>) -> String {
+        let target = match goal {
+            Some(goal) => format!(
+                "{what} within {:.0}% of the memory store at c={FOCUS_CONCURRENCY} ({key} / ours-memory calls/s, same round)",
+                (1.0 - goal) * 100.0
+            ),
+            None => format!(
+                "{what} against the memory store at c={FOCUS_CONCURRENCY} ({key} / ours-memory calls/s, same round)"
+            ),
+        };
+        if let Some(why) = self.unavailable(key) {
+            return format!(
+                "| {target} | - | not available: {} |",
+                why.replace('|', "/")
+            );
+        }
+        let ratios: Vec<(String, f64)> = self
+            .results
+            .iter()
+            .filter(|((_, c), _)| *c == FOCUS_CONCURRENCY)
+            .filter_map(|((revision, _), cell)| {
+                Some((
+                    (*revision).to_owned(),
+                    same_round_ratio(cell, key, "ours-memory")?,
+                ))
+            })
+            .collect();
+        let Some(worst) = lowest(&ratios) else {
+            return format!("| {target} | - | pending (row not measured) |");
+        };
+        let figure = format!(
+            "worst {} ({}); {}",
+            percent(worst.1),
+            worst.0,
+            per_item(&ratios, percent)
+        );
+        let status = match goal {
+            Some(goal) => judged(
+                worst.1 >= goal,
+                ratios.len(),
+                FOCUS_REVISIONS.len(),
+                "revisions",
+            ),
+            None => "measured (no numeric target)".to_owned(),
+        };
+        format!("| {target} | {figure} | {status} |")
+    }
+
+    /// The pushed ask answered through another worker on PostgreSQL: p50 under 5 ms.
+    fn postgres_ask_target(&self) -> String {
+        let target = "pushed ask answered through another worker on PostgreSQL: p50 < 5 ms";
+        match self.asks.iter().find(|s| s.key == "ours-postgres") {
+            Some(AskSample {
+                p50_ms: Some(p50),
+                p99_ms,
+                errors,
+                ..
+            }) => format!(
+                "| {target} | p50 {p50:.3} ms, p99 {} ms, {errors} error(s) | {} |",
+                p99_ms.map_or_else(|| "-".to_owned(), |p| format!("{p:.3}")),
+                if *p50 < 5.0 && *errors == 0 {
+                    "met"
+                } else {
+                    "**missed**"
+                }
+            ),
+            _ => format!("| {target} | - | pending (row not measured) |"),
+        }
     }
 
     /// The session-scale measurement.
@@ -2244,8 +2604,8 @@ impl Report<'_> {
 
     /// The pushed-ask latency (no numeric target).
     fn ask_target(&self) -> String {
-        let target =
-            "pushed ask answered through the hub (memory, Redis): answer-to-result p50/p99";
+        let target = "pushed ask answered through the hub (memory, Redis: the same worker; \
+             PostgreSQL, SQLite: another worker): answer-to-result p50/p99";
         let figures: Vec<String> = self
             .asks
             .iter()
@@ -2273,7 +2633,7 @@ impl Report<'_> {
         let mut md = String::from(
             "## Headline ratios (share of the floor, median over revisions 2025-03-26 to 2026-07-28)\n\n",
         );
-        for key in ROW_ORDER.iter().skip(1) {
+        for key in ROW_ORDER.iter().skip(1).filter(|k| !FOCUS_KEYS.contains(k)) {
             for &concurrency in &self.settings.concurrencies {
                 let shares: Vec<f64> = self
                     .results
@@ -2568,5 +2928,53 @@ mod tests {
             RowSpec::ours(bin, Store::Redis).command_line(),
             "taskset -c 0 mcp-bench-server --store redis --port PORT --redis-url redis://127.0.0.1:RPORT"
         );
+    }
+
+    #[test]
+    fn target_rows() {
+        let bin = Path::new("/bin");
+        let postgres = RowSpec::ours(
+            bin,
+            Store::Postgres("postgres://user:secret@db:5432/test".to_owned()),
+        );
+        let sqlite = RowSpec::ours(bin, Store::Sqlite(PathBuf::from("/tmp/x/hub.sqlite")));
+        let jwt = RowSpec::jwt(bin);
+        // The report names neither the database URL nor a local path.
+        assert_eq!(
+            postgres.command_line(),
+            "taskset -c 0 mcp-bench-server --hub $MCP_POSTGRES_URL --port PORT"
+        );
+        assert_eq!(
+            sqlite.command_line(),
+            "taskset -c 0 mcp-bench-server --hub sqlite:FILE --port PORT"
+        );
+        assert_eq!(
+            jwt.command_line(),
+            "taskset -c 0 mcp-bench-server --store memory --port PORT --auth-jwt TOKEN_FILE"
+        );
+        assert_eq!(postgres.args[1], "postgres://user:secret@db:5432/test");
+        assert_eq!(sqlite.args[1], "sqlite:/tmp/x/hub.sqlite");
+        assert_eq!(
+            (postgres.ask, sqlite.ask, jwt.ask),
+            (AskMode::OtherWorker, AskMode::OtherWorker, AskMode::None)
+        );
+        // Target rows: c=32 on their revisions only; the first one alone with --quick.
+        for row in [&postgres, &sqlite, &jwt] {
+            assert!(row.measured_in("2025-11-25", 32, true));
+            assert!(!row.measured_in("2026-07-28", 32, true));
+            assert!(row.measured_in("2026-07-28", 32, false));
+            assert!(!row.measured_in("2025-11-25", 1, false));
+            assert!(!row.measured_in(LEGACY, 32, false));
+        }
+        let memory = RowSpec::ours(bin, Store::Memory);
+        assert!(memory.measured_in(LEGACY, 1, true));
+        assert_eq!(memory.ask, AskMode::SameWorker);
+        let rows = Settings::parse(&["--rows".to_owned(), "ours-jwt,ours-sqlite".to_owned()])
+            .expect("valid");
+        assert_eq!(
+            rows.rows,
+            Some(vec!["ours-jwt".to_owned(), "ours-sqlite".to_owned()])
+        );
+        assert!(Settings::parse(&["--rows".to_owned(), "ours-nope".to_owned()]).is_err());
     }
 }

@@ -3,6 +3,7 @@
 //! ```text
 //! mcp-bench-server --port PORT --store memory|redis [--redis-url URL]
 //! mcp-bench-server --port PORT --hub memory|redis://…|postgres://…|sqlite:PATH
+//! mcp-bench-server --port PORT [--hub …] --auth-jwt TOKEN_FILE
 //! ```
 //!
 //! Contract (see the crate docs, "Server contract"): Streamable HTTP at `/mcp` for every
@@ -13,6 +14,13 @@
 //! keys under a prefix unique to the process). `--hub` names the hub as `mcp-demo --hub` does
 //! (PostgreSQL tables under the prefix `mcp_bench`; a SQLite file at PATH). Runs on one thread (the harness pins it to one
 //! core) until Ctrl-C or SIGTERM.
+//!
+//! `--auth-jwt TOKEN_FILE` protects the endpoint as an OAuth resource server
+//! (`mcp_server::auth::ResourceServer`, every request needs `mcp:read`) that verifies JWTs
+//! against a fixed local key set (`JwtVerifier::from_jwks`, never fetched): an ES256 key is
+//! generated at start, and an access token signed with it (audience
+//! `http://127.0.0.1:PORT/mcp`, scope `mcp:read`, valid for a day) is written to TOKEN_FILE
+//! before the port is bound, for `mcp-load --bearer`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -62,6 +70,8 @@ struct Options {
     redis: Option<String>,
     /// `--hub`: PostgreSQL or SQLite (memory and Redis go through the fields above).
     sql: Option<String>,
+    /// `--auth-jwt`: where the access token is written.
+    token_file: Option<String>,
 }
 
 fn options() -> Result<Options, String> {
@@ -69,6 +79,7 @@ fn options() -> Result<Options, String> {
     let mut store = "memory".to_owned();
     let mut url = "redis://127.0.0.1:6379".to_owned();
     let mut sql = None;
+    let mut token_file = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -93,6 +104,7 @@ fn options() -> Result<Options, String> {
                     sql = Some(hub);
                 }
             }
+            "--auth-jwt" => token_file = Some(value("--auth-jwt")?),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -105,6 +117,7 @@ fn options() -> Result<Options, String> {
         port: port.ok_or("--port is required")?,
         redis,
         sql,
+        token_file,
     })
 }
 
@@ -143,15 +156,71 @@ async fn run(options: Options) -> Result<(), String> {
         builder = builder.state_store(hub.clone()).event_log(hub);
     }
     let server = builder.build().map_err(|e| e.to_string())?;
+    // The idle-sessions step opens 10,000 sessions (the default limit) on top of the load
+    // rounds' own: no limit in the way of what is measured.
+    let mut config = HttpConfig::new().max_sessions(usize::MAX);
+    if let Some(path) = &options.token_file {
+        config = config.auth(resource_server(options.port, path)?);
+    }
+    let endpoint = HttpEndpoint::new(server, config);
+    // Bound last, so a server that accepts connections has written its token.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port))
         .await
         .map_err(|e| format!("port {}: {e}", options.port))?;
-    // The idle-sessions step opens 10,000 sessions (the default limit) on top of the load
-    // rounds' own: no limit in the way of what is measured.
-    let config = HttpConfig::new().max_sessions(usize::MAX);
-    let endpoint = HttpEndpoint::new(server, config);
     serve_with_shutdown(listener, endpoint, shutdown_signal())
         .await
+        .map_err(|e| e.to_string())
+}
+
+/// The issuer named in the bench's tokens (no authorization server runs there: the key set is
+/// fixed).
+const ISSUER: &str = "http://127.0.0.1/bench-issuer";
+
+/// A resource server for `http://127.0.0.1:PORT/mcp` that verifies JWTs with a key generated
+/// here, and the token it accepts, written to `token_file`.
+fn resource_server(
+    port: u16,
+    token_file: &str,
+) -> Result<mcp_server::auth::ResourceServer, String> {
+    use jsonwebtoken::jwk::{Jwk, JwkSet};
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+        &rng,
+    )
+    .map_err(|_| "cannot generate a signing key".to_owned())?;
+    let key = EncodingKey::from_ec_der(pkcs8.as_ref());
+    let kid = "bench-key";
+    let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).map_err(|e| e.to_string())?;
+    jwk.common.key_id = Some(kid.to_owned());
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| e.to_string())?
+        .as_secs();
+    let claims = serde_json::json!({
+        "iss": ISSUER,
+        "sub": "mcp-load",
+        "client_id": "mcp-load",
+        "aud": resource,
+        "iat": now,
+        "exp": now + 86_400,
+        "scope": "mcp:read",
+    });
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(kid.to_owned());
+    header.typ = Some("at+jwt".to_owned());
+    let token = jsonwebtoken::encode(&header, &claims, &key).map_err(|e| e.to_string())?;
+    std::fs::write(token_file, &token).map_err(|e| format!("{token_file}: {e}"))?;
+    mcp_server::auth::ResourceServer::builder(resource, ISSUER)
+        .scopes_supported(["mcp:read"])
+        .required_scopes(["mcp:read"])
+        .verifier(mcp_server::auth::JwtVerifier::from_jwks(JwkSet {
+            keys: vec![jwk],
+        }))
+        .build()
         .map_err(|e| e.to_string())
 }
 

@@ -3,7 +3,7 @@
 //! ```text
 //! mcp-load --url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
 //!          [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply]
-//!          [--sessions N] [--ask]
+//!          [--sessions N] [--ask [--answer-url URL]] [--header 'NAME: VALUE']... [--bearer TOKEN]
 //! ```
 //!
 //! With `--sessions N` it opens N sessions and leaves them idle instead (see
@@ -25,7 +25,8 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: mcp-load --url URL --revision REV [--transport streamable|http+sse] \
                  [--concurrency N] [--warmup SECS] [--duration SECS] [--timeout SECS] \
-                 [--fixed-reply] [--sessions N] [--ask]"
+                 [--fixed-reply] [--sessions N] [--ask [--answer-url URL]] \
+                 [--header 'NAME: VALUE']... [--bearer TOKEN]"
             );
             return ExitCode::from(2);
         }
