@@ -356,6 +356,8 @@ struct Inner {
 
 struct Cached {
     principal: Arc<Principal>,
+    /// The principal's owner digest (see [`owner_digest`]), computed once per token.
+    owner: Owner,
     /// Seconds since the epoch after which the entry is not used.
     until: i64,
 }
@@ -529,6 +531,18 @@ impl ResourceServer {
         path: &str,
         headers: &HeaderMap,
     ) -> Result<Arc<Principal>, AuthRefusal> {
+        self.authenticate_owner(path, headers)
+            .await
+            .map(|(principal, _)| principal)
+    }
+
+    /// [`authenticate_at`](Self::authenticate_at), with the principal's owner digest (kept
+    /// with the cached token, so a request of a known token hashes nothing more).
+    pub(crate) async fn authenticate_owner(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<(Arc<Principal>, Owner), AuthRefusal> {
         let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
         let (Some(value), None) = (values.next(), values.next()) else {
             return Err(self.unauthorized(path, None));
@@ -550,8 +564,8 @@ impl ResourceServer {
         };
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = now();
-        if let Some(principal) = self.cached(&key, now) {
-            return Ok(principal);
+        if let Some(found) = self.cached(&key, now) {
+            return Ok(found);
         }
         let claims = match self.inner.verifier.verify(token).await {
             Ok(claims) => claims,
@@ -569,8 +583,11 @@ impl ResourceServer {
             .check(claims, now)
             .map_err(|error| self.unauthorized(path, Some(&error)))?;
         let principal = Arc::new(principal);
-        self.remember(key, &principal, now);
-        Ok(principal)
+        let owner = Owner(Arc::from(
+            owner_digest(Some(&principal)).unwrap_or_default(),
+        ));
+        self.remember(key, &principal, &owner, now);
+        Ok((principal, owner))
     }
 
     /// The principal of verified `claims` if they pass the rules of one of this server's
@@ -588,15 +605,15 @@ impl ResourceServer {
         }
     }
 
-    fn cached(&self, key: &[u8; 32], now: i64) -> Option<Arc<Principal>> {
+    fn cached(&self, key: &[u8; 32], now: i64) -> Option<(Arc<Principal>, Owner)> {
         let cache = self.inner.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .get(key)
             .filter(|entry| entry.until >= now)
-            .map(|entry| entry.principal.clone())
+            .map(|entry| (entry.principal.clone(), entry.owner.clone()))
     }
 
-    fn remember(&self, key: [u8; 32], principal: &Arc<Principal>, now: i64) {
+    fn remember(&self, key: [u8; 32], principal: &Arc<Principal>, owner: &Owner, now: i64) {
         let limit = self.inner.cache_entries;
         if limit == 0 {
             return;
@@ -618,6 +635,7 @@ impl ResourceServer {
             key,
             Cached {
                 principal: principal.clone(),
+                owner: owner.clone(),
                 until,
             },
         );
@@ -670,6 +688,20 @@ impl ResourceServer {
             )),
             reason: format!("the access token lacks the scope {missing}"),
         })
+    }
+}
+
+/// A principal's owner digest (see [`owner_digest`]), as the resource server leaves it in
+/// a request's extensions beside the principal.
+#[derive(Clone)]
+pub(crate) struct Owner(Arc<str>);
+
+/// The owner digest of a request's principal: the one the resource server left in the
+/// request's extensions, else computed from the principal; `None` without authorization.
+pub(crate) fn owner_of(parts: &http::request::Parts) -> Option<String> {
+    match parts.extensions.get::<Owner>() {
+        Some(owner) => Some(owner.0.to_string()),
+        None => owner_digest(of_request(parts)),
     }
 }
 

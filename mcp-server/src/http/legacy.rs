@@ -57,7 +57,7 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
     }
     let record = SessionRecord {
         sse: true,
-        owner: crate::auth::owner_digest(crate::auth::of_request(parts)),
+        owner: crate::auth::owner_of(parts),
         ..SessionRecord::default()
     };
     let id = match shared.sessions.create(&record).await {
@@ -353,7 +353,7 @@ pub(crate) async fn post(
         );
     };
     let principal = crate::auth::of_request(parts).cloned();
-    let owner = crate::auth::owner_digest(principal.as_ref());
+    let owner = crate::auth::owner_of(parts);
     let loaded = match shared.sessions.load(id).await {
         // Another principal's session is as good as none.
         Ok(loaded) if loaded.record.sse && loaded.record.owner == owner => loaded,

@@ -372,10 +372,11 @@ impl HttpEndpoint {
                 };
             }
             if shared.is_mcp_path(path) {
-                match auth.authenticate_at(path, &parts.headers).await {
+                match auth.authenticate_owner(path, &parts.headers).await {
                     // The handlers of the path read it from the request's extensions.
-                    Ok(principal) => {
+                    Ok((principal, owner)) => {
                         parts.extensions.insert(principal);
+                        parts.extensions.insert(owner);
                     }
                     Err(refusal) => {
                         // A POST's error names its request (the body is read within the

@@ -350,7 +350,7 @@ async fn bind(
     let reject = |rejected: mcp_adapters::Rejected| {
         failure_response(rejected.adapter, first_id(decoded), &rejected.failure)
     };
-    let owner = crate::auth::owner_digest(crate::auth::of_request(parts));
+    let owner = crate::auth::owner_of(parts);
     let mut selected: Selected = set
         .select_http(decoded, &parts.headers, None, None)
         .map_err(reject)?;
@@ -458,7 +458,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
             ),
         );
     };
-    let owner = crate::auth::owner_digest(crate::auth::of_request(parts));
+    let owner = crate::auth::owner_of(parts);
     let loaded = match shared.sessions.load(id).await {
         Ok(loaded) if !loaded.record.sse && loaded.record.owner == owner => loaded,
         Ok(_) | Err(SessionError::NotFound) => {
@@ -622,7 +622,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
             ),
         );
     };
-    let owner = crate::auth::owner_digest(crate::auth::of_request(parts));
+    let owner = crate::auth::owner_of(parts);
     if owner.is_some() {
         // Only the session's principal may end it; to anyone else it does not exist.
         match shared.sessions.load(id).await {
