@@ -654,6 +654,25 @@ impl ResourceServer {
         needed
     }
 
+    /// Whether `principal` holds every scope [`scopes_for`](Self::scopes_for) would name,
+    /// looked at set by set without building their union (every request of a protected server
+    /// asks this; the union is built only for a refusal's challenge).
+    pub(crate) fn grants(
+        &self,
+        method: &str,
+        extra: Option<&ScopeSet>,
+        principal: &Principal,
+    ) -> bool {
+        let granted = &principal.scopes;
+        granted.contains_all(&self.inner.required)
+            && self
+                .inner
+                .method_scopes
+                .get(method)
+                .is_none_or(|scopes| granted.contains_all(scopes))
+            && extra.is_none_or(|scopes| granted.contains_all(scopes))
+    }
+
     /// Refuses with 403 `insufficient_scope` when `principal` lacks a scope of `needed`; the
     /// challenge names every scope the request needs, and the configured resource's metadata
     /// (see [`check_scopes_at`](Self::check_scopes_at)).
@@ -894,6 +913,24 @@ mod tests {
             auth.check_scopes(&principal, &ScopeSet::parse("mcp:read"))
                 .is_ok()
         );
+        // The per-request check agrees with building the union and checking it.
+        let read = ScopeSet::parse("mcp:read");
+        for (method, extra) in [
+            ("tools/call", None),
+            ("tools/call", Some(&deploy)),
+            ("tools/call", Some(&read)),
+            ("resources/subscribe", None),
+            ("resources/read", Some(&read)),
+        ] {
+            let needed = auth.scopes_for(method, extra);
+            assert_eq!(
+                auth.grants(method, extra, &principal),
+                auth.check_scopes(&principal, &needed).is_ok(),
+                "{method} {extra:?}"
+            );
+        }
+        assert!(!auth.grants("resources/subscribe", None, &principal));
+        assert!(auth.grants("tools/list", None, &principal));
     }
 
     #[tokio::test]

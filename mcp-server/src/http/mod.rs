@@ -562,6 +562,9 @@ impl Shared {
                 .then(|| call.target.as_deref().and_then(|name| registry.tool(name)))
                 .flatten()
                 .map(|entry| &entry.tool.scopes);
+            if auth.grants(&call.method, tool, principal) {
+                return None;
+            }
             let needed = auth.scopes_for(&call.method, tool);
             auth.check_scopes_at(path, principal, &needed)
                 .err()
