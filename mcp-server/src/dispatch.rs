@@ -281,9 +281,21 @@ impl Context {
         principal: Arc<mcp_auth::Principal>,
         hide_tools: bool,
     ) -> Self {
+        let binding = Arc::from(principal.binding());
+        self.with_auth_binding(principal, binding, hide_tools)
+    }
+
+    /// [`with_auth_listing`](Self::with_auth_listing) with the principal's binding already
+    /// built (the resource server keeps it with the cached token).
+    pub(crate) fn with_auth_binding(
+        self,
+        principal: Arc<mcp_auth::Principal>,
+        binding: Arc<str>,
+        hide_tools: bool,
+    ) -> Self {
         {
             let mut owner = self.owner_mut();
-            owner.principal = Some(Arc::from(principal.binding()));
+            owner.principal = Some(binding);
             owner.auth = Some(crate::exchange::AuthPrincipal(principal, hide_tools));
         }
         self

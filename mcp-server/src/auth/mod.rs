@@ -553,7 +553,7 @@ impl ResourceServer {
             .and_then(|v| v.split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim())
-            .filter(|token| is_token68(token));
+            .filter(|token| !token.is_empty());
         let Some(token) = token else {
             return Err(self.unauthorized(
                 path,
@@ -564,8 +564,18 @@ impl ResourceServer {
         };
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = now();
+        // Only a token that passed the syntax check below was ever cached, so a cached one
+        // needs no check again.
         if let Some(found) = self.cached(&key, now) {
             return Ok(found);
+        }
+        if !is_token68(token) {
+            return Err(self.unauthorized(
+                path,
+                Some(&TokenError::Invalid(
+                    "the Authorization header is not a bearer token".into(),
+                )),
+            ));
         }
         let claims = match self.inner.verifier.verify(token).await {
             Ok(claims) => claims,
@@ -583,9 +593,10 @@ impl ResourceServer {
             .check(claims, now)
             .map_err(|error| self.unauthorized(path, Some(&error)))?;
         let principal = Arc::new(principal);
-        let owner = Owner(Arc::from(
-            owner_digest(Some(&principal)).unwrap_or_default(),
-        ));
+        let owner = Owner {
+            digest: Arc::from(owner_digest(Some(&principal)).unwrap_or_default()),
+            binding: Arc::from(principal.binding()),
+        };
         self.remember(key, &principal, &owner, now);
         Ok((principal, owner))
     }
@@ -710,17 +721,30 @@ impl ResourceServer {
     }
 }
 
-/// A principal's owner digest (see [`owner_digest`]), as the resource server leaves it in
-/// a request's extensions beside the principal.
+/// What the resource server computes once per verified token and leaves in a request's
+/// extensions beside the principal: its owner digest (see [`owner_digest`]) and its binding
+/// (see [`Principal::binding`]).
 #[derive(Clone)]
-pub(crate) struct Owner(Arc<str>);
+pub(crate) struct Owner {
+    digest: Arc<str>,
+    binding: Arc<str>,
+}
 
 /// The owner digest of a request's principal: the one the resource server left in the
 /// request's extensions, else computed from the principal; `None` without authorization.
 pub(crate) fn owner_of(parts: &http::request::Parts) -> Option<String> {
     match parts.extensions.get::<Owner>() {
-        Some(owner) => Some(owner.0.to_string()),
+        Some(owner) => Some(owner.digest.to_string()),
         None => owner_digest(of_request(parts)),
+    }
+}
+
+/// The binding of a request's principal (see [`Principal::binding`]), as the resource
+/// server left it, else built from `principal`.
+pub(crate) fn binding_of(parts: &http::request::Parts, principal: &Principal) -> Arc<str> {
+    match parts.extensions.get::<Owner>() {
+        Some(owner) => owner.binding.clone(),
+        None => Arc::from(principal.binding()),
     }
 }
 
@@ -879,6 +903,9 @@ mod tests {
             );
             assert_eq!(challenge.scope.as_deref(), Some("mcp:read"));
         }
+        // Only the three well-formed bearer tokens reached the verifier: the syntax check
+        // (done after the cache lookup) stops the others.
+        assert_eq!(counting.1.load(Ordering::SeqCst), 4);
         let missing = auth.authenticate(&HeaderMap::new()).await.unwrap_err();
         let header = missing.www_authenticate().unwrap();
         let parsed = Challenge::parse_all(header.to_str().unwrap()).unwrap();

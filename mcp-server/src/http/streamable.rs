@@ -101,7 +101,8 @@ pub(crate) async fn post(
     if let Some(principal) = crate::auth::of_request(parts) {
         // Every call of this request acts for the token's principal.
         let hide = shared.config.auth.as_ref().is_some_and(|a| a.hides_tools());
-        ctx = ctx.with_auth_listing(principal.clone(), hide);
+        let binding = crate::auth::binding_of(parts, principal);
+        ctx = ctx.with_auth_binding(principal.clone(), binding, hide);
         if let Some((id, refusal)) = shared.missing_scope(parts.uri.path(), &items, principal) {
             return crate::http::auth_refusal(adapter, id, &refusal);
         }
