@@ -204,7 +204,7 @@ pub trait Transport: fmt::Debug + Send + Sync + 'static {
 pub enum TransportError {
     /// The server answered with an HTTP status that is not success. The body is kept (bounded),
     /// because a JSON-RPC error in it decides what the client does next. The message names the
-    /// status and quotes the start of the body ([`status_text`]).
+    /// status and quotes the start of the body (see `status_text`).
     #[error("{}", status_text(*status, body))]
     Status {
         /// The HTTP status code.
