@@ -403,6 +403,8 @@ struct Flaky {
     down: AtomicBool,
     /// Only saves fail (reads and creates work): a change to a session is not stored.
     saves_down: AtomicBool,
+    /// Reads never answer (a store that hangs).
+    reads_hang: AtomicBool,
 }
 
 impl Flaky {
@@ -429,6 +431,9 @@ impl StateStore for Flaky {
 
     fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         Box::pin(async move {
+            if self.reads_hang.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
             self.check()?;
             self.inner.get(key).await
         })
@@ -474,6 +479,7 @@ async fn a_store_outage_is_a_503_that_names_the_request() {
         inner: MemoryHub::new(HubConfig::new()),
         down: AtomicBool::new(false),
         saves_down: AtomicBool::new(false),
+        reads_hang: AtomicBool::new(false),
     });
     let server = demo_builder("outage")
         .state_store(store.clone())
@@ -524,6 +530,7 @@ async fn a_session_change_the_store_refused_is_not_reported_as_done() {
         inner: MemoryHub::new(HubConfig::new()),
         down: AtomicBool::new(false),
         saves_down: AtomicBool::new(false),
+        reads_hang: AtomicBool::new(false),
     });
     let server = demo_builder("save-outage")
         .state_store(store.clone())
@@ -559,4 +566,107 @@ async fn a_session_change_the_store_refused_is_not_reported_as_done() {
             .await;
         assert_eq!(response.status, 200, "{revision}: {response:?}");
     }
+}
+
+/// An event log whose polls all fail: a worker's session cache never trusts a record (its
+/// invalidation feed never runs), so every request reads the store.
+struct FeedDown(MemoryHub);
+
+impl EventLog for FeedDown {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: Bytes,
+    ) -> BoxFuture<'a, Result<Cursor, LogError>> {
+        self.0.publish(topic, message)
+    }
+
+    fn publish_existing<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: Bytes,
+    ) -> BoxFuture<'a, Result<Option<Cursor>, LogError>> {
+        self.0.publish_existing(topic, message)
+    }
+
+    fn position<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<Cursor, LogError>> {
+        self.0.position(topic)
+    }
+
+    fn poll<'a>(
+        &'a self,
+        _topic: &'a Topic,
+        _after: Cursor,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, Result<Vec<Event>, LogError>> {
+        Box::pin(async { Err(BackendError::connection("the test's log is down").into()) })
+    }
+
+    fn delete<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<(), LogError>> {
+        EventLog::delete(&self.0, topic)
+    }
+}
+
+/// With the session cache on (the default), a worker rides out a store outage for the
+/// sessions it has seen: reads served from its copy when the store fails or hangs, changes
+/// refused with 503 (the soak's redis-restart attack: a client's calls kept answering while
+/// Redis restarts). The store is read on every request here (the cache's invalidation feed
+/// never runs), so each request meets the outage.
+#[tokio::test]
+async fn a_store_outage_leaves_known_sessions_served_from_the_workers_copy() {
+    let store = Arc::new(Flaky {
+        inner: MemoryHub::new(HubConfig::new()),
+        down: AtomicBool::new(false),
+        saves_down: AtomicBool::new(false),
+        reads_hang: AtomicBool::new(false),
+    });
+    let server = demo_builder("stale")
+        .state_store(store.clone())
+        .event_log(Arc::new(FeedDown(MemoryHub::new(HubConfig::new()))))
+        .build()
+        .unwrap();
+    let server = Running::start(server, HttpConfig::new()).await;
+    let revision = Revision::V2025_11_25;
+    let session = open_session(&server, revision).await;
+    let list = json!({"jsonrpc": "2.0", "id": "list", "method": "tools/list"});
+    assert_eq!(
+        post(revision, Some(&session), &list)
+            .send(server.addr)
+            .await
+            .status,
+        200
+    );
+    for (down, hang) in [(true, false), (false, true)] {
+        store.down.store(down, Ordering::SeqCst);
+        store.reads_hang.store(hang, Ordering::SeqCst);
+        let response = tokio::time::timeout(
+            WAIT,
+            post(revision, Some(&session), &list).send(server.addr),
+        )
+        .await
+        .expect("answered from the copy, not held by the store");
+        assert_eq!(
+            response.status, 200,
+            "down {down}, hang {hang}: {response:?}"
+        );
+        assert!(response.json()["result"]["tools"].is_array());
+    }
+    // A change still needs the store: refused while it is away.
+    store.reads_hang.store(false, Ordering::SeqCst);
+    store.down.store(true, Ordering::SeqCst);
+    let subscribe = json!({"jsonrpc": "2.0", "id": "sub", "method": "resources/subscribe",
+        "params": {"uri": "config://app"}});
+    let refused = post(revision, Some(&session), &subscribe)
+        .send(server.addr)
+        .await;
+    assert_eq!(refused.status, 503, "{refused:?}");
+    // Back: served from the store again.
+    store.down.store(false, Ordering::SeqCst);
+    assert_eq!(
+        post(revision, Some(&session), &subscribe)
+            .send(server.addr)
+            .await
+            .status,
+        200
+    );
 }

@@ -373,6 +373,11 @@ fn later(now: Instant, ttl: Duration) -> Instant {
         .unwrap_or(now)
 }
 
+/// How long a request waits for the session store when this worker holds a copy of the
+/// session it can serve instead (with the session cache on): a store that fails or is slower
+/// than this (restarting, failing over) leaves the session's clients served from the copy.
+const STALE_WAIT: Duration = Duration::from_millis(5);
+
 /// The most session checks one pass of the expiry task makes before it yields.
 const CHECKS_PER_PASS: usize = 256;
 
@@ -508,6 +513,19 @@ impl Sessions {
     }
 
     /// A trusted record of session `id`, served without reading the store.
+    /// This worker's copy of session `id`, trusted or not, when the cache is on: what a
+    /// request is served from while the store fails or does not answer within
+    /// [`STALE_WAIT`]. A copy is dropped when an invalidation of the session arrives or the
+    /// store says the session is gone, so it is the session as last seen here.
+    fn copy(&self, id: &str) -> Option<Loaded> {
+        self.cache.as_ref()?;
+        let decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        decoded.get(id).map(|cached| Loaded {
+            record: cached.record.clone(),
+            version: cached.version,
+        })
+    }
+
     fn trusted(&self, id: &str) -> Option<Loaded> {
         if !self.feed.live.load(Ordering::Acquire) {
             return None;
@@ -692,7 +710,24 @@ impl Sessions {
             Some(loaded) => loaded,
             None => {
                 let epoch = self.trust_epoch();
-                let Some(record) = self.store.get(&self.key(id)).await? else {
+                let key = self.key(id);
+                let read = self.store.get(&key);
+                let found = match self.copy(id) {
+                    // A copy to fall back on: the store gets a moment, not its whole timeout.
+                    Some(copy) => match tokio::time::timeout(STALE_WAIT, read).await {
+                        Ok(Ok(found)) => found,
+                        Ok(Err(err)) => {
+                            tracing::warn!(%err, "session store failed; serving this worker's copy");
+                            return Ok(copy);
+                        }
+                        Err(_) => {
+                            tracing::debug!("session store slow; serving this worker's copy");
+                            return Ok(copy);
+                        }
+                    },
+                    None => read.await?,
+                };
+                let Some(record) = found else {
                     self.forget(id);
                     return Err(SessionError::NotFound);
                 };
