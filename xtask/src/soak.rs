@@ -54,9 +54,6 @@ const ATTACKS: [&str; 12] = [
 /// Issue 27's bounds.
 const RSS_BOUND_MIB: f64 = 64.0;
 const P99_BOUND_MS: f64 = 10.0;
-/// The longest a probe call may wait while the store restarts (`redis-restart`): the 0.5 s
-/// outage, the hub's reconnect with backoff, and the 2 s command timeout.
-const OUTAGE_WAIT_BOUND_MS: f64 = 3_000.0;
 
 const BEGIN: &str = "<!-- soak:begin -->";
 const END: &str = "<!-- soak:end -->";
@@ -489,38 +486,22 @@ fn verdict(report: &Value) -> (bool, String) {
     if mib(peak - idle) > RSS_BOUND_MIB {
         missed.push(format!("RSS +{:.0} MiB", mib(peak - idle)));
     }
-    let attack = report["attack"].as_str().unwrap_or("");
-    if attack == "redis-restart" {
-        // The store itself is away for half a second per cycle: a probe call that needs it
-        // waits while the hub reconnects, or gets 503 with its id. The bound there is that
-        // no call waits longer than the outage plus the reconnect (not the 10 ms of attacks
-        // by clients, which a server with its store away cannot keep).
-        let max = number(report, "probe_max_ms").unwrap_or(0.0);
-        if max >= OUTAGE_WAIT_BOUND_MS {
-            missed.push(format!("a probe call waited {max:.0} ms"));
-        }
-        let failures = report["probe_failures"].as_u64().unwrap_or(0);
-        noted.push(format!(
-            "probe p99 {:.1} ms and {failures} call(s) answered 503 across the outages",
-            number(report, "probe_p99_ms").unwrap_or(0.0)
-        ));
-    } else {
-        if let Some(p99) = number(report, "probe_p99_ms")
-            && p99 >= P99_BOUND_MS
-        {
-            missed.push(format!("p99 {p99:.1} ms"));
-        }
-        if let Some(failures) = report["probe_failures"].as_u64()
-            && failures > 0
-        {
-            missed.push(format!("{failures} probe call(s) failed"));
-        }
+    if let Some(p99) = number(report, "probe_p99_ms")
+        && p99 >= P99_BOUND_MS
+    {
+        missed.push(format!("p99 {p99:.1} ms"));
+    }
+    if let Some(failures) = report["probe_failures"].as_u64()
+        && failures > 0
+    {
+        missed.push(format!("{failures} probe call(s) failed"));
     }
     if let Some(lost) = report["lost"].as_u64()
         && lost > 0
     {
         missed.push(format!("{lost} lost"));
     }
+    let attack = report["attack"].as_str().unwrap_or("");
     if matches!(attack, "idle-connections" | "slowloris")
         && let Some(held) = report["connections_held"].as_u64()
         && held > 0
@@ -654,7 +635,7 @@ fn render(
     );
     let _ = writeln!(
         s,
-        "- Other clients: a probe on its own thread, connection and session (2025-11-25) calls `tools/call add` every 5 ms throughout; its p99 must stay under {P99_BOUND_MS:.0} ms with no failed call (2 s timeout), and a new client (new connection, `initialize`, one call) must be served at the end. Under `redis-restart` the store itself is away for 0.5 s per cycle: there no probe call may wait {OUTAGE_WAIT_BOUND_MS:.0} ms or more (calls that need the store wait for the reconnect or get 503 with their id; their p99 and failures are reported, not held to {P99_BOUND_MS:.0} ms)."
+        "- Other clients: a probe on its own thread, connection and session (2025-11-25) calls `tools/call add` every 5 ms throughout; its p99 must stay under {P99_BOUND_MS:.0} ms with no failed call (2 s timeout), and a new client (new connection, `initialize`, one call) must be served at the end. Under `redis-restart` the same bound holds: the probe's session is served from the worker's copy while Redis is away (`HttpConfig::session_cache`)."
     );
     let _ = writeln!(
         s,
@@ -851,15 +832,10 @@ mod tests {
                 && text.contains("held")
                 && text.contains("lost")
         );
-        // A backend outage: waits within the outage bound are noted, a longer one is missed.
+        // A backend outage is held to the same bound.
         let outage = serde_json::json!({"attack": "redis-restart", "idle_rss_kib": 10240,
             "peak_rss_kib": 12288, "probe_p99_ms": 900.0, "probe_max_ms": 1200.0,
             "probe_failures": 1, "lost": 0, "fresh_client": true});
-        let (met, text) = verdict(&outage);
-        assert!(met && text.contains("503"), "{text}");
-        let stuck = serde_json::json!({"attack": "redis-restart", "idle_rss_kib": 10240,
-            "peak_rss_kib": 12288, "probe_p99_ms": 900.0, "probe_max_ms": 4000.0,
-            "probe_failures": 0, "lost": 0, "fresh_client": true});
-        assert!(!verdict(&stuck).0);
+        assert!(!verdict(&outage).0);
     }
 }

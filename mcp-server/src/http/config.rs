@@ -429,7 +429,7 @@ impl HttpConfig {
     /// On the memory store, records are read in memory anyway: this only saves decoding.
     ///
     /// With the cache on, a worker also rides out a store outage for the sessions it has seen:
-    /// when the store fails or does not answer within 5 ms, a request of a session this worker
+    /// when the store fails or does not answer within 3 ms, a request of a session this worker
     /// holds a copy of is served from that copy (changes to the session still need the store,
     /// and fail with 503 while it is away). With [`Duration::ZERO`] every request waits for
     /// the store and gets 503 when it fails.

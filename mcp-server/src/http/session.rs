@@ -376,7 +376,7 @@ fn later(now: Instant, ttl: Duration) -> Instant {
 /// How long a request waits for the session store when this worker holds a copy of the
 /// session it can serve instead (with the session cache on): a store that fails or is slower
 /// than this (restarting, failing over) leaves the session's clients served from the copy.
-const STALE_WAIT: Duration = Duration::from_millis(5);
+const STALE_WAIT: Duration = Duration::from_millis(3);
 
 /// The most session checks one pass of the expiry task makes before it yields.
 const CHECKS_PER_PASS: usize = 256;
