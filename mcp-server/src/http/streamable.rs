@@ -291,8 +291,7 @@ impl SaveFailed {
     }
 
     fn response(&self) -> Response<HttpBody> {
-        let encoded = self.encode();
-        crate::http::json_response(encoded.status, encoded.to_bytes())
+        failure_response(self.adapter, self.id.clone(), &self.failure)
     }
 }
 
