@@ -155,6 +155,8 @@ impl AuthRefusal {
 /// The defaults of [`ResourceServerBuilder`].
 const DEFAULT_CACHE_ENTRIES: usize = 10_000;
 const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(300);
+/// The longest token the verification cache keeps (see [`ResourceServerBuilder::cache`]).
+const MAX_CACHED_TOKEN: usize = 4096;
 
 /// Settings of a [`ResourceServer`].
 pub struct ResourceServerBuilder {
@@ -246,6 +248,11 @@ impl ResourceServerBuilder {
     /// token's expiry). Defaults are 10,000 tokens and 5 minutes. At the limit, expired
     /// entries are dropped first, then the whole cache: a token then costs one more
     /// verification. `0` entries turns the cache off.
+    ///
+    /// The cache keys a token by its exact bytes (a lookup compares the whole token, so two
+    /// tokens never share an entry) and keeps only tokens that verified, of at most
+    /// 4 KiB each (a longer one is verified on every request): at most `entries` x 4 KiB of
+    /// tokens, all issued by the trusted authorization server.
     #[must_use]
     pub fn cache(mut self, entries: usize, ttl: Duration) -> Self {
         self.cache_entries = entries;
@@ -284,7 +291,7 @@ impl ResourceServerBuilder {
                 required: self.required,
                 method_scopes: self.method_scopes,
                 verifier,
-                cache: Mutex::new(HashMap::new()),
+                cache: Mutex::new(crate::FastMap::default()),
                 cache_entries: self.cache_entries,
                 cache_ttl: self.cache_ttl,
                 hide_tools: self.hide_tools,
@@ -348,7 +355,9 @@ struct Inner {
     required: ScopeSet,
     method_scopes: HashMap<String, ScopeSet>,
     verifier: Arc<dyn TokenVerifier>,
-    cache: Mutex<HashMap<[u8; 32], Cached>>,
+    /// Verified tokens by their exact bytes (compared whole, so no two tokens can share an
+    /// entry), in a seeded hash table.
+    cache: Mutex<crate::FastMap<Box<[u8]>, Cached>>,
     cache_entries: usize,
     cache_ttl: Duration,
     hide_tools: bool,
@@ -547,14 +556,8 @@ impl ResourceServer {
         let (Some(value), None) = (values.next(), values.next()) else {
             return Err(self.unauthorized(path, None));
         };
-        let token = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|token| !token.is_empty());
-        let Some(token) = token else {
+        // Read as bytes: a cached token is found without validating the header as text.
+        let Some(token) = bearer_token(value.as_bytes()) else {
             return Err(self.unauthorized(
                 path,
                 Some(&TokenError::Invalid(
@@ -562,21 +565,20 @@ impl ResourceServer {
                 )),
             ));
         };
-        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = now();
         // Only a token that passed the syntax check below was ever cached, so a cached one
         // needs no check again.
-        if let Some(found) = self.cached(&key, now) {
+        if let Some(found) = self.cached(token, now) {
             return Ok(found);
         }
-        if !is_token68(token) {
+        let Some(token) = std::str::from_utf8(token).ok().filter(|t| is_token68(t)) else {
             return Err(self.unauthorized(
                 path,
                 Some(&TokenError::Invalid(
                     "the Authorization header is not a bearer token".into(),
                 )),
             ));
-        }
+        };
         let claims = match self.inner.verifier.verify(token).await {
             Ok(claims) => claims,
             Err(VerifyError::Token(error)) => return Err(self.unauthorized(path, Some(&error))),
@@ -594,10 +596,11 @@ impl ResourceServer {
             .map_err(|error| self.unauthorized(path, Some(&error)))?;
         let principal = Arc::new(principal);
         let owner = Owner {
+            principal: principal.clone(),
             digest: Arc::from(owner_digest(Some(&principal)).unwrap_or_default()),
             binding: Arc::from(principal.binding()),
         };
-        self.remember(key, &principal, &owner, now);
+        self.remember(token.as_bytes(), &principal, &owner, now);
         Ok((principal, owner))
     }
 
@@ -616,17 +619,17 @@ impl ResourceServer {
         }
     }
 
-    fn cached(&self, key: &[u8; 32], now: i64) -> Option<(Arc<Principal>, Owner)> {
+    fn cached(&self, token: &[u8], now: i64) -> Option<(Arc<Principal>, Owner)> {
         let cache = self.inner.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache
-            .get(key)
+            .get(token)
             .filter(|entry| entry.until >= now)
             .map(|entry| (entry.principal.clone(), entry.owner.clone()))
     }
 
-    fn remember(&self, key: [u8; 32], principal: &Arc<Principal>, owner: &Owner, now: i64) {
+    fn remember(&self, token: &[u8], principal: &Arc<Principal>, owner: &Owner, now: i64) {
         let limit = self.inner.cache_entries;
-        if limit == 0 {
+        if limit == 0 || token.len() > MAX_CACHED_TOKEN {
             return;
         }
         let ttl = i64::try_from(self.inner.cache_ttl.as_secs()).unwrap_or(i64::MAX);
@@ -643,7 +646,7 @@ impl ResourceServer {
             }
         }
         cache.insert(
-            key,
+            Box::from(token),
             Cached {
                 principal: principal.clone(),
                 owner: owner.clone(),
@@ -722,10 +725,11 @@ impl ResourceServer {
 }
 
 /// What the resource server computes once per verified token and leaves in a request's
-/// extensions beside the principal: its owner digest (see [`owner_digest`]) and its binding
+/// extensions (one extension, a clone of three `Arc`s): the principal, its owner digest (see [`owner_digest`]) and its binding
 /// (see [`Principal::binding`]).
 #[derive(Clone)]
 pub(crate) struct Owner {
+    principal: Arc<Principal>,
     digest: Arc<str>,
     binding: Arc<str>,
 }
@@ -733,10 +737,10 @@ pub(crate) struct Owner {
 /// The owner digest of a request's principal: the one the resource server left in the
 /// request's extensions, else computed from the principal; `None` without authorization.
 pub(crate) fn owner_of(parts: &http::request::Parts) -> Option<String> {
-    match parts.extensions.get::<Owner>() {
-        Some(owner) => Some(owner.digest.to_string()),
-        None => owner_digest(of_request(parts)),
-    }
+    parts
+        .extensions
+        .get::<Owner>()
+        .map(|owner| owner.digest.to_string())
 }
 
 /// The binding of a request's principal (see [`Principal::binding`]), as the resource
@@ -750,7 +754,10 @@ pub(crate) fn binding_of(parts: &http::request::Parts, principal: &Principal) ->
 
 /// The principal of a request, as the resource server left it in the request's extensions.
 pub(crate) fn of_request(parts: &http::request::Parts) -> Option<&Arc<Principal>> {
-    parts.extensions.get::<Arc<Principal>>()
+    parts
+        .extensions
+        .get::<Owner>()
+        .map(|owner| &owner.principal)
 }
 
 /// What a session record keeps of its principal: a SHA-256 digest of the principal's
@@ -775,6 +782,18 @@ fn lower_hex(bytes: &[u8]) -> String {
 }
 
 /// RFC 6750 `b64token` (the same characters as RFC 9110's `token68`).
+/// The token of an `Authorization: Bearer <token>` value (the scheme matched without regard
+/// to case, spaces around the token ignored), `None` for any other value.
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let space = value.iter().position(|&b| b == b' ')?;
+    let (scheme, rest) = value.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let token = rest.trim_ascii();
+    (!token.is_empty()).then_some(token)
+}
+
 fn is_token68(token: &str) -> bool {
     let body = token.trim_end_matches('=');
     !body.is_empty() && body.bytes().all(|b| TOKEN68[usize::from(b)])
@@ -860,7 +879,34 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn tokens_are_verified_checked_and_cached_by_digest() {
+    async fn the_cache_matches_whole_tokens_and_skips_long_ones() {
+        let long = "L".repeat(MAX_CACHED_TOKEN + 1);
+        let tokens = StaticTokens::new()
+            .token("good", claims("mcp:read"))
+            .token(long.clone(), claims("mcp:read"));
+        let counting = Arc::new(Counting(tokens, AtomicUsize::new(0)));
+        let auth = server(counting.clone());
+        auth.authenticate(&headers("Bearer good")).await.unwrap();
+        // The scheme's case and the spaces around the token do not make another token.
+        auth.authenticate(&headers("bearer   good ")).await.unwrap();
+        assert_eq!(counting.1.load(Ordering::SeqCst), 1);
+        // A token that only starts or ends like a cached one is verified (and refused).
+        for other in ["Bearer goo", "Bearer goodd", "Bearer xgood"] {
+            let refusal = auth.authenticate(&headers(other)).await.unwrap_err();
+            assert_eq!(refusal.status, StatusCode::UNAUTHORIZED, "{other}");
+        }
+        assert_eq!(counting.1.load(Ordering::SeqCst), 4);
+        // A token over the cache's size limit is verified on every request.
+        for _ in 0..2 {
+            auth.authenticate(&headers(&format!("Bearer {long}")))
+                .await
+                .unwrap();
+        }
+        assert_eq!(counting.1.load(Ordering::SeqCst), 6);
+    }
+
+    #[tokio::test]
+    async fn tokens_are_verified_checked_and_cached() {
         let tokens = StaticTokens::new()
             .token("good", claims("mcp:read"))
             .token(

@@ -374,8 +374,8 @@ impl HttpEndpoint {
             if shared.is_mcp_path(path) {
                 match auth.authenticate_owner(path, &parts.headers).await {
                     // The handlers of the path read it from the request's extensions.
-                    Ok((principal, owner)) => {
-                        parts.extensions.insert(principal);
+                    // One extension: the principal with what was computed of it.
+                    Ok((_, owner)) => {
                         parts.extensions.insert(owner);
                     }
                     Err(refusal) => {
@@ -552,8 +552,20 @@ impl Shared {
         items: &mcp_adapters::DecodedBody,
         principal: &mcp_auth::Principal,
     ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
+        self.missing_scope_in(&self.server.snapshot(), path, items, principal)
+    }
+
+    /// [`missing_scope`](Self::missing_scope) with the tools of `server`, a snapshot the
+    /// caller already holds.
+    pub(crate) fn missing_scope_in(
+        &self,
+        server: &Server,
+        path: &str,
+        items: &mcp_adapters::DecodedBody,
+        principal: &mcp_auth::Principal,
+    ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
         let auth = self.config.auth.as_ref()?;
-        let registry = self.server.snapshot().registry;
+        let registry = &server.registry;
         items.items.iter().find_map(|item| {
             let mcp_adapters::Incoming::Call(call) = item else {
                 return None;

@@ -103,7 +103,9 @@ pub(crate) async fn post(
         let hide = shared.config.auth.as_ref().is_some_and(|a| a.hides_tools());
         let binding = crate::auth::binding_of(parts, principal);
         ctx = ctx.with_auth_binding(principal.clone(), binding, hide);
-        if let Some((id, refusal)) = shared.missing_scope(parts.uri.path(), &items, principal) {
+        if let Some((id, refusal)) =
+            shared.missing_scope_in(&server, parts.uri.path(), &items, principal)
+        {
             return crate::http::auth_refusal(adapter, id, &refusal);
         }
     }
