@@ -349,6 +349,75 @@ async fn client_credentials_other_audiences_and_a_second_worker() {
         serde_json::from_slice::<Value>(theirs.body()).unwrap(),
         ours.json()
     );
+    // An authorization server told which resources it fronts mints no token for another
+    // (RFC 8707 `invalid_target`), at the token endpoint and the authorization endpoint.
+    let strict = DevAuthorizationServer::builder(&setup.issuer)
+        .store(setup.hub.clone())
+        .resources([setup.resource.clone()])
+        .client(DevClient {
+            client_id: "script".into(),
+            client_secret: Some("s3cret".into()),
+            redirect_uris: Vec::new(),
+        })
+        .client(DevClient {
+            client_id: "app".into(),
+            client_secret: None,
+            redirect_uris: vec!["http://127.0.0.1:1/cb".into()],
+        })
+        .build();
+    let token_uri: http::Uri = "/token".parse().unwrap();
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::AUTHORIZATION,
+        format!("Basic {basic}").parse().unwrap(),
+    );
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        "application/x-www-form-urlencoded".parse().unwrap(),
+    );
+    for (resource, status) in [
+        ("http://127.0.0.1:1/other", 400),
+        (setup.resource.as_str(), 200),
+    ] {
+        let body = format!(
+            "grant_type=client_credentials&scope=mcp%3Aread&resource={}",
+            url_encode(resource)
+        );
+        let response = strict
+            .handle(&http::Method::POST, &token_uri, &headers, body.into())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{resource}");
+        if status == 400 {
+            let error: Value = serde_json::from_slice(response.body()).unwrap();
+            assert_eq!(error["error"], "invalid_target");
+        }
+    }
+    let authorize: http::Uri = format!(
+        "/authorize?response_type=code&client_id=app&redirect_uri={}&code_challenge=abc&code_challenge_method=S256&resource={}",
+        url_encode("http://127.0.0.1:1/cb"),
+        url_encode("http://127.0.0.1:1/other")
+    )
+    .parse()
+    .unwrap();
+    let response = strict
+        .handle(
+            &http::Method::GET,
+            &authorize,
+            &http::HeaderMap::new(),
+            bytes::Bytes::new(),
+        )
+        .await
+        .unwrap();
+    let location = response.headers()[http::header::LOCATION].to_str().unwrap();
+    assert!(
+        location.starts_with("http://127.0.0.1:1/cb?") && location.contains("error=invalid_target"),
+        "{location}"
+    );
+}
+
+fn url_encode(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// Two workers on one Redis (one key prefix), both named by the first one's address as a load

@@ -62,6 +62,7 @@ pub struct DevAuthorizationServerBuilder {
     store: Option<Arc<dyn StateStore>>,
     namespace: Namespace,
     scopes: Vec<String>,
+    resources: Vec<String>,
     auto_approve: bool,
     subject: String,
     access_ttl: Duration,
@@ -91,6 +92,20 @@ impl DevAuthorizationServerBuilder {
     #[must_use]
     pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The resources (RFC 8707) it issues tokens for, say the MCP endpoint's URL; an
+    /// authorization or token request naming another is refused with `invalid_target`, so it
+    /// never mints a token for a server it does not front. Default: any absolute http(s) URI
+    /// (a development convenience; the demo names its own endpoints).
+    #[must_use]
+    pub fn resources(mut self, resources: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.resources = resources
+            .into_iter()
+            .map(Into::into)
+            .map(|r: String| mcp_auth::canonical_resource(&r).unwrap_or(r))
+            .collect();
         self
     }
 
@@ -135,6 +150,7 @@ impl DevAuthorizationServerBuilder {
                 store,
                 namespace: self.namespace,
                 scopes: self.scopes,
+                resources: self.resources,
                 auto_approve: self.auto_approve,
                 subject: self.subject,
                 access_ttl: self.access_ttl,
@@ -166,6 +182,7 @@ struct Inner {
     store: Arc<dyn StateStore>,
     namespace: Namespace,
     scopes: Vec<String>,
+    resources: Vec<String>,
     auto_approve: bool,
     subject: String,
     access_ttl: Duration,
@@ -359,6 +376,7 @@ impl DevAuthorizationServer {
             store: None,
             namespace: Namespace::new("dev-authorization-server"),
             scopes: Vec::new(),
+            resources: Vec::new(),
             auto_approve: false,
             subject: "demo-user".into(),
             access_ttl: Duration::from_secs(3600),
@@ -651,6 +669,28 @@ impl DevAuthorizationServer {
         Ok(json_response(StatusCode::CREATED, &Value::Object(answer)))
     }
 
+    /// Refuses a `resource` that is not an absolute http(s) URI without a fragment, or not
+    /// one of the configured [`resources`](DevAuthorizationServerBuilder::resources).
+    fn check_resource(&self, resource: Option<&str>) -> Result<(), OAuthError> {
+        let Some(resource) = resource else {
+            return Ok(());
+        };
+        let refuse = |why: &str| {
+            Err(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_target",
+                why.to_owned(),
+            ))
+        };
+        let Ok(canonical) = mcp_auth::canonical_resource(resource) else {
+            return refuse("resource must be an absolute URI without a fragment");
+        };
+        if !self.inner.resources.is_empty() && !self.inner.resources.contains(&canonical) {
+            return refuse("this authorization server issues no tokens for that resource");
+        }
+        Ok(())
+    }
+
     fn check_scope(&self, scope: &str) -> Result<(), OAuthError> {
         if self.inner.scopes.is_empty() {
             return Ok(());
@@ -722,11 +762,8 @@ impl DevAuthorizationServer {
             return fail("invalid_scope", "a requested scope is unknown");
         }
         let resource = field(params, "resource");
-        if resource.is_some_and(|r| mcp_auth::canonical_resource(r).is_err()) {
-            return fail(
-                "invalid_target",
-                "resource must be an absolute URI without a fragment",
-            );
+        if let Err(refused) = self.check_resource(resource) {
+            return fail("invalid_target", &refused.description);
         }
         if !self.inner.auto_approve && !submitted {
             return Ok(self.consent_page(params, client_id, scope));
@@ -917,6 +954,7 @@ impl DevAuthorizationServer {
                 }
                 let scope = field(params, "scope").unwrap_or_default();
                 self.check_scope(scope)?;
+                self.check_resource(field(params, "resource"))?;
                 self.issue(
                     &client.client_id,
                     &client.client_id,

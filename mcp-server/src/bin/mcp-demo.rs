@@ -68,6 +68,7 @@ fn protection(
     let mut dev = DevAuthorizationServer::builder(base)
         .store(store)
         .scopes(scopes)
+        .resources([format!("{base}/mcp"), format!("{base}/sse")])
         .auto_approve(options.auto_approve);
     for client in &options.clients {
         dev = dev.client(client.clone());
