@@ -25,6 +25,7 @@ use mcp_adapters::{
 use mcp_hub::Namespace;
 use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
 use serde_json::{Value, json};
+use tracing::Instrument as _;
 
 use crate::ask::Answer;
 use crate::completion::{Completion, CompletionRequest};
@@ -40,6 +41,7 @@ use crate::resource::ResourceRequest;
 use crate::server::{Registry, Server};
 use crate::sink::{Drain, Sink};
 use crate::state::{Redeemed, StateError, binding};
+use crate::telemetry::RequestSpan;
 use crate::tool::{Output, ToolOutput, ToolRun, panic_message, run_tool};
 
 /// One message for [`Server::handle`]: raw bytes (one JSON-RPC message or batch) or a parsed
@@ -316,6 +318,17 @@ impl Context {
     pub(crate) fn with_shared_session(self, session: Arc<str>) -> Self {
         self.owner_mut().session = Some(session);
         self
+    }
+
+    /// Records the session id and the token's subject on a request's span.
+    pub(crate) fn record_owner(&self, span: &tracing::Span) {
+        let owner = self.owner_mut();
+        if let Some(session) = &owner.session {
+            span.record("session", crate::telemetry::session_tag(session));
+        }
+        if let Some(auth) = &owner.auth {
+            span.record("principal", auth.0.subject.as_str());
+        }
     }
 
     /// The principal set with [`with_principal`](Self::with_principal).
@@ -641,7 +654,12 @@ impl Server {
                 }
                 // Dropping the reply stream mid-call cancels it: the handler's signal fires.
                 let on_drop = CancelOnDrop(Some(cancel.clone()));
-                let done = self.call(adapter, &mut call, ctx, sink, &cancel).await;
+                let traced = RequestSpan::open(adapter, &call, ctx);
+                let done = self
+                    .call(adapter, &mut call, ctx, sink, &cancel)
+                    .instrument(traced.span.clone())
+                    .await;
+                traced.close(adapter, &done, cancel.is_cancelled());
                 on_drop.disarm();
                 drop(registered);
                 if cancel.is_cancelled() {

@@ -457,10 +457,13 @@ impl Exchange {
                     "this transport cannot carry a question to the client",
                 ))));
             };
+            tracing::debug!(key, kind = ?question.kind(), "question pushed to the client");
             let answer = self.push(&push, &question).await?;
+            tracing::debug!(key, "question answered");
             self.lock().answers.insert(key.to_owned(), answer.clone());
             return Ok(answer);
         }
+        tracing::debug!(key, kind = ?question.kind(), "question returned to the client with the result");
         let mut state = self.lock();
         if !state.pending.iter().any(|(k, _)| k == key) {
             state.pending.push((key.to_owned(), question));

@@ -130,6 +130,7 @@ mod server;
 mod sink;
 mod state;
 mod stdio;
+mod telemetry;
 mod tool;
 
 pub use ask::{Answer, AnswerAction, Question};

@@ -14,6 +14,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use futures::StreamExt as _;
 use mcp_adapters::{AdapterSet, Failure};
@@ -374,6 +375,12 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let ctx = Context::connection();
+    tracing::info!(
+        max_in_flight = config.max_in_flight,
+        "MCP server serving stdio"
+    );
+    // The connection's span, parent of its calls' (disabled unless a subscriber wants DEBUG).
+    let span = tracing::debug_span!("mcp.connection", transport = "stdio");
     let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(config.max_queued_lines);
     let writer_task = tokio::spawn(write_lines(writer, out_rx));
     // Subscribed resource updates and list changes, as they are published (after `initialize`).
@@ -386,10 +393,13 @@ where
     let mut at_end = false;
     let start = |line: Vec<u8>, permit: OwnedSemaphorePermit, calls: &mut JoinSet<()>| {
         let forward = forward(server.handle(line, &ctx), out_tx.clone());
-        let mut call = Box::pin(async move {
-            forward.await;
-            drop(permit);
-        });
+        let mut call = Box::pin(
+            async move {
+                forward.await;
+                drop(permit);
+            }
+            .instrument(span.clone()),
+        );
         // A call whose handler does not wait is done at its first poll: run that here, without
         // a task of its own. One that waits becomes a task, which the runtime polls again with
         // its own waker (the no-op one used here is never woken).

@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]
+//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...] [--log-format text|json]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -40,7 +40,10 @@ struct Options {
     clients: Vec<DevClient>,
     tls_cert: Option<String>,
     tls_key: Option<String>,
+    log_format: LogFormat,
 }
+
+include!("demo/logging.rs");
 
 /// `ID[:SECRET]=REDIRECT`.
 fn client(spec: &str) -> Result<DevClient, String> {
@@ -97,6 +100,7 @@ fn options() -> Result<Options, String> {
         clients: Vec::new(),
         tls_cert: None,
         tls_key: None,
+        log_format: LogFormat::Text,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -114,6 +118,10 @@ fn options() -> Result<Options, String> {
             }
             "--tls-key" => options.tls_key = Some(args.next().ok_or("--tls-key needs a PEM file")?),
             "--auth-auto-approve" => options.auto_approve = true,
+            "--log-format" => {
+                options.log_format =
+                    LogFormat::parse(&args.next().ok_or("--log-format needs text or json")?)?;
+            }
             "--auth-client" => options.clients.push(client(
                 &args
                     .next()
@@ -121,7 +129,7 @@ fn options() -> Result<Options, String> {
             )?),
             "-h" | "--help" => {
                 println!(
-                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...]"
+                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...] [--log-format text|json]"
                 );
                 std::process::exit(0);
             }
@@ -186,6 +194,7 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
 }
 
 async fn run(options: Options) -> Result<(), String> {
+    init_logging(options.log_format);
     let hub = match &options.hub {
         Some(spec) => connect_hub(spec).await?,
         None => None,

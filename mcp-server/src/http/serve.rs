@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -191,8 +192,15 @@ async fn serve_on(
     tls: Option<tokio_rustls::TlsAcceptor>,
     signal: impl Future<Output = ()>,
 ) -> Result<(), HttpError> {
-    let endpoint = endpoint.bound_to(listener.local_addr()?);
+    let local = listener.local_addr()?;
+    let endpoint = endpoint.bound_to(local);
     let config = endpoint.config();
+    tracing::info!(
+        addr = %local,
+        tls = tls.is_some(),
+        path = %config.path,
+        "MCP endpoint listening"
+    );
     let limits = Limits {
         header_read: config.header_read_timeout,
         idle: config.idle_timeout,
@@ -226,10 +234,10 @@ async fn serve_on(
             () = &mut signal => break,
         };
         while connections.try_join_next().is_some() {}
-        let stream = match accepted {
-            Ok((stream, _)) => {
+        let (stream, peer) = match accepted {
+            Ok(accepted) => {
                 backoff = ACCEPT_BACKOFF_MIN;
-                stream
+                accepted
             }
             Err(err) => {
                 // Out of descriptors, a connection reset before accept: pause, longer each
@@ -263,35 +271,40 @@ async fn serve_on(
         let builder = builder.clone();
         let closing = closing.subscribe();
         let tls = tls.clone();
-        connections.spawn(async move {
-            let stream = match tls {
-                None => Stream::Plain(stream),
-                Some(acceptor) => {
-                    let handshake =
-                        tokio::time::timeout(limits.header_read, acceptor.accept(stream));
-                    match handshake.await {
-                        Ok(Ok(stream)) => Stream::Tls(Box::new(stream)),
-                        Ok(Err(err)) => {
-                            tracing::debug!(%err, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!("TLS handshake timed out");
-                            return;
+        // Disabled (a level check, nothing formatted) unless a subscriber wants DEBUG here.
+        let span = tracing::debug_span!("mcp.connection", peer = %peer);
+        connections.spawn(
+            async move {
+                let stream = match tls {
+                    None => Stream::Plain(stream),
+                    Some(acceptor) => {
+                        let handshake =
+                            tokio::time::timeout(limits.header_read, acceptor.accept(stream));
+                        match handshake.await {
+                            Ok(Ok(stream)) => Stream::Tls(Box::new(stream)),
+                            Ok(Err(err)) => {
+                                tracing::debug!(%err, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!("TLS handshake timed out");
+                                return;
+                            }
                         }
                     }
+                };
+                let io = TokioIo::new(Watched {
+                    io: stream,
+                    state: state.clone(),
+                });
+                let connection = builder.serve_connection(io, service);
+                if let Err(err) = drive(connection, &state, limits, closing).await {
+                    tracing::debug!(%err, "connection ended with an error");
                 }
-            };
-            let io = TokioIo::new(Watched {
-                io: stream,
-                state: state.clone(),
-            });
-            let connection = builder.serve_connection(io, service);
-            if let Err(err) = drive(connection, &state, limits, closing).await {
-                tracing::debug!(%err, "connection ended with an error");
+                drop(slot);
             }
-            drop(slot);
-        });
+            .instrument(span),
+        );
     }
     drop(listener);
     endpoint.close_streams();

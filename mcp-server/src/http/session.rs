@@ -673,6 +673,10 @@ impl Sessions {
     /// maximum of sessions.
     pub(crate) async fn create(&self, record: &SessionRecord) -> Result<String, SessionError> {
         if self.lock_touched().minted >= self.max_sessions {
+            tracing::warn!(
+                limit = self.max_sessions,
+                "session limit reached; a new session is refused"
+            );
             return Err(SessionError::Full(self.max_sessions));
         }
         self.start_feed();
@@ -691,6 +695,11 @@ impl Sessions {
                     // A new id: no other worker holds it, so it is trusted as written.
                     let epoch = self.trust_epoch();
                     self.remember(&id, version, value, Arc::new(record.clone()), epoch);
+                    tracing::debug!(
+                        session = crate::telemetry::session_tag(&id),
+                        revision = record.version.as_deref().unwrap_or("-"),
+                        "session created"
+                    );
                     return Ok(id);
                 }
                 Err(StoreError::AlreadyExists) => continue,
@@ -825,6 +834,7 @@ impl Sessions {
         let deleted = self.store.delete(&self.key(id)).await?;
         self.invalidate(id).await;
         if deleted {
+            tracing::debug!(session = crate::telemetry::session_tag(id), "session ended");
             drop_topics(
                 self.topics.as_ref(),
                 self.cancels.as_ref(),

@@ -1,4 +1,5 @@
 include!("registry.rs");
+include!("logging.rs");
 
 use mcp_server::serve_stdio;
 
@@ -9,6 +10,20 @@ fn demo() -> Server {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    // `--log-format text|json` (default text); the lines go to stderr.
+    let mut args = std::env::args().skip(1);
+    let format = match (args.next().as_deref(), args.next()) {
+        (None, _) => Ok(LogFormat::Text),
+        (Some("--log-format"), Some(format)) => LogFormat::parse(&format),
+        _ => Err("usage: mcp-stdio-demo [--log-format text|json]".to_owned()),
+    };
+    match format {
+        Ok(format) => init_logging(format),
+        Err(err) => {
+            eprintln!("mcp-stdio-demo: {err}");
+            std::process::exit(2);
+        }
+    }
     if let Err(err) = serve_stdio(demo()).await {
         eprintln!("mcp-stdio-demo: {err}");
         std::process::exit(1);

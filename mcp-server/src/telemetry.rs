@@ -1,0 +1,104 @@
+//! Tracing of the request path: one span per call, recorded only when a subscriber wants it.
+//!
+//! Every transport (Streamable HTTP, HTTP+SSE, stdio, the socket-free entry) serves a call
+//! through the dispatcher, which opens the span here: target `mcp_server::request`, name
+//! `mcp.request`, level DEBUG, with the fields
+//!
+//! | field | value |
+//! | --- | --- |
+//! | `revision` | the revision the call is served on |
+//! | `method` | the JSON-RPC method |
+//! | `name` | the tool or prompt name, or the resource URI, when the method has one |
+//! | `id` | the JSON-RPC id (none for a notification) |
+//! | `session` | the first 8 characters of the session id (`Mcp-Session-Id`, the HTTP+SSE `sessionId`): enough to correlate, never the whole id, which is a credential |
+//! | `principal` | the subject of the verified access token, on a protected server |
+//! | `outcome` | `ok`, `tool_error`, `input_required`, `error`, `cancelled` or `none` |
+//! | `error_code` | the JSON-RPC error code, when `outcome` is `error` |
+//! | `duration_us` | microseconds from dispatch to the outcome |
+//!
+//! With no subscriber, or one whose level filter leaves DEBUG out for this target, the span
+//! is disabled: nothing is formatted, no clock is read and no lock is taken, so the request
+//! path costs a level check (see `docs/profiling.md`). Connections have their own DEBUG span
+//! (`mcp.connection`, with the peer address) from [`serve`](crate::http::serve), so a call's
+//! span sits inside its connection's.
+
+use std::time::Instant;
+
+use mcp_adapters::{Adapter, Call, Outcome};
+use tracing::Span;
+use tracing::field::{Empty, display};
+
+use crate::dispatch::{Context, Done};
+
+/// What logs show of a session id: its first 8 characters (a whole id is a credential).
+pub(crate) fn session_tag(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// A call's span and the moment it started (when the span is recorded).
+pub(crate) struct RequestSpan {
+    pub(crate) span: Span,
+    started: Option<Instant>,
+}
+
+impl RequestSpan {
+    /// Opens the span of `call`, served on `adapter` for the connection `ctx`.
+    pub(crate) fn open(adapter: Adapter, call: &Call, ctx: &Context) -> Self {
+        let span = tracing::debug_span!(
+            target: "mcp_server::request",
+            "mcp.request",
+            revision = adapter.version(),
+            method = &*call.method,
+            name = Empty,
+            id = Empty,
+            session = Empty,
+            principal = Empty,
+            outcome = Empty,
+            error_code = Empty,
+            duration_us = Empty,
+        );
+        if span.is_disabled() {
+            return Self {
+                span,
+                started: None,
+            };
+        }
+        if let Some(name) = &call.target {
+            span.record("name", name.as_str());
+        }
+        if let Some(id) = &call.id {
+            span.record("id", display(id));
+        }
+        ctx.record_owner(&span);
+        Self {
+            span,
+            started: Some(Instant::now()),
+        }
+    }
+
+    /// Records how the call ended (`cancelled` when its cancellation fired).
+    pub(crate) fn close(&self, adapter: Adapter, done: &Done, cancelled: bool) {
+        let Some(started) = self.started else {
+            return;
+        };
+        let (outcome, code) = match done {
+            _ if cancelled => ("cancelled", None),
+            Done::Silent => ("none", None),
+            Done::Send(outcome, _) => match outcome {
+                Outcome::Failure(failure) => {
+                    ("error", Some(failure.mapping(adapter.revision()).code))
+                }
+                Outcome::InputRequired { .. } => ("input_required", None),
+                Outcome::ToolResult(result) if result.is_error => ("tool_error", None),
+                _ => ("ok", None),
+            },
+        };
+        self.span.record("outcome", outcome);
+        if let Some(code) = code {
+            self.span.record("error_code", code);
+        }
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.span.record("duration_us", micros);
+        tracing::debug!(target: "mcp_server::request", parent: &self.span, outcome, duration_us = micros, "call served");
+    }
+}
