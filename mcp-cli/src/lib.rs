@@ -9,6 +9,7 @@
 //! mcp prompt    <URL | --stdio CMD> NAME [k=v]...    get a prompt
 //! mcp discover  <URL | --stdio CMD>                  what the server is, which revisions it speaks
 //! mcp listen    <URL | --stdio CMD> [--resource URI] notifications as they come
+//! mcp console   [URL | --stdio CMD] [--no-open]      a console in the browser (see below)
 //! ```
 //!
 //! Every command takes `--revision VERSION` (speak only that revision; default: negotiate as
@@ -41,6 +42,7 @@ mod ask;
 mod cli;
 mod commands;
 mod connect;
+mod console;
 mod error;
 mod output;
 mod ui;
