@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub mod console;
+pub mod webdriver;
 pub mod schema;
 
 /// The longest one `mcp` run may take before the test kills it and fails.
