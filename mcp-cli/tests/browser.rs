@@ -107,14 +107,17 @@ fn the_console_in_a_browser() {
     b.wait_text("#proto-rows", "resources/read");
     b.screenshot("09-protocol");
 
-    // The revision lens: add's output schema and title are not offered on 2025-03-26.
+    // The revision lens: add's output schema and title are not offered on 2025-03-26 (they came
+    // with 2025-06-18).
     b.click("#tab-lens");
     b.click("#lens-open");
     b.wait_text("#lens-table", "2024-11-05");
     b.click("#lens-tool-add");
-    b.wait_text("#lens-schemas [data-revision='2025-03-26']", "- /properties/sum");
+    b.wait_text("#lens-schemas [data-revision='2025-03-26']", "not offered on this revision");
     b.wait_text("#lens-schemas [data-revision='2025-03-26']", "title: Add");
     b.screenshot("10-lens");
+    b.script("document.getElementById('lens-detail').scrollIntoView();", json!([]));
+    b.screenshot("10-lens-diff");
     let fields = b.find_all("#lens-detail form input[type=number]");
     b.fill_element(&fields[0], "20");
     b.fill_element(&fields[1], "22");
