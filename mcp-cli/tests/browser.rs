@@ -14,7 +14,13 @@ use support::Demo;
 use support::console::Console;
 use support::webdriver::Browser;
 
-const REVISIONS: [&str; 5] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+const REVISIONS: [&str; 5] = [
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
 
 fn browser() -> Option<Browser> {
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
@@ -27,7 +33,9 @@ fn browser() -> Option<Browser> {
             panic!("CI=true and no browser for the console tests: {reason}")
         }
         Err(reason) => {
-            eprintln!("SKIPPED: the console's browser test needs chromium and chromedriver ({reason}); apt-get install chromium chromium-driver");
+            eprintln!(
+                "SKIPPED: the console's browser test needs chromium and chromedriver ({reason}); apt-get install chromium chromium-driver"
+            );
             None
         }
     }
@@ -53,7 +61,7 @@ fn the_console_in_a_browser() {
         );
         b.click("#connect");
         b.wait_text("#server-revision", &format!("{revision} (pinned)"));
-        b.wait_text("#connections", &format!("{revision}"));
+        b.wait_text("#connections", revision);
         b.screenshot(&format!("02-connected-{revision}"));
     }
 
@@ -113,10 +121,16 @@ fn the_console_in_a_browser() {
     b.click("#lens-open");
     b.wait_text("#lens-table", "2024-11-05");
     b.click("#lens-tool-add");
-    b.wait_text("#lens-schemas [data-revision='2025-03-26']", "not offered on this revision");
+    b.wait_text(
+        "#lens-schemas [data-revision='2025-03-26']",
+        "not offered on this revision",
+    );
     b.wait_text("#lens-schemas [data-revision='2025-03-26']", "title: Add");
     b.screenshot("10-lens");
-    b.script("document.getElementById('lens-detail').scrollIntoView();", json!([]));
+    b.script(
+        "document.getElementById('lens-detail').scrollIntoView();",
+        json!([]),
+    );
     b.screenshot("10-lens-diff");
     let fields = b.find_all("#lens-detail form input[type=number]");
     b.fill_element(&fields[0], "20");

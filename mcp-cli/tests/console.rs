@@ -7,7 +7,13 @@ use serde_json::{Value, json};
 use support::Demo;
 use support::console::{Console, http};
 
-const REVISIONS: [&str; 5] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+const REVISIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
 
 #[test]
 fn requests_without_the_token_are_refused() {
@@ -23,7 +29,10 @@ fn requests_without_the_token_are_refused() {
         ("/", vec![("X-Mcp-Console-Token", wrong.as_str())]),
         ("/", vec![("Cookie", bad_cookie.as_str())]),
         (&*format!("/?token={wrong}"), vec![]),
-        ("/api/events?after=0&wait=0", vec![("X-Mcp-Console-Token", "")]),
+        (
+            "/api/events?after=0&wait=0",
+            vec![("X-Mcp-Console-Token", "")],
+        ),
     ] {
         let answer = http(addr, "GET", path, &headers, None);
         assert_eq!(answer.status, 403, "{path} {headers:?}: {}", answer.body);
@@ -44,14 +53,23 @@ fn requests_without_the_token_are_refused() {
     assert_eq!(answer.status, 303);
     assert_eq!(answer.header("location"), Some("/"));
     let cookie = answer.header("set-cookie").expect("a cookie").to_owned();
-    assert!(cookie.starts_with(&format!("{cookie_name}={}", console.token)), "{cookie}");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.starts_with(&format!("{cookie_name}={}", console.token)),
+        "{cookie}"
+    );
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     assert_eq!(answer.header("referrer-policy"), Some("no-referrer"));
     let pair = cookie.split(';').next().unwrap();
     let page = http(addr, "GET", "/", &[("Cookie", pair)], None);
     assert_eq!(page.status, 200);
     assert!(page.body.contains("<title>mcp console</title>"));
-    assert!(page.header("content-security-policy").is_some_and(|c| c.contains("frame-ancestors 'none'")));
+    assert!(
+        page.header("content-security-policy")
+            .is_some_and(|c| c.contains("frame-ancestors 'none'"))
+    );
     // The header works as well as the cookie.
     assert_eq!(console.get("/api/connections").status, 200);
 }
@@ -89,7 +107,10 @@ fn foreign_origins_and_hosts_are_refused() {
         addr,
         "POST",
         "/api/connect",
-        &[("X-Mcp-Console-Token", token), ("Content-Type", "text/plain")],
+        &[
+            ("X-Mcp-Console-Token", token),
+            ("Content-Type", "text/plain"),
+        ],
         Some(r#"{"url": "http://127.0.0.1:1/mcp"}"#),
     );
     assert_eq!(answer.status, 400);
@@ -107,19 +128,34 @@ fn connect_and_call_add_on_every_revision() {
     assert_eq!(initial["initial"]["url"], demo.mcp());
     for revision in REVISIONS {
         let mark = console.events(0)["next"].as_u64().unwrap();
-        let summary = console.ok("/api/connect", &json!({"url": demo.mcp(), "revision": revision}));
+        let summary = console.ok(
+            "/api/connect",
+            &json!({"url": demo.mcp(), "revision": revision}),
+        );
         assert_eq!(summary["revision"], revision);
-        assert_eq!(summary["server"]["serverInfo"]["name"], "mcp-demo", "{summary}");
+        assert_eq!(
+            summary["server"]["serverInfo"]["name"], "mcp-demo",
+            "{summary}"
+        );
         let conn = summary["conn"].clone();
         let tools = console.ok("/api/list", &json!({"conn": conn, "kind": "tools"}));
-        assert!(tools["items"].as_array().unwrap().iter().any(|t| t["name"] == "add"));
+        assert!(
+            tools["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["name"] == "add")
+        );
         let result = console.ok(
             "/api/call",
             &json!({"conn": conn, "name": "add", "arguments": {"a": 2, "b": 3}}),
         );
         assert!(text(&result).contains('5'), "{revision}: {result}");
         let read = console.ok("/api/read", &json!({"conn": conn, "uri": "res://items/7"}));
-        assert!(read["contents"][0]["text"].as_str().is_some(), "{revision}: {read}");
+        assert!(
+            read["contents"][0]["text"].as_str().is_some(),
+            "{revision}: {read}"
+        );
         // The protocol log saw the call go out and its answer come back.
         let events = console.events(mark);
         let messages: Vec<&Value> = events["events"]
@@ -134,9 +170,9 @@ fn connect_and_call_add_on_every_revision() {
             .unwrap_or_else(|| panic!("{revision}: no tools/call in {messages:?}"));
         let id = &call["message"]["id"];
         assert!(
-            messages
-                .iter()
-                .any(|e| e["dir"] == "received" && &e["message"]["id"] == id && e["message"]["result"].is_object()),
+            messages.iter().any(|e| e["dir"] == "received"
+                && &e["message"]["id"] == id
+                && e["message"]["result"].is_object()),
             "{revision}: no answer to {id}"
         );
         console.ok("/api/disconnect", &json!({"conn": conn}));
@@ -144,7 +180,12 @@ fn connect_and_call_add_on_every_revision() {
     // A connection that does not exist, a bad body: clear errors.
     let answer = console.post("/api/call", &json!({"conn": 999, "name": "add"}));
     assert_eq!(answer.status, 404);
-    assert!(answer.json()["error"]["message"].as_str().unwrap().contains("999"));
+    assert!(
+        answer.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("999")
+    );
     assert_eq!(console.post("/api/connect", &json!({})).status, 400);
     let refused = console.post("/api/connect", &json!({"url": "http://127.0.0.1:1/mcp"}));
     assert_eq!(refused.status, 502, "{}", refused.body);
@@ -155,23 +196,44 @@ fn questions_are_answered_from_the_page_and_progress_is_reported() {
     let demo = Demo::start();
     let console = std::sync::Arc::new(Console::start(&[]));
     for revision in ["2025-03-26", "2025-06-18", "2026-07-28"] {
-        let conn = console.ok("/api/connect", &json!({"url": demo.mcp(), "revision": revision}))["conn"].clone();
+        let conn = console.ok(
+            "/api/connect",
+            &json!({"url": demo.mcp(), "revision": revision}),
+        )["conn"]
+            .clone();
         let mark = console.events(0)["next"].as_u64().unwrap();
         let caller = {
             let console = console.clone();
             let conn = conn.clone();
             std::thread::spawn(move || {
-                console.ok("/api/call", &json!({"conn": conn, "name": "deploy", "arguments": {"service": "web"}}))
+                console.ok(
+                    "/api/call",
+                    &json!({"conn": conn, "name": "deploy", "arguments": {"service": "web"}}),
+                )
             })
         };
         let ask = console.wait_event(mark, |e| e["type"] == "ask" && e["conn"] == conn);
         assert_eq!(ask["method"], "elicitation/create");
-        assert!(ask["params"]["message"].as_str().unwrap().contains("web"), "{ask}");
-        console.ok("/api/answer", &json!({"ask": ask["ask"], "action": "accept", "content": {}}));
+        assert!(
+            ask["params"]["message"].as_str().unwrap().contains("web"),
+            "{ask}"
+        );
+        console.ok(
+            "/api/answer",
+            &json!({"ask": ask["ask"], "action": "accept", "content": {}}),
+        );
         let result = caller.join().expect("the call returns");
         assert!(text(&result).contains("deployed"), "{revision}: {result}");
         // Answering twice is an error, not a second answer.
-        assert_eq!(console.post("/api/answer", &json!({"ask": ask["ask"], "action": "accept"})).status, 404);
+        assert_eq!(
+            console
+                .post(
+                    "/api/answer",
+                    &json!({"ask": ask["ask"], "action": "accept"})
+                )
+                .status,
+            404
+        );
 
         let mark = console.events(0)["next"].as_u64().unwrap();
         let result = console.ok(
@@ -195,15 +257,34 @@ fn questions_are_answered_from_the_page_and_progress_is_reported() {
 fn limits_hold() {
     let demo = Demo::start();
     // One connection at most; five events kept; no question may wait.
-    let console = Console::start(&["--max-connections", "1", "--max-events", "5", "--max-asks", "0"]);
+    let console = Console::start(&[
+        "--max-connections",
+        "1",
+        "--max-events",
+        "5",
+        "--max-asks",
+        "0",
+    ]);
     let conn = console.ok("/api/connect", &json!({"url": demo.mcp()}))["conn"].clone();
     let second = console.post("/api/connect", &json!({"url": demo.mcp()}));
     assert_eq!(second.status, 429, "{}", second.body);
     let lens = console.ok("/api/lens", &json!({"url": demo.mcp()}));
-    assert!(lens["columns"].as_array().unwrap().iter().all(|c| c["error"]["message"].as_str().is_some_and(|m| m.contains("connections"))), "{lens}");
+    assert!(
+        lens["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("connections"))),
+        "{lens}"
+    );
 
     // The question is cancelled at once: the call ends without anyone answering.
-    let result = console.ok("/api/call", &json!({"conn": conn, "name": "deploy", "arguments": {"service": "web"}}));
+    let result = console.ok(
+        "/api/call",
+        &json!({"conn": conn, "name": "deploy", "arguments": {"service": "web"}}),
+    );
     assert!(!text(&result).contains("deployed web"), "{result}");
     let events = console.events(0);
     let list = events["events"].as_array().unwrap();
@@ -237,7 +318,12 @@ fn the_lens_connects_once_per_revision() {
     }
     // outputSchema and titles came with 2025-06-18: 2025-03-26 is offered neither.
     assert!(tool("2026-07-28", "add").unwrap()["outputSchema"].is_object());
-    assert!(tool("2025-03-26", "add").unwrap().get("outputSchema").is_none());
+    assert!(
+        tool("2025-03-26", "add")
+            .unwrap()
+            .get("outputSchema")
+            .is_none()
+    );
     assert!(tool("2025-03-26", "add").unwrap().get("title").is_none());
     // Replay on every revision through the lens connections.
     for c in columns {

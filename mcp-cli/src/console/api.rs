@@ -90,8 +90,14 @@ pub(crate) struct Target {
 
 impl Target {
     fn read(body: &Value) -> Result<Self, ApiError> {
-        let url = body.get("url").and_then(Value::as_str).filter(|s| !s.is_empty());
-        let stdio = body.get("stdio").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let url = body
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let stdio = body
+            .get("stdio")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
         let (url, stdio) = match (url, stdio) {
             (Some(url), None) => {
                 if !url.starts_with("http://") && !url.starts_with("https://") {
@@ -189,12 +195,18 @@ async fn connect_one(
         .timeout(state.limits.timeout)
         .remember_era(false)
         .on_message(move |direction, message| {
-            let dir = if direction == Direction::Sent { "sent" } else { "received" };
+            let dir = if direction == Direction::Sent {
+                "sent"
+            } else {
+                "received"
+            };
             s1.push(json!({"type": "message", "conn": id, "dir": dir, "message": message}));
         })
         .on_notification(move |n| {
-            s2.push(json!({"type": "notification", "conn": id, "method": n.method,
-                "params": n.params}));
+            s2.push(
+                json!({"type": "notification", "conn": id, "method": n.method,
+                "params": n.params}),
+            );
         })
         .on_ask(Asks::all(), move |question| s3.clone().ask(id, question));
     if let Some(revision) = revision {
@@ -206,8 +218,10 @@ async fn connect_one(
     for (name, value) in &target.headers {
         builder = builder.header(name.clone(), value.clone());
     }
-    state.push(json!({"type": "connecting", "conn": id, "target": target.name(),
-        "revision": revision.map(|r| r.as_str())}));
+    state.push(
+        json!({"type": "connecting", "conn": id, "target": target.name(),
+        "revision": revision.map(|r| r.as_str())}),
+    );
     let connected = match (&target.url, &target.stdio) {
         (_, Some(words)) => {
             builder
@@ -341,14 +355,18 @@ pub(crate) async fn call(state: Arc<State>, body: Value) -> Result<Value, ApiErr
     let name = field(&body, "name")?.to_owned();
     let arguments = body.get("arguments").cloned().unwrap_or_else(|| json!({}));
     if !arguments.is_object() {
-        return Err(ApiError::BadRequest("\"arguments\" must be an object".into()));
+        return Err(ApiError::BadRequest(
+            "\"arguments\" must be an object".into(),
+        ));
     }
     let call = body.get("call").cloned().unwrap_or(Value::Null);
     let progress_state = state.clone();
     let progress_call = call.clone();
     let options = CallOptions::new().on_progress(move |p| {
-        progress_state.push(json!({"type": "progress", "conn": id, "call": progress_call,
-            "progress": p.progress, "total": p.total, "message": p.message}));
+        progress_state.push(
+            json!({"type": "progress", "conn": id, "call": progress_call,
+            "progress": p.progress, "total": p.total, "message": p.message}),
+        );
     });
     connection
         .client
@@ -432,7 +450,10 @@ pub(crate) async fn answer(state: Arc<State>, body: Value) -> Result<Value, ApiE
         Answer::result(result.clone())
     } else if let Some(error) = body.get("error") {
         let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
-        let message = error.get("message").and_then(Value::as_str).unwrap_or("refused");
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("refused");
         Answer::error(mcp_client::ErrorObject::new(code, message))
     } else {
         match field(&body, "action")? {
@@ -465,9 +486,9 @@ pub(crate) async fn lens(state: Arc<State>, body: Value) -> Result<Value, ApiErr
         Some(list) => list
             .iter()
             .map(|r| {
-                r.as_str().and_then(Revision::parse).ok_or_else(|| {
-                    ApiError::BadRequest(format!("unknown revision {r}"))
-                })
+                r.as_str()
+                    .and_then(Revision::parse)
+                    .ok_or_else(|| ApiError::BadRequest(format!("unknown revision {r}")))
             })
             .collect::<Result<_, _>>()?,
         None => Revision::ALL.to_vec(),

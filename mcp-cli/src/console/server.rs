@@ -67,7 +67,10 @@ impl Guard {
 
     /// The token from the console's cookie or the `X-Mcp-Console-Token` header.
     fn token_ok(&self, headers: &HeaderMap) -> bool {
-        if let Some(value) = headers.get("x-mcp-console-token").and_then(|h| h.to_str().ok()) {
+        if let Some(value) = headers
+            .get("x-mcp-console-token")
+            .and_then(|h| h.to_str().ok())
+        {
             return self.matches(value);
         }
         let name = self.cookie_name();
@@ -115,8 +118,14 @@ fn json_response(status: StatusCode, body: String) -> Response<Body> {
 /// Headers every answer carries: no caching, no framing, no referrer (the URL has the token).
 fn harden(response: &mut Response<Body>) {
     let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
-    headers.insert(header::REFERRER_POLICY, http::HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        http::HeaderValue::from_static("no-referrer"),
+    );
     headers.insert("x-frame-options", http::HeaderValue::from_static("DENY"));
     headers.insert(
         "x-content-type-options",

@@ -137,7 +137,9 @@ impl State {
         let connections = lock(&self.connections);
         let mut ids: Vec<&u64> = connections.keys().collect();
         ids.sort();
-        ids.iter().map(|id| connections[id].summary.clone()).collect()
+        ids.iter()
+            .map(|id| connections[id].summary.clone())
+            .collect()
     }
 
     /// Appends an event (`type` and its fields; `seq` and `t` are added), evicting the oldest
@@ -215,8 +217,10 @@ impl State {
             }
             asks.insert(id, Pending { answer: tx });
         }
-        self.push(json!({"type": "ask", "conn": conn, "ask": id, "method": question.method(),
-            "params": question.params(), "key": question.key()}));
+        self.push(
+            json!({"type": "ask", "conn": conn, "ask": id, "method": question.method(),
+            "params": question.params(), "key": question.key()}),
+        );
         // When the call is abandoned (timeout, disconnect) this future is dropped: the guard
         // takes the question off the page.
         let guard = AskGuard {

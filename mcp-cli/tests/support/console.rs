@@ -27,13 +27,18 @@ impl Answer {
 
     /// The body as JSON.
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 }
 
 /// Sends one request to `addr` (`host:port`) and reads the whole answer.
-pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Answer {
+pub fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Answer {
     let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     stream
         .set_read_timeout(Some(Duration::from_secs(120)))
@@ -152,7 +157,13 @@ impl Console {
 
     /// A GET with the token header.
     pub fn get(&self, path: &str) -> Answer {
-        http(&self.addr, "GET", path, &[("X-Mcp-Console-Token", &self.token)], None)
+        http(
+            &self.addr,
+            "GET",
+            path,
+            &[("X-Mcp-Console-Token", &self.token)],
+            None,
+        )
     }
 
     /// A POST of JSON with the token header.
@@ -178,7 +189,8 @@ impl Console {
 
     /// Every event after `after`, without waiting.
     pub fn events(&self, after: u64) -> Value {
-        self.get(&format!("/api/events?after={after}&wait=0")).json()
+        self.get(&format!("/api/events?after={after}&wait=0"))
+            .json()
     }
 
     /// Waits (long polls) for the first event `matches` accepts after `after`; panics when the
@@ -187,7 +199,12 @@ impl Console {
         let mut after = after;
         for _ in 0..10 {
             let page = self.get(&format!("/api/events?after={after}")).json();
-            if let Some(found) = page["events"].as_array().into_iter().flatten().find(|e| matches(e)) {
+            if let Some(found) = page["events"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| matches(e))
+            {
                 return found.clone();
             }
             after = page["next"].as_u64().expect("next");

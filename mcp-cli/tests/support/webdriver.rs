@@ -113,7 +113,11 @@ impl Browser {
             text.as_deref(),
         );
         let value = answer.json();
-        assert_eq!(answer.status, 200, "WebDriver {method} {path}: {}", value["value"]);
+        assert_eq!(
+            answer.status, 200,
+            "WebDriver {method} {path}: {}",
+            value["value"]
+        );
         value["value"].clone()
     }
 

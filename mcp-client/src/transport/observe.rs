@@ -2,7 +2,8 @@
 //!
 //! [`Observed`] wraps a transport and hands each message to a callback on its way out (the body
 //! the client sends) and on its way in (every message of every response stream, the incoming
-//! channel and the standalone stream, and unparsed JSON answers). The wrapper is only put in
+//! channel and the standalone stream, unparsed JSON answers, and the body of an HTTP error
+//! status). The wrapper is only put in
 //! place when a callback is set, so a client without one pays nothing.
 
 use std::fmt;
@@ -13,7 +14,9 @@ use futures::StreamExt;
 use http::HeaderMap;
 use serde_json::Value;
 
-use super::{BoxFuture, Delivery, MessageStream, Outbound, Transport, TransportError, TransportInfo};
+use super::{
+    BoxFuture, Delivery, MessageStream, Outbound, Transport, TransportError, TransportInfo,
+};
 
 /// Which way a message went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +73,23 @@ impl Transport for Observed {
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
         Self::bytes(&self.observer, Direction::Sent, &message.body);
         Box::pin(async move {
-            let delivery = self.inner.send(message).await?;
+            let delivery = match self.inner.send(message).await {
+                Ok(delivery) => delivery,
+                Err(error) => {
+                    // An HTTP error's body often is the JSON-RPC error answering the message
+                    // (a refused probe, an unknown session): shown as received.
+                    if let TransportError::Status { status, body, .. } = &error {
+                        let value = serde_json::from_slice(body).unwrap_or_else(|_| {
+                            Value::String(format!(
+                                "HTTP {status}: {}",
+                                String::from_utf8_lossy(body)
+                            ))
+                        });
+                        (self.observer)(Direction::Received, &value);
+                    }
+                    return Err(error);
+                }
+            };
             Ok(match delivery {
                 Delivery::Stream(stream) => Delivery::Stream(Self::stream(&self.observer, stream)),
                 Delivery::Json(body) => {
