@@ -334,3 +334,20 @@ fn the_lens_connects_once_per_revision() {
         assert!(text(&result).contains("42"), "{}: {result}", c["revision"]);
     }
 }
+
+#[test]
+fn connects_to_a_stdio_server() {
+    let command = support::stdio_demo().display().to_string();
+    let console = Console::start(&["--stdio", &command]);
+    let initial = console.get("/api/connections").json();
+    assert_eq!(initial["initial"]["stdio"], command);
+    let summary = console.ok("/api/connect", &json!({"stdio": command}));
+    assert_eq!(summary["transport"], "stdio");
+    let result = console.ok(
+        "/api/call",
+        &json!({"conn": summary["conn"], "name": "add", "arguments": {"a": 2, "b": 3}}),
+    );
+    assert!(text(&result).contains('5'), "{result}");
+    let unterminated = console.post("/api/connect", &json!({"stdio": "x 'open"}));
+    assert_eq!(unterminated.status, 400, "{}", unterminated.body);
+}

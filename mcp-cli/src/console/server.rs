@@ -263,3 +263,65 @@ async fn read_json(request: Request<Incoming>) -> Result<Value, ApiError> {
     serde_json::from_slice(&collected.to_bytes())
         .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(list: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in list {
+            map.append(*name, value.parse().unwrap());
+        }
+        map
+    }
+
+    fn guard() -> Guard {
+        Guard {
+            token: "abc123".into(),
+            port: 4000,
+        }
+    }
+
+    #[test]
+    fn the_token_comes_from_the_header_the_cookie_or_the_url() {
+        let g = guard();
+        assert!(g.token_ok(&headers(&[("x-mcp-console-token", "abc123")])));
+        assert!(!g.token_ok(&headers(&[("x-mcp-console-token", "abc124")])));
+        assert!(!g.token_ok(&headers(&[("x-mcp-console-token", "abc12")])));
+        assert!(g.token_ok(&headers(&[("cookie", "a=b; mcp_console_4000=abc123")])));
+        // Another console's cookie (another port) is not this one's.
+        assert!(!g.token_ok(&headers(&[("cookie", "mcp_console_4001=abc123")])));
+        assert!(!g.token_ok(&headers(&[])));
+        assert!(g.query_token_ok(&"/?x=1&token=abc123".parse().unwrap()));
+        assert!(!g.query_token_ok(&"/?token=abc".parse().unwrap()));
+        assert!(!g.query_token_ok(&"/".parse().unwrap()));
+    }
+
+    #[test]
+    fn only_this_console_s_host_and_origin_pass() {
+        let g = guard();
+        for (host, ok) in [
+            ("127.0.0.1:4000", true),
+            ("localhost:4000", true),
+            ("127.0.0.1:4001", false),
+            ("attacker.example:4000", false),
+            ("127.0.0.1", false),
+        ] {
+            assert_eq!(g.host_ok(&headers(&[("host", host)])), ok, "{host}");
+        }
+        assert!(!g.host_ok(&headers(&[])));
+        for (origin, ok) in [
+            ("http://127.0.0.1:4000", true),
+            ("http://localhost:4000", true),
+            ("https://127.0.0.1:4000", false),
+            ("http://127.0.0.1:4001", false),
+            ("null", false),
+        ] {
+            assert_eq!(g.origin_ok(&headers(&[("origin", origin)])), ok, "{origin}");
+        }
+        assert!(g.origin_ok(&headers(&[])));
+        assert!(g.origin_ok(&headers(&[("sec-fetch-site", "none")])));
+        assert!(!g.origin_ok(&headers(&[("sec-fetch-site", "cross-site")])));
+    }
+}

@@ -275,3 +275,80 @@ impl Drop for AskGuard {
             .push(json!({"type": "ask-done", "conn": self.conn, "ask": self.id}));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn limits(max_events: usize, max_event_bytes: usize, max_connections: usize) -> Limits {
+        Limits {
+            max_connections,
+            max_events,
+            max_event_bytes,
+            max_asks: 1,
+            max_http_connections: 2,
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn read(state: &State, after: u64) -> Value {
+        let text = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(state.events_after(after, Duration::ZERO));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn the_event_ring_is_bounded_by_count_and_reports_what_was_missed() {
+        let state = State::new(limits(3, 1 << 20, 1), Value::Null);
+        for i in 0..5 {
+            state.push(json!({"type": "x", "i": i}));
+        }
+        let page = read(&state, 0);
+        let seqs: Vec<u64> = page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, [3, 4, 5]);
+        assert_eq!(page["missed"], 2);
+        assert_eq!(page["next"], 5);
+        // A reader that is up to date missed nothing and gets nothing.
+        let page = read(&state, 5);
+        assert_eq!(page["events"], json!([]));
+        assert_eq!(page["missed"], 0);
+        // One that read up to 3 missed nothing either.
+        assert_eq!(read(&state, 3)["missed"], 0);
+    }
+
+    #[test]
+    fn the_event_ring_is_bounded_by_bytes_but_keeps_the_newest() {
+        let state = State::new(limits(100, 200, 1), Value::Null);
+        for _ in 0..10 {
+            state.push(json!({"type": "x", "pad": "y".repeat(60)}));
+        }
+        let page = read(&state, 0);
+        let kept = page["events"].as_array().unwrap().len();
+        assert!((1..=2).contains(&kept), "{kept}");
+        // One event larger than the whole budget is still kept (alone).
+        state.push(json!({"type": "x", "pad": "z".repeat(1000)}));
+        let page = read(&state, 0);
+        assert_eq!(page["events"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn connection_slots_are_bounded_and_given_back() {
+        let state = State::new(limits(10, 1 << 20, 2), Value::Null);
+        let a = state.reserve().expect("first slot");
+        let b = state.reserve().expect("second slot");
+        assert!(state.reserve().is_none(), "the limit is 2");
+        assert_ne!(a.id, b.id);
+        drop(a);
+        assert!(state.reserve().is_some(), "a dropped slot is given back");
+    }
+}
