@@ -66,9 +66,26 @@ fn requests_without_the_token_are_refused() {
     let page = http(addr, "GET", "/", &[("Cookie", pair)], None);
     assert_eq!(page.status, 200);
     assert!(page.body.contains("<title>mcp console</title>"));
+    // Only the page's own script and style run: a fresh nonce per page, no 'unsafe-inline'.
+    let policy = page
+        .header("content-security-policy")
+        .expect("a CSP")
+        .to_owned();
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert!(!policy.contains("unsafe-inline"), "{policy}");
+    let nonce = policy
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a nonce");
+    assert!(page.body.contains(&format!("<script nonce=\"{nonce}\">")));
+    let again = http(addr, "GET", "/", &[("Cookie", pair)], None);
     assert!(
-        page.header("content-security-policy")
-            .is_some_and(|c| c.contains("frame-ancestors 'none'"))
+        !again
+            .header("content-security-policy")
+            .unwrap()
+            .contains(nonce),
+        "a new nonce per page"
     );
     // The header works as well as the cookie.
     assert_eq!(console.get("/api/connections").status, 200);

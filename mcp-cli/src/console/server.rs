@@ -131,14 +131,39 @@ fn harden(response: &mut Response<Body>) {
         "x-content-type-options",
         http::HeaderValue::from_static("nosniff"),
     );
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        http::HeaderValue::from_static(
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-             img-src data:; media-src data:; connect-src 'self'; frame-ancestors 'none'; \
-             form-action 'none'; base-uri 'none'",
-        ),
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            http::HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+    }
+}
+
+/// The page, its inline script and style allowed by a fresh nonce (nothing else may run).
+fn page() -> Response<Body> {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "no randomness for the page\n",
+        );
+    }
+    let nonce: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut response = Response::new(Full::new(Bytes::from(PAGE.replace("{{NONCE}}", &nonce))));
+    let policy = format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+         img-src data:; media-src data:; connect-src 'self'; frame-ancestors 'none'; \
+         form-action 'none'; base-uri 'none'"
     );
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(value) = http::HeaderValue::try_from(policy) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    response
 }
 
 /// Answers one request.
@@ -185,14 +210,7 @@ async fn route(state: Arc<State>, guard: &Guard, request: Request<Incoming>) -> 
         );
     }
     match (method, path.as_str()) {
-        (Method::GET, "/") => {
-            let mut response = Response::new(Full::new(Bytes::from_static(PAGE.as_bytes())));
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                http::HeaderValue::from_static("text/html; charset=utf-8"),
-            );
-            response
-        }
+        (Method::GET, "/") => page(),
         (Method::GET, "/api/events") => {
             let query = request.uri().query().unwrap_or_default();
             let number = |name: &str| {
