@@ -181,6 +181,9 @@ pub(crate) struct ConsoleArgs {
     /// Questions from servers waiting for an answer at once; more are cancelled
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub(crate) max_asks: usize,
+    /// Listeners (list changes, resource subscriptions) at once
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub(crate) max_listeners: usize,
     /// HTTP connections from browsers at once; more are closed
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub(crate) max_http_connections: usize,

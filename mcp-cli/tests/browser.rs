@@ -109,6 +109,20 @@ fn the_console_in_a_browser() {
     b.wait_text("#resource-result", "item 7");
     b.screenshot("08-read-item-7");
 
+    // Subscribe to config://app, then `touch` marks it updated.
+    b.fill("#read-uri", "config://app");
+    b.click("#read");
+    b.wait_text("#resource-result h3", "config://app");
+    b.click("#subscribe");
+    b.wait_text("#status", "listening to config://app");
+    b.click("#tab-tools");
+    b.click("#tool-touch");
+    b.click("#call");
+    b.wait_text("#tool-result", "config://app");
+    b.click("#tab-resources");
+    b.wait_text("#resource-updated", "updated at");
+    b.screenshot("08-resource-updated");
+
     // The protocol view shows the messages and filters them.
     b.click("#tab-protocol");
     b.fill("#proto-filter", "resources/read");

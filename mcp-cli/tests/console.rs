@@ -368,3 +368,43 @@ fn connects_to_a_stdio_server() {
     let unterminated = console.post("/api/connect", &json!({"stdio": "x 'open"}));
     assert_eq!(unterminated.status, 400, "{}", unterminated.body);
 }
+
+#[test]
+fn resource_subscriptions_reach_the_page_on_every_revision() {
+    let demo = Demo::start();
+    let console = Console::start(&["--max-listeners", "1"]);
+    for revision in REVISIONS {
+        let conn = console.ok(
+            "/api/connect",
+            &json!({"url": demo.mcp(), "revision": revision}),
+        )["conn"]
+            .clone();
+        let listener = console.ok(
+            "/api/listen",
+            &json!({"conn": conn, "uris": ["config://app"]}),
+        );
+        // At the limit, a second listener is refused.
+        let second = console.post("/api/listen", &json!({"conn": conn, "tools": true}));
+        assert_eq!(second.status, 429, "{revision}: {}", second.body);
+        let mark = console.events(0)["next"].as_u64().unwrap();
+        console.ok(
+            "/api/call",
+            &json!({"conn": conn, "name": "touch", "arguments": {}}),
+        );
+        let updated = console.wait_event(mark, |e| e["type"] == "listened" && e["conn"] == conn);
+        assert_eq!(
+            updated["method"], "notifications/resources/updated",
+            "{revision}"
+        );
+        assert_eq!(updated["params"]["uri"], "config://app", "{revision}");
+        console.ok("/api/unlisten", &json!({"listener": listener["listener"]}));
+        assert_eq!(
+            console
+                .post("/api/unlisten", &json!({"listener": listener["listener"]}))
+                .status,
+            404
+        );
+        console.ok("/api/disconnect", &json!({"conn": conn}));
+    }
+    assert_eq!(console.post("/api/listen", &json!({"conn": 1})).status, 404);
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
 use mcp_client::transport::{Direction, Stdio, StreamableHttp};
-use mcp_client::{Answer, Asks, CallOptions, Client, LogLevel, Revision};
+use mcp_client::{Answer, Asks, CallOptions, Client, LogLevel, Revision, Subscriptions};
 use serde_json::{Value, json};
 
 use super::state::{Connection, State};
@@ -291,6 +291,7 @@ pub(crate) async fn disconnect(state: Arc<State>, body: Value) -> Result<Value, 
     let connection = state
         .remove(id)
         .ok_or_else(|| ApiError::NotFound(format!("no connection {id}")))?;
+    state.remove_listeners_of(id);
     let closed = connection.client.close().await;
     state.push(json!({"type": "disconnected", "conn": id}));
     Ok(json!({"closed": closed.is_ok()}))
@@ -474,6 +475,68 @@ pub(crate) async fn answer(state: Arc<State>, body: Value) -> Result<Value, ApiE
         return Err(ApiError::NotFound(format!(
             "no question {ask} is waiting (answered, or its call ended)"
         )));
+    }
+    Ok(json!({}))
+}
+
+/// `POST /api/listen`: `{conn, tools?, prompts?, resources?, uris?: [...]}`: list changes and
+/// resource updates, as the revision carries them (`subscriptions/listen`, `resources/subscribe`
+/// and the standalone stream); they come as `listened` events.
+pub(crate) async fn listen(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (id, connection) = connection(&state, &body)?;
+    let flag = |name: &str| body.get(name).and_then(Value::as_bool) == Some(true);
+    let mut subscriptions = Subscriptions::new();
+    if flag("tools") {
+        subscriptions = subscriptions.tools_changed();
+    }
+    if flag("prompts") {
+        subscriptions = subscriptions.prompts_changed();
+    }
+    if flag("resources") {
+        subscriptions = subscriptions.resources_changed();
+    }
+    for uri in body
+        .get("uris")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let uri = uri
+            .as_str()
+            .ok_or_else(|| ApiError::BadRequest("\"uris\" must be strings".into()))?;
+        subscriptions = subscriptions.resource(uri);
+    }
+    if subscriptions == Subscriptions::new() {
+        return Err(ApiError::BadRequest("listen to nothing?".into()));
+    }
+    let listener = connection
+        .client
+        .listen(subscriptions)
+        .await
+        .map_err(|source| ApiError::Client {
+            what: "listening".into(),
+            source,
+        })?;
+    let accepted = listener.accepted().cloned();
+    let listener = state.add_listener(id, listener).ok_or_else(|| {
+        ApiError::Limit(format!(
+            "{} listeners are open (--max-listeners); stop one",
+            state.limits.max_listeners
+        ))
+    })?;
+    Ok(json!({"listener": listener, "accepted": accepted}))
+}
+
+/// `POST /api/unlisten`: `{listener}`.
+pub(crate) async fn unlisten(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let id = body
+        .get("listener")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            ApiError::BadRequest("the field \"listener\" (a number) is missing".into())
+        })?;
+    if !state.remove_listener(id) {
+        return Err(ApiError::NotFound(format!("no listener {id}")));
     }
     Ok(json!({}))
 }

@@ -7,7 +7,7 @@
 //! and no foreign `Origin` (against other pages driving it), else it is refused with 403.
 //!
 //! The page (one embedded HTML file) calls a JSON API: `connect`, `list`, `call`, `read`,
-//! `prompt`, `complete`, `log-level`, `answer`, `lens`, `disconnect`, and polls
+//! `prompt`, `complete`, `log-level`, `answer`, `listen`, `unlisten`, `lens`, `disconnect`, and polls
 //! `GET /api/events?after=SEQ` for what happens in between: every JSON-RPC message each client
 //! exchanges, notifications (progress, log messages, list changes) and the server's questions,
 //! which wait for an answer from a dialog in the page.
@@ -42,6 +42,8 @@ pub(crate) struct Limits {
     pub(crate) max_event_bytes: usize,
     /// Questions waiting for the page at once; more are cancelled. Default 32.
     pub(crate) max_asks: usize,
+    /// Listeners (list changes, resource subscriptions) at once. Default 16.
+    pub(crate) max_listeners: usize,
     /// HTTP connections from the browser at once; more are closed. Default 64.
     pub(crate) max_http_connections: usize,
     /// The client timeout of every MCP request, questions included (`--timeout`).
@@ -73,6 +75,7 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
         max_events: args.max_events.max(1),
         max_event_bytes: args.max_event_bytes.max(1024),
         max_asks: args.max_asks,
+        max_listeners: args.max_listeners,
         max_http_connections: args.max_http_connections.max(2),
         timeout,
     };

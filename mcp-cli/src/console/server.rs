@@ -245,6 +245,8 @@ async fn route(state: Arc<State>, guard: &Guard, request: Request<Incoming>) -> 
                 "/api/complete" => api::complete(state, body).await,
                 "/api/log-level" => api::log_level(state, body).await,
                 "/api/answer" => api::answer(state, body).await,
+                "/api/listen" => api::listen(state, body).await,
+                "/api/unlisten" => api::unlisten(state, body).await,
                 "/api/lens" => api::lens(state, body).await,
                 _ => return text(StatusCode::NOT_FOUND, "not found\n"),
             };

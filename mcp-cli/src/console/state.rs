@@ -55,6 +55,8 @@ pub(crate) struct State {
     connecting: Mutex<usize>,
     next_id: Mutex<u64>,
     asks: Mutex<HashMap<u64, Pending>>,
+    /// The listeners (`Client::listen`), each drained by a task: `id -> (conn, task)`.
+    listeners: Mutex<HashMap<u64, (u64, tokio::task::JoinHandle<()>)>>,
 }
 
 /// A slot for one connection; given back when dropped unless [`Slot::fill`] used it.
@@ -92,6 +94,7 @@ impl State {
             connecting: Mutex::new(0),
             next_id: Mutex::new(1),
             asks: Mutex::new(HashMap::new()),
+            listeners: Mutex::new(HashMap::new()),
         })
     }
 
@@ -242,6 +245,54 @@ impl State {
         }
     }
 
+    /// Keeps `listener` of connection `conn` alive, its notifications going to the events;
+    /// `None` at [`Limits::max_listeners`].
+    pub(crate) fn add_listener(
+        self: &Arc<Self>,
+        conn: u64,
+        listener: mcp_client::Listener,
+    ) -> Option<u64> {
+        use futures::StreamExt;
+        let mut listeners = lock(&self.listeners);
+        listeners.retain(|_, (_, task)| !task.is_finished());
+        if listeners.len() >= self.limits.max_listeners {
+            return None;
+        }
+        let id = self.next_id();
+        let state = self.clone();
+        let task = tokio::spawn(async move {
+            let mut listener = listener;
+            while let Some(n) = listener.next().await {
+                state.push(json!({"type": "listened", "conn": conn, "listener": id,
+                    "method": n.method, "params": n.params}));
+            }
+            state.push(json!({"type": "listen-ended", "conn": conn, "listener": id}));
+        });
+        listeners.insert(id, (conn, task));
+        Some(id)
+    }
+
+    /// Ends listener `id` (dropping it ends the subscription); false when there is none.
+    pub(crate) fn remove_listener(&self, id: u64) -> bool {
+        match lock(&self.listeners).remove(&id) {
+            Some((_, task)) => {
+                task.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends every listener of connection `conn`.
+    pub(crate) fn remove_listeners_of(&self, conn: u64) {
+        lock(&self.listeners).retain(|_, (c, task)| {
+            if *c == conn {
+                task.abort();
+            }
+            *c != conn
+        });
+    }
+
     /// How many questions wait.
     pub(crate) fn waiting_asks(&self) -> usize {
         lock(&self.asks).len()
@@ -288,6 +339,7 @@ mod tests {
             max_events,
             max_event_bytes,
             max_asks: 1,
+            max_listeners: 1,
             max_http_connections: 2,
             timeout: Duration::from_secs(1),
         }
