@@ -131,6 +131,21 @@ fn foreign_origins_and_hosts_are_refused() {
         Some(r#"{"url": "http://127.0.0.1:1/mcp"}"#),
     );
     assert_eq!(answer.status, 400);
+    // A body that is not JSON, one too large, an unknown route: answered, never a crash.
+    let json_type = [
+        ("X-Mcp-Console-Token", token),
+        ("Content-Type", "application/json"),
+    ];
+    for body in ["{", "[1]", "\"x\"", "null"] {
+        let answer = http(addr, "POST", "/api/call", &json_type, Some(body));
+        assert_eq!(answer.status, 400, "{body}: {}", answer.body);
+    }
+    let huge = format!("{{\"url\": \"{}\"}}", "x".repeat(4 * 1024 * 1024));
+    let answer = http(addr, "POST", "/api/connect", &json_type, Some(&huge));
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    let answer = http(addr, "POST", "/api/nothing", &json_type, Some("{}"));
+    assert_eq!(answer.status, 404);
+    assert_eq!(console.get("/api/connections").status, 200, "still serving");
 }
 
 fn text(result: &Value) -> &str {
