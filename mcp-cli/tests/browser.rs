@@ -7,6 +7,7 @@
 
 mod support;
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::json;
@@ -26,14 +27,21 @@ fn browser() -> Option<Browser> {
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
     match Browser::start(&shots) {
         Ok(browser) => {
-            eprintln!("console screenshots: {}", shots.display());
+            let _ = writeln!(
+                std::io::stderr(),
+                "console screenshots: {}",
+                shots.display()
+            );
             Some(browser)
         }
         Err(reason) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("CI=true and no browser for the console tests: {reason}")
         }
         Err(reason) => {
-            eprintln!(
+            // Straight to the process's stderr: the test harness does not capture it, so the
+            // skip is visible in a plain `cargo test`.
+            let _ = writeln!(
+                std::io::stderr(),
                 "SKIPPED: the console's browser test needs chromium and chromedriver ({reason}); apt-get install chromium chromium-driver"
             );
             None
