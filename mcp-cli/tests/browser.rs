@@ -164,8 +164,14 @@ fn the_console_in_a_browser() {
     b.screenshot("11-lens-replay");
     // The greet prompt's title is not offered before 2025-06-18 either.
     b.click("#lens-table tr[data-name='greet'] button");
-    b.wait_text("#lens-schemas [data-revision='2025-03-26']", "- /title: \"Greeting\"");
-    b.wait_text("#lens-schemas [data-revision='2025-06-18']", "same as declared");
+    b.wait_text(
+        "#lens-schemas [data-revision='2025-03-26']",
+        "- /title: \"Greeting\"",
+    );
+    b.wait_text(
+        "#lens-schemas [data-revision='2025-06-18']",
+        "same as declared",
+    );
 
     // Dark, and a narrow window.
     b.color_scheme("dark");
