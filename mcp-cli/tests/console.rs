@@ -200,6 +200,13 @@ fn connect_and_call_add_on_every_revision() {
             .iter()
             .find(|e| e["dir"] == "sent" && e["message"]["method"] == "tools/call")
             .unwrap_or_else(|| panic!("{revision}: no tools/call in {messages:?}"));
+        // From 2025-06-18 on, the revision rides in a header: the log shows the headers sent.
+        if ["2025-06-18", "2025-11-25", "2026-07-28"].contains(&revision) {
+            assert_eq!(
+                call["headers"]["mcp-protocol-version"], revision,
+                "{revision}: {call}"
+            );
+        }
         let id = &call["message"]["id"];
         assert!(
             messages.iter().any(|e| e["dir"] == "received"

@@ -17,8 +17,8 @@ use crate::client::{Client, Config, Inner};
 use crate::error::{Error, ErrorKind};
 use crate::negotiate::{self, Choice, Negotiated, Remembered};
 use crate::transport::{
-    DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Direction, HttpSse,
-    MessageFn, Observed, Stdio, StdioBuilder, StreamableHttp, Transport,
+    DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, HttpSse, MessageFn,
+    Observation, Observed, Stdio, StdioBuilder, StreamableHttp, Transport,
 };
 
 /// Configures a [`Client`] and connects it.
@@ -295,17 +295,21 @@ impl ClientBuilder {
     /// [`ClientBuilder::connect_http`]. `f` runs on the task moving the message: keep it short
     /// (copy into a bounded buffer). Without it the transport is not wrapped at all.
     ///
+    /// The body of an HTTP error status is shown as received too (with
+    /// [`Observation::http_status`]), and a sent message carries the per-message headers
+    /// ([`Observation::headers`]).
+    ///
     /// ```
     /// use mcp_client::Client;
     /// use mcp_client::transport::Direction;
     ///
-    /// let builder = Client::builder().on_message(|direction, message| {
-    ///     let arrow = if direction == Direction::Sent { "->" } else { "<-" };
-    ///     eprintln!("{arrow} {message}");
+    /// let builder = Client::builder().on_message(|seen| {
+    ///     let arrow = if seen.direction() == Direction::Sent { "->" } else { "<-" };
+    ///     eprintln!("{arrow} {}", seen.message());
     /// });
     /// # let _ = builder;
     /// ```
-    pub fn on_message(mut self, f: impl Fn(Direction, &Value) + Send + Sync + 'static) -> Self {
+    pub fn on_message(mut self, f: impl Fn(&Observation<'_>) + Send + Sync + 'static) -> Self {
         self.on_message = Some(Arc::new(f));
         self
     }

@@ -506,8 +506,11 @@ async fn on_message_sees_every_message_both_ways() {
         let record = seen.clone();
         let client = within(
             answering()
-                .on_message(move |direction, message| {
-                    record.lock().unwrap().push((direction, message.clone()));
+                .on_message(move |seen| {
+                    record
+                        .lock()
+                        .unwrap()
+                        .push((seen.direction(), seen.message().clone()));
                 })
                 .connect_http(&running.url(path)),
         )

@@ -194,13 +194,30 @@ async fn connect_one(
         .client_info("mcp-console", env!("CARGO_PKG_VERSION"))
         .timeout(state.limits.timeout)
         .remember_era(false)
-        .on_message(move |direction, message| {
-            let dir = if direction == Direction::Sent {
+        .on_message(move |seen| {
+            let dir = if seen.direction() == Direction::Sent {
                 "sent"
             } else {
                 "received"
             };
-            s1.push(json!({"type": "message", "conn": id, "dir": dir, "message": message}));
+            let mut event = json!({"type": "message", "conn": id, "dir": dir,
+                "message": seen.message()});
+            if let Some(headers) = seen.headers().filter(|h| !h.is_empty()) {
+                let headers: serde_json::Map<String, Value> = headers
+                    .iter()
+                    .map(|(name, value)| {
+                        (
+                            name.to_string(),
+                            json!(value.to_str().unwrap_or("(not text)")),
+                        )
+                    })
+                    .collect();
+                event["headers"] = Value::Object(headers);
+            }
+            if let Some(status) = seen.http_status() {
+                event["httpStatus"] = json!(status);
+            }
+            s1.push(event);
         })
         .on_notification(move |n| {
             s2.push(

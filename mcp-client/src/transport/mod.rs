@@ -36,7 +36,7 @@ mod stdio;
 mod streamable;
 
 pub use http_sse::{HttpSse, HttpSseBuilder};
-pub use observe::Direction;
+pub use observe::{Direction, Observation};
 pub(crate) use observe::{MessageFn, Observed};
 pub use router::{DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Router};
 pub use stdio::{Stderr, Stdio, StdioBuilder};

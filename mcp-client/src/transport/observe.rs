@@ -9,7 +9,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use futures::StreamExt;
 use http::HeaderMap;
 use serde_json::Value;
@@ -28,8 +27,56 @@ pub enum Direction {
     Received,
 }
 
+/// One message seen by [`crate::ClientBuilder::on_message`].
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'a> {
+    direction: Direction,
+    message: &'a Value,
+    headers: Option<&'a HeaderMap>,
+    http_status: Option<u16>,
+}
+
+impl<'a> Observation<'a> {
+    /// Which way the message went.
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+
+    /// The JSON-RPC message (a string when the body was not JSON).
+    pub fn message(&self) -> &'a Value {
+        self.message
+    }
+
+    /// For a sent message, the per-message HTTP headers the client asked the transport to add
+    /// (`MCP-Protocol-Version`, `Mcp-Method` ...; transports add their own, such as the session
+    /// id and the builder's headers, which are not shown). `None` for a received message.
+    pub fn headers(&self) -> Option<&'a HeaderMap> {
+        self.headers
+    }
+
+    /// For a received message that was the body of an HTTP error status, that status.
+    pub fn http_status(&self) -> Option<u16> {
+        self.http_status
+    }
+}
+
 /// The callback [`crate::ClientBuilder::on_message`] installs.
-pub(crate) type MessageFn = Arc<dyn Fn(Direction, &Value) + Send + Sync>;
+pub(crate) type MessageFn = Arc<dyn Fn(&Observation<'_>) + Send + Sync>;
+
+fn received(observer: &MessageFn, message: &Value, http_status: Option<u16>) {
+    observer(&Observation {
+        direction: Direction::Received,
+        message,
+        headers: None,
+        http_status,
+    });
+}
+
+/// A body as JSON, or as the text it is when it is not JSON.
+fn body_value(body: &[u8]) -> Value {
+    serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+}
 
 /// A transport whose messages are shown to a callback on the way through.
 pub(crate) struct Observed {
@@ -51,19 +98,12 @@ impl Observed {
         Self { inner, observer }
     }
 
-    fn bytes(observer: &MessageFn, direction: Direction, body: &Bytes) {
-        // A body that is not JSON is shown as the text it is.
-        let value = serde_json::from_slice(body)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
-        observer(direction, &value);
-    }
-
     fn stream(observer: &MessageFn, stream: MessageStream) -> MessageStream {
         let observer = observer.clone();
         Box::pin(stream.inspect(move |item| {
             if let Ok(inbound) = item {
                 let value = serde_json::to_value(&inbound.message).unwrap_or(Value::Null);
-                observer(Direction::Received, &value);
+                received(&observer, &value, None);
             }
         }))
     }
@@ -71,7 +111,12 @@ impl Observed {
 
 impl Transport for Observed {
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
-        Self::bytes(&self.observer, Direction::Sent, &message.body);
+        (self.observer)(&Observation {
+            direction: Direction::Sent,
+            message: &body_value(&message.body),
+            headers: Some(&message.headers),
+            http_status: None,
+        });
         Box::pin(async move {
             let delivery = match self.inner.send(message).await {
                 Ok(delivery) => delivery,
@@ -79,13 +124,7 @@ impl Transport for Observed {
                     // An HTTP error's body often is the JSON-RPC error answering the message
                     // (a refused probe, an unknown session): shown as received.
                     if let TransportError::Status { status, body, .. } = &error {
-                        let value = serde_json::from_slice(body).unwrap_or_else(|_| {
-                            Value::String(format!(
-                                "HTTP {status}: {}",
-                                String::from_utf8_lossy(body)
-                            ))
-                        });
-                        (self.observer)(Direction::Received, &value);
+                        received(&self.observer, &body_value(body), Some(*status));
                     }
                     return Err(error);
                 }
@@ -93,7 +132,7 @@ impl Transport for Observed {
             Ok(match delivery {
                 Delivery::Stream(stream) => Delivery::Stream(Self::stream(&self.observer, stream)),
                 Delivery::Json(body) => {
-                    Self::bytes(&self.observer, Direction::Received, &body);
+                    received(&self.observer, &body_value(&body), None);
                     Delivery::Json(body)
                 }
                 other => other,
