@@ -239,27 +239,33 @@ async fn connect_one(
         json!({"type": "connecting", "conn": id, "target": target.name(),
         "revision": revision.map(|r| r.as_str())}),
     );
-    let connected = match (&target.url, &target.stdio) {
-        (_, Some(words)) => {
+    let connected = match (&target.stdio, target.url.as_deref()) {
+        (Some(words), _) => {
+            let Some((program, args)) = words.split_first() else {
+                return Err(ApiError::BadRequest("the command is empty".into()));
+            };
             builder
-                .connect_stdio(Stdio::builder(&words[0]).args(&words[1..]))
+                .connect_stdio(Stdio::builder(program).args(args))
                 .await
         }
-        (Some(url), _) => match target.transport.as_str() {
-            "sse" => builder.connect_sse(url).await,
-            "streamable" => {
-                let uri: Uri = url
-                    .parse()
-                    .map_err(|e| ApiError::BadRequest(format!("invalid URL {url:?}: {e}")))?;
-                let mut transport = StreamableHttp::builder(uri);
-                for (name, value) in &target.headers {
-                    transport = transport.header(name.clone(), value.clone());
+        // Target::read always gives one of the two; an empty URL fails as an invalid one.
+        (None, url) => {
+            let url = url.unwrap_or_default();
+            match target.transport.as_str() {
+                "sse" => builder.connect_sse(url).await,
+                "streamable" => {
+                    let uri: Uri = url
+                        .parse()
+                        .map_err(|e| ApiError::BadRequest(format!("invalid URL {url:?}: {e}")))?;
+                    let mut transport = StreamableHttp::builder(uri);
+                    for (name, value) in &target.headers {
+                        transport = transport.header(name.clone(), value.clone());
+                    }
+                    builder.connect(transport.build()).await
                 }
-                builder.connect(transport.build()).await
+                _ => builder.connect_http(url).await,
             }
-            _ => builder.connect_http(url).await,
-        },
-        _ => unreachable!("Target::read requires a url or a command"),
+        }
     };
     let client = match connected {
         Ok(client) => client,
