@@ -125,6 +125,11 @@ fn the_console_in_a_browser() {
     b.wait_text("#status", "listening to config://app");
     b.click("#tab-tools");
     b.click("#tool-touch");
+    let detail = b.wait_text("#tool-detail", "nothing to fill in");
+    assert!(
+        !detail.contains("null"),
+        "an optional part printed as null: {detail}"
+    );
     b.click("#call");
     b.wait_text("#tool-result", "config://app");
     b.click("#tab-resources");
