@@ -181,6 +181,10 @@ pub(crate) struct ConsoleArgs {
     /// Questions from servers waiting for an answer at once; more are cancelled
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub(crate) max_asks: usize,
+    /// The time limit of each MCP request the console makes, in seconds, answering the
+    /// server's questions in the page included (the console ignores --timeout)
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub(crate) request_timeout: f64,
     /// Listeners (list changes, resource subscriptions) at once
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub(crate) max_listeners: usize,

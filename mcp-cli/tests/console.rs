@@ -155,9 +155,11 @@ fn text(result: &Value) -> &str {
 #[test]
 fn connect_and_call_add_on_every_revision() {
     let demo = Demo::start();
-    let console = Console::start(&[&demo.mcp()]);
+    let console = Console::start(&[&demo.mcp(), "-H", "X-Trace: 1", "--revision", "2025-06-18"]);
     let initial = console.get("/api/connections").json();
     assert_eq!(initial["initial"]["url"], demo.mcp());
+    assert_eq!(initial["initial"]["headers"], json!(["X-Trace: 1"]));
+    assert_eq!(initial["initial"]["revision"], "2025-06-18");
     for revision in REVISIONS {
         let mark = console.events(0)["next"].as_u64().unwrap();
         let summary = console.ok(

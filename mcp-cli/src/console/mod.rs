@@ -46,7 +46,8 @@ pub(crate) struct Limits {
     pub(crate) max_listeners: usize,
     /// HTTP connections from the browser at once; more are closed. Default 64.
     pub(crate) max_http_connections: usize,
-    /// The client timeout of every MCP request, questions included (`--timeout`).
+    /// The client timeout of every MCP request, questions included (`--request-timeout`,
+    /// default 300 s: a person answers them).
     pub(crate) timeout: Duration,
 }
 
@@ -66,10 +67,12 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
     if let Some(command) = &global.stdio {
         split_command(command)?;
     }
-    let timeout = Duration::try_from_secs_f64(global.timeout)
+    let timeout = Duration::try_from_secs_f64(args.request_timeout)
         .ok()
         .filter(|t| !t.is_zero())
-        .ok_or_else(|| CliError::Usage("--timeout must be a positive number of seconds".into()))?;
+        .ok_or_else(|| {
+            CliError::Usage("--request-timeout must be a positive number of seconds".into())
+        })?;
     let limits = Limits {
         max_connections: args.max_connections.max(1),
         max_events: args.max_events.max(1),
@@ -90,6 +93,7 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
         "revision": global.revision,
         "transport": transport,
         "logLevel": global.log_level,
+        "headers": global.headers,
     });
     let listener = TcpListener::bind(("127.0.0.1", args.port))
         .await
