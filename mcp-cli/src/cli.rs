@@ -131,6 +131,10 @@ pub(crate) enum Command {
     /// Print notifications as they come: list changes and resource updates
     #[command(override_usage = "mcp listen [OPTIONS] <URL | --stdio CMD> [--resource URI]...")]
     Listen(ListenArgs),
+    /// Open a console in the browser: connect, list, call, read, answer questions, watch the
+    /// protocol, and compare the server across revisions
+    #[command(override_usage = "mcp console [OPTIONS] [URL | --stdio CMD]")]
+    Console(ConsoleArgs),
 }
 
 /// The positional words of a command: the URL (unless --stdio is given), then its own.
@@ -152,4 +156,39 @@ pub(crate) struct ListenArgs {
     /// Stop after this many notifications (default: until interrupted or the server ends it)
     #[arg(long, value_name = "N")]
     pub(crate) count: Option<u64>,
+}
+
+/// `mcp console`.
+#[derive(Debug, Args)]
+pub(crate) struct ConsoleArgs {
+    #[command(flatten)]
+    pub(crate) rest: Rest,
+    /// Only print the console's URL; do not open a browser
+    #[arg(long)]
+    pub(crate) no_open: bool,
+    /// The port to listen on, on 127.0.0.1 (default: a free port)
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub(crate) port: u16,
+    /// MCP connections open at once (the revision lens takes one per revision)
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub(crate) max_connections: usize,
+    /// Events kept for the page (protocol messages, notifications, questions)
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub(crate) max_events: usize,
+    /// Bytes of events kept (their JSON text)
+    #[arg(long, value_name = "BYTES", default_value_t = 32 * 1024 * 1024)]
+    pub(crate) max_event_bytes: usize,
+    /// Questions from servers waiting for an answer at once; more are cancelled
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub(crate) max_asks: usize,
+    /// The time limit of each MCP request the console makes, in seconds, answering the
+    /// server's questions in the page included (the console ignores --timeout)
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub(crate) request_timeout: f64,
+    /// Listeners (list changes, resource subscriptions) at once
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub(crate) max_listeners: usize,
+    /// HTTP connections from browsers at once; more are closed
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub(crate) max_http_connections: usize,
 }

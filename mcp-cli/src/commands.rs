@@ -70,6 +70,7 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             no_more(&words, "discover")?;
             discover(&session).await
         }
+        Command::Console(args) => crate::console::run(global, args).await,
         Command::Listen(args) => {
             let ListenArgs {
                 rest,

@@ -17,8 +17,8 @@ use crate::client::{Client, Config, Inner};
 use crate::error::{Error, ErrorKind};
 use crate::negotiate::{self, Choice, Negotiated, Remembered};
 use crate::transport::{
-    DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, HttpSse, Stdio,
-    StdioBuilder, StreamableHttp, Transport,
+    DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, HttpSse, MessageFn,
+    Observation, Observed, Stdio, StdioBuilder, StreamableHttp, Transport,
 };
 
 /// Configures a [`Client`] and connects it.
@@ -54,6 +54,7 @@ pub struct ClientBuilder {
     list_limits: ListLimits,
     max_queued: usize,
     max_queued_bytes: usize,
+    on_message: Option<MessageFn>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -86,6 +87,7 @@ impl Default for ClientBuilder {
             list_limits: ListLimits::default(),
             max_queued: DEFAULT_MAX_QUEUED,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            on_message: None,
         }
     }
 }
@@ -287,6 +289,31 @@ impl ClientBuilder {
         self
     }
 
+    /// Shows every JSON-RPC message the client exchanges to `f`: each message it sends, and
+    /// each one it receives (responses, notifications, the server's requests), in the order the
+    /// transport carries them, on every transport and through every fallback of
+    /// [`ClientBuilder::connect_http`]. `f` runs on the task moving the message: keep it short
+    /// (copy into a bounded buffer). Without it the transport is not wrapped at all.
+    ///
+    /// The body of an HTTP error status is shown as received too (with
+    /// [`Observation::http_status`]), and a sent message carries the per-message headers
+    /// ([`Observation::headers`]).
+    ///
+    /// ```
+    /// use mcp_client::Client;
+    /// use mcp_client::transport::Direction;
+    ///
+    /// let builder = Client::builder().on_message(|seen| {
+    ///     let arrow = if seen.direction() == Direction::Sent { "->" } else { "<-" };
+    ///     eprintln!("{arrow} {}", seen.message());
+    /// });
+    /// # let _ = builder;
+    /// ```
+    pub fn on_message(mut self, f: impl Fn(&Observation<'_>) + Send + Sync + 'static) -> Self {
+        self.on_message = Some(Arc::new(f));
+        self
+    }
+
     fn config(&self) -> Config {
         Config {
             client_info: self.client_info.clone(),
@@ -310,6 +337,10 @@ impl ClientBuilder {
     }
 
     async fn start(&self, transport: Arc<dyn Transport>) -> Result<(Client, Negotiated), Error> {
+        let transport = match &self.on_message {
+            Some(observer) => Arc::new(Observed::new(transport, observer.clone())),
+            None => transport,
+        };
         let inner = Inner::new(transport, self.config(), self.first_adapter());
         let client = Client { inner };
         let negotiated = negotiate::negotiate(&client, self.choice, self.remember_era).await?;

@@ -474,3 +474,76 @@ async fn cancellation_over_http_reaches_the_handler() {
         exercise(&client).await;
     }
 }
+
+/// `ClientBuilder::on_message` sees every message both ways, on each revision and through the
+/// HTTP+SSE fallback of `connect_http`: each request the client sent has its response among
+/// what it received.
+#[tokio::test]
+async fn on_message_sees_every_message_both_ways() {
+    use mcp_client::transport::Direction;
+    let cases: Vec<(&str, AdapterSet, &str)> = vec![
+        ("every revision", AdapterSet::all(), "/mcp"),
+        (
+            "2025-11-25 only",
+            AdapterSet::only(Revision::V2025_11_25),
+            "/mcp",
+        ),
+        (
+            "2025-06-18 only",
+            AdapterSet::only(Revision::V2025_06_18),
+            "/mcp",
+        ),
+        (
+            "2025-03-26 only",
+            AdapterSet::only(Revision::V2025_03_26),
+            "/mcp",
+        ),
+        ("HTTP+SSE fallback", AdapterSet::all(), "/sse"),
+    ];
+    for (name, revisions, path) in cases {
+        let running = Running::start(server(revisions), HttpConfig::new()).await;
+        let seen: Arc<Mutex<Vec<(Direction, Value)>>> = Arc::default();
+        let record = seen.clone();
+        let client = within(
+            answering()
+                .on_message(move |seen| {
+                    record
+                        .lock()
+                        .unwrap()
+                        .push((seen.direction(), seen.message().clone()));
+                })
+                .connect_http(&running.url(path)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        exercise(&client).await;
+        let seen = seen.lock().unwrap().clone();
+        let sent: Vec<&Value> = seen
+            .iter()
+            .filter(|(d, _)| *d == Direction::Sent)
+            .map(|(_, m)| m)
+            .collect();
+        let received: Vec<&Value> = seen
+            .iter()
+            .filter(|(d, _)| *d == Direction::Received)
+            .map(|(_, m)| m)
+            .collect();
+        for method in ["tools/call", "tools/list"] {
+            assert!(
+                sent.iter().any(|m| m["method"] == method),
+                "{name}: no {method} sent"
+            );
+        }
+        for request in sent
+            .iter()
+            .filter(|m| m["method"].is_string() && !m["id"].is_null())
+        {
+            assert!(
+                received.iter().any(|m| m["id"] == request["id"]
+                    && (m["result"].is_object() || m["error"].is_object())),
+                "{name}: no response to {request} among {received:?}"
+            );
+        }
+        within(client.close()).await.unwrap();
+    }
+}

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub mod console;
 pub mod schema;
+pub mod webdriver;
 
 /// The longest one `mcp` run may take before the test kills it and fails.
 const RUN_LIMIT: Duration = Duration::from_secs(90);

@@ -29,12 +29,15 @@ mod event_stream;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod http_sse;
+mod observe;
 mod pool;
 mod router;
 mod stdio;
 mod streamable;
 
 pub use http_sse::{HttpSse, HttpSseBuilder};
+pub use observe::{Direction, Observation};
+pub(crate) use observe::{MessageFn, Observed};
 pub use router::{DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Router};
 pub use stdio::{Stderr, Stdio, StdioBuilder};
 pub use streamable::{DEFAULT_MAX_MESSAGE_SIZE, StreamableHttp, StreamableHttpBuilder};

@@ -1,0 +1,609 @@
+//! The JSON API the page calls: each handler takes the request's JSON body and answers JSON.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue, Uri};
+use mcp_client::transport::{Direction, Stdio, StreamableHttp};
+use mcp_client::{Answer, Asks, CallOptions, Client, LogLevel, Revision, Subscriptions};
+use serde_json::{Value, json};
+
+use super::state::{Connection, State};
+use crate::args::split_command;
+
+/// Why an API request failed; each maps to an HTTP status and a JSON `error` object.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ApiError {
+    /// The request body or one of its fields is wrong.
+    #[error("{0}")]
+    BadRequest(String),
+    /// No such connection or question.
+    #[error("{0}")]
+    NotFound(String),
+    /// A console limit was reached.
+    #[error("{0}")]
+    Limit(String),
+    /// The MCP client failed (connecting, the request).
+    #[error("{what}: {source}")]
+    Client {
+        /// What was asked.
+        what: String,
+        /// What the client said.
+        #[source]
+        source: mcp_client::Error,
+    },
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub(crate) fn status(&self) -> u16 {
+        match self {
+            Self::BadRequest(_) => 400,
+            Self::NotFound(_) => 404,
+            Self::Limit(_) => 429,
+            Self::Client { .. } => 502,
+        }
+    }
+
+    /// The JSON body of this error.
+    pub(crate) fn body(&self) -> Value {
+        let mut error = json!({"message": self.to_string()});
+        if let Self::Client { source, .. } = self {
+            error["kind"] = json!(format!("{:?}", source.kind()));
+            if let Some(rpc) = source.rpc() {
+                error["rpc"] = json!(rpc);
+            }
+        }
+        json!({"error": error})
+    }
+}
+
+fn field<'a>(body: &'a Value, name: &str) -> Result<&'a str, ApiError> {
+    body.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::BadRequest(format!("the field {name:?} (a string) is missing")))
+}
+
+fn conn_id(body: &Value) -> Result<u64, ApiError> {
+    body.get("conn")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| ApiError::BadRequest("the field \"conn\" (a number) is missing".into()))
+}
+
+fn connection(state: &State, body: &Value) -> Result<(u64, Connection), ApiError> {
+    let id = conn_id(body)?;
+    let connection = state
+        .connection(id)
+        .ok_or_else(|| ApiError::NotFound(format!("no connection {id}")))?;
+    Ok((id, connection))
+}
+
+/// What to connect to, read from a connect or lens request.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    url: Option<String>,
+    stdio: Option<Vec<String>>,
+    transport: String,
+    log_level: Option<LogLevel>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Target {
+    fn read(body: &Value) -> Result<Self, ApiError> {
+        let url = body
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let stdio = body
+            .get("stdio")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let (url, stdio) = match (url, stdio) {
+            (Some(url), None) => {
+                if !url.starts_with("http://") && !url.starts_with("https://") {
+                    return Err(ApiError::BadRequest(format!(
+                        "{url:?} is not an http:// or https:// URL"
+                    )));
+                }
+                (Some(url.to_owned()), None)
+            }
+            (None, Some(command)) => {
+                let words =
+                    split_command(command).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+                (None, Some(words))
+            }
+            _ => {
+                return Err(ApiError::BadRequest(
+                    "give exactly one of \"url\" and \"stdio\"".into(),
+                ));
+            }
+        };
+        let transport = body
+            .get("transport")
+            .and_then(Value::as_str)
+            .unwrap_or("auto")
+            .to_owned();
+        if !["auto", "streamable", "sse"].contains(&transport.as_str()) {
+            return Err(ApiError::BadRequest(format!(
+                "unknown transport {transport:?} (auto, streamable or sse)"
+            )));
+        }
+        let log_level = match body.get("logLevel").and_then(Value::as_str) {
+            None | Some("") => None,
+            Some(level) => Some(
+                level
+                    .parse()
+                    .map_err(|_| ApiError::BadRequest(format!("unknown log level {level:?}")))?,
+            ),
+        };
+        let mut headers = Vec::new();
+        if let Some(list) = body.get("headers").and_then(Value::as_object) {
+            for (name, value) in list {
+                let value = value.as_str().unwrap_or_default();
+                let name = HeaderName::try_from(name.as_str())
+                    .map_err(|e| ApiError::BadRequest(format!("header {name:?}: {e}")))?;
+                let value = HeaderValue::try_from(value)
+                    .map_err(|e| ApiError::BadRequest(format!("header {name}: {e}")))?;
+                headers.push((name, value));
+            }
+        }
+        Ok(Self {
+            url,
+            stdio,
+            transport,
+            log_level,
+            headers,
+        })
+    }
+
+    fn name(&self) -> String {
+        match (&self.url, &self.stdio) {
+            (Some(url), _) => url.clone(),
+            (_, Some(words)) => words.join(" "),
+            _ => String::new(),
+        }
+    }
+}
+
+fn read_revision(body: &Value) -> Result<Option<Revision>, ApiError> {
+    match body.get("revision").and_then(Value::as_str) {
+        None | Some("" | "auto") => Ok(None),
+        Some(text) => Revision::parse(text)
+            .map(Some)
+            .ok_or_else(|| ApiError::BadRequest(format!("unknown revision {text:?}"))),
+    }
+}
+
+/// Connects one client to `target` (pinned to `revision` when given) with its events, asks and
+/// protocol messages going to `state`, and stores it.
+async fn connect_one(
+    state: &Arc<State>,
+    target: &Target,
+    revision: Option<Revision>,
+    lens: bool,
+) -> Result<Value, ApiError> {
+    let slot = state.reserve().ok_or_else(|| {
+        ApiError::Limit(format!(
+            "{} connections are open (the console's limit, --max-connections); disconnect one",
+            state.limits.max_connections
+        ))
+    })?;
+    let id = slot.id;
+    let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
+    let mut builder = Client::builder()
+        .client_info("mcp-console", env!("CARGO_PKG_VERSION"))
+        .timeout(state.limits.timeout)
+        .remember_era(false)
+        .on_message(move |seen| {
+            let dir = if seen.direction() == Direction::Sent {
+                "sent"
+            } else {
+                "received"
+            };
+            let mut event = json!({"type": "message", "conn": id, "dir": dir,
+                "message": seen.message()});
+            if let Some(headers) = seen.headers().filter(|h| !h.is_empty()) {
+                let headers: serde_json::Map<String, Value> = headers
+                    .iter()
+                    .map(|(name, value)| {
+                        (
+                            name.to_string(),
+                            json!(value.to_str().unwrap_or("(not text)")),
+                        )
+                    })
+                    .collect();
+                event["headers"] = Value::Object(headers);
+            }
+            if let Some(status) = seen.http_status() {
+                event["httpStatus"] = json!(status);
+            }
+            s1.push(event);
+        })
+        .on_notification(move |n| {
+            s2.push(
+                json!({"type": "notification", "conn": id, "method": n.method,
+                "params": n.params}),
+            );
+        })
+        .on_ask(Asks::all(), move |question| s3.clone().ask(id, question));
+    if let Some(revision) = revision {
+        builder = builder.revision(revision);
+    }
+    if let Some(level) = target.log_level {
+        builder = builder.log_level(level);
+    }
+    for (name, value) in &target.headers {
+        builder = builder.header(name.clone(), value.clone());
+    }
+    state.push(
+        json!({"type": "connecting", "conn": id, "target": target.name(),
+        "revision": revision.map(|r| r.as_str())}),
+    );
+    let connected = match (&target.stdio, target.url.as_deref()) {
+        (Some(words), _) => {
+            let Some((program, args)) = words.split_first() else {
+                return Err(ApiError::BadRequest("the command is empty".into()));
+            };
+            builder
+                .connect_stdio(Stdio::builder(program).args(args))
+                .await
+        }
+        // Target::read always gives one of the two; an empty URL fails as an invalid one.
+        (None, url) => {
+            let url = url.unwrap_or_default();
+            match target.transport.as_str() {
+                "sse" => builder.connect_sse(url).await,
+                "streamable" => {
+                    let uri: Uri = url
+                        .parse()
+                        .map_err(|e| ApiError::BadRequest(format!("invalid URL {url:?}: {e}")))?;
+                    let mut transport = StreamableHttp::builder(uri);
+                    for (name, value) in &target.headers {
+                        transport = transport.header(name.clone(), value.clone());
+                    }
+                    builder.connect(transport.build()).await
+                }
+                _ => builder.connect_http(url).await,
+            }
+        }
+    };
+    let client = match connected {
+        Ok(client) => client,
+        Err(source) => {
+            state.push(json!({"type": "connect-failed", "conn": id, "error": source.to_string()}));
+            return Err(ApiError::Client {
+                what: format!("cannot connect to {}", target.name()),
+                source,
+            });
+        }
+    };
+    let server = client.server();
+    let summary = json!({
+        "conn": id,
+        "target": target.name(),
+        "transport": if target.stdio.is_some() { "stdio" } else { target.transport.as_str() },
+        "asked": revision.map(|r| r.as_str()),
+        "revision": client.revision().as_str(),
+        "sessionId": client.session_id(),
+        "lens": lens,
+        "server": server.as_ref().map(|s| json!({
+            "capabilities": s.capabilities,
+            "serverInfo": s.server_info,
+            "instructions": s.instructions,
+            "supportedVersions": s.supported_versions,
+        })),
+    });
+    slot.fill(Connection {
+        client,
+        summary: summary.clone(),
+    });
+    state.push(json!({"type": "connected", "conn": id, "summary": summary}));
+    Ok(summary)
+}
+
+/// `POST /api/connect`: `{url | stdio, revision?, transport?, logLevel?, headers?}`.
+pub(crate) async fn connect(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let target = Target::read(&body)?;
+    let revision = read_revision(&body)?;
+    connect_one(&state, &target, revision, false).await
+}
+
+/// `POST /api/disconnect`: `{conn}`.
+pub(crate) async fn disconnect(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let id = conn_id(&body)?;
+    let connection = state
+        .remove(id)
+        .ok_or_else(|| ApiError::NotFound(format!("no connection {id}")))?;
+    state.remove_listeners_of(id);
+    let closed = connection.client.close().await;
+    state.push(json!({"type": "disconnected", "conn": id}));
+    Ok(json!({"closed": closed.is_ok()}))
+}
+
+/// `GET /api/connections`.
+pub(crate) fn connections(state: &State) -> Value {
+    json!({"connections": state.summaries(), "initial": state.initial, "limits": {
+        "maxConnections": state.limits.max_connections,
+        "maxEvents": state.limits.max_events,
+        "maxAsks": state.limits.max_asks,
+        "waitingAsks": state.waiting_asks(),
+    }})
+}
+
+/// Lists one kind; `Ok(None)` when the server does not offer it (no capability).
+async fn list(client: &Client, kind: &str) -> Result<Vec<Value>, mcp_client::Error> {
+    match kind {
+        "tools" => client.list_tools().await,
+        "resources" => client.list_resources().await,
+        "templates" => client.list_resource_templates().await,
+        _ => client.list_prompts().await,
+    }
+}
+
+/// The capability a kind of list needs.
+fn capability(kind: &str) -> &'static str {
+    match kind {
+        "tools" => "tools",
+        "resources" | "templates" => "resources",
+        _ => "prompts",
+    }
+}
+
+/// `POST /api/list`: `{conn, kind: tools | resources | templates | prompts}`.
+pub(crate) async fn list_kind(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (_, connection) = connection(&state, &body)?;
+    let kind = field(&body, "kind")?;
+    if !["tools", "resources", "templates", "prompts"].contains(&kind) {
+        return Err(ApiError::BadRequest(format!("unknown kind {kind:?}")));
+    }
+    let offered = connection
+        .summary
+        .pointer(&format!("/server/capabilities/{}", capability(kind)))
+        .is_some();
+    if !offered {
+        return Ok(json!({"items": [], "offered": false}));
+    }
+    let items = list(&connection.client, kind)
+        .await
+        .map_err(|source| ApiError::Client {
+            what: format!("listing {kind}"),
+            source,
+        })?;
+    Ok(json!({"items": items, "offered": true}))
+}
+
+/// `POST /api/call`: `{conn, name, arguments, call?}`; progress goes to the events, tagged
+/// with `call`.
+pub(crate) async fn call(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (id, connection) = connection(&state, &body)?;
+    let name = field(&body, "name")?.to_owned();
+    let arguments = body.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    if !arguments.is_object() {
+        return Err(ApiError::BadRequest(
+            "\"arguments\" must be an object".into(),
+        ));
+    }
+    let call = body.get("call").cloned().unwrap_or(Value::Null);
+    let progress_state = state.clone();
+    let progress_call = call.clone();
+    let options = CallOptions::new().on_progress(move |p| {
+        progress_state.push(
+            json!({"type": "progress", "conn": id, "call": progress_call,
+            "progress": p.progress, "total": p.total, "message": p.message}),
+        );
+    });
+    connection
+        .client
+        .call_tool_with(&name, arguments, options)
+        .await
+        .map_err(|source| ApiError::Client {
+            what: format!("tools/call {name:?}"),
+            source,
+        })
+}
+
+/// `POST /api/read`: `{conn, uri}`.
+pub(crate) async fn read(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (_, connection) = connection(&state, &body)?;
+    let uri = field(&body, "uri")?;
+    connection
+        .client
+        .read_resource(uri)
+        .await
+        .map_err(|source| ApiError::Client {
+            what: format!("resources/read {uri:?}"),
+            source,
+        })
+}
+
+/// `POST /api/prompt`: `{conn, name, arguments}` (string values).
+pub(crate) async fn prompt(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (_, connection) = connection(&state, &body)?;
+    let name = field(&body, "name")?;
+    let arguments = body.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    connection
+        .client
+        .get_prompt(name, arguments)
+        .await
+        .map_err(|source| ApiError::Client {
+            what: format!("prompts/get {name:?}"),
+            source,
+        })
+}
+
+/// `POST /api/complete`: `{conn, ref, argument: {name, value}}`.
+pub(crate) async fn complete(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (_, connection) = connection(&state, &body)?;
+    let params = json!({"ref": body.get("ref"), "argument": body.get("argument")});
+    connection
+        .client
+        .request("completion/complete", Some(params))
+        .await
+        .map_err(|source| ApiError::Client {
+            what: "completion/complete".into(),
+            source,
+        })
+}
+
+/// `POST /api/log-level`: `{conn, level}`.
+pub(crate) async fn log_level(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (_, connection) = connection(&state, &body)?;
+    let level = field(&body, "level")?;
+    level
+        .parse::<LogLevel>()
+        .map_err(|_| ApiError::BadRequest(format!("unknown log level {level:?}")))?;
+    connection
+        .client
+        .set_log_level(level)
+        .await
+        .map_err(|source| ApiError::Client {
+            what: "logging/setLevel".into(),
+            source,
+        })?;
+    Ok(json!({}))
+}
+
+/// `POST /api/answer`: `{ask, action: accept | decline | cancel, content?}` or `{ask, result}`
+/// (sampling, roots) or `{ask, error: {code, message}}`.
+pub(crate) async fn answer(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let ask = body
+        .get("ask")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| ApiError::BadRequest("the field \"ask\" (a number) is missing".into()))?;
+    let answer = if let Some(result) = body.get("result") {
+        Answer::result(result.clone())
+    } else if let Some(error) = body.get("error") {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("refused");
+        Answer::error(mcp_client::ErrorObject::new(code, message))
+    } else {
+        match field(&body, "action")? {
+            "accept" => match body.get("content") {
+                Some(content) => Answer::accept(content.clone()),
+                None => Answer::accept_url(),
+            },
+            "decline" => Answer::decline(),
+            "cancel" => Answer::cancel(),
+            other => {
+                return Err(ApiError::BadRequest(format!(
+                    "unknown action {other:?} (accept, decline or cancel)"
+                )));
+            }
+        }
+    };
+    if !state.answer(ask, answer) {
+        return Err(ApiError::NotFound(format!(
+            "no question {ask} is waiting (answered, or its call ended)"
+        )));
+    }
+    Ok(json!({}))
+}
+
+/// `POST /api/listen`: `{conn, tools?, prompts?, resources?, uris?: [...]}`: list changes and
+/// resource updates, as the revision carries them (`subscriptions/listen`, `resources/subscribe`
+/// and the standalone stream); they come as `listened` events.
+pub(crate) async fn listen(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (id, connection) = connection(&state, &body)?;
+    let flag = |name: &str| body.get(name).and_then(Value::as_bool) == Some(true);
+    let mut subscriptions = Subscriptions::new();
+    if flag("tools") {
+        subscriptions = subscriptions.tools_changed();
+    }
+    if flag("prompts") {
+        subscriptions = subscriptions.prompts_changed();
+    }
+    if flag("resources") {
+        subscriptions = subscriptions.resources_changed();
+    }
+    for uri in body
+        .get("uris")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let uri = uri
+            .as_str()
+            .ok_or_else(|| ApiError::BadRequest("\"uris\" must be strings".into()))?;
+        subscriptions = subscriptions.resource(uri);
+    }
+    if subscriptions == Subscriptions::new() {
+        return Err(ApiError::BadRequest("listen to nothing?".into()));
+    }
+    let listener = connection
+        .client
+        .listen(subscriptions)
+        .await
+        .map_err(|source| ApiError::Client {
+            what: "listening".into(),
+            source,
+        })?;
+    let accepted = listener.accepted().cloned();
+    let listener = state.add_listener(id, listener).ok_or_else(|| {
+        ApiError::Limit(format!(
+            "{} listeners are open (--max-listeners); stop one",
+            state.limits.max_listeners
+        ))
+    })?;
+    Ok(json!({"listener": listener, "accepted": accepted}))
+}
+
+/// `POST /api/unlisten`: `{listener}`.
+pub(crate) async fn unlisten(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let id = body
+        .get("listener")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            ApiError::BadRequest("the field \"listener\" (a number) is missing".into())
+        })?;
+    if !state.remove_listener(id) {
+        return Err(ApiError::NotFound(format!("no listener {id}")));
+    }
+    Ok(json!({}))
+}
+
+/// `POST /api/lens`: `{url | stdio, transport?, revisions?}`: one connection per revision
+/// (every revision by default), each listing its tools, resources, templates and prompts.
+pub(crate) async fn lens(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let target = Target::read(&body)?;
+    let revisions: Vec<Revision> = match body.get("revisions").and_then(Value::as_array) {
+        Some(list) => list
+            .iter()
+            .map(|r| {
+                r.as_str()
+                    .and_then(Revision::parse)
+                    .ok_or_else(|| ApiError::BadRequest(format!("unknown revision {r}")))
+            })
+            .collect::<Result<_, _>>()?,
+        None => Revision::ALL.to_vec(),
+    };
+    let columns = revisions.iter().map(|&revision| {
+        let state = state.clone();
+        let target = target.clone();
+        async move {
+            let summary = match connect_one(&state, &target, Some(revision), true).await {
+                Ok(summary) => summary,
+                Err(e) => {
+                    return json!({"revision": revision.as_str(), "error": e.body()["error"]});
+                }
+            };
+            let mut column = json!({"revision": revision.as_str(), "summary": summary});
+            let conn = summary["conn"].as_u64().unwrap_or_default();
+            for kind in ["tools", "resources", "templates", "prompts"] {
+                let listed = list_kind(state.clone(), json!({"conn": conn, "kind": kind})).await;
+                column[kind] = match listed {
+                    Ok(value) => value,
+                    Err(e) => e.body(),
+                };
+            }
+            column
+        }
+    });
+    let columns = futures::future::join_all(columns).await;
+    Ok(json!({"columns": columns}))
+}
+
+/// How long `GET /api/events` waits for an event before answering with none.
+pub(crate) const EVENTS_WAIT: Duration = Duration::from_secs(20);

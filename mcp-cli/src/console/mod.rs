@@ -1,0 +1,173 @@
+//! `mcp console`: a browser console on 127.0.0.1, backed by `mcp-client` in this process.
+//!
+//! The console listens on a random port of 127.0.0.1 and prints a URL carrying a random token
+//! (`http://127.0.0.1:PORT/?token=...`). Opening it trades the token for a cookie scoped to the
+//! console; every other request must carry that cookie (or the token in an
+//! `X-Mcp-Console-Token` header), a `Host` naming the console itself (against DNS rebinding)
+//! and no foreign `Origin` (against other pages driving it), else it is refused with 403.
+//!
+//! The page (one embedded HTML file) calls a JSON API: `connect`, `list`, `call`, `read`,
+//! `prompt`, `complete`, `log-level`, `answer`, `listen`, `unlisten`, `lens`, `disconnect`, and polls
+//! `GET /api/events?after=SEQ` for what happens in between: every JSON-RPC message each client
+//! exchanges, notifications (progress, log messages, list changes) and the server's questions,
+//! which wait for an answer from a dialog in the page.
+//!
+//! Everything the console keeps is bounded ([`Limits`]).
+
+mod api;
+mod server;
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::args::split_command;
+use crate::cli::{ConsoleArgs, Global, TransportChoice};
+use crate::error::CliError;
+
+/// The console's bounds; each is a command-line option (see `mcp console --help`).
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// MCP connections open at once (the revision lens takes one per revision). Default 16.
+    pub(crate) max_connections: usize,
+    /// Events kept for the page (protocol messages, notifications, questions). Default 5000.
+    pub(crate) max_events: usize,
+    /// Bytes of events kept (their JSON text). Default 32 MiB.
+    pub(crate) max_event_bytes: usize,
+    /// Questions waiting for the page at once; more are cancelled. Default 32.
+    pub(crate) max_asks: usize,
+    /// Listeners (list changes, resource subscriptions) at once. Default 16.
+    pub(crate) max_listeners: usize,
+    /// HTTP connections from the browser at once; more are closed. Default 64.
+    pub(crate) max_http_connections: usize,
+    /// The client timeout of every MCP request, questions included (`--request-timeout`,
+    /// default 300 s: a person answers them).
+    pub(crate) timeout: Duration,
+}
+
+/// Runs the console until Ctrl-C.
+pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliError> {
+    let mut words = args.rest.words;
+    let initial_url = if global.stdio.is_none() && !words.is_empty() {
+        Some(words.remove(0))
+    } else {
+        None
+    };
+    if let Some(extra) = words.first() {
+        return Err(CliError::Usage(format!(
+            "mcp console takes no argument {extra:?}"
+        )));
+    }
+    if let Some(command) = &global.stdio {
+        split_command(command)?;
+    }
+    let timeout = Duration::try_from_secs_f64(args.request_timeout)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .ok_or_else(|| {
+            CliError::Usage("--request-timeout must be a positive number of seconds".into())
+        })?;
+    let limits = Limits {
+        max_connections: args.max_connections.max(1),
+        max_events: args.max_events.max(1),
+        max_event_bytes: args.max_event_bytes.max(1024),
+        max_asks: args.max_asks,
+        max_listeners: args.max_listeners,
+        max_http_connections: args.max_http_connections.max(2),
+        timeout,
+    };
+    let transport = match global.transport {
+        TransportChoice::Auto => "auto",
+        TransportChoice::Streamable => "streamable",
+        TransportChoice::Sse => "sse",
+    };
+    let initial = json!({
+        "url": initial_url,
+        "stdio": global.stdio,
+        "revision": global.revision,
+        "transport": transport,
+        "logLevel": global.log_level,
+        "headers": global.headers,
+    });
+    let listener = TcpListener::bind(("127.0.0.1", args.port))
+        .await
+        .map_err(|e| CliError::Usage(format!("cannot listen on 127.0.0.1: {e}")))?;
+    let port = listener.local_addr()?.port();
+    let token = new_token()?;
+    let url = format!("http://127.0.0.1:{port}/?token={token}");
+    println!("mcp console listening on {url}");
+    eprintln!("mcp: open the URL above in a browser; Ctrl-C stops the console");
+    if !args.no_open {
+        open_browser(&url);
+    }
+    let state = state::State::new(limits.clone(), initial);
+    let guard = Arc::new(server::Guard { token, port });
+    let slots = Arc::new(Semaphore::new(limits.max_http_connections));
+    let serve = async {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            // At the limit the new connection is closed at once.
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
+            let (state, guard) = (state.clone(), guard.clone());
+            tokio::spawn(async move {
+                let service = service_fn(move |request| {
+                    server::handle(state.clone(), guard.clone(), request)
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+                drop(permit);
+            });
+        }
+    };
+    tokio::select! {
+        () = serve => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    for connection in state.take_all() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), connection.client.close()).await;
+    }
+    eprintln!("mcp: console stopped");
+    Ok(())
+}
+
+/// 32 random bytes, hex.
+fn new_token() -> Result<String, CliError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| CliError::Usage(format!("no randomness for the console's token: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Opens `url` with the platform's opener; a failure is only noted.
+fn open_browser(url: &str) {
+    let mut command = if cfg!(target_os = "macos") {
+        std::process::Command::new("open")
+    } else if cfg!(windows) {
+        let mut c = std::process::Command::new("cmd");
+        c.args(["/C", "start", ""]);
+        c
+    } else {
+        std::process::Command::new("xdg-open")
+    };
+    let opened = command
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = opened {
+        eprintln!("mcp: could not open a browser ({e}); open the URL yourself");
+    }
+}
