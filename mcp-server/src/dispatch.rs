@@ -655,11 +655,28 @@ impl Server {
                 // Dropping the reply stream mid-call cancels it: the handler's signal fires.
                 let on_drop = CancelOnDrop(Some(cancel.clone()));
                 let traced = RequestSpan::open(adapter, &call, ctx);
+                #[cfg(feature = "metrics")]
+                let metered = self
+                    .registry
+                    .metrics
+                    .as_ref()
+                    .map(|m| (m, std::time::Instant::now()));
                 let done = self
                     .call(adapter, &mut call, ctx, sink, &cancel)
                     .instrument(traced.span.clone())
                     .await;
                 traced.close(adapter, &done, cancel.is_cancelled());
+                #[cfg(feature = "metrics")]
+                if let Some((metrics, started)) = metered {
+                    let (outcome, _) =
+                        crate::telemetry::outcome_of(adapter, &done, cancel.is_cancelled());
+                    metrics.request(
+                        adapter.version(),
+                        crate::telemetry::method_label(&call.method),
+                        outcome,
+                        started.elapsed(),
+                    );
+                }
                 on_drop.disarm();
                 drop(registered);
                 if cancel.is_cancelled() {
@@ -1145,6 +1162,8 @@ impl Server {
             log: registry.log.clone(),
             namespace: ctx.inner.namespace.clone(),
             timeout: registry.ask_timeout,
+            #[cfg(feature = "metrics")]
+            metrics: registry.metrics.clone(),
         });
         Exchange::new(ExchangeInner {
             adapter,

@@ -71,6 +71,8 @@ pub(crate) struct Pusher {
     pub(crate) log: Arc<dyn EventLog>,
     pub(crate) namespace: Namespace,
     pub(crate) timeout: Duration,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<crate::Metrics>,
 }
 
 /// Who a connection belongs to, as far as the transport knows: the authenticated principal
@@ -458,6 +460,8 @@ impl Exchange {
                 ))));
             };
             tracing::debug!(key, kind = ?question.kind(), "question pushed to the client");
+            #[cfg(feature = "metrics")]
+            let _pending = push.metrics.as_ref().map(crate::Metrics::question);
             let answer = self.push(&push, &question).await?;
             tracing::debug!(key, "question answered");
             self.lock().answers.insert(key.to_owned(), answer.clone());

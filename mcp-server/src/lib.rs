@@ -120,6 +120,8 @@ mod error;
 mod exchange;
 pub mod http;
 mod icon;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod notify;
 mod page;
 mod project;
@@ -144,6 +146,8 @@ pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
 pub use exchange::Exchange;
 pub use icon::Icon;
+#[cfg(feature = "metrics")]
+pub use metrics::Metrics;
 pub use notify::{
     Change, ChangeError, ChangeStream, NotificationFilter, NotificationStream, Notifier,
     NotifyError,

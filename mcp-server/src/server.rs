@@ -55,6 +55,8 @@ pub struct ServerBuilder {
     adapters: AdapterSet,
     store: Option<Arc<dyn StateStore>>,
     log: Option<Arc<dyn EventLog>>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::Metrics>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -100,6 +102,8 @@ impl ServerBuilder {
             adapters: AdapterSet::all(),
             store: None,
             log: None,
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
     }
 
@@ -196,6 +200,16 @@ impl ServerBuilder {
     #[must_use]
     pub fn ask_timeout(mut self, timeout: Duration) -> Self {
         self.ask_timeout = timeout;
+        self
+    }
+
+    /// Counts what this server serves into `metrics` (feature `metrics`): requests by
+    /// revision, method and outcome, their latency, sessions and pending questions, on every
+    /// transport. Default: none (nothing is counted). See [`Metrics`](crate::Metrics).
+    #[cfg(feature = "metrics")]
+    #[must_use]
+    pub fn metrics(mut self, metrics: &crate::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
         self
     }
 
@@ -302,6 +316,8 @@ impl ServerBuilder {
             adapters: self.adapters,
             states: RequestStates::new(store, self.request_state_ttl),
             log,
+            #[cfg(feature = "metrics")]
+            metrics: self.metrics,
             views: Default::default(),
         };
         let registry = Arc::new(registry);
@@ -534,6 +550,8 @@ pub(crate) struct Registry {
     pub(crate) adapters: AdapterSet,
     pub(crate) states: RequestStates,
     pub(crate) log: Arc<dyn EventLog>,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<crate::Metrics>,
     views: [OnceLock<project::RevisionView>; 5],
 }
 
@@ -588,6 +606,8 @@ impl Registry {
             adapters: self.adapters.clone(),
             states: self.states.clone(),
             log: self.log.clone(),
+            #[cfg(feature = "metrics")]
+            metrics: self.metrics.clone(),
             views: Default::default(),
         };
         for adapter in registry.adapters.adapters() {

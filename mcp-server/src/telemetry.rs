@@ -81,18 +81,7 @@ impl RequestSpan {
         let Some(started) = self.started else {
             return;
         };
-        let (outcome, code) = match done {
-            _ if cancelled => ("cancelled", None),
-            Done::Silent => ("none", None),
-            Done::Send(outcome, _) => match outcome {
-                Outcome::Failure(failure) => {
-                    ("error", Some(failure.mapping(adapter.revision()).code))
-                }
-                Outcome::InputRequired { .. } => ("input_required", None),
-                Outcome::ToolResult(result) if result.is_error => ("tool_error", None),
-                _ => ("ok", None),
-            },
-        };
+        let (outcome, code) = outcome_of(adapter, done, cancelled);
         self.span.record("outcome", outcome);
         if let Some(code) = code {
             self.span.record("error_code", code);
@@ -100,5 +89,34 @@ impl RequestSpan {
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.span.record("duration_us", micros);
         tracing::debug!(target: "mcp_server::request", parent: &self.span, outcome, duration_us = micros, "call served");
+    }
+}
+
+/// How a call ended, as the span and the metrics name it, with its JSON-RPC error code.
+pub(crate) fn outcome_of(
+    adapter: Adapter,
+    done: &Done,
+    cancelled: bool,
+) -> (&'static str, Option<i64>) {
+    match done {
+        _ if cancelled => ("cancelled", None),
+        Done::Silent => ("none", None),
+        Done::Send(outcome, _) => match outcome {
+            Outcome::Failure(failure) => ("error", Some(failure.mapping(adapter.revision()).code)),
+            Outcome::InputRequired { .. } => ("input_required", None),
+            Outcome::ToolResult(result) if result.is_error => ("tool_error", None),
+            _ => ("ok", None),
+        },
+    }
+}
+
+/// A method as a metrics label: one of the spec's names (the adapters keep those as
+/// constants), else `other`, so peers cannot grow the label space.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+#[allow(clippy::ptr_arg, reason = "whether the Cow borrows is what is read")]
+pub(crate) fn method_label(method: &std::borrow::Cow<'static, str>) -> &'static str {
+    match method {
+        std::borrow::Cow::Borrowed(name) => name,
+        std::borrow::Cow::Owned(_) => "other",
     }
 }

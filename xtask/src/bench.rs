@@ -51,7 +51,9 @@
 //! the harness, and with `CI=true` a PostgreSQL that does not answer fails the run),
 //! `ours-sqlite` (a fresh SQLite file in the target folder) and `ours-jwt` (the memory store
 //! behind a JWT resource server, `mcp-bench-server --auth-jwt`, with the token the server
-//! writes at start sent by `mcp-load --bearer`). They take no part in the idle-sessions step.
+//! writes at start sent by `mcp-load --bearer`) and `ours-metrics` (the memory store counting
+//! into Prometheus metrics, `mcp-bench-server --metrics`, issue 33). They take no part in the
+//! idle-sessions step.
 //!
 //! Options: `--quick`, `--no-peers`, `--rounds N`, `--warmup SECS`, `--measure SECS`,
 //! `--revisions A,B`, `--concurrency 1,32`, `--sessions N` (idle sessions per server, 0 to
@@ -128,6 +130,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         RowSpec::ours(&bin, Store::Postgres(postgres)),
         RowSpec::ours(&bin, Store::Sqlite(sqlite)),
         RowSpec::jwt(&bin),
+        RowSpec::metrics(&bin),
     ];
     if let Some(keep) = &settings.rows {
         rows.retain(|r| {
@@ -599,7 +602,7 @@ enum Store {
 }
 
 /// The target rows (`RowSpec::focus`): measured in a few cells only, left out of the headline.
-const FOCUS_KEYS: [&str; 3] = ["ours-postgres", "ours-sqlite", "ours-jwt"];
+const FOCUS_KEYS: [&str; 4] = ["ours-postgres", "ours-sqlite", "ours-jwt", "ours-metrics"];
 
 /// The PostgreSQL of our PostgreSQL row: `MCP_POSTGRES_URL`, as in the tests and `.ci/run`.
 fn postgres_url() -> String {
@@ -759,6 +762,19 @@ impl RowSpec {
             focus: true,
             ask: AskMode::None,
             ..Self::ours(bin, Store::Memory)
+        }
+    }
+
+    /// Our memory row counting into Prometheus metrics (`mcp-bench-server --metrics`).
+    fn metrics(bin: &Path) -> Self {
+        let mut row = Self::ours(bin, Store::Memory);
+        row.args.push("--metrics".to_owned());
+        Self {
+            key: "ours-metrics",
+            label: "mcp-server, memory store, Prometheus metrics on".to_owned(),
+            focus: true,
+            ask: AskMode::None,
+            ..row
         }
     }
 
@@ -1839,13 +1855,14 @@ struct Report<'a> {
 }
 
 /// Row order and labels in the tables (taken from the first cell that has the row).
-const ROW_ORDER: [&str; 9] = [
+const ROW_ORDER: [&str; 10] = [
     "floor",
     "ours-memory",
     "ours-redis",
     "ours-postgres",
     "ours-sqlite",
     "ours-jwt",
+    "ours-metrics",
     "rmcp-session",
     "rmcp-stateless",
     "tiny",
@@ -1964,7 +1981,7 @@ impl Report<'_> {
              \"of floor\" and \"vs rmcp\" are ratios taken within each round, then the median: \"vs rmcp\" divides by the faster rmcp mode of that round.\n\
              - Our Redis rows use a `redis-server` the harness starts for them (`--save \"\" --appendonly no`, a free port), pinned to core 0 with the server it serves, \
              so the store's work costs the server's core as the memory store's does and the load generator keeps core 1.\n\
-             - The target rows (`ours-postgres`, `ours-sqlite`, `ours-jwt`) run at c=32 on {} only and are read as a ratio to our memory row in the same round. \
+             - The target rows (`ours-postgres`, `ours-sqlite`, `ours-jwt`, `ours-metrics`) run at c=32 on {} only and are read as a ratio to our memory row in the same round. \
              PostgreSQL is the one at `MCP_POSTGRES_URL` (not started by the harness: it shares core 0 or 1 with whatever it is scheduled on, and it persists what it is given); \
              SQLite is a fresh file in the target folder; `ours-jwt` is the memory store behind `mcp_server::auth::ResourceServer` with a `JwtVerifier` on a fixed local key set \
              (ES256, generated at start) and every request carries `Authorization: Bearer` with a token signed by that key (verified once, then cached by the server).\n\
@@ -2291,6 +2308,11 @@ impl Report<'_> {
                 "ours-jwt",
                 "JWT-protected server (memory store)",
                 Some(0.90),
+            ),
+            self.store_target(
+                "ours-metrics",
+                "Server with Prometheus metrics on (memory store)",
+                Some(0.97),
             ),
             self.idle_target(),
             self.scale_target(),

@@ -4,6 +4,7 @@
 //! mcp-bench-server --port PORT --store memory|redis [--redis-url URL]
 //! mcp-bench-server --port PORT --hub memory|redis://…|postgres://…|sqlite:PATH
 //! mcp-bench-server --port PORT [--hub …] --auth-jwt TOKEN_FILE
+//! mcp-bench-server --port PORT --metrics
 //! ```
 //!
 //! Contract (see the crate docs, "Server contract"): Streamable HTTP at `/mcp` for every
@@ -72,6 +73,9 @@ struct Options {
     sql: Option<String>,
     /// `--auth-jwt`: where the access token is written.
     token_file: Option<String>,
+    /// `--metrics`: count into Prometheus metrics (rendered by nobody: the row measures the
+    /// counting).
+    metrics: bool,
 }
 
 fn options() -> Result<Options, String> {
@@ -80,6 +84,7 @@ fn options() -> Result<Options, String> {
     let mut url = "redis://127.0.0.1:6379".to_owned();
     let mut sql = None;
     let mut token_file = None;
+    let mut metrics = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -105,6 +110,7 @@ fn options() -> Result<Options, String> {
                 }
             }
             "--auth-jwt" => token_file = Some(value("--auth-jwt")?),
+            "--metrics" => metrics = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -118,6 +124,7 @@ fn options() -> Result<Options, String> {
         redis,
         sql,
         token_file,
+        metrics,
     })
 }
 
@@ -125,6 +132,10 @@ async fn run(options: Options) -> Result<(), String> {
     let mut builder = Server::builder("mcp-bench-server", env!("CARGO_PKG_VERSION"))
         .tool(Tool::new("add", add).read_only())
         .tool(Tool::new("confirm", confirm));
+    let metrics = mcp_server::Metrics::new();
+    if options.metrics {
+        builder = builder.metrics(&metrics);
+    }
     if let Some(url) = &options.redis {
         let config = mcp_hub::RedisConfig::new()
             .key_prefix(format!("mcp-bench-server:{}", std::process::id()));

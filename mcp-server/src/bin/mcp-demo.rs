@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...] [--log-format text|json]
+//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...] [--log-format text|json] [--metrics HOST:PORT]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -18,6 +18,11 @@
 //! request needs `mcp:read`, `deploy` needs `mcp:deploy` too, so step-up can be tried by hand.
 //! Its consent page approves for `demo-user`; `--auth-auto-approve` skips it (for tests).
 //! `--auth-client` registers a client ahead of time (repeatable).
+//!
+//! `--metrics HOST:PORT` (built with the `metrics` feature) serves Prometheus metrics at
+//! `http://HOST:PORT/metrics` and prints that URL as the second line. `RUST_LOG` sets what is
+//! logged to stderr (default `info` for the MCP crates; `RUST_LOG=mcp_server=debug` adds a
+//! span per request) and `--log-format json` writes JSON lines.
 //!
 //! `--tls-cert` and `--tls-key` (PEM files) serve HTTPS instead, HTTP/2 and HTTP/1.1 by ALPN;
 //! the first line then names an `https://` URL.
@@ -41,6 +46,8 @@ struct Options {
     tls_cert: Option<String>,
     tls_key: Option<String>,
     log_format: LogFormat,
+    /// `--metrics ADDR`: where `GET /metrics` is served (feature `metrics`).
+    metrics: Option<String>,
 }
 
 include!("demo/logging.rs");
@@ -101,6 +108,7 @@ fn options() -> Result<Options, String> {
         tls_cert: None,
         tls_key: None,
         log_format: LogFormat::Text,
+        metrics: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -118,6 +126,9 @@ fn options() -> Result<Options, String> {
             }
             "--tls-key" => options.tls_key = Some(args.next().ok_or("--tls-key needs a PEM file")?),
             "--auth-auto-approve" => options.auto_approve = true,
+            "--metrics" => {
+                options.metrics = Some(args.next().ok_or("--metrics needs HOST:PORT")?);
+            }
             "--log-format" => {
                 options.log_format =
                     LogFormat::parse(&args.next().ok_or("--log-format needs text or json")?)?;
@@ -129,7 +140,7 @@ fn options() -> Result<Options, String> {
             )?),
             "-h" | "--help" => {
                 println!(
-                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...] [--log-format text|json]"
+                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...] [--log-format text|json] [--metrics HOST:PORT]"
                 );
                 std::process::exit(0);
             }
@@ -203,11 +214,44 @@ async fn run(options: Options) -> Result<(), String> {
         Some(hub) => hub.clone(),
         None => Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default())),
     };
-    let server = build_demo("mcp-demo", |builder| match hub {
-        Some(hub) => builder.state_store(hub.clone()).event_log(hub),
-        None => builder,
+    #[cfg(feature = "metrics")]
+    let metrics = mcp_server::Metrics::new();
+    let server = build_demo("mcp-demo", |builder| {
+        #[cfg(feature = "metrics")]
+        let builder = if options.metrics.is_some() {
+            builder.metrics(&metrics)
+        } else {
+            builder
+        };
+        match hub {
+            Some(hub) => builder.state_store(hub.clone()).event_log(hub),
+            None => builder,
+        }
     })
     .map_err(|e| e.to_string())?;
+    // Printed after the first line (which names the MCP endpoint).
+    #[cfg_attr(not(feature = "metrics"), allow(unused_mut))]
+    let mut metrics_line: Option<String> = None;
+    if let Some(addr) = &options.metrics {
+        #[cfg(feature = "metrics")]
+        {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("--metrics: cannot listen on {addr}: {e}"))?;
+            let bound = listener.local_addr().map_err(|e| e.to_string())?;
+            metrics_line = Some(format!("mcp-demo metrics on http://{bound}/metrics"));
+            tokio::spawn(mcp_server::http::serve_metrics(
+                listener,
+                metrics.clone(),
+                shutdown_signal(),
+            ));
+        }
+        #[cfg(not(feature = "metrics"))]
+        return Err(format!(
+            "--metrics {addr}: mcp-demo was built without the `metrics` feature \
+             (cargo run -p mcp-server --features metrics --bin mcp-demo)"
+        ));
+    }
     let listener = tokio::net::TcpListener::bind(&options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
@@ -223,6 +267,9 @@ async fn run(options: Options) -> Result<(), String> {
     };
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "mcp-demo listening on {base}");
+    if let Some(line) = metrics_line {
+        let _ = writeln!(stdout, "{line}");
+    }
     let _ = stdout.flush();
     let config = if options.auth {
         protection(&base, &options, store)?

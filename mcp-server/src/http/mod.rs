@@ -59,6 +59,8 @@ mod body;
 mod cancel;
 mod config;
 mod legacy;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod origin;
 mod serve;
 mod session;
@@ -89,6 +91,8 @@ pub use config::{
     DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS,
     HttpConfig,
 };
+#[cfg(feature = "metrics")]
+pub use metrics::serve_metrics;
 pub use serve::{
     HttpError, Tls, serve, serve_tls_with_shutdown, serve_with, serve_with_shutdown,
     shutdown_signal,
@@ -269,6 +273,8 @@ impl HttpEndpoint {
             Some((server.registry.log.clone(), config.session_cache)),
         )
         .limited(config.max_sessions, cancels.clone());
+        #[cfg(feature = "metrics")]
+        let sessions = sessions.metered(server.registry.metrics.clone());
         Self {
             shared: Arc::new(Shared {
                 server,
@@ -591,6 +597,10 @@ impl Shared {
 
     /// The failure a body read ended with.
     pub(crate) fn body_failure(&self, error: BodyError) -> Response<HttpBody> {
+        #[cfg(feature = "metrics")]
+        if let (BodyError::TooLarge, Some(metrics)) = (&error, &self.server.registry.metrics) {
+            metrics.limit_hit("body_limit");
+        }
         self.transport_failure(match error {
             BodyError::TooLarge => Failure::new(
                 FailureKind::PayloadTooLarge,

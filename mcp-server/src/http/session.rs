@@ -408,6 +408,9 @@ pub(crate) struct Sessions {
     feed: Arc<Feed>,
     /// Dropped with the last clone: the feed task ends.
     alive: Arc<watch::Sender<()>>,
+    /// Where sessions created, ended and refused are counted.
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::Metrics>,
 }
 
 impl Sessions {
@@ -443,7 +446,16 @@ impl Sessions {
                 seen: watch::channel((false, 0)).0,
             }),
             alive: Arc::new(watch::channel(()).0),
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
+    }
+
+    /// The same sessions, counted into `metrics`.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metered(mut self, metrics: Option<crate::Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The same sessions, holding at most `max` sessions minted here, and stopping `cancels`'
@@ -677,6 +689,10 @@ impl Sessions {
                 limit = self.max_sessions,
                 "session limit reached; a new session is refused"
             );
+            #[cfg(feature = "metrics")]
+            if let Some(metrics) = &self.metrics {
+                metrics.limit_hit("max_sessions");
+            }
             return Err(SessionError::Full(self.max_sessions));
         }
         self.start_feed();
@@ -700,6 +716,10 @@ impl Sessions {
                         revision = record.version.as_deref().unwrap_or("-"),
                         "session created"
                     );
+                    #[cfg(feature = "metrics")]
+                    if let Some(metrics) = &self.metrics {
+                        metrics.session_created();
+                    }
                     return Ok(id);
                 }
                 Err(StoreError::AlreadyExists) => continue,
@@ -835,6 +855,10 @@ impl Sessions {
         self.invalidate(id).await;
         if deleted {
             tracing::debug!(session = crate::telemetry::session_tag(id), "session ended");
+            #[cfg(feature = "metrics")]
+            if let Some(metrics) = &self.metrics {
+                metrics.session_ended();
+            }
             drop_topics(
                 self.topics.as_ref(),
                 self.cancels.as_ref(),

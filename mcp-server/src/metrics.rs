@@ -1,0 +1,229 @@
+//! Prometheus metrics (feature `metrics`): what a server served, for a scrape endpoint.
+//!
+//! Hand one [`Metrics`] to [`ServerBuilder::metrics`](crate::ServerBuilder::metrics) (every
+//! transport counts through it) and serve its text with
+//! [`http::serve_metrics`](crate::http::serve_metrics) or your own route
+//! ([`Metrics::render`]).
+//!
+//! | metric | kind | labels |
+//! | --- | --- | --- |
+//! | `mcp_requests_total` | counter | `revision`, `method`, `outcome` |
+//! | `mcp_request_duration_seconds` | histogram | `method` |
+//! | `mcp_sessions_created_total` | counter | |
+//! | `mcp_sessions_ended_total` | counter | |
+//! | `mcp_limit_refusals_total` | counter | `limit` |
+//! | `mcp_questions_pending` | gauge | |
+//!
+//! `outcome` is `ok`, `tool_error`, `input_required`, `error`, `cancelled` or `none` (a
+//! notification). Label values come from fixed sets: a method outside the spec's names is
+//! counted as `other`, so a client sending made-up methods cannot grow the label space, and
+//! tool names or URIs are never labels. Counting a call costs one lookup in a small table
+//! (under a read lock), two atomic additions, the histogram's lock and a clock read; with no
+//! `Metrics` on the server it costs a branch.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::FastMap;
+
+type Labels3 = [(&'static str, &'static str); 3];
+type Labels1 = [(&'static str, &'static str); 1];
+
+/// A set of server metrics and the registry that renders them. Cheap to clone: clones share
+/// the counters.
+///
+/// ```
+/// use mcp_server::{Metrics, Server};
+///
+/// let metrics = Metrics::new();
+/// let server = Server::builder("demo", "1.0").metrics(&metrics).build().unwrap();
+/// # let _ = server;
+/// assert!(metrics.render().contains("mcp_requests_total"));
+/// ```
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    requests: Family<Labels3, Counter>,
+    durations: Family<Labels1, Histogram, fn() -> Histogram>,
+    sessions_created: Counter,
+    sessions_ended: Counter,
+    limits: Family<Labels1, Counter>,
+    questions: Gauge,
+    /// The counter and histogram of each (revision, method, outcome) seen, by the addresses
+    /// and lengths of those static texts: a call finds its handles with one seeded hash of
+    /// six words instead of hashing the label texts in the families. Bounded by the number
+    /// of static label texts (and capped at [`MAX_HANDLES`]).
+    handles: RwLock<FastMap<[usize; 6], (Counter, Histogram)>>,
+}
+
+/// The most cached handle pairs (far above the fixed label sets' product).
+const MAX_HANDLES: usize = 4096;
+
+fn text_key(text: &'static str) -> [usize; 2] {
+    [text.as_ptr() as usize, text.len()]
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    // 50 us to about 3.3 s, by factors of 4.
+    Histogram::new(exponential_buckets(0.000_05, 4.0, 9))
+}
+
+impl Metrics {
+    /// A fresh set of metrics, all at zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<Labels3, Counter>::default();
+        let durations = Family::<Labels1, Histogram, fn() -> Histogram>::new_with_constructor(
+            duration_histogram,
+        );
+        let sessions_created = Counter::default();
+        let sessions_ended = Counter::default();
+        let limits = Family::<Labels1, Counter>::default();
+        let questions = Gauge::default();
+        registry.register(
+            "mcp_requests",
+            "MCP requests and notifications served",
+            requests.clone(),
+        );
+        registry.register(
+            "mcp_request_duration_seconds",
+            "Time from dispatch to outcome",
+            durations.clone(),
+        );
+        registry.register(
+            "mcp_sessions_created",
+            "Sessions this worker created",
+            sessions_created.clone(),
+        );
+        registry.register(
+            "mcp_sessions_ended",
+            "Sessions ended by their client (DELETE) on this worker",
+            sessions_ended.clone(),
+        );
+        registry.register(
+            "mcp_limit_refusals",
+            "Requests refused at a configured limit",
+            limits.clone(),
+        );
+        registry.register(
+            "mcp_questions_pending",
+            "Questions pushed to clients and not yet answered",
+            questions.clone(),
+        );
+        Self {
+            inner: Arc::new(Inner {
+                registry,
+                requests,
+                durations,
+                sessions_created,
+                sessions_ended,
+                limits,
+                questions,
+                handles: RwLock::default(),
+            }),
+        }
+    }
+
+    /// The metrics in the Prometheus text exposition format (OpenMetrics flavour).
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry);
+        text
+    }
+
+    pub(crate) fn request(
+        &self,
+        revision: &'static str,
+        method: &'static str,
+        outcome: &'static str,
+        took: Duration,
+    ) {
+        let [r0, r1] = text_key(revision);
+        let [m0, m1] = text_key(method);
+        let [o0, o1] = text_key(outcome);
+        let key = [r0, r1, m0, m1, o0, o1];
+        let seconds = took.as_secs_f64();
+        {
+            let handles = self.inner.handles.read().unwrap_or_else(|e| e.into_inner());
+            if let Some((counter, histogram)) = handles.get(&key) {
+                counter.inc();
+                histogram.observe(seconds);
+                return;
+            }
+        }
+        let counter = self
+            .inner
+            .requests
+            .get_or_create(&[
+                ("revision", revision),
+                ("method", method),
+                ("outcome", outcome),
+            ])
+            .clone();
+        let histogram = self
+            .inner
+            .durations
+            .get_or_create(&[("method", method)])
+            .clone();
+        counter.inc();
+        histogram.observe(seconds);
+        let mut handles = self
+            .inner
+            .handles
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if handles.len() < MAX_HANDLES {
+            handles.insert(key, (counter, histogram));
+        }
+    }
+
+    pub(crate) fn session_created(&self) {
+        self.inner.sessions_created.inc();
+    }
+
+    pub(crate) fn session_ended(&self) {
+        self.inner.sessions_ended.inc();
+    }
+
+    pub(crate) fn limit_hit(&self, limit: &'static str) {
+        self.inner.limits.get_or_create(&[("limit", limit)]).inc();
+    }
+
+    /// Counts a pushed question until the returned guard drops.
+    pub(crate) fn question(&self) -> QuestionGuard {
+        self.inner.questions.inc();
+        QuestionGuard(self.inner.questions.clone())
+    }
+}
+
+/// Keeps a question counted in `mcp_questions_pending` while it lives.
+pub(crate) struct QuestionGuard(Gauge);
+
+impl Drop for QuestionGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
