@@ -108,7 +108,12 @@ pub fn run() -> ExitCode {
             return ExitCode::from(exit::TRANSPORT);
         }
     };
-    match runtime.block_on(commands::run(&cli.global, cli.command)) {
+    let result = runtime.block_on(commands::run(&cli.global, cli.command));
+    // A prompt may still be blocked reading the terminal (Ctrl-C while it waited): dropping
+    // the runtime would wait for that read, so the runtime is let go without waiting for its
+    // blocking threads; the process exits and ends them.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => ExitCode::from(exit::OK),
         // The reader of stdout went away (`mcp tools URL | head -1`): nothing left to say.
         Err(error::CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {

@@ -327,3 +327,20 @@ fn a_protected_demo_is_called_with_a_bearer_token() {
     );
     assert_eq!(deployed.ok(), "deployed web\n");
 }
+
+/// Ctrl-C while a prompt waits for the user ends `mcp` at once with 130 (issue 33, point 1):
+/// the read of the terminal no longer keeps the process alive.
+#[test]
+fn ctrl_c_at_a_prompt_exits() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    let running = Running::start_with_stdin(
+        &["--interactive", "call", &url, "deploy", "service=web"],
+        std::process::Stdio::piped(),
+    );
+    running.wait_for_stderr("? The server asks: Deploy web?");
+    running.interrupt();
+    let run = running.finish();
+    assert_eq!(run.code, 130, "{}", run.stderr);
+    assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
+}

@@ -161,9 +161,14 @@ pub struct Running {
 impl Running {
     /// Starts `mcp` with `args`.
     pub fn start(args: &[&str]) -> Self {
+        Self::start_with_stdin(args, Stdio::null())
+    }
+
+    /// Starts `mcp` with `args` and `stdin` (a pipe kept open: a prompt waits on it).
+    pub fn start_with_stdin(args: &[&str], stdin: Stdio) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
