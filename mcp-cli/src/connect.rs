@@ -188,6 +188,7 @@ impl Session {
         };
         connected.map_err(|source| CliError::Connect {
             target: self.target.name(),
+            stdio: matches!(self.target, Target::Stdio(_)),
             source,
         })
     }

@@ -15,6 +15,8 @@ pub(crate) enum CliError {
     Connect {
         /// The URL or command.
         target: String,
+        /// The target is a command spoken to on stdio (not a URL).
+        stdio: bool,
         /// What the client said.
         #[source]
         source: mcp_client::Error,
@@ -111,6 +113,11 @@ impl CliError {
                 return Some("raise --timeout, or check the server is answering");
             }
             Self::Output(_) | Self::Interrupted => return None,
+            Self::Connect {
+                source,
+                stdio: true,
+                ..
+            } => return stdio_hint(source),
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
         };
         if let Some(code) = source.code() {
@@ -209,6 +216,32 @@ fn kind_label(kind: ErrorKind) -> &'static str {
 /// `text` with every run of whitespace (newlines included) collapsed to one space.
 pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What to try when a command given with `--stdio` could not be spoken to: the URL hints
+/// (paths, `--transport sse`) do not apply.
+fn stdio_hint(source: &mcp_client::Error) -> Option<&'static str> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source);
+    while let Some(error) = cause {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            return Some(match io.kind() {
+                std::io::ErrorKind::NotFound => "no such command: check its name and PATH",
+                std::io::ErrorKind::PermissionDenied => "the command is not executable",
+                _ => "check that the command can be run",
+            });
+        }
+        cause = error.source();
+    }
+    match source.kind() {
+        ErrorKind::Transport | ErrorKind::Closed | ErrorKind::Protocol => Some(
+            "the command ran but did not speak MCP on stdout: run it alone to see its messages (its stderr is shown above)",
+        ),
+        ErrorKind::Timeout => Some("raise --timeout, or check the command answers on stdout"),
+        ErrorKind::UnsupportedVersion => Some(
+            "see which revisions it speaks with `mcp discover --stdio ...`, then pin one with --revision",
+        ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

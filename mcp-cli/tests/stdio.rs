@@ -451,3 +451,22 @@ fn ctrl_c_cancels_a_call_and_ends_a_listen() {
     assert_eq!(done.code, 0, "{done:?}");
     assert!(done.stderr.contains("stopped listening"), "{}", done.stderr);
 }
+
+/// A `--stdio` command that cannot be spoken to gets a hint about commands, never the HTTP
+/// hints (paths, `--transport sse`) (issue 33, point 6).
+#[test]
+fn a_stdio_failure_gets_a_stdio_hint() {
+    // (command, what the hint says)
+    let cases = [
+        ("no-such-command-for-mcp-cli-tests", "no such command"),
+        ("true", "did not speak MCP"),
+    ];
+    for (command, hint) in cases {
+        let run = mcp(&["tools", "--stdio", command, "--timeout", "30"]);
+        assert_ne!(run.code, 0, "{command}");
+        let line = single_line(&run.stderr);
+        assert!(line.contains(hint), "{command}: {line}");
+        assert!(!line.contains("--transport sse"), "{command}: {line}");
+        assert!(!line.contains("/mcp"), "{command}: {line}");
+    }
+}
