@@ -113,6 +113,8 @@ struct CountArgs {
     delay_ms: Option<u32>,
 }
 
+// Included by tests that import `Duration` and by binaries that do not: the full path is kept.
+#[allow(unused_qualifications)]
 async fn count(args: CountArgs, ex: Exchange) -> String {
     let n = args.n.min(10_000);
     let delay = std::time::Duration::from_millis(u64::from(args.delay_ms.unwrap_or(0).min(1000)));
