@@ -19,6 +19,7 @@ mod conformance;
 mod fuzz;
 mod interop;
 mod layers;
+mod schemas;
 mod soak;
 
 use std::process::{Command, ExitCode};
@@ -46,9 +47,10 @@ fn run() -> Result<()> {
         "interop" => interop::run(&workspace_root()),
         "soak" => soak::run(&args[1..]),
         "fuzz" => fuzz::run(&workspace_root(), &args[1..]),
+        "schemas" => schemas::run(&workspace_root(), &args[1..]),
         "help" | "--help" | "-h" => {
             println!(
-                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME]>"
+                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME] | schemas [--from DIR] [--to DIR] [--check]>"
             );
             Ok(())
         }
@@ -58,6 +60,33 @@ fn run() -> Result<()> {
 
 /// Runs every check CI runs, stopping at the first failure.
 fn ci() -> Result<()> {
+    // The official schemas first: without them every schema check of the tests is skipped,
+    // which must not pass unnoticed (with CI=true it is a failure).
+    let folder = schemas::folder(&workspace_root());
+    let banner = match schemas::check(&folder)? {
+        schemas::State::Complete => None,
+        schemas::State::Missing(files) => {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                bail!(
+                    "the official schemas are missing in {} ({}); run `cargo xtask schemas`",
+                    folder.display(),
+                    files.join(", ")
+                );
+            }
+            Some(schemas::missing_banner(&folder, &files))
+        }
+    };
+    if let Some(banner) = &banner {
+        eprintln!("{banner}");
+    }
+    let result = ci_steps();
+    if let Some(banner) = &banner {
+        eprintln!("{banner}");
+    }
+    result
+}
+
+fn ci_steps() -> Result<()> {
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
         &[
