@@ -110,14 +110,15 @@ struct CountArgs {
     /// How many steps: one progress notification and one log line each.
     n: u32,
     /// Milliseconds to wait after each step (at most 1000), so a progress bar can be watched.
-    delay_ms: Option<u32>,
+    #[serde(default)]
+    step_ms: u32,
 }
 
 // Included by tests that import `Duration` and by binaries that do not: the full path is kept.
 #[allow(unused_qualifications)]
 async fn count(args: CountArgs, ex: Exchange) -> String {
     let n = args.n.min(10_000);
-    let delay = std::time::Duration::from_millis(u64::from(args.delay_ms.unwrap_or(0).min(1000)));
+    let delay = std::time::Duration::from_millis(u64::from(args.step_ms.min(1000)));
     for i in 1..=n {
         ex.progress(f64::from(i), Some(f64::from(n)), Some(&format!("step {i}")));
         ex.log(LogLevel::Info, format!("counted {i}"));
@@ -226,7 +227,7 @@ fn demo_builder_with(name: &str, slot: NotifierSlot) -> ServerBuilder {
         .tool(Tool::new("echo", echo).description("Echoes its text.").read_only())
         .tool(Tool::new("deploy", deploy).description("Deploys a service after asking.").destructive().scopes(["mcp:deploy"]))
         .tool(Tool::new("rename", rename).description("Renames a file; asks twice, once with a form."))
-        .tool(Tool::new("count", count).description("Counts to n, with progress and log lines; delay_ms slows each step.").read_only())
+        .tool(Tool::new("count", count).description("Counts to n, with progress and log lines; step_ms paces each step.").read_only())
         .tool(Tool::new("routed", routed).description("Routed by region (header Mcp-Param-Region).").header("region", "Region").read_only())
         .tool(Tool::new("touch", touch).description("Marks config://app as updated: subscribers get notifications/resources/updated."))
         .tool(Tool::new("boom", boom).description("Always fails."))
