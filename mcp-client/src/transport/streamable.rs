@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Body as _;
 
 use super::pool::{Pool, PooledBody};
+use super::tls::Https;
 use super::{
     BoxFuture, Delivery, Inbound, MessageStream, Outbound, OutboundKind, Transport, TransportError,
     TransportInfo,
@@ -35,6 +36,7 @@ pub struct StreamableHttpBuilder {
     max_message_size: usize,
     connect_timeout: Option<Duration>,
     pool_idle_timeout: Option<Duration>,
+    https: Option<Https>,
 }
 
 impl StreamableHttpBuilder {
@@ -63,9 +65,21 @@ impl StreamableHttpBuilder {
         self
     }
 
+    /// How `https://` URLs are reached: trusted CAs, handshake timeout, proxy. Default is
+    /// [`Https::default`] (web PKI roots, 10 s handshake, the proxy from the environment).
+    pub fn https(mut self, https: Https) -> Self {
+        self.https = Some(https);
+        self
+    }
+
     /// Builds the transport. It opens no connection until the first message.
     pub fn build(self) -> StreamableHttp {
-        let pool = new_pool(&self.uri, self.connect_timeout, self.pool_idle_timeout);
+        let pool = new_pool(
+            &self.uri,
+            self.connect_timeout,
+            self.pool_idle_timeout,
+            self.https.as_ref(),
+        );
         StreamableHttp {
             shared: Arc::new(Shared {
                 pool,
@@ -79,11 +93,17 @@ impl StreamableHttpBuilder {
     }
 }
 
-pub(crate) fn new_pool(uri: &Uri, connect: Option<Duration>, idle: Option<Duration>) -> Pool {
+pub(crate) fn new_pool(
+    uri: &Uri,
+    connect: Option<Duration>,
+    idle: Option<Duration>,
+    https: Option<&Https>,
+) -> Pool {
     Pool::new(
         uri,
         connect.unwrap_or(Duration::from_secs(10)),
         idle.unwrap_or(Duration::from_secs(90)),
+        https,
     )
 }
 
@@ -133,6 +153,7 @@ impl StreamableHttp {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             connect_timeout: None,
             pool_idle_timeout: None,
+            https: None,
         }
     }
 
@@ -144,6 +165,12 @@ impl StreamableHttp {
     /// The endpoint this transport posts to.
     pub fn uri(&self) -> &Uri {
         &self.shared.uri
+    }
+
+    /// The HTTP version of the last connection opened (HTTP/2 when an `https://` server chose
+    /// it by ALPN), or `None` before the first.
+    pub fn http_version(&self) -> Option<http::Version> {
+        self.shared.pool.http_version()
     }
 
     fn session(&self) -> Option<HeaderValue> {
