@@ -88,6 +88,10 @@ pub(crate) struct Global {
     /// An HTTP header sent with every request, "Name: value" (repeatable)
     #[arg(short = 'H', long = "header", global = true, value_name = "HEADER")]
     pub(crate) headers: Vec<String>,
+    /// Also trust the CA certificates of this PEM file for https:// URLs (beside the bundled
+    /// web PKI roots)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) cacert: Option<std::path::PathBuf>,
 }
 
 /// Which HTTP transport to use.
