@@ -4,8 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Printed under `mcp --help`.
 pub(crate) const AFTER_HELP: &str = "\
-Target: a URL (http://host:port/mcp, or the /sse URL with --transport sse), or --stdio CMD to \
-spawn a server.
+Target: a URL (http://host:port/mcp or https://host/mcp, or the /sse URL with --transport sse), \
+or --stdio CMD to spawn a server. https:// trusts the bundled web PKI roots and --cacert FILE; \
+HTTPS_PROXY and NO_PROXY are honoured.
 
 Tool arguments: a JSON object, or key=value words (the value is JSON when it parses: n=3, \
 ok=true, tags=[\"a\"]; a string otherwise: name=Ada). key:=value always sends a string \

@@ -329,7 +329,8 @@ impl Drop for Shared {
 }
 
 impl HttpSse {
-    /// A builder for the stream at `uri` (`http://host:port/sse`).
+    /// A builder for the stream at `uri` (`http://host:port/sse` or `https://host/sse`; see
+    /// [`HttpSseBuilder::https`]).
     pub fn builder(uri: Uri) -> HttpSseBuilder {
         HttpSseBuilder {
             uri,

@@ -231,7 +231,10 @@ impl Pool {
             let sender = Sender::H2(sender);
             // Shared from the start: later requests multiplex on it.
             if let Sender::H2(h2) = &sender {
-                self.idle().push((Sender::H2(h2.clone()), Instant::now()));
+                let mut idle = self.idle();
+                if idle.len() < MAX_IDLE {
+                    idle.push((Sender::H2(h2.clone()), Instant::now()));
+                }
             }
             return Ok(sender);
         }

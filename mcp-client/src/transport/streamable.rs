@@ -122,8 +122,9 @@ pub(crate) fn origin_of(uri: &Uri) -> Option<String> {
 /// The Streamable HTTP transport: every message is a POST to one endpoint, and each request's
 /// answer is a JSON body or an SSE stream read event by event.
 ///
-/// HTTP/1.1 over plain TCP (`http://` URLs; put TLS in front with your own [`Transport`] if
-/// needed). Keep-alive connections are pooled, `TCP_NODELAY` on: a connection is reused once
+/// HTTP/1.1 over plain TCP for `http://` URLs; for `https://` URLs, TLS (rustls) with HTTP/2
+/// or HTTP/1.1 as the server chooses by ALPN, configured with [`StreamableHttpBuilder::https`]
+/// (one HTTP/2 connection carries every request). HTTP/1.1 keep-alive connections are pooled, `TCP_NODELAY` on: a connection is reused once
 /// the body of its previous response has been read to the end, a response dropped early (a
 /// cancelled call) closes its connection, and at most 32 idle connections are kept, each for
 /// [`StreamableHttpBuilder::pool_idle_timeout`]. The session id
@@ -145,7 +146,8 @@ struct Shared {
 }
 
 impl StreamableHttp {
-    /// A builder for a transport posting to `uri` (`http://host:port/mcp`).
+    /// A builder for a transport posting to `uri` (`http://host:port/mcp` or
+    /// `https://host/mcp`).
     pub fn builder(uri: Uri) -> StreamableHttpBuilder {
         StreamableHttpBuilder {
             uri,
