@@ -4,8 +4,8 @@
 //! (with its `NO_PROXY` bypass).
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_adapters::AdapterSet;
@@ -205,15 +205,19 @@ async fn http2_and_http1_by_alpn() {
     }
 }
 
-/// A `CONNECT` proxy on 127.0.0.1 that counts its tunnels.
-async fn proxy() -> (u16, Arc<AtomicUsize>) {
+/// A `CONNECT` proxy on 127.0.0.1 that counts its tunnels and keeps the last
+/// `Proxy-Authorization` it was sent.
+async fn proxy() -> (u16, Arc<AtomicUsize>, Arc<Mutex<Option<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let tunnels = Arc::new(AtomicUsize::new(0));
     let counted = tunnels.clone();
+    let authorization = Arc::new(Mutex::new(None));
+    let seen = authorization.clone();
     tokio::spawn(async move {
         while let Ok((socket, _)) = listener.accept().await {
             let counted = counted.clone();
+            let seen = seen.clone();
             tokio::spawn(async move {
                 let mut reader = BufReader::new(socket);
                 let mut line = String::new();
@@ -229,6 +233,9 @@ async fn proxy() -> (u16, Arc<AtomicUsize>) {
                     if header == "\r\n" {
                         break;
                     }
+                    if let Some(value) = header.strip_prefix("Proxy-Authorization: ") {
+                        *seen.lock().unwrap() = Some(value.trim().to_string());
+                    }
                 }
                 let mut upstream = TcpStream::connect(&target).await.unwrap();
                 let mut socket = reader.into_inner();
@@ -241,14 +248,14 @@ async fn proxy() -> (u16, Arc<AtomicUsize>) {
             });
         }
     });
-    (port, tunnels)
+    (port, tunnels, authorization)
 }
 
 #[tokio::test]
 async fn through_a_connect_proxy_and_around_it_by_no_proxy() {
     let running = start(AdapterSet::all(), &["127.0.0.1"]).await;
-    let (port, tunnels) = proxy().await;
-    let via = Proxy::to(&format!("http://127.0.0.1:{port}"))
+    let (port, tunnels, authorization) = proxy().await;
+    let via = Proxy::to(&format!("http://ada:s3cret@127.0.0.1:{port}"))
         .unwrap()
         .for_loopback(true);
     let client = within(
@@ -260,6 +267,10 @@ async fn through_a_connect_proxy_and_around_it_by_no_proxy() {
     .unwrap();
     ping_through(&client).await;
     assert!(tunnels.load(Ordering::SeqCst) >= 1);
+    assert_eq!(
+        authorization.lock().unwrap().as_deref(),
+        Some("Basic YWRhOnMzY3JldA==")
+    );
     let before = tunnels.load(Ordering::SeqCst);
     // NO_PROXY names the host: straight to the server.
     let client = within(

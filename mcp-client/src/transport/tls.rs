@@ -174,12 +174,26 @@ impl Https {
 /// let proxy = Proxy::to("http://proxy.internal:3128").unwrap().no_proxy("intranet.example");
 /// # let _ = proxy;
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Proxy {
     /// `host:port` of the proxy.
     address: Option<String>,
+    /// The `Proxy-Authorization` value, from the URL's `user:password@`.
+    authorization: Option<String>,
     no_proxy: Vec<String>,
     loopback: bool,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The credentials are never printed.
+        f.debug_struct("Proxy")
+            .field("address", &self.address)
+            .field("credentials", &self.authorization.is_some())
+            .field("no_proxy", &self.no_proxy)
+            .field("loopback", &self.loopback)
+            .finish()
+    }
 }
 
 impl Proxy {
@@ -202,7 +216,8 @@ impl Proxy {
         proxy.no_proxy(&var("NO_PROXY", "no_proxy"))
     }
 
-    /// The proxy at `url` (`http://host:port`, or `host:port`; the port defaults to 80).
+    /// The proxy at `url` (`http://host:port`, or `host:port`; the port defaults to 80). A
+    /// `user:password@` in the URL is sent as `Proxy-Authorization: Basic` on `CONNECT`.
     ///
     /// # Errors
     ///
@@ -214,8 +229,17 @@ impl Proxy {
             .or_else(|| url.strip_prefix("HTTP://"))
             .unwrap_or(url);
         let authority = rest.split('/').next().unwrap_or_default();
-        // Credentials in the URL are not sent (no Proxy-Authorization yet).
-        let authority = authority.rsplit('@').next().unwrap_or_default();
+        let (credentials, authority) = match authority.rsplit_once('@') {
+            Some((credentials, authority)) => (Some(credentials), authority),
+            None => (None, authority),
+        };
+        let authorization = credentials.map(|c| {
+            use base64::Engine as _;
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(c)
+            )
+        });
         let parsed: http::uri::Authority = authority.parse().map_err(|_| bad())?;
         if parsed.host().is_empty() {
             return Err(bad());
@@ -226,6 +250,7 @@ impl Proxy {
                 parsed.host(),
                 parsed.port_u16().unwrap_or(80)
             )),
+            authorization,
             no_proxy: Vec::new(),
             loopback: false,
         })
@@ -246,6 +271,13 @@ impl Proxy {
     pub fn for_loopback(mut self, yes: bool) -> Self {
         self.loopback = yes;
         self
+    }
+
+    /// The proxy to reach `host` (no brackets, lower case) through, if any, and its
+    /// `Proxy-Authorization`.
+    fn via(&self, host: &str) -> Option<(&str, Option<&str>)> {
+        self.for_host(host)
+            .map(|address| (address, self.authorization.as_deref()))
     }
 
     /// The proxy to reach `host` (no brackets, lower case) through, if any.
@@ -299,12 +331,14 @@ impl Connector {
     ) -> Result<(TlsStream, bool), TransportError> {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let target = format!("{host}:{port}");
-        let stream = match self.proxy.for_host(&bare.to_ascii_lowercase()) {
-            Some(proxy) => tokio::time::timeout(connect_timeout, tunnel(proxy, &target))
-                .await
-                .map_err(|_| {
-                    TransportError::Http(format!("the proxy tunnel to {target} timed out"))
-                })??,
+        let stream = match self.proxy.via(&bare.to_ascii_lowercase()) {
+            Some((proxy, authorization)) => {
+                tokio::time::timeout(connect_timeout, tunnel(proxy, authorization, &target))
+                    .await
+                    .map_err(|_| {
+                        TransportError::Http(format!("the proxy tunnel to {target} timed out"))
+                    })??
+            }
             None => tcp(&target, connect_timeout).await?,
         };
         let name = ServerName::try_from(bare.to_string()).map_err(|e| TransportError::Tls {
@@ -336,13 +370,23 @@ pub(crate) async fn tcp(addr: &str, timeout: Duration) -> Result<TcpStream, Tran
 }
 
 /// An HTTP `CONNECT` tunnel to `target` through `proxy`.
-async fn tunnel(proxy: &str, target: &str) -> Result<TcpStream, TransportError> {
+async fn tunnel(
+    proxy: &str,
+    authorization: Option<&str>,
+    target: &str,
+) -> Result<TcpStream, TransportError> {
     let failed = |cause: String| TransportError::Http(format!("proxy {proxy}: {cause}"));
     let mut stream = TcpStream::connect(proxy)
         .await
         .map_err(|e| failed(e.to_string()))?;
     let _ = stream.set_nodelay(true);
-    let ask = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    let mut ask = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
+    if let Some(authorization) = authorization {
+        ask.push_str("Proxy-Authorization: ");
+        ask.push_str(authorization);
+        ask.push_str("\r\n");
+    }
+    ask.push_str("\r\n");
     stream
         .write_all(ask.as_bytes())
         .await
@@ -412,5 +456,12 @@ mod tests {
         assert_eq!(all.for_host("mcp.example.com"), None);
         assert_eq!(Proxy::none().for_host("mcp.example.com"), None);
         assert!(Proxy::to("http:///x").is_err());
+        let with_credentials = Proxy::to("http://ada:s3cret@proxy:3128").unwrap();
+        assert_eq!(
+            with_credentials.via("mcp.example.com"),
+            Some(("proxy:3128", Some("Basic YWRhOnMzY3JldA==")))
+        );
+        assert!(!format!("{with_credentials:?}").contains("s3cret"));
+        assert!(!format!("{with_credentials:?}").contains("YWRh"));
     }
 }
