@@ -4,8 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Printed under `mcp --help`.
 pub(crate) const AFTER_HELP: &str = "\
-Target: a URL (http://host:port/mcp, or the /sse URL with --transport sse), or --stdio CMD to \
-spawn a server.
+Target: a URL (http://host:port/mcp or https://host/mcp, or the /sse URL with --transport sse), \
+or --stdio CMD to spawn a server. https:// trusts the bundled web PKI roots and --cacert FILE; \
+HTTPS_PROXY and NO_PROXY are honoured.
 
 Tool arguments: a JSON object, or key=value words (the value is JSON when it parses: n=3, \
 ok=true, tags=[\"a\"]; a string otherwise: name=Ada). key:=value always sends a string \
@@ -88,6 +89,10 @@ pub(crate) struct Global {
     /// An HTTP header sent with every request, "Name: value" (repeatable)
     #[arg(short = 'H', long = "header", global = true, value_name = "HEADER")]
     pub(crate) headers: Vec<String>,
+    /// Also trust the CA certificates of this PEM file for https:// URLs (beside the bundled
+    /// web PKI roots)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) cacert: Option<std::path::PathBuf>,
 }
 
 /// Which HTTP transport to use.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
-use mcp_client::transport::{Stdio, StreamableHttp};
+use mcp_client::transport::{Https, Stdio, StreamableHttp};
 use mcp_client::{Asks, Client, ClientBuilder, LogLevel, Revision};
 
 use crate::args::{Canned, canned_answer, split_command};
@@ -42,6 +42,7 @@ pub(crate) struct Session {
     pub(crate) timeout: Duration,
     pub(crate) log_level: LogLevel,
     headers: Vec<(HeaderName, HeaderValue)>,
+    https: Option<Https>,
     pub(crate) ui: Arc<Ui>,
     pub(crate) asker: Arc<Asker>,
 }
@@ -97,6 +98,14 @@ impl Session {
                 .map_err(|e| CliError::Usage(format!("--header {header:?}: {e}")))?;
             headers.push((name, value));
         }
+        let https = match &global.cacert {
+            Some(path) => Some(
+                Https::new()
+                    .add_ca_file(path)
+                    .map_err(|e| CliError::Usage(format!("--cacert: {e}")))?,
+            ),
+            None => None,
+        };
         let canned = global
             .answer
             .iter()
@@ -116,6 +125,7 @@ impl Session {
             timeout,
             log_level,
             headers,
+            https,
             ui,
             asker,
         })
@@ -138,6 +148,9 @@ impl Session {
         }
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
+        }
+        if let Some(https) = &self.https {
+            builder = builder.https(https.clone());
         }
         builder
     }
@@ -181,6 +194,9 @@ impl Session {
                     let mut transport = StreamableHttp::builder(uri);
                     for (name, value) in &self.headers {
                         transport = transport.header(name.clone(), value.clone());
+                    }
+                    if let Some(https) = &self.https {
+                        transport = transport.https(https.clone());
                     }
                     builder.connect(transport.build()).await
                 }

@@ -168,6 +168,9 @@ impl CliError {
                 "answer with --answer '{...}' (or accept, decline, cancel), or run on a terminal",
             ),
             ErrorKind::InvalidInput => Some("check the URL and the arguments"),
+            ErrorKind::Tls => Some(
+                "the server's certificate is not trusted here or not for this host name: pass its CA with --cacert FILE, and check the URL's host",
+            ),
             ErrorKind::LimitExceeded => Some(
                 "the server's list does not end (a fresh nextCursor on every page): report it to the server's authors",
             ),
@@ -190,7 +193,7 @@ fn kind_code(kind: ErrorKind) -> u8 {
     match kind {
         ErrorKind::Rpc => exit::SERVER_ERROR,
         ErrorKind::Timeout => exit::TIMEOUT,
-        ErrorKind::Transport | ErrorKind::Closed => exit::TRANSPORT,
+        ErrorKind::Transport | ErrorKind::Closed | ErrorKind::Tls => exit::TRANSPORT,
         ErrorKind::InputRequired | ErrorKind::TooManyRounds => exit::UNANSWERED,
         ErrorKind::InvalidInput => exit::USAGE,
         _ => exit::PROTOCOL,
@@ -209,6 +212,7 @@ fn kind_label(kind: ErrorKind) -> &'static str {
         ErrorKind::Unsupported => "unsupported",
         ErrorKind::InvalidInput => "input",
         ErrorKind::LimitExceeded => "limit",
+        ErrorKind::Tls => "tls",
         _ => "client",
     }
 }

@@ -55,6 +55,7 @@ pub struct ClientBuilder {
     max_queued: usize,
     max_queued_bytes: usize,
     on_message: Option<MessageFn>,
+    https: Option<crate::transport::Https>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -88,6 +89,7 @@ impl Default for ClientBuilder {
             max_queued: DEFAULT_MAX_QUEUED,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             on_message: None,
+            https: None,
         }
     }
 }
@@ -314,6 +316,27 @@ impl ClientBuilder {
         self
     }
 
+    /// How `https://` URLs are reached by [`ClientBuilder::connect_http`] and
+    /// [`ClientBuilder::connect_sse`]: trusted CAs, TLS handshake timeout, proxy. Default is
+    /// [`crate::transport::Https::default`]: the bundled web PKI roots, a 10 s handshake, HTTP/2
+    /// or HTTP/1.1 by ALPN, and `HTTPS_PROXY`/`NO_PROXY` from the environment.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_client::Client;
+    /// use mcp_client::transport::Https;
+    ///
+    /// let client = Client::builder()
+    ///     .https(Https::new().add_ca_file("ca.pem")?)
+    ///     .connect_http("https://mcp.example.com/mcp")
+    ///     .await?;
+    /// # drop(client); Ok(()) }
+    /// ```
+    pub fn https(mut self, https: crate::transport::Https) -> Self {
+        self.https = Some(https);
+        self
+    }
+
     fn config(&self) -> Config {
         Config {
             client_info: self.client_info.clone(),
@@ -405,6 +428,9 @@ impl ClientBuilder {
             }
         }
         let mut builder = StreamableHttp::builder(uri).max_message_size(self.max_message_size);
+        if let Some(https) = &self.https {
+            builder = builder.https(https.clone());
+        }
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
         }
@@ -436,6 +462,9 @@ impl ClientBuilder {
             .max_queued(self.max_queued)
             .max_queued_bytes(self.max_queued_bytes)
             .endpoint_timeout(deadline.saturating_duration_since(Instant::now()));
+        if let Some(https) = &self.https {
+            builder = builder.https(https.clone());
+        }
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
         }

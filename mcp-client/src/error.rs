@@ -39,6 +39,10 @@ pub enum ErrorKind {
     InvalidInput,
     /// The client was closed.
     Closed,
+    /// TLS with an `https://` server failed: a certificate from a CA the client does not trust
+    /// (add it with [`crate::transport::Https::add_ca_file`]), a name that does not match the
+    /// host, a handshake that timed out.
+    Tls,
     /// A bound set on the client builder was reached: a listing that needs more pages, items or
     /// bytes than [`crate::ClientBuilder::max_list_pages`], [`crate::ClientBuilder::max_list_items`]
     /// or [`crate::ClientBuilder::max_list_bytes`] allow (a server that never ends its list).
@@ -180,6 +184,11 @@ impl Error {
         self.kind() == ErrorKind::Closed
     }
 
+    /// Whether TLS with an `https://` server failed ([`ErrorKind::Tls`]).
+    pub fn is_tls(&self) -> bool {
+        self.kind() == ErrorKind::Tls
+    }
+
     /// Whether a limit set on the client builder was reached.
     pub fn is_limit_exceeded(&self) -> bool {
         self.kind() == ErrorKind::LimitExceeded
@@ -196,6 +205,7 @@ impl From<TransportError> for Error {
             | TransportError::Http(_)
             | TransportError::Interrupted { .. } => ErrorKind::Transport,
             TransportError::Unsupported(_) => ErrorKind::Unsupported,
+            TransportError::Tls { .. } => ErrorKind::Tls,
         };
         let status = match &error {
             TransportError::Status { status, .. } => Some(*status),
@@ -241,6 +251,7 @@ impl fmt::Display for Error {
             ErrorKind::Unsupported => "not supported",
             ErrorKind::InvalidInput => "invalid input",
             ErrorKind::Closed => "client closed",
+            ErrorKind::Tls => "TLS failed",
             ErrorKind::LimitExceeded => "limit reached",
         };
         f.write_str(what)?;

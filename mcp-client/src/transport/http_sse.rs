@@ -23,6 +23,7 @@ use super::router::{Pending, Routed};
 use super::streamable::{
     DEFAULT_MAX_MESSAGE_SIZE, content_type, new_pool, origin_of, read_bounded, status_error,
 };
+use super::tls::Https;
 use super::{
     BoxFuture, Delivery, MessageStream, Outbound, OutboundKind, Router, Transport, TransportError,
     TransportInfo,
@@ -38,6 +39,7 @@ pub struct HttpSseBuilder {
     max_queued: usize,
     max_queued_bytes: usize,
     endpoint_timeout: Duration,
+    https: Option<Https>,
 }
 
 impl HttpSseBuilder {
@@ -76,9 +78,16 @@ impl HttpSseBuilder {
         self
     }
 
+    /// How `https://` URLs are reached: trusted CAs, handshake timeout, proxy. Default is
+    /// [`Https::default`] (web PKI roots, 10 s handshake, the proxy from the environment).
+    pub fn https(mut self, https: Https) -> Self {
+        self.https = Some(https);
+        self
+    }
+
     /// Opens the stream and waits for the `endpoint` event.
     pub async fn connect(self) -> Result<HttpSse, TransportError> {
-        let pool = new_pool(&self.uri, None, None);
+        let pool = new_pool(&self.uri, None, None, self.https.as_ref());
         self.connect_with(pool).await
     }
 
@@ -320,7 +329,8 @@ impl Drop for Shared {
 }
 
 impl HttpSse {
-    /// A builder for the stream at `uri` (`http://host:port/sse`).
+    /// A builder for the stream at `uri` (`http://host:port/sse` or `https://host/sse`; see
+    /// [`HttpSseBuilder::https`]).
     pub fn builder(uri: Uri) -> HttpSseBuilder {
         HttpSseBuilder {
             uri,
@@ -329,6 +339,7 @@ impl HttpSse {
             max_queued: super::DEFAULT_MAX_QUEUED,
             max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,
             endpoint_timeout: Duration::from_secs(10),
+            https: None,
         }
     }
 

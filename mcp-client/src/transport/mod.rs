@@ -34,6 +34,7 @@ mod pool;
 mod router;
 mod stdio;
 mod streamable;
+mod tls;
 
 pub use http_sse::{HttpSse, HttpSseBuilder};
 pub use observe::{Direction, Observation};
@@ -41,6 +42,7 @@ pub(crate) use observe::{MessageFn, Observed};
 pub use router::{DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Router};
 pub use stdio::{Stderr, Stdio, StdioBuilder};
 pub use streamable::{DEFAULT_MAX_MESSAGE_SIZE, StreamableHttp, StreamableHttpBuilder};
+pub use tls::{DEFAULT_HANDSHAKE_TIMEOUT, Https, Proxy};
 
 /// Locks `mutex`, going on after a panic elsewhere: nothing the crate keeps under a lock can be
 /// left half-changed by one.
@@ -233,6 +235,15 @@ pub enum TransportError {
     /// The HTTP client failed: connection refused, reset, or a malformed response.
     #[error("HTTP error: {0}")]
     Http(String),
+    /// TLS with an `https://` server failed: a certificate from an unknown CA, a name that does
+    /// not match the host, a handshake that timed out, an unreadable CA file.
+    #[error("TLS with {host} failed: {cause}")]
+    Tls {
+        /// The server's host name or address (or the CA file that could not be read).
+        host: String,
+        /// What went wrong, as rustls says it.
+        cause: String,
+    },
     /// The transport is closed: the child exited, the SSE stream ended, `close` was called.
     #[error("transport closed")]
     Closed,

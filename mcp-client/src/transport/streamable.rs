@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Body as _;
 
 use super::pool::{Pool, PooledBody};
+use super::tls::Https;
 use super::{
     BoxFuture, Delivery, Inbound, MessageStream, Outbound, OutboundKind, Transport, TransportError,
     TransportInfo,
@@ -35,6 +36,7 @@ pub struct StreamableHttpBuilder {
     max_message_size: usize,
     connect_timeout: Option<Duration>,
     pool_idle_timeout: Option<Duration>,
+    https: Option<Https>,
 }
 
 impl StreamableHttpBuilder {
@@ -63,9 +65,21 @@ impl StreamableHttpBuilder {
         self
     }
 
+    /// How `https://` URLs are reached: trusted CAs, handshake timeout, proxy. Default is
+    /// [`Https::default`] (web PKI roots, 10 s handshake, the proxy from the environment).
+    pub fn https(mut self, https: Https) -> Self {
+        self.https = Some(https);
+        self
+    }
+
     /// Builds the transport. It opens no connection until the first message.
     pub fn build(self) -> StreamableHttp {
-        let pool = new_pool(&self.uri, self.connect_timeout, self.pool_idle_timeout);
+        let pool = new_pool(
+            &self.uri,
+            self.connect_timeout,
+            self.pool_idle_timeout,
+            self.https.as_ref(),
+        );
         StreamableHttp {
             shared: Arc::new(Shared {
                 pool,
@@ -79,11 +93,17 @@ impl StreamableHttpBuilder {
     }
 }
 
-pub(crate) fn new_pool(uri: &Uri, connect: Option<Duration>, idle: Option<Duration>) -> Pool {
+pub(crate) fn new_pool(
+    uri: &Uri,
+    connect: Option<Duration>,
+    idle: Option<Duration>,
+    https: Option<&Https>,
+) -> Pool {
     Pool::new(
         uri,
         connect.unwrap_or(Duration::from_secs(10)),
         idle.unwrap_or(Duration::from_secs(90)),
+        https,
     )
 }
 
@@ -102,8 +122,9 @@ pub(crate) fn origin_of(uri: &Uri) -> Option<String> {
 /// The Streamable HTTP transport: every message is a POST to one endpoint, and each request's
 /// answer is a JSON body or an SSE stream read event by event.
 ///
-/// HTTP/1.1 over plain TCP (`http://` URLs; put TLS in front with your own [`Transport`] if
-/// needed). Keep-alive connections are pooled, `TCP_NODELAY` on: a connection is reused once
+/// HTTP/1.1 over plain TCP for `http://` URLs; for `https://` URLs, TLS (rustls) with HTTP/2
+/// or HTTP/1.1 as the server chooses by ALPN, configured with [`StreamableHttpBuilder::https`]
+/// (one HTTP/2 connection carries every request). HTTP/1.1 keep-alive connections are pooled, `TCP_NODELAY` on: a connection is reused once
 /// the body of its previous response has been read to the end, a response dropped early (a
 /// cancelled call) closes its connection, and at most 32 idle connections are kept, each for
 /// [`StreamableHttpBuilder::pool_idle_timeout`]. The session id
@@ -125,7 +146,8 @@ struct Shared {
 }
 
 impl StreamableHttp {
-    /// A builder for a transport posting to `uri` (`http://host:port/mcp`).
+    /// A builder for a transport posting to `uri` (`http://host:port/mcp` or
+    /// `https://host/mcp`).
     pub fn builder(uri: Uri) -> StreamableHttpBuilder {
         StreamableHttpBuilder {
             uri,
@@ -133,6 +155,7 @@ impl StreamableHttp {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             connect_timeout: None,
             pool_idle_timeout: None,
+            https: None,
         }
     }
 
@@ -144,6 +167,12 @@ impl StreamableHttp {
     /// The endpoint this transport posts to.
     pub fn uri(&self) -> &Uri {
         &self.shared.uri
+    }
+
+    /// The HTTP version of the last connection opened (HTTP/2 when an `https://` server chose
+    /// it by ALPN), or `None` before the first.
+    pub fn http_version(&self) -> Option<http::Version> {
+        self.shared.pool.http_version()
     }
 
     fn session(&self) -> Option<HeaderValue> {
