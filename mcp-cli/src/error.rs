@@ -228,11 +228,16 @@ fn stdio_hint(source: &mcp_client::Error) -> Option<&'static str> {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source);
     while let Some(error) = cause {
         if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            return Some(match io.kind() {
-                std::io::ErrorKind::NotFound => "no such command: check its name and PATH",
-                std::io::ErrorKind::PermissionDenied => "the command is not executable",
-                _ => "check that the command can be run",
-            });
+            match io.kind() {
+                std::io::ErrorKind::NotFound => {
+                    return Some("no such command: check its name and PATH");
+                }
+                std::io::ErrorKind::PermissionDenied => {
+                    return Some("the command is not executable");
+                }
+                // A broken pipe and the like: the command started and went away.
+                _ => break,
+            }
         }
         cause = error.source();
     }

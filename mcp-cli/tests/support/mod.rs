@@ -20,7 +20,7 @@ pub mod webdriver;
 /// The longest one `mcp` run may take before the test kills it and fails.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
 
-/// Builds `bin` of mcp-server (once per test binary) and returns its path, read from cargo's
+/// Builds `bin` of mcp-server with every feature (once per test binary) and returns its path, read from cargo's
 /// `compiler-artifact` messages.
 pub fn server_bin(bin: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
@@ -37,6 +37,9 @@ pub fn server_bin(bin: &str) -> PathBuf {
             "mcp-server",
             "--bin",
             bin,
+            // The features `cargo xtask ci` tests with: the binary it builds for mcp-server's
+            // own tests is then the same file, not rebuilt here without some of them.
+            "--all-features",
             "--message-format=json",
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))

@@ -205,7 +205,7 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
 }
 
 async fn run(options: Options) -> Result<(), String> {
-    init_logging(options.log_format);
+    init_logging(options.log_format, "warn,mcp_server=info,mcp_hub=info");
     let hub = match &options.hub {
         Some(spec) => connect_hub(spec).await?,
         None => None,

@@ -20,15 +20,15 @@ impl LogFormat {
 }
 
 /// Installs the demos' subscriber: the filter comes from `RUST_LOG` (say
-/// `RUST_LOG=mcp_server=debug` for a span per request), else `info` for the MCP crates and
-/// `warn` for the rest; lines go to stderr, so stdout stays the protocol's on stdio.
-fn init_logging(format: LogFormat) {
+/// `RUST_LOG=mcp_server=debug` for a span per request), else `default_filter`; lines go to
+/// stderr, so stdout stays the protocol's on stdio.
+fn init_logging(format: LogFormat, default_filter: &str) {
     #[cfg(feature = "demo-logging")]
     {
         use tracing_subscriber::EnvFilter;
         use tracing_subscriber::fmt::format::FmtSpan;
         let filter = EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| EnvFilter::new("warn,mcp_server=info,mcp_hub=info"));
+            .unwrap_or_else(|_| EnvFilter::new(default_filter));
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
@@ -42,5 +42,5 @@ fn init_logging(format: LogFormat) {
         }
     }
     #[cfg(not(feature = "demo-logging"))]
-    let _ = format;
+    let _ = (format, default_filter);
 }

@@ -18,7 +18,8 @@ async fn main() {
         _ => Err("usage: mcp-stdio-demo [--log-format text|json]".to_owned()),
     };
     match format {
-        Ok(format) => init_logging(format),
+        // Warnings only by default: a stdio server's stderr is shown by its client.
+        Ok(format) => init_logging(format, "warn"),
         Err(err) => {
             eprintln!("mcp-stdio-demo: {err}");
             std::process::exit(2);
