@@ -44,7 +44,7 @@ type Labels1 = [(&'static str, &'static str); 1];
 /// let metrics = Metrics::new();
 /// let server = Server::builder("demo", "1.0").metrics(&metrics).build().unwrap();
 /// # let _ = server;
-/// assert!(metrics.render().contains("# TYPE mcp_requests counter"));
+/// assert!(metrics.render().contains("mcp_sessions_created_total 0"));
 /// ```
 #[derive(Clone)]
 pub struct Metrics {
