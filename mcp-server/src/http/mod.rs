@@ -107,7 +107,22 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// [`tower_service::Service`].
 ///
 /// Cheap to clone (shared). Build it with [`HttpEndpoint::new`] and mount it, or run it with
-/// [`serve_with_shutdown`]. Requests to paths other than the configured ones get 404.
+/// [`serve_with_shutdown`]. Requests to paths other than the configured ones get 404: when
+/// mounting it under another path, set [`HttpConfig::path`] to the full path the requests
+/// carry.
+///
+/// ```no_run
+/// use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
+/// use mcp_server::Server;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Server::builder("demo", "1.0").build()?;
+/// let endpoint = HttpEndpoint::new(server, HttpConfig::new().max_sessions(1000));
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// serve_with_shutdown(listener, endpoint, shutdown_signal()).await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct HttpEndpoint {
     shared: Arc<Shared>,
