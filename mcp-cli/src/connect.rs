@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
-use mcp_client::transport::{Https, Stdio, StreamableHttp};
+use mcp_client::transport::{Https, Stderr, Stdio, StreamableHttp};
 use mcp_client::{Asks, Client, ClientBuilder, LogLevel, Revision};
 
 use crate::args::{Canned, canned_answer, split_command};
@@ -181,7 +181,10 @@ impl Session {
         let builder = self.builder(revision).remember_era(remember);
         let connected = match &self.target {
             Target::Stdio(words) => {
-                let command = Stdio::builder(&words[0]).args(&words[1..]);
+                // Its stderr still reaches the terminal as it comes; its end explains an exit.
+                let command = Stdio::builder(&words[0])
+                    .args(&words[1..])
+                    .stderr(Stderr::Tee);
                 builder.connect_stdio(command).await
             }
             Target::Url(url) => match transport {

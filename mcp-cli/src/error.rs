@@ -1,6 +1,7 @@
 //! The CLI's failures, their one-line rendering and their exit codes.
 
 use mcp_client::ErrorKind;
+use mcp_client::transport::TransportError;
 
 use crate::exit;
 
@@ -137,6 +138,17 @@ impl CliError {
                 _ => None,
             };
         }
+        match transport_error(source) {
+            Some(TransportError::Exited { stderr, .. }) if stderr.is_empty() => {
+                return Some("run the command by itself to see why it ends");
+            }
+            Some(TransportError::Exited { .. }) => return None,
+            Some(TransportError::Io(_)) => {
+                return Some("the server's pipes failed: is it still running?");
+            }
+            Some(TransportError::Http(_)) => return Some("is the server running at that address?"),
+            _ => {}
+        }
         if source.http_status().is_some_and(|s| s >= 500) {
             return Some("the server failed: its logs should say why");
         }
@@ -151,9 +163,9 @@ impl CliError {
             );
         }
         match source.kind() {
-            ErrorKind::Transport | ErrorKind::Closed => Some(
-                "is the server running at that address? An HTTP+SSE server needs --transport sse and its SSE URL",
-            ),
+            ErrorKind::Transport | ErrorKind::Closed => {
+                Some("is the server running at that address, and is it an MCP endpoint?")
+            }
             ErrorKind::Timeout => Some("raise --timeout, or check the server is answering"),
             ErrorKind::UnsupportedVersion => Some(
                 "see which revisions it speaks with `mcp discover`, then pin one with --revision",
@@ -186,6 +198,11 @@ impl CliError {
             None => format!("mcp: error [{}]: {message}", self.label()),
         }
     }
+}
+
+/// The transport's own error behind a client failure, when there is one.
+fn transport_error(error: &mcp_client::Error) -> Option<&TransportError> {
+    std::error::Error::source(error)?.downcast_ref()
 }
 
 /// The exit code of a client failure.

@@ -470,3 +470,67 @@ fn a_stdio_failure_gets_a_stdio_hint() {
         assert!(!line.contains("/mcp"), "{command}: {line}");
     }
 }
+
+/// Transport failures say what went wrong where (issue 33): a missing command is named as
+/// missing, a server process that ends shows its exit status and the end of its stderr (which
+/// also reached the terminal as it came), and none of them gets the HTTP+SSE advice.
+#[test]
+fn transport_errors_say_what_happened() {
+    struct Case {
+        command: &'static str,
+        line_has: &'static [&'static str],
+        stderr_has: &'static str,
+    }
+    let cases = [
+        Case {
+            command: "/nonexistent/mcp-server-for-tests --flag",
+            line_has: &[
+                "[transport]",
+                "command `/nonexistent/mcp-server-for-tests` not found",
+                "no such command",
+            ],
+            stderr_has: "",
+        },
+        Case {
+            command: "sh -c 'echo bad config: no key >&2; exit 3'",
+            line_has: &[
+                "[closed]",
+                "the server process ended (exit status: 3)",
+                "the end of its stderr: bad config: no key",
+            ],
+            stderr_has: "bad config: no key\n",
+        },
+        Case {
+            // Reads the client's first message, then dies by a signal.
+            command: "sh -c 'read line; echo dying >&2; kill -9 $$'",
+            line_has: &["[closed]", "(signal: 9", "the end of its stderr: dying"],
+            stderr_has: "dying\n",
+        },
+        Case {
+            // Ends without a word on stderr.
+            command: "true",
+            line_has: &["(exit status: 0)", "did not speak MCP"],
+            stderr_has: "",
+        },
+    ];
+    for case in cases {
+        let run = mcp(&["tools", "--stdio", case.command, "--timeout", "30"]);
+        assert_eq!(run.code, 3, "{}: {run:?}", case.command);
+        let line = run
+            .stderr
+            .lines()
+            .last()
+            .unwrap_or_else(|| panic!("{}: no error line", case.command));
+        assert!(line.starts_with("mcp: error ["), "{line}");
+        for part in case.line_has {
+            assert!(line.contains(part), "{}: {part:?} in {line}", case.command);
+        }
+        assert!(!line.contains("--transport sse"), "{line}");
+        assert!(
+            run.stderr.starts_with(case.stderr_has),
+            "{}: the child's stderr passed through: {:?}",
+            case.command,
+            run.stderr
+        );
+    }
+}

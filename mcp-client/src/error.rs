@@ -199,7 +199,8 @@ impl From<TransportError> for Error {
     fn from(error: TransportError) -> Self {
         let kind = match &error {
             TransportError::Protocol(_) | TransportError::TooLarge { .. } => ErrorKind::Protocol,
-            TransportError::Closed => ErrorKind::Closed,
+            TransportError::Closed | TransportError::Exited { .. } => ErrorKind::Closed,
+            TransportError::Spawn { .. } => ErrorKind::Transport,
             TransportError::Status { .. }
             | TransportError::Io(_)
             | TransportError::Http(_)

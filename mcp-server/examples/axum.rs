@@ -1,6 +1,7 @@
 //! Mounting the MCP endpoint in an axum application, next to the application's own routes.
 //!
-//! Run it with `cargo run -p mcp-server --example axum`, then point an MCP client at
+//! Run it with `cargo run -p mcp-server --example axum` (`-- --addr HOST:PORT` to listen
+//! elsewhere), then point an MCP client at
 //! `http://127.0.0.1:3000/mcp` (Streamable HTTP) or `http://127.0.0.1:3000/sse` (HTTP+SSE).
 //!
 //! The endpoint is a `tower_service::Service`, so axum's `route_service` takes it as it is.
@@ -43,6 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .allowed_host("127.0.0.1")
         .allow_localhost(true);
     let endpoint = HttpEndpoint::new(server, config);
+    let shutdown = endpoint.clone();
     let app = axum::Router::new()
         .route(
             "/",
@@ -51,10 +53,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route_service("/mcp", endpoint.clone())
         .route_service("/sse", endpoint.clone())
         .route_service("/messages", endpoint);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    // `--addr HOST:PORT` (or `MCP_AXUM_ADDR`); `127.0.0.1:0` picks a free port.
+    let addr = std::env::args()
+        .skip_while(|arg| arg != "--addr")
+        .nth(1)
+        .or_else(|| std::env::var("MCP_AXUM_ADDR").ok())
+        .unwrap_or_else(|| "127.0.0.1:3000".to_owned());
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("listening on http://{}", listener.local_addr()?);
+    // The endpoint ends its SSE streams when the signal comes, so axum's graceful shutdown
+    // does not wait for the clients that hold them.
     axum::serve(listener, app)
-        .with_graceful_shutdown(mcp_server::http::shutdown_signal())
+        .with_graceful_shutdown(shutdown.shutdown_on(mcp_server::http::shutdown_signal()))
         .await?;
     Ok(())
 }

@@ -218,7 +218,35 @@ pub(crate) struct ExchangeInner {
 /// What a handler receives about its call: revision, client, progress, logging, cancellation,
 /// asking the user, and the state store.
 ///
-/// Cheap to clone; every clone refers to the same call.
+/// Cheap to clone; every clone refers to the same call. A tool, resource or prompt handler
+/// gets it by taking it as its last argument:
+///
+/// ```
+/// use mcp_server::{Exchange, LogLevel, Server, Tool};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct CountArgs {
+///     /// How many steps.
+///     n: u32,
+/// }
+///
+/// async fn count(args: CountArgs, ex: Exchange) -> String {
+///     for i in 1..=args.n {
+///         if ex.is_cancelled() {
+///             return format!("stopped at {i}");
+///         }
+///         // Sent only when the client asked for progress (a progress token).
+///         ex.progress(f64::from(i), Some(f64::from(args.n)), Some("counting"));
+///         ex.log(LogLevel::Info, format!("step {i}"));
+///     }
+///     format!("counted to {}", args.n)
+/// }
+///
+/// let server = Server::builder("demo", "1.0").tool(Tool::new("count", count)).build().unwrap();
+/// # let _ = server;
+/// ```
 #[derive(Clone)]
 pub struct Exchange {
     pub(crate) inner: Arc<ExchangeInner>,

@@ -2,9 +2,38 @@
 //!
 //! Declare a server once with [`Server::builder`]: its identity, [`Tool`]s (typed async
 //! handlers whose JSON Schema is derived with schemars), [`Resource`]s and
-//! [`ResourceTemplate`]s, [`Prompt`]s and a [`Completer`]. Then either feed it messages through
-//! the socket-free entry point [`Server::handle`] (every transport does, and so do tests) or
-//! serve it on stdio with [`serve_stdio`].
+//! [`ResourceTemplate`]s, [`Prompt`]s and a [`Completer`]. Then serve it over HTTP with
+//! [`http::serve`] (Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`, every revision; or mount
+//! an [`http::HttpEndpoint`] in axum or any tower stack), on stdio with [`serve_stdio`], or feed
+//! it messages through the socket-free entry point [`Server::handle`] (every transport does,
+//! and so do tests).
+//!
+//! ```no_run
+//! use mcp_server::{Json, Server, Tool};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs { a: i64, b: i64 }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Sum { sum: i64 }
+//!
+//! async fn add(args: AddArgs) -> Json<Sum> {
+//!     Json(Sum { sum: args.a + args.b })
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let server = Server::builder("calc", "1.0").tool(Tool::new("add", add)).build()?;
+//!     mcp_server::http::serve("127.0.0.1:8080", server).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Several workers share sessions, questions and streams through a hub
+//! ([`ServerBuilder::state_store`], [`ServerBuilder::event_log`]); the repository's
+//! `docs/deploying.md` is the guide.
 //!
 //! ```text
 //! bytes ──► mcp-wire decode ──► AdapterSet selection ──► adapter decode (normalized Call)

@@ -117,6 +117,31 @@ pub(crate) type ErasedPrompt = Arc<
 >;
 
 /// A prompt declaration.
+///
+/// The handler's argument type lists the prompt's arguments (its doc comments become their
+/// descriptions; an `Option` field is optional).
+///
+/// ```
+/// use mcp_server::{Prompt, Server};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct GreetArgs {
+///     /// Whom to greet.
+///     name: String,
+/// }
+///
+/// async fn greet(args: GreetArgs) -> String {
+///     format!("Please greet {} warmly.", args.name)
+/// }
+///
+/// let server = Server::builder("demo", "1.0")
+///     .prompt(Prompt::new("greet", greet).title("Greeting").description("Greets someone."))
+///     .build()
+///     .unwrap();
+/// # let _ = server;
+/// ```
 #[derive(Clone)]
 pub struct Prompt {
     pub(crate) name: String,

@@ -227,6 +227,20 @@ macro_rules! resource_setters {
 }
 
 /// A resource at one fixed URI, listed by `resources/list`.
+///
+/// ```
+/// use mcp_server::{Resource, ResourceRequest, Server};
+///
+/// async fn config(_: ResourceRequest) -> String {
+///     r#"{"mode":"production"}"#.to_owned()
+/// }
+///
+/// let server = Server::builder("demo", "1.0")
+///     .resource(Resource::new("config://app", "config", config).mime_type("application/json"))
+///     .build()
+///     .unwrap();
+/// # let _ = server;
+/// ```
 #[derive(Clone)]
 pub struct Resource {
     pub(crate) uri: String,

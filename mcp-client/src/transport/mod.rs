@@ -40,7 +40,7 @@ pub use http_sse::{HttpSse, HttpSseBuilder};
 pub use observe::{Direction, Observation};
 pub(crate) use observe::{MessageFn, Observed};
 pub use router::{DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Router};
-pub use stdio::{Stderr, Stdio, StdioBuilder};
+pub use stdio::{DEFAULT_STDERR_TAIL, Stderr, Stdio, StdioBuilder};
 pub use streamable::{DEFAULT_MAX_MESSAGE_SIZE, StreamableHttp, StreamableHttpBuilder};
 pub use tls::{DEFAULT_HANDSHAKE_TIMEOUT, Https, Proxy};
 
@@ -247,6 +247,27 @@ pub enum TransportError {
     /// The transport is closed: the child exited, the SSE stream ended, `close` was called.
     #[error("transport closed")]
     Closed,
+    /// The stdio server's command could not be started: no such program, or not executable.
+    #[error("{}", spawn_text(program, source))]
+    Spawn {
+        /// The program, as given.
+        program: String,
+        /// Why it could not be started.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The stdio server process ended while the client was connected: its exit status and,
+    /// when its stderr was passed through with [`Stderr::Tee`], the end
+    /// of what it wrote there.
+    #[error("{}", exited_text(status, stderr))]
+    Exited {
+        /// The exit status, as the system describes it (`exit status: 3`, `signal: 9`).
+        status: String,
+        /// The last bytes of the child's stderr (bounded by
+        /// [`StdioBuilder::stderr_tail`]), trimmed; empty
+        /// when not captured or when it wrote nothing.
+        stderr: String,
+    },
     /// The transport cannot do this.
     #[error("not supported by this transport: {0}")]
     Unsupported(&'static str),
@@ -260,6 +281,24 @@ pub enum TransportError {
         /// The reconnection time the server asked for (`retry:`), in milliseconds.
         retry_ms: Option<u64>,
     },
+}
+
+fn spawn_text(program: &str, source: &std::io::Error) -> String {
+    match source.kind() {
+        std::io::ErrorKind::NotFound => format!("command `{program}` not found"),
+        std::io::ErrorKind::PermissionDenied => {
+            format!("command `{program}` cannot be run: permission denied")
+        }
+        _ => format!("cannot start `{program}`: {source}"),
+    }
+}
+
+fn exited_text(status: &str, stderr: &str) -> String {
+    if stderr.is_empty() {
+        format!("the server process ended ({status})")
+    } else {
+        format!("the server process ended ({status}); the end of its stderr: {stderr}")
+    }
 }
 
 /// The longest excerpt of an HTTP error body quoted in an error message, in characters.

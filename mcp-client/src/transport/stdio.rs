@@ -26,13 +26,26 @@ pub enum Stderr {
     Capture,
     /// Discarded.
     Null,
+    /// Passed through to this process's stderr as it comes, and its last bytes kept (at most
+    /// [`StdioBuilder::stderr_tail`]) to explain the child's end: when the child exits while
+    /// the client is connected, calls fail with [`TransportError::Exited`] carrying its exit
+    /// status and that tail.
+    Tee,
 }
+
+/// The default of [`StdioBuilder::stderr_tail`]: 2 KiB.
+pub const DEFAULT_STDERR_TAIL: usize = 2048;
+
+/// How long the reader waits, once the child closed its stdout, for its exit status (and the
+/// end of its stderr) before reporting a plain [`TransportError::Closed`].
+const EXIT_WAIT: Duration = Duration::from_secs(1);
 
 /// Builds a [`Stdio`] transport that spawns a child process.
 #[derive(Debug)]
 pub struct StdioBuilder {
     command: Command,
     stderr: Stderr,
+    stderr_tail: usize,
     max_message_size: usize,
     max_queued: usize,
     max_queued_bytes: usize,
@@ -94,6 +107,21 @@ impl StdioBuilder {
         self
     }
 
+    /// With [`Stderr::Tee`], how many of the last bytes of the child's stderr are kept to
+    /// explain its exit (older bytes are dropped as new ones come). Default is 2 KiB
+    /// ([`DEFAULT_STDERR_TAIL`]).
+    ///
+    /// ```
+    /// use mcp_client::transport::{Stderr, Stdio};
+    ///
+    /// let builder = Stdio::builder("my-server").stderr(Stderr::Tee).stderr_tail(512);
+    /// # let _ = builder;
+    /// ```
+    pub fn stderr_tail(mut self, bytes: usize) -> Self {
+        self.stderr_tail = bytes;
+        self
+    }
+
     /// How long [`Transport::close`] waits for the child to exit after closing its stdin before
     /// killing it. Default is 2 seconds.
     pub fn close_grace(mut self, grace: Duration) -> Self {
@@ -108,18 +136,51 @@ impl StdioBuilder {
             .stdout(StdStdio::piped())
             .stderr(match self.stderr {
                 Stderr::Inherit => StdStdio::inherit(),
-                Stderr::Capture => StdStdio::piped(),
+                Stderr::Capture | Stderr::Tee => StdStdio::piped(),
                 Stderr::Null => StdStdio::null(),
             })
             .kill_on_drop(true);
-        let mut child = self.command.spawn()?;
+        let program = self
+            .command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        let mut child = self
+            .command
+            .spawn()
+            .map_err(|source| TransportError::Spawn { program, source })?;
         let stdin = child.stdin.take().ok_or(TransportError::Closed)?;
         let stdout = child.stdout.take().ok_or(TransportError::Closed)?;
-        let stderr = child.stderr.take();
+        let mut stderr = child.stderr.take();
+        let tail = match (self.stderr, stderr.take()) {
+            (Stderr::Tee, Some(pipe)) => {
+                let tail = Arc::new(Mutex::new(Tail::new(self.stderr_tail)));
+                let ended = Arc::new(tokio::sync::Notify::new());
+                tokio::spawn(tee(pipe, tail.clone(), ended.clone()));
+                Some((tail, ended))
+            }
+            (_, pipe) => {
+                stderr = pipe;
+                None
+            }
+        };
+        let child = Arc::new(tokio::sync::Mutex::new(child));
+        let exit = ExitWatch {
+            child: child.clone(),
+            tail,
+        };
         let router = Router::with_limits(self.max_queued, self.max_queued_bytes);
-        let mut stdio = Stdio::with_router(stdout, stdin, self.max_message_size, router);
+        let mut stdio = Stdio::build(
+            stdout,
+            stdin,
+            self.max_message_size,
+            router,
+            Some(exit.clone()),
+        );
         let shared = Arc::get_mut(&mut stdio.shared).ok_or(TransportError::Closed)?;
-        shared.child = Some(tokio::sync::Mutex::new(child));
+        shared.exit = Some(exit);
+        shared.child = Some(child);
         shared.stderr = Mutex::new(stderr);
         shared.close_grace = self.close_grace;
         Ok(stdio)
@@ -142,8 +203,10 @@ struct Shared {
     writer: tokio::sync::Mutex<Option<Writer>>,
     router: Router,
     reader: JoinHandle<()>,
-    child: Option<tokio::sync::Mutex<Child>>,
+    child: Option<Arc<tokio::sync::Mutex<Child>>>,
     stderr: Mutex<Option<ChildStderr>>,
+    /// A spawned child's end, to explain a failed write.
+    exit: Option<ExitWatch>,
     close_grace: Duration,
 }
 
@@ -167,6 +230,7 @@ impl Stdio {
         StdioBuilder {
             command: Command::new(program),
             stderr: Stderr::Inherit,
+            stderr_tail: DEFAULT_STDERR_TAIL,
             max_message_size: super::streamable::DEFAULT_MAX_MESSAGE_SIZE,
             max_queued: super::DEFAULT_MAX_QUEUED,
             max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,
@@ -191,10 +255,25 @@ impl Stdio {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        Self::build(reader, writer, max_message_size, router, None)
+    }
+
+    fn build<R, W>(
+        reader: R,
+        writer: W,
+        max_message_size: usize,
+        router: Router,
+        exit: Option<ExitWatch>,
+    ) -> Self
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
         let reader = tokio::spawn(read_lines(
             reader,
             NdjsonDecoder::new().with_max_line_length(max_message_size),
             router.clone(),
+            exit,
         ));
         Self {
             shared: Arc::new(Shared {
@@ -203,6 +282,7 @@ impl Stdio {
                 reader,
                 child: None,
                 stderr: Mutex::new(None),
+                exit: None,
                 close_grace: Duration::from_secs(2),
             }),
         }
@@ -234,8 +314,18 @@ impl Stdio {
             let mut line = Vec::with_capacity(message.body.len() + 1);
             line.extend_from_slice(&message.body);
             line.push(b'\n');
-            writer.write_all(&line).await?;
-            writer.flush().await?;
+            let written = match writer.write_all(&line).await {
+                Ok(()) => writer.flush().await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = written {
+                // A child that exited closed its stdin: say so rather than "broken pipe".
+                let explained = match &self.shared.exit {
+                    Some(exit) => exit.clone().explain().await,
+                    None => None,
+                };
+                return Err(explained.unwrap_or(TransportError::Io(e)));
+            }
         }
         Ok(match pending {
             Some(stream) => Delivery::Stream(stream),
@@ -244,10 +334,97 @@ impl Stdio {
     }
 }
 
+/// The last bytes of a child's stderr.
+#[derive(Debug)]
+struct Tail {
+    bytes: std::collections::VecDeque<u8>,
+    limit: usize,
+    /// The child's stderr ended (it exited, or closed it).
+    ended: bool,
+}
+
+impl Tail {
+    fn new(limit: usize) -> Self {
+        Self {
+            bytes: std::collections::VecDeque::with_capacity(limit.min(DEFAULT_STDERR_TAIL)),
+            limit,
+            ended: false,
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        let chunk = &chunk[chunk.len().saturating_sub(self.limit)..];
+        let over = (self.bytes.len() + chunk.len()).saturating_sub(self.limit);
+        self.bytes.drain(..over);
+        self.bytes.extend(chunk);
+    }
+
+    fn text(&self) -> String {
+        let (a, b) = self.bytes.as_slices();
+        String::from_utf8_lossy(&[a, b].concat()).trim().to_owned()
+    }
+}
+
+/// Copies the child's stderr to this process's stderr, keeping its tail.
+async fn tee(mut pipe: ChildStderr, tail: Arc<Mutex<Tail>>, ended: Arc<tokio::sync::Notify>) {
+    let mut buf = vec![0u8; 4096];
+    while let Ok(n @ 1..) = pipe.read(&mut buf).await {
+        tail.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(&buf[..n]);
+        // Unbuffered, and a few kilobytes at most: written at once.
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), &buf[..n]);
+    }
+    tail.lock().unwrap_or_else(|e| e.into_inner()).ended = true;
+    ended.notify_waiters();
+}
+
+/// What it takes to explain a spawned child's end.
+#[derive(Clone)]
+struct ExitWatch {
+    child: Arc<tokio::sync::Mutex<Child>>,
+    tail: Option<(Arc<Mutex<Tail>>, Arc<tokio::sync::Notify>)>,
+}
+
+impl ExitWatch {
+    /// The child's exit, once its stdout ended or its stdin failed: `None` when it has not
+    /// exited within [`EXIT_WAIT`] (it closed a pipe but lives on).
+    async fn explain(self) -> Option<TransportError> {
+        let status = {
+            let mut child = self.child.lock().await;
+            tokio::time::timeout(EXIT_WAIT, child.wait())
+                .await
+                .ok()?
+                .ok()?
+        };
+        let stderr = match self.tail {
+            Some((tail, ended)) => {
+                let until_ended = async {
+                    loop {
+                        let notified = ended.notified();
+                        if tail.lock().unwrap_or_else(|e| e.into_inner()).ended {
+                            break;
+                        }
+                        notified.await;
+                    }
+                };
+                let _ = tokio::time::timeout(EXIT_WAIT, until_ended).await;
+                tail.lock().unwrap_or_else(|e| e.into_inner()).text()
+            }
+            None => String::new(),
+        };
+        Some(TransportError::Exited {
+            status: status.to_string(),
+            stderr,
+        })
+    }
+}
+
 async fn read_lines<R: AsyncRead + Unpin>(
     mut reader: R,
     mut decoder: NdjsonDecoder,
     router: Router,
+    exit: Option<ExitWatch>,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     let error = 'outer: loop {
@@ -273,7 +450,10 @@ async fn read_lines<R: AsyncRead + Unpin>(
                         router.dispatch_sized(Inbound::new(message), line.len());
                     }
                 }
-                break None;
+                break match exit {
+                    Some(exit) => exit.explain().await,
+                    None => None,
+                };
             }
             Ok(n) => decoder.push(&buf[..n]),
             Err(e) => break Some(TransportError::Io(e)),

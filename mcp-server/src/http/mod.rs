@@ -107,7 +107,22 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// [`tower_service::Service`].
 ///
 /// Cheap to clone (shared). Build it with [`HttpEndpoint::new`] and mount it, or run it with
-/// [`serve_with_shutdown`]. Requests to paths other than the configured ones get 404.
+/// [`serve_with_shutdown`]. Requests to paths other than the configured ones get 404: when
+/// mounting it under another path, set [`HttpConfig::path`] to the full path the requests
+/// carry.
+///
+/// ```no_run
+/// use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
+/// use mcp_server::Server;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Server::builder("demo", "1.0").build()?;
+/// let endpoint = HttpEndpoint::new(server, HttpConfig::new().max_sessions(1000));
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// serve_with_shutdown(listener, endpoint, shutdown_signal()).await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct HttpEndpoint {
     shared: Arc<Shared>,
@@ -310,6 +325,38 @@ impl HttpEndpoint {
         Self::new(self.shared.server.clone(), config)
     }
 
+    /// Resolves when `signal` does, after ending the endpoint's long-lived streams: pass it as
+    /// the graceful-shutdown signal of a server that mounts this endpoint (axum's
+    /// `with_graceful_shutdown`, hyper-util's `GracefulShutdown`). Such servers wait for every
+    /// response to end, and an SSE stream (`GET /mcp`, `GET /sse`, `subscriptions/listen`)
+    /// only ends when the client leaves: without this, shutdown waits for the clients.
+    /// [`serve_with_shutdown`] does this by itself.
+    ///
+    /// ```no_run
+    /// use mcp_server::http::{HttpConfig, HttpEndpoint, shutdown_signal};
+    /// use mcp_server::Server;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let endpoint = HttpEndpoint::new(Server::builder("demo", "1.0").build()?, HttpConfig::new());
+    /// let app = axum::Router::new().route_service("/mcp", endpoint.clone());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    /// axum::serve(listener, app)
+    ///     .with_graceful_shutdown(endpoint.shutdown_on(shutdown_signal()))
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn shutdown_on(
+        &self,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let endpoint = self.clone();
+        async move {
+            signal.await;
+            endpoint.close_streams();
+        }
+    }
+
     /// Ends long-lived streams now (they are not calls in flight).
     pub(crate) fn close_streams(&self) {
         self.shared.closing.send_replace(true);
@@ -429,8 +476,35 @@ impl HttpEndpoint {
                 };
             }
         }
-        status_only(StatusCode::NOT_FOUND)
+        not_here(config, shared.legacy.is_some(), path)
     }
+}
+
+/// The 404 of a path this endpoint does not serve, saying which paths it does: an endpoint
+/// mounted under another path than [`HttpConfig::path`] otherwise answers every request with
+/// a bare 404. The path asked for is logged at DEBUG, never echoed.
+fn not_here(config: &HttpConfig, legacy: bool, path: &str) -> Response<HttpBody> {
+    tracing::debug!(path, served = %config.path, "no MCP endpoint at this path");
+    let text = if legacy {
+        format!(
+            "Not found: this MCP endpoint serves {} (Streamable HTTP), {} and {} (HTTP+SSE). \
+             Mounted elsewhere, set HttpConfig::path to the path requests carry.\n",
+            config.path, config.sse_path, config.message_path
+        )
+    } else {
+        format!(
+            "Not found: this MCP endpoint serves {}. Mounted elsewhere, set HttpConfig::path \
+             to the path requests carry.\n",
+            config.path
+        )
+    };
+    let mut response = Response::new(HttpBody::full(text.into_bytes()));
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
 }
 
 impl<B> tower_service::Service<Request<B>> for HttpEndpoint

@@ -105,6 +105,17 @@ impl Tls {
 
 /// Serves `server` on `addr` with the default [`HttpConfig`] (Streamable HTTP at `/mcp`,
 /// HTTP+SSE at `/sse`) until Ctrl-C or SIGTERM, then shuts down gracefully.
+///
+/// ```no_run
+/// use mcp_server::Server;
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = Server::builder("demo", "1.0").build()?;
+///     mcp_server::http::serve("127.0.0.1:8080", server).await?;
+///     Ok(())
+/// }
+/// ```
 pub async fn serve(
     addr: impl ToSocketAddrs + std::fmt::Debug,
     server: Server,
