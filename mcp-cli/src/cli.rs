@@ -161,6 +161,11 @@ pub(crate) struct ListenArgs {
     /// Stop after this many notifications (default: until interrupted or the server ends it)
     #[arg(long, value_name = "N")]
     pub(crate) count: Option<u64>,
+    /// After losing an HTTP server, keep trying to reconnect (and subscribe again) for this many
+    /// seconds before giving up with exit code 3; 0 gives up at once. A stdio server that exits
+    /// is not restarted
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub(crate) reconnect_for: u64,
 }
 
 /// `mcp console`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use futures::StreamExt;
-use mcp_client::{CallOptions, Client, Revision, Subscriptions};
+use mcp_client::{CallOptions, Client, ListenEnd, Revision, StreamState, Subscriptions};
 use serde_json::{Map, Value, json};
 
 use crate::args::{prompt_arguments, tool_arguments};
@@ -76,12 +76,16 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
                 rest,
                 resources,
                 count,
+                reconnect_for,
             } = args;
             let (session, words) = open(global, rest.words)?;
             no_more(&words, "listen")?;
-            let listened = with_client(&session, Bound::UntilListening, |c, deadline| {
-                listen(&session, c, resources, count, deadline)
-            })
+            let listened = listen_until_done(
+                &session,
+                &resources,
+                count,
+                Duration::from_secs(reconnect_for),
+            )
             .await;
             match listened {
                 // Ctrl-C is how a listen normally ends.
@@ -374,13 +378,86 @@ async fn prompt(
     print(&output::prompt_messages(&result))
 }
 
+/// How one connection's listen ended.
+enum Listened {
+    /// Done: the count was reached, or the server ended the subscription.
+    Done,
+    /// The connection was lost: reconnect and listen again.
+    Lost(String),
+}
+
+/// `mcp listen`: listens, and when the server goes away, reconnects (a new session, subscribed
+/// again) for up to `reconnect_for` before giving up. `--count` counts across reconnections.
+async fn listen_until_done(
+    session: &Session,
+    resources: &[String],
+    count: Option<u64>,
+    reconnect_for: Duration,
+) -> Result<(), CliError> {
+    let seen = std::cell::Cell::new(0u64);
+    // While reconnecting: when it began, why, and the pause before the next try.
+    let mut lost: Option<(Instant, String, Duration)> = None;
+    loop {
+        let outcome = std::cell::RefCell::new(Listened::Done);
+        let attempt = with_client(session, Bound::UntilListening, |c, deadline| {
+            let reconnected = lost.is_some();
+            let (seen, outcome) = (&seen, &outcome);
+            async move {
+                let ended =
+                    listen(session, c, resources, count, deadline, seen, reconnected).await?;
+                *outcome.borrow_mut() = ended;
+                Ok(())
+            }
+        })
+        .await;
+        match (attempt, outcome.into_inner()) {
+            (Ok(()), Listened::Done) => return Ok(()),
+            // A stdio server that exited is not started again behind the user's back.
+            (Ok(()), Listened::Lost(why)) if matches!(session.target, Target::Stdio(_)) => {
+                return Err(CliError::Lost {
+                    target: session.target.name(),
+                    reason: why,
+                    tried: Duration::ZERO,
+                });
+            }
+            (Ok(()), Listened::Lost(why)) => {
+                session.ui.note(&format!(
+                    "lost the connection to the server ({why}); reconnecting"
+                ));
+                lost = Some((Instant::now(), why, Duration::from_millis(200)));
+            }
+            // Still away: try again while the window lasts.
+            (Err(CliError::Connect { .. } | CliError::Deadline { .. }), _) if lost.is_some() => {}
+            (Err(e), _) => return Err(e),
+        }
+        let Some((since, first, pause)) = lost.as_mut() else {
+            return Ok(());
+        };
+        if since.elapsed() + *pause > reconnect_for {
+            return Err(CliError::Lost {
+                target: session.target.name(),
+                reason: first.clone(),
+                tried: reconnect_for,
+            });
+        }
+        let mut interrupt = Interrupt::install();
+        tokio::select! {
+            () = tokio::time::sleep(*pause) => {}
+            () = interrupt.wait() => return Err(CliError::Interrupted),
+        }
+        *pause = (*pause * 2).min(Duration::from_secs(5));
+    }
+}
+
 async fn listen(
     session: &Session,
     client: Client,
-    resources: Vec<String>,
+    resources: &[String],
     count: Option<u64>,
     deadline: Instant,
-) -> Result<(), CliError> {
+    seen: &std::cell::Cell<u64>,
+    reconnected: bool,
+) -> Result<Listened, CliError> {
     let mut subscriptions = Subscriptions::new()
         .tools_changed()
         .prompts_changed()
@@ -394,13 +471,15 @@ async fn listen(
     let resources = if can_subscribe || resources.is_empty() {
         resources
     } else {
-        session.ui.note(
-            "the server does not offer resource subscriptions (capabilities.resources.subscribe); \
-             listening for list changes only",
-        );
-        Vec::new()
+        if !reconnected {
+            session.ui.note(
+                "the server does not offer resource subscriptions (capabilities.resources.subscribe); \
+                 listening for list changes only",
+            );
+        }
+        &[]
     };
-    for uri in &resources {
+    for uri in resources {
         subscriptions = subscriptions.resource(uri.clone());
     }
     let mut listener = tokio::time::timeout_at(deadline, client.listen(subscriptions))
@@ -419,15 +498,53 @@ async fn listen(
         }
         _ => String::new(),
     };
+    let again = if reconnected { "reconnected; " } else { "" };
     session.ui.note(&format!(
-        "listening for {}{accepted} (Ctrl-C to stop)",
+        "{again}listening for {}{accepted} (Ctrl-C to stop)",
         what.join(", ")
     ));
-    let mut seen = 0u64;
-    if count == Some(0) {
-        return Ok(());
+    if count.is_some_and(|n| seen.get() >= n) {
+        return Ok(Listened::Done);
     }
-    while let Some(notification) = listener.next().await {
+    // The standalone stream of a Streamable HTTP session (handshake revisions) is reopened by
+    // the client itself, in a new session when the server forgot the old one: say so.
+    let mut stream = listener.stream_state();
+    let mut was_open = stream
+        .as_ref()
+        .is_some_and(|s| matches!(*s.borrow(), StreamState::Open));
+    loop {
+        let notification = tokio::select! {
+            n = listener.next() => n,
+            changed = async {
+                match stream.as_mut() {
+                    Some(s) => s.changed().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            } => {
+                if !changed {
+                    stream = None;
+                    continue;
+                }
+                let open = stream
+                    .as_mut()
+                    .is_some_and(|s| matches!(*s.borrow_and_update(), StreamState::Open));
+                match (was_open, open) {
+                    (true, false) => session
+                        .ui
+                        .note("the notification stream closed; reconnecting"),
+                    (false, true) => session.ui.note(&format!(
+                        "reconnected; listening again for {}",
+                        what.join(", ")
+                    )),
+                    _ => {}
+                }
+                was_open = open;
+                continue;
+            }
+        };
+        let Some(notification) = notification else {
+            break;
+        };
         let params = notification.params.clone().unwrap_or(Value::Null);
         if session.json {
             let line = json!({"method": notification.method, "params": params});
@@ -442,13 +559,18 @@ async fn listen(
                 None => print(&format!("{short}\n"))?,
             }
         }
-        seen += 1;
-        if count.is_some_and(|n| seen >= n) {
-            return Ok(());
+        seen.set(seen.get() + 1);
+        if count.is_some_and(|n| seen.get() >= n) {
+            return Ok(Listened::Done);
         }
     }
-    session.ui.note("the server ended the subscription");
-    Ok(())
+    match listener.end() {
+        Some(ListenEnd::Lost(why)) => Ok(Listened::Lost(one_line(why))),
+        _ => {
+            session.ui.note("the server ended the subscription");
+            Ok(Listened::Done)
+        }
+    }
 }
 
 /// One probed revision.

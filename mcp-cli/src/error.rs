@@ -55,6 +55,16 @@ pub(crate) enum CliError {
         /// The `--timeout`.
         after: std::time::Duration,
     },
+    /// `mcp listen` lost the server and could not reconnect within `--reconnect-for`.
+    #[error("lost the connection to {target} ({reason}) and could not reconnect within {tried:?}")]
+    Lost {
+        /// The URL or command.
+        target: String,
+        /// How the connection was lost.
+        reason: String,
+        /// How long reconnecting was tried.
+        tried: std::time::Duration,
+    },
     /// The user pressed Ctrl-C; the request in flight was cancelled.
     #[error("interrupted; the request in flight was cancelled")]
     Interrupted,
@@ -73,7 +83,7 @@ impl CliError {
             Self::Unanswered { .. } => exit::UNANSWERED,
             Self::Deadline { .. } => exit::TIMEOUT,
             Self::Interrupted => exit::INTERRUPTED,
-            Self::Output(_) => exit::TRANSPORT,
+            Self::Output(_) | Self::Lost { .. } => exit::TRANSPORT,
         }
     }
 
@@ -93,6 +103,7 @@ impl CliError {
             Self::Deadline { .. } => "timeout".into(),
             Self::Interrupted => "interrupted".into(),
             Self::Output(_) => "output".into(),
+            Self::Lost { .. } => "transport".into(),
         }
     }
 
@@ -114,6 +125,11 @@ impl CliError {
                 return Some("raise --timeout, or check the server is answering");
             }
             Self::Output(_) | Self::Interrupted => return None,
+            Self::Lost { .. } => {
+                return Some(
+                    "is the server still running? (--reconnect-for sets how long listen keeps trying)",
+                );
+            }
             Self::Connect {
                 source,
                 stdio: true,

@@ -191,6 +191,85 @@ fn listen_over_http_on_both_eras() {
     }
 }
 
+/// `mcp listen` subscribed to `config://app`, on Streamable HTTP or (`sse`) HTTP+SSE.
+fn listen_to_config(url: &str, revision: &str, sse: bool, extra: &[&str]) -> Running {
+    let mut args = vec![
+        "listen",
+        url,
+        "--revision",
+        revision,
+        "--resource",
+        "config://app",
+        "--count",
+        "1",
+        "--json",
+        "--timeout",
+        "30",
+    ];
+    if sse {
+        args.extend(["--transport", "sse"]);
+    }
+    args.extend_from_slice(extra);
+    Running::start(&args)
+}
+
+/// Newcomer point 5: the server restarts (a new process on the same port, which has forgotten
+/// every session); `listen` notices, reconnects, subscribes again, and gets the next update.
+#[test]
+fn listen_reconnects_and_subscribes_again_after_a_restart() {
+    for (revision, sse) in [
+        ("2026-07-28", false),
+        ("2025-06-18", false),
+        ("2024-11-05", true),
+    ] {
+        let demo = Demo::start();
+        let port = demo.port();
+        let url = if sse { demo.sse() } else { demo.mcp() };
+        let listener = listen_to_config(&url, revision, sse, &[]);
+        listener.wait_for_stderr("listening for");
+        drop(demo);
+        let demo = Demo::start_on(port, &[]);
+        let line = listener.wait_for_stderr("reconnected;");
+        assert!(
+            line.contains("updates of config://app"),
+            "{revision}: {line}"
+        );
+        let touched = run("call", &demo.mcp(), &["touch"]);
+        assert_eq!(touched.code, 0, "{revision}: {touched:?}");
+        let done = listener.finish();
+        assert_eq!(done.code, 0, "{revision}: {done:?}");
+        let update: serde_json::Value =
+            serde_json::from_str(done.stdout.trim()).expect("one JSON line");
+        assert_eq!(
+            update["method"], "notifications/resources/updated",
+            "{revision}"
+        );
+        assert_eq!(update["params"]["uri"], "config://app", "{revision}");
+    }
+}
+
+/// Newcomer point 5: a server that stays away ends `listen` with exit code 3 once
+/// `--reconnect-for` has passed, instead of claiming to listen forever.
+#[test]
+fn listen_gives_up_when_the_server_stays_away() {
+    for (revision, sse) in [("2026-07-28", false), ("2025-03-26", true)] {
+        let demo = Demo::start();
+        let url = if sse { demo.sse() } else { demo.mcp() };
+        let listener = listen_to_config(&url, revision, sse, &["--reconnect-for", "1"]);
+        listener.wait_for_stderr("listening for");
+        drop(demo);
+        listener.wait_for_stderr("lost the connection to the server");
+        let done = listener.finish();
+        assert_eq!(done.code, 3, "{revision}: {done:?}");
+        assert!(
+            done.stderr.contains("could not reconnect within 1s"),
+            "{revision}: {}",
+            done.stderr
+        );
+        assert!(done.stdout.is_empty(), "{revision}: {}", done.stdout);
+    }
+}
+
 #[test]
 fn questions_prompted_on_stdin_over_http() {
     let demo = Demo::start();

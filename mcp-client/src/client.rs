@@ -142,6 +142,8 @@ struct ListenerSlot {
     /// in `dropped`, rather than the client holding them all.
     tx: mpsc::Sender<Notification>,
     dropped: Arc<std::sync::atomic::AtomicU64>,
+    /// Why the listener's stream ended, set before its queue is closed.
+    end: Arc<std::sync::OnceLock<crate::listen::ListenEnd>>,
 }
 
 pub(crate) struct Inner {
@@ -865,13 +867,10 @@ impl Inner {
         &self,
         subscription: Option<Id>,
         filter: crate::listen::Filter,
-    ) -> (
-        u64,
-        mpsc::Receiver<Notification>,
-        Arc<std::sync::atomic::AtomicU64>,
-    ) {
+    ) -> crate::listen::Registered {
         let (tx, rx) = mpsc::channel(self.config.max_queued.max(1));
         let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let end = Arc::new(std::sync::OnceLock::new());
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed) as u64;
         lock(&self.listeners).push(ListenerSlot {
             id,
@@ -879,8 +878,40 @@ impl Inner {
             filter,
             tx,
             dropped: dropped.clone(),
+            end: end.clone(),
         });
-        (id, rx, dropped)
+        crate::listen::Registered {
+            slot: id,
+            rx,
+            dropped,
+            end,
+        }
+    }
+
+    /// Ends listener `id`'s stream with `why` (the first reason given is kept).
+    pub(crate) fn end_listener(&self, id: u64, why: crate::listen::ListenEnd) -> bool {
+        let mut listeners = lock(&self.listeners);
+        listeners.retain(|slot| {
+            if slot.id == id {
+                let _ = slot.end.set(why.clone());
+                false
+            } else {
+                true
+            }
+        });
+        listeners.is_empty()
+    }
+
+    /// Ends the streams of every listener that lives on the connection's shared streams (all
+    /// but the 2026-07-28 ones, which have a stream each): the connection is gone for good.
+    pub(crate) fn end_shared_listeners(&self, why: &crate::listen::ListenEnd) {
+        lock(&self.listeners).retain(|slot| {
+            if slot.subscription.is_some() {
+                return true;
+            }
+            let _ = slot.end.set(why.clone());
+            false
+        });
     }
 
     /// Every resource URI a listener of a handshake revision subscribed to, once each.
@@ -1327,8 +1358,25 @@ impl Drop for InFlight {
 /// the pump waits for one to finish, and what arrives meanwhile waits in the transport's
 /// bounded queue).
 async fn pump_incoming(weak: std::sync::Weak<Inner>, mut incoming: MessageStream) {
+    let why = pump(&weak, &mut incoming).await;
+    // The connection's one stream ended (a stdio child exited, an HTTP+SSE stream closed):
+    // nothing more can arrive, so the listeners' streams end too, saying why.
+    if let Some(inner) = weak.upgrade() {
+        let why = if inner.closed.load(Ordering::Acquire) {
+            crate::listen::ListenEnd::Closed
+        } else {
+            crate::listen::ListenEnd::Lost(why)
+        };
+        inner.end_shared_listeners(&why);
+    }
+}
+
+/// Reads the connection's stream until it ends; says how it ended.
+async fn pump(weak: &std::sync::Weak<Inner>, incoming: &mut MessageStream) -> String {
     while let Some(item) = incoming.next().await {
-        let Some(inner) = weak.upgrade() else { return };
+        let Some(inner) = weak.upgrade() else {
+            return "the client is gone".into();
+        };
         match item {
             Ok(inbound) => match inbound.message {
                 Message::Request(request) => {
@@ -1336,9 +1384,11 @@ async fn pump_incoming(weak: std::sync::Weak<Inner>, mut incoming: MessageStream
                     // Not kept alive by the wait.
                     drop(inner);
                     let Ok(permit) = answering.acquire_owned().await else {
-                        return;
+                        return "the client is gone".into();
                     };
-                    let Some(inner) = weak.upgrade() else { return };
+                    let Some(inner) = weak.upgrade() else {
+                        return "the client is gone".into();
+                    };
                     // Answer on a task of its own: the user may take a while.
                     let answer = inner.clone().answer_request(request);
                     let handle = tokio::spawn(async move {
@@ -1352,10 +1402,11 @@ async fn pump_incoming(weak: std::sync::Weak<Inner>, mut incoming: MessageStream
             },
             Err(e) => {
                 tracing::debug!(error = %e, "incoming stream failed");
-                return;
+                return e.to_string();
             }
         }
     }
+    "the server closed the connection".into()
 }
 
 impl Client {

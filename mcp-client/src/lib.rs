@@ -46,7 +46,7 @@ pub use builder::ClientBuilder;
 pub use calls::{ListKind, Page};
 pub use client::{CallOptions, Client, Progress, ServerDescription};
 pub use error::{Error, ErrorKind};
-pub use listen::{Listener, Subscriptions};
+pub use listen::{ListenEnd, Listener, StreamState, Subscriptions};
 pub use mcp_adapters::{INPUT_REQUIRED_META, LogLevel, Revision};
 pub use mcp_wire::jsonrpc::{ErrorObject, Notification};
 /// The MCP model types the typed results are read into (re-exported from `mcp-wire`).

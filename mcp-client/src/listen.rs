@@ -89,11 +89,66 @@ impl Filter {
     }
 }
 
+/// Why a [`Listener`]'s stream ended ([`Listener::end`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListenEnd {
+    /// The server ended the subscription: it answered the `subscriptions/listen` request.
+    Ended,
+    /// The connection to the server was lost and the client could not restore it: a stdio
+    /// child exited, an HTTP+SSE or listen stream broke, or the standalone stream of a
+    /// Streamable HTTP session could not be reopened after several tries (about 12 seconds).
+    /// The text says what happened. A new client, once the server is back, can listen again.
+    Lost(String),
+    /// The client was closed.
+    Closed,
+}
+
+impl std::fmt::Display for ListenEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Ended => f.write_str("the server ended the subscription"),
+            Self::Lost(why) => write!(f, "lost the connection to the server: {why}"),
+            Self::Closed => f.write_str("the client was closed"),
+        }
+    }
+}
+
+/// A listener's registration with the client: its slot and the receiving ends.
+pub(crate) struct Registered {
+    pub(crate) slot: u64,
+    pub(crate) rx: mpsc::Receiver<Notification>,
+    pub(crate) dropped: Arc<std::sync::atomic::AtomicU64>,
+    pub(crate) end: Arc<std::sync::OnceLock<ListenEnd>>,
+}
+
 /// A stream of the notifications asked for with [`Client::listen`]. Dropping it ends the
 /// subscription (closing the listen stream, or `notifications/cancelled` on stdio).
+///
+/// The stream ends when the subscription does; [`Listener::end`] then says why, so that an
+/// application can tell a server that ended the subscription from one that went away.
+///
+/// ```no_run
+/// # async fn example(client: mcp_client::Client) -> Result<(), mcp_client::Error> {
+/// use futures::StreamExt;
+/// use mcp_client::{ListenEnd, Subscriptions};
+///
+/// let mut listener = client
+///     .listen(Subscriptions::new().tools_changed().resource("config://app"))
+///     .await?;
+/// while let Some(notification) = listener.next().await {
+///     println!("{}", notification.method);
+/// }
+/// if let Some(ListenEnd::Lost(why)) = listener.end() {
+///     eprintln!("the server went away ({why}); connect again to go on listening");
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub struct Listener {
     rx: mpsc::Receiver<Notification>,
     dropped: Arc<std::sync::atomic::AtomicU64>,
+    end: Arc<std::sync::OnceLock<ListenEnd>>,
     inner: Weak<Inner>,
     slot: u64,
     task: Option<JoinHandle<()>>,
@@ -120,6 +175,34 @@ impl Listener {
     /// What the server agreed to send (the `notifications` of its acknowledgement, 2026-07-28).
     pub fn accepted(&self) -> Option<&Value> {
         self.accepted.as_ref()
+    }
+
+    /// The state of the standalone stream this listener's notifications come on, to watch it
+    /// close and reopen (`None` when the client is gone). Only Streamable HTTP on the
+    /// handshake revisions has one; elsewhere it stays [`StreamState::Connecting`].
+    pub fn stream_state(&self) -> Option<tokio::sync::watch::Receiver<StreamState>> {
+        self.inner
+            .upgrade()
+            .map(|inner| inner.stream_state.subscribe())
+    }
+
+    /// Why the stream ended; `None` while it goes on. Notifications that arrived before the end
+    /// are still delivered first.
+    pub fn end(&self) -> Option<&ListenEnd> {
+        self.end.get()
+    }
+
+    fn new(registered: Registered, inner: &Arc<Inner>) -> Self {
+        Self {
+            rx: registered.rx,
+            dropped: registered.dropped,
+            end: registered.end,
+            inner: Arc::downgrade(inner),
+            slot: registered.slot,
+            task: None,
+            accepted: None,
+            cancel: None,
+        }
     }
 }
 
@@ -199,12 +282,13 @@ impl Client {
                 notifications.insert("resourceSubscriptions".into(), json!(subscriptions.uris));
             }
             let id = inner.new_id();
-            let (slot, mut rx, dropped) = inner.add_listener(
+            let registered = inner.add_listener(
                 Some(id.clone()),
                 Filter {
                     subs: subscriptions,
                 },
             );
+            let slot = registered.slot;
             let params = inner.decorate_public(adapter, json!({"notifications": notifications}));
             let headers = inner.headers_public(adapter, listen, Some(&params))?;
             let body = mcp_wire::jsonrpc::encode(&Message::Request(Request {
@@ -244,6 +328,7 @@ impl Client {
             let weak = Arc::downgrade(inner);
             let listen_id = id.clone();
             let task = tokio::spawn(async move {
+                let mut why = ListenEnd::Lost("the listen stream closed".into());
                 while let Some(item) = stream.next().await {
                     let Some(inner) = weak.upgrade() else { return };
                     match item {
@@ -253,31 +338,28 @@ impl Client {
                             Message::Response(r)
                                 if r.id.as_ref() == Some(&listen_id) || r.id.is_none() =>
                             {
+                                why = ListenEnd::Ended;
                                 break;
                             }
                             Message::Response(_) => {}
                         },
-                        Err(_) => break,
+                        Err(e) => {
+                            why = ListenEnd::Lost(e.to_string());
+                            break;
+                        }
                     }
                 }
-                // The subscription ended: close the listener's stream.
+                // The subscription ended: close the listener's stream, saying why.
                 if let Some(inner) = weak.upgrade() {
-                    inner.remove_listener(slot);
+                    inner.end_listener(slot, why);
                 }
             });
+            let mut listener = Listener::new(registered, inner);
+            listener.task = Some(task);
+            listener.cancel = (!inner.info.request_streams).then(|| id.clone());
             // Wait for the acknowledgement, which names what the server will send.
             let timeout = inner.config.timeout;
-            let first = tokio::time::timeout(timeout, rx.recv()).await;
-            let cancel = (!inner.info.request_streams).then(|| id.clone());
-            let mut listener = Listener {
-                rx,
-                dropped,
-                inner: Arc::downgrade(inner),
-                slot,
-                task: Some(task),
-                accepted: None,
-                cancel,
-            };
+            let first = tokio::time::timeout(timeout, listener.rx.recv()).await;
             match first {
                 Ok(Some(n)) if n.method == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED => {
                     listener.accepted = n
@@ -304,21 +386,13 @@ impl Client {
         // Handshake revisions: register the listener and open the standalone stream first, so
         // that an update sent right after a subscription's answer has somewhere to go; then
         // subscribe per URI.
-        let (slot, rx, dropped) = inner.add_listener(
+        let registered = inner.add_listener(
             None,
             Filter {
                 subs: subscriptions.clone(),
             },
         );
-        let listener = Listener {
-            rx,
-            dropped,
-            inner: Arc::downgrade(inner),
-            slot,
-            task: None,
-            accepted: None,
-            cancel: None,
-        };
+        let listener = Listener::new(registered, inner);
         if inner.info.request_streams && adapter.features().has_get_stream {
             let mut state = {
                 let mut running = inner.get_stream.lock().unwrap_or_else(|e| e.into_inner());
@@ -360,9 +434,13 @@ impl Client {
     }
 }
 
-/// Where the standalone GET stream stands.
+/// Where the standalone stream of a Streamable HTTP session stands: on the handshake revisions
+/// it carries the notifications of every [`Listener`], and the client reopens it (in a new
+/// session if the server forgot the old one, subscribing again to the resources the listeners
+/// asked for). Watched with [`Listener::stream_state`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StreamState {
+#[non_exhaustive]
+pub enum StreamState {
     /// Being opened (or reopened).
     Connecting,
     /// The server answered the GET with an event stream.
@@ -378,6 +456,8 @@ pub(crate) enum StreamState {
 async fn get_stream(weak: Weak<Inner>) {
     let mut last_event_id: Option<String> = None;
     let mut failures = 0u32;
+    // A new session was started since the stream was last open (at most one per outage).
+    let mut restarted = false;
     loop {
         let Some(inner) = weak.upgrade() else { return };
         let adapter = inner.adapter();
@@ -392,6 +472,7 @@ async fn get_stream(weak: Weak<Inner>) {
         let mut stream = match opened {
             Ok(stream) => {
                 inner.stream_state.send_replace(StreamState::Open);
+                restarted = false;
                 stream
             }
             Err(TransportError::Status { status: 405, .. }) => {
@@ -400,10 +481,11 @@ async fn get_stream(weak: Weak<Inner>) {
             }
             // The server lost the session: start a new one (unless a call already did), then
             // open the stream on it. A stream cannot resume across sessions.
+            // (Also after failed attempts: a restarted server refuses connections first.)
             Err(TransportError::Status { status: 404, .. })
-                if adapter.has_sessions() && failures == 0 =>
+                if adapter.has_sessions() && !restarted =>
             {
-                failures += 1;
+                restarted = true;
                 last_event_id = None;
                 let client = Client {
                     inner: inner.clone(),
@@ -413,6 +495,9 @@ async fn get_stream(weak: Weak<Inner>) {
                     inner
                         .stream_state
                         .send_replace(StreamState::Failed(e.to_string()));
+                    inner.end_shared_listeners(&ListenEnd::Lost(format!(
+                        "the server forgot the session and a new one could not be started: {e}"
+                    )));
                     return;
                 }
                 continue;
@@ -427,8 +512,13 @@ async fn get_stream(weak: Weak<Inner>) {
                 } else {
                     StreamState::Failed(e.to_string())
                 };
+                let lost = matches!(state, StreamState::Failed(_));
                 inner.stream_state.send_replace(state);
                 if failures > 5 {
+                    // Given up: a listener waiting on this stream would wait forever.
+                    if lost {
+                        inner.end_shared_listeners(&ListenEnd::Lost(e.to_string()));
+                    }
                     return;
                 }
                 drop(inner);

@@ -263,8 +263,13 @@ impl Demo {
 
     /// Starts the demo with `extra` options after `--addr`.
     pub fn start_with(extra: &[&str]) -> Self {
+        Self::start_on(0, extra)
+    }
+
+    /// Starts the demo on `port` of 127.0.0.1 (0: a free one) with `extra` options.
+    pub fn start_on(port: u16, extra: &[&str]) -> Self {
         let mut child = Command::new(server_bin("mcp-demo"))
-            .args(["--addr", "127.0.0.1:0"])
+            .args(["--addr", &format!("127.0.0.1:{port}")])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -300,6 +305,15 @@ impl Demo {
     /// The HTTP+SSE stream endpoint.
     pub fn sse(&self) -> String {
         format!("{}/sse", self.base)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.base
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the base URL ends with the port")
     }
 }
 
