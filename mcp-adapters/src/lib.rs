@@ -82,3 +82,8 @@ pub use operation::{ClientRequestKind, Operation};
 pub use project::{PerRevision, ToolDefinition, ToolView};
 pub use revision::Revision;
 pub use select::{AdapterSet, EmptySetError, Hint, Rejected, Selected, SelectedBy, SelectionInput};
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -52,3 +52,8 @@ pub use scope::{ScopeSet, select_scopes, step_up};
 pub use token::{
     Audience, Claims, Principal, ResourceError, TokenError, TokenRules, canonical_resource,
 };
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -125,3 +125,8 @@ pub fn run() -> ExitCode {
         }
     }
 }
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

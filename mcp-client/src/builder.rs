@@ -23,20 +23,38 @@ use crate::transport::{
 
 /// Configures a [`Client`] and connects it.
 ///
-/// ```no_run
-/// # async fn run() -> Result<(), mcp_client::Error> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # // A server to talk to: one tool, one resource, one prompt, on 127.0.0.1.
+/// # use mcp_server::{Prompt, Resource, ResourceRequest, Server, Tool};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct AddArgs { a: i64, b: i64 }
+/// # async fn add(x: AddArgs) -> String { (x.a + x.b).to_string() }
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct GreetArgs { name: String }
+/// # async fn greet(x: GreetArgs) -> String { format!("Please greet {}.", x.name) }
+/// # async fn config(_: ResourceRequest) -> String { "mode = production".into() }
+/// # let server = Server::builder("calc", "1.0").tool(Tool::new("add", add))
+/// #     .resource(Resource::new("config://app", "config", config)).prompt(Prompt::new("greet", greet)).build()?;
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let url = format!("http://{}/mcp", listener.local_addr()?);
+/// # let endpoint = mcp_server::http::HttpEndpoint::new(server, mcp_server::http::HttpConfig::new());
+/// # tokio::spawn(mcp_server::http::serve_with_shutdown(listener, endpoint, std::future::pending::<()>()));
 /// use mcp_client::{Answer, Asks, Client};
 ///
 /// let client = Client::builder()
 ///     .client_info("my-app", "1.0.0")
+///     .timeout(std::time::Duration::from_secs(30))
 ///     .on_ask(Asks::none().elicitation(), |question| async move {
 ///         println!("{}", question.message().unwrap_or_default());
 ///         Answer::accept(serde_json::json!({}))
 ///     })
-///     .connect_http("http://127.0.0.1:8080/mcp")
+///     .connect_http(&url)
 ///     .await?;
-/// let tools = client.list_tools().await?;
-/// # let _ = tools; Ok(()) }
+/// let server = client.server().and_then(|s| s.server_info);
+/// println!("speaking {} with {server:?}", client.revision());
+/// client.close().await?;
+/// # Ok(())
+/// # }
 /// ```
 pub struct ClientBuilder {
     client_info: Value,

@@ -305,6 +305,35 @@ impl Client {
     /// `arguments` is a [`Value`] (an object, or `null` for none) or a reference to one: the
     /// request is written straight from it, so a caller that calls with the same arguments again
     /// can lend them rather than clone them.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A server to talk to: one tool, one resource, one prompt, on 127.0.0.1.
+    /// # use mcp_server::{Prompt, Resource, ResourceRequest, Server, Tool};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct AddArgs { a: i64, b: i64 }
+    /// # async fn add(x: AddArgs) -> String { (x.a + x.b).to_string() }
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct GreetArgs { name: String }
+    /// # async fn greet(x: GreetArgs) -> String { format!("Please greet {}.", x.name) }
+    /// # async fn config(_: ResourceRequest) -> String { "mode = production".into() }
+    /// # let server = Server::builder("calc", "1.0").tool(Tool::new("add", add))
+    /// #     .resource(Resource::new("config://app", "config", config)).prompt(Prompt::new("greet", greet)).build()?;
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// # let endpoint = mcp_server::http::HttpEndpoint::new(server, mcp_server::http::HttpConfig::new());
+    /// # tokio::spawn(mcp_server::http::serve_with_shutdown(listener, endpoint, std::future::pending::<()>()));
+    /// use serde_json::json;
+    ///
+    /// let client = mcp_client::Client::builder().connect_http(&url).await?;
+    /// let result = client.call_tool("add", json!({"a": 20, "b": 22})).await?;
+    /// if result["isError"] == true {
+    ///     eprintln!("the tool failed: {}", result["content"][0]["text"]);
+    /// } else {
+    ///     assert_eq!(result["content"][0]["text"], "42");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn call_tool(
         &self,
         name: &str,
@@ -315,6 +344,35 @@ impl Client {
     }
 
     /// [`Client::call_tool`] with per-call options (timeout, progress).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A server to talk to: one tool, one resource, one prompt, on 127.0.0.1.
+    /// # use mcp_server::{Prompt, Resource, ResourceRequest, Server, Tool};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct AddArgs { a: i64, b: i64 }
+    /// # async fn add(x: AddArgs) -> String { (x.a + x.b).to_string() }
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct GreetArgs { name: String }
+    /// # async fn greet(x: GreetArgs) -> String { format!("Please greet {}.", x.name) }
+    /// # async fn config(_: ResourceRequest) -> String { "mode = production".into() }
+    /// # let server = Server::builder("calc", "1.0").tool(Tool::new("add", add))
+    /// #     .resource(Resource::new("config://app", "config", config)).prompt(Prompt::new("greet", greet)).build()?;
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// # let endpoint = mcp_server::http::HttpEndpoint::new(server, mcp_server::http::HttpConfig::new());
+    /// # tokio::spawn(mcp_server::http::serve_with_shutdown(listener, endpoint, std::future::pending::<()>()));
+    /// use mcp_client::CallOptions;
+    /// use serde_json::json;
+    ///
+    /// let client = mcp_client::Client::builder().connect_http(&url).await?;
+    /// let options = CallOptions::new()
+    ///     .timeout(std::time::Duration::from_secs(5))
+    ///     .on_progress(|p| eprintln!("progress {}/{:?}", p.progress, p.total));
+    /// let result = client.call_tool_with("add", json!({"a": 1, "b": 2}), options).await?;
+    /// assert_eq!(result["content"][0]["text"], "3");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn call_tool_with(
         &self,
         name: &str,
@@ -347,12 +405,60 @@ impl Client {
     }
 
     /// Reads a resource.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A server to talk to: one tool, one resource, one prompt, on 127.0.0.1.
+    /// # use mcp_server::{Prompt, Resource, ResourceRequest, Server, Tool};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct AddArgs { a: i64, b: i64 }
+    /// # async fn add(x: AddArgs) -> String { (x.a + x.b).to_string() }
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct GreetArgs { name: String }
+    /// # async fn greet(x: GreetArgs) -> String { format!("Please greet {}.", x.name) }
+    /// # async fn config(_: ResourceRequest) -> String { "mode = production".into() }
+    /// # let server = Server::builder("calc", "1.0").tool(Tool::new("add", add))
+    /// #     .resource(Resource::new("config://app", "config", config)).prompt(Prompt::new("greet", greet)).build()?;
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// # let endpoint = mcp_server::http::HttpEndpoint::new(server, mcp_server::http::HttpConfig::new());
+    /// # tokio::spawn(mcp_server::http::serve_with_shutdown(listener, endpoint, std::future::pending::<()>()));
+    /// let client = mcp_client::Client::builder().connect_http(&url).await?;
+    /// let read = client.read_resource("config://app").await?;
+    /// assert_eq!(read["contents"][0]["text"], "mode = production");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
         let read = self.method_of(Operation::ReadResource)?;
         self.request(read, Some(json!({"uri": uri}))).await
     }
 
     /// Gets a prompt with its arguments (an object of strings, or `null`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A server to talk to: one tool, one resource, one prompt, on 127.0.0.1.
+    /// # use mcp_server::{Prompt, Resource, ResourceRequest, Server, Tool};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct AddArgs { a: i64, b: i64 }
+    /// # async fn add(x: AddArgs) -> String { (x.a + x.b).to_string() }
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct GreetArgs { name: String }
+    /// # async fn greet(x: GreetArgs) -> String { format!("Please greet {}.", x.name) }
+    /// # async fn config(_: ResourceRequest) -> String { "mode = production".into() }
+    /// # let server = Server::builder("calc", "1.0").tool(Tool::new("add", add))
+    /// #     .resource(Resource::new("config://app", "config", config)).prompt(Prompt::new("greet", greet)).build()?;
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// # let endpoint = mcp_server::http::HttpEndpoint::new(server, mcp_server::http::HttpConfig::new());
+    /// # tokio::spawn(mcp_server::http::serve_with_shutdown(listener, endpoint, std::future::pending::<()>()));
+    /// use serde_json::json;
+    ///
+    /// let client = mcp_client::Client::builder().connect_http(&url).await?;
+    /// let prompt = client.get_prompt("greet", json!({"name": "Ada"})).await?;
+    /// assert_eq!(prompt["messages"][0]["content"]["text"], "Please greet Ada.");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, Error> {
         let get = self.method_of(Operation::GetPrompt)?;
         let mut params = Map::new();

@@ -1442,6 +1442,30 @@ impl Client {
 
     /// Sends any request and returns its result, with the client's timeout. The revision's
     /// `_meta`, headers, session handling and asking all apply.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A server to talk to: one tool, one resource, one prompt, on 127.0.0.1.
+    /// # use mcp_server::{Prompt, Resource, ResourceRequest, Server, Tool};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct AddArgs { a: i64, b: i64 }
+    /// # async fn add(x: AddArgs) -> String { (x.a + x.b).to_string() }
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct GreetArgs { name: String }
+    /// # async fn greet(x: GreetArgs) -> String { format!("Please greet {}.", x.name) }
+    /// # async fn config(_: ResourceRequest) -> String { "mode = production".into() }
+    /// # let server = Server::builder("calc", "1.0").tool(Tool::new("add", add))
+    /// #     .resource(Resource::new("config://app", "config", config)).prompt(Prompt::new("greet", greet)).build()?;
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// # let endpoint = mcp_server::http::HttpEndpoint::new(server, mcp_server::http::HttpConfig::new());
+    /// # tokio::spawn(mcp_server::http::serve_with_shutdown(listener, endpoint, std::future::pending::<()>()));
+    /// let client = mcp_client::Client::builder().connect_http(&url).await?;
+    /// // Any method by name; the revision's adapter adds its `_meta`, headers and session.
+    /// let listed = client.request("tools/list", None).await?;
+    /// assert_eq!(listed["tools"][0]["name"], "add");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn request(&self, method_name: &str, params: Option<Value>) -> Result<Value, Error> {
         self.request_with(method_name, params, CallOptions::default())
             .await

@@ -54,6 +54,36 @@ pub enum ErrorKind {
 /// An opaque value: ask it what happened with [`Error::kind`] or the `is_*` methods, and read the
 /// server's JSON-RPC error with [`Error::rpc`], [`Error::code`], [`Error::message`] and
 /// [`Error::data`]. The `Display` text is meant for people and is not stable.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # // A server to talk to: one tool, one resource, one prompt, on 127.0.0.1.
+/// # use mcp_server::{Prompt, Resource, ResourceRequest, Server, Tool};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct AddArgs { a: i64, b: i64 }
+/// # async fn add(x: AddArgs) -> String { (x.a + x.b).to_string() }
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct GreetArgs { name: String }
+/// # async fn greet(x: GreetArgs) -> String { format!("Please greet {}.", x.name) }
+/// # async fn config(_: ResourceRequest) -> String { "mode = production".into() }
+/// # let server = Server::builder("calc", "1.0").tool(Tool::new("add", add))
+/// #     .resource(Resource::new("config://app", "config", config)).prompt(Prompt::new("greet", greet)).build()?;
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let url = format!("http://{}/mcp", listener.local_addr()?);
+/// # let endpoint = mcp_server::http::HttpEndpoint::new(server, mcp_server::http::HttpConfig::new());
+/// # tokio::spawn(mcp_server::http::serve_with_shutdown(listener, endpoint, std::future::pending::<()>()));
+/// use mcp_client::ErrorKind;
+/// use serde_json::json;
+///
+/// let client = mcp_client::Client::builder().connect_http(&url).await?;
+/// let error = client.read_resource("config://missing").await.unwrap_err();
+/// assert_eq!(error.kind(), ErrorKind::Rpc);
+/// println!("the server said {:?}: {:?}", error.code(), error.message());
+/// // A failing tool is a result with `isError`, not an `Err`; an unknown one is refused.
+/// let unknown = client.call_tool("nope", json!({})).await;
+/// assert!(unknown.is_err() || unknown.is_ok_and(|r| r["isError"] == true));
+/// # Ok(())
+/// # }
+/// ```
 pub struct Error {
     inner: Box<Inner>,
 }

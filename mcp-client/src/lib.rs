@@ -26,6 +26,35 @@
 //! - Notifications: [`ClientBuilder::on_notification`] and [`Client::listen`].
 //! - Errors: one opaque [`Error`] with [`Error::kind`] and the JSON-RPC [`ErrorObject`].
 //!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # // A server to talk to: one tool, one resource, one prompt, on 127.0.0.1.
+//! # use mcp_server::{Prompt, Resource, ResourceRequest, Server, Tool};
+//! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct AddArgs { a: i64, b: i64 }
+//! # async fn add(x: AddArgs) -> String { (x.a + x.b).to_string() }
+//! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct GreetArgs { name: String }
+//! # async fn greet(x: GreetArgs) -> String { format!("Please greet {}.", x.name) }
+//! # async fn config(_: ResourceRequest) -> String { "mode = production".into() }
+//! # let server = Server::builder("calc", "1.0").tool(Tool::new("add", add))
+//! #     .resource(Resource::new("config://app", "config", config)).prompt(Prompt::new("greet", greet)).build()?;
+//! # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! # let url = format!("http://{}/mcp", listener.local_addr()?);
+//! # let endpoint = mcp_server::http::HttpEndpoint::new(server, mcp_server::http::HttpConfig::new());
+//! # tokio::spawn(mcp_server::http::serve_with_shutdown(listener, endpoint, std::future::pending::<()>()));
+//! use mcp_client::Client;
+//! use serde_json::json;
+//!
+//! let client = Client::builder().connect_http(&url).await?; // negotiates the revision
+//! let tools = client.list_tools().await?;
+//! assert_eq!(tools[0]["name"], "add");
+//! let result = client.call_tool("add", json!({"a": 2, "b": 3})).await?;
+//! assert_eq!(result["content"][0]["text"], "5");
+//! client.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema` and `mcp-adapters` only; never on
 //! `mcp-server` or `mcp-hub`.
 
@@ -52,3 +81,8 @@ pub use mcp_wire::jsonrpc::{ErrorObject, Notification};
 /// The MCP model types the typed results are read into (re-exported from `mcp-wire`).
 pub use mcp_wire::model;
 pub use typed::Typed;
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -110,3 +110,8 @@ pub use store::{Record, StateStore};
 pub trait Hub: EventLog + StateStore {}
 
 impl<T: EventLog + StateStore + ?Sized> Hub for T {}
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -48,3 +48,8 @@ pub use projection::{
     project_input, project_input_with, project_output, project_output_with,
 };
 pub use validate::{SchemaError, ValidationIssue, Validator, ValidatorOptions};
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

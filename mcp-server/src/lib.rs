@@ -194,3 +194,8 @@ pub use tool::{
 
 /// Re-exported so handlers can name levels and revisions without another dependency.
 pub use mcp_adapters::{CacheHint, CacheScope, LogLevel, Revision};
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

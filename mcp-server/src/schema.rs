@@ -26,6 +26,16 @@ pub(crate) fn derive<T: JsonSchema + ?Sized>(purpose: Purpose) -> Value {
         .to_value()
 }
 
+/// Takes the doc comment schemars put at the root of `schema` (its `description`) and gives it
+/// back, for the tool's own description: at the root of the input schema it would only repeat
+/// it. (The root `title` schemars writes is the type's name, left as it is.)
+pub(crate) fn take_doc(schema: &mut Value) -> Option<String> {
+    match schema.as_object_mut()?.remove("description")? {
+        Value::String(text) => Some(text),
+        _ => None,
+    }
+}
+
 /// The root of `schema` is an object schema (`"type": "object"`), as `inputSchema` requires.
 pub(crate) fn is_object_rooted(schema: &Value) -> bool {
     match schema.get("type") {

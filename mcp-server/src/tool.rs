@@ -373,6 +373,32 @@ impl Tool {
     /// The input schema is derived here, once, from the handler's argument type (JSON Schema
     /// 2020-12); the output schema likewise when the handler returns [`Json<T>`]. Whether they
     /// are acceptable is checked by [`ServerBuilder::build`](crate::ServerBuilder::build).
+    ///
+    /// The argument type's doc comment becomes the tool's description (the fields' doc
+    /// comments describe the properties); [`Tool::description`] replaces it:
+    ///
+    /// ```
+    /// use mcp_server::Tool;
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// /// Greets someone by name.
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Greet {
+    ///     /// Who to greet.
+    ///     name: String,
+    /// }
+    ///
+    /// async fn greet(args: Greet) -> String {
+    ///     format!("Hello, {}!", args.name)
+    /// }
+    ///
+    /// let tool = Tool::new("greet", greet);
+    /// assert_eq!(tool.description_text(), Some("Greets someone by name."));
+    /// assert_eq!(tool.input_schema()["properties"]["name"]["description"], "Who to greet.");
+    /// // The description is the tool's, not repeated at the root of its input schema.
+    /// assert!(tool.input_schema().get("description").is_none());
+    /// ```
     pub fn new<H, M>(name: impl Into<String>, handler: H) -> Self
     where
         H: ToolHandler<M>,
@@ -389,15 +415,17 @@ impl Tool {
                 })
             },
         );
+        let mut input_schema = schema::derive::<H::Args>(schema::Purpose::Input);
+        let description = schema::take_doc(&mut input_schema);
         Self {
             name: name.into(),
             title: None,
-            description: None,
+            description,
             annotations: ToolAnnotations::default(),
             icons: Vec::new(),
             min_revision: None,
             headers: Vec::new(),
-            input_schema: schema::derive::<H::Args>(schema::Purpose::Input),
+            input_schema,
             output_schema: <H::Output as IntoToolResult>::output_schema(),
             takes_exchange: H::TAKES_EXCHANGE,
             meta: None,
@@ -429,11 +457,17 @@ impl Tool {
         self
     }
 
-    /// Sets the description. Default is none.
+    /// Sets the description. Default: the doc comment of the handler's argument type, if it
+    /// has one (see [`Tool::new`]).
     #[must_use]
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
+    }
+
+    /// The description the tool is listed with, if any.
+    pub fn description_text(&self) -> Option<&str> {
+        self.description.as_deref()
     }
 
     /// Replaces all annotations. Default is none.

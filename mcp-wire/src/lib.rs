@@ -21,3 +21,8 @@ pub mod model;
 pub mod names;
 pub mod ndjson;
 pub mod sse;
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
