@@ -13,6 +13,13 @@
 //! | `mcp_sessions_ended_total` | counter | |
 //! | `mcp_limit_refusals_total` | counter | `limit` |
 //! | `mcp_questions_pending` | gauge | |
+//! | `mcp_open_streams` | gauge | `kind`: `get` (Streamable HTTP GET), `post` (a request's event stream, `subscriptions/listen` included), `sse` (HTTP+SSE) |
+//! | `mcp_hub_operations_total` | counter | `operation`: `publish`, `publish_existing`, `position`, `poll`, `delete_topic`, `create`, `get`, `save`, `touch`, `delete` |
+//! | `mcp_hub_errors_total` | counter | `operation`, as above |
+//!
+//! Hub operations are counted by wrapping the server's event log and state store when it is
+//! built with metrics; an expected refusal (a version conflict, a record that already exists
+//! or is gone, a cursor out of retention) is an outcome, not an error.
 //!
 //! `outcome` is `ok`, `tool_error`, `input_required`, `error`, `cancelled` or `none` (a
 //! notification). Label values come from fixed sets: a method outside the spec's names is
@@ -31,6 +38,10 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::FastMap;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use mcp_hub::{Cursor, Event, EventLog, Key, LogError, Record, StateStore, StoreError, Topic};
 
 type Labels3 = [(&'static str, &'static str); 3];
 type Labels1 = [(&'static str, &'static str); 1];
@@ -59,6 +70,9 @@ struct Inner {
     sessions_ended: Counter,
     limits: Family<Labels1, Counter>,
     questions: Gauge,
+    streams: Family<Labels1, Gauge>,
+    hub_operations: Family<Labels1, Counter>,
+    hub_errors: Family<Labels1, Counter>,
     /// The counter and histogram of each (revision, method, outcome) seen, by the addresses
     /// and lengths of those static texts: a call finds its handles with one seeded hash of
     /// six words instead of hashing the label texts in the families. Bounded by the number
@@ -102,6 +116,24 @@ impl Metrics {
         let sessions_ended = Counter::default();
         let limits = Family::<Labels1, Counter>::default();
         let questions = Gauge::default();
+        let streams = Family::<Labels1, Gauge>::default();
+        let hub_operations = Family::<Labels1, Counter>::default();
+        let hub_errors = Family::<Labels1, Counter>::default();
+        registry.register(
+            "mcp_open_streams",
+            "Event streams open to clients",
+            streams.clone(),
+        );
+        registry.register(
+            "mcp_hub_operations",
+            "Operations on the hub (event log and state store)",
+            hub_operations.clone(),
+        );
+        registry.register(
+            "mcp_hub_errors",
+            "Hub operations that failed (the backend, not an expected refusal)",
+            hub_errors.clone(),
+        );
         registry.register(
             "mcp_requests",
             "MCP requests and notifications served",
@@ -141,6 +173,9 @@ impl Metrics {
                 sessions_ended,
                 limits,
                 questions,
+                streams,
+                hub_operations,
+                hub_errors,
                 handles: RwLock::default(),
             }),
         }
@@ -216,6 +251,205 @@ impl Metrics {
     pub(crate) fn question(&self) -> QuestionGuard {
         self.inner.questions.inc();
         QuestionGuard(self.inner.questions.clone())
+    }
+}
+
+impl Metrics {
+    /// Counts an open event stream of `kind` until the returned guard drops.
+    pub(crate) fn stream(&self, kind: &'static str) -> GaugeGuard {
+        let gauge = self.inner.streams.get_or_create(&[("kind", kind)]).clone();
+        gauge.inc();
+        GaugeGuard(gauge)
+    }
+
+    /// `log` and `store`, with every operation and failure counted.
+    pub(crate) fn meter_hub(
+        &self,
+        log: Arc<dyn EventLog>,
+        store: Arc<dyn StateStore>,
+    ) -> (Arc<dyn EventLog>, Arc<dyn StateStore>) {
+        let op = |name: &'static str| HubCounters {
+            done: self
+                .inner
+                .hub_operations
+                .get_or_create(&[("operation", name)])
+                .clone(),
+            failed: self
+                .inner
+                .hub_errors
+                .get_or_create(&[("operation", name)])
+                .clone(),
+        };
+        let log = MeteredLog {
+            inner: log,
+            counters: [
+                op("publish"),
+                op("publish_existing"),
+                op("position"),
+                op("poll"),
+                op("delete_topic"),
+            ],
+        };
+        let store = MeteredStore {
+            inner: store,
+            counters: [
+                op("create"),
+                op("get"),
+                op("save"),
+                op("touch"),
+                op("delete"),
+            ],
+        };
+        (Arc::new(log), Arc::new(store))
+    }
+}
+
+/// Keeps one in a gauge while it lives.
+pub(crate) struct GaugeGuard(Gauge);
+
+impl Drop for GaugeGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The counters of one hub operation.
+#[derive(Clone)]
+struct HubCounters {
+    done: Counter,
+    failed: Counter,
+}
+
+impl HubCounters {
+    /// Counts `result`; `failure` tells a backend failure from an expected refusal.
+    fn count<T, E>(&self, result: Result<T, E>, failure: impl Fn(&E) -> bool) -> Result<T, E> {
+        self.done.inc();
+        if let Err(e) = &result
+            && failure(e)
+        {
+            self.failed.inc();
+        }
+        result
+    }
+}
+
+fn log_failure(e: &LogError) -> bool {
+    matches!(e, LogError::Backend(_))
+}
+
+fn store_failure(e: &StoreError) -> bool {
+    matches!(e, StoreError::Backend(_))
+}
+
+/// An event log whose operations are counted.
+struct MeteredLog {
+    inner: Arc<dyn EventLog>,
+    /// publish, publish_existing, position, poll, delete.
+    counters: [HubCounters; 5],
+}
+
+impl EventLog for MeteredLog {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: Bytes,
+    ) -> BoxFuture<'a, Result<Cursor, LogError>> {
+        Box::pin(async move {
+            let result = self.inner.publish(topic, message).await;
+            self.counters[0].count(result, log_failure)
+        })
+    }
+
+    fn publish_existing<'a>(
+        &'a self,
+        topic: &'a Topic,
+        message: Bytes,
+    ) -> BoxFuture<'a, Result<Option<Cursor>, LogError>> {
+        Box::pin(async move {
+            let result = self.inner.publish_existing(topic, message).await;
+            self.counters[1].count(result, log_failure)
+        })
+    }
+
+    fn position<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<Cursor, LogError>> {
+        Box::pin(async move {
+            let result = self.inner.position(topic).await;
+            self.counters[2].count(result, log_failure)
+        })
+    }
+
+    fn poll<'a>(
+        &'a self,
+        topic: &'a Topic,
+        after: Cursor,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Vec<Event>, LogError>> {
+        Box::pin(async move {
+            let result = self.inner.poll(topic, after, timeout).await;
+            self.counters[3].count(result, log_failure)
+        })
+    }
+
+    fn delete<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<(), LogError>> {
+        Box::pin(async move {
+            let result = self.inner.delete(topic).await;
+            self.counters[4].count(result, log_failure)
+        })
+    }
+}
+
+/// A state store whose operations are counted.
+struct MeteredStore {
+    inner: Arc<dyn StateStore>,
+    /// create, get, save, touch, delete.
+    counters: [HubCounters; 5],
+}
+
+impl StateStore for MeteredStore {
+    fn create<'a>(
+        &'a self,
+        key: &'a Key,
+        value: Bytes,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let result = self.inner.create(key, value, ttl).await;
+            self.counters[0].count(result, store_failure)
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
+        Box::pin(async move {
+            let result = self.inner.get(key).await;
+            self.counters[1].count(result, store_failure)
+        })
+    }
+
+    fn save<'a>(
+        &'a self,
+        key: &'a Key,
+        value: Bytes,
+        expected_version: u64,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let result = self.inner.save(key, value, expected_version, ttl).await;
+            self.counters[2].count(result, store_failure)
+        })
+    }
+
+    fn touch<'a>(&'a self, key: &'a Key, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let result = self.inner.touch(key, ttl).await;
+            self.counters[3].count(result, store_failure)
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let result = self.inner.delete(key).await;
+            self.counters[4].count(result, store_failure)
+        })
     }
 }
 

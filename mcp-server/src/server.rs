@@ -292,6 +292,11 @@ impl ServerBuilder {
         // One hub for both defaults, so the notifier and the listeners share a log.
         let store = self.store.unwrap_or_else(|| hub.clone());
         let log = self.log.unwrap_or(hub);
+        #[cfg(feature = "metrics")]
+        let (log, store) = match &self.metrics {
+            Some(metrics) => metrics.meter_hub(log, store),
+            None => (log, store),
+        };
         let registry = Registry {
             server_info: self.identity.to_value(),
             identity: self.identity,

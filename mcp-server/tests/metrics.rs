@@ -230,3 +230,100 @@ async fn the_demo_serves_metrics_on_its_flag() {
         "{body}"
     );
 }
+
+/// A state store whose `delete` always fails, as an unreachable backend would.
+struct FailingDelete(std::sync::Arc<mcp_hub::MemoryHub>);
+
+impl mcp_hub::StateStore for FailingDelete {
+    fn create<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+        value: bytes::Bytes,
+        ttl: std::time::Duration,
+    ) -> futures::future::BoxFuture<'a, Result<u64, mcp_hub::StoreError>> {
+        self.0.create(key, value, ttl)
+    }
+    fn get<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+    ) -> futures::future::BoxFuture<'a, Result<Option<mcp_hub::Record>, mcp_hub::StoreError>> {
+        self.0.get(key)
+    }
+    fn save<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+        value: bytes::Bytes,
+        expected_version: u64,
+        ttl: std::time::Duration,
+    ) -> futures::future::BoxFuture<'a, Result<u64, mcp_hub::StoreError>> {
+        self.0.save(key, value, expected_version, ttl)
+    }
+    fn touch<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+        ttl: std::time::Duration,
+    ) -> futures::future::BoxFuture<'a, Result<(), mcp_hub::StoreError>> {
+        self.0.touch(key, ttl)
+    }
+    fn delete<'a>(
+        &'a self,
+        _: &'a mcp_hub::Key,
+    ) -> futures::future::BoxFuture<'a, Result<bool, mcp_hub::StoreError>> {
+        Box::pin(async {
+            Err(mcp_hub::StoreError::Backend(
+                mcp_hub::BackendError::connection("test: delete fails"),
+            ))
+        })
+    }
+}
+
+/// Open event streams are counted by kind while they are open, and every hub operation and
+/// backend failure is counted by operation.
+#[tokio::test]
+async fn streams_and_hub_operations_are_counted() {
+    let metrics = Metrics::new();
+    let hub = std::sync::Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()));
+    let server = demo_builder("metrics-streams")
+        .state_store(std::sync::Arc::new(FailingDelete(hub.clone())))
+        .event_log(hub)
+        .metrics(&metrics)
+        .build()
+        .unwrap();
+    let running = Running::start(server, HttpConfig::new()).await;
+    let client = Client::builder()
+        .timeout(WAIT)
+        .revision(Revision::V2025_11_25)
+        .connect_http(&running.url("/mcp"))
+        .await
+        .unwrap();
+    let listener = client
+        .listen(mcp_client::Subscriptions::new().tools_changed())
+        .await
+        .unwrap();
+    // Answered with an event stream: counted from before its first byte.
+    let s = samples(&metrics.render());
+    assert_eq!(value(&s, "mcp_open_streams", &[("kind", "get")]), 1.0);
+    client
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    let s = samples(&metrics.render());
+    assert!(value(&s, "mcp_hub_operations_total", &[("operation", "create")]) >= 1.0);
+    assert!(
+        value(&s, "mcp_hub_operations_total", &[("operation", "get")]) >= 1.0,
+        "{s:?}"
+    );
+    assert_eq!(
+        value(&s, "mcp_hub_errors_total", &[("operation", "create")]),
+        0.0
+    );
+    drop(listener);
+    // Ending the session deletes its record: the store fails, and the failure is counted.
+    let _ = client.close().await;
+    let s = samples(&metrics.render());
+    assert!(value(&s, "mcp_hub_errors_total", &[("operation", "delete")]) >= 1.0);
+    assert_eq!(
+        value(&s, "mcp_hub_errors_total", &[("operation", "create")]),
+        0.0
+    );
+}

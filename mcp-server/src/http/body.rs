@@ -109,6 +109,9 @@ pub(crate) struct SseStream {
     sent: bool,
     closing: Option<Closing>,
     done: bool,
+    /// Keeps the stream counted in `mcp_open_streams` while it lives.
+    #[cfg(feature = "metrics")]
+    _counted: Option<crate::metrics::GaugeGuard>,
 }
 
 /// The endpoint's closing signal, as an SSE stream watches it.
@@ -154,7 +157,19 @@ impl SseStream {
             sent: false,
             closing: None,
             done: false,
+            #[cfg(feature = "metrics")]
+            _counted: None,
         }
+    }
+
+    /// Counts the stream as open, of `kind`, in `server`'s metrics while it lives.
+    #[cfg_attr(not(feature = "metrics"), allow(unused_mut, unused_variables))]
+    pub(crate) fn counted(mut self, server: &crate::Server, kind: &'static str) -> Self {
+        #[cfg(feature = "metrics")]
+        {
+            self._counted = server.registry.metrics.as_ref().map(|m| m.stream(kind));
+        }
+        self
     }
 
     /// Ends the stream when `closing` turns true (graceful shutdown of a long-lived stream).

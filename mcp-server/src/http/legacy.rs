@@ -166,8 +166,9 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
             std::future::ready(frame)
         });
     let source = stream::iter([head]).chain(events).boxed();
-    let stream =
-        SseStream::new(source, shared.config.keep_alive).until_closing(shared.closing.subscribe());
+    let stream = SseStream::new(source, shared.config.keep_alive)
+        .until_closing(shared.closing.subscribe())
+        .counted(&shared.server, "sse");
     sse_response(HttpBody::sse(stream))
 }
 

@@ -162,7 +162,7 @@ pub(crate) async fn post(
         return crate::http::json_response(status, last.into_bytes());
     }
     let source = call_stream(shared, adapter, bound, ctx, first, reply, registered);
-    let stream = SseStream::new(source, shared.config.keep_alive);
+    let stream = SseStream::new(source, shared.config.keep_alive).counted(&shared.server, "post");
     let mut response = sse_response(HttpBody::sse(stream));
     add_session_header(&mut response, minted.as_deref());
     response
@@ -493,6 +493,9 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     let after = last_event_id
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<Cursor>().ok());
+    if let Some(after) = after {
+        tracing::debug!(after = %after, "GET stream resumed after Last-Event-ID");
+    }
     let lists = server.session_filter(adapter, std::iter::empty::<String>());
     // A `Last-Event-ID` the log can no longer serve (its events fell out of retention, it is
     // from another log, or it is no cursor at all) is never skipped silently: the stream
@@ -567,8 +570,9 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
             frame
         })
         .boxed();
-    let stream =
-        SseStream::new(source, shared.config.keep_alive).until_closing(shared.closing.subscribe());
+    let stream = SseStream::new(source, shared.config.keep_alive)
+        .until_closing(shared.closing.subscribe())
+        .counted(&shared.server, "get");
     sse_response(HttpBody::sse(stream))
 }
 
