@@ -136,6 +136,22 @@ pub struct Features {
     /// (2026-07-28). Otherwise tools are shown a simplified schema, and a tool whose schema
     /// cannot be simplified without loss is not offered.
     pub full_input_schema: bool,
+    /// Which table of error codes and HTTP statuses the revision answers failures with
+    /// ([`FailureKind::mapping`](crate::FailureKind::mapping)).
+    pub error_table: ErrorTable,
+}
+
+/// The error codes and HTTP statuses a revision gives each
+/// [`FailureKind`](crate::FailureKind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorTable {
+    /// 2024-11-05 to 2025-11-25: `-32002` for a missing resource, `-32001` and 404 for an
+    /// unknown session, `-32602` for an unsupported version.
+    Sessions,
+    /// 2026-07-28: `-32020` header mismatch, `-32021` missing client capability, `-32022`
+    /// unsupported version, 404 for an unknown method.
+    Stateless,
 }
 
 impl Features {
@@ -205,6 +221,7 @@ const V2025_11_25: Features = Features {
     core_tasks: true,
     error_id_optional: true,
     full_input_schema: false,
+    error_table: ErrorTable::Sessions,
 };
 
 const V2025_06_18: Features = Features {
@@ -271,4 +288,5 @@ const V2026_07_28: Features = Features {
     core_tasks: false,
     error_id_optional: true,
     full_input_schema: true,
+    error_table: ErrorTable::Stateless,
 };

@@ -76,7 +76,7 @@ pub use encode::{
     CacheHint, CacheScope, Encoded, JsonToolResult, Outcome, ResultContext, ToolResult,
 };
 pub use failure::{ErrorMapping, Failure, FailureKind, codes};
-pub use features::{AskMechanism, Features, StructuredOutput, VersionHeader};
+pub use features::{AskMechanism, ErrorTable, Features, StructuredOutput, VersionHeader};
 pub use headers::{HeaderSource, Lookup, NoTools, ToolHeaders};
 pub use operation::{ClientRequestKind, Operation};
 pub use project::{PerRevision, ToolDefinition, ToolView};

@@ -93,7 +93,7 @@ impl ToolView {
 /// per definition and revision, shared by every request (`Sync`; the first caller computes).
 #[derive(Debug)]
 pub struct PerRevision<T> {
-    slots: [OnceLock<T>; 5],
+    slots: [OnceLock<T>; Revision::COUNT],
 }
 
 impl<T> Default for PerRevision<T> {
@@ -112,22 +112,12 @@ impl<T> PerRevision<T> {
 
     /// The value for `revision`, computing it with `f` the first time.
     pub fn get_or_init(&self, revision: Revision, f: impl FnOnce() -> T) -> &T {
-        self.slots[slot(revision)].get_or_init(f)
+        self.slots[revision.index()].get_or_init(f)
     }
 
     /// The value for `revision`, if computed.
     pub fn get(&self, revision: Revision) -> Option<&T> {
-        self.slots[slot(revision)].get()
-    }
-}
-
-fn slot(revision: Revision) -> usize {
-    match revision {
-        Revision::V2024_11_05 => 0,
-        Revision::V2025_03_26 => 1,
-        Revision::V2025_06_18 => 2,
-        Revision::V2025_11_25 => 3,
-        Revision::V2026_07_28 => 4,
+        self.slots[revision.index()].get()
     }
 }
 

@@ -32,8 +32,18 @@ impl Revision {
         Self::V2024_11_05,
     ];
 
+    /// How many revisions there are: the size of a per-revision table ([`Revision::index`]).
+    pub const COUNT: usize = Self::ALL.len();
+
     /// The newest revision this crate implements.
     pub const LATEST: Self = Self::V2026_07_28;
+
+    /// The revision's place in a per-revision table of [`Revision::COUNT`] entries: its place
+    /// in date order, oldest first (`0` for 2024-11-05). Tables sized and indexed this way
+    /// grow with the enum, never by a literal.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
 
     /// The revision a server assumes when a Streamable HTTP request names none
     /// (no `MCP-Protocol-Version` header, no `_meta`, no session).
@@ -64,6 +74,18 @@ impl fmt::Display for Revision {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_revision_has_its_own_index_below_count() {
+        let mut seen = [false; Revision::COUNT];
+        for revision in Revision::ALL {
+            assert!(!seen[revision.index()], "{revision}");
+            seen[revision.index()] = true;
+        }
+        assert!(seen.iter().all(|s| *s));
+        // Date order.
+        assert_eq!(Revision::V2024_11_05.index(), 0);
+    }
+
     use super::*;
 
     #[test]

@@ -204,21 +204,27 @@ const TOOLS_CALL_VALUE: HeaderValue = HeaderValue::from_static(method::TOOLS_CAL
 
 /// The `MCP-Protocol-Version` value of `adapter`'s revision, from values checked at compile time.
 fn version_value(adapter: Adapter) -> HeaderValue {
-    use mcp_adapters::Revision as R;
-    const V2024_11_05: HeaderValue = HeaderValue::from_static(R::V2024_11_05.as_str());
-    const V2025_03_26: HeaderValue = HeaderValue::from_static(R::V2025_03_26.as_str());
-    const V2025_06_18: HeaderValue = HeaderValue::from_static(R::V2025_06_18.as_str());
-    const V2025_11_25: HeaderValue = HeaderValue::from_static(R::V2025_11_25.as_str());
-    const V2026_07_28: HeaderValue = HeaderValue::from_static(R::V2026_07_28.as_str());
-    match adapter.revision() {
-        R::V2024_11_05 => V2024_11_05,
-        R::V2025_03_26 => V2025_03_26,
-        R::V2025_06_18 => V2025_06_18,
-        R::V2025_11_25 => V2025_11_25,
-        R::V2026_07_28 => V2026_07_28,
-        _ => HeaderValue::from_static(adapter.version()),
-    }
+    VERSION_VALUES[adapter.revision().index()].clone()
 }
+
+/// Every revision's version as a header value, built at compile time (a clone copies a pointer to
+/// a static text), indexed by [`mcp_adapters::Revision::index`].
+static VERSION_VALUES: [HeaderValue; mcp_adapters::Revision::COUNT] = {
+    use mcp_adapters::Revision;
+    let mut values = [const { HeaderValue::from_static("") }; Revision::COUNT];
+    let mut i = 0;
+    while i < Revision::COUNT {
+        let revision = Revision::ALL[i];
+        let old = std::mem::replace(
+            &mut values[revision.index()],
+            HeaderValue::from_static(revision.as_str()),
+        );
+        // A static value owns nothing; forgetting it is what a const context allows.
+        std::mem::forget(old);
+        i += 1;
+    }
+    values
+};
 
 use crate::transport::lock;
 

@@ -557,17 +557,14 @@ pub(crate) struct Registry {
     pub(crate) log: Arc<dyn EventLog>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
-    views: [OnceLock<project::RevisionView>; 5],
+    views: [OnceLock<project::RevisionView>; Revision::COUNT],
 }
 
 impl Registry {
     /// What `adapter`'s revision is shown, computed on first use and kept.
     pub(crate) fn view(&self, adapter: Adapter) -> &project::RevisionView {
-        let slot = Revision::ALL
-            .iter()
-            .position(|r| *r == adapter.revision())
-            .unwrap_or(0);
-        self.views[slot].get_or_init(|| project::RevisionView::build(self, adapter))
+        self.views[adapter.revision().index()]
+            .get_or_init(|| project::RevisionView::build(self, adapter))
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolEntry> {
