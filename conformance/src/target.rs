@@ -14,7 +14,7 @@ use mcp_server::{
     Answer, AnswerAction, Change, Completer, CompletionRequest, Content, Exchange, GetPromptResult,
     Interrupt, LogLevel, NoArgs, Notifier, Prompt, PromptError, PromptMessage, Question,
     RegistrationError, Resource, ResourceContents, ResourceError, ResourceRequest,
-    ResourceTemplate, Revision, Role, Server, Tool, ToolError,
+    ResourceTemplate, Revision, Role, Server, Tool, ToolError, ToolSchemas,
 };
 
 use schemars::JsonSchema;
@@ -58,7 +58,10 @@ pub fn server() -> Result<Server, RegistrationError> {
 fn declarations(slot: &NotifierSlot) -> Result<Server, RegistrationError> {
     let mut builder = Server::builder(SERVER_NAME, env!("CARGO_PKG_VERSION"))
         .title("MCP conformance target")
-        .instructions("The fixture server of the MCP conformance suite's server scenarios.");
+        .instructions("The fixture server of the MCP conformance suite's server scenarios.")
+        // The suite checks that 2025-11-25 clients see `json_schema_2020_12_tool`'s 2020-12
+        // keywords as declared (SEP-1613); projected, that tool is not offered there.
+        .tool_schemas(ToolSchemas::Native);
     for tool in tools(slot) {
         builder = builder.tool(tool);
     }

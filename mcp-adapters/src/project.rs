@@ -135,6 +135,13 @@ impl Adapter {
 
     /// Projects a tool onto this revision (see the module table). Expensive: cache the result.
     pub fn project_tool(&self, tool: &ToolDefinition) -> ToolView {
+        self.project_tool_in(tool, self.schema_profile())
+    }
+
+    /// [`Adapter::project_tool`] with the tool's schemas shown as `profile` can hold them
+    /// instead of the revision's own profile: [`SchemaProfile::native`] of it shows 2025-11-25
+    /// clients the declared 2020-12 schemas. Everything else about the revision applies.
+    pub fn project_tool_in(&self, tool: &ToolDefinition, profile: SchemaProfile) -> ToolView {
         let f = self.features();
         let Some(declared_input) = tool.tool.get("inputSchema") else {
             return ToolView::hidden("the tool has no inputSchema");
@@ -142,7 +149,6 @@ impl Adapter {
         if tool.name().is_empty() {
             return ToolView::hidden("the tool has no name");
         }
-        let profile = self.schema_profile();
         let mut input = match project_input(declared_input, &profile) {
             Projection::Offered(schema) => schema,
             Projection::NotOffered(why) => return ToolView::hidden(why.to_string()),

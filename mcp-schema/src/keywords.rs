@@ -120,6 +120,28 @@ pub(crate) fn for_each_subschema<'a>(
     }
 }
 
+/// Calls `visit` for every direct subschema of `schema`, mutably (the keywords of
+/// [`for_each_subschema`]).
+pub(crate) fn for_each_subschema_mut(schema: &mut Value, mut visit: impl FnMut(&mut Value)) {
+    let Value::Object(map) = schema else { return };
+    for (keyword, value) in map.iter_mut() {
+        let keyword = keyword.as_str();
+        match value {
+            Value::Object(_) | Value::Bool(_) if ONE_SUBSCHEMA.contains(&keyword) => visit(value),
+            Value::Array(items) if SUBSCHEMA_ARRAY.contains(&keyword) => {
+                items.iter_mut().for_each(&mut visit);
+            }
+            Value::Object(entries) if SUBSCHEMA_MAP.contains(&keyword) => {
+                entries
+                    .values_mut()
+                    .filter(|sub| sub.is_object() || sub.is_boolean())
+                    .for_each(&mut visit);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Whether a JSON value has the JSON Schema type `name` (`integer` means a number with no
 /// fractional part, `1.0` included). Unknown type names match nothing.
 pub(crate) fn has_type(value: &Value, name: &str) -> bool {

@@ -52,6 +52,12 @@ pub enum InputSupport {
     /// (2024-11-05 to 2025-11-25). The schema is simplified by the rules in
     /// [`projection`](crate::projection), or the tool is not offered.
     Legacy,
+    /// Every keyword of the profile's [`Dialect`] as declared (`$schema`, `$defs` and `$ref`,
+    /// `additionalProperties`, composition and conditionals), without the `x-mcp-header`
+    /// annotations the revision does not define. What [`SchemaProfile::native`] gives
+    /// 2025-11-25, whose default dialect is 2020-12 (SEP-1613), for servers whose clients
+    /// read full 2020-12 schemas.
+    Dialect,
 }
 
 /// How much of a declared `outputSchema` a revision can hold.
@@ -121,6 +127,28 @@ impl SchemaProfile {
             input,
             output,
             dialect,
+        }
+    }
+
+    /// This profile with schemas shown in its own dialect as declared: a [`InputSupport::Legacy`]
+    /// profile whose dialect is 2020-12 (2025-11-25) becomes [`InputSupport::Dialect`]; any
+    /// other profile is returned unchanged (draft-07 revisions cannot read 2020-12 schemas,
+    /// and 2026-07-28 already shows them in full).
+    ///
+    /// ```
+    /// use mcp_schema::{InputSupport, SchemaProfile};
+    ///
+    /// assert_eq!(SchemaProfile::V2025_11_25.native().input, InputSupport::Dialect);
+    /// assert_eq!(SchemaProfile::V2025_06_18.native(), SchemaProfile::V2025_06_18);
+    /// assert_eq!(SchemaProfile::V2026_07_28.native(), SchemaProfile::V2026_07_28);
+    /// ```
+    pub const fn native(self) -> Self {
+        match (self.input, self.dialect) {
+            (InputSupport::Legacy, Dialect::Draft202012) => Self {
+                input: InputSupport::Dialect,
+                ..self
+            },
+            _ => self,
         }
     }
 

@@ -559,3 +559,71 @@ fn limits_bound_depth_and_inlined_size() {
         &NotOfferedReason::TooLarge { limit: 20_000 }
     );
 }
+
+/// The suite's `json_schema_2020_12_tool` schema, with a header annotation added.
+fn native_fixture() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+        "properties": {
+            "name": {"type": "string", "x-mcp-header": "Name"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false
+    })
+}
+
+#[test]
+fn native_2025_11_25_keeps_every_2020_12_keyword_and_strips_header_annotations() {
+    let declared = native_fixture();
+    let native = SchemaProfile::V2025_11_25.native();
+    let Projection::Offered(shown) = project_input(&declared, &native) else {
+        panic!("the native profile offers the fixture");
+    };
+    let mut expected = declared.clone();
+    expected["properties"]["name"]
+        .as_object_mut()
+        .unwrap()
+        .remove("x-mcp-header");
+    assert_eq!(shown, expected);
+    // The projected profile of the same revision cannot show it losslessly (a real union).
+    assert!(!project_input(&declared, &SchemaProfile::V2025_11_25).is_offered());
+    // Draft-07 revisions have no native form: `native` leaves them as they are.
+    assert_eq!(
+        SchemaProfile::V2025_06_18.native(),
+        SchemaProfile::V2025_06_18
+    );
+}
+
+#[test]
+fn native_refuses_another_dialect_a_non_object_root_and_deep_nesting() {
+    let native = SchemaProfile::V2025_11_25.native();
+    let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"});
+    let Projection::NotOffered(why) = project_input(&draft7, &native) else {
+        panic!("a draft-07 schema is not shown as 2020-12");
+    };
+    assert!(matches!(
+        why.reason(),
+        NotOfferedReason::UnsupportedDialect { .. }
+    ));
+    assert_eq!(why.path(), "/$schema");
+    assert!(!project_input(&json!({"type": "string"}), &native).is_offered());
+    let mut deep = json!({"type": "object"});
+    for _ in 0..10 {
+        deep = json!({"type": "object", "properties": {"a": deep}});
+    }
+    let limits = ProjectionLimits::new().max_depth(5);
+    let Projection::NotOffered(why) = project_input_with(&deep, &native, &limits) else {
+        panic!("nesting past the limit is not offered");
+    };
+    assert_eq!(why.reason(), &NotOfferedReason::TooDeep { limit: 5 });
+}

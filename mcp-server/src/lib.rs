@@ -186,7 +186,7 @@ pub use resource::{
     IntoResourceContents, RequestAndExchange, RequestOnly, Resource, ResourceHandler,
     ResourceRequest, ResourceTemplate,
 };
-pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder};
+pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder, ToolSchemas};
 pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
 pub use tool::{
     ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Tool, ToolAnnotations, ToolHandler,

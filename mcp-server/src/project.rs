@@ -40,7 +40,14 @@ impl RevisionView {
                 continue;
             }
             let definition = tool.definition(&tool.input_schema, entry.output_schema.as_ref());
-            let view = adapter.project_tool(&ToolDefinition::new(definition, tool.takes_exchange));
+            let profile = match registry.tool_schemas {
+                crate::ToolSchemas::Projected => adapter.schema_profile(),
+                crate::ToolSchemas::Native => adapter.schema_profile().native(),
+            };
+            let view = adapter.project_tool_in(
+                &ToolDefinition::new(definition, tool.takes_exchange),
+                profile,
+            );
             match &view.definition {
                 Some(shown) => {
                     tools.push((tool.name.clone(), shown.clone()));

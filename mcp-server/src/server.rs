@@ -55,8 +55,28 @@ pub struct ServerBuilder {
     adapters: AdapterSet,
     store: Option<Arc<dyn StateStore>>,
     log: Option<Arc<dyn EventLog>>,
+    tool_schemas: ToolSchemas,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::Metrics>,
+}
+
+/// How tools' schemas are shown on revisions that cannot hold every keyword of a declared
+/// JSON Schema 2020-12 in every client's reading ([`ServerBuilder::tool_schemas`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolSchemas {
+    /// The default: 2024-11-05 to 2025-11-25 clients are shown a simplified schema that reads
+    /// the same in draft-07 and 2020-12 (`$ref` inlined, nullable unions collapsed, and the
+    /// rest of the rules in `mcp-schema`), or the tool is not listed there when that is not
+    /// possible without loss. Safe for every client of those revisions.
+    #[default]
+    Projected,
+    /// 2025-11-25 clients are shown the declared schema as it is (`$schema`, `$defs`, `$ref`,
+    /// `additionalProperties`, composition and conditionals), without `x-mcp-header`: 2020-12
+    /// is that revision's default dialect (SEP-1613), so a conforming client reads it; older
+    /// clients that only read `properties` may not. The draft-07 revisions (2024-11-05 to
+    /// 2025-06-18) stay projected, and 2026-07-28 always shows the declared schema.
+    Native,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -102,6 +122,7 @@ impl ServerBuilder {
             adapters: AdapterSet::all(),
             store: None,
             log: None,
+            tool_schemas: ToolSchemas::Projected,
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -175,6 +196,24 @@ impl ServerBuilder {
     #[must_use]
     pub fn completion(mut self, completer: Completer) -> Self {
         self.completer = Some(completer);
+        self
+    }
+
+    /// Sets how 2025-11-25 clients are shown tools' input and output schemas. Default is
+    /// [`ToolSchemas::Projected`].
+    ///
+    /// ```
+    /// use mcp_server::{Server, ToolSchemas};
+    ///
+    /// let server = Server::builder("demo", "1.0")
+    ///     .tool_schemas(ToolSchemas::Native)
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn tool_schemas(mut self, schemas: ToolSchemas) -> Self {
+        self.tool_schemas = schemas;
         self
     }
 
@@ -321,6 +360,7 @@ impl ServerBuilder {
             adapters: self.adapters,
             states: RequestStates::new(store, self.request_state_ttl),
             log,
+            tool_schemas: self.tool_schemas,
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
             views: Default::default(),
@@ -555,6 +595,7 @@ pub(crate) struct Registry {
     pub(crate) adapters: AdapterSet,
     pub(crate) states: RequestStates,
     pub(crate) log: Arc<dyn EventLog>,
+    pub(crate) tool_schemas: ToolSchemas,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
     views: [OnceLock<project::RevisionView>; Revision::COUNT],
@@ -608,6 +649,7 @@ impl Registry {
             adapters: self.adapters.clone(),
             states: self.states.clone(),
             log: self.log.clone(),
+            tool_schemas: self.tool_schemas,
             #[cfg(feature = "metrics")]
             metrics: self.metrics.clone(),
             views: Default::default(),

@@ -11,7 +11,8 @@
 //! Every rule is one function in this module (or in `merge`/`union`), with a doc comment saying
 //! why. The legacy rules apply to [`InputSupport::Legacy`] (2024-11-05 to 2025-11-25) and to
 //! object-root output schemas there; [`InputSupport::Full`] (2026-07-28) only gets the
-//! object-root rule.
+//! object-root rule, and [`InputSupport::Dialect`] (2025-11-25 shown natively) the object-root
+//! rule and `strip_header_annotations`.
 //!
 //! | Rule | Effect | Kind |
 //! | --- | --- | --- |
@@ -329,6 +330,7 @@ pub fn project_input_with(
     let projected = match profile.input {
         InputSupport::Full => Ok(schema.clone()),
         InputSupport::Legacy => Simplifier::new(schema, limits).run(),
+        InputSupport::Dialect => as_declared(schema, limits),
     };
     match projected.and_then(require_object_root) {
         Ok(schema) => Projection::Offered(schema),
@@ -360,6 +362,7 @@ pub fn project_output_with(
             let projected = match profile.input {
                 InputSupport::Full => Ok(schema.clone()),
                 InputSupport::Legacy => Simplifier::new(schema, limits).run(),
+                InputSupport::Dialect => as_declared(schema, limits),
             };
             match projected {
                 Ok(projected) if root_type_is_object(&projected) => {
@@ -819,6 +822,65 @@ fn drop_conditionals() -> bool {
 /// legacy client. Removing it only widens the schema; the server's validation against the
 /// declared schema still enforces it.
 fn drop_dependent_required() {}
+
+/// A schema shown in its own dialect ([`InputSupport::Dialect`]): as declared, with
+/// `strip_header_annotations` applied, and a `$schema` other than 2020-12 not offered (the
+/// revision reads schemas as 2020-12). Nesting deeper than the limits is not offered.
+fn as_declared(schema: &Value, limits: &ProjectionLimits) -> Result<Value, NotOffered> {
+    if let Some(dialect) = schema.get("$schema")
+        && dialect.as_str().and_then(Dialect::from_uri) != Some(Dialect::Draft202012)
+    {
+        return Err(NotOffered {
+            reason: NotOfferedReason::UnsupportedDialect {
+                uri: dialect
+                    .as_str()
+                    .map_or_else(|| dialect.to_string(), str::to_owned),
+            },
+            path: "/$schema".into(),
+        });
+    }
+    let mut shown = schema.clone();
+    let mut nodes = 0;
+    strip_headers(&mut shown, 0, limits, &mut nodes)?;
+    Ok(shown)
+}
+
+/// `strip_header_annotations` over every subschema, within `limits`.
+fn strip_headers(
+    schema: &mut Value,
+    depth: usize,
+    limits: &ProjectionLimits,
+    nodes: &mut usize,
+) -> Result<(), NotOffered> {
+    *nodes += 1;
+    let reason = if depth > limits.max_depth {
+        Some(NotOfferedReason::TooDeep {
+            limit: limits.max_depth,
+        })
+    } else if *nodes > limits.max_nodes {
+        Some(NotOfferedReason::TooLarge {
+            limit: limits.max_nodes,
+        })
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        return Err(NotOffered {
+            reason,
+            path: String::new(),
+        });
+    }
+    if let Value::Object(map) = schema {
+        map.remove("x-mcp-header");
+    }
+    let mut result = Ok(());
+    crate::keywords::for_each_subschema_mut(schema, |sub| {
+        if result.is_ok() {
+            result = strip_headers(sub, depth + 1, limits, nodes);
+        }
+    });
+    result
+}
 
 /// Rule `strip_header_annotations`: `x-mcp-header` is removed everywhere.
 ///
