@@ -391,7 +391,7 @@ impl Adapter {
                     "{method} is a notification, not a request"
                 )));
             }
-            None if features.supports_extensions && !is_core_method(method) => Operation::Extension,
+            None if features.has_extensions() && !is_core_method(method) => Operation::Extension,
             None => return Err(Failure::unknown_method(method)),
         };
 
@@ -532,7 +532,9 @@ pub(crate) fn target_field(operation: Operation) -> &'static str {
 }
 
 /// A method some revision defines (so it is not an extension method on 2026-07-28).
-fn is_core_method(name: &str) -> bool {
+/// Whether some revision defines `name` as a method (or it is a `notifications/` method):
+/// what an extension may not take as its own.
+pub fn is_core_method(name: &str) -> bool {
     Revision::ALL
         .iter()
         .any(|r| method_map(*r).iter().any(|(m, _)| *m == name))

@@ -98,6 +98,10 @@ pub struct Features {
     pub client_progress: bool,
     /// The `extensions` capability maps exist (client and server).
     pub supports_extensions: bool,
+    /// Extensions are negotiated once, in the `initialize` capabilities (SEP-2133's rule for
+    /// the revisions with a handshake, whose schemas allow the extra `extensions` member):
+    /// the handshake revisions.
+    pub extensions_at_initialize: bool,
     /// `title` on tools, resources, templates, prompts, prompt arguments and implementations.
     pub has_titles: bool,
     /// `icons` on tools, resources, templates, prompts and implementations.
@@ -166,6 +170,11 @@ impl Features {
         }
     }
 
+    /// Extensions exist on this revision, negotiated per request or at `initialize`.
+    pub const fn has_extensions(&self) -> bool {
+        self.supports_extensions || self.extensions_at_initialize
+    }
+
     /// MRTR: the question is the result and the client calls again (`ask == InputRequired`).
     pub const fn can_ask(&self) -> bool {
         matches!(self.ask, AskMechanism::InputRequired)
@@ -205,6 +214,7 @@ const V2025_11_25: Features = Features {
     progress_message: true,
     client_progress: true,
     supports_extensions: false,
+    extensions_at_initialize: true,
     has_titles: true,
     has_icons: true,
     has_annotations: true,
@@ -272,6 +282,7 @@ const V2026_07_28: Features = Features {
     progress_message: true,
     client_progress: false,
     supports_extensions: true,
+    extensions_at_initialize: false,
     has_titles: true,
     has_icons: true,
     has_annotations: true,

@@ -71,7 +71,7 @@ pub use ask::{
 };
 pub use call::{Call, ClientContext, Incoming, Invalid, LogLevel, Reply, UnknownLogLevel};
 pub use client::{ClientError, ResultKind, is_modern_error};
-pub use decode::DecodedBody;
+pub use decode::{DecodedBody, is_core_method};
 pub use encode::{
     CacheHint, CacheScope, Encoded, JsonToolResult, Outcome, ResultContext, ToolResult,
 };

@@ -266,7 +266,8 @@ impl Adapter {
     }
 
     /// Projects `ServerCapabilities`: `completions` from 2025-03-26, `tasks` on 2025-11-25 only,
-    /// `extensions` on 2026-07-28 only.
+    /// `extensions` wherever extensions are negotiated (every revision: per request on
+    /// 2026-07-28, at `initialize` before).
     pub fn project_server_capabilities(&self, capabilities: &Value) -> Value {
         let f = self.features();
         let mut out = as_map(capabilities);
@@ -276,14 +277,14 @@ impl Adapter {
         if !f.core_tasks {
             out.remove("tasks");
         }
-        if !f.supports_extensions {
+        if !f.has_extensions() {
             out.remove("extensions");
         }
         Value::Object(out)
     }
 
     /// Projects `ClientCapabilities`: `elicitation` from 2025-06-18, `tasks` on 2025-11-25
-    /// only, `extensions` on 2026-07-28 only.
+    /// only, `extensions` wherever extensions are negotiated.
     pub fn project_client_capabilities(&self, capabilities: &Value) -> Value {
         let f = self.features();
         let mut out = as_map(capabilities);
@@ -293,7 +294,7 @@ impl Adapter {
         if !f.core_tasks {
             out.remove("tasks");
         }
-        if !f.supports_extensions {
+        if !f.has_extensions() {
             out.remove("extensions");
         }
         if !f.url_elicitation

@@ -680,11 +680,24 @@ fn rows() -> Vec<Row> {
         },
         Row {
             concern: "extensions capability",
-            expected: ["no", "no", "no", "no", "yes"],
+            expected: [
+                "at initialize",
+                "at initialize",
+                "at initialize",
+                "at initialize",
+                "per request",
+            ],
             observe: |a| {
                 let caps =
                     a.project_server_capabilities(&json!({"tools": {}, "extensions": {"x": {}}}));
-                yes(caps.get("extensions").is_some())
+                match (
+                    caps.get("extensions").is_some(),
+                    a.features().per_request_meta,
+                ) {
+                    (false, _) => "no".into(),
+                    (true, false) => "at initialize".into(),
+                    (true, true) => "per request".into(),
+                }
             },
         },
     ]

@@ -62,6 +62,7 @@ pub struct ClientBuilder {
     timeout: Duration,
     on_ask: Option<OnAsk>,
     on_notification: Option<crate::client::NotifyFn>,
+    extensions: serde_json::Map<String, Value>,
     max_rounds: usize,
     log_level: Option<LogLevel>,
     cache_entries: usize,
@@ -96,6 +97,7 @@ impl Default for ClientBuilder {
             timeout: Duration::from_secs(60),
             on_ask: None,
             on_notification: None,
+            extensions: serde_json::Map::new(),
             max_rounds: 8,
             log_level: None,
             cache_entries: 256,
@@ -156,6 +158,22 @@ impl ClientBuilder {
             asks,
             callback: ask_fn(f),
         });
+        self
+    }
+
+    /// Declares support for the protocol extension `id` with its `settings` (`{}` for none):
+    /// in the client's capabilities (`extensions`), per request on 2026-07-28 and at
+    /// `initialize` before (SEP-2133). What the server offers is in
+    /// [`ServerDescription::capabilities`](crate::ServerDescription)`["extensions"]`. Default
+    /// is none.
+    ///
+    /// ```
+    /// let builder = mcp_client::Client::builder()
+    ///     .extension("com.example/search", serde_json::json!({}));
+    /// # let _ = builder;
+    /// ```
+    pub fn extension(mut self, id: impl Into<String>, settings: Value) -> Self {
+        self.extensions.insert(id.into(), settings);
         self
     }
 
@@ -361,6 +379,7 @@ impl ClientBuilder {
             timeout: self.timeout,
             on_ask: self.on_ask.clone(),
             on_notification: self.on_notification.clone(),
+            extensions: self.extensions.clone(),
             max_rounds: self.max_rounds,
             log_level: self.log_level,
             cache_entries: self.cache_entries,

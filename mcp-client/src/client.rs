@@ -117,6 +117,8 @@ pub(crate) struct Config {
     pub(crate) timeout: Duration,
     pub(crate) on_ask: Option<OnAsk>,
     pub(crate) on_notification: Option<NotifyFn>,
+    /// The extensions the client declares (`capabilities.extensions`).
+    pub(crate) extensions: Map<String, Value>,
     pub(crate) max_rounds: usize,
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) cache_entries: usize,
@@ -374,10 +376,20 @@ impl Inner {
 
     /// The client capabilities to declare on `adapter`'s revision.
     pub(crate) fn capabilities(&self, adapter: Adapter) -> Value {
-        match &self.config.on_ask {
+        let mut capabilities = match &self.config.on_ask {
             Some(on_ask) => on_ask.asks.capabilities(adapter),
             None => json!({}),
+        };
+        if !self.config.extensions.is_empty()
+            && adapter.features().has_extensions()
+            && let Value::Object(map) = &mut capabilities
+        {
+            map.insert(
+                "extensions".into(),
+                Value::Object(self.config.extensions.clone()),
+            );
         }
+        capabilities
     }
 
     /// What the adapter needs to know about this client: its identity and the capabilities it

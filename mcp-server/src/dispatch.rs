@@ -828,7 +828,63 @@ impl Server {
             Operation::Listen => Box::pin(self.listen(adapter, call, ctx, sink, cancel)).await,
             Operation::Subscribe => self.subscribe(call, ctx),
             Operation::Unsubscribe => self.unsubscribe(call, ctx),
+            Operation::Extension => Box::pin(self.extension(adapter, call, ctx)).await,
             _ => Done::failure(Failure::unknown_method(&call.method)),
+        }
+    }
+
+    /// A method some extension adds; `-32601` when none does.
+    async fn extension(&self, adapter: Adapter, call: &mut Call, ctx: &Context) -> Done {
+        let registry = &*self.registry;
+        let Some((index, handler)) = registry.extension_methods.get(&*call.method) else {
+            return Done::failure(Failure::unknown_method(&call.method));
+        };
+        let extension = &registry.extensions[*index];
+        let declared = |client: &ClientContext| {
+            client
+                .capability("extensions")
+                .and_then(|e| e.get(&extension.id))
+                .cloned()
+        };
+        let client_settings = if adapter.features().per_request_meta {
+            declared(&call.client)
+        } else {
+            declared(ctx.conn().client())
+        };
+        if extension.required && client_settings.is_none() {
+            return Done::failure(Failure::missing_capability(
+                json!({"extensions": {extension.id.as_str(): {}}}),
+            ));
+        }
+        let mut params = std::mem::take(&mut call.params);
+        // The revision's reserved `_meta` members are the protocol's, not the extension's.
+        if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+            meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+            if meta.is_empty() {
+                params.remove("_meta");
+            }
+        }
+        let request = crate::ExtensionRequest {
+            method: call.method.to_string(),
+            params,
+            client_settings,
+        };
+        match std::panic::AssertUnwindSafe(handler(request))
+            .catch_unwind()
+            .await
+        {
+            Ok(Ok(result)) => Done::value(result),
+            Ok(Err(crate::ExtensionError::InvalidParams(message))) => {
+                Done::failure(Failure::invalid_params(message))
+            }
+            Ok(Err(crate::ExtensionError::Internal(message))) => {
+                Done::failure(Failure::internal(message))
+            }
+            Err(panic) => Done::failure(Failure::internal(format!(
+                "{} failed unexpectedly: {}",
+                call.method,
+                panic_message(&*panic)
+            ))),
         }
     }
 

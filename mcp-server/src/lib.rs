@@ -147,6 +147,7 @@ mod content;
 mod dispatch;
 mod error;
 mod exchange;
+mod extension;
 pub mod http;
 mod icon;
 #[cfg(feature = "metrics")]
@@ -174,6 +175,7 @@ pub use content::{
 pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
 pub use exchange::Exchange;
+pub use extension::{Extension, ExtensionError, ExtensionRequest};
 pub use icon::Icon;
 #[cfg(feature = "metrics")]
 pub use metrics::Metrics;

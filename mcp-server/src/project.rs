@@ -105,6 +105,14 @@ impl RevisionView {
             capabilities.insert("completions".into(), json!({}));
         }
         capabilities.insert("logging".into(), json!({}));
+        if !registry.extensions.is_empty() {
+            let extensions: serde_json::Map<String, Value> = registry
+                .extensions
+                .iter()
+                .map(|e| (e.id.clone(), e.settings.clone()))
+                .collect();
+            capabilities.insert("extensions".into(), Value::Object(extensions));
+        }
         Self {
             tools,
             tool_views,

@@ -56,6 +56,7 @@ pub struct ServerBuilder {
     store: Option<Arc<dyn StateStore>>,
     log: Option<Arc<dyn EventLog>>,
     tool_schemas: ToolSchemas,
+    extensions: Vec<crate::Extension>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::Metrics>,
 }
@@ -123,6 +124,7 @@ impl ServerBuilder {
             store: None,
             log: None,
             tool_schemas: ToolSchemas::Projected,
+            extensions: Vec::new(),
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -196,6 +198,15 @@ impl ServerBuilder {
     #[must_use]
     pub fn completion(mut self, completer: Completer) -> Self {
         self.completer = Some(completer);
+        self
+    }
+
+    /// Offers a protocol extension: advertised in the server's capabilities on every revision
+    /// (negotiated per request on 2026-07-28, at `initialize` before), its methods served to
+    /// the clients it applies to. See [`Extension`](crate::Extension).
+    #[must_use]
+    pub fn extension(mut self, extension: crate::Extension) -> Self {
+        self.extensions.push(extension);
         self
     }
 
@@ -324,6 +335,7 @@ impl ServerBuilder {
                 reason: "a page holds at least one entry".into(),
             });
         }
+        let extension_methods = build_extensions(&self.extensions)?;
         let tools = build_tools(self.tools)?;
         let prompts = build_prompts(self.prompts)?;
         let (resources, templates) = build_resources(self.resources, self.templates)?;
@@ -361,6 +373,8 @@ impl ServerBuilder {
             states: RequestStates::new(store, self.request_state_ttl),
             log,
             tool_schemas: self.tool_schemas,
+            extensions: self.extensions,
+            extension_methods,
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
             views: Default::default(),
@@ -419,6 +433,58 @@ pub(crate) fn check_tool_name(name: &str) -> Result<(), RegistrationError> {
         )));
     }
     Ok(())
+}
+
+/// Checks the extensions (identifiers, settings, method names) and indexes their methods.
+fn build_extensions(
+    extensions: &[crate::Extension],
+) -> Result<FastMap<String, (usize, crate::extension::ErasedMethod)>, RegistrationError> {
+    let mut ids = std::collections::HashSet::new();
+    let mut methods = FastMap::default();
+    for (index, extension) in extensions.iter().enumerate() {
+        if !crate::extension::valid_id(&extension.id) {
+            return Err(RegistrationError::InvalidSetting {
+                setting: "extension",
+                reason: format!(
+                    "{:?} is not an extension identifier ({{vendor-prefix}}/{{name}})",
+                    extension.id
+                ),
+            });
+        }
+        if !ids.insert(extension.id.as_str()) {
+            return Err(RegistrationError::Duplicate {
+                kind: "extension",
+                name: extension.id.clone(),
+            });
+        }
+        if !extension.settings.is_object() {
+            return Err(RegistrationError::InvalidSetting {
+                setting: "extension",
+                reason: format!("the settings of {} must be a JSON object", extension.id),
+            });
+        }
+        for (name, handler) in &extension.methods {
+            if mcp_adapters::is_core_method(name) {
+                return Err(RegistrationError::InvalidSetting {
+                    setting: "extension",
+                    reason: format!(
+                        "{} cannot add the method {name:?}: a revision defines it",
+                        extension.id
+                    ),
+                });
+            }
+            if methods
+                .insert(name.clone(), (index, handler.clone()))
+                .is_some()
+            {
+                return Err(RegistrationError::Duplicate {
+                    kind: "extension method",
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    Ok(methods)
 }
 
 pub(crate) fn build_tools(tools: Vec<Tool>) -> Result<Vec<ToolEntry>, RegistrationError> {
@@ -596,6 +662,9 @@ pub(crate) struct Registry {
     pub(crate) states: RequestStates,
     pub(crate) log: Arc<dyn EventLog>,
     pub(crate) tool_schemas: ToolSchemas,
+    pub(crate) extensions: Vec<crate::Extension>,
+    /// Each extension method: the index of its extension and its handler.
+    pub(crate) extension_methods: FastMap<String, (usize, crate::extension::ErasedMethod)>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
     views: [OnceLock<project::RevisionView>; Revision::COUNT],
@@ -650,6 +719,8 @@ impl Registry {
             states: self.states.clone(),
             log: self.log.clone(),
             tool_schemas: self.tool_schemas,
+            extensions: self.extensions.clone(),
+            extension_methods: self.extension_methods.clone(),
             #[cfg(feature = "metrics")]
             metrics: self.metrics.clone(),
             views: Default::default(),
