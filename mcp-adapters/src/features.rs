@@ -2,6 +2,8 @@
 //!
 //! Everything above the adapters branches on these flags, never on a version string.
 
+use mcp_schema::SchemaProfile;
+
 use crate::revision::Revision;
 
 /// How a server asks the client (and through it, the user) something in the middle of a call.
@@ -136,10 +138,14 @@ pub struct Features {
     /// A JSON-RPC error response may omit `id` (2025-11-25 and later). Older schemas require
     /// it, so an error about an unreadable request carries `"id": null` there.
     pub error_id_optional: bool,
-    /// Input schemas may use any JSON Schema 2020-12 keyword and `x-mcp-header`
-    /// (2026-07-28). Otherwise tools are shown a simplified schema, and a tool whose schema
-    /// cannot be simplified without loss is not offered.
-    pub full_input_schema: bool,
+    /// What the revision's tool schemas can hold (`mcp-schema`'s profile): on 2026-07-28 any
+    /// JSON Schema 2020-12 keyword and `x-mcp-header`; before, a simplified schema, and a tool
+    /// whose schema cannot be simplified without loss is not offered.
+    pub schema: SchemaProfile,
+    /// `_meta` on definitions (tools, resources, prompts, content blocks), from 2025-06-18.
+    pub definition_meta: bool,
+    /// The `completions` server capability (`completion/complete`), from 2025-03-26.
+    pub has_completions: bool,
     /// Which table of error codes and HTTP statuses the revision answers failures with
     /// ([`FailureKind::mapping`](crate::FailureKind::mapping)).
     pub error_table: ErrorTable,
@@ -230,7 +236,9 @@ const V2025_11_25: Features = Features {
     stream_close_cancels: false,
     core_tasks: true,
     error_id_optional: true,
-    full_input_schema: false,
+    schema: SchemaProfile::V2025_11_25,
+    definition_meta: true,
+    has_completions: true,
     error_table: ErrorTable::Sessions,
 };
 
@@ -240,6 +248,7 @@ const V2025_06_18: Features = Features {
     url_elicitation: false,
     core_tasks: false,
     error_id_optional: false,
+    schema: SchemaProfile::V2025_06_18,
     ..V2025_11_25
 };
 
@@ -251,6 +260,8 @@ const V2025_03_26: Features = Features {
     structured_output: StructuredOutput::TextOnly,
     has_resource_link: false,
     has_elicitation: false,
+    schema: SchemaProfile::V2025_03_26,
+    definition_meta: false,
     ..V2025_06_18
 };
 
@@ -262,6 +273,8 @@ const V2024_11_05: Features = Features {
     progress_message: false,
     has_annotations: false,
     has_audio: false,
+    schema: SchemaProfile::V2024_11_05,
+    has_completions: false,
     ..V2025_03_26
 };
 
@@ -298,6 +311,28 @@ const V2026_07_28: Features = Features {
     stream_close_cancels: true,
     core_tasks: false,
     error_id_optional: true,
-    full_input_schema: true,
+    schema: SchemaProfile::V2026_07_28,
+    definition_meta: true,
+    has_completions: true,
     error_table: ErrorTable::Stateless,
 };
+
+#[cfg(test)]
+mod row_tests {
+    use super::Features;
+    use crate::revision::Revision;
+    use mcp_schema::SchemaProfile;
+
+    /// mcp-schema keeps its own table of profiles by version string (it cannot depend on this
+    /// crate); the rows here must name the same profile.
+    #[test]
+    fn each_row_names_the_schema_profile_mcp_schema_gives_its_revision() {
+        for revision in Revision::ALL {
+            assert_eq!(
+                Some(Features::of(revision).schema),
+                SchemaProfile::for_revision(revision.as_str()),
+                "{revision}"
+            );
+        }
+    }
+}

@@ -124,13 +124,7 @@ impl<T> PerRevision<T> {
 impl Adapter {
     /// The schema profile (what `inputSchema`/`outputSchema` can hold) of this revision.
     pub const fn schema_profile(&self) -> SchemaProfile {
-        match self.revision() {
-            Revision::V2024_11_05 => SchemaProfile::V2024_11_05,
-            Revision::V2025_03_26 => SchemaProfile::V2025_03_26,
-            Revision::V2025_06_18 => SchemaProfile::V2025_06_18,
-            Revision::V2025_11_25 => SchemaProfile::V2025_11_25,
-            Revision::V2026_07_28 => SchemaProfile::V2026_07_28,
-        }
+        self.features().schema
     }
 
     /// Projects a tool onto this revision (see the module table). Expensive: cache the result.
@@ -222,7 +216,7 @@ impl Adapter {
 
     /// Definitions (tools, resources, prompts, content blocks) carry `_meta` from 2025-06-18.
     fn has_definition_meta(&self) -> bool {
-        self.revision() >= Revision::V2025_06_18
+        self.features().definition_meta
     }
 
     /// Projects a `Resource` or `ResourceTemplate`: `title`, `icons` and `_meta` only where the
@@ -271,7 +265,7 @@ impl Adapter {
     pub fn project_server_capabilities(&self, capabilities: &Value) -> Value {
         let f = self.features();
         let mut out = as_map(capabilities);
-        if self.revision() < Revision::V2025_03_26 {
+        if !f.has_completions {
             out.remove("completions");
         }
         if !f.core_tasks {
