@@ -35,6 +35,7 @@
 //! assert!(document.check_resource("https://mcp.example.com/mcp").is_ok());
 //! ```
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 pub mod challenge;
 pub mod metadata;
 pub mod pkce;

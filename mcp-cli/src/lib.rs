@@ -44,6 +44,7 @@
 //! the label is the server's JSON-RPC code when it sent one, and the process exits with one of
 //! the codes in [`exit`].
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 mod args;
 mod ask;
 mod cli;

@@ -58,6 +58,7 @@
 //! **Layering:** depends on `mcp-wire`, `mcp-schema` and `mcp-adapters` only; never on
 //! `mcp-server` or `mcp-hub`.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 mod ask;
 mod asking;
 mod builder;

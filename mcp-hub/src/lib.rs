@@ -73,6 +73,7 @@
 //! - `postgres` (off by default): the PostgreSQL backend (tokio-postgres).
 //! - `sqlite` (off by default): the SQLite backend (rusqlite, SQLite compiled in).
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 mod config;
 mod cursor;
 mod error;

@@ -134,6 +134,11 @@
 //!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
+// Used by the demo binaries only (feature `demo-logging`), which share the package's dependencies.
+#[cfg(feature = "demo-logging")]
+use tracing_subscriber as _;
 /// The hash map of the server's own tables (sessions, in-flight calls, the registry's
 /// indexes): foldhash, seeded per map, instead of SipHash. These tables are looked up on
 /// every call with short keys; their keys are the server's own (session ids, registered

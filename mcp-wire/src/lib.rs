@@ -15,6 +15,7 @@
 //! - [`sse`]: Server-Sent Events framing (encoder and push decoder).
 //! - [`ndjson`]: newline-delimited JSON framing for stdio.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 pub mod header;
 pub mod jsonrpc;
 pub mod model;
