@@ -55,6 +55,27 @@
 //! # }
 //! ```
 //!
+//! # What this crate does not do
+//!
+//! - No OAuth flow yet: a protected server needs a token you obtained, passed with
+//!   [`ClientBuilder::header`] (`Authorization: Bearer ...`).
+//! - It does not run a model or show a user interface: questions reach your
+//!   [`ClientBuilder::on_ask`] callback, which decides how to answer.
+//! - It never prefetches or follows what a server points at (resource links, URL elicitation
+//!   targets); the application decides.
+//!
+//! # Safe defaults
+//!
+//! Every call has a timeout (60 s) and dropping its future cancels it on the server. What a
+//! server sends is bounded: one message (16 MiB), the notifications and requests waiting for
+//! the application (1,024 per queue, 16 MiB for stdio and HTTP+SSE), the pages, items and bytes
+//! of one listing (1,000 pages, 100,000 items, 64 MiB), the question rounds of one call (8), the
+//! server's requests answered at once. A server that breaks a limit gets a clear error
+//! ([`ErrorKind::LimitExceeded`], [`ErrorKind::Protocol`]), never unbounded memory. HTTPS
+//! verifies certificates against the web PKI roots (plus any CA you add); an `http://` URL is
+//! for loopback and tests. The endpoint of an HTTP+SSE server must be on the stream's own
+//! origin.
+//!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema` and `mcp-adapters` only; never on
 //! `mcp-server` or `mcp-hub`.
 

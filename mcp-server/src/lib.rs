@@ -132,6 +132,30 @@
 //! which stays open until the client closes it or the server ends it
 //! ([`Server::close_streams`], [`Context::close_listeners`]).
 //!
+//! # What this crate does not do
+//!
+//! - It is not an authorization server: [`auth`] makes the endpoint an OAuth 2.1 *resource
+//!   server* (it verifies tokens from an issuer you trust); the development authorization
+//!   server it includes is for tests and demos, not production.
+//! - It does not terminate TLS for you behind a load balancer, and it does not pick a hub: one
+//!   process keeps its state in memory until you give it a shared state store and event log.
+//! - It does not talk to a model, and it does not host client-side features (sampling, roots):
+//!   it asks the client for them through [`Exchange`].
+//! - It offers no Tasks extension yet (the extension mechanism, [`Extension`], is here).
+//!
+//! # Safe defaults
+//!
+//! Everything a peer can make the server hold is bounded, and each bound is a builder option
+//! documented where it is set: POST bodies (4 MiB), connections (4,096), sessions (10,000),
+//! calls in flight per session (64), GET streams per session (4), queued messages per stream,
+//! header read and idle timeouts (10 s, 60 s), stdio line length, pages of lists, question
+//! waits. What happens at each limit (a clear error, backpressure, a dropped stream) is part of
+//! its documentation. A server bound to a loopback address accepts only localhost `Host` names
+//! and origins (against DNS rebinding); anything listening more widely states its allowed
+//! hosts and origins. No authorization is the default only because it cannot be guessed:
+//! put a server on a network with [`HttpConfig::auth`](http::HttpConfig::auth). Tokens,
+//! secrets and arguments never reach the logs; spans carry the method, tool name and outcome.
+//!
 //! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
