@@ -78,7 +78,7 @@ pub use encode::{
 pub use failure::{ErrorMapping, Failure, FailureKind, codes};
 pub use features::{AskMechanism, ErrorTable, Features, StructuredOutput, VersionHeader};
 pub use headers::{HeaderSource, Lookup, NoTools, ToolHeaders};
-pub use operation::{ClientRequestKind, Operation};
+pub use operation::{ClientRequestKind, Operation, changes_connection, starts_session};
 pub use project::{PerRevision, ToolDefinition, ToolView};
 pub use revision::Revision;
 pub use select::{AdapterSet, EmptySetError, Hint, Rejected, Selected, SelectedBy, SelectionInput};

@@ -51,6 +51,28 @@ pub enum Operation {
     Notification,
 }
 
+/// Whether a message with this method changes what a connection knows (its revision, its
+/// client, its log level: `initialize`, `server/discover`, `logging/setLevel`) or is a
+/// notification (`notifications/...`, which may cancel or complete a handshake): a transport
+/// that runs requests concurrently handles such messages in the order they came.
+///
+/// ```
+/// assert!(mcp_adapters::changes_connection("initialize"));
+/// assert!(mcp_adapters::changes_connection("notifications/cancelled"));
+/// assert!(!mcp_adapters::changes_connection("tools/call"));
+/// ```
+pub fn changes_connection(method: &str) -> bool {
+    use mcp_wire::names::method::{INITIALIZE, LOGGING_SET_LEVEL, SERVER_DISCOVER};
+    matches!(method, INITIALIZE | SERVER_DISCOVER | LOGGING_SET_LEVEL)
+        || method.starts_with("notifications/")
+}
+
+/// Whether a request with this method starts a session on the revisions that have sessions
+/// (`initialize`).
+pub fn starts_session(method: &str) -> bool {
+    method == mcp_wire::names::method::INITIALIZE
+}
+
 impl Operation {
     /// The operation is a notification (it has no id and gets no reply).
     pub const fn is_notification(self) -> bool {

@@ -250,10 +250,7 @@ fn in_order(line: &[u8]) -> bool {
 }
 
 fn method_in_order(method: &str) -> bool {
-    matches!(
-        method,
-        "initialize" | "server/discover" | "logging/setLevel"
-    ) || method.starts_with("notifications/")
+    mcp_adapters::changes_connection(method)
 }
 
 /// What a quick scan of a line found at the top level of its object.

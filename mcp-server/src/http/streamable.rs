@@ -419,7 +419,7 @@ async fn bind(
 
 /// The body is one `initialize` request.
 fn is_initialize(decoded: &Decoded) -> bool {
-    matches!(decoded, Decoded::Single(Ok(message)) if message.method() == Some(mcp_wire::names::method::INITIALIZE))
+    matches!(decoded, Decoded::Single(Ok(message)) if message.method().is_some_and(mcp_adapters::starts_session))
 }
 
 /// `GET`: the session's standalone SSE stream.
