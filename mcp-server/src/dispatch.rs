@@ -859,7 +859,7 @@ impl Server {
         let mut params = std::mem::take(&mut call.params);
         // The revision's reserved `_meta` members are the protocol's, not the extension's.
         if let Some(Value::Object(meta)) = params.get_mut("_meta") {
-            meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+            meta.retain(|key, _| !key.starts_with(mcp_wire::names::meta::PREFIX));
             if meta.is_empty() {
                 params.remove("_meta");
             }

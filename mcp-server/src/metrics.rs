@@ -282,23 +282,19 @@ impl Metrics {
         };
         let log = MeteredLog {
             inner: log,
-            counters: [
-                op("publish"),
-                op("publish_existing"),
-                op("position"),
-                op("poll"),
-                op("delete_topic"),
-            ],
+            publish: op("publish"),
+            publish_existing: op("publish_existing"),
+            position: op("position"),
+            poll: op("poll"),
+            delete: op("delete_topic"),
         };
         let store = MeteredStore {
             inner: store,
-            counters: [
-                op("create"),
-                op("get"),
-                op("save"),
-                op("touch"),
-                op("delete"),
-            ],
+            create: op("create"),
+            get: op("get"),
+            save: op("save"),
+            touch: op("touch"),
+            delete: op("delete"),
         };
         (Arc::new(log), Arc::new(store))
     }
@@ -344,8 +340,11 @@ fn store_failure(e: &StoreError) -> bool {
 /// An event log whose operations are counted.
 struct MeteredLog {
     inner: Arc<dyn EventLog>,
-    /// publish, publish_existing, position, poll, delete.
-    counters: [HubCounters; 5],
+    publish: HubCounters,
+    publish_existing: HubCounters,
+    position: HubCounters,
+    poll: HubCounters,
+    delete: HubCounters,
 }
 
 impl EventLog for MeteredLog {
@@ -356,7 +355,7 @@ impl EventLog for MeteredLog {
     ) -> BoxFuture<'a, Result<Cursor, LogError>> {
         Box::pin(async move {
             let result = self.inner.publish(topic, message).await;
-            self.counters[0].count(result, log_failure)
+            self.publish.count(result, log_failure)
         })
     }
 
@@ -367,14 +366,14 @@ impl EventLog for MeteredLog {
     ) -> BoxFuture<'a, Result<Option<Cursor>, LogError>> {
         Box::pin(async move {
             let result = self.inner.publish_existing(topic, message).await;
-            self.counters[1].count(result, log_failure)
+            self.publish_existing.count(result, log_failure)
         })
     }
 
     fn position<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<Cursor, LogError>> {
         Box::pin(async move {
             let result = self.inner.position(topic).await;
-            self.counters[2].count(result, log_failure)
+            self.position.count(result, log_failure)
         })
     }
 
@@ -386,14 +385,14 @@ impl EventLog for MeteredLog {
     ) -> BoxFuture<'a, Result<Vec<Event>, LogError>> {
         Box::pin(async move {
             let result = self.inner.poll(topic, after, timeout).await;
-            self.counters[3].count(result, log_failure)
+            self.poll.count(result, log_failure)
         })
     }
 
     fn delete<'a>(&'a self, topic: &'a Topic) -> BoxFuture<'a, Result<(), LogError>> {
         Box::pin(async move {
             let result = self.inner.delete(topic).await;
-            self.counters[4].count(result, log_failure)
+            self.delete.count(result, log_failure)
         })
     }
 }
@@ -401,8 +400,11 @@ impl EventLog for MeteredLog {
 /// A state store whose operations are counted.
 struct MeteredStore {
     inner: Arc<dyn StateStore>,
-    /// create, get, save, touch, delete.
-    counters: [HubCounters; 5],
+    create: HubCounters,
+    get: HubCounters,
+    save: HubCounters,
+    touch: HubCounters,
+    delete: HubCounters,
 }
 
 impl StateStore for MeteredStore {
@@ -414,14 +416,14 @@ impl StateStore for MeteredStore {
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         Box::pin(async move {
             let result = self.inner.create(key, value, ttl).await;
-            self.counters[0].count(result, store_failure)
+            self.create.count(result, store_failure)
         })
     }
 
     fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         Box::pin(async move {
             let result = self.inner.get(key).await;
-            self.counters[1].count(result, store_failure)
+            self.get.count(result, store_failure)
         })
     }
 
@@ -434,21 +436,21 @@ impl StateStore for MeteredStore {
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         Box::pin(async move {
             let result = self.inner.save(key, value, expected_version, ttl).await;
-            self.counters[2].count(result, store_failure)
+            self.save.count(result, store_failure)
         })
     }
 
     fn touch<'a>(&'a self, key: &'a Key, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let result = self.inner.touch(key, ttl).await;
-            self.counters[3].count(result, store_failure)
+            self.touch.count(result, store_failure)
         })
     }
 
     fn delete<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let result = self.inner.delete(key).await;
-            self.counters[4].count(result, store_failure)
+            self.delete.count(result, store_failure)
         })
     }
 }

@@ -729,13 +729,9 @@ impl<'a> Simplifier<'a> {
     /// `items`, `dependencies`…). A schema declared in another dialect would be projected
     /// wrongly, so it is not offered rather than guessed at.
     fn check_dialect(&self, value: &Value) -> Result<(), NotOffered> {
-        match value.as_str().map(Dialect::from_uri) {
-            Some(Some(Dialect::Draft202012)) => Ok(()),
-            _ => self.fail(NotOfferedReason::UnsupportedDialect {
-                uri: value
-                    .as_str()
-                    .map_or_else(|| value.to_string(), str::to_owned),
-            }),
+        match unsupported_dialect(value) {
+            None => Ok(()),
+            Some(reason) => self.fail(reason),
         }
     }
 
@@ -827,15 +823,9 @@ fn drop_dependent_required() {}
 /// `strip_header_annotations` applied, and a `$schema` other than 2020-12 not offered (the
 /// revision reads schemas as 2020-12). Nesting deeper than the limits is not offered.
 fn as_declared(schema: &Value, limits: &ProjectionLimits) -> Result<Value, NotOffered> {
-    if let Some(dialect) = schema.get("$schema")
-        && dialect.as_str().and_then(Dialect::from_uri) != Some(Dialect::Draft202012)
-    {
+    if let Some(reason) = schema.get("$schema").and_then(unsupported_dialect) {
         return Err(NotOffered {
-            reason: NotOfferedReason::UnsupportedDialect {
-                uri: dialect
-                    .as_str()
-                    .map_or_else(|| dialect.to_string(), str::to_owned),
-            },
+            reason,
             path: "/$schema".into(),
         });
     }
@@ -843,6 +833,19 @@ fn as_declared(schema: &Value, limits: &ProjectionLimits) -> Result<Value, NotOf
     let mut nodes = 0;
     strip_headers(&mut shown, 0, limits, &mut nodes)?;
     Ok(shown)
+}
+
+/// Why a `$schema` value cannot be read as JSON Schema 2020-12, if it cannot (rule
+/// `check_dialect`).
+fn unsupported_dialect(value: &Value) -> Option<NotOfferedReason> {
+    match value.as_str().map(Dialect::from_uri) {
+        Some(Some(Dialect::Draft202012)) => None,
+        _ => Some(NotOfferedReason::UnsupportedDialect {
+            uri: value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned),
+        }),
+    }
 }
 
 /// `strip_header_annotations` over every subschema, within `limits`.
