@@ -24,7 +24,7 @@ impl Adapter {
     pub const fn new(revision: Revision) -> Self {
         Self {
             revision,
-            features: Features::of(revision),
+            features: revision.features(),
         }
     }
 

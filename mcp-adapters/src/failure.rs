@@ -3,7 +3,7 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::features::{ErrorTable, Features};
+use crate::features::ErrorTable;
 use crate::revision::Revision;
 
 /// Why a message could not be served, independent of the revision.
@@ -112,7 +112,7 @@ impl FailureKind {
     /// The JSON-RPC code and HTTP status of this kind on `revision`.
     pub const fn mapping(self, revision: Revision) -> ErrorMapping {
         use codes::*;
-        let modern = matches!(Features::of(revision).error_table, ErrorTable::Stateless);
+        let modern = matches!(revision.features().error_table, ErrorTable::Stateless);
         let (code, status) = match self {
             Self::Parse => (PARSE_ERROR, StatusCode::BAD_REQUEST),
             Self::InvalidRequest => (INVALID_REQUEST, StatusCode::BAD_REQUEST),

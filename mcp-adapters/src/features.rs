@@ -1,10 +1,10 @@
-//! What each revision can do, as one `const` table.
+//! What each revision can do: the types of the flags and tables of a revision's
+//! [`Descriptor`](crate::Descriptor) (the rows themselves are in `revision.rs`).
 //!
 //! Everything above the adapters branches on these flags, never on a version string.
 
 use mcp_schema::SchemaProfile;
 
-use crate::revision::Revision;
 
 /// How a server asks the client (and through it, the user) something in the middle of a call.
 ///
@@ -165,17 +165,6 @@ pub enum ErrorTable {
 }
 
 impl Features {
-    /// The table row of `revision`.
-    pub const fn of(revision: Revision) -> &'static Self {
-        match revision {
-            Revision::V2024_11_05 => &V2024_11_05,
-            Revision::V2025_03_26 => &V2025_03_26,
-            Revision::V2025_06_18 => &V2025_06_18,
-            Revision::V2025_11_25 => &V2025_11_25,
-            Revision::V2026_07_28 => &V2026_07_28,
-        }
-    }
-
     /// Extensions exist on this revision, negotiated per request or at `initialize`.
     pub const fn has_extensions(&self) -> bool {
         self.supports_extensions || self.extensions_at_initialize
@@ -200,139 +189,5 @@ impl Features {
     /// the `mcpState` argument).
     pub const fn carries_state(&self) -> bool {
         self.can_ask() || self.asks_in_arguments()
-    }
-}
-
-const V2025_11_25: Features = Features {
-    ask: AskMechanism::Push,
-    allows_batch: false,
-    has_handshake: true,
-    has_sessions: true,
-    has_get_stream: true,
-    sse_resumable: true,
-    sse_polling: true,
-    http_sse: false,
-    version_header: VersionHeader::AfterHandshake,
-    mirrors_headers: false,
-    per_request_meta: false,
-    result_envelope: false,
-    cache_hints: false,
-    progress_message: true,
-    client_progress: true,
-    supports_extensions: false,
-    extensions_at_initialize: true,
-    has_titles: true,
-    has_icons: true,
-    has_annotations: true,
-    structured_output: StructuredOutput::ObjectOnly,
-    has_audio: true,
-    has_resource_link: true,
-    has_elicitation: true,
-    url_elicitation: true,
-    has_ping: true,
-    per_request_log_level: false,
-    has_listen: false,
-    has_resource_subscribe: true,
-    stream_close_cancels: false,
-    core_tasks: true,
-    error_id_optional: true,
-    schema: SchemaProfile::V2025_11_25,
-    definition_meta: true,
-    has_completions: true,
-    error_table: ErrorTable::Sessions,
-};
-
-const V2025_06_18: Features = Features {
-    sse_polling: false,
-    has_icons: false,
-    url_elicitation: false,
-    core_tasks: false,
-    error_id_optional: false,
-    schema: SchemaProfile::V2025_06_18,
-    ..V2025_11_25
-};
-
-const V2025_03_26: Features = Features {
-    ask: AskMechanism::InArguments,
-    allows_batch: true,
-    version_header: VersionHeader::Undefined,
-    has_titles: false,
-    structured_output: StructuredOutput::TextOnly,
-    has_resource_link: false,
-    has_elicitation: false,
-    schema: SchemaProfile::V2025_03_26,
-    definition_meta: false,
-    ..V2025_06_18
-};
-
-const V2024_11_05: Features = Features {
-    allows_batch: false,
-    has_get_stream: true,
-    sse_resumable: false,
-    http_sse: true,
-    progress_message: false,
-    has_annotations: false,
-    has_audio: false,
-    schema: SchemaProfile::V2024_11_05,
-    has_completions: false,
-    ..V2025_03_26
-};
-
-const V2026_07_28: Features = Features {
-    ask: AskMechanism::InputRequired,
-    allows_batch: false,
-    has_handshake: false,
-    has_sessions: false,
-    has_get_stream: false,
-    sse_resumable: false,
-    sse_polling: false,
-    http_sse: false,
-    version_header: VersionHeader::EveryRequest,
-    mirrors_headers: true,
-    per_request_meta: true,
-    result_envelope: true,
-    cache_hints: true,
-    progress_message: true,
-    client_progress: false,
-    supports_extensions: true,
-    extensions_at_initialize: false,
-    has_titles: true,
-    has_icons: true,
-    has_annotations: true,
-    structured_output: StructuredOutput::Any,
-    has_audio: true,
-    has_resource_link: true,
-    has_elicitation: true,
-    url_elicitation: true,
-    has_ping: false,
-    per_request_log_level: true,
-    has_listen: true,
-    has_resource_subscribe: false,
-    stream_close_cancels: true,
-    core_tasks: false,
-    error_id_optional: true,
-    schema: SchemaProfile::V2026_07_28,
-    definition_meta: true,
-    has_completions: true,
-    error_table: ErrorTable::Stateless,
-};
-
-#[cfg(test)]
-mod row_tests {
-    use super::Features;
-    use crate::revision::Revision;
-    use mcp_schema::SchemaProfile;
-
-    /// mcp-schema keeps its own table of profiles by version string (it cannot depend on this
-    /// crate); the rows here must name the same profile.
-    #[test]
-    fn each_row_names_the_schema_profile_mcp_schema_gives_its_revision() {
-        for revision in Revision::ALL {
-            assert_eq!(
-                Some(Features::of(revision).schema),
-                SchemaProfile::for_revision(revision.as_str()),
-                "{revision}"
-            );
-        }
     }
 }

@@ -80,7 +80,7 @@ pub use features::{AskMechanism, ErrorTable, Features, StructuredOutput, Version
 pub use headers::{HeaderSource, Lookup, NoTools, ToolHeaders};
 pub use operation::{ClientRequestKind, Operation, changes_connection, starts_session};
 pub use project::{PerRevision, ToolDefinition, ToolView};
-pub use revision::Revision;
+pub use revision::{Descriptor, Revision};
 pub use select::{AdapterSet, EmptySetError, Hint, Rejected, Selected, SelectedBy, SelectionInput};
 
 // The README's examples compile and run as doc tests.

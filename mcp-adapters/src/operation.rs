@@ -116,7 +116,8 @@ impl Operation {
 /// One row of a method map.
 type Row = (&'static str, Operation);
 
-const LEGACY: &[Row] = &[
+/// The method map of the revisions with the `initialize` handshake.
+pub(crate) const LEGACY_METHODS: &[Row] = &[
     ("initialize", Operation::Describe),
     ("notifications/initialized", Operation::HandshakeComplete),
     ("ping", Operation::Ping),
@@ -139,7 +140,8 @@ const LEGACY: &[Row] = &[
     ),
 ];
 
-const MODERN: &[Row] = &[
+/// The method map of 2026-07-28.
+pub(crate) const MODERN_METHODS: &[Row] = &[
     ("server/discover", Operation::Describe),
     ("tools/list", Operation::ListTools),
     ("tools/call", Operation::CallTool),
@@ -155,13 +157,7 @@ const MODERN: &[Row] = &[
 
 /// The client-to-server method map of `revision`.
 pub(crate) const fn method_map(revision: Revision) -> &'static [Row] {
-    match revision {
-        Revision::V2026_07_28 => MODERN,
-        Revision::V2024_11_05
-        | Revision::V2025_03_26
-        | Revision::V2025_06_18
-        | Revision::V2025_11_25 => LEGACY,
-    }
+    revision.descriptor().methods
 }
 
 /// The operation `method` names on `revision`, if the revision defines it.

@@ -91,9 +91,12 @@ impl ToolView {
 
 /// One lazily computed value per revision: the cache for projections that are computed once
 /// per definition and revision, shared by every request (`Sync`; the first caller computes).
+///
+/// It holds up to [`PerRevision::CAPACITY`] revisions, claimed in the order they are first
+/// asked for (a server serves the few revisions of its [`AdapterSet`](crate::AdapterSet)).
 #[derive(Debug)]
 pub struct PerRevision<T> {
-    slots: [OnceLock<T>; Revision::COUNT],
+    slots: [OnceLock<(Revision, T)>; PerRevision::<()>::CAPACITY],
 }
 
 impl<T> Default for PerRevision<T> {
@@ -105,19 +108,44 @@ impl<T> Default for PerRevision<T> {
 }
 
 impl<T> PerRevision<T> {
+    /// How many revisions one cache holds: more than any process serves (there are five
+    /// published revisions).
+    pub const CAPACITY: usize = 8;
+
     /// An empty cache.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The value for `revision`, computing it with `f` the first time.
+    ///
+    /// # Panics
+    ///
+    /// When [`PerRevision::CAPACITY`] other revisions were asked for first.
     pub fn get_or_init(&self, revision: Revision, f: impl FnOnce() -> T) -> &T {
-        self.slots[revision.index()].get_or_init(f)
+        let mut f = Some(f);
+        for slot in &self.slots {
+            let (held, value) = slot.get_or_init(|| {
+                let f = f.take().expect("a slot is claimed at most once per call");
+                (revision, f())
+            });
+            if *held == revision {
+                return value;
+            }
+        }
+        panic!(
+            "PerRevision holds at most {} revisions",
+            PerRevision::<()>::CAPACITY
+        )
     }
 
     /// The value for `revision`, if computed.
     pub fn get(&self, revision: Revision) -> Option<&T> {
-        self.slots[revision.index()].get()
+        self.slots
+            .iter()
+            .map_while(OnceLock::get)
+            .find(|(held, _)| *held == revision)
+            .map(|(_, value)| value)
     }
 }
 

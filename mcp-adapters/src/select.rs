@@ -185,7 +185,10 @@ impl AdapterSet {
 
     /// The adapter whose version string is `version`, if served.
     pub fn by_version(&self, version: &str) -> Option<Adapter> {
-        Revision::parse(version).and_then(|r| self.get(r))
+        self.adapters
+            .iter()
+            .find(|a| a.version() == version)
+            .copied()
     }
 
     /// The newest served adapter; it renders failures that happen before any adapter is

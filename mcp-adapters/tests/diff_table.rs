@@ -12,13 +12,12 @@ use mcp_adapters::{
 use mcp_wire::jsonrpc::{self, Id};
 use serde_json::{Map, Value, json};
 
-const ORDER: [Revision; 5] = [
-    Revision::V2024_11_05,
-    Revision::V2025_03_26,
-    Revision::V2025_06_18,
-    Revision::V2025_11_25,
-    Revision::V2026_07_28,
-];
+/// The table's columns: every published revision's descriptor, oldest first.
+fn columns() -> Vec<Revision> {
+    let mut columns = Revision::ALL.to_vec();
+    columns.sort();
+    columns
+}
 
 struct Row {
     concern: &'static str,
@@ -706,8 +705,15 @@ fn rows() -> Vec<Row> {
 #[test]
 fn every_concern_on_every_revision() {
     let mut failures = Vec::new();
+    let columns = columns();
     for row in rows() {
-        for (revision, expected) in ORDER.into_iter().zip(row.expected) {
+        assert_eq!(
+            row.expected.len(),
+            columns.len(),
+            "{}: a column per revision",
+            row.concern
+        );
+        for (&revision, expected) in columns.iter().zip(row.expected) {
             let seen = (row.observe)(Adapter::new(revision));
             if seen != expected {
                 failures.push(format!(

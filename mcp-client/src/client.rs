@@ -204,29 +204,11 @@ const MAX_RETRY_MS: u64 = 30_000;
 /// a constant checks the text on every call).
 const TOOLS_CALL_VALUE: HeaderValue = HeaderValue::from_static(method::TOOLS_CALL);
 
-/// The `MCP-Protocol-Version` value of `adapter`'s revision, from values checked at compile time.
+/// The `MCP-Protocol-Version` value of `adapter`'s revision (a static text: the value points at
+/// it; a revision's version string is visible ASCII, checked when the revision was made).
 fn version_value(adapter: Adapter) -> HeaderValue {
-    VERSION_VALUES[adapter.revision().index()].clone()
+    HeaderValue::from_static(adapter.version())
 }
-
-/// Every revision's version as a header value, built at compile time (a clone copies a pointer to
-/// a static text), indexed by [`mcp_adapters::Revision::index`].
-static VERSION_VALUES: [HeaderValue; mcp_adapters::Revision::COUNT] = {
-    use mcp_adapters::Revision;
-    let mut values = [const { HeaderValue::from_static("") }; Revision::COUNT];
-    let mut i = 0;
-    while i < Revision::COUNT {
-        let revision = Revision::ALL[i];
-        let old = std::mem::replace(
-            &mut values[revision.index()],
-            HeaderValue::from_static(revision.as_str()),
-        );
-        // A static value owns nothing; forgetting it is what a const context allows.
-        std::mem::forget(old);
-        i += 1;
-    }
-    values
-};
 
 use crate::transport::lock;
 

@@ -154,7 +154,13 @@ mod tests {
             ToolProjection::compute(&input, None, &profile)
         };
         for _ in 0..3 {
-            for (_, profile) in SchemaProfile::REVISIONS {
+            for profile in [
+                SchemaProfile::V2024_11_05,
+                SchemaProfile::V2025_03_26,
+                SchemaProfile::V2025_06_18,
+                SchemaProfile::V2025_11_25,
+                SchemaProfile::V2026_07_28,
+            ] {
                 cache.get_or_insert_with("t", &profile, || compute(profile));
             }
         }

@@ -112,15 +112,6 @@ impl SchemaProfile {
     pub const V2026_07_28: Self =
         Self::new(InputSupport::Full, OutputSupport::Any, Dialect::Draft202012);
 
-    /// Every published revision with its profile, oldest first.
-    pub const REVISIONS: [(&'static str, Self); 5] = [
-        ("2024-11-05", Self::V2024_11_05),
-        ("2025-03-26", Self::V2025_03_26),
-        ("2025-06-18", Self::V2025_06_18),
-        ("2025-11-25", Self::V2025_11_25),
-        ("2026-07-28", Self::V2026_07_28),
-    ];
-
     /// A profile from its three parts.
     pub const fn new(input: InputSupport, output: OutputSupport, dialect: Dialect) -> Self {
         Self {
@@ -151,15 +142,6 @@ impl SchemaProfile {
             _ => self,
         }
     }
-
-    /// The ready-made profile of a published revision (`"2025-06-18"` and so on), or `None` for
-    /// an unknown one.
-    pub fn for_revision(revision: &str) -> Option<Self> {
-        Self::REVISIONS
-            .iter()
-            .find(|(name, _)| *name == revision)
-            .map(|(_, profile)| *profile)
-    }
 }
 
 #[cfg(test)]
@@ -187,16 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn every_revision_has_a_profile() {
-        assert_eq!(
-            SchemaProfile::for_revision("2025-06-18"),
-            Some(SchemaProfile::V2025_06_18)
-        );
-        assert_eq!(
-            SchemaProfile::for_revision("2026-07-28"),
-            Some(SchemaProfile::V2026_07_28)
-        );
-        assert_eq!(SchemaProfile::for_revision("2099-01-01"), None);
+    fn revisions_that_hold_the_same_share_a_profile() {
         // Revisions that can hold the same things share one profile, hence one cache entry.
         assert_eq!(SchemaProfile::V2024_11_05, SchemaProfile::V2025_03_26);
         assert_ne!(SchemaProfile::V2025_06_18, SchemaProfile::V2025_11_25);

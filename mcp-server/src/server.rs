@@ -2,10 +2,10 @@
 
 use crate::FastMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_adapters::{Adapter, AdapterSet, Revision};
+use mcp_adapters::{Adapter, AdapterSet, PerRevision};
 use mcp_hub::{EventLog, StateStore};
 use mcp_schema::Validator;
 use serde_json::{Map, Value};
@@ -667,14 +667,15 @@ pub(crate) struct Registry {
     pub(crate) extension_methods: FastMap<String, (usize, crate::extension::ErasedMethod)>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
-    views: [OnceLock<project::RevisionView>; Revision::COUNT],
+    views: PerRevision<project::RevisionView>,
 }
 
 impl Registry {
     /// What `adapter`'s revision is shown, computed on first use and kept.
     pub(crate) fn view(&self, adapter: Adapter) -> &project::RevisionView {
-        self.views[adapter.revision().index()]
-            .get_or_init(|| project::RevisionView::build(self, adapter))
+        self.views.get_or_init(adapter.revision(), || {
+            project::RevisionView::build(self, adapter)
+        })
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolEntry> {

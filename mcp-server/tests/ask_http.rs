@@ -136,11 +136,11 @@ fn all_caps() -> Value {
 }
 
 fn pushes(revision: Revision) -> bool {
-    matches!(revision, Revision::V2025_11_25 | Revision::V2025_06_18)
+    [Revision::V2025_11_25, Revision::V2025_06_18].contains(&revision)
 }
 
 fn in_arguments(revision: Revision) -> bool {
-    matches!(revision, Revision::V2025_03_26 | Revision::V2024_11_05)
+    [Revision::V2025_03_26, Revision::V2024_11_05].contains(&revision)
 }
 
 /// Validates one message the server sent, and what it carries.
@@ -478,7 +478,7 @@ async fn sampling_roots_and_url_mode_where_the_revision_has_them() {
             )
             .await;
         assert_eq!(text(&done), "2 roots", "{revision}");
-        if matches!(revision, Revision::V2025_11_25 | Revision::V2026_07_28) {
+        if [Revision::V2025_11_25, Revision::V2026_07_28].contains(&revision) {
             let (done, _) = peer
                 .run(
                     "tools/call",

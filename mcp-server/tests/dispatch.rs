@@ -369,10 +369,12 @@ async fn tool_calls_on_every_revision() {
             .iter()
             .map(|c| c["type"].as_str().unwrap())
             .collect();
-        let expected: &[&str] = match revision {
-            Revision::V2024_11_05 => &["text", "text", "text"],
-            Revision::V2025_03_26 => &["text", "text", "audio"],
-            _ => &["text", "resource_link", "audio"],
+        let expected: &[&str] = if revision == Revision::V2024_11_05 {
+            &["text", "text", "text"]
+        } else if revision == Revision::V2025_03_26 {
+            &["text", "text", "audio"]
+        } else {
+            &["text", "resource_link", "audio"]
         };
         assert_eq!(kinds, expected, "{revision}");
 

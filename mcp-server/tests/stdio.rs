@@ -6,6 +6,7 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
+use mcp_adapters::AskMechanism;
 use mcp_server::Revision;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
@@ -170,8 +171,8 @@ async fn every_revision_over_pipes() {
 
         // Ask, the revision's way.
         let deploy = json!({"name": "deploy", "arguments": {"service": "web"}});
-        let done = match revision {
-            Revision::V2026_07_28 => {
+        let done = match revision.features().ask {
+            AskMechanism::InputRequired => {
                 let asked = peer.result("tools/call", deploy.clone(), &caps).await;
                 assert_eq!(asked["resultType"], "input_required");
                 let mut retry = deploy.clone();
@@ -179,7 +180,7 @@ async fn every_revision_over_pipes() {
                 retry["requestState"] = asked["requestState"].clone();
                 peer.result("tools/call", retry, &caps).await
             }
-            Revision::V2025_06_18 | Revision::V2025_11_25 => {
+            AskMechanism::Push => {
                 let pushed = peer.request("tools/call", deploy.clone(), &caps).await;
                 assert_eq!(pushed["method"], "elicitation/create", "{pushed}");
                 let call_id = peer.next_id;

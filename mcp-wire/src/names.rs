@@ -10,10 +10,13 @@
 //!
 //! assert_eq!(method::TOOLS_CALL, "tools/call");
 //! assert_eq!(error_code::METHOD_NOT_FOUND, -32601);
-//! assert_eq!(revision::LATEST, revision::ALL[revision::ALL.len() - 1]);
+//! assert_eq!(revision::V2025_06_18, "2025-06-18");
 //! ```
 
 /// Protocol revision strings, as sent in `protocolVersion` and `MCP-Protocol-Version`.
+///
+/// Names only: the set of revisions, their order and what each can do are
+/// `mcp-adapters`' revision descriptors.
 pub mod revision {
     /// 2024-11-05: stdio and the two-endpoint HTTP+SSE transport.
     pub const V2024_11_05: &str = "2024-11-05";
@@ -25,36 +28,6 @@ pub mod revision {
     pub const V2025_11_25: &str = "2025-11-25";
     /// 2026-07-28: stateless requests carrying their context in `_meta`, `server/discover`, MRTR.
     pub const V2026_07_28: &str = "2026-07-28";
-
-    /// Every published revision, oldest first.
-    ///
-    /// Revision strings are dates, so this order is also their lexicographic order.
-    pub const ALL: [&str; 5] = [
-        V2024_11_05,
-        V2025_03_26,
-        V2025_06_18,
-        V2025_11_25,
-        V2026_07_28,
-    ];
-
-    /// The newest published revision.
-    pub const LATEST: &str = V2026_07_28;
-
-    /// The revision a Streamable HTTP server assumes when a request has no `MCP-Protocol-Version`
-    /// header and it has no other way to tell (2025-06-18 and later say so).
-    pub const ASSUMED_WITHOUT_HEADER: &str = V2025_03_26;
-
-    /// Whether `version` is one of the five published revisions.
-    pub fn is_known(version: &str) -> bool {
-        ALL.contains(&version)
-    }
-
-    /// Whether `version` uses the `initialize` handshake ("legacy" in the 2026-07-28 text).
-    ///
-    /// Unknown strings return `false`.
-    pub fn has_handshake(version: &str) -> bool {
-        is_known(version) && version != V2026_07_28
-    }
 }
 
 /// JSON-RPC method names of every revision: requests and notifications.
@@ -351,17 +324,6 @@ pub mod headers {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn revisions_are_sorted_and_unique() {
-        let mut sorted = revision::ALL;
-        sorted.sort_unstable();
-        assert_eq!(sorted, revision::ALL);
-        assert!(revision::ALL.windows(2).all(|w| w[0] != w[1]));
-        assert!(revision::has_handshake(revision::V2025_11_25));
-        assert!(!revision::has_handshake(revision::V2026_07_28));
-        assert!(!revision::has_handshake("2099-01-01"));
-    }
 
     #[test]
     fn reserved_meta_keys() {

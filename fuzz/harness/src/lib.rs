@@ -252,7 +252,13 @@ pub fn schema(data: &[u8]) {
     let Ok(schema) = serde_json::from_slice::<Value>(data) else {
         return;
     };
-    for (version, profile) in SchemaProfile::REVISIONS {
+    for (version, profile) in [
+        ("2024-11-05", SchemaProfile::V2024_11_05),
+        ("2025-06-18", SchemaProfile::V2025_06_18),
+        ("2025-11-25", SchemaProfile::V2025_11_25),
+        ("2025-11-25 native", SchemaProfile::V2025_11_25.native()),
+        ("2026-07-28", SchemaProfile::V2026_07_28),
+    ] {
         if let Projection::Offered(projected) = mcp_schema::project_input(&schema, &profile) {
             assert!(
                 projected.is_object(),

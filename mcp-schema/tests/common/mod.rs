@@ -50,7 +50,16 @@ pub fn tool_schemas() -> Option<&'static [ToolSchema]> {
     SCHEMAS
         .get_or_init(|| {
             let dir = spec_dir()?;
-            let schemas = SchemaProfile::REVISIONS
+            // The test's own table: mcp-schema does not know the revisions (mcp-adapters'
+            // descriptors name each revision's profile).
+            let revisions = [
+                ("2024-11-05", SchemaProfile::V2024_11_05),
+                ("2025-03-26", SchemaProfile::V2025_03_26),
+                ("2025-06-18", SchemaProfile::V2025_06_18),
+                ("2025-11-25", SchemaProfile::V2025_11_25),
+                ("2026-07-28", SchemaProfile::V2026_07_28),
+            ];
+            let schemas = revisions
                 .iter()
                 .map(|(revision, profile)| {
                     let path = dir.join(revision).join("schema.json");
