@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use http::{HeaderMap, HeaderName, HeaderValue, Uri};
-use mcp_adapters::{Adapter, LogLevel, Revision};
+use mcp_adapters::{Adapter, AdapterSet, LogLevel, Revision};
 use mcp_wire::jsonrpc::Notification;
 use serde_json::{Value, json};
 
@@ -75,6 +75,7 @@ pub struct ClientBuilder {
     max_queued_bytes: usize,
     on_message: Option<MessageFn>,
     https: Option<crate::transport::Https>,
+    revisions: AdapterSet,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -110,6 +111,7 @@ impl Default for ClientBuilder {
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             on_message: None,
             https: None,
+            revisions: AdapterSet::all(),
         }
     }
 }
@@ -135,6 +137,22 @@ impl ClientBuilder {
     /// Default is to negotiate as the spec's dual-era client does.
     pub fn revision(mut self, revision: Revision) -> Self {
         self.choice = Choice::Pinned(revision);
+        self
+    }
+
+    /// The revisions the client negotiates among, newest preferred.
+    /// Default is every published revision ([`AdapterSet::all`]); a set may hold a revision
+    /// this crate does not publish ([`mcp_adapters::Revision::from_descriptor`]).
+    ///
+    /// ```
+    /// use mcp_adapters::{AdapterSet, Revision};
+    ///
+    /// // A client that speaks only the 2025 revisions with a handshake.
+    /// let only = AdapterSet::new([Revision::V2025_11_25, Revision::V2025_06_18]).unwrap();
+    /// let builder = mcp_client::Client::builder().revisions(only);
+    /// ```
+    pub fn revisions(mut self, revisions: AdapterSet) -> Self {
+        self.revisions = revisions;
         self
     }
 
@@ -386,13 +404,14 @@ impl ClientBuilder {
             probe_timeout: self.probe_timeout,
             list_limits: self.list_limits,
             max_queued: self.max_queued,
+            revisions: self.revisions.revisions().to_vec(),
         }
     }
 
     fn first_adapter(&self) -> Adapter {
         match self.choice {
             Choice::Pinned(r) => Adapter::new(r),
-            Choice::Negotiate => Adapter::new(Revision::LATEST),
+            Choice::Negotiate => self.revisions.newest(),
         }
     }
 

@@ -127,6 +127,8 @@ pub(crate) struct Config {
     /// How many notifications wait for each listener, and how many of the server's requests are
     /// answered at once.
     pub(crate) max_queued: usize,
+    /// The revisions negotiation chooses among, newest first.
+    pub(crate) revisions: Vec<mcp_adapters::Revision>,
 }
 
 pub(crate) struct State {

@@ -91,11 +91,13 @@ fn supported_in(error: &ErrorObject) -> Option<Vec<String>> {
 fn best(client: &Client, supported: &[String], tried: &[Revision]) -> Option<Revision> {
     let sse = client.inner.info.legacy_sse;
     let mutual = |r: &Revision| {
-        supported.iter().any(|s| Revision::parse(s) == Some(*r))
+        supported.iter().any(|s| s == r.as_str())
             && (!sse || Adapter::new(*r).has_handshake())
     };
-    if let Some(fresh) = Revision::ALL
-        .into_iter()
+    let ours = &client.inner.config.revisions;
+    if let Some(fresh) = ours
+        .iter()
+        .copied()
         .find(|r| mutual(r) && !tried.contains(r))
     {
         return Some(fresh);
@@ -107,22 +109,30 @@ fn best(client: &Client, supported: &[String], tried: &[Revision]) -> Option<Rev
     if retried {
         return None;
     }
-    Revision::ALL.into_iter().find(mutual)
+    ours.iter().copied().find(mutual)
 }
 
-/// The newest revision with a handshake.
-fn newest_legacy() -> Revision {
-    Revision::ALL
-        .into_iter()
-        .find(|r| Adapter::new(*r).has_handshake())
+/// The client's newest revision with a handshake.
+fn newest_legacy(client: &Client) -> Revision {
+    client
+        .inner
+        .config
+        .revisions
+        .iter()
+        .copied()
+        .find(|r| r.features().has_handshake)
         .unwrap_or(Revision::ASSUMED)
 }
 
-/// The newest revision without one.
-fn newest_modern() -> Option<Revision> {
-    Revision::ALL
-        .into_iter()
-        .find(|r| !Adapter::new(*r).has_handshake())
+/// The client's newest revision without one.
+fn newest_modern(client: &Client) -> Option<Revision> {
+    client
+        .inner
+        .config
+        .revisions
+        .iter()
+        .copied()
+        .find(|r| !r.features().has_handshake)
 }
 
 pub(crate) async fn negotiate(
@@ -146,7 +156,7 @@ pub(crate) async fn negotiate(
         }
     }
     let outcome = if client.inner.info.legacy_sse {
-        start(client, newest_legacy(), &mut Vec::new()).await
+        start(client, newest_legacy(client), &mut Vec::new()).await
     } else {
         probe(client).await
     };
@@ -199,8 +209,8 @@ fn refused(error: Option<ErrorObject>, status: Option<u16>, said: Option<String>
 
 /// The dual-era probe: a modern request first, then `initialize`, then (on HTTP) HTTP+SSE.
 async fn probe(client: &Client) -> Result<Negotiated, Error> {
-    let Some(modern) = newest_modern() else {
-        return start(client, newest_legacy(), &mut Vec::new()).await;
+    let Some(modern) = newest_modern(client) else {
+        return start(client, newest_legacy(client), &mut Vec::new()).await;
     };
     let mut tried = vec![modern];
     let http = client.inner.info.http;
@@ -216,9 +226,9 @@ async fn probe(client: &Client) -> Result<Negotiated, Error> {
         }
         // Anything else (an unrecognized 400, a 404 or 405, a legacy -32601) means a legacy
         // server, or no Streamable HTTP at all: `initialize` tells which.
-        Ok(Described::Refused(..)) => start(client, newest_legacy(), &mut tried).await,
+        Ok(Described::Refused(..)) => start(client, newest_legacy(client), &mut tried).await,
         // stdio: a server that never answers the probe is a legacy one that ignores it.
-        Err(e) if e.is_timeout() && !http => start(client, newest_legacy(), &mut tried).await,
+        Err(e) if e.is_timeout() && !http => start(client, newest_legacy(client), &mut tried).await,
         Err(e) => Err(e),
     }
 }
@@ -329,8 +339,12 @@ async fn initialize(
                 .get("protocolVersion")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let Some(revision) =
-                Revision::parse(answered).filter(|r| Adapter::new(*r).has_handshake())
+            let Some(revision) = inner
+                .config
+                .revisions
+                .iter()
+                .copied()
+                .find(|r| r.as_str() == answered && r.features().has_handshake)
             else {
                 return Err(Error::new(
                     ErrorKind::UnsupportedVersion,

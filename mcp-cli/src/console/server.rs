@@ -149,7 +149,15 @@ fn page() -> Response<Body> {
         );
     }
     let nonce: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let mut response = Response::new(Full::new(Bytes::from(PAGE.replace("{{NONCE}}", &nonce))));
+    // The revisions come from mcp-adapters' descriptors, newest first.
+    let options: String = mcp_client::Revision::ALL
+        .iter()
+        .map(|r| format!("<option>{r}</option>"))
+        .collect();
+    let html = PAGE
+        .replace("{{NONCE}}", &nonce)
+        .replace("{{REVISION_OPTIONS}}", &options);
+    let mut response = Response::new(Full::new(Bytes::from(html)));
     let policy = format!(
         "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
          img-src data:; media-src data:; connect-src 'self'; frame-ancestors 'none'; \
