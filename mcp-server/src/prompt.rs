@@ -64,7 +64,8 @@ impl<T: IntoPromptResult, E: Into<PromptError> + Send + 'static> IntoPromptResul
     }
 }
 
-/// An async function usable as a prompt: `async fn(A) -> R` or `async fn(A, Exchange) -> R`,
+/// An async function usable as a prompt: `async fn(A) -> R`, `async fn(A, Exchange) -> R` or
+/// `async fn() -> R` (a prompt without arguments),
 /// where `A: DeserializeOwned + JsonSchema` (its fields are the prompt's arguments; prompt
 /// arguments are strings on the wire) and `R:` [`IntoPromptResult`].
 pub trait PromptHandler<M>: Send + Sync + 'static {
@@ -104,6 +105,20 @@ where
 
     fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
         self(args, ex).boxed()
+    }
+}
+
+impl<F, Fut, R> PromptHandler<crate::tool::Nothing> for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoPromptResult,
+{
+    type Args = crate::NoArgs;
+    type Output = R;
+
+    fn call(&self, _: crate::NoArgs, _: Exchange) -> BoxFuture<'static, R> {
+        self().boxed()
     }
 }
 

@@ -207,10 +207,22 @@ pub struct ArgsOnly<A>(PhantomData<fn(A)>);
 #[derive(Debug)]
 pub struct ArgsAndExchange<A>(PhantomData<fn(A)>);
 
-/// An async function usable as a tool: `async fn(A) -> R` or `async fn(A, Exchange) -> R`,
-/// where `A: DeserializeOwned + JsonSchema` and `R:` [`IntoToolResult`].
+/// Marker for a handler that takes nothing: `async fn() -> R` (its arguments are [`NoArgs`]).
+#[derive(Debug)]
+pub struct Nothing(());
+
+/// An async function usable as a tool: `async fn(A) -> R`, `async fn(A, Exchange) -> R` or
+/// `async fn() -> R`, where `A: DeserializeOwned + JsonSchema` and `R:` [`IntoToolResult`].
+/// A tool that takes nothing has the [`NoArgs`] input schema.
 ///
-/// `M` is a marker that tells the two shapes apart; it is always inferred.
+/// `M` is a marker that tells the shapes apart; it is always inferred.
+///
+/// ```
+/// use mcp_server::Tool;
+///
+/// let now = Tool::new("now", || async { "12:00".to_owned() });
+/// assert_eq!(now.name(), "now");
+/// ```
 pub trait ToolHandler<M>: Send + Sync + 'static {
     /// The typed arguments.
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
@@ -300,6 +312,34 @@ where
 
     fn call_output(&self, args: A, ex: Exchange) -> BoxFuture<'static, ToolOutput> {
         boxed_output(self(args, ex))
+    }
+}
+
+impl<F, Fut, R> ToolHandler<Nothing> for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = NoArgs;
+    type Output = R;
+    const TAKES_EXCHANGE: bool = false;
+
+    fn call(&self, _: NoArgs, _: Exchange) -> BoxFuture<'static, R> {
+        self().boxed()
+    }
+
+    fn call_result(&self, _: NoArgs, _: Exchange) -> BoxFuture<'static, CallToolResult> {
+        let fut = self();
+        async move { fut.await.into_tool_result() }.boxed()
+    }
+
+    fn call_output(&self, _: NoArgs, _: Exchange) -> BoxFuture<'static, ToolOutput> {
+        boxed_output(self())
+    }
+
+    fn call_output_alone(&self, _: NoArgs) -> Result<BoxFuture<'static, ToolOutput>, NoArgs> {
+        Ok(boxed_output(self()))
     }
 }
 
