@@ -4,11 +4,18 @@
 //! `inputRequests`), cancelled with `tasks/cancel`; tool errors complete, protocol errors fail;
 //! tasks expire after `ttlMs`; limits, ownership and the extension's error codes hold.
 //!
+//! Across workers, once per shared backend (Redis, PostgreSQL, SQLite; see
+//! `support/backends.rs`): two servers sharing nothing but the hub; a task created through
+//! worker A is read (at once), answered and cancelled through worker B, and a task whose worker
+//! dies reads as `failed` once its lease runs out.
+//!
 //! Every message is validated against the 2026-07-28 schema (the envelope, the inlined
 //! `CallToolResult`, `InputRequests` and `Error`), and every task against the shape SEP-2663
 //! gives `CreateTaskResult` and `DetailedTask` (a schema written here: the extension
 //! publishes none in the spec's schema).
 
+#[path = "support/backends.rs"]
+mod backends;
 #[path = "support/raw_http.rs"]
 mod raw_http;
 mod support;
@@ -18,6 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use mcp_hub::Hub;
 use mcp_server::http::HttpConfig;
 use mcp_server::{
     Context, Exchange, Interrupt, NoArgs, Question, Revision, Server, TaskSupport, Tasks, Tool,
@@ -59,6 +67,11 @@ struct Label {
 }
 
 fn server_with(tasks: Tasks, gates: &Arc<Gates>) -> Server {
+    server_on(None, tasks, gates)
+}
+
+/// The server, on `hub` when given (a worker sharing it), else on its own memory hub.
+fn server_on(hub: Option<Arc<dyn Hub>>, tasks: Tasks, gates: &Arc<Gates>) -> Server {
     let gated = {
         let gates = gates.clone();
         move |args: Label, ex: Exchange| {
@@ -78,7 +91,11 @@ fn server_with(tasks: Tasks, gates: &Arc<Gates>) -> Server {
             }
         }
     };
-    Server::builder("tasks", "1.0")
+    let mut builder = Server::builder("tasks", "1.0");
+    if let Some(hub) = hub {
+        builder = builder.state_store(hub.clone()).event_log(hub);
+    }
+    builder
         .tasks(tasks)
         .tool(Tool::new("gated", gated).task_support(TaskSupport::Optional))
         .tool(Tool::new("confirm", confirm).task_support(TaskSupport::Optional))
@@ -644,4 +661,130 @@ async fn a_task_belongs_to_its_principal() {
         "bob's cancel did nothing"
     );
     send(alice, "tasks/cancel", json!({"taskId": id})).await;
+}
+
+/// Runs `body` once per shared backend that answers (see `support/backends.rs`).
+macro_rules! per_backend {
+    ($body:ident) => {
+        for backend in backends::Backend::ALL {
+            let Some(place) = backend.place().await else {
+                continue;
+            };
+            eprintln!("row: {backend:?}");
+            $body(Arc::new(place)).await;
+        }
+    };
+}
+
+async fn a_task_on_a_is_served_by_b(place: Arc<backends::Place>) {
+    let gates = Arc::new(Gates::default());
+    let a = Running::start(
+        server_on(Some(place.hub().await), Tasks::new(), &gates),
+        HttpConfig::new(),
+    )
+    .await;
+    let b = Running::start(
+        server_on(Some(place.hub().await), Tasks::new(), &gates),
+        HttpConfig::new(),
+    )
+    .await;
+    let (on_a, on_b) = (Peer::new(&a, true), Peer::new(&b, true));
+
+    // Created on A, read on B right after A's reply: durable before the reply.
+    let id = on_a.start("confirm", json!({})).await;
+    let first = on_b.get(&id).await;
+    assert!(
+        ["working", "input_required"].contains(&first["status"].as_str().unwrap()),
+        "{first}"
+    );
+    // A's handler asks; B sees the question and answers it; A's handler finishes.
+    let waiting = on_b.until_status(&id, "input_required").await;
+    assert_eq!(
+        waiting["inputRequests"]["sure"]["method"],
+        "elicitation/create"
+    );
+    let ack = on_b
+        .ok(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"sure": {"action": "accept", "content": {"ok": true}}}}),
+        )
+        .await;
+    assert_empty_ack(&ack);
+    let done = on_b.until_status(&id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "confirmed: true");
+    assert_eq!(on_a.get(&id).await["status"], "completed");
+
+    // Cancelled through B: A's handler is stopped.
+    let id = on_a.start("gated", json!({"label": "across"})).await;
+    gates.started.acquire().await.unwrap().forget();
+    assert_empty_ack(&on_b.ok("tasks/cancel", json!({"taskId": id})).await);
+    tokio::time::timeout(WAIT, gates.cancelled.acquire())
+        .await
+        .expect("A's handler saw the cancel from B")
+        .unwrap()
+        .forget();
+    assert_eq!(on_a.get(&id).await["status"], "cancelled");
+    assert_eq!(on_b.get(&id).await["status"], "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_created_on_one_worker_is_read_answered_and_cancelled_on_another() {
+    per_backend!(a_task_on_a_is_served_by_b);
+}
+
+async fn a_dead_worker_fails_its_task(place: Arc<backends::Place>) {
+    let tasks = Tasks::new().lease(Duration::from_millis(600));
+    let gates = Arc::new(Gates::default());
+    // Worker A in a runtime of its own, so the test can kill everything it runs.
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let (kill_tx, kill_rx) = std::sync::mpsc::channel::<()>();
+    let worker = {
+        let (place, tasks, gates) = (place.clone(), tasks.clone(), gates.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let running = runtime.block_on(async {
+                let hub = place.hub().await;
+                Running::start(server_on(Some(hub), tasks, &gates), HttpConfig::new()).await
+            });
+            addr_tx.send(running.addr).unwrap();
+            let _ = kill_rx.recv();
+            // Everything A runs stops here, its task's lease renewals too.
+            std::mem::forget(running);
+            runtime.shutdown_background();
+        })
+    };
+    let a_addr = addr_rx.await.unwrap();
+    let b = Running::start(
+        server_on(Some(place.hub().await), tasks, &gates),
+        HttpConfig::new(),
+    )
+    .await;
+    let on_a = Peer {
+        addr: a_addr,
+        tasks: true,
+    };
+    let on_b = Peer::new(&b, true);
+    let id = on_a.start("gated", json!({"label": "orphan"})).await;
+    gates.started.acquire().await.unwrap().forget();
+    assert_eq!(on_b.get(&id).await["status"], "working");
+    kill_tx.send(()).unwrap();
+    worker.join().unwrap();
+    let failed = on_b.until_status(&id, "failed").await;
+    assert_eq!(failed["error"]["code"], -32603);
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("worker"),
+        "{failed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_worker_dies_fails_once_its_lease_runs_out() {
+    per_backend!(a_dead_worker_fails_its_task);
 }
