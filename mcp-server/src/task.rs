@@ -192,10 +192,10 @@ impl From<TaskError> for ExtensionError {
     fn from(err: TaskError) -> Self {
         match err {
             TaskError::Unknown(_) | TaskError::InvalidParams(_) => {
-                ExtensionError::InvalidParams(err.to_string())
+                Self::InvalidParams(err.to_string())
             }
             TaskError::Limit(_) | TaskError::Store(_) | TaskError::Log(_) => {
-                ExtensionError::Internal(err.to_string())
+                Self::Internal(err.to_string())
             }
         }
     }
