@@ -1382,7 +1382,12 @@ impl Server {
 
 /// The settings the client declared for the extension `id`: in this request's `_meta` on
 /// revisions with per-request capabilities, at `initialize` on the others.
-fn declared_extension(adapter: Adapter, call: &Call, ctx: &Context, id: &str) -> Option<Value> {
+pub(crate) fn declared_extension(
+    adapter: Adapter,
+    call: &Call,
+    ctx: &Context,
+    id: &str,
+) -> Option<Value> {
     let declared = |client: &ClientContext| {
         client
             .capability("extensions")

@@ -38,6 +38,27 @@ use crate::extension::{Extension, ExtensionError, ExtensionRequest};
 /// The identifier of the Tasks extension.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+/// The status notification of the Tasks extension, sent on `subscriptions/listen` streams
+/// whose filter names the task in `taskIds`.
+pub(crate) const TASKS_NOTIFICATION: &str = "notifications/tasks";
+
+/// The most task ids one `subscriptions/listen` request may follow.
+pub(crate) const MAX_LISTENED_TASKS: usize = 100;
+
+/// Reads a payload of the notifications topic: a task's status notification (its id and
+/// `DetailedTask` params), or `None`.
+pub(crate) fn task_notification(payload: &[u8]) -> Option<(String, Map<String, Value>)> {
+    let value: Value = serde_json::from_slice(payload).ok()?;
+    if value.get("method")?.as_str()? != TASKS_NOTIFICATION {
+        return None;
+    }
+    let Value::Object(params) = value.get("params")?.clone() else {
+        return None;
+    };
+    let id = params.get("taskId")?.as_str()?.to_owned();
+    Some((id, params))
+}
+
 /// Whether a tool runs as a task when the client supports tasks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -572,7 +593,10 @@ impl TaskEngine {
                 "message": "the worker running this task stopped before it finished",
             }));
             match self.save(&key, &record, stored.version, now).await {
-                Ok(version) => return Ok((record, version)),
+                Ok(version) => {
+                    self.announce(namespace, &record).await;
+                    return Ok((record, version));
+                }
                 Err(StoreError::VersionConflict { .. }) => continue,
                 Err(StoreError::NotFound) => return Err(TaskError::Unknown(id.to_owned())),
                 Err(err) => return Err(err.into()),
@@ -623,6 +647,35 @@ impl TaskEngine {
         }
     }
 
+    /// Announces `record`'s new state on the namespace's notifications topic, for the
+    /// `subscriptions/listen` streams following it (on any worker). Best effort: a failure
+    /// loses the notification, never the change (clients also poll `tasks/get`).
+    async fn announce(&self, namespace: &Namespace, record: &TaskRecord) {
+        let payload = json!({"method": TASKS_NOTIFICATION, "params": record.detailed()});
+        if let Err(err) = self
+            .log
+            .publish(
+                &namespace.topic(crate::notify::TOPIC),
+                Bytes::from(payload.to_string()),
+            )
+            .await
+        {
+            tracing::debug!(task = %record.id, %err, "task status not announced");
+        }
+    }
+
+    /// Whether `id` is a live task of `principal` (for `subscriptions/listen`).
+    pub(crate) async fn owns(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        principal: Option<&str>,
+    ) -> bool {
+        self.load(namespace, id, &principal_tag(principal))
+            .await
+            .is_ok()
+    }
+
     fn task_id(request: &ExtensionRequest) -> Result<&str, TaskError> {
         match request.params().get("taskId") {
             Some(Value::String(id)) if !id.is_empty() && id.len() <= 128 => Ok(id),
@@ -667,31 +720,35 @@ impl TaskEngine {
             return Ok(json!({}));
         }
         let mut accepted = Map::new();
-        self.modify(namespace, id, |record, now| {
-            accepted.clear();
-            if record.status.is_terminal() {
-                return false;
-            }
-            for (key, value) in responses {
-                if record.input_requests.remove(key).is_some() {
-                    accepted.insert(key.clone(), value.clone());
+        let updated = self
+            .modify(namespace, id, |record, now| {
+                accepted.clear();
+                if record.status.is_terminal() {
+                    return false;
                 }
-            }
-            if accepted.is_empty() {
-                return false;
-            }
-            if record.input_requests.is_empty() {
-                record.status = Status::Working;
-            }
-            record.updated_ms = now;
-            true
-        })
-        .await?;
+                for (key, value) in responses {
+                    if record.input_requests.remove(key).is_some() {
+                        accepted.insert(key.clone(), value.clone());
+                    }
+                }
+                if accepted.is_empty() {
+                    return false;
+                }
+                if record.input_requests.is_empty() {
+                    record.status = Status::Working;
+                }
+                record.updated_ms = now;
+                true
+            })
+            .await?;
         if !accepted.is_empty() {
             let signal = serde_json::to_vec(&Signal::Answers(accepted)).unwrap_or_default();
             self.log
                 .publish(&task_topic(namespace, id), Bytes::from(signal))
                 .await?;
+            if let Some(record) = &updated {
+                self.announce(namespace, record).await;
+            }
         }
         Ok(json!({}))
     }
@@ -706,19 +763,23 @@ impl TaskEngine {
             return Ok(json!({}));
         }
         let mut changed = false;
-        self.modify(namespace, id, |record, now| {
-            changed = !record.status.is_terminal();
-            if changed {
-                record.finish(Status::Cancelled, now);
-            }
-            changed
-        })
-        .await?;
+        let cancelled = self
+            .modify(namespace, id, |record, now| {
+                changed = !record.status.is_terminal();
+                if changed {
+                    record.finish(Status::Cancelled, now);
+                }
+                changed
+            })
+            .await?;
         if changed {
             let signal = serde_json::to_vec(&Signal::Cancel).unwrap_or_default();
             self.log
                 .publish(&task_topic(namespace, id), Bytes::from(signal))
                 .await?;
+            if let Some(record) = &cancelled {
+                self.announce(namespace, record).await;
+            }
             tracing::debug!(task = %id, "task cancelled");
         }
         Ok(json!({}))
@@ -801,10 +862,11 @@ impl TaskRun {
             })
             .await
             .map_err(|e| AskError::Failed(e.to_string()))?;
-        if record.is_none() {
+        let Some(record) = record else {
             return Err(AskError::Cancelled);
-        }
+        };
         outcome?;
+        self.engine.announce(&self.namespace, &record).await;
         tracing::debug!(task = %self.id, key, "task waits for input");
         loop {
             let notified = self.arrived.notified();
@@ -891,10 +953,12 @@ impl TaskRun {
             ending = work => ending,
             () = self.watch() => Ending::Cancelled,
         };
+        let mut wrote = false;
         let written = self
             .engine
             .modify(&self.namespace, &self.id, |record, now| {
-                if record.status.is_terminal() {
+                wrote = !record.status.is_terminal();
+                if !wrote {
                     return false;
                 }
                 match &ending {
@@ -911,8 +975,12 @@ impl TaskRun {
                 true
             })
             .await;
-        if let Err(err) = written {
-            tracing::warn!(task = %self.id, %err, "the end of a task could not be recorded");
+        match written {
+            Ok(Some(record)) if wrote => self.engine.announce(&self.namespace, &record).await,
+            Ok(_) => {}
+            Err(err) => {
+                tracing::warn!(task = %self.id, %err, "the end of a task could not be recorded");
+            }
         }
         let _ = self
             .engine

@@ -7,7 +7,8 @@
 //! Across workers, once per shared backend (Redis, PostgreSQL, SQLite; see
 //! `support/backends.rs`): two servers sharing nothing but the hub; a task created through
 //! worker A is read (at once), answered and cancelled through worker B, and a task whose worker
-//! dies reads as `failed` once its lease runs out.
+//! dies reads as `failed` once its lease runs out; `notifications/tasks` published on A reach a
+//! `subscriptions/listen` stream on B.
 //!
 //! Every message is validated against the 2026-07-28 schema (the envelope, the inlined
 //! `CallToolResult`, `InputRequests` and `Error`), and every task against the shape SEP-2663
@@ -571,6 +572,38 @@ async fn questions_before_a_deferred_task_go_back_on_the_call() {
 }
 
 impl Peer {
+    /// Opens `subscriptions/listen` for `task_ids`; returns the stream after its
+    /// acknowledgement, and the acknowledged ids.
+    async fn listen(&self, task_ids: &[&str]) -> (raw_http::RawStream, Value) {
+        let mut capabilities = json!({});
+        if self.tasks {
+            capabilities["extensions"] = json!({TASKS: {}});
+        }
+        let body = json!({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen", "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+            },
+            "notifications": {"taskIds": task_ids},
+        }});
+        let mut stream = RawRequest::new("POST", "/mcp")
+            .header("Accept", ACCEPT_BOTH)
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "subscriptions/listen")
+            .json(&body)
+            .open(self.addr)
+            .await;
+        assert_eq!(stream.status, 200);
+        let ack = stream.message().await.expect("the acknowledgement");
+        support::check(
+            Revision::V2026_07_28,
+            "SubscriptionsAcknowledgedNotification",
+            &ack,
+        );
+        let acknowledged = ack["params"]["notifications"]["taskIds"].clone();
+        (stream, acknowledged)
+    }
+
     async fn call_with(&self, tool: &str, extra: Value) -> Value {
         let mut params = json!({"name": tool, "arguments": {}});
         for (k, v) in extra.as_object().unwrap() {
@@ -697,8 +730,11 @@ async fn a_task_on_a_is_served_by_b(place: Arc<backends::Place>) {
         ["working", "input_required"].contains(&first["status"].as_str().unwrap()),
         "{first}"
     );
-    // A's handler asks; B sees the question and answers it; A's handler finishes.
+    // A's handler asks; B sees the question and answers it; A's handler finishes, and a
+    // listener on B is told.
     let waiting = on_b.until_status(&id, "input_required").await;
+    let (mut stream, acknowledged) = on_b.listen(&[&id]).await;
+    assert_eq!(acknowledged, json!([id]));
     assert_eq!(
         waiting["inputRequests"]["sure"]["method"],
         "elicitation/create"
@@ -713,6 +749,7 @@ async fn a_task_on_a_is_served_by_b(place: Arc<backends::Place>) {
     let done = on_b.until_status(&id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "confirmed: true");
     assert_eq!(on_a.get(&id).await["status"], "completed");
+    notified_until(&mut stream, &id, "completed").await;
 
     // Cancelled through B: A's handler is stopped.
     let id = on_a.start("gated", json!({"label": "across"})).await;
@@ -787,4 +824,61 @@ async fn a_dead_worker_fails_its_task(place: Arc<backends::Place>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_worker_dies_fails_once_its_lease_runs_out() {
     per_backend!(a_dead_worker_fails_its_task);
+}
+
+/// Reads `notifications/tasks` from a listen stream until the task is `status`; returns the
+/// statuses seen. Each is checked: the stream's subscription id, a `DetailedTask`.
+async fn notified_until(stream: &mut raw_http::RawStream, id: &str, status: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let message = stream.message().await.expect("a notification");
+            support::check(Revision::V2026_07_28, "JSONRPCNotification", &message);
+            assert_eq!(message["method"], "notifications/tasks");
+            let params = &message["params"];
+            assert_eq!(
+                params["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                "listen"
+            );
+            assert_eq!(params["taskId"], id, "only the listed task");
+            let mut task = params.as_object().unwrap().clone();
+            task.remove("_meta");
+            task.insert("resultType".into(), json!("complete"));
+            check_task(&Value::Object(task), "complete");
+            seen.push(params["status"].as_str().unwrap().to_owned());
+            if params["status"] == status {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the notifications came in time");
+    seen
+}
+
+#[tokio::test]
+async fn task_status_notifications_reach_listeners_of_the_task() {
+    let (running, _gates) = start(Tasks::new()).await;
+    let peer = Peer::new(&running, true);
+    let id = peer.start("confirm", json!({})).await;
+    peer.until_status(&id, "input_required").await;
+    // Another task's changes are not delivered to this listener.
+    let other = peer.start("tool_error", json!({})).await;
+    // Unknown ids are not acknowledged; a client without the extension gets none.
+    let (_, none) = Peer::new(&running, false).listen(&[&id]).await;
+    assert_eq!(none, Value::Null);
+    let (mut stream, acknowledged) = peer.listen(&[&id, "no-such-task"]).await;
+    assert_eq!(acknowledged, json!([id]));
+    peer.until_status(&other, "completed").await;
+    peer.ok(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"sure": {"action": "accept", "content": {"ok": true}}}}),
+    )
+    .await;
+    let seen = notified_until(&mut stream, &id, "completed").await;
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("working"),
+        "{seen:?}"
+    );
 }
