@@ -21,6 +21,11 @@
 //! worker died) reads as `failed`. The record expires `ttlMs` after the task was created.
 //! Task ids are 192 random bits, and a task is visible only to the principal that created it
 //! (to everyone when the server has no authentication).
+//!
+//! Tasks are created where the revision has the result envelope (`resultType`, 2026-07-28):
+//! a `CreateTaskResult` cannot be told from a tool result without it. On the handshake
+//! revisions a tool with [`TaskSupport::Optional`] runs synchronously, and one with
+//! [`TaskSupport::Required`] is refused with the missing-capability error.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -140,8 +145,10 @@ impl Tasks {
     }
 
     /// How long a task stays `working` (or `input_required`) without its worker renewing it;
-    /// the worker renews it every third of this. Once it runs out (the worker died) the task
-    /// reads as `failed`. Clamped to 300 ms .. 10 min.
+    /// the worker renews it every third of this. Once it runs out (the worker died, or could
+    /// not reach the hub for that long) the task reads as `failed`, and a worker that finds its
+    /// task so marked stops the handler. Workers compare the lease with their own clocks: keep
+    /// them within a small part of the lease of each other. Clamped to 300 ms .. 10 min.
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.clamp(Duration::from_millis(300), Duration::from_secs(600));
@@ -157,6 +164,8 @@ impl Tasks {
     }
 
     /// At most this many tasks of one principal run at once on this worker (at least 1).
+    /// Without authentication every caller is the same (absent) principal, so this bounds
+    /// them all together.
     #[must_use]
     pub fn max_live_per_principal(mut self, max: usize) -> Self {
         self.max_live_per_principal = max.max(1);
