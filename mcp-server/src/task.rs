@@ -925,9 +925,24 @@ impl TaskRun {
                         }
                     }
                 }
+                Err(
+                    err @ (mcp_hub::LogError::CursorExpired { .. }
+                    | mcp_hub::LogError::UnknownCursor { .. }),
+                ) => {
+                    // The topic lost its place (retention, a backend that lost its data): go
+                    // on from now rather than never hear from it again.
+                    tracing::warn!(task = %self.id, %err, "task signals: starting again from now");
+                    match self.engine.log.position(&topic).await {
+                        Ok(now) => cursor = now,
+                        Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                    }
+                }
                 Err(err) => {
                     tracing::debug!(task = %self.id, %err, "task signals: the hub is away");
-                    tokio::time::sleep(wait.min(Duration::from_millis(200))).await;
+                    tokio::time::sleep(
+                        wait.clamp(Duration::from_millis(10), Duration::from_millis(200)),
+                    )
+                    .await;
                 }
             }
             if tokio::time::Instant::now() >= next_renewal {
