@@ -882,3 +882,28 @@ async fn task_status_notifications_reach_listeners_of_the_task() {
         "{seen:?}"
     );
 }
+
+#[tokio::test]
+async fn hostile_task_requests_get_the_exact_errors() {
+    let (running, _gates) = start(Tasks::new().max_update_bytes(2048)).await;
+    let peer = Peer::new(&running, true);
+    let long = "x".repeat(10_000);
+    let error = peer.err("tasks/get", json!({"taskId": long})).await;
+    assert_eq!(error["code"], -32602);
+    let id = peer.start("confirm", json!({})).await;
+    peer.until_status(&id, "input_required").await;
+    // Too large: refused, and the task still waits.
+    let big = json!({"taskId": id, "inputResponses": {"sure": {"action": "accept", "content": {"pad": "y".repeat(4096)}}}});
+    assert_eq!(peer.err("tasks/update", big).await["code"], -32602);
+    assert_eq!(peer.get(&id).await["status"], "input_required");
+    // A malformed answer is read defensively: not an acceptance.
+    let ack = peer
+        .ok(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"sure": 12345}}),
+        )
+        .await;
+    assert_empty_ack(&ack);
+    let done = peer.until_status(&id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "confirmed: false");
+}
