@@ -966,13 +966,12 @@ impl Server {
         let deferred = as_task && entry.tool.deferred_task;
         let mut created = None;
         if let Some(engine) = engine.as_ref().filter(|_| as_task && !deferred) {
-            match engine
-                .create(
-                    &ctx.inner.namespace,
-                    ctx.principal().as_deref(),
-                    cancel.clone(),
-                )
-                .await
+            match Box::pin(engine.create(
+                &ctx.inner.namespace,
+                ctx.principal().as_deref(),
+                cancel.clone(),
+            ))
+            .await
             {
                 Ok(made) => created = Some(made),
                 Err(err) => return Done::failure(task_failure(&err)),
@@ -994,63 +993,38 @@ impl Server {
             ex
         });
         if let Some((record, run)) = created {
-            spawn_task(
+            let tool = TaskTool {
                 adapter,
-                run,
-                run_tool(started),
-                built,
                 structured,
                 name,
-                cancel.clone(),
-            );
+            };
+            spawn_task(tool, run, run_tool(started), built, cancel.clone());
             // Answered as the extension's result: not projected as a tool result.
             call.operation = Operation::Extension;
             return Done::value(record.create_result());
         }
         let run = if deferred {
-            let mut work = Box::pin(run_tool(started));
-            let watched = built.clone();
-            let first = with_cancel(
+            // Boxed: a rare path that would otherwise make every call's future larger.
+            let tool = TaskTool {
+                adapter,
+                structured,
+                name: name.clone(),
+            };
+            let deferred = Box::pin(self.run_deferred(
+                tool,
+                Box::pin(run_tool(started)),
+                built.clone(),
+                ctx,
                 cancel,
-                futures::future::poll_fn(|cx| {
-                    if let Poll::Ready(run) = work.as_mut().poll(cx) {
-                        return Poll::Ready(Ok(run));
-                    }
-                    match watched.as_ref().and_then(|ex| ex.lock().promote.take()) {
-                        Some(go) => Poll::Ready(Err(go)),
-                        None => Poll::Pending,
-                    }
-                }),
-            )
-            .await;
-            match first {
-                None => None,
-                Some(Ok(run)) => Some(run),
-                Some(Err(go)) => {
-                    // The handler asked for its task: create it, answer with it, and let the
-                    // handler go on in the background.
-                    let Some(engine) = engine.as_ref() else {
-                        return Done::failure(Failure::internal("tasks are not offered"));
-                    };
-                    let (record, run) = match engine
-                        .create(
-                            &ctx.inner.namespace,
-                            ctx.principal().as_deref(),
-                            cancel.clone(),
-                        )
-                        .await
-                    {
-                        Ok(made) => made,
-                        Err(err) => return Done::failure(task_failure(&err)),
-                    };
-                    if let Some(ex) = &built {
-                        ex.lock().task = Some(run.clone());
-                    }
-                    let _ = go.send(());
-                    spawn_task(adapter, run, work, built, structured, name, cancel.clone());
+            ));
+            match deferred.await {
+                Deferred::Ran(run) => run,
+                Deferred::Task(done) => {
+                    // Answered as the extension's result: not projected as a tool result.
                     call.operation = Operation::Extension;
-                    return Done::value(record.create_result());
+                    return done;
                 }
+                Deferred::Failed(done) => return done,
             }
         } else {
             with_cancel(cancel, run_tool(started)).await
@@ -1079,6 +1053,57 @@ impl Server {
                 )))
             }
         }
+    }
+
+    /// Runs the handler of a deferred-task tool until it ends (a synchronous call) or calls
+    /// [`Exchange::start_task`]: then the task is created, the call answered with it, and the
+    /// handler goes on in the background.
+    async fn run_deferred(
+        &self,
+        tool: TaskTool,
+        mut work: BoxFuture<'static, ToolRun>,
+        built: Option<Exchange>,
+        ctx: &Context,
+        cancel: &CancelHandle,
+    ) -> Deferred {
+        let first = with_cancel(
+            cancel,
+            futures::future::poll_fn(|cx| {
+                if let Poll::Ready(run) = work.as_mut().poll(cx) {
+                    return Poll::Ready(Ok(run));
+                }
+                match built.as_ref().and_then(|ex| ex.lock().promote.take()) {
+                    Some(go) => Poll::Ready(Err(go)),
+                    None => Poll::Pending,
+                }
+            }),
+        )
+        .await;
+        let go = match first {
+            None => return Deferred::Ran(None),
+            Some(Ok(run)) => return Deferred::Ran(Some(run)),
+            Some(Err(go)) => go,
+        };
+        let Some(engine) = self.registry.tasks.as_ref() else {
+            return Deferred::Failed(Done::failure(Failure::internal("tasks are not offered")));
+        };
+        let (record, run) = match engine
+            .create(
+                &ctx.inner.namespace,
+                ctx.principal().as_deref(),
+                cancel.clone(),
+            )
+            .await
+        {
+            Ok(made) => made,
+            Err(err) => return Deferred::Failed(Done::failure(task_failure(&err))),
+        };
+        if let Some(ex) = &built {
+            ex.lock().task = Some(run.clone());
+        }
+        let _ = go.send(());
+        spawn_task(tool, run, work, built, cancel.clone());
+        Deferred::Task(Done::value(record.create_result()))
     }
 
     async fn read_resource(
@@ -1380,6 +1405,24 @@ impl Server {
     }
 }
 
+/// What a task needs to know of its tool to record how it ended.
+struct TaskTool {
+    adapter: Adapter,
+    /// The tool's result may carry `structuredContent` on this revision.
+    structured: bool,
+    name: String,
+}
+
+/// How the handler of a deferred-task tool went.
+enum Deferred {
+    /// It ended (or was cancelled) without starting its task.
+    Ran(Option<ToolRun>),
+    /// It started its task: the `CreateTaskResult`.
+    Task(Done),
+    /// Its task could not be created.
+    Failed(Done),
+}
+
 /// The settings the client declared for the extension `id`: in this request's `_meta` on
 /// revisions with per-request capabilities, at `initialize` on the others.
 pub(crate) fn declared_extension(
@@ -1412,18 +1455,16 @@ fn task_failure(err: &crate::task::TaskError) -> Failure {
 /// Runs a tool's handler as the task `run`, in the background on this worker, and records how
 /// it ends.
 fn spawn_task(
-    adapter: Adapter,
+    tool: TaskTool,
     run: Arc<crate::task::TaskRun>,
     work: impl Future<Output = ToolRun> + Send + 'static,
     ex: Option<Exchange>,
-    structured: bool,
-    name: String,
     cancel: CancelHandle,
 ) {
     let ending = async move {
         let out = with_cancel(&cancel, work).await;
         let interrupt = ex.as_ref().and_then(|ex| ex.lock().interrupt.take());
-        task_ending(adapter, out, interrupt, structured, &name)
+        task_ending(tool.adapter, out, interrupt, tool.structured, &tool.name)
     };
     tokio::spawn(run.drive(ending));
 }
