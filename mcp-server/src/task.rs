@@ -210,6 +210,9 @@ pub(crate) enum TaskError {
     /// A limit was reached.
     #[error("{0}")]
     Limit(String),
+    /// No randomness for a task id.
+    #[error("no task id could be made: {0}")]
+    Random(String),
     /// The hub failed.
     #[error("the task store failed: {0}")]
     Store(#[from] StoreError),
@@ -224,9 +227,10 @@ impl From<TaskError> for ExtensionError {
             TaskError::Unknown(_) | TaskError::InvalidParams(_) => {
                 Self::InvalidParams(err.to_string())
             }
-            TaskError::Limit(_) | TaskError::Store(_) | TaskError::Log(_) => {
-                Self::Internal(err.to_string())
-            }
+            TaskError::Limit(_)
+            | TaskError::Random(_)
+            | TaskError::Store(_)
+            | TaskError::Log(_) => Self::Internal(err.to_string()),
         }
     }
 }
@@ -531,7 +535,7 @@ impl TaskEngine {
     ) -> Result<(TaskRecord, Arc<TaskRun>), TaskError> {
         let owner = principal_tag(principal);
         let slot = self.reserve(&owner)?;
-        let id = crate::state::random_id().map_err(|e| TaskError::Limit(e.to_string()))?;
+        let id = crate::state::random_id().map_err(|e| TaskError::Random(e.to_string()))?;
         let topic = task_topic(namespace, &id);
         // Taken before the record exists: every signal about the task comes after it.
         let cursor = self.log.position(&topic).await?;
@@ -550,7 +554,8 @@ impl TaskEngine {
             owner,
             lease_until_ms: now.saturating_add(millis(self.config.lease)),
         };
-        let bytes = serde_json::to_vec(&record).map_err(|e| TaskError::Limit(e.to_string()))?;
+        // A struct of strings, numbers and JSON values always serializes.
+        let bytes = serde_json::to_vec(&record).unwrap_or_default();
         self.store
             .create(
                 &task_key(namespace, &id),
