@@ -14,7 +14,7 @@ use mcp_server::{
     Answer, AnswerAction, Change, Completer, CompletionRequest, Content, Exchange, GetPromptResult,
     Interrupt, LogLevel, NoArgs, Notifier, Prompt, PromptError, PromptMessage, Question,
     RegistrationError, Resource, ResourceContents, ResourceError, ResourceRequest,
-    ResourceTemplate, Revision, Role, Server, Tool, ToolError, ToolSchemas,
+    ResourceTemplate, Revision, Role, Server, TaskSupport, Tool, ToolError, ToolSchemas,
 };
 
 use schemars::JsonSchema;
@@ -186,7 +186,133 @@ fn tools(slot: &NotifierSlot) -> Vec<Tool> {
         )
         .description("Asks only what the client declared it can answer (SEP-2322).")
         .min_revision(modern),
+        // The Tasks extension's fixtures (io.modelcontextprotocol/tasks, SEP-2663).
+        Tool::new("greet", greet).description("Greets by name (never a task)."),
+        Tool::new("slow_compute", slow_compute)
+            .description("Sleeps `seconds` (at most 600), then reports; a task when it can be.")
+            .task_support(TaskSupport::Optional),
+        Tool::new("failing_job", failing_job)
+            .description("Always ends with a tool error; runs only as a task.")
+            .task_support(TaskSupport::Required),
+        Tool::new("protocol_error_job", protocol_error_job)
+            .description("Always fails with a protocol error; a task when it can be.")
+            .task_support(TaskSupport::Optional),
+        Tool::new("confirm_delete", confirm_delete)
+            .description("Asks for confirmation before it pretends to delete a file.")
+            .task_support(TaskSupport::Optional),
+        Tool::new("multi_input", multi_input)
+            .description("Asks two questions at once.")
+            .task_support(TaskSupport::Optional),
+        Tool::new("test_tool_with_task", tool_with_task)
+            .description("Asks for a name on the call itself, then runs as a task.")
+            .task_support(TaskSupport::Required)
+            .deferred_task(),
     ]
+}
+
+/// `greet`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    /// Who to greet.
+    name: String,
+}
+
+async fn greet(args: GreetArgs) -> String {
+    format!("Hello, {}!", args.name)
+}
+
+/// `slow_compute`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct SlowArgs {
+    /// How long to work, in seconds (at most 600).
+    seconds: f64,
+    /// A label echoed in the result.
+    #[serde(default)]
+    label: Option<String>,
+}
+
+async fn slow_compute(args: SlowArgs, ex: Exchange) -> Result<String, ToolError> {
+    let seconds = if args.seconds.is_finite() {
+        args.seconds.clamp(0.0, 600.0)
+    } else {
+        0.0
+    };
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+        () = ex.cancelled() => return Err(Interrupt::Cancelled.into()),
+    }
+    let label = args.label.as_deref().unwrap_or("unlabelled");
+    Ok(format!("computed {label} after {seconds}s"))
+}
+
+async fn failing_job(_: NoArgs) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Err(ToolError::Failed(
+        "the job failed, as it always does".into(),
+    ))
+}
+
+async fn protocol_error_job(_: NoArgs) -> String {
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    panic!("protocol_error_job fails with a protocol error by design")
+}
+
+/// `confirm_delete`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct DeleteArgs {
+    /// The file to (pretend to) delete.
+    filename: String,
+}
+
+async fn confirm_delete(args: DeleteArgs, ex: Exchange) -> Result<String, ToolError> {
+    let question = Question::elicit_with(
+        format!("Delete {}?", args.filename),
+        json!({
+            "type": "object",
+            "properties": {"confirm": {"type": "boolean"}},
+            "required": ["confirm"],
+        }),
+    );
+    let answer = ex.ask("confirm_delete", question).await?;
+    let confirmed = answer.accepted() && answer.get("confirm") == Some(&Value::Bool(true));
+    Ok(if confirmed {
+        format!("Deleted {}", args.filename)
+    } else {
+        format!("Kept {}", args.filename)
+    })
+}
+
+async fn multi_input(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
+    let (name, confirm) = tokio::join!(
+        ex.ask("name", name_question("What is your name?", "name")),
+        ex.ask(
+            "confirm",
+            Question::elicit_with(
+                "Proceed?",
+                json!({
+                    "type": "object",
+                    "properties": {"confirm": {"type": "boolean"}},
+                    "required": ["confirm"],
+                }),
+            ),
+        ),
+    );
+    let (name, confirm) = (name?, confirm?);
+    Ok(format!(
+        "name: {}, confirmed: {}",
+        field(&name, "name"),
+        confirm.accepted()
+    ))
+}
+
+async fn tool_with_task(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
+    // Asked on the call itself (an InputRequiredResult); the task starts once it is answered.
+    let answer = ex
+        .ask("user_name", name_question("What is your name?", "name"))
+        .await?;
+    ex.start_task().await?;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Ok(format!("Hello, {}! (from a task)", field(&answer, "name")))
 }
 
 async fn simple_text(_: NoArgs) -> &'static str {

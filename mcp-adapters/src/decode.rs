@@ -306,6 +306,14 @@ impl Adapter {
                 && let Some(name) = params.get(target_field(op)).and_then(Value::as_str)
             {
                 headers::check_name(http.headers, name)?;
+            } else if known.is_none()
+                && TASK_ROUTED_METHODS.contains(&method)
+                && !matches!(headers::NAME.lookup(http.headers), Lookup::Missing)
+                && let Some(task_id) = params.get("taskId").and_then(Value::as_str)
+            {
+                // The Tasks extension (SEP-2663) routes its methods by `Mcp-Name: <taskId>`:
+                // a header that is there must match. Clients that send none are served.
+                headers::check_name(http.headers, task_id)?;
             }
         }
 
@@ -522,6 +530,13 @@ pub(crate) fn id_of(value: &Value) -> Option<Id> {
         _ => None,
     }
 }
+
+/// The Tasks extension's methods that carry `Mcp-Name: <taskId>` on 2026-07-28 (SEP-2663).
+const TASK_ROUTED_METHODS: [&str; 3] = [
+    method::TASKS_GET,
+    method::TASKS_UPDATE,
+    method::TASKS_CANCEL,
+];
 
 /// The params field an operation's target is in.
 pub(crate) fn target_field(operation: Operation) -> &'static str {

@@ -962,3 +962,26 @@ fn tools_call_members_move_out_per_revision() {
         assert_eq!(Value::Object(call.params.clone()), kept, "{revision:?}");
     }
 }
+
+#[test]
+fn a_task_method_routed_by_mcp_name_must_name_its_task() {
+    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+        "params": {"_meta": meta(), "taskId": "t-1"}}))
+    .unwrap();
+    let decode = |headers: &[(&str, &str)]| {
+        MODERN.decode_http(jsonrpc::decode(&body), headers, &weather_tools())
+    };
+    let base = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tasks/get"),
+    ];
+    // Without Mcp-Name (clients that do not route by it), and with the task's id.
+    assert!(matches!(decode(&base).items[0], Incoming::Call(_)));
+    let named = [base[0], base[1], ("Mcp-Name", "t-1")];
+    assert!(matches!(decode(&named).items[0], Incoming::Call(_)));
+    // Another task's id is a header mismatch.
+    let wrong = [base[0], base[1], ("Mcp-Name", "t-2")];
+    assert!(
+        matches!(&decode(&wrong).items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::HeaderMismatch)
+    );
+}

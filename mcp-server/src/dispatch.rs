@@ -840,17 +840,7 @@ impl Server {
             return Done::failure(Failure::unknown_method(&call.method));
         };
         let extension = &registry.extensions[*index];
-        let declared = |client: &ClientContext| {
-            client
-                .capability("extensions")
-                .and_then(|e| e.get(&extension.id))
-                .cloned()
-        };
-        let client_settings = if adapter.features().per_request_meta {
-            declared(&call.client)
-        } else {
-            declared(ctx.conn().client())
-        };
+        let client_settings = declared_extension(adapter, call, ctx, &extension.id);
         if extension.required && client_settings.is_none() {
             return Done::failure(Failure::missing_capability(
                 json!({"extensions": {extension.id.as_str(): {}}}),
@@ -868,6 +858,8 @@ impl Server {
             method: call.method.to_string(),
             params,
             client_settings,
+            principal: ctx.principal(),
+            namespace: ctx.inner.namespace.clone(),
         };
         match std::panic::AssertUnwindSafe(handler(request))
             .catch_unwind()
@@ -955,16 +947,88 @@ impl Server {
                 text.join("\n")
             )));
         }
+        // A task, when the server offers tasks, the tool supports them and the request
+        // declared the extension (a `CreateTaskResult` needs the result envelope's
+        // `resultType`). Read before the exchange takes the call's client context.
+        let engine = self.registry.tasks.clone();
+        let support = match &engine {
+            Some(_) => entry.tool.task_support,
+            None => crate::TaskSupport::Forbidden,
+        };
+        let as_task = support != crate::TaskSupport::Forbidden
+            && adapter.features().result_envelope
+            && declared_extension(adapter, call, ctx, crate::TASKS_EXTENSION).is_some();
+        if support == crate::TaskSupport::Required && !as_task {
+            return Done::failure(Failure::missing_capability(
+                json!({"extensions": {crate::TASKS_EXTENSION: {}}}),
+            ));
+        }
+        let deferred = as_task && entry.tool.deferred_task;
+        let mut created = None;
+        if let Some(engine) = engine.as_ref().filter(|_| as_task && !deferred) {
+            match Box::pin(engine.create(
+                &ctx.inner.namespace,
+                ctx.principal().as_deref(),
+                cancel.clone(),
+            ))
+            .await
+            {
+                Ok(made) => created = Some(made),
+                Err(err) => return Done::failure(task_failure(&err)),
+            }
+        }
+        let task_run = created.as_ref().map(|(_, run)| run.clone());
         // The exchange is built only for a handler that takes one (the tool function asks for
         // it while it starts the handler).
         let mut built = None;
         let started = (entry.tool.call)(arguments, &mut || {
             let resumed = resumed.take().unwrap_or_else(|| Resumed::fresh(call));
             let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
+            {
+                let mut state = ex.lock();
+                state.task.clone_from(&task_run);
+                state.task_offered = deferred;
+            }
             built = Some(ex.clone());
             ex
         });
-        let run = with_cancel(cancel, run_tool(started)).await;
+        if let Some((record, run)) = created {
+            let tool = TaskTool {
+                adapter,
+                structured,
+                name,
+            };
+            spawn_task(tool, run, run_tool(started), built, cancel.clone());
+            // Answered as the extension's result: not projected as a tool result.
+            call.operation = Operation::Extension;
+            return Done::value(record.create_result());
+        }
+        let run = if deferred {
+            // Boxed: a rare path that would otherwise make every call's future larger.
+            let tool = TaskTool {
+                adapter,
+                structured,
+                name: name.clone(),
+            };
+            let deferred = Box::pin(self.run_deferred(
+                tool,
+                Box::pin(run_tool(started)),
+                built.clone(),
+                ctx,
+                cancel,
+            ));
+            match deferred.await {
+                Deferred::Ran(run) => run,
+                Deferred::Task(done) => {
+                    // Answered as the extension's result: not projected as a tool result.
+                    call.operation = Operation::Extension;
+                    return done;
+                }
+                Deferred::Failed(done) => return done,
+            }
+        } else {
+            with_cancel(cancel, run_tool(started)).await
+        };
         if let Some(ex) = &built
             && ex.lock().interrupt.is_some()
             && let Some(done) = Box::pin(self.interrupted(call, &name, ex)).await
@@ -989,6 +1053,57 @@ impl Server {
                 )))
             }
         }
+    }
+
+    /// Runs the handler of a deferred-task tool until it ends (a synchronous call) or calls
+    /// [`Exchange::start_task`]: then the task is created, the call answered with it, and the
+    /// handler goes on in the background.
+    async fn run_deferred(
+        &self,
+        tool: TaskTool,
+        mut work: BoxFuture<'static, ToolRun>,
+        built: Option<Exchange>,
+        ctx: &Context,
+        cancel: &CancelHandle,
+    ) -> Deferred {
+        let first = with_cancel(
+            cancel,
+            futures::future::poll_fn(|cx| {
+                if let Poll::Ready(run) = work.as_mut().poll(cx) {
+                    return Poll::Ready(Ok(run));
+                }
+                match built.as_ref().and_then(|ex| ex.lock().promote.take()) {
+                    Some(go) => Poll::Ready(Err(go)),
+                    None => Poll::Pending,
+                }
+            }),
+        )
+        .await;
+        let go = match first {
+            None => return Deferred::Ran(None),
+            Some(Ok(run)) => return Deferred::Ran(Some(run)),
+            Some(Err(go)) => go,
+        };
+        let Some(engine) = self.registry.tasks.as_ref() else {
+            return Deferred::Failed(Done::failure(Failure::internal("tasks are not offered")));
+        };
+        let (record, run) = match engine
+            .create(
+                &ctx.inner.namespace,
+                ctx.principal().as_deref(),
+                cancel.clone(),
+            )
+            .await
+        {
+            Ok(made) => made,
+            Err(err) => return Deferred::Failed(Done::failure(task_failure(&err))),
+        };
+        if let Some(ex) = &built {
+            ex.lock().task = Some(run.clone());
+        }
+        let _ = go.send(());
+        spawn_task(tool, run, work, built, cancel.clone());
+        Deferred::Task(Done::value(record.create_result()))
     }
 
     async fn read_resource(
@@ -1286,6 +1401,124 @@ impl Server {
                     Err(err) => Some(Done::failure(Failure::internal(err.to_string()))),
                 }
             }
+        }
+    }
+}
+
+/// What a task needs to know of its tool to record how it ended.
+struct TaskTool {
+    adapter: Adapter,
+    /// The tool's result may carry `structuredContent` on this revision.
+    structured: bool,
+    name: String,
+}
+
+/// How the handler of a deferred-task tool went.
+enum Deferred {
+    /// It ended (or was cancelled) without starting its task.
+    Ran(Option<ToolRun>),
+    /// It started its task: the `CreateTaskResult`.
+    Task(Done),
+    /// Its task could not be created.
+    Failed(Done),
+}
+
+/// The settings the client declared for the extension `id`: in this request's `_meta` on
+/// revisions with per-request capabilities, at `initialize` on the others.
+pub(crate) fn declared_extension(
+    adapter: Adapter,
+    call: &Call,
+    ctx: &Context,
+    id: &str,
+) -> Option<Value> {
+    let declared = |client: &ClientContext| {
+        client
+            .capability("extensions")
+            .and_then(|e| e.get(id))
+            .cloned()
+    };
+    if adapter.features().per_request_meta {
+        declared(&call.client)
+    } else {
+        declared(ctx.conn().client())
+    }
+}
+
+/// The failure a task that could not be created answers the call with.
+fn task_failure(err: &crate::task::TaskError) -> Failure {
+    match err {
+        crate::task::TaskError::Limit(message) => Failure::unavailable(message.clone()),
+        other => Failure::internal(other.to_string()),
+    }
+}
+
+/// Runs a tool's handler as the task `run`, in the background on this worker, and records how
+/// it ends.
+fn spawn_task(
+    tool: TaskTool,
+    run: Arc<crate::task::TaskRun>,
+    work: impl Future<Output = ToolRun> + Send + 'static,
+    ex: Option<Exchange>,
+    cancel: CancelHandle,
+) {
+    let ending = async move {
+        let out = with_cancel(&cancel, work).await;
+        let interrupt = ex.as_ref().and_then(|ex| ex.lock().interrupt.take());
+        task_ending(tool.adapter, out, interrupt, tool.structured, &tool.name)
+    };
+    tokio::spawn(run.drive(ending));
+}
+
+/// How a task's handler ended, as its record keeps it: the tool result the call would have
+/// returned (a tool error included) or the JSON-RPC error.
+fn task_ending(
+    adapter: Adapter,
+    out: Option<ToolRun>,
+    interrupt: Option<Interrupted>,
+    structured: bool,
+    name: &str,
+) -> crate::task::Ending {
+    use crate::task::Ending;
+    let failed = |failure: &Failure| {
+        let encoded = adapter.encode_failure(None, failure).to_value();
+        Ending::Failed(encoded.get("error").cloned().unwrap_or(Value::Null))
+    };
+    let context = ResultContext {
+        server_info: None,
+        server_info_projected: true,
+        cache: CacheHint::NONE,
+    };
+    let completed = |encoded: Encoded| {
+        let value = encoded.to_value();
+        match value.get("result") {
+            Some(result) => Ending::Completed(result.clone()),
+            None => Ending::Failed(value.get("error").cloned().unwrap_or(Value::Null)),
+        }
+    };
+    let tool_result = |mut result: CallToolResult| {
+        if !structured {
+            result.structured_content = None;
+        }
+        completed(adapter.encode_tool_result(Id::Number(0), result.into_parts(), &context))
+    };
+    match (interrupt, out) {
+        (Some(Interrupted::Cancelled), _) | (_, None) => Ending::Cancelled,
+        (Some(Interrupted::Failed(failure)), _) => failed(&failure),
+        (Some(Interrupted::NeedsInput), _) => failed(&Failure::internal(
+            "the handler stopped for input outside of the task",
+        )),
+        (None, Some(ToolRun::Done(ToolOutput(Output::Result(result))))) => tool_result(result),
+        (None, Some(ToolRun::Done(ToolOutput(Output::Json(json))))) => completed(
+            adapter.encode_json_tool_result(Id::Number(0), &json.structured(structured), &context),
+        ),
+        (None, Some(ToolRun::BadArguments(message))) => tool_result(CallToolResult::error(
+            format!("invalid arguments:\n{message}"),
+        )),
+        (None, Some(ToolRun::Panicked(message))) => {
+            tracing::error!(tool = %name, %message, "tool handler panicked in a task");
+            failed(&Failure::internal(format!(
+                "tool {name:?} failed unexpectedly: {message}"
+            )))
         }
     }
 }

@@ -165,6 +165,12 @@ pub(crate) struct AskState {
     pub(crate) interrupt: Option<Interrupted>,
     /// State the handler wants back on the next attempt.
     pub(crate) saved_state: Option<Value>,
+    /// The task this call runs as, once it runs as one: questions become its input requests.
+    pub(crate) task: Option<Arc<crate::task::TaskRun>>,
+    /// The call may become a task when the handler calls [`Exchange::start_task`].
+    pub(crate) task_offered: bool,
+    /// The handler asked for its task; the call answers with it and lets the handler go on.
+    pub(crate) promote: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// What stopped a handler.
@@ -481,6 +487,10 @@ impl Exchange {
         ) {
             return Err(self.stop(Interrupted::Failed(failure)));
         }
+        let task = self.lock().task.clone();
+        if let Some(task) = task {
+            return self.ask_in_task(&task, key, question).await;
+        }
         if adapter.can_push_ask() {
             let Some(push) = self.inner.push.clone() else {
                 return Err(self.stop(Interrupted::Failed(Failure::internal(
@@ -571,6 +581,76 @@ impl Exchange {
         };
         let _ = push.log.delete(&topic).await;
         outcome
+    }
+
+    /// A question of a call running as a task: it becomes one of the task's `inputRequests`,
+    /// and the answer comes from `tasks/update` (through the hub, from any worker).
+    async fn ask_in_task(
+        &self,
+        task: &crate::task::TaskRun,
+        key: &str,
+        question: Question,
+    ) -> Result<Answer, Interrupt> {
+        let request = match self.inner.adapter.input_request(key, question.as_request()) {
+            Ok(request) => request,
+            Err(failure) => return Err(self.stop(Interrupted::Failed(failure))),
+        };
+        tracing::debug!(key, kind = ?question.kind(), task = task.id(), "question put in the task");
+        match task.ask(key, request).await {
+            Ok(raw) => {
+                let answer = Answer::from_reply(question.kind(), &Ok(raw));
+                self.lock().answers.insert(key.to_owned(), answer.clone());
+                Ok(answer)
+            }
+            Err(crate::task::AskError::Cancelled) => Err(self.stop(Interrupted::Cancelled)),
+            Err(crate::task::AskError::Failed(message)) => {
+                Err(self.stop(Interrupted::Failed(Failure::internal(message))))
+            }
+        }
+    }
+
+    /// The id of the task this call runs as (the Tasks extension), if it runs as one.
+    pub fn task_id(&self) -> Option<String> {
+        self.lock().task.as_ref().map(|t| t.id().to_owned())
+    }
+
+    /// Starts the task of a tool declared with [`Tool::deferred_task`](crate::Tool::deferred_task):
+    /// the call is answered with a `CreateTaskResult` now, and the handler goes on as the task
+    /// (its later questions become the task's `inputRequests`). Returns at once, doing
+    /// nothing, when the call cannot become a task (the request did not declare the Tasks
+    /// extension, the tool does not defer its task) or already is one. Questions asked before
+    /// it go back on the call itself, so everything before it may run once per attempt.
+    ///
+    /// ```
+    /// use mcp_server::{Exchange, NoArgs, Question, TaskSupport, Tool, ToolError};
+    ///
+    /// async fn greet_later(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
+    ///     let name = ex.ask("user_name", Question::elicit("Your name?")).await?;
+    ///     ex.start_task().await?;
+    ///     // From here on, the call runs as a task.
+    ///     Ok(format!("Hello, {}!", name.get("name").and_then(|v| v.as_str()).unwrap_or("you")))
+    /// }
+    ///
+    /// let tool = Tool::new("greet_later", greet_later)
+    ///     .task_support(TaskSupport::Required)
+    ///     .deferred_task();
+    /// # let _ = tool;
+    /// ```
+    pub async fn start_task(&self) -> Result<(), Interrupt> {
+        let go = {
+            let mut state = self.lock();
+            if state.task.is_some() || !state.task_offered {
+                return Ok(());
+            }
+            state.task_offered = false;
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            state.promote = Some(tx);
+            rx
+        };
+        match go.await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.stop(Interrupted::Cancelled)),
+        }
     }
 
     fn stop(&self, why: Interrupted) -> Interrupt {

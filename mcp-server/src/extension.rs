@@ -127,6 +127,8 @@ pub struct ExtensionRequest {
     pub(crate) method: String,
     pub(crate) params: Map<String, Value>,
     pub(crate) client_settings: Option<Value>,
+    pub(crate) principal: Option<String>,
+    pub(crate) namespace: mcp_hub::Namespace,
 }
 
 impl ExtensionRequest {
@@ -143,6 +145,19 @@ impl ExtensionRequest {
     /// The settings the client declared for this extension, if it declared it.
     pub fn client_settings(&self) -> Option<&Value> {
         self.client_settings.as_ref()
+    }
+
+    /// The authenticated principal of the connection, when the transport set one (see
+    /// [`Context::with_principal`](crate::Context::with_principal)): what an extension keeping
+    /// per-caller records binds them to.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
+    }
+
+    /// The namespace (tenant) of the call: the hub keys and topics an extension uses belong
+    /// in it.
+    pub fn namespace(&self) -> &mcp_hub::Namespace {
+        &self.namespace
     }
 }
 

@@ -192,6 +192,7 @@ mod server;
 mod sink;
 mod state;
 mod stdio;
+mod task;
 mod telemetry;
 mod tool;
 
@@ -220,6 +221,7 @@ pub use resource::{
 };
 pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder, ToolSchemas};
 pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
+pub use task::{TASKS_EXTENSION, TaskSupport, Tasks};
 pub use tool::{
     ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Nothing, Tool, ToolAnnotations, ToolHandler,
 };

@@ -57,6 +57,7 @@ pub struct ServerBuilder {
     log: Option<Arc<dyn EventLog>>,
     tool_schemas: ToolSchemas,
     extensions: Vec<crate::Extension>,
+    tasks: Option<crate::Tasks>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::Metrics>,
 }
@@ -125,6 +126,7 @@ impl ServerBuilder {
             log: None,
             tool_schemas: ToolSchemas::Projected,
             extensions: Vec::new(),
+            tasks: None,
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -207,6 +209,19 @@ impl ServerBuilder {
     #[must_use]
     pub fn extension(mut self, extension: crate::Extension) -> Self {
         self.extensions.push(extension);
+        self
+    }
+
+    /// Offers the Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) with these
+    /// limits and timings: tools declaring [`TaskSupport`](crate::TaskSupport) run as tasks
+    /// for the requests that declare the extension, and `tasks/get`, `tasks/update` and
+    /// `tasks/cancel` are served. Tasks live in the server's state store and event log (the
+    /// hub), so every worker sharing the hub serves every task. Without this call, the
+    /// extension is offered with [`Tasks::new`](crate::Tasks::new)'s defaults as soon as one
+    /// tool declares task support.
+    #[must_use]
+    pub fn tasks(mut self, tasks: crate::Tasks) -> Self {
+        self.tasks = Some(tasks);
         self
     }
 
@@ -335,7 +350,11 @@ impl ServerBuilder {
                 reason: "a page holds at least one entry".into(),
             });
         }
-        let extension_methods = build_extensions(&self.extensions)?;
+        let uses_tasks = self.tasks.is_some()
+            || self
+                .tools
+                .iter()
+                .any(|t| t.task_support != crate::TaskSupport::Forbidden);
         let tools = build_tools(self.tools)?;
         let prompts = build_prompts(self.prompts)?;
         let (resources, templates) = build_resources(self.resources, self.templates)?;
@@ -348,6 +367,17 @@ impl ServerBuilder {
             Some(metrics) => metrics.meter_hub(log, store),
             None => (log, store),
         };
+        let mut extensions = self.extensions;
+        let tasks = uses_tasks.then(|| {
+            let engine = crate::task::TaskEngine::new(
+                store.clone(),
+                log.clone(),
+                self.tasks.unwrap_or_default(),
+            );
+            extensions.push(engine.extension());
+            engine
+        });
+        let extension_methods = build_extensions(&extensions)?;
         let registry = Registry {
             server_info: self.identity.to_value(),
             identity: self.identity,
@@ -373,8 +403,9 @@ impl ServerBuilder {
             states: RequestStates::new(store, self.request_state_ttl),
             log,
             tool_schemas: self.tool_schemas,
-            extensions: self.extensions,
+            extensions,
             extension_methods,
+            tasks,
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
             views: Default::default(),
@@ -665,6 +696,8 @@ pub(crate) struct Registry {
     pub(crate) extensions: Vec<crate::Extension>,
     /// Each extension method: the index of its extension and its handler.
     pub(crate) extension_methods: FastMap<String, (usize, crate::extension::ErasedMethod)>,
+    /// The Tasks extension's engine, when the server offers it.
+    pub(crate) tasks: Option<Arc<crate::task::TaskEngine>>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
     views: PerRevision<project::RevisionView>,
@@ -722,6 +755,7 @@ impl Registry {
             tool_schemas: self.tool_schemas,
             extensions: self.extensions.clone(),
             extension_methods: self.extension_methods.clone(),
+            tasks: self.tasks.clone(),
             #[cfg(feature = "metrics")]
             metrics: self.metrics.clone(),
             views: Default::default(),

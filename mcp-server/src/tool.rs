@@ -394,6 +394,10 @@ pub struct Tool {
     pub(crate) meta: Option<Map<String, Value>>,
     /// Scopes an access token needs to call the tool (when the endpoint has a resource server).
     pub(crate) scopes: mcp_auth::ScopeSet,
+    /// Whether the tool runs as a task when the client supports tasks.
+    pub(crate) task_support: crate::TaskSupport,
+    /// The task starts when the handler calls [`Exchange::start_task`], not before it runs.
+    pub(crate) deferred_task: bool,
     pub(crate) call: ErasedTool,
 }
 
@@ -470,6 +474,8 @@ impl Tool {
             takes_exchange: H::TAKES_EXCHANGE,
             meta: None,
             scopes: mcp_auth::ScopeSet::new(),
+            task_support: crate::TaskSupport::Forbidden,
+            deferred_task: false,
             call,
         }
     }
@@ -586,6 +592,45 @@ impl Tool {
     #[must_use]
     pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
         self.scopes = scopes.into_iter().collect();
+        self
+    }
+
+    /// Whether the tool runs as a task (the Tasks extension, `io.modelcontextprotocol/tasks`)
+    /// when the request declares the extension. Default [`TaskSupport::Forbidden`](crate::TaskSupport::Forbidden).
+    ///
+    /// A task's handler is the same as a synchronous one: it runs on the worker that received
+    /// the call, its result (a tool error included) becomes the task's `result`, a protocol
+    /// error its `error`, and [`Exchange::ask`] puts the question in the task's
+    /// `inputRequests` and waits for `tasks/update`. Declaring support on any tool turns the
+    /// extension on (with [`Tasks`](crate::Tasks)' defaults unless
+    /// [`ServerBuilder::tasks`](crate::ServerBuilder::tasks) set others).
+    ///
+    /// ```
+    /// use mcp_server::{NoArgs, TaskSupport, Tool};
+    ///
+    /// async fn report(_: NoArgs) -> String { "the report".into() }
+    /// let tool = Tool::new("report", report).task_support(TaskSupport::Optional);
+    /// assert_eq!(tool.task_support_level(), TaskSupport::Optional);
+    /// ```
+    #[must_use]
+    pub fn task_support(mut self, support: crate::TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    /// The tool's [`TaskSupport`](crate::TaskSupport).
+    pub fn task_support_level(&self) -> crate::TaskSupport {
+        self.task_support
+    }
+
+    /// The task starts only when the handler calls [`Exchange::start_task`]: questions asked
+    /// before that go back on the call itself (2026-07-28: an `InputRequiredResult`, the
+    /// client calls again with the answers), and the `CreateTaskResult` answers the attempt on
+    /// which the handler calls `start_task`. A call that never reaches it completes
+    /// synchronously. For tools that gather input first and then work for long.
+    #[must_use]
+    pub fn deferred_task(mut self) -> Self {
+        self.deferred_task = true;
         self
     }
 

@@ -75,8 +75,34 @@ impl Server {
                 filter = filter.resources(kept);
             }
         }
+        // The Tasks extension: status notifications of the listed tasks the caller owns, when
+        // the request declared the extension.
+        let mut task_ids = BTreeSet::new();
+        if let (Some(engine), Some(requested_ids)) =
+            (&self.registry.tasks, requested["taskIds"].as_array())
+            && crate::dispatch::declared_extension(adapter, call, ctx, crate::TASKS_EXTENSION)
+                .is_some()
+        {
+            let principal = ctx.principal();
+            for task_id in requested_ids
+                .iter()
+                .filter_map(Value::as_str)
+                .take(crate::task::MAX_LISTENED_TASKS)
+            {
+                if !task_ids.contains(task_id)
+                    && engine
+                        .owns(ctx.namespace(), task_id, principal.as_deref())
+                        .await
+                {
+                    task_ids.insert(task_id.to_owned());
+                }
+            }
+            if !task_ids.is_empty() {
+                honoured.insert("taskIds".into(), json!(task_ids));
+            }
+        }
         let result = Done::value(json!({"_meta": {meta::SUBSCRIPTION_ID: id}}));
-        if filter.is_empty() {
+        if filter.is_empty() && task_ids.is_empty() {
             // Nothing to deliver: acknowledge the empty subset and close at once.
             let _ = sink
                 .send_wait(adapter.subscriptions_acknowledged(&id, Value::Object(honoured)))
@@ -84,8 +110,14 @@ impl Server {
             return result;
         }
         // Take the position before the acknowledgement, so every change after it is delivered.
-        let mut changes = match self.changes(ctx.namespace(), None).await {
-            Ok(changes) => changes,
+        let mut events = match Subscription::start(
+            self.registry.log.clone(),
+            ctx.namespace().topic(TOPIC),
+            None,
+        )
+        .await
+        {
+            Ok(events) => events,
             Err(err) => return Done::failure(Failure::internal(err.to_string())),
         };
         let _ = sink
@@ -94,14 +126,13 @@ impl Server {
         let mut server_closed = self.live.closed.watcher();
         let mut connection_closed = ctx.listeners_closer().watcher();
         loop {
-            let change = tokio::select! {
+            let event = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Done::Silent,
                 _ = server_closed.wait_for(|c| *c) => return result,
                 _ = connection_closed.wait_for(|c| *c) => return result,
-                next = changes.next() => match next {
-                    Some(Ok((_, change))) if filter.matches(&change) => change,
-                    Some(Ok(_)) => continue,
+                next = events.next() => match next {
+                    Some(Ok(event)) => event,
                     Some(Err(err)) => {
                         tracing::warn!(%err, "listen stream: the event log failed; closing it");
                         return result;
@@ -109,9 +140,24 @@ impl Server {
                     None => return result,
                 },
             };
+            let message = if let Some(change) = Change::from_payload(&event.payload) {
+                if !filter.matches(&change) {
+                    continue;
+                }
+                change.to_message(adapter, Some(&id))
+            } else if let Some((task_id, params)) = crate::task::task_notification(&event.payload)
+                && task_ids.contains(&task_id)
+            {
+                adapter.change_notification(
+                    crate::task::TASKS_NOTIFICATION,
+                    Some(params),
+                    Some(&id),
+                )
+            } else {
+                continue;
+            };
             // Backpressure: a listener that reads slowly makes this loop wait (the event log
             // keeps the changes meanwhile, within its retention).
-            let message = change.to_message(adapter, Some(&id));
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Done::Silent,

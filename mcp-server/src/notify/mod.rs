@@ -38,7 +38,7 @@ pub(crate) use listen::deliver_to_connection;
 pub use streams::{ChangeStream, NotificationFilter, NotificationStream};
 
 /// The topic name (within a namespace) every change is published under.
-const TOPIC: &str = "mcp/notifications";
+pub(crate) const TOPIC: &str = "mcp/notifications";
 
 /// A change a server announces to its clients.
 ///
