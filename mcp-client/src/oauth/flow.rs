@@ -1,0 +1,722 @@
+//! The flow itself: discovery, registration, authorization, tokens and refresh.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use http::HeaderMap;
+use mcp_auth::{
+    AuthorizationServerMetadata, BearerChallenge, Challenge, PkceVerifier,
+    ProtectedResourceMetadata, ScopeSet, authorization_server_metadata_urls, canonical_resource,
+    fallback_endpoints, protected_resource_metadata_urls, select_scopes,
+};
+use serde_json::{Value, json};
+
+use super::http::{HttpClient, Response};
+use super::store::{ClientRegistration, TokenSet};
+use super::{OAuthConfig, OAuthError};
+use crate::transport::lock;
+
+const OFFLINE_ACCESS: &str = "offline_access";
+
+/// The OAuth state of one MCP server: its configuration, the tokens held, and the lock that
+/// makes one refresh or authorization serve every concurrent caller. Clones share it.
+#[derive(Clone)]
+pub struct OAuth {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: OAuthConfig,
+    /// The MCP server's URL, as the client connects to it.
+    server: String,
+    http: HttpClient,
+    current: Mutex<Option<TokenSet>>,
+    loaded: std::sync::atomic::AtomicBool,
+    /// One refresh or authorization at a time.
+    flight: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuth")
+            .field("server", &self.inner.server)
+            .field("config", &self.inner.config)
+            .field("tokens", &*lock(&self.inner.current))
+            .finish()
+    }
+}
+
+/// What discovery found.
+struct Discovered {
+    /// The `resource` to send (RFC 8707).
+    resource: String,
+    /// The resource's `scopes_supported`.
+    scopes_supported: Option<Vec<String>>,
+    metadata: AuthorizationServerMetadata,
+}
+
+/// What a challenge from the server asks.
+#[derive(Debug, Default)]
+struct Asked {
+    challenge: Option<BearerChallenge>,
+}
+
+impl OAuth {
+    /// The OAuth client for the MCP server at `server` (the URL the transport posts to).
+    pub fn new(config: OAuthConfig, server: &str) -> Result<Self, OAuthError> {
+        canonical_resource(server).map_err(|e| OAuthError::Config(e.to_string()))?;
+        let http = HttpClient::new(config.https.clone());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                server: server.to_owned(),
+                http,
+                current: Mutex::new(None),
+                loaded: false.into(),
+                flight: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The MCP server's URL.
+    pub fn server(&self) -> &str {
+        &self.inner.server
+    }
+
+    /// The tokens held now (loaded from the store on first use), if any.
+    pub fn tokens(&self) -> Result<Option<TokenSet>, OAuthError> {
+        self.ensure_loaded()?;
+        Ok(lock(&self.inner.current).clone())
+    }
+
+    /// Forgets the tokens of this server, here and in the store.
+    pub fn logout(&self) -> Result<(), OAuthError> {
+        *lock(&self.inner.current) = None;
+        self.inner
+            .loaded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.config.store.remove_tokens(&self.inner.server)
+    }
+
+    fn ensure_loaded(&self) -> Result<(), OAuthError> {
+        use std::sync::atomic::Ordering;
+        if !self.inner.loaded.load(Ordering::SeqCst) {
+            let stored = self.inner.config.store.load_tokens(&self.inner.server)?;
+            let mut current = lock(&self.inner.current);
+            if !self.inner.loaded.swap(true, Ordering::SeqCst) && current.is_none() {
+                *current = stored;
+            }
+        }
+        Ok(())
+    }
+
+    fn now(&self) -> u64 {
+        self.inner.config.clock.now()
+    }
+
+    /// Whether `tokens` expire within the refresh margin.
+    fn expiring(&self, tokens: &TokenSet) -> bool {
+        let margin = self.inner.config.refresh_before.as_secs();
+        tokens
+            .expires_at
+            .is_some_and(|at| self.now().saturating_add(margin) >= at)
+    }
+
+    /// The access token to send now, refreshed first when it is about to expire (one refresh
+    /// for every concurrent caller). `None` when there is none yet (the server's challenge
+    /// will start an authorization) or the refresh token was refused.
+    pub async fn access_token(&self) -> Result<Option<String>, OAuthError> {
+        self.ensure_loaded()?;
+        let Some(held) = lock(&self.inner.current).clone() else {
+            return Ok(None);
+        };
+        if !self.expiring(&held) || held.refresh_token.is_none() {
+            return Ok(Some(held.access_token));
+        }
+        let _flight = self.inner.flight.lock().await;
+        let Some(held) = lock(&self.inner.current).clone() else {
+            return Ok(None);
+        };
+        if !self.expiring(&held) {
+            // Another caller refreshed while this one waited.
+            return Ok(Some(held.access_token));
+        }
+        match self.refresh(&held).await {
+            Ok(tokens) => Ok(Some(tokens.access_token)),
+            Err(e) if e.is_invalid_grant() => {
+                tracing::info!("the refresh token was refused; authorizing again");
+                self.forget(&held)?;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn forget(&self, held: &TokenSet) -> Result<(), OAuthError> {
+        let mut current = lock(&self.inner.current);
+        if current
+            .as_ref()
+            .is_some_and(|c| c.access_token == held.access_token)
+        {
+            *current = None;
+        }
+        drop(current);
+        if let Some(stored) = self.inner.config.store.load_tokens(&self.inner.server)?
+            && stored.access_token == held.access_token
+        {
+            self.inner.config.store.remove_tokens(&self.inner.server)?;
+        }
+        Ok(())
+    }
+
+    /// The server refused a request that carried `sent` (or no token) with `status` and this
+    /// `WWW-Authenticate`. Gets a new token when that can help: `Ok(true)` to try again,
+    /// `Ok(false)` when nothing can be done (the refusal stands).
+    pub async fn challenged(
+        &self,
+        status: u16,
+        www_authenticate: Option<&str>,
+        sent: Option<&str>,
+    ) -> Result<bool, OAuthError> {
+        self.ensure_loaded()?;
+        let asked = Asked {
+            challenge: www_authenticate
+                .and_then(|v| Challenge::parse_all(v).ok())
+                .and_then(|c| BearerChallenge::find(&c)),
+        };
+        let _flight = self.inner.flight.lock().await;
+        let held = lock(&self.inner.current).clone();
+        if let Some(held) = &held
+            && sent != Some(held.access_token.as_str())
+        {
+            // Someone replaced the token while this request was out: try with the new one.
+            return Ok(true);
+        }
+        let challenged_scope = asked
+            .challenge
+            .as_ref()
+            .and_then(|c| c.scope.as_deref())
+            .map(ScopeSet::parse);
+        if status == 403 {
+            let insufficient = asked
+                .challenge
+                .as_ref()
+                .is_some_and(|c| c.error.as_deref() == Some("insufficient_scope"));
+            if !insufficient {
+                return Ok(false);
+            }
+            let held_scope = held
+                .as_ref()
+                .and_then(|t| t.scope.as_deref())
+                .map(ScopeSet::parse)
+                .unwrap_or_default();
+            let needed = challenged_scope.unwrap_or_default();
+            if needed.is_empty() || held_scope.contains_all(&needed) {
+                // Asking again for what is held would loop: the refusal stands.
+                return Err(OAuthError::StepUpExhausted(
+                    held_scope.union(&needed).to_string(),
+                ));
+            }
+            let discovered = self.discover(asked.challenge.as_ref()).await?;
+            let scopes = held_scope.union(&needed);
+            self.authorize(&discovered, Some(scopes)).await?;
+            return Ok(true);
+        }
+        if status != 401 {
+            return Ok(false);
+        }
+        let discovered = self.discover(asked.challenge.as_ref()).await?;
+        // A token was refused: refresh it when it comes from the same authorization server.
+        if let Some(held) = held.filter(|h| {
+            sent.is_some() && h.refresh_token.is_some() && h.issuer == discovered.metadata.issuer
+        }) {
+            match self.refresh(&held).await {
+                Ok(_) => return Ok(true),
+                Err(e) if e.is_invalid_grant() => self.forget(&held)?,
+                Err(e) => return Err(e),
+            }
+        }
+        let offline = (self.inner.config.offline_access
+            && discovered.metadata.lists_scope(OFFLINE_ACCESS))
+        .then_some(OFFLINE_ACCESS);
+        let scopes = select_scopes(
+            challenged_scope.as_ref(),
+            discovered.scopes_supported.as_deref(),
+            None,
+        )
+        .map(|mut s| {
+            if let Some(o) = offline {
+                s.insert(o);
+            }
+            s
+        })
+        .or_else(|| offline.map(ScopeSet::parse));
+        self.authorize(&discovered, scopes).await?;
+        Ok(true)
+    }
+
+    // ---------------------------------------------------------------- discovery
+
+    async fn discover(
+        &self,
+        challenge: Option<&BearerChallenge>,
+    ) -> Result<Discovered, OAuthError> {
+        let server = &self.inner.server;
+        let mut locations: Vec<String> = Vec::new();
+        if let Some(url) = challenge.and_then(|c| c.resource_metadata.clone()) {
+            locations.push(url);
+        }
+        for url in protected_resource_metadata_urls(server)
+            .map_err(|e| OAuthError::Config(e.to_string()))?
+        {
+            if !locations.contains(&url) {
+                locations.push(url);
+            }
+        }
+        let mut prm = None;
+        for url in &locations {
+            match self.inner.http.get_json(url).await {
+                Ok(response) => {
+                    if let Some(document) = response.json::<ProtectedResourceMetadata>() {
+                        prm = Some(document);
+                        break;
+                    }
+                }
+                Err(e) => tracing::debug!("protected resource metadata at {url}: {e}"),
+            }
+        }
+        match prm {
+            Some(prm) => {
+                self.check_resource(&prm.resource)?;
+                let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
+                    OAuthError::Discovery(
+                        "the protected resource metadata names no authorization server".into(),
+                    )
+                })?;
+                let metadata = self.authorization_server(&issuer, false).await?;
+                Ok(Discovered {
+                    resource: prm.resource,
+                    scopes_supported: prm.scopes_supported,
+                    metadata,
+                })
+            }
+            None => {
+                // 2025-03-26: the authorization server is the server's origin.
+                let origin = url::Url::parse(server)
+                    .map_err(|e| OAuthError::Config(e.to_string()))?
+                    .origin()
+                    .ascii_serialization();
+                let metadata = match self.authorization_server(&origin, true).await {
+                    Ok(metadata) => metadata,
+                    Err(OAuthError::Discovery(_)) => {
+                        fallback_endpoints(server).map_err(|e| OAuthError::Config(e.to_string()))?
+                    }
+                    Err(e) => return Err(e),
+                };
+                Ok(Discovered {
+                    resource: canonical_resource(server)
+                        .map_err(|e| OAuthError::Config(e.to_string()))?,
+                    scopes_supported: None,
+                    metadata,
+                })
+            }
+        }
+    }
+
+    /// The metadata's `resource` must be this server: the same origin, and a path that is
+    /// the server's or one of its ancestors (a resource at the origin covers every path).
+    fn check_resource(&self, resource: &str) -> Result<(), OAuthError> {
+        let mismatch = || OAuthError::ResourceMismatch {
+            expected: self.inner.server.clone(),
+            found: resource.to_owned(),
+        };
+        let parse = |text: &str| {
+            canonical_resource(text)
+                .ok()
+                .and_then(|c| url::Url::parse(&c).ok())
+        };
+        let (Some(found), Some(server)) = (parse(resource), parse(&self.inner.server)) else {
+            return Err(mismatch());
+        };
+        if found.origin() != server.origin() {
+            return Err(mismatch());
+        }
+        let prefix = found.path().trim_end_matches('/');
+        let path = server.path().trim_end_matches('/');
+        let covers = path == prefix
+            || prefix.is_empty()
+            || path
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/'));
+        if covers { Ok(()) } else { Err(mismatch()) }
+    }
+
+    /// The metadata of the authorization server `issuer`, from the first well-known location
+    /// that has a usable document. `legacy`: the 2025-03-26 origin-as-issuer, where a trailing
+    /// slash on the document's issuer is tolerated.
+    async fn authorization_server(
+        &self,
+        issuer: &str,
+        legacy: bool,
+    ) -> Result<AuthorizationServerMetadata, OAuthError> {
+        let mut mismatch = None;
+        for url in authorization_server_metadata_urls(issuer)
+            .map_err(|e| OAuthError::Config(e.to_string()))?
+        {
+            let response = match self.inner.http.get_json(&url).await {
+                Ok(response) => response,
+                Err(e) => {
+                    tracing::debug!("authorization server metadata at {url}: {e}");
+                    continue;
+                }
+            };
+            let Some(metadata) = response.json::<AuthorizationServerMetadata>() else {
+                continue;
+            };
+            let matches = metadata.check_issuer(issuer).is_ok()
+                || (legacy && metadata.issuer.trim_end_matches('/') == issuer);
+            if !matches {
+                mismatch = Some(OAuthError::IssuerMismatch {
+                    expected: issuer.to_owned(),
+                    found: metadata.issuer.clone(),
+                });
+                continue;
+            }
+            if metadata
+                .code_challenge_methods_supported
+                .as_ref()
+                .is_some_and(|_| !metadata.supports_s256())
+            {
+                return Err(OAuthError::NoPkce(issuer.to_owned()));
+            }
+            return Ok(metadata);
+        }
+        Err(mismatch.unwrap_or_else(|| {
+            OAuthError::Discovery(format!("no authorization server metadata for {issuer}"))
+        }))
+    }
+
+    // ---------------------------------------------------------------- registration
+
+    async fn registration(
+        &self,
+        metadata: &AuthorizationServerMetadata,
+    ) -> Result<ClientRegistration, OAuthError> {
+        let config = &self.inner.config;
+        let issuer = &metadata.issuer;
+        let supported = metadata.token_endpoint_auth_methods_supported.as_deref();
+        let pick = |has_secret: bool| -> String {
+            let preference: &[&str] = if has_secret {
+                &["client_secret_basic", "client_secret_post", "none"]
+            } else {
+                &["none"]
+            };
+            match supported {
+                None => preference[0].to_owned(),
+                Some(list) => preference
+                    .iter()
+                    .find(|m| list.iter().any(|s| s == *m))
+                    .unwrap_or(&preference[0])
+                    .to_string(),
+            }
+        };
+        if let Some(client) = &config.client {
+            return Ok(ClientRegistration {
+                issuer: issuer.clone(),
+                client_id: client.client_id.clone(),
+                client_secret: client.client_secret.clone(),
+                token_endpoint_auth_method: client
+                    .token_endpoint_auth_method
+                    .clone()
+                    .unwrap_or_else(|| pick(client.client_secret.is_some())),
+            });
+        }
+        if let Some(url) = &config.client_metadata_url
+            && metadata.client_id_metadata_document_supported == Some(true)
+        {
+            return Ok(ClientRegistration {
+                issuer: issuer.clone(),
+                client_id: url.clone(),
+                client_secret: None,
+                token_endpoint_auth_method: "none".into(),
+            });
+        }
+        if let Some(saved) = config.store.load_client(issuer)?
+            && saved.issuer == *issuer
+        {
+            return Ok(saved);
+        }
+        let endpoint = metadata.registration_endpoint.as_deref().ok_or_else(|| {
+            OAuthError::Registration(format!(
+                "{issuer} offers no dynamic registration and no client is configured"
+            ))
+        })?;
+        let method = pick(true);
+        let mut grant_types = vec!["authorization_code"];
+        if config.offline_access {
+            grant_types.push("refresh_token");
+        }
+        let body = json!({
+            "redirect_uris": [config.redirect_uri],
+            "client_name": config.client_name,
+            "grant_types": grant_types,
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": config.application_type,
+        });
+        let response = self.inner.http.post_json(endpoint, &body).await?;
+        let Some(answer) = response.json::<Value>() else {
+            return Err(OAuthError::Registration(format!(
+                "{endpoint} answered HTTP {}: {}",
+                response.status,
+                crate::transport::excerpt(&response.body).unwrap_or_default()
+            )));
+        };
+        let client_id = answer["client_id"]
+            .as_str()
+            .ok_or_else(|| OAuthError::Registration("no client_id in the answer".into()))?
+            .to_owned();
+        let client_secret = answer["client_secret"].as_str().map(str::to_owned);
+        let method = answer["token_endpoint_auth_method"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or(if client_secret.is_some() {
+                method
+            } else {
+                "none".into()
+            });
+        let registration = ClientRegistration {
+            issuer: issuer.clone(),
+            client_id,
+            client_secret,
+            token_endpoint_auth_method: method,
+        };
+        config.store.save_client(&registration)?;
+        Ok(registration)
+    }
+
+    // ---------------------------------------------------------------- authorization
+
+    async fn authorize(
+        &self,
+        discovered: &Discovered,
+        scopes: Option<ScopeSet>,
+    ) -> Result<TokenSet, OAuthError> {
+        let config = &self.inner.config;
+        let metadata = &discovered.metadata;
+        let client = self.registration(metadata).await?;
+        let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
+            OAuthError::Discovery(format!("{} has no authorization endpoint", metadata.issuer))
+        })?;
+        let token_endpoint = metadata.token_endpoint.clone().ok_or_else(|| {
+            OAuthError::Discovery(format!("{} has no token endpoint", metadata.issuer))
+        })?;
+        let verifier = PkceVerifier::generate().map_err(|e| OAuthError::Config(e.to_string()))?;
+        let state =
+            mcp_auth::pkce::random_token(24).map_err(|e| OAuthError::Config(e.to_string()))?;
+        let mut url = url::Url::parse(endpoint)
+            .map_err(|e| OAuthError::Discovery(format!("authorization endpoint: {e}")))?;
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &client.client_id)
+                .append_pair("redirect_uri", &config.redirect_uri)
+                .append_pair("code_challenge", &verifier.challenge())
+                .append_pair("code_challenge_method", mcp_auth::pkce::S256)
+                .append_pair("state", &state)
+                .append_pair("resource", &discovered.resource);
+            if let Some(scopes) = scopes.as_ref().filter(|s| !s.is_empty()) {
+                query.append_pair("scope", &scopes.to_string());
+            }
+        }
+        let landed = config
+            .redirect
+            .authorize(url.as_str(), &config.redirect_uri)
+            .await?;
+        let landed = url::Url::parse(&landed)
+            .map_err(|e| OAuthError::Redirect(format!("unreadable redirect: {e}")))?;
+        let param = |name: &str| {
+            landed
+                .query_pairs()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        };
+        if let Some(error) = param("error") {
+            return Err(OAuthError::Denied {
+                error,
+                description: param("error_description"),
+            });
+        }
+        if param("state").as_deref() != Some(state.as_str()) {
+            return Err(OAuthError::StateMismatch);
+        }
+        // RFC 9207: compared as plain strings.
+        let iss = param("iss");
+        let advertised = metadata.authorization_response_iss_parameter_supported == Some(true);
+        match &iss {
+            Some(iss) if *iss != metadata.issuer => {
+                return Err(OAuthError::IssMismatch {
+                    expected: metadata.issuer.clone(),
+                    found: Some(iss.clone()),
+                });
+            }
+            None if advertised => {
+                return Err(OAuthError::IssMismatch {
+                    expected: metadata.issuer.clone(),
+                    found: None,
+                });
+            }
+            _ => {}
+        }
+        let code = param("code")
+            .ok_or_else(|| OAuthError::Redirect("the redirect carries no code".into()))?;
+        let form = vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code),
+            ("redirect_uri", config.redirect_uri.clone()),
+            ("code_verifier", verifier.as_str().to_owned()),
+            ("resource", discovered.resource.clone()),
+        ];
+        let previous = TokenSet {
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at: None,
+            scope: scopes.map(|s| s.to_string()),
+            server: self.inner.server.clone(),
+            resource: discovered.resource.clone(),
+            issuer: metadata.issuer.clone(),
+            token_endpoint,
+            client,
+        };
+        let _store = config.store.lock(&self.inner.server).await?;
+        let tokens = self.token_request(&previous, form).await?;
+        Ok(tokens)
+    }
+
+    // ---------------------------------------------------------------- tokens
+
+    /// Refreshes `held` under the store's lock: if another client sharing the store already
+    /// did, its tokens are adopted and no refresh token is spent.
+    async fn refresh(&self, held: &TokenSet) -> Result<TokenSet, OAuthError> {
+        let store = &self.inner.config.store;
+        let _lock = store.lock(&self.inner.server).await?;
+        let base = match store.load_tokens(&self.inner.server)? {
+            Some(stored) if stored.issuer == held.issuer => {
+                if stored.access_token != held.access_token && !self.expiring(&stored) {
+                    *lock(&self.inner.current) = Some(stored.clone());
+                    return Ok(stored);
+                }
+                stored
+            }
+            _ => held.clone(),
+        };
+        let Some(refresh_token) = base.refresh_token.clone() else {
+            return Err(OAuthError::Token {
+                status: 0,
+                error: "invalid_grant".into(),
+                description: Some("no refresh token".into()),
+            });
+        };
+        let form = vec![
+            ("grant_type", "refresh_token".to_owned()),
+            ("refresh_token", refresh_token),
+            ("resource", base.resource.clone()),
+        ];
+        self.token_request(&base, form).await
+    }
+
+    /// A token request with the client's authentication; saves and adopts the answer.
+    async fn token_request(
+        &self,
+        base: &TokenSet,
+        mut form: Vec<(&'static str, String)>,
+    ) -> Result<TokenSet, OAuthError> {
+        let client = &base.client;
+        let mut basic = None;
+        match client.token_endpoint_auth_method.as_str() {
+            "client_secret_basic" if client.client_secret.is_some() => {
+                let encode = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let pair = format!(
+                    "{}:{}",
+                    encode(&client.client_id),
+                    encode(client.client_secret.as_deref().unwrap_or_default())
+                );
+                basic = Some(base64::engine::general_purpose::STANDARD.encode(pair));
+            }
+            "client_secret_post" if client.client_secret.is_some() => {
+                form.push(("client_id", client.client_id.clone()));
+                form.push((
+                    "client_secret",
+                    client.client_secret.clone().unwrap_or_default(),
+                ));
+            }
+            _ => form.push(("client_id", client.client_id.clone())),
+        }
+        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let response = self
+            .inner
+            .http
+            .post_form(
+                &base.token_endpoint,
+                &pairs,
+                basic.as_deref(),
+                HeaderMap::new(),
+            )
+            .await?;
+        let tokens = self.read_tokens(base, &response)?;
+        self.inner.config.store.save_tokens(&tokens)?;
+        *lock(&self.inner.current) = Some(tokens.clone());
+        Ok(tokens)
+    }
+
+    fn read_tokens(&self, base: &TokenSet, response: &Response) -> Result<TokenSet, OAuthError> {
+        let answer: Option<Value> = serde_json::from_slice(&response.body).ok();
+        let field = |name: &str| {
+            answer
+                .as_ref()
+                .and_then(|a| a.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        if !(200..300).contains(&response.status) {
+            return Err(OAuthError::Token {
+                status: response.status,
+                error: field("error").unwrap_or_else(|| {
+                    crate::transport::excerpt(&response.body).unwrap_or_else(|| "no body".into())
+                }),
+                description: field("error_description"),
+            });
+        }
+        let bad = |what: &str| OAuthError::Token {
+            status: response.status,
+            error: "invalid_response".into(),
+            description: Some(what.to_owned()),
+        };
+        let access_token = field("access_token").ok_or_else(|| bad("no access_token"))?;
+        let token_type = field("token_type").unwrap_or_default();
+        if !token_type.eq_ignore_ascii_case("bearer") {
+            return Err(bad("token_type is not Bearer"));
+        }
+        let expires_in = answer.as_ref().and_then(|a| match a.get("expires_in") {
+            Some(Value::Number(n)) => n.as_u64(),
+            Some(Value::String(s)) => s.parse().ok(),
+            _ => None,
+        });
+        Ok(TokenSet {
+            access_token,
+            // A server that does not rotate keeps the refresh token valid.
+            refresh_token: field("refresh_token").or_else(|| base.refresh_token.clone()),
+            expires_at: expires_in.map(|s| self.now().saturating_add(s)),
+            scope: field("scope").or_else(|| base.scope.clone()),
+            server: self.inner.server.clone(),
+            resource: base.resource.clone(),
+            issuer: base.issuer.clone(),
+            token_endpoint: base.token_endpoint.clone(),
+            client: base.client.clone(),
+        })
+    }
+}
