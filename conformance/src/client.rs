@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_adapters::Adapter;
-use mcp_client::oauth::{FollowRedirect, OAuthConfig, PreRegistered};
+use mcp_client::oauth::{FollowRedirect, Grant, OAuthConfig, PreRegistered};
 use mcp_client::{
     Answer, Asks, Client, ErrorObject, Listener, Question, QuestionKind, Revision, Subscriptions,
 };
@@ -49,10 +49,9 @@ const SCHEMA_ECHO_TOOL: &str = "json_schema_echo";
 /// URL (`auth/basic-cimd`).
 pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// The authorization scenarios of OAuth extensions `mcp-client` does not implement yet.
+/// The authorization scenarios of OAuth extensions `mcp-client` does not implement yet
+/// (enterprise-managed authorization, DPoP, workload identity).
 const UNSUPPORTED_AUTH: &[&str] = &[
-    "auth/client-credentials-jwt",
-    "auth/client-credentials-basic",
     "auth/enterprise-managed-authorization",
     "auth/dpop",
     "auth/dpop-nonce",
@@ -72,7 +71,7 @@ pub enum ScenarioError {
     #[error("{CONTEXT_VAR} is not a JSON object: {0}")]
     BadContext(String),
     /// The scenario needs an OAuth extension `mcp-client` does not implement yet
-    /// (`client_credentials`, enterprise-managed authorization, DPoP, workload identity).
+    /// (enterprise-managed authorization, DPoP, workload identity).
     #[error("scenario {0}: this OAuth extension is not supported by mcp-client yet")]
     Authorization(String),
     /// The server did not offer what the scenario is about.
@@ -222,7 +221,14 @@ impl Scenario {
                 .map(str::to_owned)
         };
         if let Some(client_id) = field("client_id") {
-            config = config.client(PreRegistered::new(client_id, field("client_secret")));
+            let mut client = PreRegistered::new(client_id, field("client_secret"));
+            if let Some(pem) = field("private_key_pem") {
+                client = client.private_key_jwt(pem, field("signing_algorithm").as_deref());
+            }
+            config = config.client(client);
+        }
+        if self.name.starts_with("auth/client-credentials-") {
+            config = config.grant(Grant::ClientCredentials);
         }
         config
     }

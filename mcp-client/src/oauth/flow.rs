@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::http::{HttpClient, Response};
 use super::store::{ClientRegistration, TokenSet};
-use super::{OAuthConfig, OAuthError};
+use super::{Grant, OAuthConfig, OAuthError};
 use crate::transport::lock;
 
 const OFFLINE_ACCESS: &str = "offline_access";
@@ -131,7 +131,8 @@ impl OAuth {
         let Some(held) = lock(&self.inner.current).clone() else {
             return Ok(None);
         };
-        if !self.expiring(&held) || held.refresh_token.is_none() {
+        let renewable = held.refresh_token.is_some() || self.client_credentials();
+        if !self.expiring(&held) || !renewable {
             return Ok(Some(held.access_token));
         }
         let _flight = self.inner.flight.lock().await;
@@ -142,7 +143,12 @@ impl OAuth {
             // Another caller refreshed while this one waited.
             return Ok(Some(held.access_token));
         }
-        match self.refresh(&held).await {
+        let renewed = if held.refresh_token.is_none() && self.client_credentials() {
+            self.client_credentials_token(&held).await
+        } else {
+            self.refresh(&held).await
+        };
+        match renewed {
             Ok(tokens) => Ok(Some(tokens.access_token)),
             Err(e) if e.is_invalid_grant() => {
                 tracing::info!("the refresh token was refused; authorizing again");
@@ -151,6 +157,10 @@ impl OAuth {
             }
             Err(e) => Err(e),
         }
+    }
+
+    fn client_credentials(&self) -> bool {
+        self.inner.config.grant == Grant::ClientCredentials
     }
 
     fn forget(&self, held: &TokenSet) -> Result<(), OAuthError> {
@@ -236,6 +246,29 @@ impl OAuth {
                 Err(e) if e.is_invalid_grant() => self.forget(&held)?,
                 Err(e) => return Err(e),
             }
+        }
+        if self.client_credentials() {
+            let scopes = select_scopes(
+                challenged_scope.as_ref(),
+                discovered.scopes_supported.as_deref(),
+                None,
+            );
+            let metadata = &discovered.metadata;
+            let base = TokenSet {
+                access_token: String::new(),
+                refresh_token: None,
+                expires_at: None,
+                scope: scopes.map(|s| s.to_string()),
+                server: self.inner.server.clone(),
+                resource: discovered.resource.clone(),
+                issuer: metadata.issuer.clone(),
+                token_endpoint: metadata.token_endpoint.clone().ok_or_else(|| {
+                    OAuthError::Discovery(format!("{} has no token endpoint", metadata.issuer))
+                })?,
+                client: self.registration(metadata).await?,
+            };
+            self.client_credentials_token(&base).await?;
+            return Ok(true);
         }
         let offline = (self.inner.config.offline_access
             && discovered.metadata.lists_scope(OFFLINE_ACCESS))
@@ -627,6 +660,59 @@ impl OAuth {
         self.token_request(&base, form).await
     }
 
+    /// A `client_credentials` token request (SEP-1046) for the scopes and resource of `base`.
+    async fn client_credentials_token(&self, base: &TokenSet) -> Result<TokenSet, OAuthError> {
+        let _lock = self.inner.config.store.lock(&self.inner.server).await?;
+        let mut form = vec![
+            ("grant_type", "client_credentials".to_owned()),
+            ("resource", base.resource.clone()),
+        ];
+        if let Some(scope) = base.scope.as_ref().filter(|s| !s.is_empty()) {
+            form.push(("scope", scope.clone()));
+        }
+        self.token_request(base, form).await
+    }
+
+    /// The `client_assertion` of `private_key_jwt` (RFC 7523 §2.2): a short-lived JWT by the
+    /// client about itself, for the authorization server `audience`.
+    fn client_assertion(&self, client_id: &str, audience: &str) -> Result<String, OAuthError> {
+        use jsonwebtoken::{Algorithm, EncodingKey, Header};
+        let (pem, algorithm) = self
+            .inner
+            .config
+            .client
+            .as_ref()
+            .and_then(|c| c.private_key.clone())
+            .ok_or_else(|| OAuthError::Config("private_key_jwt without a private key".into()))?;
+        let algorithm: Algorithm = algorithm
+            .parse()
+            .map_err(|_| OAuthError::Config(format!("unknown JWS algorithm {algorithm:?}")))?;
+        let key = match algorithm {
+            Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(pem.as_bytes()),
+            Algorithm::EdDSA => EncodingKey::from_ed_pem(pem.as_bytes()),
+            Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512 => {
+                return Err(OAuthError::Config(
+                    "private_key_jwt needs an asymmetric algorithm".into(),
+                ));
+            }
+            _ => EncodingKey::from_rsa_pem(pem.as_bytes()),
+        }
+        .map_err(|e| OAuthError::Config(format!("the private key: {e}")))?;
+        let now = self.now();
+        let jti =
+            mcp_auth::pkce::random_token(16).map_err(|e| OAuthError::Config(e.to_string()))?;
+        let claims = json!({
+            "iss": client_id,
+            "sub": client_id,
+            "aud": audience,
+            "iat": now,
+            "exp": now + 300,
+            "jti": jti,
+        });
+        jsonwebtoken::encode(&Header::new(algorithm), &claims, &key)
+            .map_err(|e| OAuthError::Config(format!("signing the client assertion: {e}")))
+    }
+
     /// A token request with the client's authentication; saves and adopts the answer.
     async fn token_request(
         &self,
@@ -646,6 +732,15 @@ impl OAuth {
                     encode(client.client_secret.as_deref().unwrap_or_default())
                 );
                 basic = Some(base64::engine::general_purpose::STANDARD.encode(pair));
+            }
+            super::PRIVATE_KEY_JWT => {
+                let assertion = self.client_assertion(&client.client_id, &base.issuer)?;
+                form.push(("client_id", client.client_id.clone()));
+                form.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+                ));
+                form.push(("client_assertion", assertion));
             }
             "client_secret_post" if client.client_secret.is_some() => {
                 form.push(("client_id", client.client_id.clone()));

@@ -162,6 +162,21 @@ impl OAuthError {
     }
 }
 
+/// How the client obtains its tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Grant {
+    /// The authorization code grant with PKCE: a user authorizes through the
+    /// [`RedirectHandler`] (the default).
+    #[default]
+    AuthorizationCode,
+    /// The `client_credentials` grant (SEP-1046): the client acts for itself, with the
+    /// pre-registered credentials ([`OAuthConfig::client`]), by secret or by
+    /// `private_key_jwt`; no user, no redirect, no refresh token (a new token is requested
+    /// when the old one expires).
+    ClientCredentials,
+}
+
 /// A client registered in advance with the authorization server.
 #[derive(Clone)]
 pub struct PreRegistered {
@@ -172,6 +187,9 @@ pub struct PreRegistered {
     /// How to authenticate at the token endpoint; `None` picks one the authorization server
     /// supports (`client_secret_basic`, then `client_secret_post`; `none` without a secret).
     pub token_endpoint_auth_method: Option<String>,
+    /// The private key (PEM, PKCS#8) and JWS algorithm (`ES256`, `RS256` ...) of
+    /// `private_key_jwt` (RFC 7523 §2.2); never stored.
+    pub private_key: Option<(String, String)>,
 }
 
 impl PreRegistered {
@@ -181,9 +199,22 @@ impl PreRegistered {
             client_id: client_id.into(),
             client_secret,
             token_endpoint_auth_method: None,
+            private_key: None,
         }
     }
+
+    /// Authenticates with `private_key_jwt`: a JWT assertion signed with `pem` (a PKCS#8
+    /// private key) by `algorithm` (`ES256` when `None`).
+    #[must_use]
+    pub fn private_key_jwt(mut self, pem: impl Into<String>, algorithm: Option<&str>) -> Self {
+        self.private_key = Some((pem.into(), algorithm.unwrap_or("ES256").to_owned()));
+        self.token_endpoint_auth_method = Some(PRIVATE_KEY_JWT.into());
+        self
+    }
 }
+
+/// The `private_key_jwt` token endpoint authentication method.
+pub(crate) const PRIVATE_KEY_JWT: &str = "private_key_jwt";
 
 impl fmt::Debug for PreRegistered {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -197,6 +228,13 @@ impl fmt::Debug for PreRegistered {
                 "token_endpoint_auth_method",
                 &self.token_endpoint_auth_method,
             )
+            .field(
+                "private_key",
+                &self
+                    .private_key
+                    .as_ref()
+                    .map(|(_, alg)| (alg, "<redacted>")),
+            )
             .finish()
     }
 }
@@ -207,6 +245,7 @@ pub struct OAuthConfig {
     pub(crate) redirect: Arc<dyn RedirectHandler>,
     pub(crate) redirect_uri: String,
     pub(crate) client: Option<PreRegistered>,
+    pub(crate) grant: Grant,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) client_name: String,
     pub(crate) application_type: String,
@@ -223,6 +262,7 @@ impl fmt::Debug for OAuthConfig {
             .field("redirect", &self.redirect)
             .field("redirect_uri", &self.redirect_uri)
             .field("client", &self.client)
+            .field("grant", &self.grant)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("client_name", &self.client_name)
             .field("store", &self.store)
@@ -245,6 +285,7 @@ impl OAuthConfig {
             redirect: Arc::new(redirect),
             redirect_uri: DEFAULT_REDIRECT_URI.into(),
             client: None,
+            grant: Grant::AuthorizationCode,
             client_metadata_url: None,
             client_name: "mcp-client".into(),
             application_type: "native".into(),
@@ -267,6 +308,14 @@ impl OAuthConfig {
     #[must_use]
     pub fn client(mut self, client: PreRegistered) -> Self {
         self.client = Some(client);
+        self
+    }
+
+    /// How tokens are obtained. Default: [`Grant::AuthorizationCode`].
+    /// [`Grant::ClientCredentials`] needs a pre-registered [`OAuthConfig::client`].
+    #[must_use]
+    pub fn grant(mut self, grant: Grant) -> Self {
+        self.grant = grant;
         self
     }
 
