@@ -13,16 +13,21 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use mcp_client::Client;
 use mcp_client::oauth::{
-    ClientRegistration, Clock, FileTokenStore, FollowRedirect, ManualClock, MemoryTokenStore,
-    OAuth, OAuthConfig, OAuthError, RedirectHandler, StoreLock, TokenSet, TokenStore,
+    ClientRegistration, Clock, FileTokenStore, FollowRedirect, Grant, ManualClock,
+    MemoryTokenStore, OAuth, OAuthConfig, OAuthError, PreRegistered, RedirectHandler, StoreLock,
+    TokenSet, TokenStore,
 };
 use mcp_client::transport::BoxFuture;
-use mcp_server::auth::{DevAuthorizationServer, JwtVerifier, ResourceServer};
+use mcp_server::auth::{DevAuthorizationServer, DevClient, JwtVerifier, ResourceServer};
 use mcp_server::http::{HttpConfig, HttpEndpoint};
 use mcp_server::{NoArgs, Server, Tool};
 
 async fn add(_: NoArgs) -> String {
     "added".into()
+}
+
+async fn publish(_: NoArgs) -> String {
+    "published".into()
 }
 
 /// A protected MCP server at `<issuer>/mcp` whose authorization server is the development
@@ -32,8 +37,13 @@ async fn protected_server() -> String {
     let issuer = format!("http://{}", listener.local_addr().unwrap());
     let resource = format!("{issuer}/mcp");
     let dev = DevAuthorizationServer::builder(&issuer)
-        .scopes(["mcp:read"])
+        .scopes(["mcp:read", "mcp:deploy"])
         .auto_approve(true)
+        .client(DevClient {
+            client_id: "script".into(),
+            client_secret: Some("s3cret".into()),
+            redirect_uris: Vec::new(),
+        })
         .build();
     let auth = ResourceServer::builder(&resource, &issuer)
         .scopes_supported(["mcp:read"])
@@ -43,6 +53,7 @@ async fn protected_server() -> String {
         .unwrap();
     let server = Server::builder("protected", "1")
         .tool(Tool::new("add", add))
+        .tool(Tool::new("publish", publish).scopes(["mcp:deploy"]))
         .build()
         .unwrap();
     let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
@@ -333,4 +344,97 @@ async fn a_refresh_carries_the_resource() {
     assert_eq!(get("client_id"), Some("app"));
     let saved = store.load_tokens(server).unwrap().unwrap();
     assert_eq!(saved.refresh_token.as_deref(), Some("r2"));
+}
+
+#[tokio::test]
+async fn a_403_insufficient_scope_steps_up_with_the_union() {
+    let url = protected_server().await;
+    let redirect = Counted::default();
+    let store = MemoryTokenStore::new();
+    let client = connect(
+        &url,
+        OAuthConfig::new(redirect.clone()).store(store.clone()),
+    )
+    .await;
+    client
+        .call_tool("add", serde_json::json!({}))
+        .await
+        .unwrap();
+    let published = client
+        .call_tool("publish", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(published["content"][0]["text"], "published");
+    assert_eq!(redirect.logins.load(Ordering::SeqCst), 2, "one step-up");
+    let scope = store.load_tokens(&url).unwrap().unwrap().scope.unwrap();
+    assert!(
+        scope.contains("mcp:read") && scope.contains("mcp:deploy"),
+        "{scope}"
+    );
+    // The scopes held now cover every tool: no more authorization.
+    client
+        .call_tool("add", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(redirect.logins.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_refused_refresh_token_falls_back_to_one_new_login() {
+    let url = protected_server().await;
+    let clock = ManualClock::new();
+    let redirect = Counted::default();
+    let store = MemoryTokenStore::new();
+    let client = connect(
+        &url,
+        OAuthConfig::new(redirect.clone())
+            .store(store.clone())
+            .clock(clock.clone()),
+    )
+    .await;
+    client.list_tools().await.unwrap();
+    // The refresh token is revoked behind the client's back.
+    let mut tokens = store.load_tokens(&url).unwrap().unwrap();
+    tokens.refresh_token = Some("revoked".into());
+    store.save_tokens(&tokens).unwrap();
+    clock.advance(Duration::from_secs(2 * 3600));
+    client
+        .call_tool("add", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(redirect.logins.load(Ordering::SeqCst), 2, "one new login");
+}
+
+#[tokio::test]
+async fn client_credentials_with_a_pre_registered_secret() {
+    let url = protected_server().await;
+    let redirect = Counted::default();
+    let clock = ManualClock::new();
+    let store = Counting::new(MemoryTokenStore::new());
+    let client = connect(
+        &url,
+        OAuthConfig::new(redirect.clone())
+            .grant(Grant::ClientCredentials)
+            .client(PreRegistered::new("script", Some("s3cret".into())))
+            .store(store.clone())
+            .clock(clock.clone()),
+    )
+    .await;
+    client
+        .call_tool("add", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        redirect.logins.load(Ordering::SeqCst),
+        0,
+        "no user involved"
+    );
+    assert_eq!(store.saves.load(Ordering::SeqCst), 1);
+    // At expiry a new token is requested, without a challenge first.
+    clock.advance(Duration::from_secs(2 * 3600));
+    client
+        .call_tool("add", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(store.saves.load(Ordering::SeqCst), 2);
 }
