@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_adapters::Adapter;
-use mcp_client::oauth::{FollowRedirect, Grant, OAuthConfig, PreRegistered};
+use mcp_client::oauth::{EnterpriseIdp, FollowRedirect, Grant, OAuthConfig, PreRegistered};
 use mcp_client::{
     Answer, Asks, Client, ErrorObject, Listener, Question, QuestionKind, Revision, Subscriptions,
 };
@@ -49,14 +49,8 @@ const SCHEMA_ECHO_TOOL: &str = "json_schema_echo";
 /// URL (`auth/basic-cimd`).
 pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// The authorization scenarios of OAuth extensions `mcp-client` does not implement yet
-/// (enterprise-managed authorization, DPoP, workload identity).
-const UNSUPPORTED_AUTH: &[&str] = &[
-    "auth/enterprise-managed-authorization",
-    "auth/dpop",
-    "auth/dpop-nonce",
-    "auth/wif-jwt-bearer",
-];
+/// The authorization scenarios of OAuth extensions `mcp-client` does not implement yet (DPoP).
+const UNSUPPORTED_AUTH: &[&str] = &["auth/dpop", "auth/dpop-nonce"];
 
 /// Why a scenario could not be carried out.
 #[derive(Debug, thiserror::Error)]
@@ -70,8 +64,7 @@ pub enum ScenarioError {
     /// `MCP_CONFORMANCE_CONTEXT` is not a JSON object.
     #[error("{CONTEXT_VAR} is not a JSON object: {0}")]
     BadContext(String),
-    /// The scenario needs an OAuth extension `mcp-client` does not implement yet
-    /// (enterprise-managed authorization, DPoP, workload identity).
+    /// The scenario needs an OAuth extension `mcp-client` does not implement yet (DPoP).
     #[error("scenario {0}: this OAuth extension is not supported by mcp-client yet")]
     Authorization(String),
     /// The server did not offer what the scenario is about.
@@ -229,6 +222,21 @@ impl Scenario {
         }
         if self.name.starts_with("auth/client-credentials-") {
             config = config.grant(Grant::ClientCredentials);
+        }
+        if let Some(assertion) = field("valid_jwt") {
+            config = config.jwt_bearer(assertion);
+        }
+        if let (Some(token_endpoint), Some(client_id), Some(id_token)) = (
+            field("idp_token_endpoint"),
+            field("idp_client_id"),
+            field("idp_id_token"),
+        ) {
+            config = config.enterprise_managed(EnterpriseIdp {
+                token_endpoint,
+                client_id,
+                client_secret: None,
+                id_token,
+            });
         }
         config
     }

@@ -131,7 +131,7 @@ impl OAuth {
         let Some(held) = lock(&self.inner.current).clone() else {
             return Ok(None);
         };
-        let renewable = held.refresh_token.is_some() || self.client_credentials();
+        let renewable = held.refresh_token.is_some() || self.direct_grant();
         if !self.expiring(&held) || !renewable {
             return Ok(Some(held.access_token));
         }
@@ -143,14 +143,16 @@ impl OAuth {
             // Another caller refreshed while this one waited.
             return Ok(Some(held.access_token));
         }
-        let renewed = if held.refresh_token.is_none() && self.client_credentials() {
-            self.client_credentials_token(&held).await
+        let renewed = if held.refresh_token.is_none() && self.direct_grant() {
+            self.grant_token(&held).await
         } else {
             self.refresh(&held).await
         };
         match renewed {
             Ok(tokens) => Ok(Some(tokens.access_token)),
-            Err(e) if e.is_invalid_grant() => {
+            // A refused refresh token: one new authorization. A refused direct grant (its
+            // assertion or credentials) is reported, not tried again.
+            Err(e) if e.is_invalid_grant() && held.refresh_token.is_some() => {
                 tracing::info!("the refresh token was refused; authorizing again");
                 self.forget(&held)?;
                 Ok(None)
@@ -159,8 +161,9 @@ impl OAuth {
         }
     }
 
-    fn client_credentials(&self) -> bool {
-        self.inner.config.grant == Grant::ClientCredentials
+    /// Whether tokens come without a user and a redirect (every grant but the code grant).
+    fn direct_grant(&self) -> bool {
+        self.inner.config.grant != Grant::AuthorizationCode
     }
 
     fn forget(&self, held: &TokenSet) -> Result<(), OAuthError> {
@@ -247,7 +250,7 @@ impl OAuth {
                 Err(e) => return Err(e),
             }
         }
-        if self.client_credentials() {
+        if self.direct_grant() {
             let scopes = select_scopes(
                 challenged_scope.as_ref(),
                 discovered.scopes_supported.as_deref(),
@@ -267,7 +270,7 @@ impl OAuth {
                 })?,
                 client: self.registration(metadata).await?,
             };
-            self.client_credentials_token(&base).await?;
+            self.grant_token(&base).await?;
             return Ok(true);
         }
         let offline = (self.inner.config.offline_access
@@ -660,17 +663,91 @@ impl OAuth {
         self.token_request(&base, form).await
     }
 
-    /// A `client_credentials` token request (SEP-1046) for the scopes and resource of `base`.
-    async fn client_credentials_token(&self, base: &TokenSet) -> Result<TokenSet, OAuthError> {
+    /// A token by the configured grant without a user (client credentials, JWT bearer,
+    /// enterprise-managed) for the scopes and resource of `base`.
+    async fn grant_token(&self, base: &TokenSet) -> Result<TokenSet, OAuthError> {
+        const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
         let _lock = self.inner.config.store.lock(&self.inner.server).await?;
-        let mut form = vec![
-            ("grant_type", "client_credentials".to_owned()),
-            ("resource", base.resource.clone()),
-        ];
+        let config = &self.inner.config;
+        let mut form = match config.grant {
+            Grant::JwtBearer => vec![
+                ("grant_type", JWT_BEARER.to_owned()),
+                (
+                    "assertion",
+                    config.assertion.clone().ok_or_else(|| {
+                        OAuthError::Config("the JWT bearer grant needs an assertion".into())
+                    })?,
+                ),
+            ],
+            Grant::EnterpriseManaged => vec![
+                ("grant_type", JWT_BEARER.to_owned()),
+                ("assertion", self.identity_assertion(base).await?),
+            ],
+            _ => vec![("grant_type", "client_credentials".to_owned())],
+        };
+        form.push(("resource", base.resource.clone()));
         if let Some(scope) = base.scope.as_ref().filter(|s| !s.is_empty()) {
             form.push(("scope", scope.clone()));
         }
         self.token_request(base, form).await
+    }
+
+    /// SEP-990: exchanges the user's ID token at the enterprise identity provider for an
+    /// identity assertion grant (ID-JAG) for this authorization server and resource
+    /// (RFC 8693).
+    async fn identity_assertion(&self, base: &TokenSet) -> Result<String, OAuthError> {
+        let idp = self.inner.config.enterprise.as_ref().ok_or_else(|| {
+            OAuthError::Config("enterprise-managed authorization needs an identity provider".into())
+        })?;
+        let mut form = vec![
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+            ),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:id-jag",
+            ),
+            ("subject_token", idp.id_token.as_str()),
+            (
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:id_token",
+            ),
+            ("audience", base.issuer.as_str()),
+            ("resource", base.resource.as_str()),
+            ("client_id", idp.client_id.as_str()),
+        ];
+        if let Some(secret) = &idp.client_secret {
+            form.push(("client_secret", secret));
+        }
+        if let Some(scope) = base.scope.as_deref().filter(|s| !s.is_empty()) {
+            form.push(("scope", scope));
+        }
+        let response = self
+            .inner
+            .http
+            .post_form(&idp.token_endpoint, &form, None, HeaderMap::new())
+            .await?;
+        let answer: Option<Value> = serde_json::from_slice(&response.body).ok();
+        let field = |name: &str| {
+            answer
+                .as_ref()
+                .and_then(|a| a.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        if !(200..300).contains(&response.status) {
+            return Err(OAuthError::Token {
+                status: response.status,
+                error: field("error").unwrap_or_else(|| "token exchange failed".into()),
+                description: field("error_description"),
+            });
+        }
+        field("access_token").ok_or_else(|| OAuthError::Token {
+            status: response.status,
+            error: "invalid_response".into(),
+            description: Some("the token exchange returned no access_token".into()),
+        })
     }
 
     /// The `client_assertion` of `private_key_jwt` (RFC 7523 §2.2): a short-lived JWT by the

@@ -175,6 +175,37 @@ pub enum Grant {
     /// `private_key_jwt`; no user, no redirect, no refresh token (a new token is requested
     /// when the old one expires).
     ClientCredentials,
+    /// The JWT bearer grant (RFC 7523 §2.1) with a workload identity token as the assertion
+    /// (SEP-1933), set with [`OAuthConfig::jwt_bearer`]. Errors are reported, never retried
+    /// with another grant.
+    JwtBearer,
+    /// Enterprise-managed authorization (SEP-990): the user's ID token is exchanged at the
+    /// enterprise identity provider for an identity assertion grant (ID-JAG, RFC 8693 token
+    /// exchange), which the authorization server takes as a JWT bearer grant. Set with
+    /// [`OAuthConfig::enterprise_managed`].
+    EnterpriseManaged,
+}
+
+/// The enterprise identity provider of [`Grant::EnterpriseManaged`].
+#[derive(Clone)]
+pub struct EnterpriseIdp {
+    /// The identity provider's token endpoint (where the ID token is exchanged).
+    pub token_endpoint: String,
+    /// This client's ID at the identity provider.
+    pub client_id: String,
+    /// This client's secret at the identity provider, if it has one (sent in the form).
+    pub client_secret: Option<String>,
+    /// The user's ID token from the identity provider.
+    pub id_token: String,
+}
+
+impl fmt::Debug for EnterpriseIdp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnterpriseIdp")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A client registered in advance with the authorization server.
@@ -246,6 +277,8 @@ pub struct OAuthConfig {
     pub(crate) redirect_uri: String,
     pub(crate) client: Option<PreRegistered>,
     pub(crate) grant: Grant,
+    pub(crate) assertion: Option<String>,
+    pub(crate) enterprise: Option<EnterpriseIdp>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) client_name: String,
     pub(crate) application_type: String,
@@ -286,6 +319,8 @@ impl OAuthConfig {
             redirect_uri: DEFAULT_REDIRECT_URI.into(),
             client: None,
             grant: Grant::AuthorizationCode,
+            assertion: None,
+            enterprise: None,
             client_metadata_url: None,
             client_name: "mcp-client".into(),
             application_type: "native".into(),
@@ -316,6 +351,24 @@ impl OAuthConfig {
     #[must_use]
     pub fn grant(mut self, grant: Grant) -> Self {
         self.grant = grant;
+        self
+    }
+
+    /// Uses the JWT bearer grant with `assertion` (a workload identity token whose audience
+    /// is the authorization server): [`Grant::JwtBearer`].
+    #[must_use]
+    pub fn jwt_bearer(mut self, assertion: impl Into<String>) -> Self {
+        self.grant = Grant::JwtBearer;
+        self.assertion = Some(assertion.into());
+        self
+    }
+
+    /// Uses enterprise-managed authorization through `idp`: [`Grant::EnterpriseManaged`].
+    /// The authorization server's client credentials are [`OAuthConfig::client`].
+    #[must_use]
+    pub fn enterprise_managed(mut self, idp: EnterpriseIdp) -> Self {
+        self.grant = Grant::EnterpriseManaged;
+        self.enterprise = Some(idp);
         self
     }
 
