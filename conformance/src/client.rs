@@ -50,7 +50,7 @@ const SCHEMA_ECHO_TOOL: &str = "json_schema_echo";
 pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// The authorization scenarios of OAuth extensions `mcp-client` does not implement yet (DPoP).
-const UNSUPPORTED_AUTH: &[&str] = &["auth/dpop", "auth/dpop-nonce"];
+const UNSUPPORTED_AUTH: &[&str] = &[];
 
 /// Why a scenario could not be carried out.
 #[derive(Debug, thiserror::Error)]

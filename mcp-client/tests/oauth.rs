@@ -310,6 +310,7 @@ async fn a_refresh_carries_the_resource() {
         .save_tokens(&TokenSet {
             access_token: "old".into(),
             refresh_token: Some("r1".into()),
+            token_type: None,
             expires_at: Some(clock.now()),
             scope: Some("mcp:read".into()),
             server: server.into(),

@@ -12,6 +12,7 @@ use mcp_auth::{
 };
 use serde_json::{Value, json};
 
+use super::dpop::DpopKey;
 use super::http::{HttpClient, Response};
 use super::store::{ClientRegistration, TokenSet};
 use super::{Grant, OAuthConfig, OAuthError};
@@ -35,6 +36,8 @@ struct Inner {
     loaded: std::sync::atomic::AtomicBool,
     /// One refresh or authorization at a time.
     flight: tokio::sync::Mutex<()>,
+    /// The DPoP key, made when first needed.
+    dpop: Mutex<Option<Arc<DpopKey>>>,
 }
 
 impl fmt::Debug for OAuth {
@@ -51,6 +54,8 @@ impl fmt::Debug for OAuth {
 struct Discovered {
     /// The `resource` to send (RFC 8707).
     resource: String,
+    /// Whether to ask for DPoP-bound tokens.
+    dpop: bool,
     /// The resource's `scopes_supported`.
     scopes_supported: Option<Vec<String>>,
     metadata: AuthorizationServerMetadata,
@@ -75,6 +80,7 @@ impl OAuth {
                 current: Mutex::new(None),
                 loaded: false.into(),
                 flight: tokio::sync::Mutex::new(()),
+                dpop: Mutex::new(None),
             }),
         })
     }
@@ -102,7 +108,13 @@ impl OAuth {
     fn ensure_loaded(&self) -> Result<(), OAuthError> {
         use std::sync::atomic::Ordering;
         if !self.inner.loaded.load(Ordering::SeqCst) {
-            let stored = self.inner.config.store.load_tokens(&self.inner.server)?;
+            // A DPoP-bound token needs the key it was bound to, which lived in another run.
+            let stored = self
+                .inner
+                .config
+                .store
+                .load_tokens(&self.inner.server)?
+                .filter(|t| !is_dpop(t));
             let mut current = lock(&self.inner.current);
             if !self.inner.loaded.swap(true, Ordering::SeqCst) && current.is_none() {
                 *current = stored;
@@ -186,10 +198,12 @@ impl OAuth {
     /// The server refused a request that carried `sent` (or no token) with `status` and this
     /// `WWW-Authenticate`. Gets a new token when that can help: `Ok(true)` to try again,
     /// `Ok(false)` when nothing can be done (the refusal stands).
+    /// `dpop_nonce` is the response's `DPoP-Nonce`, for a `use_dpop_nonce` challenge.
     pub async fn challenged(
         &self,
         status: u16,
         www_authenticate: Option<&str>,
+        dpop_nonce: Option<&str>,
         sent: Option<&str>,
     ) -> Result<bool, OAuthError> {
         self.ensure_loaded()?;
@@ -198,6 +212,15 @@ impl OAuth {
                 .and_then(|v| Challenge::parse_all(v).ok())
                 .and_then(|c| BearerChallenge::find(&c)),
         };
+        if let (Some(nonce), Some(challenge)) = (dpop_nonce, &asked.challenge)
+            && challenge.error.as_deref() == Some("use_dpop_nonce")
+        {
+            // RFC 9449 §9: the same request again, its proof carrying the server's nonce.
+            if let Some(key) = lock(&self.inner.dpop).clone() {
+                key.remember_nonce(&self.inner.server, nonce);
+                return Ok(true);
+            }
+        }
         let _flight = self.inner.flight.lock().await;
         let held = lock(&self.inner.current).clone();
         if let Some(held) = &held
@@ -260,6 +283,7 @@ impl OAuth {
             let base = TokenSet {
                 access_token: String::new(),
                 refresh_token: None,
+                token_type: discovered.dpop.then(|| DPOP.to_owned()),
                 expires_at: None,
                 scope: scopes.map(|s| s.to_string()),
                 server: self.inner.server.clone(),
@@ -331,7 +355,11 @@ impl OAuth {
                     )
                 })?;
                 let metadata = self.authorization_server(&issuer, false).await?;
+                let wanted = self.inner.config.dpop
+                    || challenge.is_some_and(|c| c.scheme == mcp_auth::BearerScheme::DPoP)
+                    || prm.dpop_bound_access_tokens_required == Some(true);
                 Ok(Discovered {
+                    dpop: wanted && signs_dpop(&metadata),
                     resource: prm.resource,
                     scopes_supported: prm.scopes_supported,
                     metadata,
@@ -350,7 +378,10 @@ impl OAuth {
                     }
                     Err(e) => return Err(e),
                 };
+                let wanted = self.inner.config.dpop
+                    || challenge.is_some_and(|c| c.scheme == mcp_auth::BearerScheme::DPoP);
                 Ok(Discovered {
+                    dpop: wanted && signs_dpop(&metadata),
                     resource: canonical_resource(server)
                         .map_err(|e| OAuthError::Config(e.to_string()))?,
                     scopes_supported: None,
@@ -618,6 +649,7 @@ impl OAuth {
         let previous = TokenSet {
             access_token: String::new(),
             refresh_token: None,
+            token_type: discovered.dpop.then(|| DPOP.to_owned()),
             expires_at: None,
             scope: scopes.map(|s| s.to_string()),
             server: self.inner.server.clone(),
@@ -640,7 +672,10 @@ impl OAuth {
         let _lock = store.lock(&self.inner.server).await?;
         let base = match store.load_tokens(&self.inner.server)? {
             Some(stored) if stored.issuer == held.issuer => {
-                if stored.access_token != held.access_token && !self.expiring(&stored) {
+                if stored.access_token != held.access_token
+                    && !self.expiring(&stored)
+                    && !is_dpop(&stored)
+                {
                     *lock(&self.inner.current) = Some(stored.clone());
                     return Ok(stored);
                 }
@@ -829,16 +864,51 @@ impl OAuth {
             _ => form.push(("client_id", client.client_id.clone())),
         }
         let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let response = self
-            .inner
-            .http
-            .post_form(
-                &base.token_endpoint,
-                &pairs,
-                basic.as_deref(),
-                HeaderMap::new(),
-            )
-            .await?;
+        let key = if is_dpop(base) {
+            Some(self.dpop_key()?)
+        } else {
+            None
+        };
+        let mut response = None;
+        // Twice at most: once more with the nonce a `use_dpop_nonce` answer gives (§8).
+        for _ in 0..2 {
+            let mut headers = HeaderMap::new();
+            if let Some(key) = &key {
+                let proof = key.proof("POST", &base.token_endpoint, None, self.now())?;
+                headers.insert(
+                    "dpop",
+                    http::HeaderValue::try_from(proof)
+                        .map_err(|_| OAuthError::Config("an unsendable DPoP proof".into()))?,
+                );
+            }
+            let answer = self
+                .inner
+                .http
+                .post_form(&base.token_endpoint, &pairs, basic.as_deref(), headers)
+                .await?;
+            let nonce = answer
+                .headers
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let asks_nonce = answer.status == 400
+                && serde_json::from_slice::<Value>(&answer.body)
+                    .ok()
+                    .is_some_and(|v| v["error"] == "use_dpop_nonce");
+            match (&key, nonce, asks_nonce, response.is_none()) {
+                (Some(key), Some(nonce), true, true) => {
+                    key.remember_nonce(&base.token_endpoint, &nonce);
+                    response = Some(answer);
+                }
+                _ => {
+                    response = Some(answer);
+                    break;
+                }
+            }
+        }
+        let Some(response) = response else {
+            return Err(OAuthError::Http("no token response".into()));
+        };
         let tokens = self.read_tokens(base, &response)?;
         self.inner.config.store.save_tokens(&tokens)?;
         *lock(&self.inner.current) = Some(tokens.clone());
@@ -870,8 +940,9 @@ impl OAuth {
         };
         let access_token = field("access_token").ok_or_else(|| bad("no access_token"))?;
         let token_type = field("token_type").unwrap_or_default();
-        if !token_type.eq_ignore_ascii_case("bearer") {
-            return Err(bad("token_type is not Bearer"));
+        let dpop = token_type.eq_ignore_ascii_case(DPOP);
+        if !(token_type.eq_ignore_ascii_case("bearer") || (dpop && is_dpop(base))) {
+            return Err(bad("token_type is not Bearer (or DPoP, when asked for)"));
         }
         let expires_in = answer.as_ref().and_then(|a| match a.get("expires_in") {
             Some(Value::Number(n)) => n.as_u64(),
@@ -882,6 +953,7 @@ impl OAuth {
             access_token,
             // A server that does not rotate keeps the refresh token valid.
             refresh_token: field("refresh_token").or_else(|| base.refresh_token.clone()),
+            token_type: dpop.then(|| DPOP.to_owned()),
             expires_at: expires_in.map(|s| self.now().saturating_add(s)),
             scope: field("scope").or_else(|| base.scope.clone()),
             server: self.inner.server.clone(),
@@ -890,5 +962,74 @@ impl OAuth {
             token_endpoint: base.token_endpoint.clone(),
             client: base.client.clone(),
         })
+    }
+}
+
+const DPOP: &str = "DPoP";
+
+fn is_dpop(tokens: &TokenSet) -> bool {
+    tokens
+        .token_type
+        .as_deref()
+        .is_some_and(|t| t.eq_ignore_ascii_case(DPOP))
+}
+
+/// Whether the authorization server issues DPoP-bound tokens with proofs signed by ES256.
+fn signs_dpop(metadata: &AuthorizationServerMetadata) -> bool {
+    metadata
+        .dpop_signing_alg_values_supported
+        .as_ref()
+        .is_some_and(|algs| algs.iter().any(|a| a == super::dpop::ES256))
+}
+
+impl OAuth {
+    fn dpop_key(&self) -> Result<Arc<DpopKey>, OAuthError> {
+        let mut slot = lock(&self.inner.dpop);
+        if let Some(key) = slot.as_ref() {
+            return Ok(key.clone());
+        }
+        let key = Arc::new(DpopKey::generate()?);
+        *slot = Some(key.clone());
+        Ok(key)
+    }
+
+    /// Puts the credentials for a `method` request to the MCP server in `headers`:
+    /// `Authorization: Bearer`, or `Authorization: DPoP` with a fresh `DPoP` proof. Returns
+    /// the access token sent, if any.
+    pub(crate) async fn authorize_request(
+        &self,
+        headers: &mut HeaderMap,
+        method: &str,
+    ) -> Result<Option<String>, OAuthError> {
+        use http::header::AUTHORIZATION;
+        let token = self.access_token().await?;
+        headers.remove(AUTHORIZATION);
+        headers.remove("dpop");
+        let Some(token) = token else {
+            return Ok(None);
+        };
+        let dpop = lock(&self.inner.current)
+            .as_ref()
+            .is_some_and(|t| t.access_token == token && is_dpop(t));
+        let unsendable = || OAuthError::Config("an access token not sendable in a header".into());
+        if dpop {
+            let proof =
+                self.dpop_key()?
+                    .proof(method, &self.inner.server, Some(&token), self.now())?;
+            headers.insert(
+                AUTHORIZATION,
+                http::HeaderValue::try_from(format!("DPoP {token}")).map_err(|_| unsendable())?,
+            );
+            headers.insert(
+                "dpop",
+                http::HeaderValue::try_from(proof).map_err(|_| unsendable())?,
+            );
+        } else {
+            headers.insert(
+                AUTHORIZATION,
+                http::HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| unsendable())?,
+            );
+        }
+        Ok(Some(token))
     }
 }

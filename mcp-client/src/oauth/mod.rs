@@ -44,6 +44,7 @@
 //! Secrets never reach a log: the `Debug` output of tokens, registrations and configurations
 //! redacts them.
 
+mod dpop;
 mod flow;
 mod http;
 mod redirect;
@@ -285,6 +286,7 @@ pub struct OAuthConfig {
     pub(crate) store: Arc<dyn TokenStore>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) offline_access: bool,
+    pub(crate) dpop: bool,
     pub(crate) refresh_before: Duration,
     pub(crate) https: Option<Https>,
 }
@@ -327,6 +329,7 @@ impl OAuthConfig {
             store: Arc::new(MemoryTokenStore::new()),
             clock: Arc::new(SystemClock),
             offline_access: true,
+            dpop: false,
             refresh_before: Duration::from_secs(60),
             https: None,
         }
@@ -420,6 +423,15 @@ impl OAuthConfig {
     #[must_use]
     pub fn offline_access(mut self, want: bool) -> Self {
         self.offline_access = want;
+        self
+    }
+
+    /// Whether to ask for DPoP-bound tokens (RFC 9449) whenever the authorization server
+    /// signs them with ES256. Default: only when the MCP server asks (a `DPoP` challenge, or
+    /// `dpop_bound_access_tokens_required` in its metadata).
+    #[must_use]
+    pub fn dpop(mut self, always: bool) -> Self {
+        self.dpop = always;
         self
     }
 

@@ -25,6 +25,10 @@ pub struct TokenSet {
     /// read back after a restart is judged like a fresh one). `None`: the server did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// `DPoP` for a DPoP-bound token (RFC 9449; sent with a proof by a key held in memory
+    /// only, so such a token is not reused after a restart), `None` for a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
     /// The scopes granted (space-separated), or those requested when the server did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -49,6 +53,7 @@ impl fmt::Debug for TokenSet {
                 "refresh_token",
                 &self.refresh_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("token_type", &self.token_type)
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope)
             .field("server", &self.server)

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use http::header::AUTHORIZATION;
-use http::{HeaderMap, HeaderValue};
+use http::HeaderMap;
 
 use super::{OAuth, OAuthError};
 use crate::transport::{
@@ -35,24 +34,15 @@ impl OAuthTransport {
         &self.oauth
     }
 
-    async fn with_token(&self, headers: &mut HeaderMap) -> Result<Option<String>, TransportError> {
-        let token = self.oauth.access_token().await.map_err(auth_error)?;
-        match &token {
-            Some(token) => {
-                let value = HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
-                    auth_error(OAuthError::Token {
-                        status: 200,
-                        error: "invalid_response".into(),
-                        description: Some("an access token not sendable in a header".into()),
-                    })
-                })?;
-                headers.insert(AUTHORIZATION, value);
-            }
-            None => {
-                headers.remove(AUTHORIZATION);
-            }
-        }
-        Ok(token)
+    async fn with_token(
+        &self,
+        headers: &mut HeaderMap,
+        method: &str,
+    ) -> Result<Option<String>, TransportError> {
+        self.oauth
+            .authorize_request(headers, method)
+            .await
+            .map_err(auth_error)
     }
 
     /// After a refusal: whether to try again.
@@ -64,13 +54,19 @@ impl OAuthTransport {
         let TransportError::Status {
             status: status @ (401 | 403),
             www_authenticate,
+            dpop_nonce,
             ..
         } = error
         else {
             return Ok(false);
         };
         self.oauth
-            .challenged(*status, www_authenticate.as_deref(), sent)
+            .challenged(
+                *status,
+                www_authenticate.as_deref(),
+                dpop_nonce.as_deref(),
+                sent,
+            )
             .await
             .map_err(auth_error)
     }
@@ -86,7 +82,7 @@ impl Transport for OAuthTransport {
             let mut round = 0;
             loop {
                 let mut attempt = message.clone();
-                let sent = self.with_token(&mut attempt.headers).await?;
+                let sent = self.with_token(&mut attempt.headers, "POST").await?;
                 match self.inner.send(attempt).await {
                     Err(e) if round < MAX_ROUNDS => {
                         round += 1;
@@ -113,7 +109,7 @@ impl Transport for OAuthTransport {
             let mut round = 0;
             loop {
                 let mut attempt = headers.clone();
-                let sent = self.with_token(&mut attempt).await?;
+                let sent = self.with_token(&mut attempt, "GET").await?;
                 match self.inner.open_stream(attempt, last_event_id.clone()).await {
                     Err(e) if round < MAX_ROUNDS => {
                         round += 1;

@@ -221,6 +221,8 @@ pub enum TransportError {
         /// The response's `WWW-Authenticate` challenges (a 401 or 403 from a protected
         /// server), every header line joined with `, `; what an OAuth client starts from.
         www_authenticate: Option<String>,
+        /// The response's `DPoP-Nonce` (RFC 9449 §9), the nonce a DPoP proof must carry.
+        dpop_nonce: Option<String>,
     },
     /// The server sent bytes this transport cannot read: a wrong content type, a truncated SSE
     /// stream, a line that is not a JSON-RPC message.

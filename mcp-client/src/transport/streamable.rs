@@ -330,6 +330,12 @@ pub(crate) async fn status_error(
     let status = response.status().as_u16();
     let content_type = content_type(response.headers());
     let www_authenticate = www_authenticate(response.headers());
+    let dpop_nonce = response
+        .headers()
+        .get("dpop-nonce")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= 1024)
+        .map(str::to_owned);
     let body = read_bounded(response.into_body(), limit.min(1024 * 1024))
         .await
         .unwrap_or_default();
@@ -338,6 +344,7 @@ pub(crate) async fn status_error(
         content_type,
         body,
         www_authenticate,
+        dpop_nonce,
     }
 }
 
@@ -555,6 +562,7 @@ impl Transport for StreamableHttp {
                     content_type: None,
                     body: Bytes::new(),
                     www_authenticate: www_authenticate(response_headers),
+                    dpop_nonce: None,
                 })
             }
         })
