@@ -1033,3 +1033,81 @@ impl OAuth {
         Ok(Some(token))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oauth::FollowRedirect;
+
+    fn oauth(server: &str) -> OAuth {
+        OAuth::new(OAuthConfig::new(FollowRedirect::new()), server).unwrap()
+    }
+
+    #[test]
+    fn the_resource_must_be_the_server_or_an_ancestor_on_its_origin() {
+        let o = oauth("https://mcp.example.com/tenant/mcp");
+        for ok in [
+            "https://mcp.example.com/tenant/mcp",
+            "https://MCP.example.com:443/tenant/mcp/",
+            "https://mcp.example.com/tenant",
+            "https://mcp.example.com",
+            "https://mcp.example.com/",
+        ] {
+            assert!(o.check_resource(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "https://evil.example.com/tenant/mcp",
+            "http://mcp.example.com/tenant/mcp",
+            "https://mcp.example.com:8443/tenant/mcp",
+            "https://mcp.example.com/ten",
+            "https://mcp.example.com/tenant/mcp/other",
+            "https://mcp.example.com/tenant/mcp#x",
+            "not a url",
+        ] {
+            assert!(
+                matches!(
+                    o.check_resource(bad),
+                    Err(OAuthError::ResourceMismatch { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_server_url_is_a_configuration_error() {
+        assert!(matches!(
+            OAuth::new(OAuthConfig::new(FollowRedirect::new()), "ftp://x/y"),
+            Err(OAuthError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn secrets_stay_out_of_debug_output() {
+        let tokens = TokenSet {
+            access_token: "at-secret".into(),
+            refresh_token: Some("rt-secret".into()),
+            token_type: None,
+            expires_at: Some(1),
+            scope: None,
+            server: "https://s/mcp".into(),
+            resource: "https://s/mcp".into(),
+            issuer: "https://as".into(),
+            token_endpoint: "https://as/token".into(),
+            client: ClientRegistration {
+                issuer: "https://as".into(),
+                client_id: "id".into(),
+                client_secret: Some("cs-secret".into()),
+                token_endpoint_auth_method: "client_secret_basic".into(),
+            },
+        };
+        let config = OAuthConfig::new(FollowRedirect::new()).client(
+            crate::oauth::PreRegistered::new("id", Some("cs-secret".into()))
+                .private_key_jwt("pem-secret", None),
+        );
+        let text = format!("{tokens:?} {config:?}");
+        for secret in ["at-secret", "rt-secret", "cs-secret", "pem-secret"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+    }
+}
