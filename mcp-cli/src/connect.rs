@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
+use mcp_client::oauth::{OAuth, OAuthConfig, OAuthTransport};
 use mcp_client::transport::{Https, Stderr, Stdio, StreamableHttp};
 use mcp_client::{Asks, Client, ClientBuilder, LogLevel, Revision};
 
@@ -43,6 +44,8 @@ pub(crate) struct Session {
     pub(crate) log_level: LogLevel,
     headers: Vec<(HeaderName, HeaderValue)>,
     https: Option<Https>,
+    /// OAuth for a URL target.
+    pub(crate) oauth: Option<OAuthConfig>,
     pub(crate) ui: Arc<Ui>,
     pub(crate) asker: Arc<Asker>,
 }
@@ -117,7 +120,12 @@ impl Session {
             std::io::stdin().is_terminal()
         };
         let asker = Arc::new(Asker::new(canned, interactive, ui.clone()));
+        let oauth = match target {
+            Target::Url(_) => Some(crate::auth::config(global, https.as_ref())?),
+            Target::Stdio(_) => None,
+        };
         Ok(Self {
+            oauth,
             target,
             transport: global.transport,
             revision,
@@ -151,6 +159,9 @@ impl Session {
         }
         if let Some(https) = &self.https {
             builder = builder.https(https.clone());
+        }
+        if let Some(oauth) = &self.oauth {
+            builder = builder.oauth(oauth.clone());
         }
         builder
     }
@@ -201,7 +212,16 @@ impl Session {
                     if let Some(https) = &self.https {
                         transport = transport.https(https.clone());
                     }
-                    builder.connect(transport.build()).await
+                    match &self.oauth {
+                        Some(oauth) => {
+                            let oauth = OAuth::new(oauth.clone(), url)
+                                .map_err(|e| CliError::Usage(format!("{url:?}: {e}")))?;
+                            builder
+                                .connect(OAuthTransport::new(Arc::new(transport.build()), oauth))
+                                .await
+                        }
+                        None => builder.connect(transport.build()).await,
+                    }
                 }
             },
         };

@@ -257,6 +257,13 @@ impl FileTokenStore {
         &self.path
     }
 
+    /// Every token set in the file, by server URL (for a status listing).
+    pub fn all_tokens(&self) -> Result<Vec<TokenSet>, OAuthError> {
+        let mut all: Vec<TokenSet> = self.read()?.tokens.into_values().collect();
+        all.sort_by(|a, b| a.server.cmp(&b.server));
+        Ok(all)
+    }
+
     fn read(&self) -> Result<Entries, OAuthError> {
         use std::io::Read as _;
         let file = match std::fs::File::open(&self.path) {
