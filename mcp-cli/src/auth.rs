@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_client::oauth::{
-    FileTokenStore, FollowRedirect, Grant, OAuthConfig, OAuthError, PreRegistered, RedirectHandler,
+    FileTokenStore, FollowRedirect, Grant, MemoryTokenStore, OAuthConfig, OAuthError,
+    PreRegistered, RedirectHandler,
 };
 use mcp_client::transport::{BoxFuture, Https};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -66,10 +67,12 @@ pub(crate) fn config(global: &Global, https: Option<&Https>) -> Result<OAuthConf
             open: !global.no_browser,
         })
     };
-    let mut config = config
-        .client_name("mcp-cli")
-        .redirect_uri(REDIRECT_URI)
-        .store(FileTokenStore::new(token_file(global)?));
+    let config = config.client_name("mcp-cli").redirect_uri(REDIRECT_URI);
+    // Without a home folder (and no token file named) tokens last for the command only.
+    let mut config = match token_file(global) {
+        Ok(path) => config.store(FileTokenStore::new(path)),
+        Err(_) => config.store(MemoryTokenStore::new()),
+    };
     if let Some(https) = https {
         config = config.https(https.clone());
     }

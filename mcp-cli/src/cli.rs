@@ -6,7 +6,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub(crate) const AFTER_HELP: &str = "\
 Target: a URL (http://host:port/mcp or https://host/mcp, or the /sse URL with --transport sse), \
 or --stdio CMD to spawn a server. https:// trusts the bundled web PKI roots and --cacert FILE; \
-HTTPS_PROXY and NO_PROXY are honoured.
+HTTPS_PROXY and NO_PROXY are honoured. A server that asks for authorization (OAuth) gets it: \
+the browser opens (or --no-browser prints the URL), and tokens are kept in --token-file.
 
 Tool arguments: a JSON object, or key=value words (the value is JSON when it parses: n=3, \
 ok=true, tags=[\"a\"]; a string otherwise: name=Ada). key:=value always sends a string \
