@@ -439,3 +439,35 @@ async fn client_credentials_with_a_pre_registered_secret() {
         .unwrap();
     assert_eq!(store.saves.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn every_streamable_revision_logs_in() {
+    let url = protected_server().await;
+    let redirect = Counted::default();
+    let store = MemoryTokenStore::new();
+    let revisions = mcp_client::Revision::ALL
+        .iter()
+        .copied()
+        .filter(|r| !mcp_adapters::Adapter::new(*r).features().http_sse);
+    let mut tried = 0;
+    for revision in revisions {
+        let client = Client::builder()
+            .revision(revision)
+            .oauth(OAuthConfig::new(redirect.clone()).store(store.clone()))
+            .connect_http(&url)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", revision.as_str()));
+        assert_eq!(client.revision(), revision);
+        let tools = client.list_tools().await.unwrap();
+        assert!(
+            tools.iter().any(|t| t["name"] == "add"),
+            "{}",
+            revision.as_str()
+        );
+        client.close().await.unwrap();
+        tried += 1;
+    }
+    assert!(tried >= 4, "{tried} revisions");
+    // The first login's tokens served every later client through the shared store.
+    assert_eq!(redirect.logins.load(Ordering::SeqCst), 1);
+}
