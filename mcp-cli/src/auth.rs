@@ -54,7 +54,13 @@ pub(crate) fn token_file(global: &Global) -> Result<PathBuf, CliError> {
 
 /// The OAuth configuration every command against a URL uses: tokens in the token file,
 /// client credentials from the flags or the environment, the browser (or `--no-browser`).
-pub(crate) fn config(global: &Global, https: Option<&Https>) -> Result<OAuthConfig, CliError> {
+/// `interactive`: a user is there to log in (a terminal, `--interactive`, `mcp login`);
+/// otherwise a server's challenge without a kept token fails the command with its `401`.
+pub(crate) fn config(
+    global: &Global,
+    https: Option<&Https>,
+    interactive: bool,
+) -> Result<OAuthConfig, CliError> {
     let follow = global.auth_follow_redirect
         || std::env::var(FOLLOW_REDIRECT_VAR).is_ok_and(|v| !v.is_empty() && v != "0");
     let config = if follow {
@@ -65,6 +71,7 @@ pub(crate) fn config(global: &Global, https: Option<&Https>) -> Result<OAuthConf
     } else {
         OAuthConfig::new(Browser {
             open: !global.no_browser,
+            interactive,
         })
     };
     let config = config.client_name("mcp-cli").redirect_uri(REDIRECT_URI);
@@ -104,6 +111,7 @@ pub(crate) fn config(global: &Global, https: Option<&Https>) -> Result<OAuthConf
 #[derive(Debug, Clone)]
 struct Browser {
     open: bool,
+    interactive: bool,
 }
 
 impl RedirectHandler for Browser {
@@ -113,6 +121,11 @@ impl RedirectHandler for Browser {
         redirect_uri: &'a str,
     ) -> BoxFuture<'a, Result<String, OAuthError>> {
         Box::pin(async move {
+            if !self.interactive {
+                return Err(OAuthError::LoginRequired(
+                    "run `mcp login URL` on a terminal first, or use --client-credentials".into(),
+                ));
+            }
             if !self.open {
                 eprintln!(
                     "mcp: open this address in a browser and authorize:\n  {authorization_url}"

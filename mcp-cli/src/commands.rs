@@ -73,7 +73,8 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
         }
         Command::Console(args) => crate::console::run(global, args).await,
         Command::Login(r) => {
-            let (session, words) = open(global, r.words)?;
+            let mut words = r.words;
+            let session = Session::new_for(global, &mut words, true)?;
             no_more(&words, "login")?;
             login(global, &session).await
         }

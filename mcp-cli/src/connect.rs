@@ -53,6 +53,16 @@ pub(crate) struct Session {
 impl Session {
     /// Reads the options and takes the target off the front of `words` (unless `--stdio`).
     pub(crate) fn new(global: &Global, words: &mut Vec<String>) -> Result<Self, CliError> {
+        Self::new_for(global, words, false)
+    }
+
+    /// [`Session::new`]; `login`: a user is there to authorize even without a terminal
+    /// (`mcp login`).
+    pub(crate) fn new_for(
+        global: &Global,
+        words: &mut Vec<String>,
+        login: bool,
+    ) -> Result<Self, CliError> {
         let target = match &global.stdio {
             Some(command) => Target::Stdio(split_command(command)?),
             None => {
@@ -120,9 +130,17 @@ impl Session {
             std::io::stdin().is_terminal()
         };
         let asker = Arc::new(Asker::new(canned, interactive, ui.clone()));
+        // An Authorization header given by hand replaces OAuth.
+        let by_hand = headers
+            .iter()
+            .any(|(name, _)| *name == http::header::AUTHORIZATION);
         let oauth = match target {
-            Target::Url(_) => Some(crate::auth::config(global, https.as_ref())?),
-            Target::Stdio(_) => None,
+            Target::Url(_) if !by_hand => Some(crate::auth::config(
+                global,
+                https.as_ref(),
+                interactive || login,
+            )?),
+            _ => None,
         };
         Ok(Self {
             oauth,

@@ -97,6 +97,11 @@ pub enum OAuthError {
     /// Registering the client failed, or no way to register is available.
     #[error("client registration failed: {0}")]
     Registration(String),
+    /// No user can authorize now (a script, no terminal): a [`RedirectHandler`] says so
+    /// instead of waiting. The server's refusal (its `401` or `403`) is then what the request
+    /// fails with.
+    #[error("authorization needs a user: {0}")]
+    LoginRequired(String),
     /// The redirect handler failed or brought back something unusable.
     #[error("the authorization redirect failed: {0}")]
     Redirect(String),

@@ -60,7 +60,8 @@ impl OAuthTransport {
         else {
             return Ok(false);
         };
-        self.oauth
+        match self
+            .oauth
             .challenged(
                 *status,
                 www_authenticate.as_deref(),
@@ -68,7 +69,11 @@ impl OAuthTransport {
                 sent,
             )
             .await
-            .map_err(auth_error)
+        {
+            // Nobody can log in now: the server's refusal stands.
+            Err(OAuthError::LoginRequired(_)) => Ok(false),
+            other => other.map_err(auth_error),
+        }
     }
 }
 
