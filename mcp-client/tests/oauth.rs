@@ -471,3 +471,28 @@ async fn every_streamable_revision_logs_in() {
     // The first login's tokens served every later client through the shared store.
     assert_eq!(redirect.logins.load(Ordering::SeqCst), 1);
 }
+
+/// A redirect handler for a process with no user.
+#[derive(Debug)]
+struct NoUser;
+
+impl RedirectHandler for NoUser {
+    fn authorize<'a>(
+        &'a self,
+        _authorization_url: &'a str,
+        _redirect_uri: &'a str,
+    ) -> BoxFuture<'a, Result<String, OAuthError>> {
+        Box::pin(async { Err(OAuthError::LoginRequired("no terminal".into())) })
+    }
+}
+
+#[tokio::test]
+async fn without_a_user_the_servers_401_stands() {
+    let url = protected_server().await;
+    let error = Client::builder()
+        .oauth(OAuthConfig::new(NoUser))
+        .connect_http(&url)
+        .await
+        .unwrap_err();
+    assert_eq!(error.http_status(), Some(401), "{error}");
+}

@@ -450,13 +450,6 @@ impl OAuth {
                 });
                 continue;
             }
-            if metadata
-                .code_challenge_methods_supported
-                .as_ref()
-                .is_some_and(|_| !metadata.supports_s256())
-            {
-                return Err(OAuthError::NoPkce(issuer.to_owned()));
-            }
             return Ok(metadata);
         }
         Err(mismatch.unwrap_or_else(|| {
@@ -572,6 +565,11 @@ impl OAuth {
     ) -> Result<TokenSet, OAuthError> {
         let config = &self.inner.config;
         let metadata = &discovered.metadata;
+        // A server that does not list S256 (or lists no methods) cannot be used: MCP clients
+        // must refuse the authorization code grant without PKCE.
+        if !metadata.supports_s256() {
+            return Err(OAuthError::NoPkce(metadata.issuer.clone()));
+        }
         let client = self.registration(metadata).await?;
         let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
             OAuthError::Discovery(format!("{} has no authorization endpoint", metadata.issuer))
