@@ -496,3 +496,23 @@ async fn without_a_user_the_servers_401_stands() {
         .unwrap_err();
     assert_eq!(error.http_status(), Some(401), "{error}");
 }
+
+#[tokio::test]
+async fn credentials_for_another_authorization_server_are_not_used() {
+    let url = protected_server().await;
+    let store = MemoryTokenStore::new();
+    let client = connect(
+        &url,
+        OAuthConfig::new(FollowRedirect::new())
+            .client(
+                PreRegistered::new("script", Some("s3cret".into()))
+                    .for_issuer("https://elsewhere.example"),
+            )
+            .store(store.clone()),
+    )
+    .await;
+    client.list_tools().await.unwrap();
+    let tokens = store.load_tokens(&url).unwrap().unwrap();
+    assert_ne!(tokens.client.client_id, "script", "registered instead");
+    assert_eq!(tokens.client.issuer, tokens.issuer);
+}

@@ -481,7 +481,11 @@ impl OAuth {
                     .to_string(),
             }
         };
-        if let Some(client) = &config.client {
+        if let Some(client) = config
+            .client
+            .as_ref()
+            .filter(|c| c.issuer.as_ref().is_none_or(|i| i == issuer))
+        {
             return Ok(ClientRegistration {
                 issuer: issuer.clone(),
                 client_id: client.client_id.clone(),

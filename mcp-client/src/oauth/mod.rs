@@ -227,6 +227,10 @@ pub struct PreRegistered {
     /// The private key (PEM, PKCS#8) and JWS algorithm (`ES256`, `RS256` ...) of
     /// `private_key_jwt` (RFC 7523 §2.2); never stored.
     pub private_key: Option<(String, String)>,
+    /// The authorization server (issuer) the client is registered with: with another one
+    /// these credentials are not used (SEP-2352), and the client registers there instead.
+    /// `None`: whichever the server names.
+    pub issuer: Option<String>,
 }
 
 impl PreRegistered {
@@ -237,7 +241,15 @@ impl PreRegistered {
             client_secret,
             token_endpoint_auth_method: None,
             private_key: None,
+            issuer: None,
         }
+    }
+
+    /// Binds the credentials to the authorization server `issuer`.
+    #[must_use]
+    pub fn for_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
     }
 
     /// Authenticates with `private_key_jwt`: a JWT assertion signed with `pem` (a PKCS#8
