@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_adapters::Adapter;
+use mcp_client::oauth::{EnterpriseIdp, FollowRedirect, Grant, OAuthConfig, PreRegistered};
 use mcp_client::{
     Answer, Asks, Client, ErrorObject, Listener, Question, QuestionKind, Revision, Subscriptions,
 };
@@ -44,6 +45,13 @@ const FOCAL_SCHEMA_TOOL: &str = "json_schema_2020_12_tool";
 /// The tool that echoes a schema back to the preservation scenario.
 const SCHEMA_ECHO_TOOL: &str = "json_schema_echo";
 
+/// The `client_id` the suite's authorization servers accept as a client ID metadata document
+/// URL (`auth/basic-cimd`).
+pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The authorization scenarios of OAuth extensions `mcp-client` does not implement yet (DPoP).
+const UNSUPPORTED_AUTH: &[&str] = &[];
+
 /// Why a scenario could not be carried out.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -56,8 +64,8 @@ pub enum ScenarioError {
     /// `MCP_CONFORMANCE_CONTEXT` is not a JSON object.
     #[error("{CONTEXT_VAR} is not a JSON object: {0}")]
     BadContext(String),
-    /// The scenario needs OAuth, which `mcp-client` does not implement yet.
-    #[error("scenario {0}: authorization (OAuth) is not supported by mcp-client yet")]
+    /// The scenario needs an OAuth extension `mcp-client` does not implement yet (DPoP).
+    #[error("scenario {0}: this OAuth extension is not supported by mcp-client yet")]
     Authorization(String),
     /// The server did not offer what the scenario is about.
     #[error("scenario {scenario}: {detail}")]
@@ -113,7 +121,7 @@ impl Scenario {
     /// Runs the scenario to its end. Progress is printed on stdout (the suite keeps it in the
     /// scenario's `stdout.txt`).
     pub async fn run(&self) -> Result<(), ScenarioError> {
-        if self.name.starts_with("auth/") {
+        if UNSUPPORTED_AUTH.contains(&self.name.as_str()) {
             return Err(ScenarioError::Authorization(self.name.clone()));
         }
         match self.name.as_str() {
@@ -158,6 +166,9 @@ impl Scenario {
         if let Some(revision) = self.revision {
             builder = builder.revision(revision);
         }
+        if self.name.starts_with("auth/") {
+            builder = builder.oauth(self.oauth());
+        }
         let client = if self.url.trim_end_matches('/').ends_with("/sse") {
             builder.connect_sse(&self.url).await?
         } else {
@@ -184,6 +195,50 @@ impl Scenario {
             client,
             _listener: listener,
         })
+    }
+
+    /// The library's OAuth client, as the suite's authorization scenarios need it: the
+    /// authorization servers approve at once (their redirect is followed without a browser),
+    /// the client ID metadata document URL the suite knows, and the pre-registered client of
+    /// the context when it names one.
+    fn oauth(&self) -> OAuthConfig {
+        let mut config = OAuthConfig::new(FollowRedirect::new())
+            .client_name("mcp-conformance-client")
+            .redirect_uri("http://localhost:3000/callback")
+            .client_metadata_url(CLIENT_METADATA_URL);
+        let field = |name: &str| {
+            self.context
+                .as_ref()
+                .and_then(|c| c.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        if let Some(client_id) = field("client_id") {
+            let mut client = PreRegistered::new(client_id, field("client_secret"));
+            if let Some(pem) = field("private_key_pem") {
+                client = client.private_key_jwt(pem, field("signing_algorithm").as_deref());
+            }
+            config = config.client(client);
+        }
+        if self.name.starts_with("auth/client-credentials-") {
+            config = config.grant(Grant::ClientCredentials);
+        }
+        if let Some(assertion) = field("valid_jwt") {
+            config = config.jwt_bearer(assertion);
+        }
+        if let (Some(token_endpoint), Some(client_id), Some(id_token)) = (
+            field("idp_token_endpoint"),
+            field("idp_client_id"),
+            field("idp_id_token"),
+        ) {
+            config = config.enterprise_managed(EnterpriseIdp {
+                token_endpoint,
+                client_id,
+                client_secret: None,
+                id_token,
+            });
+        }
+        config
     }
 
     /// The generic routine: every tool, resource and prompt the server offers.

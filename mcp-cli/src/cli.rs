@@ -6,7 +6,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub(crate) const AFTER_HELP: &str = "\
 Target: a URL (http://host:port/mcp or https://host/mcp, or the /sse URL with --transport sse), \
 or --stdio CMD to spawn a server. https:// trusts the bundled web PKI roots and --cacert FILE; \
-HTTPS_PROXY and NO_PROXY are honoured.
+HTTPS_PROXY and NO_PROXY are honoured. A server that asks for authorization (OAuth) gets it: \
+the browser opens (or --no-browser prints the URL), and tokens are kept in --token-file.
 
 Tool arguments: a JSON object, or key=value words (the value is JSON when it parses: n=3, \
 ok=true, tags=[\"a\"]; a string otherwise: name=Ada). key:=value always sends a string \
@@ -93,6 +94,29 @@ pub(crate) struct Global {
     /// web PKI roots)
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) cacert: Option<std::path::PathBuf>,
+    /// Where OAuth tokens are kept (mode 0600): default $MCP_TOKEN_FILE, else
+    /// mcp/tokens.json in $XDG_CONFIG_HOME or ~/.config
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) token_file: Option<std::path::PathBuf>,
+    /// When a server asks for authorization, print the URL to open and read back the address
+    /// the browser was sent to, instead of opening a browser and listening for it
+    #[arg(long, global = true)]
+    pub(crate) no_browser: bool,
+    /// A client ID registered with the authorization server (default $MCP_CLIENT_ID; without
+    /// one, mcp registers itself)
+    #[arg(long, global = true, value_name = "ID")]
+    pub(crate) client_id: Option<String>,
+    /// The secret of --client-id (default $MCP_CLIENT_SECRET)
+    #[arg(long, global = true, value_name = "SECRET")]
+    pub(crate) client_secret: Option<String>,
+    /// Authorize as the client itself (OAuth client_credentials with --client-id and
+    /// --client-secret), without a user or a browser: for scripts
+    #[arg(long, global = true)]
+    pub(crate) client_credentials: bool,
+    /// Fetch the authorization URL and follow its redirect without a browser (an authorization
+    /// server that approves at once: tests, demos; also $MCP_AUTH_FOLLOW_REDIRECT=1)
+    #[arg(long, global = true, hide = true)]
+    pub(crate) auth_follow_redirect: bool,
 }
 
 /// Which HTTP transport to use.
@@ -136,10 +160,33 @@ pub(crate) enum Command {
     /// Print notifications as they come: list changes and resource updates
     #[command(override_usage = "mcp listen [OPTIONS] <URL | --stdio CMD> [--resource URI]...")]
     Listen(ListenArgs),
+    /// Authorize with a protected server now and keep its tokens (other commands also log in
+    /// when a server asks)
+    #[command(override_usage = "mcp login [OPTIONS] <URL>")]
+    Login(Rest),
+    /// Forget the tokens kept for a server
+    #[command(override_usage = "mcp logout [OPTIONS] <URL>")]
+    Logout(Rest),
+    /// The OAuth tokens kept: `mcp auth status`
+    Auth(AuthArgs),
     /// Open a console in the browser: connect, list, call, read, answer questions, watch the
     /// protocol, and compare the server across revisions
     #[command(override_usage = "mcp console [OPTIONS] [URL | --stdio CMD]")]
     Console(ConsoleArgs),
+}
+
+/// `mcp auth`.
+#[derive(Debug, Args)]
+pub(crate) struct AuthArgs {
+    #[command(subcommand)]
+    pub(crate) command: AuthCommand,
+}
+
+/// The `mcp auth` commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuthCommand {
+    /// List the servers with kept tokens: authorization server, scopes, expiry (no secrets)
+    Status,
 }
 
 /// The positional words of a command: the URL (unless --stdio is given), then its own.

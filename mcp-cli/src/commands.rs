@@ -6,11 +6,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use futures::StreamExt;
+use mcp_client::oauth::TokenStore as _;
 use mcp_client::{CallOptions, Client, ListenEnd, Revision, StreamState, Subscriptions};
 use serde_json::{Map, Value, json};
 
 use crate::args::{prompt_arguments, tool_arguments};
-use crate::cli::{Command, Global, ListenArgs, TransportChoice};
+use crate::cli::{AuthCommand, Command, Global, ListenArgs, TransportChoice};
 use crate::connect::{Session, Target};
 use crate::error::{CliError, one_line};
 use crate::output::{self, table, text_of};
@@ -71,6 +72,20 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             discover(&session).await
         }
         Command::Console(args) => crate::console::run(global, args).await,
+        Command::Login(r) => {
+            let mut words = r.words;
+            let session = Session::new_for(global, &mut words, true)?;
+            no_more(&words, "login")?;
+            login(global, &session).await
+        }
+        Command::Logout(r) => {
+            let (session, words) = open(global, r.words)?;
+            no_more(&words, "logout")?;
+            logout(global, &session)
+        }
+        Command::Auth(args) => match args.command {
+            AuthCommand::Status => auth_status(global),
+        },
         Command::Listen(args) => {
             let ListenArgs {
                 rest,
@@ -723,4 +738,108 @@ async fn probe(
     };
     let _ = client.close().await;
     outcome
+}
+
+/// `mcp login URL`: connects (the server's challenge starts the authorization) and reports
+/// what was kept.
+async fn login(global: &Global, session: &Session) -> Result<(), CliError> {
+    let Target::Url(url) = &session.target else {
+        return Err(CliError::Usage("mcp login needs a URL".into()));
+    };
+    with_client(session, Bound::Whole, |c, _| async move {
+        c.list_tools().await.map_err(failed("tools/list"))?;
+        Ok(())
+    })
+    .await?;
+    let store = mcp_client::oauth::FileTokenStore::new(crate::auth::token_file(global)?);
+    match store.load_tokens(url).map_err(auth_usage)? {
+        Some(tokens) => {
+            if session.json {
+                print_json(&status_json(&tokens))?;
+            } else {
+                println!(
+                    "logged in to {url} (authorization server {}; scopes {})",
+                    tokens.issuer,
+                    tokens.scope.as_deref().unwrap_or("none")
+                );
+            }
+        }
+        None => {
+            if session.json {
+                print_json(&json!({"server": url, "authorization": null}))?;
+            } else {
+                println!("{url} did not ask for authorization: nothing to keep");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `mcp logout URL`: forgets the server's tokens.
+fn logout(global: &Global, session: &Session) -> Result<(), CliError> {
+    let Target::Url(url) = &session.target else {
+        return Err(CliError::Usage("mcp logout needs a URL".into()));
+    };
+    let store = mcp_client::oauth::FileTokenStore::new(crate::auth::token_file(global)?);
+    let had = store.load_tokens(url).map_err(auth_usage)?.is_some();
+    store.remove_tokens(url).map_err(auth_usage)?;
+    if session.json {
+        print_json(&json!({"server": url, "removed": had}))?;
+    } else if had {
+        println!("logged out of {url}");
+    } else {
+        println!("no tokens were kept for {url}");
+    }
+    Ok(())
+}
+
+/// `mcp auth status`: the servers with kept tokens.
+fn auth_status(global: &Global) -> Result<(), CliError> {
+    let path = crate::auth::token_file(global)?;
+    let store = mcp_client::oauth::FileTokenStore::new(&path);
+    let all = store.all_tokens().map_err(auth_usage)?;
+    if global.json {
+        let list: Vec<Value> = all.iter().map(status_json).collect();
+        return print_json(&json!({"file": path.display().to_string(), "servers": list}));
+    }
+    if all.is_empty() {
+        println!("no tokens kept (in {})", path.display());
+        return Ok(());
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for tokens in &all {
+        let expiry = match tokens.expires_at {
+            Some(at) if at > now => format!("expires in {}s", at - now),
+            Some(_) => "expired".to_owned(),
+            None => "no expiry given".to_owned(),
+        };
+        let refresh = if tokens.refresh_token.is_some() {
+            ", refreshable"
+        } else {
+            ""
+        };
+        println!(
+            "{}: authorization server {}, scopes {}, {expiry}{refresh}",
+            tokens.server,
+            tokens.issuer,
+            tokens.scope.as_deref().unwrap_or("none")
+        );
+    }
+    Ok(())
+}
+
+fn status_json(tokens: &mcp_client::oauth::TokenSet) -> Value {
+    json!({
+        "server": tokens.server,
+        "issuer": tokens.issuer,
+        "scope": tokens.scope,
+        "expires_at": tokens.expires_at,
+        "refreshable": tokens.refresh_token.is_some(),
+    })
+}
+
+fn auth_usage(error: mcp_client::oauth::OAuthError) -> CliError {
+    CliError::Usage(error.to_string())
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
+use mcp_client::oauth::{OAuth, OAuthConfig, OAuthTransport};
 use mcp_client::transport::{Https, Stderr, Stdio, StreamableHttp};
 use mcp_client::{Asks, Client, ClientBuilder, LogLevel, Revision};
 
@@ -43,6 +44,8 @@ pub(crate) struct Session {
     pub(crate) log_level: LogLevel,
     headers: Vec<(HeaderName, HeaderValue)>,
     https: Option<Https>,
+    /// OAuth for a URL target.
+    pub(crate) oauth: Option<OAuthConfig>,
     pub(crate) ui: Arc<Ui>,
     pub(crate) asker: Arc<Asker>,
 }
@@ -50,6 +53,16 @@ pub(crate) struct Session {
 impl Session {
     /// Reads the options and takes the target off the front of `words` (unless `--stdio`).
     pub(crate) fn new(global: &Global, words: &mut Vec<String>) -> Result<Self, CliError> {
+        Self::new_for(global, words, false)
+    }
+
+    /// [`Session::new`]; `login`: a user is there to authorize even without a terminal
+    /// (`mcp login`).
+    pub(crate) fn new_for(
+        global: &Global,
+        words: &mut Vec<String>,
+        login: bool,
+    ) -> Result<Self, CliError> {
         let target = match &global.stdio {
             Some(command) => Target::Stdio(split_command(command)?),
             None => {
@@ -117,7 +130,20 @@ impl Session {
             std::io::stdin().is_terminal()
         };
         let asker = Arc::new(Asker::new(canned, interactive, ui.clone()));
+        // An Authorization header given by hand replaces OAuth.
+        let by_hand = headers
+            .iter()
+            .any(|(name, _)| *name == http::header::AUTHORIZATION);
+        let oauth = match target {
+            Target::Url(_) if !by_hand => Some(crate::auth::config(
+                global,
+                https.as_ref(),
+                interactive || login,
+            )?),
+            _ => None,
+        };
         Ok(Self {
+            oauth,
             target,
             transport: global.transport,
             revision,
@@ -151,6 +177,9 @@ impl Session {
         }
         if let Some(https) = &self.https {
             builder = builder.https(https.clone());
+        }
+        if let Some(oauth) = &self.oauth {
+            builder = builder.oauth(oauth.clone());
         }
         builder
     }
@@ -201,7 +230,16 @@ impl Session {
                     if let Some(https) = &self.https {
                         transport = transport.https(https.clone());
                     }
-                    builder.connect(transport.build()).await
+                    match &self.oauth {
+                        Some(oauth) => {
+                            let oauth = OAuth::new(oauth.clone(), url)
+                                .map_err(|e| CliError::Usage(format!("{url:?}: {e}")))?;
+                            builder
+                                .connect(OAuthTransport::new(Arc::new(transport.build()), oauth))
+                                .await
+                        }
+                        None => builder.connect(transport.build()).await,
+                    }
                 }
             },
         };

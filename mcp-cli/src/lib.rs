@@ -47,6 +47,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 mod args;
 mod ask;
+mod auth;
 mod cli;
 mod commands;
 mod connect;

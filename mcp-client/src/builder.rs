@@ -76,6 +76,7 @@ pub struct ClientBuilder {
     on_message: Option<MessageFn>,
     https: Option<crate::transport::Https>,
     revisions: AdapterSet,
+    oauth: Option<crate::oauth::OAuthConfig>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -112,6 +113,7 @@ impl Default for ClientBuilder {
             on_message: None,
             https: None,
             revisions: AdapterSet::all(),
+            oauth: None,
         }
     }
 }
@@ -468,6 +470,27 @@ impl ClientBuilder {
         }
     }
 
+    /// Authorizes with OAuth 2.1 when the server asks for it (a `401` or `403
+    /// insufficient_scope`): see [`crate::oauth`]. Applies to [`ClientBuilder::connect_http`]
+    /// over Streamable HTTP; the OAuth requests use the builder's [`ClientBuilder::https`]
+    /// settings unless the configuration has its own. Default: no authorization.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp_client::Error> {
+    /// use mcp_client::Client;
+    /// use mcp_client::oauth::{FollowRedirect, OAuthConfig};
+    ///
+    /// let client = Client::builder()
+    ///     .oauth(OAuthConfig::new(FollowRedirect::new()))
+    ///     .connect_http("https://mcp.example.com/mcp")
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn oauth(mut self, config: crate::oauth::OAuthConfig) -> Self {
+        self.oauth = Some(config);
+        self
+    }
+
     /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`), falling back to
     /// `initialize` and then to HTTP+SSE as the spec's dual-era client does. The whole connect,
     /// fallbacks included, has one [`ClientBuilder::timeout`].
@@ -490,7 +513,18 @@ impl ClientBuilder {
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
         }
-        let (client, negotiated) = self.start_by(Arc::new(builder.build()), deadline).await?;
+        let mut transport: Arc<dyn Transport> = Arc::new(builder.build());
+        if let Some(config) = &self.oauth {
+            let mut config = config.clone();
+            if config.https.is_none() {
+                config.https = self.https.clone();
+            }
+            let oauth = crate::oauth::OAuth::new(config, url).map_err(|e| {
+                Error::from(crate::transport::TransportError::Authorization(Box::new(e)))
+            })?;
+            transport = Arc::new(crate::oauth::OAuthTransport::new(transport, oauth));
+        }
+        let (client, negotiated) = self.start_by(transport, deadline).await?;
         match negotiated {
             Negotiated::Done => Ok(client),
             Negotiated::FallBackToSse => {

@@ -691,6 +691,7 @@ impl Inner {
                 status,
                 content_type,
                 body,
+                ..
             }) => {
                 let error = refusal(content_type.as_deref(), &body);
                 let said = error

@@ -47,6 +47,10 @@ pub enum ErrorKind {
     /// bytes than [`crate::ClientBuilder::max_list_pages`], [`crate::ClientBuilder::max_list_items`]
     /// or [`crate::ClientBuilder::max_list_bytes`] allow (a server that never ends its list).
     LimitExceeded,
+    /// The server requires authorization and the OAuth client could not get a token it
+    /// accepts: discovery, registration, the authorization or the token request failed, or
+    /// the server still refuses after a step-up (see [`crate::oauth`]).
+    Authorization,
 }
 
 /// Every failure of a client operation.
@@ -237,6 +241,7 @@ impl From<TransportError> for Error {
             | TransportError::Interrupted { .. } => ErrorKind::Transport,
             TransportError::Unsupported(_) => ErrorKind::Unsupported,
             TransportError::Tls { .. } => ErrorKind::Tls,
+            TransportError::Authorization(_) => ErrorKind::Authorization,
         };
         let status = match &error {
             TransportError::Status { status, .. } => Some(*status),
@@ -284,6 +289,7 @@ impl fmt::Display for Error {
             ErrorKind::Closed => "client closed",
             ErrorKind::Tls => "TLS failed",
             ErrorKind::LimitExceeded => "limit reached",
+            ErrorKind::Authorization => "authorization failed",
         };
         f.write_str(what)?;
         if let Some(rpc) = &self.inner.rpc {

@@ -89,6 +89,7 @@ mod client;
 mod error;
 mod listen;
 mod negotiate;
+pub mod oauth;
 pub mod transport;
 mod typed;
 

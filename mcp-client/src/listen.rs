@@ -308,6 +308,7 @@ impl Client {
                     status,
                     content_type,
                     body,
+                    ..
                 }) => {
                     inner.remove_listener(slot);
                     let error = refusal(content_type.as_deref(), &body);

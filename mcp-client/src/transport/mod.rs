@@ -218,6 +218,11 @@ pub enum TransportError {
         content_type: Option<String>,
         /// The response body, cut at the transport's message size limit.
         body: Bytes,
+        /// The response's `WWW-Authenticate` challenges (a 401 or 403 from a protected
+        /// server), every header line joined with `, `; what an OAuth client starts from.
+        www_authenticate: Option<String>,
+        /// The response's `DPoP-Nonce` (RFC 9449 §9), the nonce a DPoP proof must carry.
+        dpop_nonce: Option<String>,
     },
     /// The server sent bytes this transport cannot read: a wrong content type, a truncated SSE
     /// stream, a line that is not a JSON-RPC message.
@@ -268,6 +273,10 @@ pub enum TransportError {
         /// when not captured or when it wrote nothing.
         stderr: String,
     },
+    /// The server requires authorization and the OAuth client could not get a token it
+    /// accepts (see [`crate::oauth`]).
+    #[error("authorization: {0}")]
+    Authorization(Box<crate::oauth::OAuthError>),
     /// The transport cannot do this.
     #[error("not supported by this transport: {0}")]
     Unsupported(&'static str),
@@ -366,6 +375,22 @@ pub(crate) fn parse_message(bytes: &[u8]) -> Result<Message, TransportError> {
         Decoded::Single(Err(e)) => Err(TransportError::Protocol(e.to_string())),
         Decoded::Batch(_) => Err(TransportError::Protocol("an unexpected batch".into())),
     }
+}
+
+/// A connection pool to the origin of `uri`, for the OAuth client's requests.
+pub(crate) type PoolHandle = pool::Pool;
+
+/// A pool for the origin of `uri`, with the transports' default timeouts.
+pub(crate) fn pool_for(uri: &http::Uri, https: Option<&Https>) -> PoolHandle {
+    streamable::new_pool(uri, None, None, https)
+}
+
+/// Reads a whole response body, failing past `limit` bytes.
+pub(crate) async fn read_body(
+    body: pool::PooledBody,
+    limit: usize,
+) -> Result<Bytes, TransportError> {
+    streamable::read_bounded(body, limit).await
 }
 
 /// The origin key Streamable HTTP and HTTP+SSE transports report for `uri`.

@@ -329,6 +329,13 @@ pub(crate) async fn status_error(
 ) -> TransportError {
     let status = response.status().as_u16();
     let content_type = content_type(response.headers());
+    let www_authenticate = www_authenticate(response.headers());
+    let dpop_nonce = response
+        .headers()
+        .get("dpop-nonce")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= 1024)
+        .map(str::to_owned);
     let body = read_bounded(response.into_body(), limit.min(1024 * 1024))
         .await
         .unwrap_or_default();
@@ -336,7 +343,26 @@ pub(crate) async fn status_error(
         status,
         content_type,
         body,
+        www_authenticate,
+        dpop_nonce,
     }
+}
+
+/// The `WWW-Authenticate` challenges of a response, every header line joined with `, ` (as
+/// RFC 9110 §5.3 allows), bounded to 8 KiB; `None` when there is none or it is not text.
+pub(crate) fn www_authenticate(headers: &HeaderMap) -> Option<String> {
+    let mut joined = String::new();
+    for value in headers.get_all(http::header::WWW_AUTHENTICATE) {
+        let text = value.to_str().ok()?;
+        if joined.len() + text.len() + 2 > 8 * 1024 {
+            break;
+        }
+        if !joined.is_empty() {
+            joined.push_str(", ");
+        }
+        joined.push_str(text);
+    }
+    (!joined.is_empty()).then_some(joined)
 }
 
 /// Reads a whole body, failing once it passes `limit` bytes.
@@ -525,6 +551,7 @@ impl Transport for StreamableHttp {
             self.reset_session();
             let response = self.shared.pool.request(request).await?;
             let status = response.status();
+            let response_headers = &response.headers().clone();
             let _ = read_bounded(response.into_body(), 64 * 1024).await;
             // 405: the server does not let clients end sessions; 404: it already ended.
             if status.is_success() || status.as_u16() == 405 || status.as_u16() == 404 {
@@ -534,6 +561,8 @@ impl Transport for StreamableHttp {
                     status: status.as_u16(),
                     content_type: None,
                     body: Bytes::new(),
+                    www_authenticate: www_authenticate(response_headers),
+                    dpop_nonce: None,
                 })
             }
         })

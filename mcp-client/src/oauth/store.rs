@@ -1,0 +1,450 @@
+//! Where tokens and client registrations live between calls and between runs: the
+//! [`TokenStore`] trait, an in-memory store and a file store (mode 0600).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::OAuthError;
+use crate::transport::{BoxFuture, lock};
+
+/// The tokens the client holds for one MCP server, and what it needs to refresh them without
+/// discovering anything again (the token endpoint, the client registration).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenSet {
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, when the authorization server issued one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// When the access token expires, in seconds since the Unix epoch (absolute, so a token
+    /// read back after a restart is judged like a fresh one). `None`: the server did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// `DPoP` for a DPoP-bound token (RFC 9449; sent with a proof by a key held in memory
+    /// only, so such a token is not reused after a restart), `None` for a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
+    /// The scopes granted (space-separated), or those requested when the server did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The MCP server's URL: the key the tokens are stored under.
+    pub server: String,
+    /// The resource identifier the tokens were issued for (RFC 8707 `resource`, from the
+    /// protected resource metadata).
+    pub resource: String,
+    /// The issuer of the authorization server that issued them.
+    pub issuer: String,
+    /// Its token endpoint.
+    pub token_endpoint: String,
+    /// The client registration the tokens were issued to.
+    pub client: ClientRegistration,
+}
+
+impl fmt::Debug for TokenSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenSet")
+            .field("access_token", &"<redacted>")
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("token_type", &self.token_type)
+            .field("expires_at", &self.expires_at)
+            .field("scope", &self.scope)
+            .field("server", &self.server)
+            .field("resource", &self.resource)
+            .field("issuer", &self.issuer)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client", &self.client)
+            .finish()
+    }
+}
+
+/// A client's registration with one authorization server: pre-registered, a client ID
+/// metadata document URL, or the answer of dynamic registration.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientRegistration {
+    /// The authorization server (issuer) the registration belongs to; credentials are never
+    /// used with another one.
+    pub issuer: String,
+    /// The client ID.
+    pub client_id: String,
+    /// The client secret, for a confidential client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint: `client_secret_basic`,
+    /// `client_secret_post` or `none`.
+    pub token_endpoint_auth_method: String,
+}
+
+impl fmt::Debug for ClientRegistration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientRegistration")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "token_endpoint_auth_method",
+                &self.token_endpoint_auth_method,
+            )
+            .finish()
+    }
+}
+
+/// Held while one client refreshes or replaces the tokens of a key: every other holder of the
+/// same store (in this process, and for [`FileTokenStore`] in other processes) waits, then
+/// reads what the winner saved instead of spending the same refresh token again.
+pub struct StoreLock {
+    _guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    file: Option<PathBuf>,
+}
+
+impl StoreLock {
+    /// A lock that excludes nothing (for a store that is not shared).
+    pub fn none() -> Self {
+        Self {
+            _guard: None,
+            file: None,
+        }
+    }
+}
+
+impl fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreLock").finish_non_exhaustive()
+    }
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        if let Some(path) = self.file.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Keeps tokens (per MCP server) and client registrations (per authorization server).
+///
+/// Tokens are kept by MCP server URL (each [`TokenSet`] names the authorization server that
+/// issued it, and is used only with that one), registrations by authorization server issuer. [`TokenStore::lock`] serialises refreshes
+/// among everyone sharing the store.
+pub trait TokenStore: fmt::Debug + Send + Sync + 'static {
+    /// The tokens saved for the MCP server at `resource` (its URL), if any.
+    fn load_tokens(&self, resource: &str) -> Result<Option<TokenSet>, OAuthError>;
+    /// Saves (replaces) the tokens of their server ([`TokenSet::server`]).
+    fn save_tokens(&self, tokens: &TokenSet) -> Result<(), OAuthError>;
+    /// Forgets the tokens of `resource`.
+    fn remove_tokens(&self, resource: &str) -> Result<(), OAuthError>;
+    /// The registration saved for the authorization server `issuer`, if any.
+    fn load_client(&self, issuer: &str) -> Result<Option<ClientRegistration>, OAuthError>;
+    /// Saves a registration under its issuer.
+    fn save_client(&self, client: &ClientRegistration) -> Result<(), OAuthError>;
+    /// Takes the exclusive lock for changing the tokens of `resource`.
+    fn lock(&self, resource: &str) -> BoxFuture<'_, Result<StoreLock, OAuthError>>;
+}
+
+/// A process-wide table of in-process locks, by name.
+fn local_lock(name: String) -> BoxFuture<'static, StoreLock> {
+    static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let mutex = {
+        let mut table = lock(LOCKS.get_or_init(Default::default));
+        // Drop the entries nobody holds, so the table stays small.
+        table.retain(|_, m| Arc::strong_count(m) > 1);
+        table.entry(name).or_default().clone()
+    };
+    Box::pin(async move {
+        StoreLock {
+            _guard: Some(mutex.lock_owned().await),
+            file: None,
+        }
+    })
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+struct Entries {
+    #[serde(default)]
+    tokens: HashMap<String, TokenSet>,
+    #[serde(default)]
+    clients: HashMap<String, ClientRegistration>,
+}
+
+/// Tokens in memory, gone with the process. Clones share the same entries.
+#[derive(Clone, Default)]
+pub struct MemoryTokenStore {
+    entries: Arc<Mutex<Entries>>,
+    id: Arc<()>,
+}
+
+impl MemoryTokenStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl fmt::Debug for MemoryTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = lock(&self.entries);
+        f.debug_struct("MemoryTokenStore")
+            .field("tokens", &entries.tokens.len())
+            .field("clients", &entries.clients.len())
+            .finish()
+    }
+}
+
+impl TokenStore for MemoryTokenStore {
+    fn load_tokens(&self, resource: &str) -> Result<Option<TokenSet>, OAuthError> {
+        Ok(lock(&self.entries).tokens.get(resource).cloned())
+    }
+    fn save_tokens(&self, tokens: &TokenSet) -> Result<(), OAuthError> {
+        lock(&self.entries)
+            .tokens
+            .insert(tokens.resource.clone(), tokens.clone());
+        Ok(())
+    }
+    fn remove_tokens(&self, resource: &str) -> Result<(), OAuthError> {
+        lock(&self.entries).tokens.remove(resource);
+        Ok(())
+    }
+    fn load_client(&self, issuer: &str) -> Result<Option<ClientRegistration>, OAuthError> {
+        Ok(lock(&self.entries).clients.get(issuer).cloned())
+    }
+    fn save_client(&self, client: &ClientRegistration) -> Result<(), OAuthError> {
+        lock(&self.entries)
+            .clients
+            .insert(client.issuer.clone(), client.clone());
+        Ok(())
+    }
+    fn lock(&self, resource: &str) -> BoxFuture<'_, Result<StoreLock, OAuthError>> {
+        let name = format!("memory {:p} {resource}", Arc::as_ptr(&self.id));
+        Box::pin(async move { Ok(local_lock(name).await) })
+    }
+}
+
+/// The largest token file read.
+const MAX_FILE: u64 = 4 * 1024 * 1024;
+/// A lock file older than this is left over from a process that died holding it.
+const STALE_LOCK: Duration = Duration::from_secs(60);
+/// How long [`FileTokenStore::lock`] waits for another process's lock.
+const LOCK_WAIT: Duration = Duration::from_secs(90);
+
+/// Tokens in a JSON file readable by its owner only (mode 0600 on Unix), keyed by MCP server
+/// and authorization server. Every write replaces the file atomically (a temporary file
+/// renamed over it). Several clients and processes may share one file: refreshes are
+/// serialised by a lock file next to it (`<file>.lock`), so a rotated refresh token is never
+/// spent twice.
+#[derive(Debug, Clone)]
+pub struct FileTokenStore {
+    path: PathBuf,
+}
+
+impl FileTokenStore {
+    /// A store in `path` (created on the first save, with its folder).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every token set in the file, by server URL (for a status listing).
+    pub fn all_tokens(&self) -> Result<Vec<TokenSet>, OAuthError> {
+        let mut all: Vec<TokenSet> = self.read()?.tokens.into_values().collect();
+        all.sort_by(|a, b| a.server.cmp(&b.server));
+        Ok(all)
+    }
+
+    fn read(&self) -> Result<Entries, OAuthError> {
+        use std::io::Read as _;
+        let file = match std::fs::File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Entries::default()),
+            Err(e) => return Err(self.error(e)),
+        };
+        let mut text = Vec::new();
+        file.take(MAX_FILE + 1)
+            .read_to_end(&mut text)
+            .map_err(|e| self.error(e))?;
+        if text.len() as u64 > MAX_FILE {
+            return Err(OAuthError::Store(format!(
+                "{}: larger than {MAX_FILE} bytes",
+                self.path.display()
+            )));
+        }
+        if text.is_empty() {
+            return Ok(Entries::default());
+        }
+        serde_json::from_slice(&text)
+            .map_err(|e| OAuthError::Store(format!("{}: {e}", self.path.display())))
+    }
+
+    fn write(&self, entries: &Entries) -> Result<(), OAuthError> {
+        use std::io::Write as _;
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| self.error(e))?;
+        }
+        let text = serde_json::to_vec_pretty(entries).unwrap_or_default();
+        let mut temp = self.path.clone().into_os_string();
+        temp.push(format!(".{}.tmp", std::process::id()));
+        let temp = PathBuf::from(temp);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(0o600);
+        }
+        let mut file = options.open(&temp).map_err(|e| self.error(e))?;
+        file.write_all(&text).map_err(|e| self.error(e))?;
+        file.sync_all().map_err(|e| self.error(e))?;
+        drop(file);
+        std::fs::rename(&temp, &self.path).map_err(|e| self.error(e))
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Entries)) -> Result<(), OAuthError> {
+        // Writers of the same file in this process take turns.
+        static WRITING: Mutex<()> = Mutex::new(());
+        let _turn = lock(&WRITING);
+        let mut entries = self.read()?;
+        change(&mut entries);
+        self.write(&entries)
+    }
+
+    fn error(&self, e: std::io::Error) -> OAuthError {
+        OAuthError::Store(format!("{}: {e}", self.path.display()))
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        let mut path = self.path.clone().into_os_string();
+        path.push(".lock");
+        PathBuf::from(path)
+    }
+}
+
+impl TokenStore for FileTokenStore {
+    fn load_tokens(&self, resource: &str) -> Result<Option<TokenSet>, OAuthError> {
+        Ok(self.read()?.tokens.remove(resource))
+    }
+    fn save_tokens(&self, tokens: &TokenSet) -> Result<(), OAuthError> {
+        self.update(|e| {
+            e.tokens.insert(tokens.server.clone(), tokens.clone());
+        })
+    }
+    fn remove_tokens(&self, resource: &str) -> Result<(), OAuthError> {
+        self.update(|e| {
+            e.tokens.remove(resource);
+        })
+    }
+    fn load_client(&self, issuer: &str) -> Result<Option<ClientRegistration>, OAuthError> {
+        Ok(self.read()?.clients.remove(issuer))
+    }
+    fn save_client(&self, client: &ClientRegistration) -> Result<(), OAuthError> {
+        self.update(|e| {
+            e.clients.insert(client.issuer.clone(), client.clone());
+        })
+    }
+    fn lock(&self, _resource: &str) -> BoxFuture<'_, Result<StoreLock, OAuthError>> {
+        Box::pin(async move {
+            // In this process: a lock per file. Across processes: a lock file created
+            // exclusively, taken over when older than `STALE_LOCK`.
+            let mut held = local_lock(format!("file {}", self.path.display())).await;
+            let lock_path = self.lock_path();
+            if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| self.error(e))?;
+            }
+            let started = std::time::Instant::now();
+            loop {
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::OpenOptionsExt as _;
+                    options.mode(0o600);
+                }
+                match options.open(&lock_path) {
+                    Ok(_) => {
+                        held.file = Some(lock_path);
+                        return Ok(held);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let stale = std::fs::metadata(&lock_path)
+                            .and_then(|m| m.modified())
+                            .ok()
+                            .and_then(|t| t.elapsed().ok())
+                            .is_some_and(|age| age > STALE_LOCK);
+                        if stale {
+                            let _ = std::fs::remove_file(&lock_path);
+                            continue;
+                        }
+                        if started.elapsed() > LOCK_WAIT {
+                            return Err(OAuthError::Store(format!(
+                                "{} is held by another process",
+                                lock_path.display()
+                            )));
+                        }
+                        // Another process refreshes: poll for its lock file to go.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    Err(e) => return Err(self.error(e)),
+                }
+            }
+        })
+    }
+}
+
+/// Tells the OAuth client what time it is (injectable for tests).
+pub trait Clock: fmt::Debug + Send + Sync + 'static {
+    /// Seconds since the Unix epoch.
+    fn now(&self) -> u64;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+}
+
+/// A clock that moves only when told to (tests). Clones share the time.
+#[derive(Debug, Clone)]
+pub struct ManualClock(Arc<std::sync::atomic::AtomicU64>);
+
+impl ManualClock {
+    /// A clock at the system's present time.
+    pub fn new() -> Self {
+        Self(Arc::new(SystemClock.now().into()))
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.0
+            .fetch_add(by.as_secs(), std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
