@@ -5,7 +5,6 @@
 
 use mcp_schema::SchemaProfile;
 
-
 /// How a server asks the client (and through it, the user) something in the middle of a call.
 ///
 /// Each revision has exactly one mechanism.

@@ -91,8 +91,7 @@ fn supported_in(error: &ErrorObject) -> Option<Vec<String>> {
 fn best(client: &Client, supported: &[String], tried: &[Revision]) -> Option<Revision> {
     let sse = client.inner.info.legacy_sse;
     let mutual = |r: &Revision| {
-        supported.iter().any(|s| s == r.as_str())
-            && (!sse || Adapter::new(*r).has_handshake())
+        supported.iter().any(|s| s == r.as_str()) && (!sse || Adapter::new(*r).has_handshake())
     };
     let ours = &client.inner.config.revisions;
     if let Some(fresh) = ours

@@ -223,7 +223,8 @@ pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder, ToolSchemas};
 pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
 pub use task::{TASKS_EXTENSION, TaskSupport, Tasks};
 pub use tool::{
-    ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Nothing, Tool, ToolAnnotations, ToolHandler,
+    ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Nothing, Tool, ToolAnnotations,
+    ToolHandler,
 };
 
 /// Re-exported so handlers can name levels and revisions without another dependency.

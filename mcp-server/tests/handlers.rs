@@ -32,8 +32,7 @@ async fn handlers_without_arguments_on_every_revision() {
         let tools = client.list_tools().await.unwrap();
         assert_eq!(tools.len(), 1, "{revision}: {tools:?}");
         assert_eq!(
-            tools[0]["inputSchema"]["additionalProperties"],
-            false,
+            tools[0]["inputSchema"]["additionalProperties"], false,
             "{revision}: {tools:?}"
         );
         let now = client.call_tool("now", json!({})).await.unwrap();

@@ -32,7 +32,12 @@ fn validated(revision: Revision, response: &RawResponse) -> Vec<Value> {
     for message in &messages {
         let legacy_error_without_id = message.get("error").is_some()
             && message["id"].is_null()
-            && [Revision::V2024_11_05, Revision::V2025_03_26, Revision::V2025_06_18].contains(&revision);
+            && [
+                Revision::V2024_11_05,
+                Revision::V2025_03_26,
+                Revision::V2025_06_18,
+            ]
+            .contains(&revision);
         // Those schemas require an id on errors, but the transport has none to give for an
         // unreadable request (spec notes, section 7): checked by hand instead.
         if legacy_error_without_id {

@@ -98,8 +98,9 @@ async fn exercise(client: &Client, log: &Log) {
     // Every request named the synthetic revision, and the flag that differs shows: the
     // list results carry no cache hints (2026-07-28's would).
     for wire in messages.iter().filter(|w| w.from_client) {
-        if let Some(version) =
-            wire.message.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        if let Some(version) = wire
+            .message
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
         {
             assert_eq!(version, "2099-01-01", "{}", wire.message);
         }
@@ -108,7 +109,11 @@ async fn exercise(client: &Client, log: &Log) {
         .iter()
         .find(|w| !w.from_client && w.message.pointer("/result/tools").is_some())
         .expect("a tools/list result");
-    assert!(list.message["result"].get("ttlMs").is_none(), "{}", list.message);
+    assert!(
+        list.message["result"].get("ttlMs").is_none(),
+        "{}",
+        list.message
+    );
     assert_eq!(list.message["result"]["resultType"], "complete");
 
     // The messages have 2026-07-28's shapes, but for the cache hints the revision dropped
