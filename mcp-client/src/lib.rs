@@ -57,8 +57,10 @@
 //!
 //! # What this crate does not do
 //!
-//! - No OAuth flow yet: a protected server needs a token you obtained, passed with
-//!   [`ClientBuilder::header`] (`Authorization: Bearer ...`).
+//! - It does not open a browser: an OAuth login ([`ClientBuilder::oauth`]) hands the
+//!   authorization URL to your redirect handler, which shows it to the user (or, in tests,
+//!   follows it). OAuth covers Streamable HTTP; over HTTP+SSE pass a token with
+//!   [`ClientBuilder::header`].
 //! - It does not run a model or show a user interface: questions reach your
 //!   [`ClientBuilder::on_ask`] callback, which decides how to answer.
 //! - It never prefetches or follows what a server points at (resource links, URL elicitation

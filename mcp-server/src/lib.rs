@@ -142,7 +142,10 @@
 //!   process keeps its state in memory until you give it a shared state store and event log.
 //! - It does not talk to a model, and it does not host client-side features (sampling, roots):
 //!   it asks the client for them through [`Exchange`].
-//! - It offers no Tasks extension yet (the extension mechanism, [`Extension`], is here).
+//! - It creates no tasks on the revisions before 2026-07-28 (their results carry no
+//!   `resultType`, so a task could not be told from a tool result): a tool that supports tasks
+//!   ([`TaskSupport::Optional`]) runs as an ordinary call there, and one that requires them is
+//!   refused.
 //!
 //! # Safe defaults
 //!
