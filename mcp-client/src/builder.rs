@@ -472,7 +472,8 @@ impl ClientBuilder {
 
     /// Authorizes with OAuth 2.1 when the server asks for it (a `401` or `403
     /// insufficient_scope`): see [`crate::oauth`]. Applies to [`ClientBuilder::connect_http`]
-    /// over Streamable HTTP; the OAuth requests use the builder's [`ClientBuilder::https`]
+    /// over Streamable HTTP and to [`ClientBuilder::connect_sse`] (the stream's `GET` and every
+    /// POST); the OAuth requests use the builder's [`ClientBuilder::https`]
     /// settings unless the configuration has its own. Default: no authorization.
     ///
     /// ```no_run
@@ -514,14 +515,7 @@ impl ClientBuilder {
             builder = builder.header(name.clone(), value.clone());
         }
         let mut transport: Arc<dyn Transport> = Arc::new(builder.build());
-        if let Some(config) = &self.oauth {
-            let mut config = config.clone();
-            if config.https.is_none() {
-                config.https = self.https.clone();
-            }
-            let oauth = crate::oauth::OAuth::new(config, url).map_err(|e| {
-                Error::from(crate::transport::TransportError::Authorization(Box::new(e)))
-            })?;
+        if let Some(oauth) = self.oauth_for(url)? {
             transport = Arc::new(crate::oauth::OAuthTransport::new(transport, oauth));
         }
         let (client, negotiated) = self.start_by(transport, deadline).await?;
@@ -558,8 +552,47 @@ impl ClientBuilder {
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
         }
-        let transport = builder.connect().await?;
+        let Some(oauth) = self.oauth_for(url)? else {
+            let transport = builder.connect().await?;
+            return self.connect_transport(Arc::new(transport), deadline).await;
+        };
+        // The stream's GET carries the token and answers the challenges the way every POST
+        // does (a bounded number of rounds); the POSTs go through the OAuth transport.
+        let mut round = 0;
+        let transport = loop {
+            let mut credentials = HeaderMap::new();
+            let sent = oauth
+                .authorize_request(&mut credentials, "GET")
+                .await
+                .map_err(|e| Error::from(crate::oauth::transport::auth_error(e)))?;
+            match builder.clone().stream_headers(credentials).connect().await {
+                Err(e) if round < crate::oauth::transport::MAX_ROUNDS => {
+                    round += 1;
+                    if !crate::oauth::transport::answer(&oauth, &e, sent.as_deref()).await? {
+                        return Err(e.into());
+                    }
+                }
+                other => break other?,
+            }
+        };
+        let transport = crate::oauth::OAuthTransport::new(Arc::new(transport), oauth);
         self.connect_transport(Arc::new(transport), deadline).await
+    }
+
+    /// The OAuth client for the server at `url`, when [`ClientBuilder::oauth`] was given; its
+    /// requests use the builder's [`ClientBuilder::https`] unless the configuration has its
+    /// own.
+    fn oauth_for(&self, url: &str) -> Result<Option<crate::oauth::OAuth>, Error> {
+        let Some(config) = &self.oauth else {
+            return Ok(None);
+        };
+        let mut config = config.clone();
+        if config.https.is_none() {
+            config.https = self.https.clone();
+        }
+        crate::oauth::OAuth::new(config, url)
+            .map(Some)
+            .map_err(|e| Error::from(crate::transport::TransportError::Authorization(Box::new(e))))
     }
 
     /// Spawns a stdio server and connects to it; the handshake has one

@@ -516,3 +516,97 @@ async fn credentials_for_another_authorization_server_are_not_used() {
     assert_ne!(tokens.client.client_id, "script", "registered instead");
     assert_eq!(tokens.client.issuer, tokens.issuer);
 }
+
+/// [`protected_server`] over TLS with a test certificate, protecting `/mcp` and `/sse`; the
+/// resource server fetches the key set over HTTPS, trusting the test CA. Returns the base URL
+/// and the CA.
+async fn protected_server_over_https() -> (String, rustls::pki_types::CertificateDer<'static>) {
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let ca = certified.cert.der().clone();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    let tls = mcp_server::http::Tls::from_der(vec![ca.clone()], key).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("https://{}", listener.local_addr().unwrap());
+    let dev = DevAuthorizationServer::builder(&base)
+        .scopes(["mcp:read", "mcp:deploy"])
+        .resources([format!("{base}/mcp"), format!("{base}/sse")])
+        .auto_approve(true)
+        .build();
+    let auth = ResourceServer::builder(format!("{base}/mcp"), &base)
+        .scopes_supported(["mcp:read", "mcp:deploy"])
+        .required_scopes(["mcp:read"])
+        .verifier(JwtVerifier::fetch(dev.jwks_uri()).add_root_certificate(ca.clone()))
+        .build()
+        .unwrap();
+    let server = Server::builder("protected", "1")
+        .tool(Tool::new("add", add))
+        .tool(Tool::new("publish", publish).scopes(["mcp:deploy"]))
+        .build()
+        .unwrap();
+    let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
+    let endpoint = HttpEndpoint::new(server, config);
+    tokio::spawn(mcp_server::http::serve_tls_with_shutdown(
+        listener,
+        endpoint,
+        tls,
+        std::future::pending::<()>(),
+    ));
+    (base, ca)
+}
+
+/// Every revision against our server and its development authorization server over HTTPS:
+/// Streamable HTTP on the 2025 era and 2026-07-28, HTTP+SSE on 2024-11-05 (the stream's `GET`
+/// and the POSTs carry the token). Each logs in once per resource, lists the tools, calls a
+/// tool, then steps up to `mcp:deploy` for `publish` on a 403 `insufficient_scope`.
+#[tokio::test]
+async fn every_revision_logs_in_over_https_and_steps_up() {
+    let (base, ca) = protected_server_over_https().await;
+    let https = mcp_client::transport::Https::new()
+        .web_pki_roots(false)
+        .add_ca_der(ca)
+        .unwrap()
+        .proxy(mcp_client::transport::Proxy::none());
+    let redirect = Counted {
+        follow: FollowRedirect::with_https(https.clone()),
+        logins: Arc::default(),
+    };
+    let store = MemoryTokenStore::new();
+    let mut tried = 0;
+    for revision in mcp_client::Revision::ALL.iter().copied() {
+        let sse = mcp_adapters::Adapter::new(revision).features().http_sse;
+        let builder = Client::builder()
+            .revision(revision)
+            .remember_era(false)
+            .https(https.clone())
+            .oauth(OAuthConfig::new(redirect.clone()).store(store.clone()));
+        let client = if sse {
+            builder.connect_sse(&format!("{base}/sse")).await
+        } else {
+            builder.connect_http(&format!("{base}/mcp")).await
+        }
+        .unwrap_or_else(|e| panic!("{}: {e}", revision.as_str()));
+        assert_eq!(client.revision(), revision);
+        let tools = client.list_tools().await.unwrap();
+        assert!(
+            tools.iter().any(|t| t["name"] == "add"),
+            "{}",
+            revision.as_str()
+        );
+        let added = client
+            .call_tool("add", serde_json::json!({}))
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", revision.as_str()));
+        assert!(added.to_string().contains("added"), "{added}");
+        let published = client
+            .call_tool("publish", serde_json::json!({}))
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", revision.as_str()));
+        assert!(published.to_string().contains("published"), "{published}");
+        client.close().await.unwrap();
+        tried += 1;
+    }
+    assert_eq!(tried, mcp_client::Revision::ALL.len());
+    // Per resource (`/mcp`, `/sse`): one login, one step-up; the later revisions reused the
+    // stored tokens.
+    assert_eq!(redirect.logins.load(Ordering::SeqCst), 4);
+}

@@ -49,7 +49,7 @@ mod flow;
 mod http;
 mod redirect;
 mod store;
-mod transport;
+pub(crate) mod transport;
 
 use std::fmt;
 use std::sync::Arc;

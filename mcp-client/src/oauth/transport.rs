@@ -12,7 +12,7 @@ use crate::transport::{
 
 /// How many times one message is sent again after a challenge: a refresh or authorization,
 /// then a step-up, then one more for a token replaced by a concurrent caller.
-const MAX_ROUNDS: usize = 3;
+pub(crate) const MAX_ROUNDS: usize = 3;
 
 /// A [`Transport`] that sends `Authorization: Bearer` with every message and, when the server
 /// answers `401` or `403 insufficient_scope`, gets a token through its [`OAuth`] and sends
@@ -51,33 +51,42 @@ impl OAuthTransport {
         error: &TransportError,
         sent: Option<&str>,
     ) -> Result<bool, TransportError> {
-        let TransportError::Status {
-            status: status @ (401 | 403),
-            www_authenticate,
-            dpop_nonce,
-            ..
-        } = error
-        else {
-            return Ok(false);
-        };
-        match self
-            .oauth
-            .challenged(
-                *status,
-                www_authenticate.as_deref(),
-                dpop_nonce.as_deref(),
-                sent,
-            )
-            .await
-        {
-            // Nobody can log in now: the server's refusal stands.
-            Err(OAuthError::LoginRequired(_)) => Ok(false),
-            other => other.map_err(auth_error),
-        }
+        answer(&self.oauth, error, sent).await
     }
 }
 
-fn auth_error(error: OAuthError) -> TransportError {
+/// After `error` refused a request that carried `sent` (or no token): whether a new token was
+/// got and the request is worth sending again. Not an error when nobody can log in now: the
+/// server's refusal stands.
+pub(crate) async fn answer(
+    oauth: &OAuth,
+    error: &TransportError,
+    sent: Option<&str>,
+) -> Result<bool, TransportError> {
+    let TransportError::Status {
+        status: status @ (401 | 403),
+        www_authenticate,
+        dpop_nonce,
+        ..
+    } = error
+    else {
+        return Ok(false);
+    };
+    match oauth
+        .challenged(
+            *status,
+            www_authenticate.as_deref(),
+            dpop_nonce.as_deref(),
+            sent,
+        )
+        .await
+    {
+        Err(OAuthError::LoginRequired(_)) => Ok(false),
+        other => other.map_err(auth_error),
+    }
+}
+
+pub(crate) fn auth_error(error: OAuthError) -> TransportError {
     TransportError::Authorization(Box::new(error))
 }
 

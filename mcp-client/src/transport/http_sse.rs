@@ -35,6 +35,8 @@ use mcp_wire::sse::SseDecoder;
 pub struct HttpSseBuilder {
     uri: Uri,
     headers: HeaderMap,
+    /// Headers of the `GET` alone (the OAuth client's credentials for the stream).
+    stream_headers: HeaderMap,
     max_message_size: usize,
     max_queued: usize,
     max_queued_bytes: usize,
@@ -46,6 +48,13 @@ impl HttpSseBuilder {
     /// Adds a header sent on the `GET` and on every POST, such as `Authorization`.
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.append(name, value);
+        self
+    }
+
+    /// Headers sent on the `GET` that opens the stream and not on the POSTs (the POSTs of an
+    /// OAuth client carry their own credentials, made per request).
+    pub(crate) fn stream_headers(mut self, headers: HeaderMap) -> Self {
+        self.stream_headers = headers;
         self
     }
 
@@ -97,6 +106,9 @@ impl HttpSseBuilder {
         *request.uri_mut() = self.uri.clone();
         for (name, value) in &self.headers {
             request.headers_mut().append(name, value.clone());
+        }
+        for (name, value) in &self.stream_headers {
+            request.headers_mut().insert(name, value.clone());
         }
         request
             .headers_mut()
@@ -335,6 +347,7 @@ impl HttpSse {
         HttpSseBuilder {
             uri,
             headers: HeaderMap::new(),
+            stream_headers: HeaderMap::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_queued: super::DEFAULT_MAX_QUEUED,
             max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,

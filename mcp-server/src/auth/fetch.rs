@@ -1,5 +1,6 @@
 //! Bounded HTTPS requests for the resource server: key sets and introspection.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -8,8 +9,10 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use rustls::pki_types::CertificateDer;
 
-/// An HTTPS (and plain HTTP, for loopback and tests) client with the web PKI roots.
+/// An HTTPS (and plain HTTP, for loopback and tests) client with the web PKI roots (and the
+/// extra certificate authorities it was given).
 #[derive(Clone, Debug)]
 pub(crate) struct Fetcher {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
@@ -20,12 +23,42 @@ pub(crate) struct Fetcher {
 impl Fetcher {
     /// Requests time out after `timeout`; bodies over `limit` bytes are refused.
     pub(crate) fn new(timeout: Duration, limit: usize) -> Self {
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
-            .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .build();
+        Self::trusting(timeout, limit, &[])
+    }
+
+    /// Like [`Fetcher::new`], trusting the certificate authorities `extra` besides the web PKI
+    /// roots (a private PKI, a test CA).
+    pub(crate) fn trusting(
+        timeout: Duration,
+        limit: usize,
+        extra: &[CertificateDer<'static>],
+    ) -> Self {
+        let mut roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        // A certificate rustls cannot read as a CA is skipped: the peer it was for stays
+        // untrusted and its fetches fail with the TLS error.
+        let _ = roots.add_parsable_certificates(extra.iter().cloned());
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots).with_no_client_auth());
+        let connector = match config {
+            Ok(config) => hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(config)
+                .https_or_http()
+                .enable_http1()
+                .enable_http2()
+                .build(),
+            // The ring provider always has safe protocol versions; kept total all the same.
+            Err(_) => hyper_rustls::HttpsConnectorBuilder::new()
+                .with_webpki_roots()
+                .https_or_http()
+                .enable_http1()
+                .enable_http2()
+                .build(),
+        };
         Self {
             client: Client::builder(TokioExecutor::new()).build(connector),
             timeout,

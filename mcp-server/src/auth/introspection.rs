@@ -38,10 +38,13 @@ pub struct IntrospectionVerifier {
     inner: Arc<Inner>,
 }
 
+#[derive(Clone)]
 struct Inner {
     endpoint: String,
     authorization: String,
     fetcher: Fetcher,
+    /// The certificate authorities trusted for the endpoint besides the web PKI.
+    extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
 }
 
 impl std::fmt::Debug for IntrospectionVerifier {
@@ -71,8 +74,20 @@ impl IntrospectionVerifier {
                 endpoint: endpoint.into(),
                 authorization: format!("Basic {}", STANDARD.encode(credentials)),
                 fetcher: Fetcher::new(Duration::from_secs(10), 64 << 10),
+                extra_roots: Vec::new(),
             }),
         }
+    }
+
+    /// Trusts the certificate authority `ca` (DER) for the introspection endpoint, besides
+    /// the web PKI roots: an authorization server behind a private PKI, or a test CA.
+    /// Repeatable.
+    #[must_use]
+    pub fn add_root_certificate(mut self, ca: rustls::pki_types::CertificateDer<'static>) -> Self {
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.extra_roots.push(ca);
+        inner.fetcher = Fetcher::trusting(Duration::from_secs(10), 64 << 10, &inner.extra_roots);
+        self
     }
 
     async fn introspect(&self, token: &str) -> Result<Claims, VerifyError> {

@@ -42,6 +42,8 @@ pub struct JwtVerifier {
 
 struct Inner {
     source: Option<(String, Fetcher)>,
+    /// The certificate authorities trusted for the key set's URL besides the web PKI.
+    extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
     keys: RwLock<Keys>,
     /// One fetch at a time; the others wait for its result.
     fetching: tokio::sync::Mutex<()>,
@@ -81,6 +83,7 @@ impl JwtVerifier {
         Self {
             inner: Arc::new(Inner {
                 source,
+                extra_roots: Vec::new(),
                 keys: RwLock::new(Keys { set, fetched: None }),
                 fetching: tokio::sync::Mutex::new(()),
                 algorithms: DEFAULT_ALGORITHMS.to_vec(),
@@ -104,6 +107,28 @@ impl JwtVerifier {
             Some((jwks_uri.into(), fetcher)),
             JwkSet { keys: Vec::new() },
         )
+    }
+
+    /// Trusts the certificate authority `ca` (DER) for the key set's `https://` URL, besides
+    /// the web PKI roots: an authorization server behind a private PKI, or a test CA.
+    /// Repeatable. Without a key set URL ([`JwtVerifier::from_jwks`]) it changes nothing.
+    ///
+    /// ```no_run
+    /// use mcp_server::auth::JwtVerifier;
+    ///
+    /// let ca = std::fs::read("corporate-ca.der").unwrap();
+    /// let verifier = JwtVerifier::fetch("https://auth.internal/jwks.json")
+    ///     .add_root_certificate(ca.into());
+    /// # let _ = verifier;
+    /// ```
+    #[must_use]
+    pub fn add_root_certificate(self, ca: rustls::pki_types::CertificateDer<'static>) -> Self {
+        self.edit(|inner| {
+            if let Some((_, fetcher)) = &mut inner.source {
+                inner.extra_roots.push(ca);
+                *fetcher = Fetcher::trusting(Duration::from_secs(10), 1 << 20, &inner.extra_roots);
+            }
+        })
     }
 
     fn edit(mut self, f: impl FnOnce(&mut Inner)) -> Self {
