@@ -57,7 +57,7 @@ const PY_MCP_VERSION: &str = "2.3.0";
 pub(crate) const TINY: &str = "aiohttp-tiny-mcp";
 pub(crate) const TINY_VERSION: &str = "0.5.8";
 /// The scripts copied from `interop/`.
-const SCRIPTS: [&str; 12] = [
+const SCRIPTS: [&str; 14] = [
     "ts-v1-client.mjs",
     "ts-v2-client.mjs",
     "ts-v2-server.mjs",
@@ -70,6 +70,8 @@ const SCRIPTS: [&str; 12] = [
     "ts-v1-oauth-client.mjs",
     "ts-v2-oauth-client.mjs",
     "py-oauth-client.py",
+    "py-oauth-server.py",
+    "ts-v1-oauth-server.mjs",
 ];
 /// The revisions the TypeScript SDK v1 client is pinned to for OAuth: those with authorization.
 const TS_V1_OAUTH_REVISIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
@@ -77,6 +79,8 @@ const TS_V1_OAUTH_REVISIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-2
 const OAUTH_MODES: [&str; 3] = ["auto", "2026-07-28", "legacy"];
 /// The direction column of the OAuth cells.
 const OAUTH_DIRECTION: &str = "peer client → our server with OAuth (mcp-demo --auth)";
+/// The direction column of the cells of our client against the peers' protected servers.
+const OAUTH_SERVER_DIRECTION: &str = "our client (mcp) → peer server with OAuth";
 /// Every revision, newest first: the aiohttp-tiny-mcp client is pinned to each.
 const ALL_REVISIONS: [&str; 5] = [
     "2026-07-28",
@@ -165,6 +169,18 @@ const TS_V2_SSE_NO_STEP_UP: &str = "`@modelcontextprotocol/client` 2.4.0's HTTP+
     resource's metadata, the authorization server's, `POST /register`, `GET /authorize`, \
     `POST /token`, `GET /sse 200`, the session's messages, then the `deploy` call's \
     `POST /messages 403` with the challenge naming `mcp:deploy`.";
+
+/// The SDKs' OAuth servers publish one protected resource, the Streamable HTTP endpoint.
+const SDK_SSE_RESOURCE_IS_MCP: &str = "the SDK's authorization support publishes one protected \
+    resource, its Streamable HTTP endpoint (`AuthSettings.resource_server_url` in the Python SDK \
+    2.3.0, `mcpAuthRouter`'s `resourceServerUrl` in `@modelcontextprotocol/sdk` 1.32.2). Its \
+    `/sse` endpoint answers 401 with a challenge naming that resource's metadata \
+    (`/.well-known/oauth-protected-resource/mcp`), whose `resource` is `…/mcp`, not the `…/sse` \
+    URL the client connects to. A client that checks the metadata's `resource` against the \
+    server it is accessing (RFC 9728 §3.3; the MCP authorization spec from 2025-06-18) must \
+    refuse it, and ours does (\"the protected resource metadata is for …/mcp, not this server \
+    (…/sse)\"); it never sends a token meant for `/mcp` to `/sse`. Our server publishes `/sse` \
+    as a resource of its own, and our client passes OAuth over HTTP+SSE against it.";
 
 /// Defects of our side that cells are expected to show until they are fixed.
 /// None is known now: OAuth over HTTP+SSE, once one (the resource server published `…/mcp`
@@ -308,6 +324,30 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     }
     drop(target);
     cells.extend(oauth_cells(&node, &python, &prefix)?);
+
+    let mcp = build_binary("mcp-cli", "mcp")?;
+    let mut protected = vec![(
+        node.as_path(),
+        "ts-v1-oauth-server.mjs",
+        "TypeScript SDK v1 server",
+        &TS_V1_OAUTH_REVISIONS[..],
+    )];
+    if python.exists() {
+        protected.push((
+            python.as_path(),
+            "py-oauth-server.py",
+            "Python SDK server",
+            &OAUTH_SERVER_REVISIONS[..],
+        ));
+    }
+    for (program, script, peer, revisions) in protected {
+        cells.extend(oauth_server_cells(
+            &mcp,
+            (program, script, &prefix),
+            peer,
+            revisions,
+        )?);
+    }
 
     let server = PeerServer::start(&node, "ts-v1-server.mjs", &prefix)?;
     for revision in TS_V1_REVISIONS {
@@ -508,6 +548,91 @@ fn oauth_cells(node: &Path, python: &Path, prefix: &Path) -> Result<Vec<Cell>> {
     Ok(cells)
 }
 
+/// The revisions our client is pinned to against the Python SDK's protected server (it speaks
+/// 2026-07-28 too).
+const OAUTH_SERVER_REVISIONS: [&str; 4] = ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+
+/// Our client (the `mcp` command, following the authorization server's redirect in place of a
+/// browser) against a peer's protected server and its authorization server: each cell starts
+/// with no tokens, so it is the whole flow (401, protected resource and authorization server
+/// metadata, dynamic registration, PKCE S256 with `resource`, token, the `echo` call). First
+/// negotiating, then pinned to each of `revisions` over Streamable HTTP, then over HTTP+SSE.
+fn oauth_server_cells(
+    mcp: &Path,
+    (program, script, prefix): (&Path, &str, &Path),
+    peer: &'static str,
+    revisions: &[&str],
+) -> Result<Vec<Cell>> {
+    let server = PeerServer::start(program, script, prefix)?;
+    let mut cells = Vec::new();
+    let legs = std::iter::once((None, "Streamable HTTP"))
+        .chain(revisions.iter().map(|r| (Some(*r), "Streamable HTTP")))
+        .chain(std::iter::once((None, "HTTP+SSE")));
+    for (n, (pinned, transport)) in legs.enumerate() {
+        let tokens = prefix.join(format!("tokens-{script}-{n}.json"));
+        let _ = std::fs::remove_file(&tokens);
+        let sse = transport == "HTTP+SSE";
+        let url = format!("{}{}", server.base, if sse { "/sse" } else { "/mcp" });
+        let mut command = Command::new(mcp);
+        command
+            .args([
+                "call",
+                &url,
+                "echo",
+                "text=interop-oauth",
+                "--auth-follow-redirect",
+            ])
+            .arg("--token-file")
+            .arg(&tokens)
+            .args(["--timeout", "30", "--json"]);
+        if let Some(revision) = pinned {
+            command.args(["--revision", revision]);
+        }
+        if sse {
+            command.args(["--transport", "sse"]);
+        }
+        let (ok, stdout, stderr) = run_bounded(command, RUN_TIMEOUT)?;
+        let ok = ok && stdout.contains("interop-oauth");
+        let revision = match (pinned, sse) {
+            (Some(revision), _) => revision.to_owned(),
+            (None, true) => "2024-11-05".to_owned(),
+            (None, false) if ok => {
+                let mut discover = Command::new(mcp);
+                discover
+                    .args(["discover", &url, "--json", "--timeout", "30"])
+                    .arg("--token-file")
+                    .arg(&tokens);
+                let (_, found, _) = run_bounded(discover, RUN_TIMEOUT)?;
+                let negotiated = serde_json::from_str::<serde_json::Value>(&found)
+                    .ok()
+                    .and_then(|v| v["negotiated"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "?".into());
+                format!("{negotiated} (negotiated)")
+            }
+            (None, false) => "? (negotiated)".to_owned(),
+        };
+        // The defect only explains the refusal it causes.
+        let defect = (sse && (ok || stderr.contains("the protected resource metadata is for")))
+            .then_some(SDK_SSE_RESOURCE_IS_MCP);
+        let _ = std::fs::remove_file(&tokens);
+        cells.push(Cell {
+            peer,
+            direction: OAUTH_SERVER_DIRECTION,
+            revision,
+            transport,
+            elicitation: "none",
+            ok,
+            defect,
+            detail: if ok {
+                stdout.trim().to_owned()
+            } else {
+                stderr.trim().to_owned()
+            },
+        });
+    }
+    Ok(cells)
+}
+
 /// `mcp-demo --auth --auth-auto-approve` on a free port of 127.0.0.1; killed when dropped.
 struct AuthDemo {
     child: Child,
@@ -625,6 +750,19 @@ fn notes(cells: &[Cell]) -> String {
          client recognises the other's questions: an application (or a model reading the \
          result's text) answers them. Those legs are `none`.\n",
     );
+    if cells.iter().any(|c| c.direction == OAUTH_SERVER_DIRECTION) {
+        out.push_str(
+            "- Rows `our client (mcp) → peer server with OAuth` (`interop/*-oauth-server.*`): the \
+             peer's own OAuth support (the Python SDK's `auth_server_provider` routes and bearer \
+             middleware; the TypeScript SDK v1's `mcpAuthRouter` and `requireBearerAuth`) as \
+             resource server and authorization server on one address, over an in-memory \
+             provider in the peer script that approves at once. Our `mcp call URL echo \
+             --auth-follow-redirect` starts each row with no tokens: the 401, the protected \
+             resource metadata, the authorization server metadata, dynamic registration, \
+             authorization with PKCE S256 and `resource`, the token request \
+             (`client_secret_basic` as registered), then the call with the token.\n",
+        );
+    }
     if cells.iter().any(|c| c.direction == OAUTH_DIRECTION) {
         out.push_str(
             "- OAuth rows (`interop/*-oauth-client.*`): the peer client, with its SDK's own OAuth \

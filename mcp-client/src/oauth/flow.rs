@@ -846,6 +846,10 @@ impl OAuth {
                     encode(client.client_secret.as_deref().unwrap_or_default())
                 );
                 basic = Some(base64::engine::general_purpose::STANDARD.encode(pair));
+                // RFC 6749 §4.1.3 asks `client_id` of unauthenticated clients only, but
+                // allows it here too, and some authorization servers (the Python SDK's) look
+                // the client up by the body's `client_id` before reading the header.
+                form.push(("client_id", client.client_id.clone()));
             }
             super::PRIVATE_KEY_JWT => {
                 let assertion = self.client_assertion(&client.client_id, &base.issuer)?;

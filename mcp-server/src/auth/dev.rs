@@ -860,6 +860,10 @@ impl DevAuthorizationServer {
                 Some((decode(id)?, decode(secret)?))
             });
         let (client_id, secret) = match basic {
+            // A body `client_id` beside the header must name the same client.
+            Some((id, _)) if field(params, "client_id").is_some_and(|body| body != id) => {
+                return Err(unauthorized());
+            }
             Some((id, secret)) => (id, Some(secret)),
             None => (
                 field(params, "client_id")
