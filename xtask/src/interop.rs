@@ -411,8 +411,9 @@ pub(crate) fn run(root: &Path) -> Result<()> {
          with an accepted and a declined elicitation (`none`: no elicitation on that leg, \
          because the revision has none or the TypeScript v2 server's stateless 2025 fallback \
          cannot ask, or next to a leg's elicitation cells when a peer defect stops its asking), \
-         and the peer clients with their SDKs' OAuth support against `mcp-demo --auth` (the \
-         rows `with OAuth`, see the notes). The peer scripts are in \
+         the peer clients with their SDKs' OAuth support against `mcp-demo --auth`, and our \
+         client against the peers' own protected servers (the rows `with OAuth`, see the \
+         notes). The peer scripts are in \
          [`interop/`](../interop); our server is `conformance-target`, our client \
          `conformance-client`.\n\n{table}\n{}",
         notes(&cells)
