@@ -687,12 +687,12 @@ impl Skills {
                 let mut resource = Resource::new(&file.uri, name, read)
                     .mime_type(file.mime_type)
                     .size(file.bytes.len() as u64);
-                if manifest
-                    && let Some(description) =
-                        entry.frontmatter.get("description").and_then(Value::as_str)
-                {
-                    resource = resource.description(description);
-                }
+                let skill_name = entry.frontmatter["name"].as_str().unwrap_or_default();
+                resource = match entry.frontmatter.get("description").and_then(Value::as_str) {
+                    Some(description) if manifest => resource.description(description),
+                    _ => resource
+                        .description(format!("File {} of the skill {skill_name}.", file.relative)),
+                };
                 out.push(resource);
             }
         }
