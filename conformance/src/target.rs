@@ -124,6 +124,7 @@ pub const SKILL_FORMS: &str = "# Forms\n\nForm fields live in the AcroForm dicti
 
 fn skills() -> Result<Skills, RegistrationError> {
     Skills::builder()
+        .directory_read(true)
         .skill(
             Skill::new("pdf-processing")
                 .file("SKILL.md", SKILL_MANIFEST)

@@ -189,6 +189,7 @@ pub struct SkillsBuilder {
     max_depth: usize,
     page_size: usize,
     cache: (u64, CacheScope),
+    directory_read: bool,
 }
 
 impl Default for SkillsBuilder {
@@ -203,6 +204,7 @@ impl Default for SkillsBuilder {
             max_depth: DEFAULT_MAX_DEPTH,
             page_size: DEFAULT_SKILLS_PAGE_SIZE,
             cache: (0, CacheScope::Private),
+            directory_read: false,
         }
     }
 }
@@ -279,6 +281,17 @@ impl SkillsBuilder {
         self
     }
 
+    /// Serves `resources/directory/read {uri, cursor?}` and declares `directoryRead: true`
+    /// in the extension's settings: a skill's folder (`skill://<skill-path>`, or one of its
+    /// subfolders) lists its direct children, subfolders with the MIME type
+    /// `inode/directory`, paginated like `skills/list`; any other URI is `-32602`. Default
+    /// off (the method is optional in the SEP).
+    #[must_use]
+    pub fn directory_read(mut self, on: bool) -> Self {
+        self.directory_read = on;
+        self
+    }
+
     /// Reads the folders, checks every skill and builds the catalog.
     pub fn build(self) -> Result<Skills, SkillsError> {
         if self.page_size == 0 || self.page_size > MAX_SKILLS_PAGE_SIZE {
@@ -308,12 +321,19 @@ impl SkillsBuilder {
                 return Err(SkillsError::Duplicate(entry.uri.clone()));
             }
         }
+        let directories = if self.directory_read {
+            directories(&entries)
+        } else {
+            HashMap::new()
+        };
         Ok(Skills {
             inner: Arc::new(Catalog {
                 entries,
                 index,
                 page_size: self.page_size,
                 cache: self.cache,
+                directory_read: self.directory_read,
+                directories,
             }),
         })
     }
@@ -548,6 +568,60 @@ fn valid_segment(segment: &str, file: bool) -> bool {
         })
 }
 
+/// The MIME type of a folder in `resources/directory/read`.
+const DIRECTORY_MIME_TYPE: &str = "inode/directory";
+
+/// Every folder of every skill (`skill://<skill-path>` and its subfolders) with its direct
+/// children as `resources/directory/read` lists them, subfolders first, each sorted by name.
+fn directories(entries: &[SkillEntry]) -> HashMap<String, Vec<Value>> {
+    type Children = (BTreeMap<String, Value>, BTreeMap<String, Value>);
+    let mut folders: HashMap<String, Children> = HashMap::new();
+    for entry in entries {
+        let Some(root) = entry.uri.strip_suffix(wire::MANIFEST) else {
+            continue;
+        };
+        let root = root.trim_end_matches('/');
+        folders.entry(root.to_owned()).or_default();
+        for file in &entry.files {
+            let mut parent = root.to_owned();
+            let mut parts = file.relative.split('/').peekable();
+            while let Some(part) = parts.next() {
+                let uri = format!("{parent}/{part}");
+                let (subfolders, files) = folders.entry(parent.clone()).or_default();
+                if parts.peek().is_some() {
+                    subfolders.entry(part.to_owned()).or_insert_with(
+                        || json!({"uri": uri, "name": part, "mimeType": DIRECTORY_MIME_TYPE}),
+                    );
+                    folders.entry(uri.clone()).or_default();
+                } else {
+                    files.insert(
+                        part.to_owned(),
+                        json!({
+                            "uri": uri,
+                            "name": part,
+                            "mimeType": file.mime_type,
+                            "size": file.bytes.len(),
+                        }),
+                    );
+                }
+                parent = uri;
+            }
+        }
+    }
+    folders
+        .into_iter()
+        .map(|(uri, (subfolders, files))| {
+            (
+                uri,
+                subfolders
+                    .into_values()
+                    .chain(files.into_values())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
 /// The MIME type a file is served with, from its extension (text when it is UTF-8).
 fn mime_type(relative: &str, bytes: &[u8]) -> &'static str {
     let extension = relative
@@ -592,6 +666,9 @@ struct Catalog {
     index: HashMap<String, usize>,
     page_size: usize,
     cache: (u64, CacheScope),
+    directory_read: bool,
+    /// Each folder's children, when `directory_read` is on.
+    directories: HashMap<String, Vec<Value>>,
 }
 
 /// A catalog of skills, served by [`ServerBuilder::skills`](crate::ServerBuilder::skills).
@@ -703,7 +780,7 @@ impl Skills {
     pub(crate) fn extension(&self) -> Extension {
         let list = self.clone();
         let get = self.clone();
-        Extension::new(SKILLS_EXTENSION)
+        let extension = Extension::new(SKILLS_EXTENSION)
             .method(wire::LIST_METHOD, move |request| {
                 let skills = list.clone();
                 async move { skills.list(&request) }
@@ -711,7 +788,18 @@ impl Skills {
             .method(wire::GET_METHOD, move |request| {
                 let skills = get.clone();
                 async move { skills.get(&request) }
-            })
+            });
+        if !self.inner.directory_read {
+            return extension;
+        }
+        let read = self.clone();
+        extension.settings(json!({"directoryRead": true})).method(
+            DIRECTORY_READ_METHOD,
+            move |request| {
+                let skills = read.clone();
+                async move { skills.read_directory(&request) }
+            },
+        )
     }
 
     fn cached(&self, mut result: Map<String, Value>) -> Value {
@@ -724,34 +812,37 @@ impl Skills {
     /// `skills/list {cursor?}`: the cursor is the decimal index of the page's first skill.
     fn list(&self, request: &ExtensionRequest) -> Result<Value, ExtensionError> {
         let catalog = &*self.inner;
-        let start = match request.params().get("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(cursor)) => cursor
-                .parse::<usize>()
-                .ok()
-                .filter(|&i| i < catalog.entries.len() && cursor.len() <= 20)
-                .ok_or_else(|| {
-                    ExtensionError::InvalidParams("unknown skills/list cursor".into())
-                })?,
-            Some(_) => {
-                return Err(ExtensionError::InvalidParams(
-                    "the cursor is a string".into(),
-                ));
-            }
-        };
-        let end = start
-            .saturating_add(catalog.page_size)
-            .min(catalog.entries.len());
-        let skills: Vec<Value> = catalog.entries[start..end]
-            .iter()
-            .map(|e| e.entry.clone())
-            .collect();
+        let entries: Vec<&Value> = catalog.entries.iter().map(|e| &e.entry).collect();
+        let (page, next) = page(request, &entries, catalog.page_size)?;
         let mut result = Map::new();
-        result.insert("skills".into(), Value::Array(skills));
-        if end < catalog.entries.len() {
-            result.insert("nextCursor".into(), Value::String(end.to_string()));
+        result.insert("skills".into(), Value::Array(page));
+        if let Some(next) = next {
+            result.insert("nextCursor".into(), Value::String(next));
         }
         Ok(self.cached(result))
+    }
+
+    /// `resources/directory/read {uri, cursor?}`: the direct children of a skill's folder.
+    fn read_directory(&self, request: &ExtensionRequest) -> Result<Value, ExtensionError> {
+        let Some(uri) = request.params().get("uri").and_then(Value::as_str) else {
+            return Err(ExtensionError::InvalidParams(
+                "resources/directory/read needs a uri".into(),
+            ));
+        };
+        let Some(children) = self.inner.directories.get(uri.trim_end_matches('/')) else {
+            return Err(ExtensionError::InvalidParams(format!(
+                "{} is not a directory",
+                truncate(uri, 200)
+            )));
+        };
+        let children: Vec<&Value> = children.iter().collect();
+        let (page, next) = page(request, &children, self.inner.page_size)?;
+        let mut result = Map::new();
+        result.insert("resources".into(), Value::Array(page));
+        if let Some(next) = next {
+            result.insert("nextCursor".into(), Value::String(next));
+        }
+        Ok(Value::Object(result))
     }
 
     /// `skills/get {uri}`: the entry of the skill whose manifest is `uri`.
@@ -771,6 +862,34 @@ impl Skills {
         result.insert("skill".into(), self.inner.entries[index].entry.clone());
         Ok(self.cached(result))
     }
+}
+
+/// The method listing a skill folder's children.
+const DIRECTORY_READ_METHOD: &str = "resources/directory/read";
+
+/// The page of `items` the request's `cursor` (the decimal index of its first item) names,
+/// and the next page's cursor. A cursor this server did not hand out is `-32602`.
+fn page(
+    request: &ExtensionRequest,
+    items: &[&Value],
+    page_size: usize,
+) -> Result<(Vec<Value>, Option<String>), ExtensionError> {
+    let start = match request.params().get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(cursor)) => cursor
+            .parse::<usize>()
+            .ok()
+            .filter(|&i| i < items.len() && cursor.len() <= 20)
+            .ok_or_else(|| ExtensionError::InvalidParams("unknown cursor".into()))?,
+        Some(_) => {
+            return Err(ExtensionError::InvalidParams(
+                "the cursor is a string".into(),
+            ));
+        }
+    };
+    let end = start.saturating_add(page_size).min(items.len());
+    let page = items[start..end].iter().map(|v| (*v).clone()).collect();
+    Ok((page, (end < items.len()).then(|| end.to_string())))
 }
 
 /// At most `max` bytes of `text`, cut at a character boundary (peer input echoed in errors).

@@ -65,7 +65,12 @@ fn catalog(name: &str) -> TempDir {
 }
 
 fn server(dir: &Path) -> Server {
-    let skills = Skills::builder().page_size(1).dir(dir).build().unwrap();
+    let skills = Skills::builder()
+        .page_size(1)
+        .directory_read(true)
+        .dir(dir)
+        .build()
+        .unwrap();
     assert_eq!(skills.len(), 2);
     Server::builder("skills", "1.0")
         .skills(skills)
@@ -91,7 +96,7 @@ async fn skills_are_listed_got_and_read_verified_on_2026_07_28() {
     let described = client.server().expect("described");
     assert_eq!(
         described.capabilities["extensions"][SKILLS_EXTENSION],
-        json!({})
+        json!({"directoryRead": true})
     );
     assert!(described.capabilities["resources"].is_object());
     let discover = client.request("server/discover", None).await.unwrap();
@@ -211,6 +216,77 @@ async fn skills_are_listed_got_and_read_verified_on_2026_07_28() {
         .await
         .unwrap();
     support::check(Revision::V2026_07_28, "ReadResourceResult", &read);
+    client.close().await.unwrap();
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn skill_folders_are_read_with_directory_read() {
+    let dir = catalog("directory");
+    let running = Running::start(server(dir.path()), HttpConfig::new()).await;
+    let client = connect(&running, Revision::V2026_07_28).await;
+    let described = client.server().expect("described");
+    assert_eq!(
+        described.capabilities["extensions"][SKILLS_EXTENSION],
+        json!({"directoryRead": true})
+    );
+    // Page size 1: three pages (two folders, then SKILL.md).
+    let mut children = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut params = json!({"uri": "skill://pdf-processing"});
+        if let Some(cursor) = &cursor {
+            params["cursor"] = json!(cursor);
+        }
+        let page = client
+            .request("resources/directory/read", Some(params))
+            .await
+            .unwrap();
+        children.extend(page["resources"].as_array().unwrap().clone());
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let listed: Vec<(&str, &str)> = children
+        .iter()
+        .map(|c| (c["uri"].as_str().unwrap(), c["mimeType"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("skill://pdf-processing/assets", "inode/directory"),
+            ("skill://pdf-processing/references", "inode/directory"),
+            ("skill://pdf-processing/SKILL.md", "text/markdown"),
+        ]
+    );
+    let sub = client
+        .request(
+            "resources/directory/read",
+            Some(json!({"uri": "skill://pdf-processing/references/"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        sub["resources"][0]["uri"],
+        "skill://pdf-processing/references/FORMS.md"
+    );
+    assert_eq!(sub["resources"][0]["size"], FORMS.len());
+    for not_a_folder in [
+        "skill://pdf-processing/SKILL.md",
+        "skill://pdf-processing/..",
+        "skill://notes",
+        "skill://",
+    ] {
+        let err = client
+            .request(
+                "resources/directory/read",
+                Some(json!({"uri": not_a_folder})),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Some(-32602), "{not_a_folder}: {err}");
+    }
     client.close().await.unwrap();
     running.stop().await;
 }

@@ -454,9 +454,10 @@ impl Suite {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let log = dir.join("suite.log");
         std::fs::write(&log, format!("{stdout}\n--- stderr ---\n{stderr}"))?;
-        // The verdict line: `Passed: N/M, F failed, W warnings`.
+        // The verdict line: `Passed: N/M, F failed, W warnings` (on stderr for client runs).
         let total = stdout
             .lines()
+            .chain(stderr.lines())
             .rev()
             .find(|l| l.trim_start().starts_with("Passed:"))
             .map(|l| l.trim().to_owned());
