@@ -95,6 +95,22 @@ pub struct SkillFileRef {
 }
 
 /// A skill entry from `skills/list` or `skills/get`.
+///
+/// ```
+/// use mcp_client::{SkillEntry, SkillResources};
+/// use serde_json::json;
+///
+/// let entry = SkillEntry {
+///     uri: "skill://notes/SKILL.md".into(),
+///     frontmatter: json!({"name": "notes", "description": "Takes notes"})
+///         .as_object()
+///         .cloned()
+///         .unwrap_or_default(),
+///     resources: SkillResources::Dynamic,
+/// };
+/// assert_eq!(entry.name(), "notes");
+/// assert_eq!(entry.description(), "Takes notes");
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct SkillEntry {
     /// The manifest's URI (`skill://<skill-path>/SKILL.md`).

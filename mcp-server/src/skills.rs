@@ -727,6 +727,19 @@ impl Skills {
     }
 
     /// How many skills the catalog holds.
+    ///
+    /// ```
+    /// use mcp_server::{Skill, Skills};
+    ///
+    /// let manifest = "---\nname: notes\ndescription: Takes notes\n---\n";
+    /// let skills = Skills::builder()
+    ///     .skill(Skill::new("acme/notes").file("SKILL.md", manifest))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(skills.len(), 1);
+    /// assert!(!skills.is_empty());
+    /// assert_eq!(skills.uris().collect::<Vec<_>>(), ["skill://acme/notes/SKILL.md"]);
+    /// ```
     pub fn len(&self) -> usize {
         self.inner.entries.len()
     }
@@ -937,6 +950,32 @@ mod tests {
         for bad in ["..", "a/..", "UPPER", "a b", "-x", ""] {
             let skill = Skill::new(bad).file("SKILL.md", manifest("x"));
             assert!(Skills::builder().skill(skill).build().is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever file path a skill declares, it is refused or it stays inside its skill:
+        /// no `.`/`..` segment, no empty segment, no escape characters in the served URI.
+        #[test]
+        fn any_declared_path_stays_inside_its_skill(path in "[a-z./\\\\%~+@ -]{0,24}") {
+            let skill = Skill::new("s").file("SKILL.md", manifest("s")).file(path.clone(), "x");
+            if let Ok(skills) = Skills::builder().skill(skill).build() {
+                for resource in skills.resources() {
+                    let uri = resource.uri();
+                    let rest = uri.strip_prefix("skill://s/");
+                    proptest::prop_assert!(rest.is_some(), "{uri}");
+                    for segment in rest.unwrap_or_default().split('/') {
+                        proptest::prop_assert!(
+                            !segment.is_empty() && segment != "." && segment != "..",
+                            "{path:?} served as {uri}"
+                        );
+                        proptest::prop_assert!(
+                            !segment.contains(['%', '\\', ' ']),
+                            "{path:?} served as {uri}"
+                        );
+                    }
+                }
+            }
         }
     }
 
