@@ -78,6 +78,10 @@ pub enum ScenarioError {
     /// The client failed.
     #[error("{0}")]
     Client(#[from] mcp_client::Error),
+    /// A skills call failed (other than a file that failed verification, which the skills
+    /// scenarios expect to be refused).
+    #[error("{0}")]
+    Skill(#[from] mcp_client::SkillError),
 }
 
 /// One client scenario to run: its name, the server's URL, the revision and the context.
@@ -137,6 +141,8 @@ impl Scenario {
             "interop-accept" => self.interop(Some(true)).await,
             "interop-decline" => self.interop(Some(false)).await,
             "interop-none" => self.interop(None).await,
+            "sep-2640-client-no-prefetch" => self.skills(false).await,
+            name if name.starts_with("sep-2640-client-") => self.skills(true).await,
             _ => self.exercise().await,
         }
     }
@@ -239,6 +245,51 @@ impl Scenario {
             });
         }
         config
+    }
+
+    /// The Skills scenarios (SEP-2640): list the skills and, when `load`, load each one as a
+    /// host would: read its `SKILL.md` verified against the entry (size, digest,
+    /// frontmatter), and only when that passes its other files, each verified. A file that
+    /// fails verification is reported and its skill is not loaded further. Without `load`,
+    /// nothing is read: listing never fetches files.
+    async fn skills(&self, load: bool) -> Result<(), ScenarioError> {
+        let Session { client, _listener } = self.connect(Hooks::default()).await?;
+        let mut cursor: Option<String> = None;
+        let mut skills = Vec::new();
+        // Bounded: a server that never ends its listing is not followed past 100 pages.
+        for _ in 0..100 {
+            let page = client.list_skills(cursor.as_deref()).await?;
+            skills.extend(page.skills);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        println!("listed {} skills", skills.len());
+        if load {
+            for skill in &skills {
+                match client.read_skill_file(skill, &skill.uri).await {
+                    Ok(_) => println!("loaded {}", skill.uri),
+                    Err(err @ mcp_client::SkillError::Request(_)) => return Err(err.into()),
+                    Err(err) => {
+                        println!("refused skill {}: {err}", skill.uri);
+                        continue;
+                    }
+                }
+                let mcp_client::SkillResources::Files(files) = &skill.resources else {
+                    continue;
+                };
+                for file in files.iter().filter(|f| f.uri != skill.uri) {
+                    match client.read_skill_file(skill, &file.uri).await {
+                        Ok(_) => println!("read {}", file.uri),
+                        Err(err @ mcp_client::SkillError::Request(_)) => return Err(err.into()),
+                        Err(err) => println!("refused {}: {err}", file.uri),
+                    }
+                }
+            }
+        }
+        client.close().await?;
+        Ok(())
     }
 
     /// The generic routine: every tool, resource and prompt the server offers.

@@ -14,7 +14,8 @@ use mcp_server::{
     Answer, AnswerAction, Change, Completer, CompletionRequest, Content, Exchange, GetPromptResult,
     Interrupt, LogLevel, NoArgs, Notifier, Prompt, PromptError, PromptMessage, Question,
     RegistrationError, Resource, ResourceContents, ResourceError, ResourceRequest,
-    ResourceTemplate, Revision, Role, Server, TaskSupport, Tool, ToolError, ToolSchemas,
+    ResourceTemplate, Revision, Role, Server, Skill, Skills, TaskSupport, Tool, ToolError,
+    ToolSchemas,
 };
 
 use schemars::JsonSchema;
@@ -110,7 +111,30 @@ fn declarations(slot: &NotifierSlot) -> Result<Server, RegistrationError> {
                 .description("A prompt that asks the user for context first."),
         )
         .completion(Completer::new(complete))
+        .skills(skills()?)
         .build()
+}
+
+/// The skill of the `sep-2640-*` scenarios (they discover it through `skills/list` and
+/// `resources/list`): a manifest with frontmatter and one supporting file.
+pub const SKILL_MANIFEST: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\n# PDF processing\n\nFor form fields, read references/FORMS.md.\n";
+
+/// The supporting file of [`SKILL_MANIFEST`]'s skill.
+pub const SKILL_FORMS: &str = "# Forms\n\nForm fields live in the AcroForm dictionary.\n";
+
+fn skills() -> Result<Skills, RegistrationError> {
+    Skills::builder()
+        .directory_read(true)
+        .skill(
+            Skill::new("pdf-processing")
+                .file("SKILL.md", SKILL_MANIFEST)
+                .file("references/FORMS.md", SKILL_FORMS),
+        )
+        .build()
+        .map_err(|err| RegistrationError::InvalidSetting {
+            setting: "skills",
+            reason: err.to_string(),
+        })
 }
 
 fn tools(slot: &NotifierSlot) -> Vec<Tool> {

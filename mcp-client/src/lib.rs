@@ -92,6 +92,7 @@ mod error;
 mod listen;
 mod negotiate;
 pub mod oauth;
+mod skills;
 pub mod transport;
 mod typed;
 
@@ -105,6 +106,9 @@ pub use mcp_adapters::{INPUT_REQUIRED_META, LogLevel, Revision};
 pub use mcp_wire::jsonrpc::{ErrorObject, Notification};
 /// The MCP model types the typed results are read into (re-exported from `mcp-wire`).
 pub use mcp_wire::model;
+pub use skills::{
+    SKILLS_EXTENSION, SkillEntry, SkillError, SkillFile, SkillFileRef, SkillResources, SkillsPage,
+};
 pub use typed::Typed;
 
 // The README's examples compile and run as doc tests.

