@@ -61,9 +61,7 @@ pub(crate) fn config(
     https: Option<&Https>,
     interactive: bool,
 ) -> Result<OAuthConfig, CliError> {
-    let follow = global.auth_follow_redirect
-        || std::env::var(FOLLOW_REDIRECT_VAR).is_ok_and(|v| !v.is_empty() && v != "0");
-    let config = if follow {
+    let config = if follows_redirect(global) {
         OAuthConfig::new(match https {
             Some(https) => FollowRedirect::with_https(https.clone()),
             None => FollowRedirect::new(),
@@ -74,7 +72,24 @@ pub(crate) fn config(
             interactive,
         })
     };
-    let config = config.client_name("mcp-cli").redirect_uri(REDIRECT_URI);
+    configure(global, https, config.client_name("mcp-cli"))
+}
+
+/// Whether `--auth-follow-redirect` (or its environment variable) replaces the browser.
+pub(crate) fn follows_redirect(global: &Global) -> bool {
+    global.auth_follow_redirect
+        || std::env::var(FOLLOW_REDIRECT_VAR).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// What every OAuth configuration of the command line shares, applied to `config` (made with
+/// its redirect handler): the loopback redirect URI, the token file, the TLS settings, the
+/// client credentials from the flags or the environment.
+pub(crate) fn configure(
+    global: &Global,
+    https: Option<&Https>,
+    config: OAuthConfig,
+) -> Result<OAuthConfig, CliError> {
+    let config = config.redirect_uri(REDIRECT_URI);
     // Without a home folder (and no token file named) tokens last for the command only.
     let mut config = match token_file(global) {
         Ok(path) => config.store(FileTokenStore::new(path)),
@@ -140,53 +155,67 @@ impl RedirectHandler for Browser {
                 .map_err(|e| OAuthError::Redirect(format!("reading stdin: {e}")))?;
                 return Ok(line.trim().to_owned());
             }
-            let url = url_of(redirect_uri)?;
-            let address = format!(
-                "{}:{}",
-                url.host_str().unwrap_or("127.0.0.1"),
-                url.port_or_known_default().unwrap_or(80)
-            );
-            let listener = tokio::net::TcpListener::bind(&address)
-                .await
-                .map_err(|e| OAuthError::Redirect(format!("listening on {address}: {e}")))?;
-            eprintln!("mcp: authorize in the browser (opening it now):\n  {authorization_url}");
-            open_browser(authorization_url);
-            loop {
-                let (mut stream, _) = listener
-                    .accept()
-                    .await
-                    .map_err(|e| OAuthError::Redirect(e.to_string()))?;
-                let Ok(Some(target)) =
-                    tokio::time::timeout(Duration::from_secs(10), request_target(&mut stream))
-                        .await
-                else {
-                    continue;
-                };
-                let done = target.starts_with(url.path())
-                    && (target.contains("code=") || target.contains("error="));
-                let page = if done {
-                    "Authorized: you can close this window and go back to the terminal."
-                } else {
-                    "Waiting for the authorization server's redirect."
-                };
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                    page.len()
-                );
-                let _ = stream.write_all(answer.as_bytes()).await;
-                if done {
-                    return Ok(format!(
-                        "{}://{}{target}",
-                        url.scheme(),
-                        url.host_str()
-                            .map_or(address.clone(), |h| match url.port() {
-                                Some(port) => format!("{h}:{port}"),
-                                None => h.to_owned(),
-                            })
-                    ));
-                }
-            }
+            await_redirect(authorization_url, redirect_uri, |url| {
+                eprintln!("mcp: authorize in the browser (opening it now):\n  {url}");
+                open_browser(url);
+            })
+            .await
         })
+    }
+}
+
+/// Listens on the loopback `redirect_uri`, calls `show` with `authorization_url` once it
+/// listens (to open a browser, or to show the address to the user), and returns the address
+/// the browser arrives at with the authorization server's answer (`code` or `error`). Other
+/// requests to the listener get a waiting page; each request line is read within 10 s.
+pub(crate) async fn await_redirect(
+    authorization_url: &str,
+    redirect_uri: &str,
+    show: impl FnOnce(&str),
+) -> Result<String, OAuthError> {
+    let url = url_of(redirect_uri)?;
+    let address = format!(
+        "{}:{}",
+        url.host_str().unwrap_or("127.0.0.1"),
+        url.port_or_known_default().unwrap_or(80)
+    );
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .map_err(|e| OAuthError::Redirect(format!("listening on {address}: {e}")))?;
+    show(authorization_url);
+    loop {
+        let (mut stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| OAuthError::Redirect(e.to_string()))?;
+        let Ok(Some(target)) =
+            tokio::time::timeout(Duration::from_secs(10), request_target(&mut stream)).await
+        else {
+            continue;
+        };
+        let done = target.starts_with(url.path())
+            && (target.contains("code=") || target.contains("error="));
+        let page = if done {
+            "Authorized: you can close this window and go back to the terminal or the console."
+        } else {
+            "Waiting for the authorization server's redirect."
+        };
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        );
+        let _ = stream.write_all(answer.as_bytes()).await;
+        if done {
+            return Ok(format!(
+                "{}://{}{target}",
+                url.scheme(),
+                url.host_str()
+                    .map_or(address.clone(), |h| match url.port() {
+                        Some(port) => format!("{h}:{port}"),
+                        None => h.to_owned(),
+                    })
+            ));
+        }
     }
 }
 

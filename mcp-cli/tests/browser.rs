@@ -53,7 +53,12 @@ fn browser() -> Option<Browser> {
 fn the_console_in_a_browser() {
     let Some(b) = browser() else { return };
     let demo = Demo::start();
-    let console = Console::start(&[&demo.mcp()]);
+    // Tokens of the login step below go to a file of the test's own.
+    let tokens = support::scratch("console-tokens")
+        .with_extension("json")
+        .display()
+        .to_string();
+    let console = Console::start(&[&demo.mcp(), "--token-file", &tokens]);
 
     // The token URL sets the cookie; the page connects to the URL given on the command line.
     b.go(&console.url);
@@ -184,4 +189,36 @@ fn the_console_in_a_browser() {
     b.screenshot("12-dark");
     b.resize(480, 800);
     b.screenshot("13-narrow");
+    b.resize(1280, 800);
+    b.color_scheme("light");
+
+    // A protected server: the console shows the login link, the browser goes through the
+    // development authorization server (auto-approving) and back to the loopback redirect
+    // URI, and the connection goes on with the token.
+    let protected = Demo::start_with(&["--auth", "--auth-auto-approve"]);
+    b.fill("#url", &protected.mcp());
+    b.script(
+        "document.getElementById('revision').value = 'auto';",
+        json!([]),
+    );
+    b.click("#connect");
+    b.wait_text("#login", "The server asks you to log in.");
+    b.screenshot("14-login-asked");
+    b.click("#authorize-link");
+    b.wait_text("#server-info", &protected.mcp());
+    b.wait_text("#server-revision", "2026-07-28 (negotiated)");
+    b.script(
+        "return document.getElementById('login').classList.contains('hidden') || (() => { throw new Error('the login banner is still shown'); })();",
+        json!([]),
+    );
+    b.click("#tab-tools");
+    b.click("#tool-add");
+    let numbers = b.find_all("#tool-form input[type=number]");
+    b.fill_element(&numbers[0], "20");
+    b.fill_element(&numbers[1], "22");
+    b.click("#call");
+    b.wait_text("#tool-result .structured", "42");
+    b.screenshot("15-logged-in");
+    let kept = std::fs::read_to_string(&tokens).expect("the console kept the tokens");
+    assert!(kept.contains(&protected.mcp()), "{kept}");
 }

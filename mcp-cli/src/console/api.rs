@@ -251,6 +251,20 @@ async fn connect_one(
         // Target::read always gives one of the two; an empty URL fails as an invalid one.
         (None, url) => {
             let url = url.unwrap_or_default();
+            // A hand-written Authorization header replaces OAuth, as on the command line.
+            let by_hand = target
+                .headers
+                .iter()
+                .any(|(name, _)| *name == http::header::AUTHORIZATION);
+            let net = state.net.get();
+            let oauth = net.map(|n| &n.oauth).filter(|_| !by_hand);
+            let https = net.and_then(|n| n.https.as_ref());
+            if let Some(oauth) = oauth {
+                builder = builder.oauth(oauth.clone());
+            }
+            if let Some(https) = https {
+                builder = builder.https(https.clone());
+            }
             match target.transport.as_str() {
                 "sse" => builder.connect_sse(url).await,
                 "streamable" => {
@@ -261,7 +275,22 @@ async fn connect_one(
                     for (name, value) in &target.headers {
                         transport = transport.header(name.clone(), value.clone());
                     }
-                    builder.connect(transport.build()).await
+                    if let Some(https) = https {
+                        transport = transport.https(https.clone());
+                    }
+                    match oauth {
+                        Some(oauth) => {
+                            let oauth = mcp_client::oauth::OAuth::new(oauth.clone(), url)
+                                .map_err(|e| ApiError::BadRequest(format!("{url:?}: {e}")))?;
+                            builder
+                                .connect(mcp_client::oauth::OAuthTransport::new(
+                                    Arc::new(transport.build()),
+                                    oauth,
+                                ))
+                                .await
+                        }
+                        None => builder.connect(transport.build()).await,
+                    }
                 }
                 _ => builder.connect_http(url).await,
             }

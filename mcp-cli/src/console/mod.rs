@@ -107,6 +107,7 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
         open_browser(&url);
     }
     let state = state::State::new(limits.clone(), initial);
+    let _ = state.net.set(net(global, &state)?);
     let guard = Arc::new(server::Guard { token, port });
     let slots = Arc::new(Semaphore::new(limits.max_http_connections));
     let serve = async {
@@ -140,6 +141,72 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
     }
     eprintln!("mcp: console stopped");
     Ok(())
+}
+
+/// How the console's URL connections authorize and what they trust: the command line's token file, TLS settings
+/// and client credentials; the login page opens from the console's page (a link it shows when
+/// a server asks), and the browser comes back to the loopback redirect URI `mcp login` uses.
+/// With `--auth-follow-redirect`, the console follows the redirect itself (tests, demos).
+fn net(global: &Global, state: &Arc<state::State>) -> Result<state::Net, CliError> {
+    let https = match &global.cacert {
+        Some(path) => Some(
+            mcp_client::transport::Https::new()
+                .add_ca_file(path)
+                .map_err(|e| CliError::Usage(format!("--cacert: {e}")))?,
+        ),
+        None => None,
+    };
+    let oauth = if crate::auth::follows_redirect(global) {
+        crate::auth::config(global, https.as_ref(), true)?
+    } else {
+        let login = Login {
+            state: Arc::downgrade(state),
+        };
+        crate::auth::configure(
+            global,
+            https.as_ref(),
+            mcp_client::oauth::OAuthConfig::new(login).client_name("mcp-console"),
+        )?
+    };
+    Ok(state::Net { oauth, https })
+}
+
+/// Takes the console's user through a login: the page shows the authorization address as a
+/// link (event `authorize`), the console waits on the loopback redirect URI for the browser
+/// (bounded by `--request-timeout`), then tells the page it is done (event `authorized`).
+#[derive(Debug)]
+struct Login {
+    state: std::sync::Weak<state::State>,
+}
+
+impl mcp_client::oauth::RedirectHandler for Login {
+    fn authorize<'a>(
+        &'a self,
+        authorization_url: &'a str,
+        redirect_uri: &'a str,
+    ) -> mcp_client::transport::BoxFuture<'a, Result<String, mcp_client::oauth::OAuthError>> {
+        Box::pin(async move {
+            let gone =
+                || mcp_client::oauth::OAuthError::LoginRequired("the console is stopping".into());
+            let state = self.state.upgrade().ok_or_else(gone)?;
+            let timeout = state.limits.timeout;
+            let waiting = crate::auth::await_redirect(authorization_url, redirect_uri, |url| {
+                state.push(json!({"type": "authorize", "url": url}));
+            });
+            let answer = match tokio::time::timeout(timeout, waiting).await {
+                Ok(answer) => answer,
+                Err(_) => Err(mcp_client::oauth::OAuthError::LoginRequired(format!(
+                    "nobody logged in within {timeout:?} (--request-timeout)"
+                ))),
+            };
+            let outcome = match &answer {
+                Ok(_) => json!({"type": "authorized", "ok": true}),
+                Err(e) => json!({"type": "authorized", "ok": false, "error": e.to_string()}),
+            };
+            state.push(outcome);
+            answer
+        })
+    }
 }
 
 /// 32 random bytes, hex.

@@ -24,6 +24,15 @@ pub(crate) struct Connection {
     pub(crate) summary: Value,
 }
 
+/// The network settings of URL connections.
+#[derive(Debug, Clone)]
+pub(crate) struct Net {
+    /// OAuth when a server asks for it.
+    pub(crate) oauth: mcp_client::oauth::OAuthConfig,
+    /// TLS settings (`--cacert`).
+    pub(crate) https: Option<mcp_client::transport::Https>,
+}
+
 /// The events the page has not necessarily seen: a ring bounded by count and by bytes.
 #[derive(Debug, Default)]
 struct Events {
@@ -57,6 +66,9 @@ pub(crate) struct State {
     asks: Mutex<HashMap<u64, Pending>>,
     /// The listeners (`Client::listen`), each drained by a task: `id -> (conn, task)`.
     listeners: Mutex<HashMap<u64, (u64, tokio::task::JoinHandle<()>)>>,
+    /// How URL connections authorize when a server asks and which CAs they trust (set once,
+    /// after the state exists: the login's redirect handler reports to the page through it).
+    pub(crate) net: std::sync::OnceLock<Net>,
 }
 
 /// A slot for one connection; given back when dropped unless [`Slot::fill`] used it.
@@ -95,6 +107,7 @@ impl State {
             next_id: Mutex::new(1),
             asks: Mutex::new(HashMap::new()),
             listeners: Mutex::new(HashMap::new()),
+            net: std::sync::OnceLock::new(),
         })
     }
 
