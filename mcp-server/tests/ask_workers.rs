@@ -13,6 +13,11 @@
 //!   `Last-Event-ID` it replays exactly the ones after that id.
 //!
 //! Every message the workers send is validated against the revision's official schema.
+//!
+//! The demo processes need every hub backend: the test is built with the `redis`, `postgres`
+//! and `sqlite` features (as `cargo xtask ci` builds with all of them).
+
+#![cfg(all(feature = "redis", feature = "postgres", feature = "sqlite"))]
 
 #[path = "support/backends.rs"]
 mod backends;

@@ -136,7 +136,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             "-p",
             "mcp-server",
             "--features",
-            "mcp-bench/client",
+            "mcp-bench/client,mcp-server/demo",
             "--bin",
             "mcp-soak",
             "--bin",

@@ -161,7 +161,7 @@ fn print_schema() -> Result<(), String> {
         Ok(())
     }
     #[cfg(not(feature = "postgres"))]
-    Err("built without the `postgres` feature".into())
+    Err("built without the `postgres` feature: cargo run -p mcp-server --features demo --bin mcp-demo".into())
 }
 
 /// The hub `--hub` names: `None` for the in-memory one.
@@ -177,7 +177,7 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
                 .map_err(|e| format!("cannot use Redis at {spec}: {e}"))?,
         )));
         #[cfg(not(feature = "redis"))]
-        return Err("built without the `redis` feature".into());
+        return Err("built without the `redis` feature: cargo run -p mcp-server --features demo --bin mcp-demo".into());
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
         #[cfg(feature = "postgres")]
@@ -187,7 +187,7 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
                 .map_err(|e| format!("cannot use PostgreSQL at {spec}: {e}"))?,
         )));
         #[cfg(not(feature = "postgres"))]
-        return Err("built without the `postgres` feature".into());
+        return Err("built without the `postgres` feature: cargo run -p mcp-server --features demo --bin mcp-demo".into());
     }
     if let Some(path) = spec.strip_prefix("sqlite:") {
         #[cfg(feature = "sqlite")]
@@ -197,7 +197,9 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
                 .map_err(|e| format!("cannot use SQLite file {path}: {e}"))?,
         )));
         #[cfg(not(feature = "sqlite"))]
-        return Err(format!("built without the `sqlite` feature ({path})"));
+        return Err(format!(
+            "built without the `sqlite` feature ({path}): cargo run -p mcp-server --features demo --bin mcp-demo"
+        ));
     }
     Err(format!(
         "--hub {spec:?}: expected memory, redis://…, postgres://… or sqlite:PATH"
