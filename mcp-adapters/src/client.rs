@@ -275,13 +275,19 @@ impl Adapter {
     /// sentinel when unsafe): the target (`name`, or `uri`) of `tools/call`, `prompts/get`,
     /// `resources/read` and the other operations that have one, when it is a string. `None` for
     /// other methods; [`client_headers`](Self::client_headers) sends it only on 2026-07-28.
+    /// The Tasks extension's `tasks/get`, `tasks/update` and `tasks/cancel` are routed by
+    /// their `taskId` (SEP-2663).
     pub fn name_header<'p>(
         &self,
         method_name: &str,
         params: &'p Map<String, Value>,
     ) -> Option<Cow<'p, str>> {
-        let op = self.operation(method_name).filter(|o| o.has_target())?;
-        let name = params.get(target_field(op)).and_then(Value::as_str)?;
+        let field = match self.operation(method_name) {
+            Some(op) if op.has_target() => target_field(op),
+            None if crate::decode::TASK_ROUTED_METHODS.contains(&method_name) => "taskId",
+            _ => return None,
+        };
+        let name = params.get(field).and_then(Value::as_str)?;
         Some(header::encode_text(name))
     }
 

@@ -532,7 +532,7 @@ pub(crate) fn id_of(value: &Value) -> Option<Id> {
 }
 
 /// The Tasks extension's methods that carry `Mcp-Name: <taskId>` on 2026-07-28 (SEP-2663).
-const TASK_ROUTED_METHODS: [&str; 3] = [
+pub(crate) const TASK_ROUTED_METHODS: [&str; 3] = [
     method::TASKS_GET,
     method::TASKS_UPDATE,
     method::TASKS_CANCEL,

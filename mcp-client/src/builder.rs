@@ -63,6 +63,7 @@ pub struct ClientBuilder {
     on_ask: Option<OnAsk>,
     on_notification: Option<crate::client::NotifyFn>,
     extensions: serde_json::Map<String, Value>,
+    tasks: Option<crate::task::TaskPolling>,
     max_rounds: usize,
     log_level: Option<LogLevel>,
     cache_entries: usize,
@@ -100,6 +101,7 @@ impl Default for ClientBuilder {
             on_ask: None,
             on_notification: None,
             extensions: serde_json::Map::new(),
+            tasks: None,
             max_rounds: 8,
             log_level: None,
             cache_entries: 256,
@@ -194,6 +196,23 @@ impl ClientBuilder {
     /// ```
     pub fn extension(mut self, id: impl Into<String>, settings: Value) -> Self {
         self.extensions.insert(id.into(), settings);
+        self
+    }
+
+    /// Declares the Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) and follows
+    /// the tasks servers answer tool calls with, as `polling` says: see [`crate::task`].
+    /// Default: no tasks (a server never answers this client with one).
+    ///
+    /// ```
+    /// let builder = mcp_client::Client::builder().tasks(mcp_client::TaskPolling::new());
+    /// # let _ = builder;
+    /// ```
+    pub fn tasks(mut self, polling: crate::task::TaskPolling) -> Self {
+        self.tasks = Some(polling);
+        self.extensions.insert(
+            crate::task::TASKS_EXTENSION.into(),
+            Value::Object(Default::default()),
+        );
         self
     }
 
@@ -400,6 +419,7 @@ impl ClientBuilder {
             on_ask: self.on_ask.clone(),
             on_notification: self.on_notification.clone(),
             extensions: self.extensions.clone(),
+            tasks: self.tasks,
             max_rounds: self.max_rounds,
             log_level: self.log_level,
             cache_entries: self.cache_entries,

@@ -379,10 +379,25 @@ impl Client {
         arguments: impl Borrow<Value> + Send,
         options: CallOptions,
     ) -> Result<Value, Error> {
+        let result = self
+            .call_tool_raw(name, arguments.borrow(), options)
+            .await?;
+        if self.task_polling().is_none() {
+            return Ok(result);
+        }
+        self.finish_tool_call(result).await
+    }
+
+    /// A tool call's result as the server sent it (a `CreateTaskResult` when it runs a task).
+    pub(crate) async fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: &Value,
+        options: CallOptions,
+    ) -> Result<Value, Error> {
         let call = self.method_of(Operation::CallTool)?;
         // Encoded straight from the name and arguments: the `{name, arguments}` map is built
         // only on the paths that add to it.
-        let arguments = arguments.borrow();
         self.request_params_with(call, Params::Tool { name, arguments }, options)
             .await
     }
@@ -398,6 +413,12 @@ impl Client {
         name: &str,
         arguments: impl Borrow<Value> + Send,
     ) -> Result<T, Error> {
+        if self.task_polling().is_some() {
+            // The result may be a task's: followed first, read into `T` after.
+            let result = self.call_tool(name, arguments).await?;
+            return serde_json::from_value(result)
+                .map_err(|e| Error::protocol(format!("tools/call result: {e}")));
+        }
         let call = self.method_of(Operation::CallTool)?;
         let arguments = arguments.borrow();
         self.request_params_as(call, Params::Tool { name, arguments }, CallOptions::new())

@@ -119,6 +119,8 @@ pub(crate) struct Config {
     pub(crate) on_notification: Option<NotifyFn>,
     /// The extensions the client declares (`capabilities.extensions`).
     pub(crate) extensions: Map<String, Value>,
+    /// How tasks are followed, when the client declares the Tasks extension.
+    pub(crate) tasks: Option<crate::task::TaskPolling>,
     pub(crate) max_rounds: usize,
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) cache_entries: usize,
@@ -1661,6 +1663,14 @@ impl Client {
                     return Err(Error::refused(error, status, said.as_deref()));
                 }
             };
+            // A task for a tool call (the Tasks extension, declared by this client): the caller
+            // follows it.
+            if self.inner.config.tasks.is_some()
+                && adapter.operation(method_name) == Some(Operation::CallTool)
+                && result.get("resultType").and_then(Value::as_str) == Some("task")
+            {
+                return Ok(Answer::Value(result));
+            }
             match crate::asking::questions(adapter, method_name, &result)? {
                 None => {
                     if rounds == 0
@@ -1686,6 +1696,16 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// How tasks are followed, when the client declares the Tasks extension.
+    pub(crate) fn task_polling(&self) -> Option<crate::task::TaskPolling> {
+        self.inner.config.tasks
+    }
+
+    /// Answers a question of the server through the `on_ask` callback.
+    pub(crate) async fn answer_question(&self, question: Question) -> Result<Value, Error> {
+        self.answer(question).await
     }
 
     async fn answer(&self, question: Question) -> Result<Value, Error> {

@@ -51,6 +51,9 @@ pub enum ErrorKind {
     /// accepts: discovery, registration, the authorization or the token request failed, or
     /// the server still refuses after a step-up (see [`crate::oauth`]).
     Authorization,
+    /// The task the server ran for a call did not complete: it failed (its JSON-RPC error is
+    /// in [`Error::rpc`]) or was cancelled (see [`crate::task`]).
+    Task,
 }
 
 /// Every failure of a client operation.
@@ -139,6 +142,13 @@ impl Error {
             }
             (None, None) => Self::protocol("an empty refusal"),
         }
+    }
+
+    /// A task that failed (with its error, when the server gave one) or was cancelled.
+    pub(crate) fn task(detail: impl Into<String>, rpc: Option<ErrorObject>) -> Self {
+        let mut error = Self::new(ErrorKind::Task, detail);
+        error.inner.rpc = rpc;
+        error
     }
 
     pub(crate) fn protocol(detail: impl Into<String>) -> Self {
@@ -290,6 +300,7 @@ impl fmt::Display for Error {
             ErrorKind::Tls => "TLS failed",
             ErrorKind::LimitExceeded => "limit reached",
             ErrorKind::Authorization => "authorization failed",
+            ErrorKind::Task => "the task did not complete",
         };
         f.write_str(what)?;
         if let Some(rpc) = &self.inner.rpc {

@@ -93,6 +93,7 @@ mod listen;
 mod negotiate;
 pub mod oauth;
 mod skills;
+pub mod task;
 pub mod transport;
 mod typed;
 
@@ -109,6 +110,7 @@ pub use mcp_wire::model;
 pub use skills::{
     SKILLS_EXTENSION, SkillEntry, SkillError, SkillFile, SkillFileRef, SkillResources, SkillsPage,
 };
+pub use task::{Task, TaskHandle, TaskPolling, TaskStatus, ToolCall};
 pub use typed::Typed;
 
 // The README's examples compile and run as doc tests.
