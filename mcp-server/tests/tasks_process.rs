@@ -90,7 +90,8 @@ fn worker_process_entry() {
 
 static NEXT_ID: AtomicI64 = AtomicI64::new(1);
 
-/// The result of a 2026-07-28 request over raw HTTP, the message validated.
+/// The result of a 2026-07-28 request over raw HTTP, the message validated (a task message
+/// against the Tasks extension's schema too).
 async fn rpc(addr: SocketAddr, method: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -117,7 +118,7 @@ async fn rpc(addr: SocketAddr, method: &str, mut params: Value) -> Value {
         .messages()
         .pop()
         .unwrap_or_else(|| panic!("{method}: no message ({})", response.status));
-    support::check(Revision::V2026_07_28, "JSONRPCMessage", &message);
+    support::check_task_reply(method, &message);
     assert_eq!(message["id"], json!(id));
     let result = message
         .get("result")
