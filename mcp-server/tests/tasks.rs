@@ -10,10 +10,13 @@
 //! dies reads as `failed` once its lease runs out; `notifications/tasks` published on A reach a
 //! `subscriptions/listen` stream on B.
 //!
-//! Every message is validated against the 2026-07-28 schema (the envelope, the inlined
-//! `CallToolResult`, `InputRequests` and `Error`), and every task against the shape SEP-2663
-//! gives `CreateTaskResult` and `DetailedTask` (a schema written here: the extension
-//! publishes none in the spec's schema).
+//! Every message is validated against the 2026-07-28 schema, and every task message (the
+//! `CreateTaskResult`, the results of `tasks/get`, `tasks/update` and `tasks/cancel`,
+//! `notifications/tasks`) against the extension's schema too:
+//! `schemas/tasks-extension-2026-07-28.json`, written here from SEP-2663 (the spec's schema
+//! defines none of them) and merged into the official one, so that what a task inlines
+//! (`CallToolResult`, `Error`, `InputRequests`) is the spec's own type. A test checks that this
+//! schema refuses what the SEP forbids.
 
 #[path = "support/backends.rs"]
 mod backends;
@@ -213,7 +216,7 @@ impl Peer {
             .messages()
             .pop()
             .unwrap_or_else(|| panic!("{method}: no message ({})", response.status));
-        support::check(Revision::V2026_07_28, "JSONRPCMessage", &message);
+        support::check_task_reply(method, &message);
         assert_eq!(message["id"], json!(id));
         message
     }
@@ -278,49 +281,16 @@ impl Peer {
     }
 }
 
-/// The task shape SEP-2663 gives `CreateTaskResult` (`resultType: "task"`) and `DetailedTask`
-/// (`resultType: "complete"`), and the spec's own types for what a task inlines.
+/// A task as the extension's schema has it: a `CreateTaskResult` (`resultType: "task"`) or a
+/// `tasks/get` result (`resultType: "complete"`, a `DetailedTask`).
 fn check_task(task: &Value, result_type: &str) {
-    let shape = json!({
-        "type": "object",
-        "required": ["resultType", "taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs"],
-        "properties": {
-            "resultType": {"const": result_type},
-            "taskId": {"type": "string", "minLength": 1},
-            "status": {"enum": ["working", "input_required", "completed", "failed", "cancelled"]},
-            "statusMessage": {"type": "string"},
-            "createdAt": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$"},
-            "lastUpdatedAt": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$"},
-            "ttlMs": {"type": ["integer", "null"], "minimum": 1},
-            "pollIntervalMs": {"type": "integer", "minimum": 1},
-            "inputRequests": {"type": "object", "minProperties": 1},
-            "result": {"type": "object"},
-            "error": {"type": "object"}
-        },
-        "not": {"anyOf": [{"required": ["ttl"]}, {"required": ["pollInterval"]}, {"required": ["requestState"]}]}
-    });
-    let validator = jsonschema::validator_for(&shape).unwrap();
-    let errors: Vec<String> = validator.iter_errors(task).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:?}\n{task:#}");
-    let revision = Revision::V2026_07_28;
-    match task["status"].as_str() {
-        Some("completed") if result_type == "complete" => {
-            support::check(revision, "CallToolResult", &task["result"]);
-            assert!(task.get("error").is_none());
-        }
-        Some("failed") => {
-            support::check(revision, "Error", &task["error"]);
-            assert!(task.get("result").is_none());
-        }
-        Some("input_required") if result_type == "complete" => {
-            support::check(revision, "InputRequests", &task["inputRequests"]);
-        }
-        _ => {
-            for absent in ["result", "error", "inputRequests"] {
-                assert!(task.get(absent).is_none(), "{absent} in {task}");
-            }
-        }
-    }
+    assert_eq!(task["resultType"], result_type, "{task}");
+    let type_name = if result_type == "task" {
+        "CreateTaskResult"
+    } else {
+        "GetTaskResult"
+    };
+    support::check_tasks(type_name, task);
 }
 
 /// `{resultType: "complete"}` and the server info, nothing of a task.
@@ -670,7 +640,9 @@ async fn a_task_belongs_to_its_principal() {
                     &ctx,
                 )
                 .await;
-            out.last().unwrap().to_value()
+            let message = out.last().unwrap().to_value();
+            support::check_task_reply(method, &message);
+            message
         }
     };
     let alice = Context::connection().with_principal("alice");
@@ -834,6 +806,7 @@ async fn notified_until(stream: &mut raw_http::RawStream, id: &str, status: &str
         loop {
             let message = stream.message().await.expect("a notification");
             support::check(Revision::V2026_07_28, "JSONRPCNotification", &message);
+            support::check_tasks("TaskStatusNotification", &message);
             assert_eq!(message["method"], "notifications/tasks");
             let params = &message["params"];
             assert_eq!(
@@ -906,4 +879,155 @@ async fn hostile_task_requests_get_the_exact_errors() {
     assert_empty_ack(&ack);
     let done = peer.until_status(&id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "confirmed: false");
+}
+
+/// The extension's schema is not vacuous: it refuses what SEP-2663 forbids.
+#[test]
+fn the_tasks_schema_refuses_what_the_sep_forbids() {
+    let Some(schema) = support::tasks_schema() else {
+        return;
+    };
+    let task = json!({
+        "resultType": "task", "taskId": "t1", "status": "working",
+        "createdAt": "2026-07-28T10:00:00Z", "lastUpdatedAt": "2026-07-28T10:00:00.5Z",
+        "ttlMs": 60000, "pollIntervalMs": 500
+    });
+    assert_eq!(
+        schema.errors("CreateTaskResult", &task),
+        Vec::<String>::new()
+    );
+    let with = |key: &str, value: Value| {
+        let mut v = task.clone();
+        v[key] = value;
+        v
+    };
+    let without = |key: &str| {
+        let mut v = task.clone();
+        v.as_object_mut().unwrap().remove(key);
+        v
+    };
+    let null_ttl = with("ttlMs", Value::Null);
+    assert!(schema.errors("CreateTaskResult", &null_ttl).is_empty());
+    for (why, bad) in [
+        ("the v1 ttl", with("ttl", json!(1000))),
+        ("the v1 pollInterval", with("pollInterval", json!(500))),
+        ("requestState", with("requestState", json!("s"))),
+        ("a nested task", with("task", json!({}))),
+        ("an outcome", with("result", json!({"content": []}))),
+        ("inputRequests", with("inputRequests", json!({}))),
+        ("another resultType", with("resultType", json!("complete"))),
+        ("an unknown status", with("status", json!("running"))),
+        ("a local time", with("createdAt", json!("2026-07-28 10:00"))),
+        ("a fractional ttlMs", with("ttlMs", json!(1.5))),
+        ("no taskId", without("taskId")),
+        ("no ttlMs", without("ttlMs")),
+    ] {
+        assert!(
+            !schema.errors("CreateTaskResult", &bad).is_empty(),
+            "accepted {why}: {bad}"
+        );
+    }
+    let detailed = |status: &str, extra: Value| {
+        let mut v = task.clone();
+        v["resultType"] = json!("complete");
+        v["status"] = json!(status);
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let result = json!({"resultType": "complete", "content": [{"type": "text", "text": "ok"}]});
+    let error = json!({"code": -32603, "message": "gone"});
+    let asks = json!({"a": {"method": "elicitation/create", "params": {"message": "Sure?", "requestedSchema": {"type": "object", "properties": {}}}}});
+    for good in [
+        detailed("working", json!({})),
+        detailed("cancelled", json!({})),
+        detailed("completed", json!({"result": result})),
+        detailed("failed", json!({"error": error})),
+        detailed("input_required", json!({"inputRequests": asks})),
+    ] {
+        assert_eq!(schema.errors("GetTaskResult", &good), Vec::<String>::new());
+    }
+    for (why, bad) in [
+        ("completed without result", detailed("completed", json!({}))),
+        (
+            "completed with an error",
+            detailed("completed", json!({"result": result, "error": error})),
+        ),
+        (
+            "a result that is no CallToolResult",
+            detailed("completed", json!({"result": {"content": 1}})),
+        ),
+        ("failed without error", detailed("failed", json!({}))),
+        (
+            "failed with a result",
+            detailed("failed", json!({"error": error, "result": result})),
+        ),
+        (
+            "an error without a code",
+            detailed("failed", json!({"error": {"message": "x"}})),
+        ),
+        (
+            "input_required without requests",
+            detailed("input_required", json!({})),
+        ),
+        (
+            "input_required with none",
+            detailed("input_required", json!({"inputRequests": {}})),
+        ),
+        (
+            "working with an outcome",
+            detailed("working", json!({"result": result})),
+        ),
+        (
+            "cancelled with an error",
+            detailed("cancelled", json!({"error": error})),
+        ),
+        (
+            "resultType task",
+            detailed("working", json!({"resultType": "task"})),
+        ),
+    ] {
+        assert!(
+            !schema.errors("GetTaskResult", &bad).is_empty(),
+            "accepted {why}: {bad}"
+        );
+    }
+    let ack = json!({"resultType": "complete", "_meta": {}});
+    for type_name in ["UpdateTaskResult", "CancelTaskResult"] {
+        assert_eq!(schema.errors(type_name, &ack), Vec::<String>::new());
+        assert!(
+            !schema
+                .errors(type_name, &with("resultType", json!("complete")))
+                .is_empty()
+        );
+        assert!(
+            !schema
+                .errors(type_name, &json!({"resultType": "task"}))
+                .is_empty()
+        );
+        assert!(!schema.errors(type_name, &json!({})).is_empty());
+    }
+    let mut params = detailed(
+        "working",
+        json!({"_meta": {"io.modelcontextprotocol/subscriptionId": "listen"}}),
+    );
+    params.as_object_mut().unwrap().remove("resultType");
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/tasks", "params": params});
+    assert_eq!(
+        schema.errors("TaskStatusNotification", &notification),
+        Vec::<String>::new()
+    );
+    let mut wrong = notification.clone();
+    wrong["method"] = json!("notifications/progress");
+    assert!(!schema.errors("TaskStatusNotification", &wrong).is_empty());
+    let mut wrong = notification;
+    wrong["params"]["status"] = json!("done");
+    assert!(!schema.errors("TaskStatusNotification", &wrong).is_empty());
+    let response = json!({"jsonrpc": "2.0", "id": 1, "result": task});
+    assert_eq!(
+        schema.errors("CreateTaskResultResponse", &response),
+        Vec::<String>::new()
+    );
+    assert!(!schema.errors("GetTaskResultResponse", &response).is_empty());
 }

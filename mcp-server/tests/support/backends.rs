@@ -93,6 +93,12 @@ impl Place {
         })
     }
 
+    /// The key prefix (Redis) or table prefix (PostgreSQL) of this place, for a worker in
+    /// another process to meet the test's own.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// The `--hub` argument of an `mcp-demo` process on this backend. The demo uses the
     /// default key or table prefix on Redis and PostgreSQL (shared by every run, its session
     /// ids are random); on SQLite it uses this place's file.

@@ -72,8 +72,40 @@ impl SpecSchema {
         all.as_ref().map(|m| &m[&revision])
     }
 
+    /// This schema with an extension's `$defs` added beside the spec's own, so that the
+    /// extension's types refer to the spec's (`#/$defs/Result`, ...). Panics on a name clash.
+    pub fn extended(&self, extension: &Value) -> Self {
+        let mut document = self.document.clone();
+        let defs = document[self.defs]
+            .as_object_mut()
+            .expect("the schema has definitions");
+        for (name, def) in extension["$defs"]
+            .as_object()
+            .expect("the extension has $defs")
+        {
+            assert!(
+                defs.insert(name.clone(), def.clone()).is_none(),
+                "the extension redefines {name}"
+            );
+        }
+        Self {
+            document,
+            defs: self.defs,
+            validators: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// Panics unless `instance` is a valid `type_name` of this revision.
     pub fn check(&self, type_name: &str, instance: &Value) {
+        let errors = self.errors(type_name, instance);
+        assert!(
+            errors.is_empty(),
+            "not a valid {type_name}: {errors:?}\n{instance:#}"
+        );
+    }
+
+    /// Why `instance` is not a valid `type_name` (empty when it is).
+    pub fn errors(&self, type_name: &str, instance: &Value) -> Vec<String> {
         let validator = {
             let mut validators = self.validators.lock().unwrap();
             validators
@@ -91,15 +123,52 @@ impl SpecSchema {
                 })
                 .clone()
         };
-        let errors: Vec<String> = validator
+        validator
             .iter_errors(instance)
             .map(|e| format!("{} at {}", e, e.instance_path()))
-            .collect();
-        assert!(
-            errors.is_empty(),
-            "not a valid {type_name}: {errors:?}\n{instance:#}"
-        );
+            .collect()
     }
+}
+
+/// The Tasks extension's schema (`tests/schemas/tasks-extension-2026-07-28.json`: the SEP-2663
+/// messages a server sends) merged into the official 2026-07-28 schema; `None` when the
+/// official schemas are not available.
+pub fn tasks_schema() -> Option<&'static SpecSchema> {
+    static TASKS: OnceLock<Option<SpecSchema>> = OnceLock::new();
+    TASKS
+        .get_or_init(|| {
+            let extension: Value =
+                serde_json::from_str(include_str!("../schemas/tasks-extension-2026-07-28.json"))
+                    .expect("the extension schema is JSON");
+            SpecSchema::of(Revision::V2026_07_28).map(|spec| spec.extended(&extension))
+        })
+        .as_ref()
+}
+
+/// Validates `instance` as the Tasks extension's (or the 2026-07-28 spec's) `type_name` when
+/// the schemas are available.
+pub fn check_tasks(type_name: &str, instance: &Value) {
+    if let Some(schema) = tasks_schema() {
+        schema.check(type_name, instance);
+    }
+}
+
+/// Validates a response to `method` (2026-07-28, the Tasks extension declared) by what it
+/// is: a `CreateTaskResult` from `tools/call`, the results of `tasks/get`, `tasks/update` and
+/// `tasks/cancel`; any message as a `JSONRPCMessage` first.
+pub fn check_task_reply(method: &str, message: &Value) {
+    check(Revision::V2026_07_28, "JSONRPCMessage", message);
+    let Some(result) = message.get("result") else {
+        return;
+    };
+    let type_name = match method {
+        "tools/call" if result["resultType"] == "task" => "CreateTaskResultResponse",
+        "tasks/get" => "GetTaskResultResponse",
+        "tasks/update" => "UpdateTaskResultResponse",
+        "tasks/cancel" => "CancelTaskResultResponse",
+        _ => return,
+    };
+    check_tasks(type_name, message);
 }
 
 /// Validates `instance` as `type_name` on `revision` when the schemas are available.
