@@ -322,7 +322,18 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             }
         }
     }
+    // The Tasks extension: our client drives every task fixture against our server and rmcp's.
+    let driver = build_binary("mcp-conformance-peers", "tasks-interop")?;
+    cells.extend(task_cells(&driver, &target.url, "our conformance-target")?);
     drop(target);
+    let rmcp = build_rmcp_tasks_peer(root, &prefix)?;
+    let rmcp_server = PeerServer::start(&rmcp, "", &prefix)?;
+    cells.extend(task_cells(
+        &driver,
+        &format!("{}/mcp", rmcp_server.base),
+        "rmcp 3.11.0 server (Tasks fixtures)",
+    )?);
+    drop(rmcp_server);
     cells.extend(oauth_cells(&node, &python, &prefix)?);
 
     let mcp = build_binary("mcp-cli", "mcp")?;
@@ -549,6 +560,85 @@ fn oauth_cells(node: &Path, python: &Path, prefix: &Path) -> Result<Vec<Cell>> {
     Ok(cells)
 }
 
+/// The direction column of the task cells.
+const TASKS_DIRECTION: &str = "our client → server, Tasks extension";
+
+/// Our client's task cells against the server at `url`: `tasks-interop` drives every fixture
+/// of the suite's `tasks-*` scenarios on 2026-07-28 and prints a JSON line per fixture.
+fn task_cells(driver: &Path, url: &str, peer: &'static str) -> Result<Vec<Cell>> {
+    let mut command = Command::new(driver);
+    command.arg(url);
+    let (_, stdout, stderr) = run_bounded(command, RUN_TIMEOUT)?;
+    let mut cells = Vec::new();
+    for line in stdout.lines() {
+        let Ok(report) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let fixture = report["fixture"].as_str().unwrap_or("?");
+        let elicitation = match fixture {
+            "confirm_delete" | "multi_input" | "test_tool_with_task" => "accept",
+            _ => "none",
+        };
+        cells.push(Cell {
+            peer,
+            direction: TASKS_DIRECTION,
+            revision: format!("2026-07-28 (fixture {fixture})"),
+            transport: "Streamable HTTP",
+            elicitation,
+            ok: report["ok"] == true,
+            defect: None,
+            detail: report["detail"].as_str().unwrap_or_default().to_owned(),
+        });
+    }
+    if cells.is_empty() {
+        cells.push(Cell {
+            peer,
+            direction: TASKS_DIRECTION,
+            revision: "2026-07-28".into(),
+            transport: "Streamable HTTP",
+            elicitation: "none",
+            ok: false,
+            defect: None,
+            detail: stderr.trim().to_owned(),
+        });
+    }
+    Ok(cells)
+}
+
+/// Builds `interop/rmcp-tasks-peer` (rmcp with the Tasks extension's fixtures) in the interop
+/// cache `prefix`, outside our workspace and with its own target folder, so rmcp never reaches
+/// our Cargo.lock; returns its binary.
+fn build_rmcp_tasks_peer(root: &Path, prefix: &Path) -> Result<PathBuf> {
+    let source = root.join("interop").join("rmcp-tasks-peer");
+    let dir = prefix.join("rmcp-tasks-peer");
+    for file in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+        let to = dir.join(file);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let wanted = std::fs::read(source.join(file))
+            .with_context(|| format!("reading interop/rmcp-tasks-peer/{file}"))?;
+        if std::fs::read(&to).ok().as_deref() != Some(&wanted[..]) {
+            std::fs::write(&to, wanted).with_context(|| format!("writing {}", to.display()))?;
+        }
+    }
+    println!(
+        "xtask interop: building the rmcp tasks peer in {}",
+        dir.display()
+    );
+    let status = Command::new(crate::cargo_bin())
+        .args(["build", "--locked"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .status()
+        .context("running cargo build for the rmcp tasks peer")?;
+    if !status.success() {
+        bail!("cargo build of the rmcp tasks peer failed ({status})");
+    }
+    Ok(dir.join("target").join("debug").join("rmcp-tasks-peer"))
+}
+
 /// The revisions our client is pinned to against the Python SDK's protected server (it speaks
 /// 2026-07-28 too).
 const OAUTH_SERVER_REVISIONS: [&str; 4] = ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
@@ -751,6 +841,21 @@ fn notes(cells: &[Cell]) -> String {
          client recognises the other's questions: an application (or a model reading the \
          result's text) answers them. Those legs are `none`.\n",
     );
+    if cells.iter().any(|c| c.direction == TASKS_DIRECTION) {
+        out.push_str(
+            "- Rows `our client → server, Tasks extension`: `tasks-interop` (package \
+             `mcp-conformance-peers`) connects on 2026-07-28 with the library's task support \
+             (`ClientBuilder::tasks`) and drives each fixture of the suite's `tasks-*` \
+             scenarios: `greet` (no task), `slow_compute` (a task followed to its result), \
+             `failing_job` (a task ending in a tool error), `protocol_error_job` (a failed \
+             task: `ErrorKind::Task` with its error), `confirm_delete` and `multi_input` \
+             (questions inside the task answered through `on_ask` and `tasks/update`), \
+             `test_tool_with_task` (a question on the call itself, then a task), and `cancel` \
+             (`tasks/cancel` through the handle; the task ends `cancelled`). The rmcp server \
+             is `interop/rmcp-tasks-peer` (rmcp's own `TaskManager`), built outside the \
+             workspace.\n",
+        );
+    }
     if cells.iter().any(|c| c.direction == OAUTH_SERVER_DIRECTION) {
         out.push_str(
             "- Rows `our client (mcp) → peer server with OAuth` (`interop/*-oauth-server.*`): the \
@@ -1197,8 +1302,12 @@ struct PeerServer {
 
 impl PeerServer {
     fn start(program: &Path, script: &str, prefix: &Path) -> Result<Self> {
-        let mut child = Command::new(program)
-            .arg(script)
+        let mut command = Command::new(program);
+        // A binary peer has no script.
+        if !script.is_empty() {
+            command.arg(script);
+        }
+        let mut child = command
             .current_dir(prefix)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
