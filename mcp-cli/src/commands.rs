@@ -7,7 +7,9 @@ use tokio::time::Instant;
 
 use futures::StreamExt;
 use mcp_client::oauth::TokenStore as _;
-use mcp_client::{CallOptions, Client, ListenEnd, Revision, StreamState, Subscriptions};
+use mcp_client::{
+    CallOptions, Client, ListenEnd, Revision, StreamState, Subscriptions, TaskStatus, ToolCall,
+};
 use serde_json::{Map, Value, json};
 
 use crate::args::{prompt_arguments, tool_arguments};
@@ -273,10 +275,33 @@ async fn call(
 ) -> Result<(), CliError> {
     let ui = session.ui.clone();
     let options = CallOptions::new().on_progress(move |p| ui.progress(&p));
-    let result = client
-        .call_tool_with(tool, arguments, options)
+    let call = client
+        .call_tool_as_task_with(tool, arguments, options)
         .await
         .map_err(failed(format!("tools/call {tool:?}")))?;
+    let result = match call {
+        ToolCall::Done(result) => result,
+        // A task (the server runs the call as one): its status on stderr as it changes;
+        // Ctrl-C drops the handle, which cancels the task on the server.
+        ToolCall::Task(handle) => {
+            let ui = session.ui.clone();
+            let mut last = String::new();
+            handle
+                .wait_with(move |task| {
+                    let mut line = format!("task {}: {}", task.id(), status_word(&task.status()));
+                    if let Some(message) = task.status_message() {
+                        line.push_str(&format!(" ({})", one_line(message)));
+                    }
+                    if line != last {
+                        ui.note(&line);
+                        last = line;
+                    }
+                })
+                .await
+                .map_err(failed(format!("tools/call {tool:?} (task)")))?
+        }
+        _ => return Err(CliError::Usage("an unknown kind of tool call".into())),
+    };
     session.ui.finish();
     let blocks: &[Value] = result
         .get("content")
@@ -299,6 +324,19 @@ async fn call(
         });
     }
     Ok(())
+}
+
+/// A task status as the protocol spells it.
+fn status_word(status: &TaskStatus) -> &str {
+    match status {
+        TaskStatus::Working => "working",
+        TaskStatus::InputRequired => "input_required",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+        TaskStatus::Other(other) => other,
+        _ => "unknown",
+    }
 }
 
 async fn resources(session: &Session, client: Client) -> Result<(), CliError> {

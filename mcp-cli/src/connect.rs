@@ -169,6 +169,8 @@ impl Session {
             .on_ask(Asks::none().elicitation().url_elicitation(), move |q| {
                 asker.clone().answer(q)
             });
+        // Tools the server runs as tasks (the Tasks extension) are followed to their result.
+        builder = builder.tasks(mcp_client::TaskPolling::new());
         if let Some(revision) = revision {
             builder = builder.revision(revision);
         }

@@ -112,6 +112,10 @@ pub struct ServerDescription {
     pub supported_versions: Vec<String>,
 }
 
+/// The most `tasks/cancel` requests of dropped task handles kept for [`Client::close`] to wait
+/// for; beyond it the oldest finished ones are forgotten, then new ones are not waited for.
+pub(crate) const MAX_PENDING_CANCELS: usize = 64;
+
 pub(crate) struct Config {
     pub(crate) client_info: Value,
     pub(crate) timeout: Duration,
@@ -168,6 +172,9 @@ pub(crate) struct Inner {
     sessions: std::sync::atomic::AtomicU64,
     closed: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The `tasks/cancel` requests of dropped task handles still on their way (at most
+    /// [`MAX_PENDING_CANCELS`]); [`Client::close`] waits for them.
+    pub(crate) cancels: Mutex<Vec<JoinHandle<()>>>,
     /// Permits for answering the server's requests, [`Config::max_queued`] of them.
     answering: Arc<tokio::sync::Semaphore>,
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
@@ -278,6 +285,7 @@ impl Inner {
             sessions: std::sync::atomic::AtomicU64::new(0),
             closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
+            cancels: Mutex::new(Vec::new()),
             answering,
             get_stream: Mutex::new(None),
             stream_state: tokio::sync::watch::Sender::new(crate::listen::StreamState::Connecting),
@@ -1732,13 +1740,18 @@ impl Client {
     /// ([`crate::ClientBuilder::timeout`]): a server that never answers the `DELETE` gets
     /// [`ErrorKind::Timeout`], and the client is closed all the same.
     pub async fn close(&self) -> Result<(), Error> {
+        let timeout = self.inner.config.timeout;
+        // The cancels of dropped tasks go out before the client closes (within the timeout).
+        let cancels: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&self.inner.cancels));
+        if !cancels.is_empty() {
+            let _ = tokio::time::timeout(timeout, futures::future::join_all(cancels)).await;
+        }
         if self.inner.close_flag() {
             return Ok(());
         }
         if let Some(task) = lock(&self.inner.get_stream).take() {
             task.abort();
         }
-        let timeout = self.inner.config.timeout;
         match tokio::time::timeout(timeout, self.inner.transport.close()).await {
             Ok(closed) => closed.map_err(Error::from),
             Err(_) => Err(Error::timeout(timeout)),

@@ -272,7 +272,14 @@ impl TaskHandle {
     }
 
     /// Follows the task to its end (see the [module docs](self)) and returns the tool's result.
-    pub async fn wait(mut self) -> Result<Value, Error> {
+    pub async fn wait(self) -> Result<Value, Error> {
+        self.wait_with(|_| {}).await
+    }
+
+    /// [`TaskHandle::wait`], showing `seen` the task each time the client reads it (to show
+    /// its status and status message while it runs).
+    pub async fn wait_with(mut self, mut seen: impl FnMut(&Task) + Send) -> Result<Value, Error> {
+        seen(&self.task);
         let deadline = tokio::time::Instant::now() + self.polling.max_wait;
         // Questions already answered, by key: a server that lists them again until it has
         // read the update gets no second answer.
@@ -348,6 +355,7 @@ impl TaskHandle {
             }
             tokio::time::sleep(pause).await;
             self.get().await?;
+            seen(&self.task);
         }
     }
 }
@@ -362,10 +370,15 @@ impl Drop for TaskHandle {
         };
         let client = self.client.clone();
         let id = self.task.id().to_owned();
-        // Best effort: the server's answer changes nothing here.
-        runtime.spawn(async move {
-            let _ = client.cancel_task(&id).await;
+        // Best effort: the server's answer changes nothing here. Closing the client waits for
+        // it, so a program that drops the call and closes still cancels the task.
+        let cancelling = runtime.spawn({
+            let client = client.clone();
+            async move {
+                let _ = client.cancel_task(&id).await;
+            }
         });
+        client.keep_cancel(cancelling);
     }
 }
 
@@ -378,8 +391,20 @@ impl Client {
         name: &str,
         arguments: impl Borrow<Value> + Send,
     ) -> Result<ToolCall, Error> {
+        self.call_tool_as_task_with(name, arguments, CallOptions::new())
+            .await
+    }
+
+    /// [`Client::call_tool_as_task`] with per-call options (timeout and progress of the call
+    /// that creates the task).
+    pub async fn call_tool_as_task_with(
+        &self,
+        name: &str,
+        arguments: impl Borrow<Value> + Send,
+        options: CallOptions,
+    ) -> Result<ToolCall, Error> {
         let result = self
-            .call_tool_raw(name, arguments.borrow(), CallOptions::new())
+            .call_tool_raw(name, arguments.borrow(), options)
             .await?;
         self.tool_call(result)
     }
@@ -397,6 +422,15 @@ impl Client {
         self.request("tasks/cancel", Some(json!({"taskId": id})))
             .await
             .map(|_| ())
+    }
+
+    /// Keeps a dropped task's `tasks/cancel` for [`Client::close`] to wait for (bounded).
+    fn keep_cancel(&self, cancelling: tokio::task::JoinHandle<()>) {
+        let mut cancels = self.inner.cancels.lock().unwrap_or_else(|e| e.into_inner());
+        cancels.retain(|c| !c.is_finished());
+        if cancels.len() < crate::client::MAX_PENDING_CANCELS {
+            cancels.push(cancelling);
+        }
     }
 
     /// A tool call's raw result: a task handle when it is a `CreateTaskResult`.
