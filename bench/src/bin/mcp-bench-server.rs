@@ -11,7 +11,7 @@
 //! revision, HTTP+SSE at `GET /sse` for 2024-11-05, and an `add` tool taking `{a, b}` integers
 //! and returning `{"sum": a + b}` as structured content, plus a `confirm` tool that asks the
 //! client once (for `mcp-load --ask`), and `add_task`, `add` as a task (task support required,
-//! the Tasks extension offered, tasks in the memory or the given hub's store; for
+//! the Tasks extension offered, tasks in the memory or the given hub's store for 10 s; for
 //! `mcp-load --tasks`). Listens on `127.0.0.1:PORT`; with
 //! `--store redis` sessions and the event log live in Redis (default `redis://127.0.0.1:6379`,
 //! keys under a prefix unique to the process). `--hub` names the hub as `mcp-demo --hub` does
@@ -135,7 +135,9 @@ async fn run(options: Options) -> Result<(), String> {
         .tool(Tool::new("add", add).read_only())
         .tool(Tool::new("confirm", confirm))
         .tool(Tool::new("add_task", add).task_support(TaskSupport::Required))
-        .tasks(Tasks::new());
+        // Tasks are read once completed: a short time to live keeps the finished ones from
+        // piling up in the store (and in the row's peak RSS) for the default hour.
+        .tasks(Tasks::new().ttl(std::time::Duration::from_secs(10)));
     let metrics = mcp_server::Metrics::new();
     if options.metrics {
         builder = builder.metrics(&metrics);
