@@ -25,7 +25,9 @@
 //!   and `--auth-jwt TOKEN_FILE` for a JWT-protected server (the token for `mcp-load --bearer`
 //!   is written to the file). With `mcp-load --ask` ([`ask`]) the harness measures a pushed
 //!   question answered through the server's hub (with `--answer-url`, through a second worker
-//!   sharing it).
+//!   sharing it). It also offers `add_task`, `add` as a task (the Tasks extension, memory or
+//!   Redis task store): with `mcp-load --tasks` ([`tasks`]) the harness measures tasks created
+//!   and completed per second.
 //!
 //! `cargo xtask bench` (in `xtask/src/bench.rs`) builds these in release mode, starts the servers
 //! pinned to core 0 and the load generator pinned to core 1, alternates rounds across servers,
@@ -48,6 +50,7 @@ pub mod histogram;
 pub mod load;
 pub mod reply;
 pub mod request;
+pub mod tasks;
 
 use std::{fmt, str::FromStr};
 

@@ -85,6 +85,9 @@ pub struct LoadConfig {
     /// With [`ask`](Self::ask): where the answers are POSTed, when not to [`url`](Self::url)
     /// (another worker sharing the server's hub). Default is `None`.
     pub answer_url: Option<String>,
+    /// Instead of calling `add`, create tasks and read them until completed (2026-07-28,
+    /// Streamable HTTP, the Tasks extension; see [`crate::tasks`]). Default is `false`.
+    pub tasks: bool,
     /// Header lines sent on every request besides the protocol's own, as `(name, value)`
     /// (`--header`, `--bearer`). Default is empty.
     pub headers: Vec<(String, String)>,
@@ -106,6 +109,7 @@ impl LoadConfig {
             sessions: None,
             ask: false,
             answer_url: None,
+            tasks: false,
             headers: Vec::new(),
         }
     }
@@ -114,7 +118,7 @@ impl LoadConfig {
     ///
     /// `--url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
     /// [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply] [--sessions N]
-    /// [--ask [--answer-url URL]] [--header 'NAME: VALUE']... [--bearer TOKEN]`, or
+    /// [--ask [--answer-url URL]] [--tasks] [--header 'NAME: VALUE']... [--bearer TOKEN]`, or
     /// `--transport stdio --command "PROGRAM ARGS..."` instead of `--url` (the command is split
     /// on whitespace; concurrency 1 only).
     ///
@@ -136,6 +140,7 @@ impl LoadConfig {
         let mut sessions = None;
         let mut fixed_reply = false;
         let mut ask = false;
+        let mut tasks = false;
         let mut answer_url = None;
         let mut headers = Vec::new();
         let mut args = args.into_iter();
@@ -147,6 +152,10 @@ impl LoadConfig {
             }
             if arg == "--ask" {
                 ask = true;
+                continue;
+            }
+            if arg == "--tasks" {
+                tasks = true;
                 continue;
             }
             let value = args
@@ -213,6 +222,7 @@ impl LoadConfig {
         config.fixed_reply = fixed_reply;
         config.sessions = sessions;
         config.ask = ask;
+        config.tasks = tasks;
         config.headers = headers;
         if answer_url.is_some() && !ask {
             return Err(ArgsError::AnswerUrlNeedsAsk);
@@ -220,6 +230,13 @@ impl LoadConfig {
         config.answer_url = answer_url;
         if ask && (revision != Revision::V2025_11_25 || config.transport != Transport::Streamable) {
             return Err(ArgsError::AskNeeds2025_11_25);
+        }
+        if tasks && (revision != Revision::V2026_07_28 || config.transport != Transport::Streamable)
+        {
+            return Err(ArgsError::TasksNeed2026_07_28);
+        }
+        if tasks && (ask || sessions.is_some()) {
+            return Err(ArgsError::OneProbe);
         }
         if config.transport == Transport::Stdio && config.concurrency != 1 {
             return Err(ArgsError::StdioConcurrency);
@@ -250,6 +267,13 @@ pub enum ArgsError {
     /// `--ask` with a revision other than 2025-11-25 or a transport other than Streamable HTTP.
     #[error("--ask needs --revision 2025-11-25 over Streamable HTTP")]
     AskNeeds2025_11_25,
+    /// `--tasks` with a revision other than 2026-07-28 or a transport other than Streamable
+    /// HTTP.
+    #[error("--tasks needs --revision 2026-07-28 over Streamable HTTP")]
+    TasksNeed2026_07_28,
+    /// `--tasks` with `--ask` or `--sessions`.
+    #[error("--tasks, --ask and --sessions are separate probes")]
+    OneProbe,
     /// A flag at the end of the line without its value.
     #[error("`{0}` needs a value")]
     MissingValue(String),

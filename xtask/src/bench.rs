@@ -22,6 +22,9 @@
 //!    answer-to-result p50/p99; on PostgreSQL and SQLite the answer goes to a second worker
 //!    (another `mcp-bench-server` on the same hub, `mcp-load --answer-url`), so it crosses
 //!    processes through the database.
+//!    Tasks: `mcp-load --tasks` against our memory and Redis rows (2026-07-28, the Tasks
+//!    extension, c=32): `tools/call add_task` creates a task, `tasks/get` reads it until
+//!    completed; tasks created and completed per second, median over rounds.
 //! 6. Idle memory: starts a fresh instance of every server but the floor, opens `--sessions`
 //!    sessions (2025-11-25 handshakes over Streamable HTTP, left idle) and compares its RSS
 //!    before and after. Then session scale: `mcp-session-scale` (in process, pinned to core 0)
@@ -163,6 +166,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     require_postgres_in_ci(&servers)?;
     let results = measure(&settings, &bin, &servers)?;
     let asks = measure_asks(&settings, &bin, &servers, &log_dir)?;
+    let tasks = measure_tasks(&settings, &bin, &servers)?;
     let every_step = settings.rows.is_none();
     let idle = if every_step {
         idle_sessions(&settings, &bin, &servers, &log_dir)?
@@ -247,6 +251,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         idle: &idle,
         scale: scale.as_ref(),
         asks: &asks,
+        tasks: &tasks,
         notes: &notes,
         peak_rss: &peak_rss,
         load_before,
@@ -269,11 +274,12 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     }
     fs::write(&out, &markdown).with_context(|| format!("writing {}", out.display()))?;
     println!(
-        "{}{}{}{}{}{}",
+        "{}{}{}{}{}{}{}",
         report.tables(),
         report.idle_table(),
         report.scale_table(),
         report.ask_table(),
+        report.task_table(),
         report.stdio_tables(),
         report.client_tables()
     );
@@ -1609,6 +1615,122 @@ fn measure_asks(
         .collect())
 }
 
+/// Tasks created and completed through one of our servers' task stores.
+#[derive(Clone, Debug)]
+struct TaskSample {
+    key: &'static str,
+    /// Tasks per second, per round.
+    per_s: Vec<f64>,
+    /// Medians over rounds.
+    gets_per_task: Option<f64>,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+/// The revision of the task rows: the Tasks extension is a 2026-07-28 one.
+const TASK_REVISION: &str = "2026-07-28";
+/// The workers of the task rows, each creating and reading one task at a time.
+const TASK_CONCURRENCY: u32 = 32;
+/// The rows whose task stores are measured.
+const TASK_ROWS: [&str; 2] = ["ours-memory", "ours-redis"];
+
+/// Runs `mcp-load --tasks` against our running memory and Redis rows, alternating them each
+/// round: tasks created (`tools/call add_task`, a `CreateTaskResult`) and read back completed
+/// (`tasks/get`) per second.
+fn measure_tasks(settings: &Settings, bin: &Path, servers: &Servers) -> Result<Vec<TaskSample>> {
+    let ours: Vec<&Row> = TASK_ROWS
+        .iter()
+        .filter_map(|key| {
+            servers
+                .rows
+                .iter()
+                .find(|r| r.spec.key == *key && r.running().is_some())
+        })
+        .collect();
+    let mut samples: Vec<TaskSample> = ours
+        .iter()
+        .map(|row| TaskSample {
+            key: row.spec.key,
+            per_s: Vec::new(),
+            gets_per_task: None,
+            p50_ms: None,
+            p99_ms: None,
+            errors: 0,
+            first_error: None,
+        })
+        .collect();
+    // Per row: gets per task, p50s, p99s.
+    let mut spreads: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
+        vec![(Vec::new(), Vec::new(), Vec::new()); ours.len()];
+    for round in 0..settings.rounds {
+        for i in 0..ours.len() {
+            let index = (i + round) % ours.len();
+            let row = ours[index];
+            let Some(running) = row.running() else {
+                continue;
+            };
+            let output = Command::new("taskset")
+                .args(["-c", "1"])
+                .arg(bin.join("mcp-load"))
+                .arg("--url")
+                .arg(format!("http://127.0.0.1:{}/mcp", running.port))
+                .args(["--revision", TASK_REVISION, "--tasks"])
+                .arg("--concurrency")
+                .arg(TASK_CONCURRENCY.to_string())
+                .arg("--warmup")
+                .arg(settings.warmup.to_string())
+                .arg("--duration")
+                .arg(settings.measure.to_string())
+                .stdin(Stdio::null())
+                .output()
+                .context("running mcp-load --tasks")?;
+            if !output.status.success() {
+                bail!(
+                    "mcp-load --tasks failed ({}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+            let report: Value =
+                serde_json::from_slice(&output.stdout).context("parsing the tasks report")?;
+            let tasks = report["tasks"].as_u64().unwrap_or(0);
+            let per_s = report["tasks_per_s"].as_f64().unwrap_or(0.0);
+            let errors = report["errors"].as_u64().unwrap_or(0);
+            eprintln!(
+                "xtask bench: tasks {TASK_REVISION} c={TASK_CONCURRENCY} round {} {:<15} {:>9.0} tasks/s  {:.2} gets/task  p50 {:.3} ms  p99 {:.3} ms  errors {errors}",
+                round + 1,
+                row.spec.key,
+                per_s,
+                report["gets_per_task"].as_f64().unwrap_or(0.0),
+                report["p50_ms"].as_f64().unwrap_or(0.0),
+                report["p99_ms"].as_f64().unwrap_or(0.0),
+            );
+            let sample = &mut samples[index];
+            sample.per_s.push(per_s);
+            if tasks > 0 {
+                let spread = &mut spreads[index];
+                spread
+                    .0
+                    .push(report["gets_per_task"].as_f64().unwrap_or(0.0));
+                spread.1.push(report["p50_ms"].as_f64().unwrap_or(0.0));
+                spread.2.push(report["p99_ms"].as_f64().unwrap_or(0.0));
+            }
+            sample.errors += errors;
+            if sample.first_error.is_none() {
+                sample.first_error = report["first_error"].as_str().map(str::to_owned);
+            }
+        }
+    }
+    for (sample, (gets, p50, p99)) in samples.iter_mut().zip(spreads) {
+        sample.gets_per_task = median(gets);
+        sample.p50_ms = median(p50);
+        sample.p99_ms = median(p99);
+    }
+    Ok(samples)
+}
+
 /// The revision of the idle sessions: the newest with a handshake.
 const IDLE_REVISION: &str = "2025-11-25";
 
@@ -1845,6 +1967,7 @@ struct Report<'a> {
     idle: &'a [IdleSample],
     scale: Option<&'a ScaleSample>,
     asks: &'a [AskSample],
+    tasks: &'a [TaskSample],
     notes: &'a [String],
     peak_rss: &'a BTreeMap<&'a str, Option<f64>>,
     load_before: String,
@@ -2036,6 +2159,7 @@ impl Report<'_> {
         md.push_str(&self.idle_table());
         md.push_str(&self.scale_table());
         md.push_str(&self.ask_table());
+        md.push_str(&self.task_table());
         md.push_str(&self.stdio_tables());
         md.push_str(&self.client_tables());
         md.push_str(&self.targets());
@@ -2249,6 +2373,50 @@ impl Report<'_> {
                     .first_error
                     .as_deref()
                     .map_or_else(String::new, |e| format!(" (first: {e})")),
+            );
+        }
+        md.push('\n');
+        md
+    }
+
+    fn task_table(&self) -> String {
+        if self.tasks.is_empty() {
+            return String::new();
+        }
+        let mut md = format!(
+            "### Tasks created and completed per second ({TASK_REVISION}, Tasks extension, Streamable HTTP, c={TASK_CONCURRENCY})\n\n\
+             Each worker calls `tools/call add_task` (a tool that requires a task): the server stores the task before its \
+             `CreateTaskResult`, runs `add` as the task, and the worker reads it with `tasks/get` (`Mcp-Name: <taskId>`) \
+             until it is `completed`, its sum checked. Latency is from the `tools/call` being sent to the `completed` read.\n\n\
+             | server | tasks created and completed per second (median) | min-max | tasks/get per task | create-to-completed p50 ms | p99 ms | errors |\n\
+             | --- | --: | --: | --: | --: | --: | --: |\n"
+        );
+        let num = |v: Option<f64>, digits: usize| {
+            v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+        };
+        for sample in self.tasks {
+            let min = sample.per_s.iter().copied().reduce(f64::min);
+            let max = sample.per_s.iter().copied().reduce(f64::max);
+            let spread = match (min, max) {
+                (Some(min), Some(max)) => format!("{}-{}", thousands(min), thousands(max)),
+                _ => "-".to_owned(),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {spread} | {} | {} | {} | {}{} |",
+                self.label(sample.key),
+                median(sample.per_s.clone()).map_or_else(|| "-".to_owned(), thousands),
+                num(sample.gets_per_task, 2),
+                num(sample.p50_ms, 3),
+                num(sample.p99_ms, 3),
+                sample.errors,
+                sample
+                    .first_error
+                    .as_deref()
+                    .map_or_else(String::new, |e| format!(
+                        " (first: {})",
+                        e.replace('|', "/")
+                    )),
             );
         }
         md.push('\n');

@@ -10,7 +10,9 @@
 //! Contract (see the crate docs, "Server contract"): Streamable HTTP at `/mcp` for every
 //! revision, HTTP+SSE at `GET /sse` for 2024-11-05, and an `add` tool taking `{a, b}` integers
 //! and returning `{"sum": a + b}` as structured content, plus a `confirm` tool that asks the
-//! client once (for `mcp-load --ask`). Listens on `127.0.0.1:PORT`; with
+//! client once (for `mcp-load --ask`), and `add_task`, `add` as a task (task support required,
+//! the Tasks extension offered, tasks in the memory or the given hub's store for 10 s; for
+//! `mcp-load --tasks`). Listens on `127.0.0.1:PORT`; with
 //! `--store redis` sessions and the event log live in Redis (default `redis://127.0.0.1:6379`,
 //! keys under a prefix unique to the process). `--hub` names the hub as `mcp-demo --hub` does
 //! (PostgreSQL tables under the prefix `mcp_bench`; a SQLite file at PATH). Runs on one thread (the harness pins it to one
@@ -27,7 +29,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
-use mcp_server::{Exchange, Json, Question, Server, Tool, ToolError};
+use mcp_server::{Exchange, Json, Question, Server, TaskSupport, Tasks, Tool, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -131,7 +133,11 @@ fn options() -> Result<Options, String> {
 async fn run(options: Options) -> Result<(), String> {
     let mut builder = Server::builder("mcp-bench-server", env!("CARGO_PKG_VERSION"))
         .tool(Tool::new("add", add).read_only())
-        .tool(Tool::new("confirm", confirm));
+        .tool(Tool::new("confirm", confirm))
+        .tool(Tool::new("add_task", add).task_support(TaskSupport::Required))
+        // Tasks are read once completed: a short time to live keeps the finished ones from
+        // piling up in the store (and in the row's peak RSS) for the default hour.
+        .tasks(Tasks::new().ttl(std::time::Duration::from_secs(10)));
     let metrics = mcp_server::Metrics::new();
     if options.metrics {
         builder = builder.metrics(&metrics);

@@ -3,13 +3,16 @@
 //! ```text
 //! mcp-load --url URL --revision REV [--transport streamable|http+sse] [--concurrency N]
 //!          [--warmup SECS] [--duration SECS] [--timeout SECS] [--fixed-reply]
-//!          [--sessions N] [--ask [--answer-url URL]] [--header 'NAME: VALUE']... [--bearer TOKEN]
+//!          [--sessions N] [--ask [--answer-url URL]] [--tasks] [--header 'NAME: VALUE']...
+//!          [--bearer TOKEN]
 //! ```
 //!
 //! With `--sessions N` it opens N sessions and leaves them idle instead (see
 //! `mcp_bench::load::open_sessions`), printing a `SessionsReport` line. With `--ask` (2025-11-25
 //! only) it measures pushed asks answered through the server's hub instead (see
-//! `mcp_bench::ask`), printing an `AskReport` line.
+//! `mcp_bench::ask`), printing an `AskReport` line. With `--tasks` (2026-07-28 only) it
+//! measures tasks created and completed per second instead (see `mcp_bench::tasks`), printing
+//! a `TasksReport` line.
 //!
 //! Runs on a current-thread tokio runtime: the harness pins it to one core with `taskset`.
 
@@ -25,7 +28,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: mcp-load --url URL --revision REV [--transport streamable|http+sse] \
                  [--concurrency N] [--warmup SECS] [--duration SECS] [--timeout SECS] \
-                 [--fixed-reply] [--sessions N] [--ask [--answer-url URL]] \
+                 [--fixed-reply] [--sessions N] [--ask [--answer-url URL]] [--tasks] \
                  [--header 'NAME: VALUE']... [--bearer TOKEN]"
             );
             return ExitCode::from(2);
@@ -42,7 +45,11 @@ fn main() -> ExitCode {
         }
     };
     let line = runtime.block_on(async {
-        if config.ask {
+        if config.tasks {
+            mcp_bench::tasks::run(&config)
+                .await
+                .map(|r| serde_json::to_string(&r))
+        } else if config.ask {
             mcp_bench::ask::run(&config)
                 .await
                 .map(|r| serde_json::to_string(&r))
