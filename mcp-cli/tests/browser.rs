@@ -192,6 +192,31 @@ fn the_console_in_a_browser() {
     b.resize(1280, 800);
     b.color_scheme("light");
 
+    // A server that runs tools as tasks (the conformance target's fixtures): one followed to
+    // its result, one cancelled from the page.
+    let target = support::Target::start();
+    b.fill("#url", &target.url);
+    b.script(
+        "document.getElementById('revision').value = 'auto';",
+        json!([]),
+    );
+    b.click("#connect");
+    b.wait_text("#server-info", &target.url);
+    b.wait_text("#server-revision", "2026-07-28 (negotiated)");
+    b.click("#tab-tools");
+    b.click("#tool-slow_compute");
+    let numbers = b.find_all("#tool-form input[type=number]");
+    b.fill_element(&numbers[0], "0.3");
+    b.click("#call");
+    b.wait_text("#tool-result", "computed");
+    b.fill_element(&b.find_all("#tool-form input[type=number]")[0], "120");
+    b.click("#call");
+    b.wait_text("#tool-progress", ": working");
+    b.screenshot("14-task-working");
+    b.click("#task-cancel");
+    b.wait_text("#tool-result", "cancelled");
+    b.screenshot("15-task-cancelled");
+
     // A protected server: the console shows the login link, the browser goes through the
     // development authorization server (auto-approving) and back to the loopback redirect
     // URI, and the connection goes on with the token.
@@ -203,7 +228,7 @@ fn the_console_in_a_browser() {
     );
     b.click("#connect");
     b.wait_text("#login", "The server asks you to log in.");
-    b.screenshot("14-login-asked");
+    b.screenshot("16-login-asked");
     b.click("#authorize-link");
     b.wait_text("#server-info", &protected.mcp());
     b.wait_text("#server-revision", "2026-07-28 (negotiated)");
@@ -218,7 +243,7 @@ fn the_console_in_a_browser() {
     b.fill_element(&numbers[1], "22");
     b.click("#call");
     b.wait_text("#tool-result .structured", "42");
-    b.screenshot("15-logged-in");
+    b.screenshot("17-logged-in");
     let kept = std::fs::read_to_string(&tokens).expect("the console kept the tokens");
     assert!(kept.contains(&protected.mcp()), "{kept}");
 }

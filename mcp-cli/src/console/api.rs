@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
 use mcp_client::transport::{Direction, Stdio, StreamableHttp};
-use mcp_client::{Answer, Asks, CallOptions, Client, LogLevel, Revision, Subscriptions};
+use mcp_client::{
+    Answer, Asks, CallOptions, Client, LogLevel, Revision, Subscriptions, TaskPolling, ToolCall,
+};
 use serde_json::{Value, json};
 
 use super::state::{Connection, State};
@@ -225,7 +227,9 @@ async fn connect_one(
                 "params": n.params}),
             );
         })
-        .on_ask(Asks::all(), move |question| s3.clone().ask(id, question));
+        .on_ask(Asks::all(), move |question| s3.clone().ask(id, question))
+        // Tools the server runs as tasks are followed (status events, cancel from the page).
+        .tasks(TaskPolling::new());
     if let Some(revision) = revision {
         builder = builder.revision(revision);
     }
@@ -421,14 +425,52 @@ pub(crate) async fn call(state: Arc<State>, body: Value) -> Result<Value, ApiErr
             "progress": p.progress, "total": p.total, "message": p.message}),
         );
     });
+    let failed = |source| ApiError::Client {
+        what: format!("tools/call {name:?}"),
+        source,
+    };
+    match connection
+        .client
+        .call_tool_as_task_with(&name, arguments, options)
+        .await
+        .map_err(failed)?
+    {
+        ToolCall::Task(handle) => {
+            // A task: its status goes to the events (the page shows it with a cancel button);
+            // its questions come as every other question does.
+            let mut last = Value::Null;
+            handle
+                .wait_with(|task| {
+                    let seen = json!({"type": "task", "conn": id, "call": call,
+                        "taskId": task.id(), "status": task.raw()["status"],
+                        "message": task.status_message()});
+                    if seen != last {
+                        state.push(seen.clone());
+                        last = seen;
+                    }
+                })
+                .await
+                .map_err(failed)
+        }
+        ToolCall::Done(result) => Ok(result),
+        _ => Err(ApiError::BadRequest("an unknown kind of tool call".into())),
+    }
+}
+
+/// `POST /api/cancel-task`: `{conn, taskId}`: `tasks/cancel` (the call following the task
+/// then ends with the task `cancelled`).
+pub(crate) async fn cancel_task(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let (_, connection) = connection(&state, &body)?;
+    let task = field(&body, "taskId")?;
     connection
         .client
-        .call_tool_with(&name, arguments, options)
+        .cancel_task(task)
         .await
         .map_err(|source| ApiError::Client {
-            what: format!("tools/call {name:?}"),
+            what: format!("tasks/cancel {task:?}"),
             source,
-        })
+        })?;
+    Ok(json!({}))
 }
 
 /// `POST /api/read`: `{conn, uri}`.

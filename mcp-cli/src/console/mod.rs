@@ -6,11 +6,13 @@
 //! `X-Mcp-Console-Token` header), a `Host` naming the console itself (against DNS rebinding)
 //! and no foreign `Origin` (against other pages driving it), else it is refused with 403.
 //!
-//! The page (one embedded HTML file) calls a JSON API: `connect`, `list`, `call`, `read`,
-//! `prompt`, `complete`, `log-level`, `answer`, `listen`, `unlisten`, `lens`, `disconnect`, and polls
+//! The page (one embedded HTML file) calls a JSON API: `connect`, `list`, `call`,
+//! `cancel-task`, `read`, `prompt`, `complete`, `log-level`, `answer`, `listen`, `unlisten`,
+//! `lens`, `disconnect`, and polls
 //! `GET /api/events?after=SEQ` for what happens in between: every JSON-RPC message each client
-//! exchanges, notifications (progress, log messages, list changes) and the server's questions,
-//! which wait for an answer from a dialog in the page.
+//! exchanges, notifications (progress, log messages, list changes), the status of tasks the
+//! server runs calls as (the Tasks extension; the page can cancel them), logins a server asks
+//! for, and the server's questions, which wait for an answer from a dialog in the page.
 //!
 //! Everything the console keeps is bounded ([`Limits`]).
 

@@ -248,6 +248,7 @@ async fn route(state: Arc<State>, guard: &Guard, request: Request<Incoming>) -> 
                 "/api/disconnect" => api::disconnect(state, body).await,
                 "/api/list" => api::list_kind(state, body).await,
                 "/api/call" => api::call(state, body).await,
+                "/api/cancel-task" => api::cancel_task(state, body).await,
                 "/api/read" => api::read(state, body).await,
                 "/api/prompt" => api::prompt(state, body).await,
                 "/api/complete" => api::complete(state, body).await,

@@ -323,3 +323,63 @@ impl Drop for Demo {
         let _ = self.child.wait();
     }
 }
+
+/// `conformance-target` on 127.0.0.1:0 (the suite's fixtures), killed when dropped.
+pub struct Target {
+    child: Child,
+    /// Its Streamable HTTP endpoint.
+    pub url: String,
+}
+
+impl Target {
+    /// Builds and starts it; waits for its address.
+    pub fn start() -> Self {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = Command::new(cargo)
+            .args([
+                "build",
+                "-p",
+                "mcp-conformance-peers",
+                "--bin",
+                "conformance-target",
+                "--message-format=json",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("cargo runs");
+        assert!(
+            output.status.success(),
+            "building conformance-target failed"
+        );
+        let binary = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|m| m["target"]["name"] == "conformance-target")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("cargo names the conformance-target binary");
+        let mut child = Command::new(binary)
+            .args(["--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("conformance-target starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("conformance-target prints its URL");
+        let url = line
+            .trim()
+            .strip_prefix("conformance-target listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Self { child, url }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
