@@ -146,6 +146,12 @@ fn the_console_in_a_browser() {
     b.fill("#proto-filter", "resources/read");
     b.wait_text("#proto-rows", "resources/read");
     b.screenshot("09-protocol");
+    // And the head of every HTTP response: status and headers.
+    b.fill("#proto-filter", "HTTP 200 (POST");
+    b.wait_text("#proto-rows", "HTTP 200 (POST http://127.0.0.1:");
+    b.wait_text("#proto-rows", "content-type: application/json");
+    b.screenshot("09-protocol-http");
+    b.fill("#proto-filter", "");
 
     // The revision lens: add's output schema and title are not offered on 2025-03-26 (they came
     // with 2025-06-18).

@@ -75,6 +75,7 @@ pub struct ClientBuilder {
     max_queued: usize,
     max_queued_bytes: usize,
     on_message: Option<MessageFn>,
+    on_response: Option<crate::transport::observe::ResponseFn>,
     https: Option<crate::transport::Https>,
     revisions: AdapterSet,
     oauth: Option<crate::oauth::OAuthConfig>,
@@ -113,6 +114,7 @@ impl Default for ClientBuilder {
             max_queued: DEFAULT_MAX_QUEUED,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             on_message: None,
+            on_response: None,
             https: None,
             revisions: AdapterSet::all(),
             oauth: None,
@@ -391,6 +393,26 @@ impl ClientBuilder {
         self
     }
 
+    /// Called with the head (status and headers) of every HTTP response the client's
+    /// Streamable HTTP and HTTP+SSE transports receive from the server, made by
+    /// [`ClientBuilder::connect_http`] and [`ClientBuilder::connect_sse`]: a protocol view's
+    /// HTTP exchanges, next to the messages of [`ClientBuilder::on_message`]. Default: none
+    /// (nothing is done per response).
+    ///
+    /// ```
+    /// let builder = mcp_client::Client::builder().on_http_response(|response| {
+    ///     eprintln!("{} {} -> {}", response.method(), response.url(), response.status());
+    /// });
+    /// # let _ = builder;
+    /// ```
+    pub fn on_http_response(
+        mut self,
+        f: impl Fn(&crate::transport::HttpResponse<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_response = Some(crate::transport::observe::ResponseFn(Arc::new(f)));
+        self
+    }
+
     /// How `https://` URLs are reached by [`ClientBuilder::connect_http`] and
     /// [`ClientBuilder::connect_sse`]: trusted CAs, TLS handshake timeout, proxy. Default is
     /// [`crate::transport::Https::default`]: the bundled web PKI roots, a 10 s handshake, HTTP/2
@@ -527,7 +549,9 @@ impl ClientBuilder {
                 return self.connect_sse_by(url, deadline).await;
             }
         }
-        let mut builder = StreamableHttp::builder(uri).max_message_size(self.max_message_size);
+        let mut builder = StreamableHttp::builder(uri)
+            .max_message_size(self.max_message_size)
+            .on_response_fn(self.on_response.clone());
         if let Some(https) = &self.https {
             builder = builder.https(https.clone());
         }
@@ -565,7 +589,8 @@ impl ClientBuilder {
             .max_message_size(self.max_message_size)
             .max_queued(self.max_queued)
             .max_queued_bytes(self.max_queued_bytes)
-            .endpoint_timeout(deadline.saturating_duration_since(Instant::now()));
+            .endpoint_timeout(deadline.saturating_duration_since(Instant::now()))
+            .on_response_fn(self.on_response.clone());
         if let Some(https) = &self.https {
             builder = builder.https(https.clone());
         }

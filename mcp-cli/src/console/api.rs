@@ -191,7 +191,7 @@ async fn connect_one(
         ))
     })?;
     let id = slot.id;
-    let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
+    let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state.clone());
     let mut builder = Client::builder()
         .client_info("mcp-console", env!("CARGO_PKG_VERSION"))
         .timeout(state.limits.timeout)
@@ -220,6 +220,23 @@ async fn connect_one(
                 event["httpStatus"] = json!(status);
             }
             s1.push(event);
+        })
+        // The head of every HTTP response, as a row of the protocol view beside the messages.
+        .on_http_response(move |response| {
+            let headers: serde_json::Map<String, Value> = response
+                .headers()
+                .iter()
+                .map(|(name, value)| {
+                    (
+                        name.to_string(),
+                        json!(value.to_str().unwrap_or("(not text)")),
+                    )
+                })
+                .collect();
+            s4.push(json!({"type": "message", "conn": id, "dir": "received",
+                "message": {"http": format!("{} {}", response.method(), response.url()),
+                    "status": response.status()},
+                "headers": headers}));
         })
         .on_notification(move |n| {
             s2.push(

@@ -42,6 +42,7 @@ pub struct HttpSseBuilder {
     max_queued_bytes: usize,
     endpoint_timeout: Duration,
     https: Option<Https>,
+    on_response: Option<super::observe::ResponseFn>,
 }
 
 impl HttpSseBuilder {
@@ -94,6 +95,21 @@ impl HttpSseBuilder {
         self
     }
 
+    /// Called with the head of every HTTP response (status and headers), for a protocol
+    /// view; see [`crate::ClientBuilder::on_http_response`].
+    pub fn on_response(
+        mut self,
+        f: impl Fn(&super::HttpResponse<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_response = Some(super::observe::ResponseFn(Arc::new(f)));
+        self
+    }
+
+    pub(crate) fn on_response_fn(mut self, f: Option<super::observe::ResponseFn>) -> Self {
+        self.on_response = f;
+        self
+    }
+
     /// Opens the stream and waits for the `endpoint` event.
     pub async fn connect(self) -> Result<HttpSse, TransportError> {
         let pool = new_pool(&self.uri, None, None, self.https.as_ref());
@@ -123,6 +139,13 @@ impl HttpSseBuilder {
                 )));
             }
         };
+        super::observe::show_response(
+            self.on_response.as_ref(),
+            &Method::GET,
+            &self.uri,
+            response.status(),
+            response.headers(),
+        );
         if !response.status().is_success() {
             return Err(status_error(response, self.max_message_size).await);
         }
@@ -173,6 +196,7 @@ impl HttpSseBuilder {
                 stream,
                 reader,
                 max_message_size: self.max_message_size,
+                on_response: self.on_response,
             }),
         })
     }
@@ -332,6 +356,7 @@ struct Shared {
     stream: Arc<EventStream>,
     reader: JoinHandle<()>,
     max_message_size: usize,
+    on_response: Option<super::observe::ResponseFn>,
 }
 
 impl Drop for Shared {
@@ -353,6 +378,7 @@ impl HttpSse {
             max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,
             endpoint_timeout: Duration::from_secs(10),
             https: None,
+            on_response: None,
         }
     }
 
@@ -396,11 +422,19 @@ impl HttpSse {
         // Chained rather than awaited in one `async` block, which would hold the pool's future
         // twice (once as captured, once as awaited).
         let max_message_size = self.shared.max_message_size;
+        let shared = &self.shared;
         let posting = self
             .shared
             .pool
             .request(request)
             .and_then(move |response| async move {
+                super::observe::show_response(
+                    shared.on_response.as_ref(),
+                    &Method::POST,
+                    &shared.endpoint,
+                    response.status(),
+                    response.headers(),
+                );
                 if !response.status().is_success() {
                     // Boxed: rare, and its future would otherwise make every call's larger.
                     return Err(Box::pin(status_error(response, max_message_size)).await);

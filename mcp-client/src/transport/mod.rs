@@ -29,7 +29,7 @@ mod event_stream;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod http_sse;
-mod observe;
+pub(crate) mod observe;
 mod pool;
 mod router;
 mod stdio;
@@ -37,7 +37,7 @@ mod streamable;
 mod tls;
 
 pub use http_sse::{HttpSse, HttpSseBuilder};
-pub use observe::{Direction, Observation};
+pub use observe::{Direction, HttpResponse, Observation};
 pub(crate) use observe::{MessageFn, Observed};
 pub use router::{DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Router};
 pub use stdio::{DEFAULT_STDERR_TAIL, Stderr, Stdio, StdioBuilder};

@@ -60,6 +60,67 @@ impl<'a> Observation<'a> {
     }
 }
 
+/// The head of one HTTP response, seen by [`crate::ClientBuilder::on_http_response`]: every
+/// response of the Streamable HTTP and HTTP+SSE transports (a POST's, a stream's `GET`, the
+/// session's `DELETE`), before its body is read.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpResponse<'a> {
+    pub(crate) method: &'a http::Method,
+    pub(crate) url: &'a http::Uri,
+    pub(crate) status: u16,
+    pub(crate) headers: &'a HeaderMap,
+}
+
+impl<'a> HttpResponse<'a> {
+    /// The request's method.
+    pub fn method(&self) -> &'a http::Method {
+        self.method
+    }
+
+    /// The request's URL.
+    pub fn url(&self) -> &'a http::Uri {
+        self.url
+    }
+
+    /// The response's status.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The response's headers.
+    pub fn headers(&self) -> &'a HeaderMap {
+        self.headers
+    }
+}
+
+/// The callback [`crate::ClientBuilder::on_http_response`] installs.
+#[derive(Clone)]
+pub(crate) struct ResponseFn(pub(crate) Arc<dyn Fn(&HttpResponse<'_>) + Send + Sync>);
+
+impl fmt::Debug for ResponseFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ResponseFn")
+    }
+}
+
+/// Shows `hook` a response head, when there is a hook.
+pub(crate) fn show_response(
+    hook: Option<&ResponseFn>,
+    method: &http::Method,
+    url: &http::Uri,
+    status: http::StatusCode,
+    headers: &HeaderMap,
+) {
+    if let Some(hook) = hook {
+        (hook.0)(&HttpResponse {
+            method,
+            url,
+            status: status.as_u16(),
+            headers,
+        });
+    }
+}
+
 /// The callback [`crate::ClientBuilder::on_message`] installs.
 pub(crate) type MessageFn = Arc<dyn Fn(&Observation<'_>) + Send + Sync>;
 

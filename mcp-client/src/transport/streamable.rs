@@ -37,6 +37,7 @@ pub struct StreamableHttpBuilder {
     connect_timeout: Option<Duration>,
     pool_idle_timeout: Option<Duration>,
     https: Option<Https>,
+    on_response: Option<super::observe::ResponseFn>,
 }
 
 impl StreamableHttpBuilder {
@@ -72,6 +73,21 @@ impl StreamableHttpBuilder {
         self
     }
 
+    /// Called with the head of every HTTP response (status and headers), for a protocol
+    /// view; see [`crate::ClientBuilder::on_http_response`].
+    pub fn on_response(
+        mut self,
+        f: impl Fn(&super::HttpResponse<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_response = Some(super::observe::ResponseFn(Arc::new(f)));
+        self
+    }
+
+    pub(crate) fn on_response_fn(mut self, f: Option<super::observe::ResponseFn>) -> Self {
+        self.on_response = f;
+        self
+    }
+
     /// Builds the transport. It opens no connection until the first message.
     pub fn build(self) -> StreamableHttp {
         let pool = new_pool(
@@ -88,6 +104,7 @@ impl StreamableHttpBuilder {
                 headers: self.headers,
                 session: Mutex::new(None),
                 max_message_size: self.max_message_size,
+                on_response: self.on_response,
             }),
         }
     }
@@ -143,6 +160,7 @@ struct Shared {
     headers: HeaderMap,
     session: Mutex<Option<HeaderValue>>,
     max_message_size: usize,
+    on_response: Option<super::observe::ResponseFn>,
 }
 
 impl StreamableHttp {
@@ -156,6 +174,7 @@ impl StreamableHttp {
             connect_timeout: None,
             pool_idle_timeout: None,
             https: None,
+            on_response: None,
         }
     }
 
@@ -251,6 +270,13 @@ impl StreamableHttp {
     ) -> Result<Delivery, TransportError> {
         self.adopt_session(response.headers());
         let status = response.status();
+        super::observe::show_response(
+            self.shared.on_response.as_ref(),
+            &Method::POST,
+            &self.shared.uri,
+            status,
+            response.headers(),
+        );
         let limit = self.shared.max_message_size;
         if !status.is_success() {
             // Boxed: rare, and its future would otherwise make every call's larger.
@@ -506,6 +532,13 @@ impl Transport for StreamableHttp {
                 request.headers_mut().insert(LAST_EVENT_ID, id);
             }
             let response = self.shared.pool.request(request).await?;
+            super::observe::show_response(
+                self.shared.on_response.as_ref(),
+                &Method::GET,
+                &self.shared.uri,
+                response.status(),
+                response.headers(),
+            );
             let limit = self.shared.max_message_size;
             if !response.status().is_success() {
                 // Boxed: rare, and its future would otherwise make every call's larger.
@@ -551,6 +584,13 @@ impl Transport for StreamableHttp {
             self.reset_session();
             let response = self.shared.pool.request(request).await?;
             let status = response.status();
+            super::observe::show_response(
+                self.shared.on_response.as_ref(),
+                &Method::DELETE,
+                &self.shared.uri,
+                status,
+                response.headers(),
+            );
             let response_headers = &response.headers().clone();
             let _ = read_bounded(response.into_body(), 64 * 1024).await;
             // 405: the server does not let clients end sessions; 404: it already ended.
