@@ -328,12 +328,43 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     drop(target);
     let rmcp = build_rmcp_tasks_peer(root, &prefix)?;
     let rmcp_server = PeerServer::start(&rmcp, "", &prefix)?;
+    let rmcp_url = format!("{}/mcp", rmcp_server.base);
     cells.extend(task_cells(
         &driver,
-        &format!("{}/mcp", rmcp_server.base),
+        &rmcp_url,
         "rmcp 3.11.0 server (Tasks fixtures)",
     )?);
+    // `mcp console` against peers, through the API its page uses.
+    let mcp = build_binary("mcp-cli", "mcp")?;
+    cells.extend(console_cells(
+        &mcp,
+        &rmcp_url,
+        "rmcp 3.11.0 server (Tasks fixtures)",
+        &[],
+        &[
+            ("greet", serde_json::json!({"name": "Ada"}), "Hello, Ada!"),
+            (
+                "slow_compute",
+                serde_json::json!({"seconds": 0.2}),
+                "Computed",
+            ),
+        ],
+    )?);
     drop(rmcp_server);
+    if python.exists() {
+        let server = PeerServer::start(&python, "py-server.py", &prefix)?;
+        cells.extend(console_cells(
+            &mcp,
+            &format!("{}/mcp", server.base),
+            "Python SDK server",
+            &["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
+            &[(
+                "echo",
+                serde_json::json!({"text": "from the console"}),
+                "from the console",
+            )],
+        )?);
+    }
     cells.extend(oauth_cells(&node, &python, &prefix)?);
 
     let mcp = build_binary("mcp-cli", "mcp")?;
@@ -556,6 +587,159 @@ fn oauth_cells(node: &Path, python: &Path, prefix: &Path) -> Result<Vec<Cell>> {
             && (cell.ok || cell.detail.contains("Error POSTing to endpoint (HTTP 403)")))
         .then_some(TS_V2_SSE_NO_STEP_UP);
         push(Cell { defect, ..cell });
+    }
+    Ok(cells)
+}
+
+/// The direction column of the console cells.
+const CONSOLE_DIRECTION: &str = "mcp console (its API) → peer server";
+
+/// A running `mcp console --no-open`; killed when dropped.
+struct ConsoleRun {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+    token: String,
+}
+
+impl ConsoleRun {
+    fn start(mcp: &Path) -> Result<Self> {
+        let mut child = Command::new(mcp)
+            .args(["console", "--no-open", "--timeout", "30"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting mcp console")?;
+        let stdout = child.stdout.take().context("the console's stdout")?;
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line);
+        let parsed = line
+            .trim()
+            .strip_prefix("mcp console listening on http://")
+            .and_then(|rest| rest.split_once("/?token="));
+        match (read, parsed) {
+            (Ok(_), Some((addr, token))) => Ok(Self {
+                addr: addr.to_owned(),
+                token: token.to_owned(),
+                child,
+            }),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("mcp console did not print its URL (printed {line:?})")
+            }
+        }
+    }
+
+    /// A POST to the console's JSON API, as its page sends it: the answer's status and body.
+    fn post(&self, path: &str, body: &serde_json::Value) -> Result<(u16, serde_json::Value)> {
+        use std::io::{Read as _, Write as _};
+        let body = body.to_string();
+        let mut stream = std::net::TcpStream::connect(&self.addr)?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        write!(
+            stream,
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nX-Mcp-Console-Token: {}\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            self.token,
+            body.len()
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let (head, payload) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let value = serde_json::from_str(payload.trim()).unwrap_or(serde_json::Value::Null);
+        Ok((status, value))
+    }
+}
+
+impl Drop for ConsoleRun {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The console against a peer server through the API its page uses: connect (negotiating,
+/// then pinned to each of `pinned`), list the tools, and call each of `calls` (`(tool,
+/// arguments, text the result must hold)`).
+fn console_cells(
+    mcp: &Path,
+    url: &str,
+    peer: &'static str,
+    pinned: &[&str],
+    calls: &[(&str, serde_json::Value, &str)],
+) -> Result<Vec<Cell>> {
+    let console = ConsoleRun::start(mcp)?;
+    let mut cells = Vec::new();
+    let legs = std::iter::once("auto").chain(pinned.iter().copied());
+    for revision in legs {
+        let mut detail = String::new();
+        let outcome = (|| -> Result<String> {
+            let (status, connected) = console.post(
+                "/api/connect",
+                &serde_json::json!({"url": url, "revision": revision, "transport": "streamable"}),
+            )?;
+            if status != 200 {
+                bail!("connect answered {status}: {connected}");
+            }
+            let conn = connected["conn"].clone();
+            let negotiated = connected["revision"].as_str().unwrap_or("?").to_owned();
+            let (status, tools) = console.post(
+                "/api/list",
+                &serde_json::json!({"conn": conn, "kind": "tools"}),
+            )?;
+            let listed = tools["items"].as_array().map_or(0, Vec::len);
+            if status != 200 || listed == 0 {
+                bail!("tools listing answered {status}: {tools}");
+            }
+            let mut said = Vec::new();
+            for (tool, arguments, needle) in calls {
+                let (status, result) = console.post(
+                    "/api/call",
+                    &serde_json::json!({"conn": conn, "name": tool, "arguments": arguments}),
+                )?;
+                let text = result["content"][0]["text"].as_str().unwrap_or_default();
+                if status != 200 || !text.contains(needle) {
+                    bail!("{tool} answered {status}: {result}");
+                }
+                said.push(format!("{tool}: {text}"));
+            }
+            let _ = console.post("/api/disconnect", &serde_json::json!({"conn": conn}));
+            Ok(format!("{negotiated}; {listed} tools; {}", said.join("; ")))
+        })();
+        let ok = match outcome {
+            Ok(said) => {
+                detail = said;
+                true
+            }
+            Err(e) => {
+                let _ = write!(detail, "{e:#}");
+                false
+            }
+        };
+        let negotiated = detail.split(';').next().unwrap_or("?").to_owned();
+        cells.push(Cell {
+            peer,
+            direction: CONSOLE_DIRECTION,
+            revision: if revision == "auto" {
+                format!(
+                    "{} (negotiated)",
+                    if ok { negotiated.as_str() } else { "?" }
+                )
+            } else {
+                revision.to_owned()
+            },
+            transport: "Streamable HTTP",
+            elicitation: "none",
+            ok,
+            defect: None,
+            detail,
+        });
     }
     Ok(cells)
 }
@@ -841,6 +1025,16 @@ fn notes(cells: &[Cell]) -> String {
          client recognises the other's questions: an application (or a model reading the \
          result's text) answers them. Those legs are `none`.\n",
     );
+    if cells.iter().any(|c| c.direction == CONSOLE_DIRECTION) {
+        out.push_str(
+            "- Rows `mcp console (its API) → peer server`: `mcp console --no-open` runs as a \
+             user starts it, and the run drives it through the JSON API its page calls (with \
+             the console's token): `connect` (negotiating, then pinned), `list` of the tools, \
+             `call` of the peer's tools (on the rmcp server `slow_compute` runs as a task the \
+             console follows), `disconnect`. The page itself is driven in a real Chromium by \
+             `mcp-cli/tests/browser.rs` against our demo and the conformance target.\n",
+        );
+    }
     if cells.iter().any(|c| c.direction == TASKS_DIRECTION) {
         out.push_str(
             "- Rows `our client → server, Tasks extension`: `tasks-interop` (package \
