@@ -219,6 +219,8 @@ pub(crate) struct ExchangeInner {
     /// and the session (pushed questions are answered under its [`owner_tag`], computed
     /// when one is asked).
     pub(crate) owner: Owner,
+    /// The server's shared state ([`ServerBuilder::with_state`](crate::ServerBuilder::with_state)).
+    pub(crate) app_state: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// What a handler receives about its call: revision, client, progress, logging, cancellation,
@@ -273,6 +275,19 @@ impl Exchange {
         Self {
             inner: Arc::new(inner),
         }
+    }
+
+    /// The server's shared state of type `S` (not the request state of
+    /// [`Exchange::state`]), set with
+    /// [`ServerBuilder::with_state`](crate::ServerBuilder::with_state) (a clone; `None` when
+    /// the server has none of that type). Handlers usually take it as a [`State`](crate::State)
+    /// argument instead.
+    pub fn app_state<S: Clone + Send + Sync + 'static>(&self) -> Option<S> {
+        self.inner
+            .app_state
+            .as_ref()
+            .and_then(|s| s.downcast_ref::<S>())
+            .cloned()
     }
 
     /// The protocol revision of this call.

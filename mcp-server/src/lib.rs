@@ -232,8 +232,8 @@ pub use skills::{
 pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
 pub use task::{TASKS_EXTENSION, TaskSupport, Tasks};
 pub use tool::{
-    ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Nothing, Tool, ToolAnnotations,
-    ToolHandler,
+    ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Nothing, State, StateAndArgs,
+    StateArgsAndExchange, Tool, ToolAnnotations, ToolHandler,
 };
 
 /// Re-exported so handlers can name levels and revisions without another dependency.

@@ -59,6 +59,12 @@ pub struct ServerBuilder {
     extensions: Vec<crate::Extension>,
     tasks: Option<crate::Tasks>,
     skills: Option<crate::Skills>,
+    /// The shared state handlers extract with [`State`](crate::State), and its type.
+    app_state: Option<(
+        Arc<dyn std::any::Any + Send + Sync>,
+        std::any::TypeId,
+        &'static str,
+    )>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::Metrics>,
 }
@@ -129,6 +135,7 @@ impl ServerBuilder {
             extensions: Vec::new(),
             tasks: None,
             skills: None,
+            app_state: None,
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -202,6 +209,38 @@ impl ServerBuilder {
     #[must_use]
     pub fn completion(mut self, completer: Completer) -> Self {
         self.completer = Some(completer);
+        self
+    }
+
+    /// The state every handler can take as a [`State<S>`](crate::State) argument (a database
+    /// pool, a client, configuration), set once; each call gets a clone (share it behind an
+    /// `Arc` when cloning costs). A tool whose handler takes a `State` of another type is
+    /// refused by [`build`](Self::build). Default: none.
+    ///
+    /// ```
+    /// use mcp_server::{Server, State, Tool};
+    ///
+    /// #[derive(Clone)]
+    /// struct Greeting(&'static str);
+    ///
+    /// async fn hello(State(greeting): State<Greeting>, _: mcp_server::NoArgs) -> String {
+    ///     greeting.0.to_owned()
+    /// }
+    ///
+    /// let server = Server::builder("demo", "1.0")
+    ///     .with_state(Greeting("hello"))
+    ///     .tool(Tool::new("hello", hello))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn with_state<S: Clone + Send + Sync + 'static>(mut self, state: S) -> Self {
+        self.app_state = Some((
+            Arc::new(state),
+            std::any::TypeId::of::<S>(),
+            std::any::type_name::<S>(),
+        ));
         self
     }
 
@@ -382,6 +421,19 @@ impl ServerBuilder {
                 .tools
                 .iter()
                 .any(|t| t.task_support != crate::TaskSupport::Forbidden);
+        for tool in &self.tools {
+            if let Some((wanted, name)) = tool.state_type
+                && self.app_state.as_ref().map(|(_, t, _)| *t) != Some(wanted)
+            {
+                return Err(RegistrationError::InvalidSetting {
+                    setting: "with_state",
+                    reason: format!(
+                        "tool {:?} takes State<{name}>, and the server has no state of that type",
+                        tool.name
+                    ),
+                });
+            }
+        }
         let tools = build_tools(self.tools)?;
         let prompts = build_prompts(self.prompts)?;
         let mut resources = self.resources;
@@ -442,6 +494,7 @@ impl ServerBuilder {
             extension_methods,
             tasks,
             declares_resources,
+            app_state: self.app_state.map(|(state, _, _)| state),
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
             views: Default::default(),
@@ -734,6 +787,8 @@ pub(crate) struct Registry {
     pub(crate) extension_methods: FastMap<String, (usize, crate::extension::ErasedMethod)>,
     /// The Tasks extension's engine, when the server offers it.
     pub(crate) tasks: Option<Arc<crate::task::TaskEngine>>,
+    /// The shared state of [`ServerBuilder::with_state`].
+    pub(crate) app_state: Option<Arc<dyn std::any::Any + Send + Sync>>,
     /// The `resources` capability is declared even with no resource (an empty skills
     /// catalog: the Skills extension requires the capability).
     pub(crate) declares_resources: bool,
@@ -796,6 +851,7 @@ impl Registry {
             extension_methods: self.extension_methods.clone(),
             tasks: self.tasks.clone(),
             declares_resources: self.declares_resources,
+            app_state: self.app_state.clone(),
             #[cfg(feature = "metrics")]
             metrics: self.metrics.clone(),
             views: Default::default(),

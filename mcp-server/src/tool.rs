@@ -207,6 +207,75 @@ pub struct ArgsOnly<A>(PhantomData<fn(A)>);
 #[derive(Debug)]
 pub struct ArgsAndExchange<A>(PhantomData<fn(A)>);
 
+/// The server's shared state as a handler argument, set with
+/// [`ServerBuilder::with_state`](crate::ServerBuilder::with_state): the first argument of
+/// `async fn(State<S>, A) -> R` or `async fn(State<S>, A, Exchange) -> R`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct State<S>(pub S);
+
+/// Marker for a handler `async fn(state: State<S>, args: A) -> R`.
+#[derive(Debug)]
+pub struct StateAndArgs<S, A>(PhantomData<fn(S, A)>);
+
+/// Marker for a handler `async fn(state: State<S>, args: A, ex: Exchange) -> R`.
+#[derive(Debug)]
+pub struct StateArgsAndExchange<S, A>(PhantomData<fn(S, A)>);
+
+/// The state of type `S` of the call's server; [`ServerBuilder::build`] made sure there is one.
+fn state_of<S: Clone + Send + Sync + 'static>(ex: &Exchange) -> State<S> {
+    match ex.app_state::<S>() {
+        Some(state) => State(state),
+        // Unreachable through a built server (it checks the type); a panic in a handler is a
+        // tool failure, not a crash.
+        None => panic!(
+            "no server state of type {} (ServerBuilder::with_state)",
+            std::any::type_name::<S>()
+        ),
+    }
+}
+
+impl<F, Fut, S, A, R> ToolHandler<StateAndArgs<S, A>> for F
+where
+    F: Fn(State<S>, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    S: Clone + Send + Sync + 'static,
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = A;
+    type Output = R;
+    const TAKES_EXCHANGE: bool = true;
+
+    fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
+        self(state_of(&ex), args).boxed()
+    }
+
+    fn state_type() -> Option<(std::any::TypeId, &'static str)> {
+        Some((std::any::TypeId::of::<S>(), std::any::type_name::<S>()))
+    }
+}
+
+impl<F, Fut, S, A, R> ToolHandler<StateArgsAndExchange<S, A>> for F
+where
+    F: Fn(State<S>, A, Exchange) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    S: Clone + Send + Sync + 'static,
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = A;
+    type Output = R;
+    const TAKES_EXCHANGE: bool = true;
+
+    fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
+        self(state_of(&ex), args, ex).boxed()
+    }
+
+    fn state_type() -> Option<(std::any::TypeId, &'static str)> {
+        Some((std::any::TypeId::of::<S>(), std::any::type_name::<S>()))
+    }
+}
+
 /// Marker for a handler that takes nothing: `async fn() -> R` (its arguments are [`NoArgs`]).
 #[derive(Debug)]
 pub struct Nothing(());
@@ -233,6 +302,12 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
 
     /// Runs the handler.
     fn call(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, Self::Output>;
+
+    /// The type of the shared state the handler takes as a [`State`] argument, if any (the
+    /// server checks at build time that it has one). Keep the default.
+    fn state_type() -> Option<(std::any::TypeId, &'static str)> {
+        None
+    }
 
     /// Runs the handler and turns its output into a [`CallToolResult`] in the same future
     /// (what the server calls). The default wraps [`call`](Self::call); the implementations
@@ -391,6 +466,8 @@ pub struct Tool {
     pub(crate) input_schema: Value,
     pub(crate) output_schema: Option<Result<Value, String>>,
     pub(crate) takes_exchange: bool,
+    /// The type of the shared state the handler takes, if it takes one.
+    pub(crate) state_type: Option<(std::any::TypeId, &'static str)>,
     pub(crate) meta: Option<Map<String, Value>>,
     /// Scopes an access token needs to call the tool (when the endpoint has a resource server).
     pub(crate) scopes: mcp_auth::ScopeSet,
@@ -472,6 +549,7 @@ impl Tool {
             input_schema,
             output_schema: <H::Output as IntoToolResult>::output_schema(),
             takes_exchange: H::TAKES_EXCHANGE,
+            state_type: H::state_type(),
             meta: None,
             scopes: mcp_auth::ScopeSet::new(),
             task_support: crate::TaskSupport::Forbidden,
