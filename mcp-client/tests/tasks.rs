@@ -244,3 +244,39 @@ async fn dropping_the_call_cancels_its_task() {
     // The handler sees the cancellation the dropped call sent.
     within(gates.cancelled.acquire()).await.unwrap().forget();
 }
+
+/// The 2025 revisions have no result envelope for a task: a client that declares the extension
+/// at `initialize` gets a plain result from a tool where tasks are optional, and a tool that
+/// needs a task refuses it with the revision's missing-capability error.
+#[tokio::test]
+async fn no_task_is_made_on_the_2025_revisions() {
+    let (url, _gates) = start().await;
+    for revision in [
+        Revision::V2025_03_26,
+        Revision::V2025_06_18,
+        Revision::V2025_11_25,
+    ] {
+        let client = Client::builder()
+            .revision(revision)
+            .tasks(TaskPolling::new())
+            .connect_http(&url)
+            .await
+            .unwrap();
+        let result = within(client.call_tool("quick", json!({}))).await.unwrap();
+        assert_eq!(text(&result), "quick", "{revision}: {result}");
+        assert!(result.get("taskId").is_none(), "{revision}: {result}");
+        let error = within(client.call_tool("tool_error", json!({})))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Rpc, "{revision}: {error}");
+        assert!(
+            error.to_string().contains("io.modelcontextprotocol/tasks")
+                || error
+                    .rpc()
+                    .and_then(|e| e.data.as_ref())
+                    .is_some_and(|d| d.to_string().contains("io.modelcontextprotocol/tasks")),
+            "{revision}: {error}"
+        );
+        client.close().await.unwrap();
+    }
+}
