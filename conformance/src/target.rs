@@ -6,7 +6,6 @@
 //! differs (pushed questions on 2025-06-18 and 2025-11-25, `input_required` results on
 //! 2026-07-28) is decided by `mcp-server` from the revision's adapter.
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_adapters::InputRequest;
@@ -45,25 +44,15 @@ pub const WAV: &[u8] = &[
 /// them spread over the call, not sent at once.
 const STEP: Duration = Duration::from_millis(50);
 
-/// Where the trigger tools find the server's notifier: set once the server is built.
-type NotifierSlot = Arc<OnceLock<Notifier>>;
-
 /// The fixture server.
 pub fn server() -> Result<Server, RegistrationError> {
-    let slot = NotifierSlot::default();
-    let server = declarations(&slot)?;
-    let _ = slot.set(server.notifier());
-    Ok(server)
-}
-
-fn declarations(slot: &NotifierSlot) -> Result<Server, RegistrationError> {
     let mut builder = Server::builder(SERVER_NAME, env!("CARGO_PKG_VERSION"))
         .title("MCP conformance target")
         .instructions("The fixture server of the MCP conformance suite's server scenarios.")
         // The suite checks that 2025-11-25 clients see `json_schema_2020_12_tool`'s 2020-12
         // keywords as declared (SEP-1613); projected, that tool is not offered there.
         .tool_schemas(ToolSchemas::Native);
-    for tool in tools(slot) {
+    for tool in tools() {
         builder = builder.tool(tool);
     }
     builder
@@ -137,10 +126,8 @@ fn skills() -> Result<Skills, RegistrationError> {
         })
 }
 
-fn tools(slot: &NotifierSlot) -> Vec<Tool> {
+fn tools() -> Vec<Tool> {
     let modern = Revision::V2026_07_28;
-    let tools_slot = slot.clone();
-    let prompts_slot = slot.clone();
     vec![
         Tool::new("test_simple_text", simple_text).description("Returns simple text."),
         Tool::new("test_image_content", image_content).description("Returns an image."),
@@ -168,12 +155,12 @@ fn tools(slot: &NotifierSlot) -> Vec<Tool> {
             .description("Needs the client's sampling capability."),
         Tool::new("test_streaming_elicitation", streaming_elicitation)
             .description("Asks the user to confirm."),
-        Tool::new("test_trigger_tool_change", move |_: NoArgs| {
-            trigger(tools_slot.clone(), Change::ToolsListChanged)
+        Tool::new("test_trigger_tool_change", |notifier: Notifier| {
+            trigger(notifier, Change::ToolsListChanged)
         })
         .description("Announces notifications/tools/list_changed to every listener."),
-        Tool::new("test_trigger_prompt_change", move |_: NoArgs| {
-            trigger(prompts_slot.clone(), Change::PromptsListChanged)
+        Tool::new("test_trigger_prompt_change", |notifier: Notifier| {
+            trigger(notifier, Change::PromptsListChanged)
         })
         .description("Announces notifications/prompts/list_changed to every listener."),
         Tool::new("test_headers", headers)
@@ -629,10 +616,7 @@ async fn streaming_elicitation(_: NoArgs, ex: Exchange) -> Result<String, ToolEr
 
 /// Publishes `change` through the server's notifier (every listener of every worker that
 /// shares the event log is told).
-async fn trigger(slot: NotifierSlot, change: Change) -> Result<String, ToolError> {
-    let notifier = slot
-        .get()
-        .ok_or_else(|| ToolError::new("the server is not built yet"))?;
+async fn trigger(notifier: Notifier, change: Change) -> Result<String, ToolError> {
     notifier
         .publish(&change)
         .await

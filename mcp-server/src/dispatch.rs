@@ -1356,7 +1356,7 @@ impl Server {
             store: registry.states.store().clone(),
             namespace: ctx.inner.namespace.clone(),
             owner,
-            app_state: registry.app_state.clone(),
+            shared: registry.shared.clone(),
         })
     }
 

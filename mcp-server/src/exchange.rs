@@ -219,8 +219,16 @@ pub(crate) struct ExchangeInner {
     /// and the session (pushed questions are answered under its [`owner_tag`], computed
     /// when one is asked).
     pub(crate) owner: Owner,
+    /// What every call of the server shares.
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// What every call of a server shares (one reference count per call).
+pub(crate) struct Shared {
     /// The server's shared state ([`ServerBuilder::with_state`](crate::ServerBuilder::with_state)).
     pub(crate) app_state: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// The event log notifications are published to.
+    pub(crate) log: Arc<dyn EventLog>,
 }
 
 /// What a handler receives about its call: revision, client, progress, logging, cancellation,
@@ -284,10 +292,17 @@ impl Exchange {
     /// argument instead.
     pub fn app_state<S: Clone + Send + Sync + 'static>(&self) -> Option<S> {
         self.inner
+            .shared
             .app_state
             .as_ref()
             .and_then(|s| s.downcast_ref::<S>())
             .cloned()
+    }
+
+    /// A [`Notifier`](crate::Notifier) publishing to the server's event log in this call's
+    /// namespace (handlers usually take it as an argument instead).
+    pub fn notifier(&self) -> crate::Notifier {
+        crate::Notifier::new(self.inner.shared.log.clone(), self.inner.namespace.clone())
     }
 
     /// The protocol revision of this call.

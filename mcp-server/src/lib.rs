@@ -181,6 +181,7 @@ mod dispatch;
 mod error;
 mod exchange;
 mod extension;
+mod handler;
 pub mod http;
 mod icon;
 #[cfg(feature = "metrics")]
@@ -211,6 +212,10 @@ pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
 pub use exchange::Exchange;
 pub use extension::{Extension, ExtensionError, ExtensionRequest};
+pub use handler::{
+    FromExchange, Handler, NoArgs, PartsAndExchange, PartsOnly, State, WithInput,
+    WithInputAndExchange,
+};
 pub use icon::Icon;
 #[cfg(feature = "metrics")]
 pub use metrics::Metrics;
@@ -218,11 +223,8 @@ pub use notify::{
     Change, ChangeError, ChangeStream, NotificationFilter, NotificationStream, Notifier,
     NotifyError,
 };
-pub use prompt::{IntoPromptResult, Prompt, PromptHandler};
-pub use resource::{
-    IntoResourceContents, RequestAndExchange, RequestOnly, Resource, ResourceHandler,
-    ResourceRequest, ResourceTemplate,
-};
+pub use prompt::{IntoPromptResult, Prompt};
+pub use resource::{IntoResourceContents, Resource, ResourceRequest, ResourceTemplate};
 pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder, ToolSchemas};
 pub use skills::{
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES_PER_SKILL,
@@ -231,10 +233,7 @@ pub use skills::{
 };
 pub use stdio::{DEFAULT_MAX_LINE, StdioConfig, serve_stdio, serve_stdio_with};
 pub use task::{TASKS_EXTENSION, TaskSupport, Tasks};
-pub use tool::{
-    ArgsAndExchange, ArgsOnly, IntoToolResult, Json, NoArgs, Nothing, State, StateAndArgs,
-    StateArgsAndExchange, Tool, ToolAnnotations, ToolHandler,
-};
+pub use tool::{IntoToolResult, Json, Tool, ToolAnnotations};
 
 /// Re-exported so handlers can name levels and revisions without another dependency.
 pub use mcp_adapters::{CacheHint, CacheScope, LogLevel, Revision};

@@ -1,10 +1,8 @@
 //! Prompts: typed arguments and messages.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 
-use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -13,9 +11,9 @@ use serde_json::{Map, Value};
 use crate::content::{GetPromptResult, PromptMessage};
 use crate::error::PromptError;
 use crate::exchange::Exchange;
+use crate::handler::{Handler, Token};
 use crate::icon::{Icon, icons_value};
 use crate::schema;
-use crate::tool::{ArgsAndExchange, ArgsOnly};
 
 /// What a prompt handler may return: `String` (one user message), [`PromptMessage`],
 /// `Vec<PromptMessage>`, [`GetPromptResult`], or `Result<T, E>` of these where
@@ -64,64 +62,6 @@ impl<T: IntoPromptResult, E: Into<PromptError> + Send + 'static> IntoPromptResul
     }
 }
 
-/// An async function usable as a prompt: `async fn(A) -> R`, `async fn(A, Exchange) -> R` or
-/// `async fn() -> R` (a prompt without arguments),
-/// where `A: DeserializeOwned + JsonSchema` (its fields are the prompt's arguments; prompt
-/// arguments are strings on the wire) and `R:` [`IntoPromptResult`].
-pub trait PromptHandler<M>: Send + Sync + 'static {
-    /// The typed arguments.
-    type Args: DeserializeOwned + JsonSchema + Send + 'static;
-    /// The return type.
-    type Output: IntoPromptResult;
-
-    /// Runs the handler.
-    fn call(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, Self::Output>;
-}
-
-impl<F, Fut, A, R> PromptHandler<ArgsOnly<A>> for F
-where
-    F: Fn(A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    R: IntoPromptResult,
-{
-    type Args = A;
-    type Output = R;
-
-    fn call(&self, args: A, _: Exchange) -> BoxFuture<'static, R> {
-        self(args).boxed()
-    }
-}
-
-impl<F, Fut, A, R> PromptHandler<ArgsAndExchange<A>> for F
-where
-    F: Fn(A, Exchange) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    R: IntoPromptResult,
-{
-    type Args = A;
-    type Output = R;
-
-    fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
-        self(args, ex).boxed()
-    }
-}
-
-impl<F, Fut, R> PromptHandler<crate::tool::Nothing> for F
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoPromptResult,
-{
-    type Args = crate::NoArgs;
-    type Output = R;
-
-    fn call(&self, _: crate::NoArgs, _: Exchange) -> BoxFuture<'static, R> {
-        self().boxed()
-    }
-}
-
 pub(crate) type ErasedPrompt = Arc<
     dyn Fn(
             Value,
@@ -164,6 +104,8 @@ pub struct Prompt {
     pub(crate) description: Option<String>,
     pub(crate) icons: Vec<Icon>,
     pub(crate) schema: Value,
+    /// The type of the shared state the handler takes, if it takes one.
+    pub(crate) state_type: Option<(std::any::TypeId, &'static str)>,
     pub(crate) render: ErasedPrompt,
 }
 
@@ -178,19 +120,34 @@ impl fmt::Debug for Prompt {
 
 impl Prompt {
     /// A prompt named `name` rendered by `handler`.
-    pub fn new<H: PromptHandler<M>, M>(name: impl Into<String>, handler: H) -> Self {
+    ///
+    /// The handler is an async function of one of the [handler shapes](crate::Handler)
+    /// whose input (`A: DeserializeOwned + JsonSchema`) lists the prompt's arguments (prompt
+    /// arguments are strings on the wire) and whose output is an [`IntoPromptResult`].
+    pub fn new<H, M>(name: impl Into<String>, handler: H) -> Self
+    where
+        H: Handler<M>,
+        H::Input: DeserializeOwned + JsonSchema,
+        H::Output: IntoPromptResult,
+    {
         let handler = Arc::new(handler);
+        let state_type = H::state_type();
         let render: ErasedPrompt = Arc::new(move |arguments: Value, ex: Exchange| {
-            let args: H::Args = serde_json::from_value(arguments).map_err(|e| e.to_string())?;
-            let fut = handler.call(args, ex);
-            Ok(async move { fut.await.into_prompt_result() }.boxed())
+            let args: H::Input = serde_json::from_value(arguments).map_err(|e| e.to_string())?;
+            Ok(handler.start(
+                args,
+                &mut || ex.clone(),
+                <H::Output as IntoPromptResult>::into_prompt_result,
+                Token(()),
+            ))
         });
         Self {
             name: name.into(),
             title: None,
             description: None,
             icons: Vec::new(),
-            schema: schema::derive::<H::Args>(schema::Purpose::Input),
+            schema: schema::derive::<H::Input>(schema::Purpose::Input),
+            state_type,
             render,
         }
     }

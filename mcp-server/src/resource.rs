@@ -2,8 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use futures::FutureExt as _;
@@ -15,11 +13,12 @@ use serde_json::{Map, Value};
 use crate::content::ResourceContents;
 use crate::error::{RegistrationError, ResourceError};
 use crate::exchange::Exchange;
+use crate::handler::{Handler, Token};
 use crate::icon::{Icon, icons_value};
 
 /// What a resource read receives: the URI asked for and, for a template, its variables
 /// (percent-decoded).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 pub struct ResourceRequest {
     /// The URI the client asked for.
     pub uri: String,
@@ -91,50 +90,6 @@ impl<T: IntoResourceContents, E: Into<ResourceError> + Send + 'static> IntoResou
     }
 }
 
-/// Marker for a handler `async fn(ResourceRequest) -> R`.
-#[derive(Debug)]
-pub struct RequestOnly(PhantomData<()>);
-
-/// Marker for a handler `async fn(ResourceRequest, Exchange) -> R`.
-#[derive(Debug)]
-pub struct RequestAndExchange(PhantomData<()>);
-
-/// An async function usable as a resource reader: `async fn(ResourceRequest) -> R` or
-/// `async fn(ResourceRequest, Exchange) -> R`, with `R:` [`IntoResourceContents`].
-pub trait ResourceHandler<M>: Send + Sync + 'static {
-    /// The return type.
-    type Output: IntoResourceContents;
-
-    /// Runs the handler.
-    fn call(&self, request: ResourceRequest, ex: Exchange) -> BoxFuture<'static, Self::Output>;
-}
-
-impl<F, Fut, R> ResourceHandler<RequestOnly> for F
-where
-    F: Fn(ResourceRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoResourceContents,
-{
-    type Output = R;
-
-    fn call(&self, request: ResourceRequest, _: Exchange) -> BoxFuture<'static, R> {
-        self(request).boxed()
-    }
-}
-
-impl<F, Fut, R> ResourceHandler<RequestAndExchange> for F
-where
-    F: Fn(ResourceRequest, Exchange) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoResourceContents,
-{
-    type Output = R;
-
-    fn call(&self, request: ResourceRequest, ex: Exchange) -> BoxFuture<'static, R> {
-        self(request, ex).boxed()
-    }
-}
-
 pub(crate) type ErasedReader = Arc<
     dyn Fn(
             ResourceRequest,
@@ -144,11 +99,15 @@ pub(crate) type ErasedReader = Arc<
         + Sync,
 >;
 
-fn erase<H: ResourceHandler<M>, M>(handler: H) -> ErasedReader {
+fn erase<H, M>(handler: H) -> ErasedReader
+where
+    H: Handler<M, Input = ResourceRequest>,
+    H::Output: IntoResourceContents,
+{
     let handler = Arc::new(handler);
     Arc::new(move |request: ResourceRequest, ex: Exchange| {
         let uri = request.uri.clone();
-        let fut = handler.call(request, ex);
+        let fut = handler.start(request, &mut || ex.clone(), |out| out, Token(()));
         async move { fut.await.into_contents(&uri) }.boxed()
     })
 }
@@ -157,6 +116,8 @@ fn erase<H: ResourceHandler<M>, M>(handler: H) -> ErasedReader {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ResourceMeta {
     pub(crate) name: String,
+    /// The type of the shared state the handler takes, if it takes one.
+    pub(crate) state_type: Option<(std::any::TypeId, &'static str)>,
     pub(crate) title: Option<String>,
     pub(crate) description: Option<String>,
     pub(crate) mime_type: Option<String>,
@@ -259,15 +220,19 @@ impl fmt::Debug for Resource {
 
 impl Resource {
     /// A resource at `uri`, named `name`, read by `handler`.
-    pub fn new<H: ResourceHandler<M>, M>(
-        uri: impl Into<String>,
-        name: impl Into<String>,
-        handler: H,
-    ) -> Self {
+    ///
+    /// The handler is an async function of one of the [handler shapes](crate::Handler) whose
+    /// input is the [`ResourceRequest`] and whose output is an [`IntoResourceContents`].
+    pub fn new<H, M>(uri: impl Into<String>, name: impl Into<String>, handler: H) -> Self
+    where
+        H: Handler<M, Input = ResourceRequest>,
+        H::Output: IntoResourceContents,
+    {
         Self {
             uri: uri.into(),
             meta: ResourceMeta {
                 name: name.into(),
+                state_type: H::state_type(),
                 ..ResourceMeta::default()
             },
             read: erase(handler),
@@ -316,15 +281,18 @@ impl fmt::Debug for ResourceTemplate {
 impl ResourceTemplate {
     /// Resources matching `template` (RFC 6570 level 1: `{var}` expressions, each matching
     /// one non-empty run of characters without `/`), named `name`, read by `handler`.
-    pub fn new<H: ResourceHandler<M>, M>(
-        template: impl Into<String>,
-        name: impl Into<String>,
-        handler: H,
-    ) -> Self {
+    ///
+    /// The handler is as for [`Resource::new`].
+    pub fn new<H, M>(template: impl Into<String>, name: impl Into<String>, handler: H) -> Self
+    where
+        H: Handler<M, Input = ResourceRequest>,
+        H::Output: IntoResourceContents,
+    {
         Self {
             template: template.into(),
             meta: ResourceMeta {
                 name: name.into(),
+                state_type: H::state_type(),
                 ..ResourceMeta::default()
             },
             read: erase(handler),

@@ -421,15 +421,34 @@ impl ServerBuilder {
                 .tools
                 .iter()
                 .any(|t| t.task_support != crate::TaskSupport::Forbidden);
-        for tool in &self.tools {
-            if let Some((wanted, name)) = tool.state_type
-                && self.app_state.as_ref().map(|(_, t, _)| *t) != Some(wanted)
+        let has = self.app_state.as_ref().map(|(_, t, _)| *t);
+        let takers = (self
+            .tools
+            .iter()
+            .map(|t| ("tool", t.name.as_str(), t.state_type)))
+        .chain(
+            self.prompts
+                .iter()
+                .map(|p| ("prompt", p.name.as_str(), p.state_type)),
+        )
+        .chain(
+            self.resources
+                .iter()
+                .map(|r| ("resource", r.uri.as_str(), r.meta.state_type)),
+        )
+        .chain(
+            self.templates
+                .iter()
+                .map(|t| ("resource template", t.template.as_str(), t.meta.state_type)),
+        );
+        for (kind, id, wanted) in takers {
+            if let Some((wanted, name)) = wanted
+                && has != Some(wanted)
             {
                 return Err(RegistrationError::InvalidSetting {
                     setting: "with_state",
                     reason: format!(
-                        "tool {:?} takes State<{name}>, and the server has no state of that type",
-                        tool.name
+                        "{kind} {id:?} takes State<{name}>, and the server has no state of that type"
                     ),
                 });
             }
@@ -488,13 +507,16 @@ impl ServerBuilder {
             list_cache: self.list_cache,
             adapters: self.adapters,
             states: RequestStates::new(store, self.request_state_ttl),
-            log,
+            log: log.clone(),
             tool_schemas: self.tool_schemas,
             extensions,
             extension_methods,
             tasks,
             declares_resources,
-            app_state: self.app_state.map(|(state, _, _)| state),
+            shared: Arc::new(crate::exchange::Shared {
+                app_state: self.app_state.map(|(state, _, _)| state),
+                log: log.clone(),
+            }),
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
             views: Default::default(),
@@ -787,8 +809,8 @@ pub(crate) struct Registry {
     pub(crate) extension_methods: FastMap<String, (usize, crate::extension::ErasedMethod)>,
     /// The Tasks extension's engine, when the server offers it.
     pub(crate) tasks: Option<Arc<crate::task::TaskEngine>>,
-    /// The shared state of [`ServerBuilder::with_state`].
-    pub(crate) app_state: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// What every call shares: the state of [`ServerBuilder::with_state`], the event log.
+    pub(crate) shared: Arc<crate::exchange::Shared>,
     /// The `resources` capability is declared even with no resource (an empty skills
     /// catalog: the Skills extension requires the capability).
     pub(crate) declares_resources: bool,
@@ -851,7 +873,7 @@ impl Registry {
             extension_methods: self.extension_methods.clone(),
             tasks: self.tasks.clone(),
             declares_resources: self.declares_resources,
-            app_state: self.app_state.clone(),
+            shared: self.shared.clone(),
             #[cfg(feature = "metrics")]
             metrics: self.metrics.clone(),
             views: Default::default(),

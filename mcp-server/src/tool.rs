@@ -1,8 +1,6 @@
 //! Tools: typed async handlers, their metadata, and what they may return.
 
 use std::fmt;
-use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use futures::FutureExt as _;
@@ -16,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::content::{CallToolResult, Content};
 use crate::error::{Interrupt, ToolError};
 use crate::exchange::Exchange;
+use crate::handler::{Handler, Token};
 use crate::icon::Icon;
 use crate::schema;
 
@@ -55,22 +54,6 @@ impl ToolAnnotations {
     }
 }
 
-/// Arguments of a tool that takes none: its input schema is
-/// `{"type": "object", "additionalProperties": false}`, as the spec recommends.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoArgs {}
-
-impl JsonSchema for NoArgs {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "NoArgs".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"type": "object", "additionalProperties": false})
-    }
-}
-
 /// Structured tool output: the value becomes `structuredContent` (plus its JSON text), and
 /// `T`'s JSON Schema becomes the tool's `outputSchema`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,11 +74,12 @@ pub trait IntoToolResult: Send + 'static {
         None
     }
 
-    /// The result as the server takes it. Keep the default (the result of
-    /// [`into_tool_result`](Self::into_tool_result)); [`Json`] hands over its output as JSON
-    /// text instead, which the server writes without building a tree.
+    /// The result as the server takes it: the result of
+    /// [`into_tool_result`](Self::into_tool_result), except that [`Json`] hands over its
+    /// output as JSON text, which the server writes without building a tree. Sealed: only
+    /// this crate calls or overrides it.
     #[doc(hidden)]
-    fn into_tool_output(self) -> ToolOutput
+    fn into_tool_output(self, _: Token) -> ToolOutput
     where
         Self: Sized,
     {
@@ -103,9 +87,7 @@ pub trait IntoToolResult: Send + 'static {
     }
 }
 
-/// What a tool's handler gives the server (see [`IntoToolResult::into_tool_output`]): opaque
-/// outside the server.
-#[doc(hidden)]
+/// What a tool's handler gives the server. Not exported.
 #[derive(Debug)]
 pub struct ToolOutput(pub(crate) Output);
 
@@ -162,7 +144,7 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Json<T> {
         }
     }
 
-    fn into_tool_output(self) -> ToolOutput {
+    fn into_tool_output(self, _: Token) -> ToolOutput {
         // Serialized once, to text; no `Value` tree is built.
         ToolOutput(match mcp_adapters::JsonToolResult::new(&self.0, true) {
             Ok(json) => Output::Json(json),
@@ -187,9 +169,9 @@ impl<T: IntoToolResult, E: fmt::Display + Send + 'static> IntoToolResult for Res
         }
     }
 
-    fn into_tool_output(self) -> ToolOutput {
+    fn into_tool_output(self, token: Token) -> ToolOutput {
         match self {
-            Ok(value) => value.into_tool_output(),
+            Ok(value) => value.into_tool_output(token),
             Err(err) => ToolOutput(Output::Result(CallToolResult::error(err.to_string()))),
         }
     }
@@ -199,230 +181,9 @@ impl<T: IntoToolResult, E: fmt::Display + Send + 'static> IntoToolResult for Res
     }
 }
 
-/// Marker for a handler `async fn(args: A) -> R`.
-#[derive(Debug)]
-pub struct ArgsOnly<A>(PhantomData<fn(A)>);
-
-/// Marker for a handler `async fn(args: A, ex: Exchange) -> R`.
-#[derive(Debug)]
-pub struct ArgsAndExchange<A>(PhantomData<fn(A)>);
-
-/// The server's shared state as a handler argument, set with
-/// [`ServerBuilder::with_state`](crate::ServerBuilder::with_state): the first argument of
-/// `async fn(State<S>, A) -> R` or `async fn(State<S>, A, Exchange) -> R`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct State<S>(pub S);
-
-/// Marker for a handler `async fn(state: State<S>, args: A) -> R`.
-#[derive(Debug)]
-pub struct StateAndArgs<S, A>(PhantomData<fn(S, A)>);
-
-/// Marker for a handler `async fn(state: State<S>, args: A, ex: Exchange) -> R`.
-#[derive(Debug)]
-pub struct StateArgsAndExchange<S, A>(PhantomData<fn(S, A)>);
-
-/// The state of type `S` of the call's server; [`ServerBuilder::build`] made sure there is one.
-fn state_of<S: Clone + Send + Sync + 'static>(ex: &Exchange) -> State<S> {
-    match ex.app_state::<S>() {
-        Some(state) => State(state),
-        // Unreachable through a built server (it checks the type); a panic in a handler is a
-        // tool failure, not a crash.
-        None => panic!(
-            "no server state of type {} (ServerBuilder::with_state)",
-            std::any::type_name::<S>()
-        ),
-    }
-}
-
-impl<F, Fut, S, A, R> ToolHandler<StateAndArgs<S, A>> for F
-where
-    F: Fn(State<S>, A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    S: Clone + Send + Sync + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = A;
-    type Output = R;
-    const TAKES_EXCHANGE: bool = true;
-
-    fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
-        self(state_of(&ex), args).boxed()
-    }
-
-    fn state_type() -> Option<(std::any::TypeId, &'static str)> {
-        Some((std::any::TypeId::of::<S>(), std::any::type_name::<S>()))
-    }
-}
-
-impl<F, Fut, S, A, R> ToolHandler<StateArgsAndExchange<S, A>> for F
-where
-    F: Fn(State<S>, A, Exchange) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    S: Clone + Send + Sync + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = A;
-    type Output = R;
-    const TAKES_EXCHANGE: bool = true;
-
-    fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
-        self(state_of(&ex), args, ex).boxed()
-    }
-
-    fn state_type() -> Option<(std::any::TypeId, &'static str)> {
-        Some((std::any::TypeId::of::<S>(), std::any::type_name::<S>()))
-    }
-}
-
-/// Marker for a handler that takes nothing: `async fn() -> R` (its arguments are [`NoArgs`]).
-#[derive(Debug)]
-pub struct Nothing(());
-
-/// An async function usable as a tool: `async fn(A) -> R`, `async fn(A, Exchange) -> R` or
-/// `async fn() -> R`, where `A: DeserializeOwned + JsonSchema` and `R:` [`IntoToolResult`].
-/// A tool that takes nothing has the [`NoArgs`] input schema.
-///
-/// `M` is a marker that tells the shapes apart; it is always inferred.
-///
-/// ```
-/// use mcp_server::Tool;
-///
-/// let now = Tool::new("now", || async { "12:00".to_owned() });
-/// assert_eq!(now.name(), "now");
-/// ```
-pub trait ToolHandler<M>: Send + Sync + 'static {
-    /// The typed arguments.
-    type Args: DeserializeOwned + JsonSchema + Send + 'static;
-    /// The return type.
-    type Output: IntoToolResult;
-    /// The handler takes an [`Exchange`], so it can ask the user something.
-    const TAKES_EXCHANGE: bool;
-
-    /// Runs the handler.
-    fn call(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, Self::Output>;
-
-    /// The type of the shared state the handler takes as a [`State`] argument, if any (the
-    /// server checks at build time that it has one). Keep the default.
-    fn state_type() -> Option<(std::any::TypeId, &'static str)> {
-        None
-    }
-
-    /// Runs the handler and turns its output into a [`CallToolResult`] in the same future
-    /// (what the server calls). The default wraps [`call`](Self::call); the implementations
-    /// for async functions box the function's own future once instead of twice.
-    fn call_result(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, CallToolResult> {
-        let fut = self.call(args, ex);
-        async move { fut.await.into_tool_result() }.boxed()
-    }
-
-    /// [`call_result`](Self::call_result) in the form the server takes. Keep the default.
-    #[doc(hidden)]
-    fn call_output(&self, args: Self::Args, ex: Exchange) -> BoxFuture<'static, ToolOutput> {
-        let fut = self.call_result(args, ex);
-        async move { ToolOutput(Output::Result(fut.await)) }.boxed()
-    }
-
-    /// [`call_output`](Self::call_output) for a handler that needs no [`Exchange`]: the server
-    /// then builds none. The default gives the arguments back (the server builds the exchange
-    /// and calls `call_output`). Keep the default.
-    #[doc(hidden)]
-    fn call_output_alone(
-        &self,
-        args: Self::Args,
-    ) -> Result<BoxFuture<'static, ToolOutput>, Self::Args> {
-        Err(args)
-    }
-}
-
-impl<F, Fut, A, R> ToolHandler<ArgsOnly<A>> for F
-where
-    F: Fn(A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = A;
-    type Output = R;
-    const TAKES_EXCHANGE: bool = false;
-
-    fn call(&self, args: A, _: Exchange) -> BoxFuture<'static, R> {
-        self(args).boxed()
-    }
-
-    fn call_result(&self, args: A, _: Exchange) -> BoxFuture<'static, CallToolResult> {
-        let fut = self(args);
-        async move { fut.await.into_tool_result() }.boxed()
-    }
-
-    fn call_output(&self, args: A, _: Exchange) -> BoxFuture<'static, ToolOutput> {
-        boxed_output(self(args))
-    }
-
-    fn call_output_alone(&self, args: A) -> Result<BoxFuture<'static, ToolOutput>, A> {
-        Ok(boxed_output(self(args)))
-    }
-}
-
-impl<F, Fut, A, R> ToolHandler<ArgsAndExchange<A>> for F
-where
-    F: Fn(A, Exchange) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = A;
-    type Output = R;
-    const TAKES_EXCHANGE: bool = true;
-
-    fn call(&self, args: A, ex: Exchange) -> BoxFuture<'static, R> {
-        self(args, ex).boxed()
-    }
-
-    fn call_result(&self, args: A, ex: Exchange) -> BoxFuture<'static, CallToolResult> {
-        let fut = self(args, ex);
-        async move { fut.await.into_tool_result() }.boxed()
-    }
-
-    fn call_output(&self, args: A, ex: Exchange) -> BoxFuture<'static, ToolOutput> {
-        boxed_output(self(args, ex))
-    }
-}
-
-impl<F, Fut, R> ToolHandler<Nothing> for F
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = NoArgs;
-    type Output = R;
-    const TAKES_EXCHANGE: bool = false;
-
-    fn call(&self, _: NoArgs, _: Exchange) -> BoxFuture<'static, R> {
-        self().boxed()
-    }
-
-    fn call_result(&self, _: NoArgs, _: Exchange) -> BoxFuture<'static, CallToolResult> {
-        let fut = self();
-        async move { fut.await.into_tool_result() }.boxed()
-    }
-
-    fn call_output(&self, _: NoArgs, _: Exchange) -> BoxFuture<'static, ToolOutput> {
-        boxed_output(self())
-    }
-
-    fn call_output_alone(&self, _: NoArgs) -> Result<BoxFuture<'static, ToolOutput>, NoArgs> {
-        Ok(boxed_output(self()))
-    }
-}
-
-/// An async handler's own future and the conversion of its output, boxed once.
-fn boxed_output<R: IntoToolResult>(
-    fut: impl Future<Output = R> + Send + 'static,
-) -> BoxFuture<'static, ToolOutput> {
-    async move { fut.await.into_tool_output() }.boxed()
+/// A handler's output as the server takes it (the function the handler's future ends with).
+fn output_of<R: IntoToolResult>(output: R) -> ToolOutput {
+    output.into_tool_output(Token(()))
 }
 
 /// What the type-erased tool function gives back: a result, or arguments that did not
@@ -522,21 +283,20 @@ impl Tool {
     /// ```
     pub fn new<H, M>(name: impl Into<String>, handler: H) -> Self
     where
-        H: ToolHandler<M>,
+        H: Handler<M>,
+        H::Input: DeserializeOwned + JsonSchema,
+        H::Output: IntoToolResult,
     {
         let handler = Arc::new(handler);
         let call: ErasedTool = Arc::new(
             move |arguments: Value, exchange: &mut dyn FnMut() -> Exchange| {
                 // Read from the tree in place (its strings are borrowed, not moved out one by one).
-                let args = H::Args::deserialize(&arguments).map_err(|e| e.to_string())?;
+                let args = H::Input::deserialize(&arguments).map_err(|e| e.to_string())?;
                 drop(arguments);
-                Ok(match handler.call_output_alone(args) {
-                    Ok(fut) => fut,
-                    Err(args) => handler.call_output(args, exchange()),
-                })
+                Ok(handler.start(args, exchange, output_of::<H::Output>, Token(())))
             },
         );
-        let mut input_schema = schema::derive::<H::Args>(schema::Purpose::Input);
+        let mut input_schema = schema::derive::<H::Input>(schema::Purpose::Input);
         let description = schema::take_doc(&mut input_schema);
         Self {
             name: name.into(),
@@ -826,11 +586,5 @@ mod tests {
         let bad = Tool::new("with", with_exchange);
         let refused = (bad.call)(json!({"a": "x"}), &mut no_exchange);
         assert!(refused.is_err());
-    }
-
-    #[test]
-    fn a_handler_with_an_exchange_gets_its_arguments_back_to_be_given_one() {
-        assert!(ToolHandler::call_output_alone(&with_exchange, Args { a: 1 }).is_err());
-        assert!(ToolHandler::call_output_alone(&alone, Args { a: 1 }).is_ok());
     }
 }

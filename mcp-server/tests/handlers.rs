@@ -130,3 +130,198 @@ fn a_state_of_another_type_is_refused_at_build() {
         .unwrap_err();
     assert!(other.to_string().contains("Counter"), "{other}");
 }
+
+/// Who calls, as a part of the call a handler takes (a user's own [`FromExchange`]).
+struct CalledOn(String);
+
+impl mcp_server::FromExchange for CalledOn {
+    fn from_exchange(ex: &mcp_server::Exchange) -> Self {
+        Self(ex.revision().to_string())
+    }
+}
+
+/// Takes no input, two parts and the exchange: publishes that `memo://count` changed.
+async fn touch(
+    notifier: mcp_server::Notifier,
+    mcp_server::State(counter): mcp_server::State<Counter>,
+    ex: mcp_server::Exchange,
+) -> Result<String, String> {
+    counter.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    notifier
+        .resource_updated("memo://count")
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(format!("touched on {}", ex.revision()))
+}
+
+/// Takes only a part: no input, no exchange.
+async fn count(mcp_server::State(counter): mcp_server::State<Counter>) -> String {
+    counter
+        .0
+        .load(std::sync::atomic::Ordering::SeqCst)
+        .to_string()
+}
+
+async fn where_am_i(CalledOn(revision): CalledOn, by: By) -> String {
+    format!("{} on {revision}", by.by)
+}
+
+async fn count_prompt(mcp_server::State(counter): mcp_server::State<Counter>) -> String {
+    let n = counter.0.load(std::sync::atomic::Ordering::SeqCst);
+    format!("The count is {n}.")
+}
+
+async fn read_count(
+    mcp_server::State(counter): mcp_server::State<Counter>,
+    request: mcp_server::ResourceRequest,
+) -> String {
+    let n = counter.0.load(std::sync::atomic::Ordering::SeqCst);
+    format!("{} = {n}", request.uri)
+}
+
+async fn read_item(
+    mcp_server::State(counter): mcp_server::State<Counter>,
+    request: mcp_server::ResourceRequest,
+    ex: mcp_server::Exchange,
+) -> String {
+    let n = counter.0.load(std::sync::atomic::Ordering::SeqCst);
+    format!(
+        "{} of {n} on {}",
+        request.var("id").unwrap_or("?"),
+        ex.revision()
+    )
+}
+
+fn parts_server(counter: Counter) -> Server {
+    Server::builder("parts", "1.0")
+        .with_state(counter)
+        .tool(Tool::new("touch", touch))
+        .tool(Tool::new("count", count))
+        .tool(Tool::new("where", where_am_i))
+        .prompt(Prompt::new("count", count_prompt))
+        .resource(mcp_server::Resource::new(
+            "memo://count",
+            "count",
+            read_count,
+        ))
+        .resource_template(mcp_server::ResourceTemplate::new(
+            "memo://items/{id}",
+            "item",
+            read_item,
+        ))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn tools_prompts_and_resources_take_state_the_notifier_and_parts_of_their_own() {
+    use futures::StreamExt as _;
+
+    let counter = Counter::default();
+    let running = Running::start(parts_server(counter.clone()), HttpConfig::new()).await;
+    let client = Client::builder()
+        .timeout(WAIT)
+        .connect_http(&running.url("/mcp"))
+        .await
+        .unwrap();
+    let mut listener = tokio::time::timeout(
+        WAIT,
+        client.listen(mcp_client::Subscriptions::new().resource("memo://count")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let touched = client.call_tool("touch", json!({})).await.unwrap();
+    assert_eq!(
+        touched["content"][0]["text"], "touched on 2026-07-28",
+        "{touched}"
+    );
+    // The Notifier the handler took published to the server's event log, which the listen
+    // stream delivers.
+    let note = tokio::time::timeout(WAIT, listener.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(note.method, "notifications/resources/updated", "{note:?}");
+    assert_eq!(
+        note.params.as_ref().unwrap()["uri"],
+        "memo://count",
+        "{note:?}"
+    );
+    let counted = client.call_tool("count", json!({})).await.unwrap();
+    assert_eq!(counted["content"][0]["text"], "1", "{counted}");
+    let located = client.call_tool("where", json!({"by": 4})).await.unwrap();
+    assert_eq!(
+        located["content"][0]["text"], "4 on 2026-07-28",
+        "{located}"
+    );
+    let prompt = client.get_prompt("count", json!({})).await.unwrap();
+    assert_eq!(
+        prompt["messages"][0]["content"]["text"], "The count is 1.",
+        "{prompt}"
+    );
+    let read = client.read_resource("memo://count").await.unwrap();
+    assert_eq!(read["contents"][0]["text"], "memo://count = 1", "{read}");
+    let item = client.read_resource("memo://items/7").await.unwrap();
+    assert_eq!(
+        item["contents"][0]["text"], "7 of 1 on 2026-07-28",
+        "{item}"
+    );
+    // Parts are not arguments: the tools' input schemas hold only their input, and only the
+    // tool that takes the Exchange can ask (no mcpAnswers/mcpState added on any revision).
+    let tools = client.list_tools().await.unwrap();
+    for tool in &tools {
+        let properties = tool["inputSchema"]["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let expected: Vec<&str> = if tool["name"] == "where" {
+            vec!["by"]
+        } else {
+            vec![]
+        };
+        assert_eq!(
+            properties.keys().map(String::as_str).collect::<Vec<_>>(),
+            expected,
+            "{tool}"
+        );
+    }
+    client.close().await.unwrap();
+}
+
+#[test]
+fn a_prompt_or_resource_taking_state_the_server_lacks_is_refused_at_build() {
+    let prompt = Server::builder("state", "1.0")
+        .prompt(Prompt::new("count", count_prompt))
+        .build()
+        .unwrap_err();
+    assert!(
+        prompt.to_string().contains("prompt \"count\" takes State<"),
+        "{prompt}"
+    );
+    let resource = Server::builder("state", "1.0")
+        .with_state(1u8)
+        .resource(mcp_server::Resource::new(
+            "memo://count",
+            "count",
+            read_count,
+        ))
+        .build()
+        .unwrap_err();
+    assert!(
+        resource.to_string().contains("resource \"memo://count\""),
+        "{resource}"
+    );
+    let template = Server::builder("state", "1.0")
+        .resource_template(mcp_server::ResourceTemplate::new(
+            "memo://items/{id}",
+            "item",
+            read_item,
+        ))
+        .build()
+        .unwrap_err();
+    assert!(
+        template.to_string().contains("resource template"),
+        "{template}"
+    );
+}

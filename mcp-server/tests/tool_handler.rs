@@ -1,9 +1,9 @@
-//! A handler type that implements [`ToolHandler`] itself gets the default `call_result`: its
+//! A handler type that implements [`Handler`] itself: its `call` runs with an exchange, and its
 //! output is converted like an async function's.
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use mcp_server::{Context, Exchange, Json, Server, Tool, ToolHandler};
+use mcp_server::{Context, Exchange, Handler, Json, Server, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -24,8 +24,8 @@ struct Doubler;
 /// The marker of [`Doubler`]'s own implementation.
 struct Own;
 
-impl ToolHandler<Own> for Doubler {
-    type Args = Args;
+impl Handler<Own> for Doubler {
+    type Input = Args;
     type Output = Json<Doubled>;
     const TAKES_EXCHANGE: bool = false;
 

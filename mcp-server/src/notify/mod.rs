@@ -246,15 +246,20 @@ impl fmt::Debug for Notifier {
 }
 
 impl Notifier {
+    /// A notifier publishing to `log` in `namespace`.
+    pub(crate) fn new(log: Arc<dyn EventLog>, namespace: Namespace) -> Self {
+        Self {
+            log,
+            topic: namespace.topic(TOPIC),
+            namespace,
+        }
+    }
+
     /// The same notifier for another namespace (tenant): only that namespace's listeners
     /// receive what it publishes. Default is the root namespace.
     #[must_use]
     pub fn in_namespace(&self, namespace: Namespace) -> Self {
-        Self {
-            log: self.log.clone(),
-            topic: namespace.topic(TOPIC),
-            namespace,
-        }
+        Self::new(self.log.clone(), namespace)
     }
 
     /// The namespace this notifier publishes in.
@@ -324,12 +329,7 @@ impl Server {
     /// Every worker built with the same [`event_log`](crate::ServerBuilder::event_log)
     /// delivers what it publishes.
     pub fn notifier(&self) -> Notifier {
-        let namespace = Namespace::root();
-        Notifier {
-            log: self.registry.log.clone(),
-            topic: namespace.topic(TOPIC),
-            namespace,
-        }
+        Notifier::new(self.registry.log.clone(), Namespace::root())
     }
 
     /// Ends every open `subscriptions/listen` stream of this server (every clone) gracefully:

@@ -143,16 +143,9 @@ async fn routed(args: RoutedArgs) -> String {
     format!("routed to {}", args.region)
 }
 
-/// Where `touch` finds the server's notifier: filled by [`build_demo`] once the server is
-/// built (a server built from [`demo_builder`] alone leaves it empty and `touch` announces
-/// nothing).
-#[allow(unused_qualifications)] // some files that include this one import `Arc` or `OnceLock`
-type NotifierSlot = std::sync::Arc<std::sync::OnceLock<mcp_server::Notifier>>;
-
-async fn touch(slot: NotifierSlot) -> String {
-    let Some(notifier) = slot.get() else {
-        return "touched config://app (no notifier: nobody is told)".to_owned();
-    };
+/// Announces that `config://app` changed, through the server's notifier (taken as an
+/// argument): every worker sharing the event log tells its subscribers.
+async fn touch(notifier: mcp_server::Notifier) -> String {
     match notifier.resource_updated("config://app").await {
         Ok(_) => "touched config://app".to_owned(),
         Err(err) => format!("touched config://app, but the update was not announced: {err}"),
@@ -197,29 +190,18 @@ async fn complete(request: CompletionRequest) -> Vec<String> {
         .collect()
 }
 
-/// The demo's declarations, under the server name `name`; `touch` announces nothing (see
-/// [`build_demo`]).
-#[allow(dead_code)]
-fn demo_builder(name: &str) -> ServerBuilder {
-    demo_builder_with(name, NotifierSlot::default())
-}
-
-/// The demo server: its declarations, changed by `configure` (a hub, say), built; `touch`
-/// publishes `notifications/resources/updated` for `config://app` through the server's
-/// notifier, so every worker sharing the event log tells its subscribers.
+/// The demo server: its declarations, changed by `configure` (a hub, say), built.
 #[allow(dead_code)]
 fn build_demo(
     name: &str,
     configure: impl FnOnce(ServerBuilder) -> ServerBuilder,
 ) -> Result<Server, mcp_server::RegistrationError> {
-    let slot = NotifierSlot::default();
-    let server = configure(demo_builder_with(name, slot.clone())).build()?;
-    let _ = slot.set(server.notifier());
-    Ok(server)
+    configure(demo_builder(name)).build()
 }
 
-fn demo_builder_with(name: &str, slot: NotifierSlot) -> ServerBuilder {
-    let touch = move |_: NoArgs| touch(slot.clone());
+/// The demo's declarations, under the server name `name`.
+#[allow(dead_code)]
+fn demo_builder(name: &str) -> ServerBuilder {
     Server::builder(name, env!("CARGO_PKG_VERSION"))
         .title("Demo server")
         .instructions("A demo: add numbers, echo text, deploy or rename (they ask first), count with progress, read config://app.")
