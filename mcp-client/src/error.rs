@@ -52,7 +52,9 @@ pub enum ErrorKind {
     /// the server still refuses after a step-up (see [`crate::oauth`]).
     Authorization,
     /// The task the server ran for a call did not complete: it failed (its JSON-RPC error is
-    /// in [`Error::rpc`]) or was cancelled (see [`crate::task`]).
+    /// in [`Error::rpc`]) or was cancelled, or the client stopped following it because it
+    /// asked more than [`crate::TaskPolling::max_questions`] questions or outlived its `ttlMs`
+    /// (see [`crate::task`]).
     Task,
 }
 

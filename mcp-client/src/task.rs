@@ -12,11 +12,19 @@
 //! the server's `CreateTaskResult` arrived knows no task to cancel: the task runs to its end or
 //! its ttl).
 //!
+//! Following a task is bounded: at most [`TaskPolling::max_wait`] of waiting, at most
+//! [`TaskPolling::max_questions`] questions answered (a server inventing fresh
+//! `inputRequests` keys gets no more answers), and no longer than the task's `ttlMs` (plus
+//! [`TaskPolling::TTL_GRACE`]) when the server gave one. Past the question or ttl bound the
+//! client stops with an [`ErrorKind::Task`] error naming the bound and sends `tasks/cancel`
+//! (unless [`TaskPolling::cancel_on_drop`] is off).
+//!
 //! [`Client::call_tool_as_task`] gives the task itself: a [`TaskHandle`] to read, answer, wait
 //! for or cancel. Every `tasks/*` request carries `Mcp-Name: <taskId>` on 2026-07-28, so a
 //! deployment of many instances can route it.
 
 use std::borrow::Borrow;
+use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -35,7 +43,8 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 ///
 /// let polling = TaskPolling::new()
 ///     .interval_bounds(Duration::from_millis(200), Duration::from_secs(10))
-///     .max_wait(Duration::from_secs(600));
+///     .max_wait(Duration::from_secs(600))
+///     .max_questions(8);
 /// let builder = mcp_client::Client::builder().tasks(polling);
 /// # let _ = builder;
 /// ```
@@ -45,6 +54,7 @@ pub struct TaskPolling {
     max_interval: Duration,
     default_interval: Duration,
     max_wait: Duration,
+    max_questions: usize,
     cancel_on_drop: bool,
 }
 
@@ -55,8 +65,18 @@ impl Default for TaskPolling {
 }
 
 impl TaskPolling {
+    /// The default of [`TaskPolling::max_questions`]: 64 questions per task.
+    pub const DEFAULT_MAX_QUESTIONS: usize = 64;
+
+    /// How long past its `ttlMs` the client still follows a task: 1 s. The client counts the
+    /// ttl from when it received the `CreateTaskResult`, after the server created the task, so
+    /// a server that keeps its word has forgotten the task by then; the grace only covers a
+    /// server whose expiry runs a little late.
+    pub const TTL_GRACE: Duration = Duration::from_secs(1);
+
     /// The defaults: the server's `pollIntervalMs` clamped to 50 ms ..= 5 s (1 s when it
-    /// suggests none), at most one hour of waiting for one task, `tasks/cancel` when the
+    /// suggests none), at most one hour of waiting for one task, at most
+    /// [64](Self::DEFAULT_MAX_QUESTIONS) questions answered per task, `tasks/cancel` when the
     /// caller drops the call.
     pub fn new() -> Self {
         Self {
@@ -64,6 +84,7 @@ impl TaskPolling {
             max_interval: Duration::from_secs(5),
             default_interval: Duration::from_secs(1),
             max_wait: Duration::from_secs(3600),
+            max_questions: Self::DEFAULT_MAX_QUESTIONS,
             cancel_on_drop: true,
         }
     }
@@ -92,8 +113,31 @@ impl TaskPolling {
         self
     }
 
+    /// The most questions (distinct `inputRequests` keys) the client answers for one task.
+    /// A task asking one more is no longer followed: [`TaskHandle::wait`] (and
+    /// [`Client::call_tool`] on a task) fails with [`ErrorKind::Task`], naming this bound,
+    /// without asking the [`on_ask`](crate::ClientBuilder::on_ask) callback, and sends
+    /// `tasks/cancel` for the task (unless [`TaskPolling::cancel_on_drop`] is off). The keys
+    /// the client remembers as answered are bounded by the same number. `0` answers none.
+    /// Default [64](Self::DEFAULT_MAX_QUESTIONS).
+    ///
+    /// ```
+    /// use mcp_client::TaskPolling;
+    ///
+    /// // A client whose tasks may ask for a confirmation or two, never a stream of questions.
+    /// let builder = mcp_client::Client::builder().tasks(TaskPolling::new().max_questions(4));
+    /// # let _ = builder;
+    /// assert_eq!(TaskPolling::DEFAULT_MAX_QUESTIONS, 64);
+    /// ```
+    #[must_use]
+    pub fn max_questions(mut self, max: usize) -> Self {
+        self.max_questions = max;
+        self
+    }
+
     /// Whether dropping a call (or a [`TaskHandle`]) before the task ended sends
-    /// `tasks/cancel`. Default `true`.
+    /// `tasks/cancel`; also whether the client cancels a task it stops following past
+    /// [`TaskPolling::max_questions`] or the task's ttl. Default `true`.
     #[must_use]
     pub fn cancel_on_drop(mut self, cancel: bool) -> Self {
         self.cancel_on_drop = cancel;
@@ -229,6 +273,8 @@ pub struct TaskHandle {
     client: Client,
     task: Task,
     polling: TaskPolling,
+    /// When the client received the `CreateTaskResult`: the task's ttl counts from here.
+    since: tokio::time::Instant,
     /// The task ended or was cancelled through the handle: nothing to do when dropped.
     settled: bool,
 }
@@ -272,6 +318,10 @@ impl TaskHandle {
     }
 
     /// Follows the task to its end (see the [module docs](self)) and returns the tool's result.
+    ///
+    /// Bounded by [`TaskPolling::max_wait`] ([`ErrorKind::Timeout`]), by
+    /// [`TaskPolling::max_questions`] and by the task's `ttlMs` plus
+    /// [`TaskPolling::TTL_GRACE`] (both [`ErrorKind::Task`], after `tasks/cancel`).
     pub async fn wait(self) -> Result<Value, Error> {
         self.wait_with(|_| {}).await
     }
@@ -280,10 +330,10 @@ impl TaskHandle {
     /// its status and status message while it runs).
     pub async fn wait_with(mut self, mut seen: impl FnMut(&Task) + Send) -> Result<Value, Error> {
         seen(&self.task);
-        let deadline = tokio::time::Instant::now() + self.polling.max_wait;
+        let deadline = far(tokio::time::Instant::now(), self.polling.max_wait);
         // Questions already answered, by key: a server that lists them again until it has
-        // read the update gets no second answer.
-        let mut answered: Vec<String> = Vec::new();
+        // read the update gets no second answer. At most `max_questions` keys.
+        let mut answered: HashSet<String> = HashSet::new();
         loop {
             match self.task.status() {
                 TaskStatus::Completed => {
@@ -314,6 +364,22 @@ impl TaskHandle {
                     ));
                 }
                 TaskStatus::InputRequired => {
+                    let fresh = self
+                        .task
+                        .input_requests()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(key, _)| !answered.contains(*key))
+                        .count();
+                    if answered.len().saturating_add(fresh) > self.polling.max_questions {
+                        let detail = format!(
+                            "the task {} asked more than {} questions (TaskPolling::max_questions); \
+                             the client stopped following it",
+                            self.task.id(),
+                            self.polling.max_questions
+                        );
+                        return Err(self.give_up(detail).await);
+                    }
                     let mut responses = Map::new();
                     for (key, request) in self.task.input_requests().into_iter().flatten() {
                         if answered.contains(key) {
@@ -332,7 +398,7 @@ impl TaskHandle {
                         );
                         let answer = self.client.answer_question(question).await?;
                         responses.insert(key.clone(), answer);
-                        answered.push(key.clone());
+                        answered.insert(key.clone());
                     }
                     if !responses.is_empty() {
                         self.update(responses).await?;
@@ -340,10 +406,30 @@ impl TaskHandle {
                 }
                 TaskStatus::Working | TaskStatus::Other(_) => {}
             }
+            let now = tokio::time::Instant::now();
+            // The server keeps a task `ttlMs` after it created it: one still running past that
+            // (and the grace) is not one to follow any longer.
+            let ttl_end = self
+                .task
+                .ttl()
+                .map(|ttl| far(self.since, ttl.saturating_add(TaskPolling::TTL_GRACE)));
+            if let Some(end) = ttl_end
+                && now >= end
+            {
+                let detail = format!(
+                    "the task {} is still {} past its ttl of {} ms (and {:?} of grace); \
+                     the client stopped following it",
+                    self.task.id(),
+                    self.task.raw["status"].as_str().unwrap_or_default(),
+                    self.task.ttl().unwrap_or_default().as_millis(),
+                    TaskPolling::TTL_GRACE
+                );
+                return Err(self.give_up(detail).await);
+            }
             let pause = self
                 .polling
                 .interval(self.task.raw.get("pollIntervalMs").and_then(Value::as_u64));
-            if tokio::time::Instant::now() + pause > deadline {
+            if now + pause > deadline {
                 return Err(Error::new(
                     ErrorKind::Timeout,
                     format!(
@@ -353,11 +439,32 @@ impl TaskHandle {
                     ),
                 ));
             }
+            // Read the task once more at the end of its ttl rather than a whole pause later.
+            let pause = ttl_end.map_or(pause, |end| pause.min(end.saturating_duration_since(now)));
             tokio::time::sleep(pause).await;
             self.get().await?;
             seen(&self.task);
         }
     }
+
+    /// Stops following the task past a bound: cancels it (as a dropped handle would) and
+    /// gives the error to return.
+    async fn give_up(&mut self, detail: String) -> Error {
+        if self.polling.cancel_on_drop {
+            self.settled = true;
+            // The error says why the client stopped; the server's answer to the cancel
+            // changes nothing (a task that ended meanwhile refuses it).
+            let _ = self.client.cancel_task(self.task.id()).await;
+        }
+        Error::task(detail, None)
+    }
+}
+
+/// `from + after`, or about a century from `from` when that does not fit in an instant.
+fn far(from: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+    from.checked_add(after)
+        .or_else(|| from.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(from)
 }
 
 impl Drop for TaskHandle {
@@ -445,6 +552,7 @@ impl Client {
             client: self.clone(),
             task: Task::from_value(result)?,
             polling,
+            since: tokio::time::Instant::now(),
             settled: false,
         }))
     }
@@ -472,6 +580,16 @@ mod tests {
         let odd =
             TaskPolling::new().interval_bounds(Duration::from_secs(2), Duration::from_secs(1));
         assert_eq!(odd.interval(Some(10)), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_huge_ttl_or_wait_does_not_overflow_the_clock() {
+        let now = tokio::time::Instant::now();
+        assert!(far(now, Duration::MAX) > now);
+        assert_eq!(
+            far(now, Duration::from_secs(1)),
+            now + Duration::from_secs(1)
+        );
     }
 
     #[test]

@@ -1,10 +1,14 @@
 //! The client side of the Tasks extension against our own server over Streamable HTTP on
 //! 127.0.0.1 (2026-07-28, memory hub): `call_tool` follows a task to its result; a question
 //! inside the task goes to `on_ask` and back with `tasks/update`; a failed task and a tool
-//! error; a tool that only runs as a task; the task handle's `get`, `cancel`, `wait`; and a
-//! dropped call cancels its task on the server.
+//! error; a tool that only runs as a task; the task handle's `get`, `cancel`, `wait`; a
+//! dropped call cancels its task on the server; and the bounds on following a task: the
+//! questions answered per task ([`TaskPolling::max_questions`]) and the task's `ttlMs`
+//! (against a hand-written server that keeps a task working past it).
 
+use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_client::{
@@ -68,6 +72,52 @@ async fn quick(_: NoArgs) -> &'static str {
     "quick"
 }
 
+/// The arguments of `curious`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct CuriousArgs {
+    /// How many questions to ask; without it, a fresh one for ever.
+    count: Option<u32>,
+}
+
+/// A tool asking question after question, each under a fresh key (`q0`, `q1`, ...): `count`
+/// of them, or for ever (a hostile server). Signals `cancelled` when its task is cancelled.
+fn curious(
+    gates: Arc<Gates>,
+) -> impl Fn(
+    CuriousArgs,
+    Exchange,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send>>
++ Clone
++ Send
++ Sync
++ 'static {
+    move |args: CuriousArgs, ex: Exchange| {
+        let gates = gates.clone();
+        Box::pin(async move {
+            let mut asked = 0u32;
+            while args.count.is_none_or(|count| asked < count) {
+                let question = Question::elicit_with(
+                    format!("Question {asked}?"),
+                    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}),
+                );
+                let key = format!("q{asked}");
+                let answer = tokio::select! {
+                    answer = ex.ask(&key, question) => answer,
+                    () = ex.cancelled() => Err(Interrupt::Cancelled),
+                };
+                // The ask may end with the cancellation as well as `cancelled()`.
+                if ex.is_cancelled() {
+                    gates.cancelled.add_permits(1);
+                    return Err(ToolError::from(Interrupt::Cancelled));
+                }
+                answer?;
+                asked += 1;
+            }
+            Ok(format!("asked {asked}"))
+        })
+    }
+}
+
 /// Our server with task-capable tools on 127.0.0.1; returns its URL and the gates.
 async fn start() -> (String, Arc<Gates>) {
     let gates = Arc::new(Gates::default());
@@ -97,6 +147,7 @@ async fn start() -> (String, Arc<Gates>) {
         .tool(Tool::new("boom", boom).task_support(TaskSupport::Optional))
         .tool(Tool::new("tool_error", tool_error).task_support(TaskSupport::Required))
         .tool(Tool::new("quick", quick).task_support(TaskSupport::Optional))
+        .tool(Tool::new("curious", curious(gates.clone())).task_support(TaskSupport::Required))
         .build()
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -279,4 +330,174 @@ async fn no_task_is_made_on_the_2025_revisions() {
         );
         client.close().await.unwrap();
     }
+}
+
+/// A client answering every question, counting the questions it was asked.
+async fn counting_client(url: &str, polling: TaskPolling) -> (Client, Arc<AtomicUsize>) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let client = Client::builder()
+        .revision(Revision::V2026_07_28)
+        .tasks(polling)
+        .on_ask(Asks::all(), {
+            let asked = asked.clone();
+            move |_| {
+                asked.fetch_add(1, Ordering::SeqCst);
+                async move { Answer::accept(json!({"ok": true})) }
+            }
+        })
+        .connect_http(url)
+        .await
+        .unwrap();
+    (client, asked)
+}
+
+/// A task may ask up to `max_questions` questions; one more and the client stops following it
+/// with a task error naming the bound, without asking `on_ask`, and cancels it on the server.
+#[tokio::test]
+async fn a_task_asking_past_max_questions_is_given_up_and_cancelled() {
+    let (url, gates) = start().await;
+    let (client, asked) = counting_client(&url, TaskPolling::new().max_questions(3)).await;
+    // At the limit: three questions are answered and the task completes.
+    let result = within(client.call_tool("curious", json!({"count": 3})))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "asked 3", "{result}");
+    assert_eq!(asked.swap(0, Ordering::SeqCst), 3);
+    // Past it: a server inventing a fresh key each time gets three answers, then a cancel.
+    let ToolCall::Task(handle) = within(client.call_tool_as_task("curious", json!({})))
+        .await
+        .unwrap()
+    else {
+        panic!("curious runs only as a task");
+    };
+    let id = handle.id().to_owned();
+    let error = within(handle.wait()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Task, "{error}");
+    let said = error.to_string();
+    assert!(
+        said.contains("max_questions") && said.contains('3'),
+        "{said}"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 3, "no answer past the bound");
+    // The cancel was sent before the error was returned; the handler sees it.
+    assert_eq!(
+        within(client.get_task(&id)).await.unwrap().status(),
+        TaskStatus::Cancelled
+    );
+    within(gates.cancelled.acquire()).await.unwrap().forget();
+    // `call_tool` following the same kind of task stops the same way.
+    let error = within(client.call_tool("curious", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Task, "{error}");
+    assert_eq!(asked.load(Ordering::SeqCst), 6);
+    within(gates.cancelled.acquire()).await.unwrap().forget();
+}
+
+/// What the hand-written server saw.
+struct Stubborn {
+    polls: AtomicUsize,
+    cancels: Semaphore,
+}
+
+impl Default for Stubborn {
+    fn default() -> Self {
+        Self {
+            polls: AtomicUsize::new(0),
+            cancels: Semaphore::new(0),
+        }
+    }
+}
+
+/// A hand-written 2026-07-28 server on 127.0.0.1 whose every `tools/call` is a task with a
+/// 100 ms ttl that stays `working` for ever, however long past its ttl it is polled.
+async fn start_stubborn() -> (String, Arc<Stubborn>) {
+    use http_body_util::{BodyExt, Full};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = Arc::new(Stubborn::default());
+    let serving = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let seen = serving.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request: http::Request<_>| {
+                    let seen = seen.clone();
+                    async move {
+                        let body: hyper::body::Incoming = request.into_body();
+                        let body = body
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                        let task = json!({"taskId": "stubborn", "status": "working", "ttlMs": 100, "pollIntervalMs": 20});
+                        let result = match message["method"].as_str() {
+                            Some("server/discover") => {
+                                json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}, "serverInfo": {"name": "stubborn", "version": "1"}})
+                            }
+                            Some("tools/call") => {
+                                let mut task = task;
+                                task["resultType"] = json!("task");
+                                task
+                            }
+                            Some("tasks/get") => {
+                                seen.polls.fetch_add(1, Ordering::SeqCst);
+                                let mut task = task;
+                                task["resultType"] = json!("complete");
+                                task
+                            }
+                            Some("tasks/cancel") => {
+                                seen.cancels.add_permits(1);
+                                json!({"resultType": "complete"})
+                            }
+                            _ => Value::Null,
+                        };
+                        let response = if message.get("id").is_none() {
+                            http::Response::builder()
+                                .status(202)
+                                .body(Full::new(bytes::Bytes::new()))
+                        } else {
+                            let reply =
+                                json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
+                            http::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(bytes::Bytes::from(reply.to_string())))
+                        };
+                        Ok::<_, Infallible>(response.unwrap())
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(socket), service)
+                    .await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// A task still `working` past its `ttlMs` (plus the grace) is no longer followed: the client
+/// stops with a task error naming the ttl, long before `max_wait`, and cancels it.
+#[tokio::test]
+async fn a_task_outliving_its_ttl_is_given_up_and_cancelled() {
+    let (url, seen) = start_stubborn().await;
+    let client = Client::builder()
+        .revision(Revision::V2026_07_28)
+        .tasks(TaskPolling::new().max_wait(Duration::from_secs(3600)))
+        .connect_http(&url)
+        .await
+        .unwrap();
+    let error = within(client.call_tool("anything", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Task, "{error}");
+    let said = error.to_string();
+    assert!(said.contains("ttl") && said.contains("100 ms"), "{said}");
+    assert!(
+        seen.polls.load(Ordering::SeqCst) >= 1,
+        "the task was followed"
+    );
+    // The cancel went out before the error came back.
+    assert!(seen.cancels.try_acquire().is_ok(), "tasks/cancel was sent");
 }

@@ -872,11 +872,7 @@ impl Server {
             Ok(Err(crate::ExtensionError::Internal(message))) => {
                 Done::failure(Failure::internal(message))
             }
-            Err(panic) => Done::failure(Failure::internal(format!(
-                "{} failed unexpectedly: {}",
-                call.method,
-                panic_message(&*panic)
-            ))),
+            Err(panic) => Done::failure(panicked(&call.method, &panic_message(&*panic))),
         }
     }
 
@@ -1047,10 +1043,7 @@ impl Server {
                 "invalid arguments:\n{message}"
             ))),
             Some(ToolRun::Panicked(message)) => {
-                tracing::error!(tool = %name, %message, "tool handler panicked");
-                Done::failure(Failure::internal(format!(
-                    "tool {name:?} failed unexpectedly: {message}"
-                )))
+                Done::failure(panicked(format_args!("tool {name:?}"), &message))
             }
         }
     }
@@ -1151,10 +1144,10 @@ impl Server {
         }
         match run {
             None => Done::Silent,
-            Some(Err(panic)) => Done::failure(Failure::internal(format!(
-                "reading {uri} failed unexpectedly: {}",
-                panic_message(&*panic)
-            ))),
+            Some(Err(panic)) => Done::failure(panicked(
+                format_args!("reading {uri}"),
+                &panic_message(&*panic),
+            )),
             Some(Ok(Err(ResourceError::NotFound(_)))) => {
                 Done::failure(Failure::resource_not_found(&uri))
             }
@@ -1214,10 +1207,10 @@ impl Server {
         }
         match run {
             None => Done::Silent,
-            Some(Err(panic)) => Done::failure(Failure::internal(format!(
-                "prompt {name:?} failed unexpectedly: {}",
-                panic_message(&*panic)
-            ))),
+            Some(Err(panic)) => Done::failure(panicked(
+                format_args!("prompt {name:?}"),
+                &panic_message(&*panic),
+            )),
             Some(Ok(Err(PromptError::InvalidArguments(message)))) => Done::failure(
                 Failure::invalid_params(format!("invalid prompt arguments: {message}")),
             ),
@@ -1241,10 +1234,7 @@ impl Server {
             .await
         {
             Ok(completion) => Done::value(completion.to_value()),
-            Err(panic) => Done::failure(Failure::internal(format!(
-                "completion failed unexpectedly: {}",
-                panic_message(&*panic)
-            ))),
+            Err(panic) => Done::failure(panicked("completion", &panic_message(&*panic))),
         }
     }
 
@@ -1446,6 +1436,15 @@ pub(crate) fn declared_extension(
 }
 
 /// The failure a task that could not be created answers the call with.
+/// The failure a peer gets for a handler that panicked (a tool's, in a task or not, a
+/// resource's, a prompt's, the completer's, an extension method's): it names what failed and
+/// nothing more. The panic's message may hold internal details (paths, values, secrets): it
+/// goes to the server's log at ERROR only.
+fn panicked(what: impl fmt::Display, message: &str) -> Failure {
+    tracing::error!(handler = %what, panic = %message, "handler panicked");
+    Failure::internal(format!("{what} failed unexpectedly"))
+}
+
 fn task_failure(err: &crate::task::TaskError) -> Failure {
     match err {
         crate::task::TaskError::Limit(message) => Failure::unavailable(message.clone()),
@@ -1516,10 +1515,7 @@ fn task_ending(
             format!("invalid arguments:\n{message}"),
         )),
         (None, Some(ToolRun::Panicked(message))) => {
-            tracing::error!(tool = %name, %message, "tool handler panicked in a task");
-            failed(&Failure::internal(format!(
-                "tool {name:?} failed unexpectedly: {message}"
-            )))
+            failed(&panicked(format_args!("tool {name:?}"), &message))
         }
     }
 }
