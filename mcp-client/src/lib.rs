@@ -55,6 +55,23 @@
 //! # }
 //! ```
 //!
+//! Over stdio the client spawns the server and speaks over its stdin and stdout (the child is
+//! killed if the client is dropped without [`Client::close`]):
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcp_client::Error> {
+//! use mcp_client::Client;
+//! use mcp_client::transport::Stdio;
+//!
+//! let server = Stdio::builder("my-mcp-server").arg("--verbose");
+//! let client = Client::builder().connect_stdio(server).await?;
+//! let tools = client.list_tools().await?;
+//! client.close().await?;
+//! # let _ = tools;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # What this crate does not do
 //!
 //! - It does not open a browser: an OAuth login ([`ClientBuilder::oauth`]) hands the

@@ -27,7 +27,13 @@
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let server = Server::builder("calc", "1.0").tool(Tool::new("add", add)).build()?;
-//!     mcp_server::http::serve("127.0.0.1:8080", server).await?;
+//!     if std::env::args().any(|arg| arg == "--stdio") {
+//!         // stdio: one JSON-RPC message per line on stdin and stdout, until stdin closes.
+//!         mcp_server::serve_stdio(server).await?;
+//!     } else {
+//!         // HTTP: Streamable HTTP at /mcp and HTTP+SSE at /sse, until Ctrl-C.
+//!         mcp_server::http::serve("127.0.0.1:8080", server).await?;
+//!     }
 //!     Ok(())
 //! }
 //! ```

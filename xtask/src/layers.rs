@@ -127,6 +127,13 @@ const MATRIX: &[Layer] = &[
         ],
         forbidden_external: &[],
     },
+    // The examples package (examples/): runnable programs that use the public API of the server
+    // and the client, as an application would.
+    Layer {
+        name: "mcp-examples",
+        allowed_internal: &["mcp-hub", "mcp-server", "mcp-client"],
+        forbidden_external: &[],
+    },
     Layer {
         name: "mcp-bench",
         allowed_internal: &[
