@@ -28,8 +28,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
 use mcp_server::{
-    Exchange, LogLevel, NoArgs, Resource, ResourceError, ResourceRequest, Server, State, Tool,
-    ToolError,
+    Exchange, LogLevel, NoArgs, Notifier, Resource, ResourceRequest, Server, State, Tool, ToolError,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -42,9 +41,10 @@ const STATUS_URI: &str = "status://current";
 struct App {
     /// The text behind `status://current`.
     status: Arc<Mutex<String>>,
-    /// The server itself, for the handlers that announce changes or change the registry.
-    /// Handlers are declared before the server exists, so `main` fills this in right after
-    /// `build()`. (The server and its state then refer to each other and live as long as the
+    /// The server itself, for the handler that changes the registry (`add_tool`). Handlers
+    /// are declared before the server exists, so `main` fills this in right after `build()`.
+    /// (Announcing a change needs no such thing: a handler takes the `Notifier` as an
+    /// argument.) (The server and its state then refer to each other and live as long as the
     /// process, which a server does anyway.)
     server: Arc<OnceLock<Server>>,
 }
@@ -92,10 +92,13 @@ struct SetStatusArgs {
 
 /// Changes a resource, then announces it: subscribers get `notifications/resources/updated`
 /// and read it again.
-async fn set_status(State(app): State<App>, args: SetStatusArgs) -> Result<String, ToolError> {
+async fn set_status(
+    State(app): State<App>,
+    notifier: Notifier,
+    args: SetStatusArgs,
+) -> Result<String, ToolError> {
     *app.status.lock().unwrap_or_else(PoisonError::into_inner) = args.text.clone();
-    app.server()?
-        .notifier()
+    notifier
         .resource_updated(STATUS_URI)
         .await
         .map_err(|err| ToolError::new(format!("status changed, but not announced: {err}")))?;
@@ -121,17 +124,12 @@ async fn unlock(State(app): State<App>, _: NoArgs) -> Result<String, ToolError> 
     Ok("unlocked the tool `secret`".to_owned())
 }
 
-/// The status resource reads the shared state through the exchange (resource readers take no
-/// `State` argument).
-async fn status(_: ResourceRequest, ex: Exchange) -> Result<String, ResourceError> {
-    let app = ex
-        .app_state::<App>()
-        .ok_or_else(|| ResourceError::Failed("no application state".to_owned()))?;
-    Ok(app
-        .status
+/// The status resource reads the shared state (resource readers take `State` as tools do).
+async fn status(State(app): State<App>, _: ResourceRequest) -> String {
+    app.status
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .clone())
+        .clone()
 }
 
 #[tokio::main]

@@ -19,7 +19,7 @@
 //! the builder as both, and run as many workers as needed behind any load balancer: no
 //! affinity is needed. The repository's `docs/deploying.md` is the guide.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -44,8 +44,6 @@ const BOARD_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 struct Worker {
     /// This worker's name, to show which one answered.
     name: String,
-    /// The server's notifier, filled in right after `build()` (handlers are declared first).
-    notifier: Arc<OnceLock<Notifier>>,
 }
 
 /// Stores `value` under `key`, whatever is there: the store only has compare-and-set writes,
@@ -81,6 +79,7 @@ struct PostArgs {
 /// log: subscribers of every worker hear it.
 async fn post(
     State(worker): State<Worker>,
+    notifier: Notifier,
     args: PostArgs,
     ex: Exchange,
 ) -> Result<String, ToolError> {
@@ -88,10 +87,6 @@ async fn post(
     put(ex.store().as_ref(), &key, Bytes::from(args.text.clone()))
         .await
         .map_err(|err| ToolError::new(format!("not posted: {err}")))?;
-    let notifier = worker
-        .notifier
-        .get()
-        .ok_or_else(|| ToolError::new("the server is still starting"))?;
     notifier
         .resource_updated(BOARD_URI)
         .await
@@ -131,7 +126,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let worker = Worker {
         name: format!("worker-{}", std::process::id()),
-        notifier: Arc::default(),
     };
     let server = Server::builder("redis-example", "1.0")
         // The same hub as the state store and as the event log.
@@ -142,7 +136,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(Tool::new("whoami", whoami).description("Names the worker that answers."))
         .resource(Resource::new(BOARD_URI, "board", board).mime_type("text/plain"))
         .build()?;
-    let _ = worker.notifier.set(server.notifier());
 
     let addr = std::env::args()
         .nth(1)

@@ -17,10 +17,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_server::{
-    Exchange, NoArgs, Prompt, Resource, ResourceError, ResourceRequest, Server, State, Tool,
-    serve_stdio,
-};
+use mcp_server::{NoArgs, Prompt, Resource, ResourceRequest, Server, State, Tool, serve_stdio};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -60,16 +57,13 @@ async fn clear(State(notes): State<Notes>, _: NoArgs) -> String {
 }
 
 /// `notes://all`: one note per line.
-async fn all_notes(_: ResourceRequest, ex: Exchange) -> Result<String, ResourceError> {
-    let notes = ex
-        .app_state::<Notes>()
-        .ok_or_else(|| ResourceError::Failed("no notes".to_owned()))?;
-    Ok(notes.all().join("\n"))
+async fn all_notes(State(notes): State<Notes>, _: ResourceRequest) -> String {
+    notes.all().join("\n")
 }
 
 /// A prompt built from the notes.
-async fn review(_: NoArgs, ex: Exchange) -> String {
-    let notes = ex.app_state::<Notes>().unwrap_or_default().all();
+async fn review(State(notes): State<Notes>) -> String {
+    let notes = notes.all();
     format!(
         "Here are my notes:\n- {}\nWhich should I do first?",
         notes.join("\n- ")
