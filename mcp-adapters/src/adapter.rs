@@ -2,8 +2,8 @@
 
 use crate::failure::{ErrorMapping, FailureKind};
 use crate::features::Features;
-use crate::operation::{self, Operation};
-use crate::revision::Revision;
+use crate::operation::Operation;
+use crate::revision::{self, Revision};
 
 /// The adapter of one protocol revision.
 ///
@@ -86,18 +86,18 @@ impl Adapter {
     /// The operation a client-to-server `method` names on this revision, or `None` when the
     /// revision does not define it (for example `ping` on 2026-07-28, `server/discover` before).
     pub fn operation(&self, method: &str) -> Option<Operation> {
-        operation::operation_of(self.revision, method)
+        revision::operation_of(self.revision, method)
     }
 
     /// The method that carries `operation` on this revision, or `None` when it has none
     /// (for example [`Operation::Listen`] before 2026-07-28).
     pub fn method(&self, operation: Operation) -> Option<&'static str> {
-        operation::method_of(self.revision, operation)
+        revision::method_of(self.revision, operation)
     }
 
     /// Every client-to-server method of the revision with its operation.
     pub fn methods(&self) -> impl Iterator<Item = (&'static str, Operation)> + use<> {
-        operation::method_map(self.revision).iter().copied()
+        revision::method_map(self.revision).iter().copied()
     }
 
     /// The JSON-RPC code and HTTP status of `kind` on this revision.

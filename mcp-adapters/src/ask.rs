@@ -15,7 +15,7 @@ use mcp_wire::jsonrpc::{ErrorObject, Id};
 use serde_json::{Map, Value, json};
 
 use crate::adapter::Adapter;
-use crate::call::ClientContext;
+use crate::context::ClientContext;
 use crate::failure::Failure;
 use crate::features::AskMechanism;
 use crate::operation::{ClientRequestKind, Operation};

@@ -32,11 +32,12 @@ use serde_json::{Map, Value};
 
 use crate::adapter::Adapter;
 use crate::ask::{ANSWERS_ARGUMENT, Answers, STATE_ARGUMENT};
-use crate::call::{Call, ClientContext, Incoming, Invalid, LogLevel, Reply};
+use crate::call::{Call, ClientContext, Incoming, Invalid, LogLevel, Reply, id_of};
 use crate::failure::Failure;
 use crate::headers::{self, HeaderSource, Lookup, NoTools, ToolHeaders};
-use crate::operation::{Operation, method_map};
+use crate::operation::Operation;
 use crate::revision::Revision;
+use crate::revision::method_map;
 use crate::select::{AdapterSet, Hint, Rejected, Selected, SelectionInput};
 
 /// What [`Adapter::decode`] found in a body.
@@ -518,16 +519,6 @@ impl Adapter {
             headers::check_params(http.headers, bindings, &call.arguments)?;
         }
         Ok(())
-    }
-}
-
-/// `value` read as an [`Id`] (what `serde_json::from_value::<Id>` accepts, without a copy of
-/// the value): a string, or an integer within the `i64` range.
-pub(crate) fn id_of(value: &Value) -> Option<Id> {
-    match value {
-        Value::String(s) => Some(Id::String(s.clone())),
-        Value::Number(n) => n.as_i64().map(Id::Number),
-        _ => None,
     }
 }
 

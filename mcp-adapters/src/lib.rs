@@ -53,6 +53,7 @@ mod adapter;
 mod ask;
 mod call;
 mod client;
+mod context;
 mod decode;
 mod encode;
 mod failure;

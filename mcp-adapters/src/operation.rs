@@ -1,7 +1,5 @@
 //! Normalized operations and each revision's method map, in both directions.
 
-use crate::revision::Revision;
-
 /// What a client message asks the server to do, whatever the revision calls it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -114,7 +112,7 @@ impl Operation {
 }
 
 /// One row of a method map.
-type Row = (&'static str, Operation);
+pub(crate) type Row = (&'static str, Operation);
 
 /// The method map of the revisions with the `initialize` handshake.
 pub(crate) const LEGACY_METHODS: &[Row] = &[
@@ -154,27 +152,6 @@ pub(crate) const MODERN_METHODS: &[Row] = &[
     ("subscriptions/listen", Operation::Listen),
     ("notifications/cancelled", Operation::Cancelled),
 ];
-
-/// The client-to-server method map of `revision`.
-pub(crate) const fn method_map(revision: Revision) -> &'static [Row] {
-    revision.descriptor().methods
-}
-
-/// The operation `method` names on `revision`, if the revision defines it.
-pub(crate) fn operation_of(revision: Revision, method: &str) -> Option<Operation> {
-    method_map(revision)
-        .iter()
-        .find(|(m, _)| *m == method)
-        .map(|(_, op)| *op)
-}
-
-/// The method that carries `operation` on `revision`, if the revision has it.
-pub(crate) fn method_of(revision: Revision, operation: Operation) -> Option<&'static str> {
-    method_map(revision)
-        .iter()
-        .find(|(_, op)| *op == operation)
-        .map(|(m, _)| *m)
-}
 
 /// Server-to-client requests the package can send (pushed, or embedded in an MRTR result).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

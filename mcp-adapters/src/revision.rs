@@ -13,7 +13,7 @@ use std::hash::{Hash, Hasher};
 use mcp_schema::SchemaProfile;
 
 use crate::features::{AskMechanism, ErrorTable, Features, StructuredOutput, VersionHeader};
-use crate::operation::{LEGACY_METHODS, MODERN_METHODS, Operation};
+use crate::operation::{LEGACY_METHODS, MODERN_METHODS, Operation, Row};
 
 /// Everything that makes one revision what it is: the version string, the flags and tables
 /// of [`Features`], and the client-to-server method map.
@@ -300,6 +300,27 @@ impl fmt::Display for Revision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The client-to-server method map of `revision`.
+pub(crate) const fn method_map(revision: Revision) -> &'static [Row] {
+    revision.descriptor().methods
+}
+
+/// The operation `method` names on `revision`, if the revision defines it.
+pub(crate) fn operation_of(revision: Revision, method: &str) -> Option<Operation> {
+    method_map(revision)
+        .iter()
+        .find(|(m, _)| *m == method)
+        .map(|(_, op)| *op)
+}
+
+/// The method that carries `operation` on `revision`, if the revision has it.
+pub(crate) fn method_of(revision: Revision, operation: Operation) -> Option<&'static str> {
+    method_map(revision)
+        .iter()
+        .find(|(_, op)| *op == operation)
+        .map(|(m, _)| *m)
 }
 
 #[cfg(test)]

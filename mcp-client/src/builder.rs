@@ -12,7 +12,7 @@ use mcp_wire::jsonrpc::Notification;
 use serde_json::{Value, json};
 
 use crate::ask::{Answer, Asks, OnAsk, Question, ask_fn};
-use crate::calls::ListLimits;
+use crate::client::ListLimits;
 use crate::client::{Client, Config, Inner};
 use crate::error::{Error, ErrorKind};
 use crate::negotiate::{self, Choice, Negotiated, Remembered};

@@ -9,7 +9,7 @@ use mcp_adapters::Operation;
 use mcp_wire::names::method;
 use serde_json::{Map, Value, json};
 
-use crate::client::{CallOptions, Client, Params};
+use crate::client::{CallOptions, Client, ListLimits, Params};
 use crate::error::{Error, ErrorKind};
 
 /// One page of a list.
@@ -52,26 +52,6 @@ impl ListKind {
             Self::Resources => "resources",
             Self::ResourceTemplates => "resourceTemplates",
             Self::Prompts => "prompts",
-        }
-    }
-}
-
-/// What one listing may cost before it stops with [`ErrorKind::LimitExceeded`]: see
-/// [`crate::ClientBuilder::max_list_pages`], [`crate::ClientBuilder::max_list_items`] and
-/// [`crate::ClientBuilder::max_list_bytes`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ListLimits {
-    pub(crate) pages: usize,
-    pub(crate) items: usize,
-    pub(crate) bytes: usize,
-}
-
-impl Default for ListLimits {
-    fn default() -> Self {
-        Self {
-            pages: 1_000,
-            items: 100_000,
-            bytes: 64 << 20,
         }
     }
 }

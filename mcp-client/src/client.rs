@@ -124,12 +124,12 @@ pub(crate) struct Config {
     /// The extensions the client declares (`capabilities.extensions`).
     pub(crate) extensions: Map<String, Value>,
     /// How tasks are followed, when the client declares the Tasks extension.
-    pub(crate) tasks: Option<crate::task::TaskPolling>,
+    pub(crate) tasks: Option<crate::polling::TaskPolling>,
     pub(crate) max_rounds: usize,
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) cache_entries: usize,
     pub(crate) probe_timeout: Duration,
-    pub(crate) list_limits: crate::calls::ListLimits,
+    pub(crate) list_limits: ListLimits,
     /// How many notifications wait for each listener, and how many of the server's requests are
     /// answered at once.
     pub(crate) max_queued: usize,
@@ -147,13 +147,13 @@ pub(crate) struct State {
 struct ListenerSlot {
     id: u64,
     subscription: Option<Id>,
-    filter: crate::listen::Filter,
+    filter: crate::listeners::Filter,
     /// Bounded ([`Config::max_queued`]): a listener that falls behind loses notifications, counted
     /// in `dropped`, rather than the client holding them all.
     tx: mpsc::Sender<Notification>,
     dropped: Arc<std::sync::atomic::AtomicU64>,
     /// Why the listener's stream ended, set before its queue is closed.
-    end: Arc<std::sync::OnceLock<crate::listen::ListenEnd>>,
+    end: Arc<std::sync::OnceLock<crate::listeners::ListenEnd>>,
 }
 
 pub(crate) struct Inner {
@@ -179,7 +179,7 @@ pub(crate) struct Inner {
     answering: Arc<tokio::sync::Semaphore>,
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
     /// Where the standalone GET stream stands, for [`Client::listen`] to wait until it is open.
-    pub(crate) stream_state: tokio::sync::watch::Sender<crate::listen::StreamState>,
+    pub(crate) stream_state: tokio::sync::watch::Sender<crate::listeners::StreamState>,
     base_meta: RwLock<Option<(mcp_adapters::Revision, SharedMeta)>>,
     /// The last `Mcp-Name` value sent, with its text ([`Inner::name_value`]).
     last_name: Mutex<Option<(Box<str>, HeaderValue)>>,
@@ -288,7 +288,9 @@ impl Inner {
             cancels: Mutex::new(Vec::new()),
             answering,
             get_stream: Mutex::new(None),
-            stream_state: tokio::sync::watch::Sender::new(crate::listen::StreamState::Connecting),
+            stream_state: tokio::sync::watch::Sender::new(
+                crate::listeners::StreamState::Connecting,
+            ),
             base_meta: RwLock::new(None),
             last_name: Mutex::new(None),
         });
@@ -879,8 +881,8 @@ impl Inner {
     pub(crate) fn add_listener(
         &self,
         subscription: Option<Id>,
-        filter: crate::listen::Filter,
-    ) -> crate::listen::Registered {
+        filter: crate::listeners::Filter,
+    ) -> crate::listeners::Registered {
         let (tx, rx) = mpsc::channel(self.config.max_queued.max(1));
         let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let end = Arc::new(std::sync::OnceLock::new());
@@ -893,7 +895,7 @@ impl Inner {
             dropped: dropped.clone(),
             end: end.clone(),
         });
-        crate::listen::Registered {
+        crate::listeners::Registered {
             slot: id,
             rx,
             dropped,
@@ -902,7 +904,7 @@ impl Inner {
     }
 
     /// Ends listener `id`'s stream with `why` (the first reason given is kept).
-    pub(crate) fn end_listener(&self, id: u64, why: crate::listen::ListenEnd) -> bool {
+    pub(crate) fn end_listener(&self, id: u64, why: crate::listeners::ListenEnd) -> bool {
         let mut listeners = lock(&self.listeners);
         listeners.retain(|slot| {
             if slot.id == id {
@@ -917,7 +919,7 @@ impl Inner {
 
     /// Ends the streams of every listener that lives on the connection's shared streams (all
     /// but the 2026-07-28 ones, which have a stream each): the connection is gone for good.
-    pub(crate) fn end_shared_listeners(&self, why: &crate::listen::ListenEnd) {
+    pub(crate) fn end_shared_listeners(&self, why: &crate::listeners::ListenEnd) {
         lock(&self.listeners).retain(|slot| {
             if slot.subscription.is_some() {
                 return true;
@@ -1376,9 +1378,9 @@ async fn pump_incoming(weak: std::sync::Weak<Inner>, mut incoming: MessageStream
     // nothing more can arrive, so the listeners' streams end too, saying why.
     if let Some(inner) = weak.upgrade() {
         let why = if inner.closed.load(Ordering::Acquire) {
-            crate::listen::ListenEnd::Closed
+            crate::listeners::ListenEnd::Closed
         } else {
-            crate::listen::ListenEnd::Lost(why)
+            crate::listeners::ListenEnd::Lost(why)
         };
         inner.end_shared_listeners(&why);
     }
@@ -1654,7 +1656,7 @@ impl Client {
                         && code != Some(error_code::METHOD_NOT_FOUND)
                     {
                         recovered = true;
-                        Box::pin(crate::negotiate::reinitialize(self, session)).await?;
+                        Box::pin(self.reinitialize(session)).await?;
                         continue;
                     }
                     // A header the server reads differently: re-fetch the tool list and retry once.
@@ -1707,7 +1709,7 @@ impl Client {
     }
 
     /// How tasks are followed, when the client declares the Tasks extension.
-    pub(crate) fn task_polling(&self) -> Option<crate::task::TaskPolling> {
+    pub(crate) fn task_polling(&self) -> Option<crate::polling::TaskPolling> {
         self.inner.config.tasks
     }
 
@@ -1755,6 +1757,26 @@ impl Client {
         match tokio::time::timeout(timeout, self.inner.transport.close()).await {
             Ok(closed) => closed.map_err(Error::from),
             Err(_) => Err(Error::timeout(timeout)),
+        }
+    }
+}
+
+/// What one listing may cost before it stops with [`ErrorKind::LimitExceeded`](crate::ErrorKind::LimitExceeded): see
+/// [`crate::ClientBuilder::max_list_pages`], [`crate::ClientBuilder::max_list_items`] and
+/// [`crate::ClientBuilder::max_list_bytes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ListLimits {
+    pub(crate) pages: usize,
+    pub(crate) items: usize,
+    pub(crate) bytes: usize,
+}
+
+impl Default for ListLimits {
+    fn default() -> Self {
+        Self {
+            pages: 1_000,
+            items: 100_000,
+            bytes: 64 << 20,
         }
     }
 }

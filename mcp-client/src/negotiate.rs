@@ -410,27 +410,30 @@ async fn initialize(
     }
 }
 
-/// Starts a fresh session after the server forgot ours (HTTP 404), unless another call already
-/// did since the call saw session generation `seen`.
-pub(crate) async fn reinitialize(client: &Client, seen: u64) -> Result<(), Error> {
-    let mut generation = client.inner.generation().lock().await;
-    if *generation != seen {
-        return Ok(());
-    }
-    client.inner.transport.reset_session();
-    let revision = client.revision();
-    match start(client, revision, &mut Vec::new()).await? {
-        Negotiated::Done => {
-            *generation += 1;
-            client.inner.set_session_generation(*generation);
-            drop(generation);
-            resubscribe(client).await;
-            Ok(())
+impl Client {
+    /// Starts a fresh session after the server forgot ours (HTTP 404), unless another call already
+    /// did since the call saw session generation `seen`.
+    pub(crate) async fn reinitialize(&self, seen: u64) -> Result<(), Error> {
+        let client = self;
+        let mut generation = client.inner.generation().lock().await;
+        if *generation != seen {
+            return Ok(());
         }
-        Negotiated::FallBackToSse => Err(Error::new(
-            ErrorKind::Transport,
-            "the server no longer speaks Streamable HTTP",
-        )),
+        client.inner.transport.reset_session();
+        let revision = client.revision();
+        match start(client, revision, &mut Vec::new()).await? {
+            Negotiated::Done => {
+                *generation += 1;
+                client.inner.set_session_generation(*generation);
+                drop(generation);
+                resubscribe(client).await;
+                Ok(())
+            }
+            Negotiated::FallBackToSse => Err(Error::new(
+                ErrorKind::Transport,
+                "the server no longer speaks Streamable HTTP",
+            )),
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use std::path::Path;
 use mcp_adapters::Revision;
 use toml_edit::{Document, Item};
 
-use crate::pairing::{Case, Feature, Store, TransportKind};
+use crate::pairing::{self, Binaries, Case, Feature, Store, TransportKind};
 
 /// Why the gaps file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +136,31 @@ pub fn known() -> &'static [Gap] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("known-gaps.toml");
         load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     })
+}
+
+/// Runs `case` and applies the known gaps: panics when it fails and no gap covers it, or when
+/// it passes and a gap still says it does not.
+pub async fn check(case: Case, bins: &Binaries) {
+    if case.store == Store::Redis && !pairing::redis_available().await {
+        return;
+    }
+    if case.store == Store::Postgres && !pairing::postgres_available().await {
+        return;
+    }
+    let gap = known().iter().find(|g| g.covers(&case));
+    let outcome = pairing::run(case, bins).await;
+    pairing::clean_up(case.store, &pairing::place(&case)).await;
+    match (outcome, gap) {
+        (Ok(()), None) => {}
+        (Err(why), Some(gap)) => {
+            eprintln!("known gap ({}): {case}: {why}", gap.reason);
+        }
+        (Ok(()), Some(gap)) => panic!(
+            "{case} passes, but tests/known-gaps.toml still lists it ({}): remove the entry",
+            gap.reason
+        ),
+        (Err(why), None) => panic!("{case}: {why}"),
+    }
 }
 
 #[cfg(test)]

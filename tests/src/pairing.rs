@@ -183,7 +183,7 @@ pub fn postgres_url() -> String {
 
 /// Where a case keeps its SQL hub: a table prefix (PostgreSQL) or file stem (SQLite) of its own
 /// in this run.
-fn place(case: &Case) -> String {
+pub(crate) fn place(case: &Case) -> String {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut hasher = DefaultHasher::new();
     case.to_string().hash(&mut hasher);
@@ -224,7 +224,7 @@ fn backing_of(hub: Arc<dyn Hub>) -> fixture::Backing {
 }
 
 /// Drops what [`sql_hub`] created at `place`.
-async fn clean_up(store: Store, place: &str) {
+pub(crate) async fn clean_up(store: Store, place: &str) {
     match store {
         Store::Postgres => {
             let Ok((client, connection)) =
@@ -1341,31 +1341,6 @@ async fn resume(s: &Session) -> Result<(), String> {
     }
     let _ = send(Method::DELETE, &url, &get_headers, None).await;
     Ok(())
-}
-
-/// Runs `case` and applies the known gaps: panics when it fails and no gap covers it, or when
-/// it passes and a gap still says it does not.
-pub async fn check(case: Case, bins: &Binaries) {
-    if case.store == Store::Redis && !redis_available().await {
-        return;
-    }
-    if case.store == Store::Postgres && !postgres_available().await {
-        return;
-    }
-    let gap = crate::gaps::known().iter().find(|g| g.covers(&case));
-    let outcome = run(case, bins).await;
-    clean_up(case.store, &place(&case)).await;
-    match (outcome, gap) {
-        (Ok(()), None) => {}
-        (Err(why), Some(gap)) => {
-            eprintln!("known gap ({}): {case}: {why}", gap.reason);
-        }
-        (Ok(()), Some(gap)) => panic!(
-            "{case} passes, but tests/known-gaps.toml still lists it ({}): remove the entry",
-            gap.reason
-        ),
-        (Err(why), None) => panic!("{case}: {why}"),
-    }
 }
 
 /// The `pairing-server` binary next to the running test binary's target folder, for callers

@@ -1,12 +1,13 @@
 //! The cross-pairing suite: our client against our server on every transport, hub backend,
 //! revision and feature, every message validated against the official schema.
 //!
-//! The checks are written once (`mcp_tests::pairing`); the macros below instantiate them per
+//! The checks are written once (`mcp_tests::pairing`, run with the known gaps by `mcp_tests::gaps::check`); the macros below instantiate them per
 //! axis, so a new revision, backend or transport is one more line here. Known gaps are in
 //! `tests/known-gaps.toml`.
 
 use mcp_adapters::Revision;
-use mcp_tests::pairing::{Binaries, Case, Feature, Store, TransportKind, check};
+use mcp_tests::gaps::check;
+use mcp_tests::pairing::{Binaries, Case, Feature, Store, TransportKind};
 
 fn bins() -> Binaries {
     Binaries {

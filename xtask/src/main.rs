@@ -19,6 +19,7 @@ mod conformance;
 mod fuzz;
 mod interop;
 mod layers;
+mod modules;
 mod schemas;
 mod soak;
 
@@ -123,14 +124,35 @@ fn check_layers() -> Result<()> {
     let metadata: serde_json::Value =
         serde_json::from_slice(&output.stdout).context("parsing cargo metadata")?;
     let violations = layers::check(&metadata)?;
-    if violations.is_empty() {
-        println!("check-layers: every workspace crate respects the layering matrix");
-        return Ok(());
-    }
     for violation in &violations {
         eprintln!("check-layers: {violation}");
     }
-    bail!("{} layering violation(s)", violations.len())
+    let mut cycles = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        for target in package["targets"].as_array().into_iter().flatten() {
+            let is_lib = target["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k == "lib"));
+            if let (true, Some(path)) = (is_lib, target["src_path"].as_str()) {
+                let name = package["name"].as_str().unwrap_or("?");
+                cycles.extend(modules::cycles(name, std::path::Path::new(path))?);
+            }
+        }
+    }
+    for cycle in &cycles {
+        eprintln!("check-layers: {cycle}");
+    }
+    if violations.is_empty() && cycles.is_empty() {
+        println!(
+            "check-layers: every workspace crate respects the layering matrix, and no crate's modules import one another in a cycle"
+        );
+        return Ok(());
+    }
+    bail!(
+        "{} layering violation(s), {} module cycle(s)",
+        violations.len(),
+        cycles.len()
+    )
 }
 
 /// The workspace root: xtask lives one level below it.
