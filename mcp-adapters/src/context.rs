@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 /// What the server knows about the client for one call.
 ///
 /// On 2026-07-28 both come from the request's `_meta` (moved out of it, so
-/// [`Call::params`] no longer holds them), and the capabilities are always present
+/// [`Call::params`](crate::Call::params) no longer holds them), and the capabilities are always present
 /// (`{}` means none; silence never means "whatever you said before"). On revisions with a
 /// handshake they are only on `initialize`; for later calls the server fills them from the
 /// session (or stdio connection) with [`ClientContext::fill_from`].

@@ -75,7 +75,7 @@ impl TaskPolling {
     }
 
     /// The longest the client follows one task before it gives up with
-    /// [`ErrorKind::Timeout`] (and cancels the task). Default one hour.
+    /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) (and cancels the task). Default one hour.
     #[must_use]
     pub fn max_wait(mut self, wait: Duration) -> Self {
         self.max_wait = wait;
@@ -83,8 +83,8 @@ impl TaskPolling {
     }
 
     /// The most questions (distinct `inputRequests` keys) the client answers for one task.
-    /// A task asking one more is no longer followed: [`TaskHandle::wait`] (and
-    /// [`Client::call_tool`] on a task) fails with [`ErrorKind::Task`], naming this bound,
+    /// A task asking one more is no longer followed: [`TaskHandle::wait`](crate::TaskHandle::wait) (and
+    /// [`Client::call_tool`](crate::Client::call_tool) on a task) fails with [`ErrorKind::Task`](crate::ErrorKind::Task), naming this bound,
     /// without asking the [`on_ask`](crate::ClientBuilder::on_ask) callback, and sends
     /// `tasks/cancel` for the task (unless [`TaskPolling::cancel_on_drop`] is off). The keys
     /// the client remembers as answered are bounded by the same number. `0` answers none.
@@ -104,7 +104,7 @@ impl TaskPolling {
         self
     }
 
-    /// Whether dropping a call (or a [`TaskHandle`]) before the task ended sends
+    /// Whether dropping a call (or a [`TaskHandle`](crate::TaskHandle)) before the task ended sends
     /// `tasks/cancel`; also whether the client cancels a task it stops following past
     /// [`TaskPolling::max_questions`] or the task's ttl. Default `true`.
     #[must_use]

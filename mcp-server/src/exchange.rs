@@ -166,11 +166,37 @@ pub(crate) struct AskState {
     /// State the handler wants back on the next attempt.
     pub(crate) saved_state: Option<Value>,
     /// The task this call runs as, once it runs as one: questions become its input requests.
-    pub(crate) task: Option<Arc<crate::task::TaskRun>>,
+    pub(crate) task: Option<Arc<dyn TaskLink>>,
     /// The call may become a task when the handler calls [`Exchange::start_task`].
     pub(crate) task_offered: bool,
     /// The handler asked for its task; the call answers with it and lets the handler go on.
     pub(crate) promote: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// The task a call runs as, as its exchange sees it (the task engine implements it): its
+/// questions become the task's input requests.
+pub(crate) trait TaskLink: Send + Sync {
+    /// The task's id.
+    fn id(&self) -> &str;
+
+    /// Puts the question `request` under `key` in the task's `inputRequests` and waits for
+    /// its answer (`tasks/update`, from any worker).
+    fn ask<'a>(
+        &'a self,
+        key: &'a str,
+        request: Value,
+    ) -> futures::future::BoxFuture<'a, Result<Value, TaskAskError>>;
+}
+
+/// Why a question could not become an input request.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TaskAskError {
+    /// The task was cancelled, or its record is gone.
+    #[error("the task was cancelled")]
+    Cancelled,
+    /// Too many questions pending, or the hub failed.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// What stopped a handler.
@@ -519,7 +545,7 @@ impl Exchange {
         }
         let task = self.lock().task.clone();
         if let Some(task) = task {
-            return self.ask_in_task(&task, key, question).await;
+            return self.ask_in_task(&*task, key, question).await;
         }
         if adapter.can_push_ask() {
             let Some(push) = self.inner.push.clone() else {
@@ -617,7 +643,7 @@ impl Exchange {
     /// and the answer comes from `tasks/update` (through the hub, from any worker).
     async fn ask_in_task(
         &self,
-        task: &crate::task::TaskRun,
+        task: &dyn TaskLink,
         key: &str,
         question: Question,
     ) -> Result<Answer, Interrupt> {
@@ -632,8 +658,8 @@ impl Exchange {
                 self.lock().answers.insert(key.to_owned(), answer.clone());
                 Ok(answer)
             }
-            Err(crate::task::AskError::Cancelled) => Err(self.stop(Interrupted::Cancelled)),
-            Err(crate::task::AskError::Failed(message)) => {
+            Err(TaskAskError::Cancelled) => Err(self.stop(Interrupted::Cancelled)),
+            Err(TaskAskError::Failed(message)) => {
                 Err(self.stop(Interrupted::Failed(Failure::internal(message))))
             }
         }

@@ -1,52 +1,7 @@
 //! Handlers: the one trait every tool, prompt and resource handler implements, and the parts
 //! of a call a handler can take as arguments.
 //!
-//! A handler is an async function (or closure) of one of these shapes, where `P…` are up to
-//! three [`FromExchange`] parts ([`State<S>`], [`Notifier`]), `I` is the input (a tool's or
-//! prompt's typed arguments, a resource's [`ResourceRequest`](crate::ResourceRequest)) and
-//! `R` what it returns:
-//!
-//! | shape | input |
-//! |---|---|
-//! | `async fn(P…, I) -> R` | `I` |
-//! | `async fn(P…, I, Exchange) -> R` | `I`, and the handler may ask |
-//! | `async fn(P…) -> R` | none ([`NoArgs`]) |
-//! | `async fn(P…, Exchange) -> R` | none, and the handler may ask |
-//!
-//! ```
-//! use mcp_server::{Exchange, Notifier, Prompt, Resource, ResourceRequest, Server, State, Tool};
-//!
-//! #[derive(Clone)]
-//! struct Db(&'static str);
-//!
-//! #[derive(serde::Deserialize, schemars::JsonSchema)]
-//! struct Find { key: String }
-//!
-//! async fn find(State(db): State<Db>, args: Find) -> String {
-//!     format!("{}: {}", db.0, args.key)
-//! }
-//! async fn touch(notifier: Notifier, ex: Exchange) -> String {
-//!     let _ = notifier.resource_updated("memo://today").await;
-//!     format!("touched on {}", ex.revision())
-//! }
-//! async fn now() -> String {
-//!     "12:00".into()
-//! }
-//! async fn read(State(db): State<Db>, request: ResourceRequest) -> String {
-//!     format!("{} at {}", db.0, request.uri)
-//! }
-//!
-//! let server = Server::builder("demo", "1.0")
-//!     .with_state(Db("main"))
-//!     .tool(Tool::new("find", find))
-//!     .tool(Tool::new("touch", touch))
-//!     .tool(Tool::new("now", now))
-//!     .prompt(Prompt::new("now", now))
-//!     .resource(Resource::new("memo://today", "today", read))
-//!     .build()
-//!     .unwrap();
-//! # let _ = server;
-//! ```
+//! The table of shapes and an example are on [`Handler`].
 
 use std::any::TypeId;
 use std::future::Future;
@@ -58,7 +13,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::exchange::Exchange;
-use crate::notify::Notifier;
+use crate::notifier::Notifier;
 
 /// Arguments of a tool or prompt that takes none: its input schema is
 /// `{"type": "object", "additionalProperties": false}`, as the spec recommends. A handler
@@ -152,7 +107,52 @@ impl FromExchange for Notifier {
 #[derive(Debug)]
 pub struct Token(pub(crate) ());
 
-/// A tool, prompt or resource handler (see the [module](self) for the shapes).
+/// A handler is an async function (or closure) of one of these shapes, where `P…` are up to
+/// three [`FromExchange`] parts ([`State<S>`], [`Notifier`]), `I` is the input (a tool's or
+/// prompt's typed arguments, a resource's [`ResourceRequest`](crate::ResourceRequest)) and
+/// `R` what it returns:
+///
+/// | shape | input |
+/// |---|---|
+/// | `async fn(P…, I) -> R` | `I` |
+/// | `async fn(P…, I, Exchange) -> R` | `I`, and the handler may ask |
+/// | `async fn(P…) -> R` | none ([`NoArgs`]) |
+/// | `async fn(P…, Exchange) -> R` | none, and the handler may ask |
+///
+/// ```
+/// use mcp_server::{Exchange, Notifier, Prompt, Resource, ResourceRequest, Server, State, Tool};
+///
+/// #[derive(Clone)]
+/// struct Db(&'static str);
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Find { key: String }
+///
+/// async fn find(State(db): State<Db>, args: Find) -> String {
+///     format!("{}: {}", db.0, args.key)
+/// }
+/// async fn touch(notifier: Notifier, ex: Exchange) -> String {
+///     let _ = notifier.resource_updated("memo://today").await;
+///     format!("touched on {}", ex.revision())
+/// }
+/// async fn now() -> String {
+///     "12:00".into()
+/// }
+/// async fn read(State(db): State<Db>, request: ResourceRequest) -> String {
+///     format!("{} at {}", db.0, request.uri)
+/// }
+///
+/// let server = Server::builder("demo", "1.0")
+///     .with_state(Db("main"))
+///     .tool(Tool::new("find", find))
+///     .tool(Tool::new("touch", touch))
+///     .tool(Tool::new("now", now))
+///     .prompt(Prompt::new("now", now))
+///     .resource(Resource::new("memo://today", "today", read))
+///     .build()
+///     .unwrap();
+/// # let _ = server;
+/// ```
 ///
 /// Implemented for async functions and closures of those shapes. Implement it yourself for a
 /// handler that is a type rather than a function: `call` is then what the server runs, with

@@ -192,9 +192,9 @@ pub mod http;
 mod icon;
 #[cfg(feature = "metrics")]
 mod metrics;
+mod notifier;
 mod notify;
 mod page;
-mod project;
 mod prompt;
 mod resource;
 mod schema;
@@ -204,7 +204,6 @@ mod skills;
 mod state;
 mod stdio;
 mod task;
-mod telemetry;
 mod tool;
 
 pub use ask::{Answer, AnswerAction, Question};
@@ -225,10 +224,8 @@ pub use handler::{
 pub use icon::Icon;
 #[cfg(feature = "metrics")]
 pub use metrics::Metrics;
-pub use notify::{
-    Change, ChangeError, ChangeStream, NotificationFilter, NotificationStream, Notifier,
-    NotifyError,
-};
+pub use notifier::{Change, Notifier, NotifyError};
+pub use notify::{ChangeError, ChangeStream, NotificationFilter, NotificationStream};
 pub use prompt::{IntoPromptResult, Prompt};
 pub use resource::{IntoResourceContents, Resource, ResourceRequest, ResourceTemplate};
 pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder, ToolSchemas};

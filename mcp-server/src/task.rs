@@ -669,7 +669,7 @@ impl TaskEngine {
         if let Err(err) = self
             .log
             .publish(
-                &namespace.topic(crate::notify::TOPIC),
+                &namespace.topic(crate::notifier::TOPIC),
                 Bytes::from(payload.to_string()),
             )
             .await
@@ -822,23 +822,23 @@ impl std::fmt::Debug for TaskRun {
     }
 }
 
-/// Why a question could not become an input request.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum AskError {
-    /// The task was cancelled, or its record is gone.
-    #[error("the task was cancelled")]
-    Cancelled,
-    /// Too many questions pending, or the hub failed.
-    #[error("{0}")]
-    Failed(String),
-}
+use crate::exchange::TaskAskError as AskError;
 
-impl TaskRun {
-    /// The task's id.
-    pub(crate) fn id(&self) -> &str {
+impl crate::exchange::TaskLink for TaskRun {
+    fn id(&self) -> &str {
         &self.id
     }
 
+    fn ask<'a>(
+        &'a self,
+        key: &'a str,
+        request: Value,
+    ) -> futures::future::BoxFuture<'a, Result<Value, AskError>> {
+        Box::pin(Self::ask(self, key, request))
+    }
+}
+
+impl TaskRun {
     fn lock_answers(&self) -> std::sync::MutexGuard<'_, Map<String, Value>> {
         self.answers
             .lock()

@@ -13,7 +13,7 @@
 //! - **About one call**: [`Exchange::progress`] (sent when the client asked for progress, with
 //!   a progress token) and [`Exchange::log`] (sent when the client asked for log messages at
 //!   that level or more). They travel on the call's own stream, before its result.
-//! - **About the server**: a [`Notifier`](mcp_server::Notifier) (from [`Server::notifier`]) announces that a
+//! - **About the server**: a [`Notifier`] (a handler argument, or [`Server::notifier`]) announces that a
 //!   resource changed (`notifications/resources/updated`, to the clients subscribed to its
 //!   URI) or that a list changed (`notifications/{tools,prompts,resources}/list_changed`).
 //!   [`Server::add_tool`] and its siblings change the registry at run time and announce the

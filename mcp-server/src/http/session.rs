@@ -712,7 +712,7 @@ impl Sessions {
                     let epoch = self.trust_epoch();
                     self.remember(&id, version, value, Arc::new(record.clone()), epoch);
                     tracing::debug!(
-                        session = crate::telemetry::session_tag(&id),
+                        session = crate::dispatch::telemetry::session_tag(&id),
                         revision = record.version.as_deref().unwrap_or("-"),
                         "session created"
                     );
@@ -854,7 +854,10 @@ impl Sessions {
         let deleted = self.store.delete(&self.key(id)).await?;
         self.invalidate(id).await;
         if deleted {
-            tracing::debug!(session = crate::telemetry::session_tag(id), "session ended");
+            tracing::debug!(
+                session = crate::dispatch::telemetry::session_tag(id),
+                "session ended"
+            );
             #[cfg(feature = "metrics")]
             if let Some(metrics) = &self.metrics {
                 metrics.session_ended();

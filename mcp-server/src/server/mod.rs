@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::completion::Completer;
 use crate::error::RegistrationError;
 use crate::icon::{Icon, icons_value};
-use crate::project;
+pub(crate) mod project;
 use crate::prompt::Prompt;
 use mcp_adapters::{CacheHint, CacheScope};
 
@@ -523,7 +523,7 @@ impl ServerBuilder {
         };
         let registry = Arc::new(registry);
         Ok(Server {
-            live: Arc::new(crate::notify::Live::new(registry.clone())),
+            live: Arc::new(Live::new(registry.clone())),
             registry,
         })
     }
@@ -916,7 +916,7 @@ pub struct Server {
     /// The registry as it was when this value was made (see [`Server::snapshot`]).
     pub(crate) registry: Arc<Registry>,
     /// What every clone shares: the current registry, the shutdown signal.
-    pub(crate) live: Arc<crate::notify::Live>,
+    pub(crate) live: Arc<Live>,
 }
 
 impl fmt::Debug for Server {
@@ -957,6 +957,60 @@ impl Server {
     /// [`handle`](Self::handle) serves.
     pub fn tool_headers(&self, adapter: Adapter) -> &impl mcp_adapters::ToolHeaders {
         self.registry.view(adapter)
+    }
+}
+
+/// What every clone of a [`Server`] shares: the current registry and the shutdown signal.
+pub(crate) struct Live {
+    pub(crate) current: std::sync::RwLock<Arc<Registry>>,
+    /// Serialises runtime changes (read, rebuild, swap).
+    pub(crate) edit: std::sync::Mutex<()>,
+    pub(crate) closed: crate::notifier::Closer,
+}
+
+impl Live {
+    pub(crate) fn new(registry: Arc<Registry>) -> Self {
+        Self {
+            current: std::sync::RwLock::new(registry),
+            edit: std::sync::Mutex::new(()),
+            closed: crate::notifier::Closer::default(),
+        }
+    }
+
+    pub(crate) fn current(&self) -> Arc<Registry> {
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Server {
+    /// This server as it is now: after [`add_tool`](Self::add_tool) and the like, a `Server`
+    /// value made earlier still serves [`tool_headers`](Self::tool_headers) from its own
+    /// registry, while [`handle`](Self::handle) always serves the current one. Cheap (two
+    /// reference counts).
+    pub fn snapshot(&self) -> Self {
+        Self {
+            registry: self.live.current(),
+            live: self.live.clone(),
+        }
+    }
+
+    /// A [`Notifier`](crate::Notifier) that publishes to this server's event log, in the root namespace
+    /// ([`Notifier::in_namespace`](crate::Notifier::in_namespace) for another).
+    ///
+    /// Every worker built with the same [`event_log`](crate::ServerBuilder::event_log)
+    /// delivers what it publishes.
+    pub fn notifier(&self) -> crate::Notifier {
+        crate::Notifier::new(self.registry.log.clone(), mcp_hub::Namespace::root())
+    }
+
+    /// Ends every open `subscriptions/listen` stream of this server (every clone) gracefully:
+    /// each gets its listen result and ends. Call it when the server shuts down. It cannot be
+    /// undone: a later listen is acknowledged and closed at once.
+    pub fn close_streams(&self) {
+        self.live.closed.close();
     }
 }
 

@@ -36,13 +36,14 @@ use crate::exchange::{
     PUSH_ID_PREFIX, Pusher, encode_reply, owner_tag, reply_topic,
 };
 use crate::page::{ListKind, page};
-use crate::project::RevisionView;
 use crate::resource::ResourceRequest;
+use crate::server::project::RevisionView;
 use crate::server::{Registry, Server};
 use crate::sink::{Drain, Sink};
 use crate::state::{Redeemed, StateError, binding};
-use crate::telemetry::RequestSpan;
+pub(crate) mod telemetry;
 use crate::tool::{Output, ToolOutput, ToolRun, panic_message, run_tool};
+use telemetry::RequestSpan;
 
 /// One message for [`Server::handle`]: raw bytes (one JSON-RPC message or batch) or a parsed
 /// JSON value.
@@ -173,7 +174,7 @@ struct Connection {
     subscriptions: BTreeSet<String>,
     /// Closes this connection's `subscriptions/listen` streams gracefully; made when first
     /// needed (most connections never listen).
-    listeners: Option<crate::notify::Closer>,
+    listeners: Option<crate::notifier::Closer>,
 }
 
 impl Connection {
@@ -186,7 +187,7 @@ impl Connection {
         self.client.as_deref().unwrap_or(&NOTHING)
     }
 
-    fn listeners(&mut self) -> &crate::notify::Closer {
+    fn listeners(&mut self) -> &crate::notifier::Closer {
         self.listeners.get_or_insert_with(Default::default)
     }
 }
@@ -324,7 +325,7 @@ impl Context {
     pub(crate) fn record_owner(&self, span: &tracing::Span) {
         let owner = self.owner_mut();
         if let Some(session) = &owner.session {
-            span.record("session", crate::telemetry::session_tag(session));
+            span.record("session", telemetry::session_tag(session));
         }
         if let Some(auth) = &owner.auth {
             span.record("principal", auth.0.subject.as_str());
@@ -668,11 +669,10 @@ impl Server {
                 traced.close(adapter, &done, cancel.is_cancelled());
                 #[cfg(feature = "metrics")]
                 if let Some((metrics, started)) = metered {
-                    let (outcome, _) =
-                        crate::telemetry::outcome_of(adapter, &done, cancel.is_cancelled());
+                    let (outcome, _) = telemetry::outcome_of(adapter, &done, cancel.is_cancelled());
                     metrics.request(
                         adapter.version(),
-                        crate::telemetry::method_label(&call.method),
+                        telemetry::method_label(&call.method),
                         outcome,
                         started.elapsed(),
                     );
@@ -982,7 +982,9 @@ impl Server {
             let ex = self.exchange(adapter, call, ctx, sink, cancel, resumed);
             {
                 let mut state = ex.lock();
-                state.task.clone_from(&task_run);
+                state.task = task_run
+                    .clone()
+                    .map(|run| run as Arc<dyn crate::exchange::TaskLink>);
                 state.task_offered = deferred;
             }
             built = Some(ex.clone());
@@ -1716,7 +1718,7 @@ impl Context {
         self.conn().subscriptions.remove(uri);
     }
 
-    pub(crate) fn listeners_closer(&self) -> crate::notify::Closer {
+    pub(crate) fn listeners_closer(&self) -> crate::notifier::Closer {
         self.conn().listeners().clone()
     }
 }
