@@ -676,7 +676,7 @@ impl Inner {
         let delivery = self.transport.send(outbound).await;
         let outcome = match delivery {
             // The text is checked as UTF-8 once here, and read as text from then on.
-            Ok(Delivery::Json(body))
+            Ok(Delivery::Json(crate::transport::RawAnswer(body)))
                 if std::str::from_utf8(&body).is_ok_and(|text| {
                     complete_text(text) && reader.as_mut().is_some_and(|read| read(&id, text))
                 }) =>
@@ -685,7 +685,7 @@ impl Inner {
             }
             // Anything else (an error, questions, another id, a malformed body) is read as the
             // transport would have read it.
-            Ok(Delivery::Json(body)) => {
+            Ok(Delivery::Json(crate::transport::RawAnswer(body))) => {
                 let message = crate::transport::parse_message(&body)?;
                 let stream = futures::stream::once(async move { Ok(Inbound::new(message)) });
                 self.read_response(adapter, &id, Box::pin(stream))

@@ -319,12 +319,11 @@ echo 'bye' >&2"#;
         .unwrap();
     let mut stderr = transport.take_stderr().unwrap();
     let mut incoming = transport.incoming().unwrap();
-    let outbound = Outbound {
-        kind: OutboundKind::Request(mcp_wire::jsonrpc::Id::Number(1)),
-        body: bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-        headers: Default::default(),
-        raw_answer: false,
-    };
+    let outbound = Outbound::new(
+        OutboundKind::Request(mcp_wire::jsonrpc::Id::Number(1)),
+        bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+        Default::default(),
+    );
     let Delivery::Stream(mut stream) = within(transport.send(outbound)).await.unwrap() else {
         panic!("a request gets a stream")
     };

@@ -391,7 +391,7 @@ impl HttpSse {
     /// returned future is first polled, so the future (boxed per call by [`Transport::send`])
     /// holds neither the message nor the request.
     ///
-    /// A request whose caller reads its answer itself ([`Outbound::raw_answer`]) reads the event
+    /// A request whose caller reads its answer itself (`Outbound::raw_answer`) reads the event
     /// stream while it waits, from its first poll (the answer may come before the POST's own
     /// response), and gets a success response as its text ([`Delivery::Json`]).
     fn post(
@@ -494,12 +494,12 @@ impl<F: Future<Output = Result<(), TransportError>>> Future for Lead<'_, F> {
             *this.posted = true;
         }
         if let Some(text) = this.answer.take() {
-            return Poll::Ready(Ok(Delivery::Json(text)));
+            return Poll::Ready(Ok(Delivery::Json(super::RawAnswer(text))));
         }
         let routed = ready!(Pin::new(this.pending).poll(cx));
         this.reader.leave();
         Poll::Ready(Ok(match routed {
-            Routed::Raw(text) => Delivery::Json(text),
+            Routed::Raw(text) => Delivery::Json(super::RawAnswer(text)),
             Routed::Message(item) => {
                 Delivery::Stream(Box::pin(futures::stream::once(async move { item })))
             }
@@ -537,6 +537,10 @@ impl Transport for HttpSse {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "http_sse_stream_tests.rs"]
+mod stream_tests;
 
 #[cfg(test)]
 mod tests {

@@ -97,12 +97,47 @@ pub struct Outbound {
     /// HTTP headers for this message (`MCP-Protocol-Version`, `Mcp-Method` ...). Transports that
     /// are not HTTP ignore them.
     pub headers: HeaderMap,
-    /// The caller reads the answer to this request itself: a transport may hand back a single
-    /// JSON body unparsed, as [`Delivery::Json`], instead of a stream. Transports that have no
-    /// such body ignore it ([`StreamableHttp`] honours it for `application/json` responses,
-    /// [`HttpSse`] for a success response to the request, after waiting for it).
-    pub raw_answer: bool,
+    /// The client reads the answer to this request itself: this crate's transports may hand
+    /// back a single JSON body unparsed instead of a stream ([`StreamableHttp`] for
+    /// `application/json` responses, [`HttpSse`] for a success response to the request, after
+    /// waiting for it). Not visible outside the crate: other transports answer with a stream,
+    /// which the client reads the same.
+    pub(crate) raw_answer: bool,
 }
+
+impl Outbound {
+    /// A message of `kind` with its serialized `body` and HTTP `headers` (which transports that
+    /// are not HTTP ignore).
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use mcp_client::transport::{Outbound, OutboundKind};
+    ///
+    /// let ping = Outbound::new(
+    ///     OutboundKind::Request(mcp_wire::jsonrpc::Id::Number(1)),
+    ///     Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+    ///     http::HeaderMap::new(),
+    /// );
+    /// assert_eq!(ping.kind, OutboundKind::Request(mcp_wire::jsonrpc::Id::Number(1)));
+    /// ```
+    pub fn new(kind: OutboundKind, body: Bytes, headers: HeaderMap) -> Self {
+        Self {
+            kind,
+            body,
+            headers,
+            raw_answer: false,
+        }
+    }
+}
+
+mod sealed {
+    /// A response body handed back unparsed (see [`Delivery::Json`](super::Delivery::Json)):
+    /// only this crate's transports make one, only this crate reads it.
+    #[derive(Debug)]
+    pub struct RawAnswer(pub(crate) bytes::Bytes);
+}
+
+pub(crate) use sealed::RawAnswer;
 
 /// What the transport got back for an [`Outbound`].
 #[non_exhaustive]
@@ -113,9 +148,10 @@ pub enum Delivery {
     /// Messages about this request, ending with its response. Dropping the stream stops reading
     /// it; on [`StreamableHttp`] that closes the response stream.
     Stream(MessageStream),
-    /// The whole answer, one JSON-RPC message not yet parsed: only for an [`Outbound`] that set
-    /// [`Outbound::raw_answer`].
-    Json(Bytes),
+    /// The whole answer, one JSON-RPC message not yet parsed, which the client reads itself.
+    /// Only this crate's transports give it, and only for a request the client marked so;
+    /// other transports never see such a request.
+    Json(RawAnswer),
 }
 
 impl fmt::Debug for Delivery {
@@ -123,7 +159,7 @@ impl fmt::Debug for Delivery {
         match self {
             Self::Accepted => f.write_str("Accepted"),
             Self::Stream(_) => f.write_str("Stream(..)"),
-            Self::Json(body) => f.debug_tuple("Json").field(body).finish(),
+            Self::Json(body) => f.debug_tuple("Json").field(&body.0).finish(),
         }
     }
 }

@@ -192,9 +192,9 @@ impl Transport for Observed {
             };
             Ok(match delivery {
                 Delivery::Stream(stream) => Delivery::Stream(Self::stream(&self.observer, stream)),
-                Delivery::Json(body) => {
+                Delivery::Json(super::RawAnswer(body)) => {
                     received(&self.observer, &body_value(&body), None);
-                    Delivery::Json(body)
+                    Delivery::Json(super::RawAnswer(body))
                 }
                 other => other,
             })

@@ -307,7 +307,7 @@ impl StreamableHttp {
             Some(true) => {
                 let body = read_bounded(response.into_body(), limit).await?;
                 if raw_answer {
-                    return Ok(Delivery::Json(body));
+                    return Ok(Delivery::Json(super::RawAnswer(body)));
                 }
                 let message = super::parse_message(&body)?;
                 Ok(Delivery::Stream(Box::pin(futures::stream::once(

@@ -1,12 +1,14 @@
 //! The HTTP+SSE transport's event stream, read by the requests waiting on it: against a scripted
 //! server on 127.0.0.1 that writes each answer on the stream before it answers the POST, with
-//! notifications around it, out of order across concurrent requests.
+//! notifications around it, out of order across concurrent requests. (A unit test: the
+//! requests whose answer the client reads itself are marked only inside the crate.)
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::transport::{Delivery, HttpSse, Outbound, OutboundKind, RawAnswer, Transport};
 use bytes::Bytes;
 use futures::channel::mpsc;
 use futures::{StreamExt, future};
@@ -17,7 +19,6 @@ use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use mcp_client::transport::{Delivery, HttpSse, Outbound, OutboundKind, Transport};
 use mcp_wire::jsonrpc::{Id, Message};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -147,7 +148,7 @@ fn notification(method: &str) -> Outbound {
 /// The answer a delivery holds, as a value.
 async fn answer(delivery: Delivery) -> Value {
     match delivery {
-        Delivery::Json(text) => serde_json::from_slice(&text).unwrap(),
+        Delivery::Json(RawAnswer(text)) => serde_json::from_slice(&text).unwrap(),
         Delivery::Stream(mut stream) => {
             let inbound = stream.next().await.unwrap().unwrap();
             serde_json::to_value(&inbound.message).unwrap()
