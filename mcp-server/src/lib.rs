@@ -5,9 +5,10 @@
 //! [`ResourceTemplate`]s, [`Prompt`]s and a [`Completer`]. Then serve it over HTTP with
 //! [`http::serve`] (Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`, every revision; or mount
 //! an [`http::HttpEndpoint`] in axum or any tower stack), on stdio with [`serve_stdio`], or feed
-//! it messages through the socket-free entry point [`Server::handle`] (stdio and tests do; the
-//! HTTP endpoint enters the same dispatch after its own session and header checks, so a message
-//! gets the same answer on every transport).
+//! it messages through the socket-free entry point [`Server::handle`]. Every transport enters
+//! there (the HTTP endpoint with an [`Input::Decoded`] body, read with the request's headers
+//! after its session checks), so a message gets the same answer on every transport
+//! (`tests/tests/same_bytes.rs` compares the bytes).
 //!
 //! ```no_run
 //! use mcp_server::{Json, Server, Tool};

@@ -45,15 +45,26 @@ pub(crate) mod telemetry;
 use crate::tool::{Output, ToolOutput, ToolRun, panic_message, run_tool};
 use telemetry::RequestSpan;
 
-/// One message for [`Server::handle`]: raw bytes (one JSON-RPC message or batch) or a parsed
-/// JSON value.
+/// One message for [`Server::handle`], the entry every transport uses: raw bytes (one JSON-RPC
+/// message or batch), a parsed JSON value, or a body a transport already decoded with the
+/// adapter of the revision it selected.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Input {
-    /// The message as received.
+    /// The message as received: the server selects the revision (the connection's, once it
+    /// has one) and decodes it.
     Bytes(Vec<u8>),
     /// The message as JSON.
     Value(Value),
+    /// A body decoded by `adapter` ([`Adapter::decode`](mcp_adapters::Adapter::decode), or
+    /// its HTTP form that also reads the request's headers): served on that revision as it
+    /// is. The HTTP transports enter this way, having selected the revision from the headers.
+    Decoded {
+        /// The revision's adapter.
+        adapter: Adapter,
+        /// The decoded items.
+        body: mcp_adapters::DecodedBody,
+    },
 }
 
 impl From<&[u8]> for Input {
@@ -447,29 +458,6 @@ impl Context {
     }
 }
 
-impl Server {
-    /// [`handle`](Self::handle) for a body a transport already selected an adapter for and
-    /// decoded (with its own header checks): the items are served on `adapter` as they are.
-    pub(crate) fn handle_decoded(
-        &self,
-        adapter: Adapter,
-        body: mcp_adapters::DecodedBody,
-        ctx: &Context,
-    ) -> Reply {
-        // The registry as it is now (runtime changes swap it).
-        let server = self.snapshot();
-        let (tx, rx) = crate::sink::queue(server.registry.max_queued);
-        let ctx = ctx.clone();
-        let driver = async move { server.serve_items(adapter, body, &ctx, &tx).await }.boxed();
-        Reply {
-            driver: Some(driver),
-            final_message: None,
-            rx,
-            done: false,
-        }
-    }
-}
-
 /// The messages one input produces, in order: whatever the handler sends first, then the
 /// response (if the message gets one). Dropping it cancels the call.
 pub struct Reply {
@@ -552,6 +540,9 @@ impl Server {
         let bytes = match input {
             Input::Bytes(bytes) => bytes,
             Input::Value(value) => serde_json::to_vec(&value).unwrap_or_default(),
+            Input::Decoded { adapter, body } => {
+                return self.serve_items(adapter, body, &ctx, &sink).await;
+            }
         };
         let decoded = jsonrpc::decode(&bytes);
         let sticky = ctx.conn().adapter;
