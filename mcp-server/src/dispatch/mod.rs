@@ -519,8 +519,14 @@ impl Server {
         let server = self.snapshot();
         let (tx, rx) = crate::sink::queue(server.registry.max_queued);
         let ctx = ctx.clone();
-        let input = input.into();
-        let driver = async move { server.run(input, ctx, tx).await }.boxed();
+        // A decoded body's future is boxed on its own: it is the HTTP path, and the future
+        // that also reads bytes is larger (an allocation the allocator serves more slowly).
+        let driver = match input.into() {
+            Input::Decoded { adapter, body } => {
+                async move { server.serve_items(adapter, body, &ctx, &tx).await }.boxed()
+            }
+            input => async move { server.run(input, ctx, tx).await }.boxed(),
+        };
         Reply {
             driver: Some(driver),
             final_message: None,
@@ -540,6 +546,7 @@ impl Server {
         let bytes = match input {
             Input::Bytes(bytes) => bytes,
             Input::Value(value) => serde_json::to_vec(&value).unwrap_or_default(),
+            // Served by `handle` without this future.
             Input::Decoded { adapter, body } => {
                 return self.serve_items(adapter, body, &ctx, &sink).await;
             }

@@ -500,7 +500,13 @@ async fn serve_message(
     } else {
         None
     };
-    let mut reply = shared.server.handle(crate::Input::Decoded { adapter, body: items }, &ctx);
+    let mut reply = shared.server.handle(
+        crate::Input::Decoded {
+            adapter,
+            body: items,
+        },
+        &ctx,
+    );
     while let Some(item) = reply.next().await {
         if item.is_response()
             && let Err(failure) = save(shared, &id, &loaded, &ctx, &item).await

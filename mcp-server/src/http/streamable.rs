@@ -127,7 +127,13 @@ pub(crate) async fn post(
         }
         _ => None,
     };
-    let mut reply = server.handle(crate::Input::Decoded { adapter, body: items }, &ctx);
+    let mut reply = server.handle(
+        crate::Input::Decoded {
+            adapter,
+            body: items,
+        },
+        &ctx,
+    );
     let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
     let Some(first) = reply.next().await else {
         return status_only(StatusCode::ACCEPTED);
