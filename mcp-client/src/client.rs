@@ -1865,10 +1865,10 @@ mod tests {
 
     #[test]
     fn refusal_reads_json_and_sse_bodies() {
-        let body = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"no","data":{"supported":["2025-06-18"]}}}"#;
+        let body = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"no","data":{"supported":["1999-01-01"]}}}"#;
         let error = refusal(Some("application/json"), body).unwrap();
         assert_eq!(error.code, -32022);
-        assert_eq!(error.data, Some(json!({"supported": ["2025-06-18"]})));
+        assert_eq!(error.data, Some(json!({"supported": ["1999-01-01"]})));
         let sse = [b"data: ".as_slice(), body.as_slice(), b"\n\n".as_slice()].concat();
         assert_eq!(
             refusal(Some("text/event-stream"), &sse).unwrap().code,
@@ -1884,7 +1884,7 @@ mod tests {
 
     #[test]
     fn splicing_the_base_meta_equals_merging_it() {
-        let map = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {"roots": {}}});
+        let map = json!({"io.modelcontextprotocol/protocolVersion": mcp_adapters::Revision::V2026_07_28.as_str(), "io.modelcontextprotocol/clientCapabilities": {"roots": {}}});
         let Value::Object(map) = map else { panic!() };
         let encoded = serde_json::to_vec(&map).unwrap();
         let base = BaseMeta {
@@ -1938,7 +1938,7 @@ mod tests {
 
     #[test]
     fn a_tool_call_encoded_from_name_and_arguments_equals_its_map() {
-        let map = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}});
+        let map = json!({"io.modelcontextprotocol/protocolVersion": mcp_adapters::Revision::V2026_07_28.as_str(), "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}});
         let Value::Object(map) = map else { panic!() };
         let encoded = serde_json::to_vec(&map).unwrap();
         let base = BaseMeta {
