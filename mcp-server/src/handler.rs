@@ -305,6 +305,17 @@ where
     fn call(&self, _: NoArgs, ex: Exchange) -> BoxFuture<'static, R> {
         self(ex).boxed()
     }
+
+    fn start<T: Send + 'static>(
+        &self,
+        _: NoArgs,
+        exchange: &mut dyn FnMut() -> Exchange,
+        then: fn(R) -> T,
+        _: Token,
+    ) -> BoxFuture<'static, T> {
+        let fut = self(exchange());
+        async move { then(fut.await) }.boxed()
+    }
 }
 
 /// The shapes with one or more parts: the exchange is built for the parts.
@@ -324,6 +335,18 @@ macro_rules! with_parts {
 
             fn call(&self, input: I, ex: Exchange) -> BoxFuture<'static, R> {
                 self($($part::from_exchange(&ex),)+ input).boxed()
+            }
+
+            fn start<T: Send + 'static>(
+                &self,
+                input: I,
+                exchange: &mut dyn FnMut() -> Exchange,
+                then: fn(R) -> T,
+                _: Token,
+            ) -> BoxFuture<'static, T> {
+                let ex = exchange();
+                let fut = self($($part::from_exchange(&ex),)+ input);
+                async move { then(fut.await) }.boxed()
             }
 
             fn state_type() -> Option<(TypeId, &'static str)> {
@@ -347,6 +370,18 @@ macro_rules! with_parts {
                 self($($part::from_exchange(&ex),)+ input, ex).boxed()
             }
 
+            fn start<T: Send + 'static>(
+                &self,
+                input: I,
+                exchange: &mut dyn FnMut() -> Exchange,
+                then: fn(R) -> T,
+                _: Token,
+            ) -> BoxFuture<'static, T> {
+                let ex = exchange();
+                let fut = self($($part::from_exchange(&ex),)+ input, ex);
+                async move { then(fut.await) }.boxed()
+            }
+
             fn state_type() -> Option<(TypeId, &'static str)> {
                 None $(.or_else($part::state_type))+
             }
@@ -367,6 +402,18 @@ macro_rules! with_parts {
                 self($($part::from_exchange(&ex),)+).boxed()
             }
 
+            fn start<T: Send + 'static>(
+                &self,
+                _: NoArgs,
+                exchange: &mut dyn FnMut() -> Exchange,
+                then: fn(R) -> T,
+                _: Token,
+            ) -> BoxFuture<'static, T> {
+                let ex = exchange();
+                let fut = self($($part::from_exchange(&ex),)+);
+                async move { then(fut.await) }.boxed()
+            }
+
             fn state_type() -> Option<(TypeId, &'static str)> {
                 None $(.or_else($part::state_type))+
             }
@@ -385,6 +432,18 @@ macro_rules! with_parts {
 
             fn call(&self, _: NoArgs, ex: Exchange) -> BoxFuture<'static, R> {
                 self($($part::from_exchange(&ex),)+ ex).boxed()
+            }
+
+            fn start<T: Send + 'static>(
+                &self,
+                _: NoArgs,
+                exchange: &mut dyn FnMut() -> Exchange,
+                then: fn(R) -> T,
+                _: Token,
+            ) -> BoxFuture<'static, T> {
+                let ex = exchange();
+                let fut = self($($part::from_exchange(&ex),)+ ex);
+                async move { then(fut.await) }.boxed()
             }
 
             fn state_type() -> Option<(TypeId, &'static str)> {
