@@ -128,6 +128,10 @@ fn code(text: &str) -> String {
             }
             i += (j + 1).min(rest.len());
             out.push_str("\"\"");
+        } else if let Some(len) = char_literal(rest) {
+            // A char literal (`'"'`, `'\\''`): its quote is not a string's.
+            i += len;
+            out.push_str("' '");
         } else {
             let c = rest.chars().next().unwrap_or(' ');
             out.push(c);
@@ -135,6 +139,22 @@ fn code(text: &str) -> String {
         }
     }
     out
+}
+
+/// The length of the char literal `text` starts with, if it starts with one (not a lifetime).
+fn char_literal(text: &str) -> Option<usize> {
+    let rest = text.strip_prefix('\'')?;
+    if let Some(escaped) = rest.strip_prefix('\\') {
+        // `'\n'`, `'\''`, `'\u{..}'`: the literal ends at the first quote after the escaped
+        // character.
+        let first = escaped.chars().next()?;
+        let end = escaped[first.len_utf8()..].find('\'')? + first.len_utf8();
+        return Some(2 + end + 1);
+    }
+    let c = rest.chars().next()?;
+    rest[c.len_utf8()..]
+        .starts_with('\'')
+        .then_some(1 + c.len_utf8() + 1)
 }
 
 /// The top-level modules a crate root declares.
@@ -412,6 +432,21 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].modules, ["b", "c"]);
         assert_eq!(found[0].edges.len(), 2, "{found:?}");
+    }
+
+    #[test]
+    fn a_quote_in_a_char_literal_does_not_hide_the_code_after_it() {
+        let (_dir, lib) = crate_with(&[
+            ("lib.rs", "mod a;\nmod b;\n"),
+            (
+                "a.rs",
+                "const Q: char = '\"';\nconst E: char = '\\'';\nfn f<'x>(_: &'x str) {}\nuse crate::b::X;\n",
+            ),
+            ("b.rs", "use crate::a::Q;\n"),
+        ]);
+        let found = cycles("k", &lib).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].modules, ["a", "b"]);
     }
 
     #[test]
