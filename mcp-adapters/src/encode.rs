@@ -27,12 +27,7 @@ pub enum Outcome {
     Value(Value),
     /// A `tools/call` result, typed: the same as [`Outcome::Value`] of its
     /// [`into_value`](ToolResult::into_value), written without building the result object.
-    ToolResult(ToolResult),
-    /// A `tools/call` result whose only content is a typed handler's structured output, as
-    /// JSON text: one text block holding the text and, where the revision and the tool allow,
-    /// the same JSON as `structuredContent`. Means the same as [`Outcome::ToolResult`] of
-    /// [`JsonToolResult::to_tool_result`], but is written from the text without a `Value` tree.
-    ToolJson(JsonToolResult),
+    Tool(ToolResult),
     /// The handler needs answers first.
     InputRequired {
         /// The questions, by server-assigned key.
@@ -44,86 +39,187 @@ pub enum Outcome {
     Failure(Failure),
 }
 
-/// A `CallToolResult` in the newest revision's shape, as its parts.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// A `CallToolResult` in the newest revision's shape, typed.
+///
+/// Built from content blocks ([`new`](Self::new), then `with_*`), or from a tool's structured
+/// output ([`output`](Self::output)). The adapter projects it for its revision when it encodes
+/// it ([`Adapter::encode_tool_result`]); [`into_value`](Self::into_value) gives the same
+/// object unprojected.
+///
+/// ```
+/// use mcp_adapters::ToolResult;
+/// use serde_json::json;
+///
+/// let text = ToolResult::new(vec![json!({"type": "text", "text": "3"})]);
+/// assert_eq!(text.into_value(), json!({"content": [{"type": "text", "text": "3"}]}));
+///
+/// let sum = ToolResult::output(&json!({"sum": 3})).unwrap();
+/// assert_eq!(
+///     sum.into_value(),
+///     json!({
+///         "content": [{"type": "text", "text": "{\"sum\":3}"}],
+///         "structuredContent": {"sum": 3},
+///     })
+/// );
+/// ```
+#[derive(Clone, Debug, Default)]
 pub struct ToolResult {
-    /// The content blocks.
-    pub content: Vec<Value>,
-    /// `structuredContent`, if any.
-    pub structured_content: Option<Value>,
+    body: ToolBody,
+}
+
+#[derive(Clone, Debug)]
+enum ToolBody {
+    /// Content blocks and the other members.
+    Parts(ToolParts),
+    /// Structured output serialized once as compact JSON text: one text block holding the
+    /// text and, when `structured`, the same JSON as `structuredContent`. Written from the
+    /// text, without a `Value` tree.
+    Output { json: String, structured: bool },
+}
+
+impl Default for ToolBody {
+    fn default() -> Self {
+        Self::Parts(ToolParts::default())
+    }
+}
+
+/// The members of a tool result.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ToolParts {
+    pub(crate) content: Vec<Value>,
+    pub(crate) structured_content: Option<Value>,
     /// `isError: true` (written only when set).
-    pub is_error: bool,
-    /// `_meta`, if any.
-    pub meta: Option<Map<String, Value>>,
+    pub(crate) is_error: bool,
+    pub(crate) meta: Option<Map<String, Value>>,
 }
 
 impl ToolResult {
+    /// A result with these content blocks (each a content block object, as the newest
+    /// revision writes it).
+    pub fn new(content: Vec<Value>) -> Self {
+        Self {
+            body: ToolBody::Parts(ToolParts {
+                content,
+                ..ToolParts::default()
+            }),
+        }
+    }
+
+    /// A tool's structured output: one text block holding `value` as compact JSON, and the
+    /// same JSON as `structuredContent` (where the revision carries it; elsewhere the text
+    /// block alone).
+    ///
+    /// # Errors
+    ///
+    /// `value` cannot be serialized (say, a map with non-string keys).
+    pub fn output<T: serde::Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            body: ToolBody::Output {
+                json: serde_json::to_string(value)?,
+                structured: true,
+            },
+        })
+    }
+
+    /// Sets `structuredContent`.
+    #[must_use]
+    pub fn with_structured_content(self, structured: Value) -> Self {
+        let mut parts = self.into_parts();
+        parts.structured_content = Some(structured);
+        Self {
+            body: ToolBody::Parts(parts),
+        }
+    }
+
+    /// Leaves `structuredContent` out (say, the tool declares no output schema on this
+    /// revision); the content is unchanged.
+    #[must_use]
+    pub fn without_structured_content(mut self) -> Self {
+        match &mut self.body {
+            ToolBody::Parts(parts) => parts.structured_content = None,
+            ToolBody::Output { structured, .. } => *structured = false,
+        }
+        self
+    }
+
+    /// Sets `isError` (written only when `true`).
+    #[must_use]
+    pub fn with_is_error(self, is_error: bool) -> Self {
+        if !is_error && !self.is_error() {
+            return self;
+        }
+        let mut parts = self.into_parts();
+        parts.is_error = is_error;
+        Self {
+            body: ToolBody::Parts(parts),
+        }
+    }
+
+    /// Sets `_meta`.
+    #[must_use]
+    pub fn with_meta(self, meta: Map<String, Value>) -> Self {
+        let mut parts = self.into_parts();
+        parts.meta = Some(meta);
+        Self {
+            body: ToolBody::Parts(parts),
+        }
+    }
+
+    /// Whether the tool failed (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        matches!(&self.body, ToolBody::Parts(parts) if parts.is_error)
+    }
+
+    /// The result as its members.
+    fn into_parts(self) -> ToolParts {
+        match self.body {
+            ToolBody::Parts(parts) => parts,
+            ToolBody::Output { json, structured } => {
+                let mut block = Map::new();
+                block.insert("type".into(), Value::from("text"));
+                // Written by serde_json: it reads back.
+                let structured_content = structured
+                    .then(|| serde_json::from_str(&json).ok())
+                    .flatten();
+                block.insert("text".into(), Value::String(json));
+                ToolParts {
+                    content: vec![Value::Object(block)],
+                    structured_content,
+                    ..ToolParts::default()
+                }
+            }
+        }
+    }
+
     /// The result object.
     pub fn into_value(self) -> Value {
+        let parts = self.into_parts();
         let mut out = Map::new();
-        out.insert("content".into(), Value::Array(self.content));
-        if let Some(structured) = self.structured_content {
+        out.insert("content".into(), Value::Array(parts.content));
+        if let Some(structured) = parts.structured_content {
             out.insert("structuredContent".into(), structured);
         }
-        if self.is_error {
+        if parts.is_error {
             out.insert("isError".into(), Value::Bool(true));
         }
-        if let Some(meta) = self.meta {
+        if let Some(meta) = parts.meta {
             out.insert("_meta".into(), Value::Object(meta));
         }
         Value::Object(out)
     }
 }
 
-/// A tool's structured output serialized once, as compact JSON text (see
-/// [`Outcome::ToolJson`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct JsonToolResult {
-    json: String,
-    structured: bool,
-}
-
-impl JsonToolResult {
-    /// `value` serialized. `structured`: the tool's output schema is carried on this revision,
-    /// so `structuredContent` may be sent (the adapter still leaves it out where the revision
-    /// cannot carry it, as it does for [`ToolResult`]).
-    pub fn new<T: serde::Serialize + ?Sized>(
-        value: &T,
-        structured: bool,
-    ) -> Result<Self, serde_json::Error> {
-        Ok(Self {
-            json: serde_json::to_string(value)?,
-            structured,
-        })
-    }
-
-    /// Sets whether `structuredContent` may be sent (see [`new`](Self::new)).
-    #[must_use]
-    pub fn structured(mut self, structured: bool) -> Self {
-        self.structured = structured;
-        self
-    }
-
-    /// The JSON text.
-    pub fn json(&self) -> &str {
-        &self.json
-    }
-
-    /// The same result as parts: the text block, and `structuredContent` when `structured`.
-    pub fn to_tool_result(&self) -> ToolResult {
-        let mut block = Map::new();
-        block.insert("type".into(), Value::from("text"));
-        block.insert("text".into(), Value::from(self.json.as_str()));
-        ToolResult {
-            content: vec![Value::Object(block)],
-            structured_content: if self.structured {
-                // Written by serde_json: it reads back.
-                serde_json::from_str(&self.json).ok()
-            } else {
-                None
-            },
-            is_error: false,
-            meta: None,
+/// Two results are equal when their result objects are, however they were built.
+impl PartialEq for ToolResult {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.body, &other.body) {
+            (ToolBody::Parts(a), ToolBody::Parts(b)) => {
+                a.content == b.content
+                    && a.structured_content == b.structured_content
+                    && a.is_error == b.is_error
+                    && a.meta == b.meta
+            }
+            _ => self.clone().into_value() == other.clone().into_value(),
         }
     }
 }
@@ -336,7 +432,7 @@ fn write_response(id: &Id, body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
 /// `server_info` in `_meta` unless `_meta` already names one), written in one pass.
 fn write_tool_result(
     out: &mut Vec<u8>,
-    result: &ToolResult,
+    result: &ToolParts,
     result_type: bool,
     server_info: Option<&Value>,
 ) {
@@ -370,7 +466,7 @@ fn write_tool_result(
     out.push(b'}');
 }
 
-/// [`write_tool_result`] for a [`JsonToolResult`]: the members in the order (and with the
+/// [`write_tool_result`] for structured output as JSON text: the members in the order (and with the
 /// bytes) the `Value` path writes them; the text block's members are sorted as a `Map` sorts
 /// them.
 fn write_json_tool_result(
@@ -472,8 +568,7 @@ impl Adapter {
             Outcome::Value(value) => {
                 self.encode_result(id, call.operation, call.is_retry(), value, ctx)
             }
-            Outcome::ToolResult(result) => self.encode_tool_result(id, result, ctx),
-            Outcome::ToolJson(result) => self.encode_json_tool_result(id, &result, ctx),
+            Outcome::Tool(result) => self.encode_tool_result(id, result, ctx),
             Outcome::InputRequired { requests, state } => self
                 .encode_input_required(id.clone(), call, &requests, state.as_deref(), ctx)
                 .unwrap_or_else(|failure| self.encode_failure(Some(id), &failure)),
@@ -510,37 +605,29 @@ impl Adapter {
     pub fn encode_tool_result(
         &self,
         id: Id,
-        mut result: ToolResult,
+        result: ToolResult,
         ctx: &ResultContext<'_>,
     ) -> Encoded {
-        self.project_tool_parts(&mut result);
         // `tools/call` results are never cacheable: the envelope is `resultType` and the
         // server info.
         let envelope = self.features().result_envelope;
         let server_info = self.server_info_to_write(envelope, ctx);
+        let repr = match result.body {
+            ToolBody::Parts(mut parts) => {
+                self.project_tool_parts(&mut parts);
+                Repr::Written(write_response(&id, |out| {
+                    write_tool_result(out, &parts, envelope, server_info.as_deref());
+                }))
+            }
+            ToolBody::Output { json, structured } => {
+                let keeps = structured && self.keeps_structured_json(&json);
+                Repr::Written(write_response(&id, |out| {
+                    write_json_tool_result(out, &json, keeps, envelope, server_info.as_deref());
+                }))
+            }
+        };
         Encoded {
-            repr: Repr::Written(write_response(&id, |out| {
-                write_tool_result(out, &result, envelope, server_info.as_deref());
-            })),
-            status: StatusCode::OK,
-        }
-    }
-
-    /// [`encode_tool_result`](Self::encode_tool_result) for a typed tool's structured output
-    /// as JSON text ([`Outcome::ToolJson`]).
-    pub fn encode_json_tool_result(
-        &self,
-        id: Id,
-        result: &JsonToolResult,
-        ctx: &ResultContext<'_>,
-    ) -> Encoded {
-        let keeps = result.structured && self.keeps_structured_json(&result.json);
-        let envelope = self.features().result_envelope;
-        let server_info = self.server_info_to_write(envelope, ctx);
-        Encoded {
-            repr: Repr::Written(write_response(&id, |out| {
-                write_json_tool_result(out, &result.json, keeps, envelope, server_info.as_deref());
-            })),
+            repr,
             status: StatusCode::OK,
         }
     }

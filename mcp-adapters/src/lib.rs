@@ -73,9 +73,7 @@ pub use ask::{
 pub use call::{Call, ClientContext, Incoming, Invalid, LogLevel, Reply, UnknownLogLevel};
 pub use client::{ClientError, ResultKind, is_modern_error};
 pub use decode::{DecodedBody, is_core_method};
-pub use encode::{
-    CacheHint, CacheScope, Encoded, JsonToolResult, Outcome, ResultContext, ToolResult,
-};
+pub use encode::{CacheHint, CacheScope, Encoded, Outcome, ResultContext, ToolResult};
 pub use failure::{ErrorMapping, Failure, FailureKind, codes};
 pub use features::{AskMechanism, ErrorTable, Features, StructuredOutput, VersionHeader};
 pub use headers::{HeaderSource, Lookup, NoTools, ToolHeaders};

@@ -403,7 +403,7 @@ impl Adapter {
     }
 
     /// [`project_tool_result`](Self::project_tool_result) on a typed result.
-    pub(crate) fn project_tool_parts(&self, result: &mut crate::encode::ToolResult) {
+    pub(crate) fn project_tool_parts(&self, result: &mut crate::encode::ToolParts) {
         let dropped = if self.keeps_structured(result.structured_content.as_ref()) {
             None
         } else {

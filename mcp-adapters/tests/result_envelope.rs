@@ -198,12 +198,14 @@ fn typed_tool_results_encode_as_their_json_does() {
                 Some(json!({"io.modelcontextprotocol/serverInfo": {"name": "h"}})),
             ] {
                 for is_error in [false, true] {
-                    results.push(ToolResult {
-                        content: content.clone(),
-                        structured_content: structured.clone(),
-                        is_error,
-                        meta: meta.clone().map(|m| m.as_object().unwrap().clone()),
-                    });
+                    let mut result = ToolResult::new(content.clone()).with_is_error(is_error);
+                    if let Some(structured) = &structured {
+                        result = result.with_structured_content(structured.clone());
+                    }
+                    if let Some(meta) = &meta {
+                        result = result.with_meta(meta.as_object().unwrap().clone());
+                    }
+                    results.push(result);
                 }
             }
         }
@@ -215,7 +217,7 @@ fn typed_tool_results_encode_as_their_json_does() {
         for (n, result) in results.iter().enumerate() {
             for ctx in &contexts {
                 let typed = adapter
-                    .encode(&call, Outcome::ToolResult(result.clone()), ctx)
+                    .encode(&call, Outcome::Tool(result.clone()), ctx)
                     .unwrap();
                 let json = adapter
                     .encode(&call, Outcome::Value(result.clone().into_value()), ctx)
@@ -233,7 +235,7 @@ fn typed_tool_results_encode_as_their_json_does() {
 /// output schema; and the bytes of the common case are pinned.
 #[test]
 fn json_tool_results_encode_as_their_parts_do() {
-    use mcp_adapters::{Call, JsonToolResult, Outcome};
+    use mcp_adapters::{Call, Outcome, ToolResult};
 
     let info = json!({"name": "s", "version": "1", "title": "S", "x": 1});
     let contexts = contexts(&info);
@@ -249,13 +251,18 @@ fn json_tool_results_encode_as_their_parts_do() {
         let adapter = Adapter::new(revision);
         for output in &outputs {
             for structured in [true, false] {
-                let json = JsonToolResult::new(output, structured).unwrap();
+                let json = ToolResult::output(output).unwrap();
+                let json = if structured {
+                    json
+                } else {
+                    json.without_structured_content()
+                };
                 for ctx in &contexts {
                     let written = adapter
-                        .encode(&call, Outcome::ToolJson(json.clone()), ctx)
+                        .encode(&call, Outcome::Tool(json.clone()), ctx)
                         .unwrap();
                     let parts = adapter
-                        .encode(&call, Outcome::ToolResult(json.to_tool_result()), ctx)
+                        .encode(&call, Outcome::Value(json.clone().into_value()), ctx)
                         .unwrap();
                     let parsed: Value = serde_json::from_slice(&written.to_bytes()).unwrap();
                     assert_eq!(
@@ -272,7 +279,7 @@ fn json_tool_results_encode_as_their_parts_do() {
         server_info_projected: true,
         ..ResultContext::default()
     };
-    let add = JsonToolResult::new(&json!({"sum": 5}), true).unwrap();
+    let add = ToolResult::output(&json!({"sum": 5})).unwrap();
     let cases = [
         (
             Revision::V2026_07_28,
@@ -289,7 +296,7 @@ fn json_tool_results_encode_as_their_parts_do() {
     ];
     for (revision, expected) in cases {
         let written = Adapter::new(revision)
-            .encode(&call, Outcome::ToolJson(add.clone()), &ctx)
+            .encode(&call, Outcome::Tool(add.clone()), &ctx)
             .unwrap();
         assert_eq!(
             String::from_utf8(written.to_bytes()).unwrap(),
@@ -312,12 +319,8 @@ fn written_responses_keep_their_bytes() {
         ..ResultContext::default()
     };
     let call = Call::new(Operation::CallTool, Some(3.into()), "tools/call");
-    let add = ToolResult {
-        content: vec![json!({"type": "text", "text": "{\"sum\":5}"})],
-        structured_content: Some(json!({"sum": 5})),
-        is_error: false,
-        meta: None,
-    };
+    let add = ToolResult::new(vec![json!({"type": "text", "text": "{\"sum\":5}"})])
+        .with_structured_content(json!({"sum": 5}));
     let cases = [
         (
             Revision::V2026_07_28,
@@ -331,7 +334,7 @@ fn written_responses_keep_their_bytes() {
     for (revision, expected) in cases {
         let adapter = Adapter::new(revision);
         let typed = adapter
-            .encode(&call, Outcome::ToolResult(add.clone()), &ctx)
+            .encode(&call, Outcome::Tool(add.clone()), &ctx)
             .unwrap();
         assert_eq!(String::from_utf8(typed.to_bytes()).unwrap(), expected);
         let json = adapter
@@ -339,14 +342,11 @@ fn written_responses_keep_their_bytes() {
             .unwrap();
         assert_eq!(String::from_utf8(json.to_bytes()).unwrap(), expected);
     }
-    let with_meta = ToolResult {
-        content: Vec::new(),
-        structured_content: None,
-        is_error: true,
-        meta: Some(json!({"k": "\u{1}"}).as_object().unwrap().clone()),
-    };
+    let with_meta = ToolResult::new(Vec::new())
+        .with_is_error(true)
+        .with_meta(json!({"k": "\u{1}"}).as_object().unwrap().clone());
     let written = MODERN
-        .encode(&call, Outcome::ToolResult(with_meta), &ctx)
+        .encode(&call, Outcome::Tool(with_meta), &ctx)
         .unwrap()
         .to_bytes();
     assert_eq!(

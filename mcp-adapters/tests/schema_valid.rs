@@ -174,11 +174,16 @@ fn server_messages(adapter: Adapter) -> Vec<(&'static str, Value)> {
         json!(7),
     ] {
         for structured in [true, false] {
-            let json = mcp_adapters::JsonToolResult::new(&output, structured).unwrap();
+            let json = mcp_adapters::ToolResult::output(&output).unwrap();
+            let json = if structured {
+                json
+            } else {
+                json.without_structured_content()
+            };
             let enc = adapter
                 .encode(
                     &call(Operation::CallTool, "tools/call"),
-                    Outcome::ToolJson(json),
+                    Outcome::Tool(json),
                     &ctx,
                 )
                 .unwrap();

@@ -139,15 +139,19 @@ impl CallToolResult {
         }
     }
 
-    /// The parts the adapters write straight to the wire.
+    /// The typed result the adapters write straight to the wire.
     pub(crate) fn into_parts(self) -> mcp_adapters::ToolResult {
-        mcp_adapters::ToolResult {
-            // `Content` wraps a `Value`: the vector is reused as it is.
-            content: self.content.into_iter().map(|c| c.0).collect(),
-            structured_content: self.structured_content,
-            is_error: self.is_error,
-            meta: self.meta,
+        // `Content` wraps a `Value`: the vector is reused as it is.
+        let mut result =
+            mcp_adapters::ToolResult::new(self.content.into_iter().map(|c| c.0).collect())
+                .with_is_error(self.is_error);
+        if let Some(structured) = self.structured_content {
+            result = result.with_structured_content(structured);
         }
+        if let Some(meta) = self.meta {
+            result = result.with_meta(meta);
+        }
+        result
     }
 
     /// [`to_value`](Self::to_value), taking the result (no copy of its content).

@@ -83,22 +83,14 @@ pub trait IntoToolResult: Send + 'static {
     where
         Self: Sized,
     {
-        ToolOutput(Output::Result(self.into_tool_result()))
+        ToolOutput(self.into_tool_result().into_parts())
     }
 }
 
-/// What a tool's handler gives the server. Not exported.
+/// What a tool's handler gives the server: the typed result the adapter writes. Not
+/// exported.
 #[derive(Debug)]
-pub struct ToolOutput(pub(crate) Output);
-
-#[derive(Debug)]
-pub(crate) enum Output {
-    /// A result.
-    Result(CallToolResult),
-    /// Structured output serialized: a text block with the text, and the same JSON as
-    /// `structuredContent`.
-    Json(mcp_adapters::JsonToolResult),
-}
+pub struct ToolOutput(pub(crate) mcp_adapters::ToolResult);
 
 impl IntoToolResult for CallToolResult {
     fn into_tool_result(self) -> CallToolResult {
@@ -146,10 +138,10 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Json<T> {
 
     fn into_tool_output(self, _: Token) -> ToolOutput {
         // Serialized once, to text; no `Value` tree is built.
-        ToolOutput(match mcp_adapters::JsonToolResult::new(&self.0, true) {
-            Ok(json) => Output::Json(json),
-            Err(err) => Output::Result(output_not_encoded(&err)),
-        })
+        ToolOutput(
+            mcp_adapters::ToolResult::output(&self.0)
+                .unwrap_or_else(|err| output_not_encoded(&err).into_parts()),
+        )
     }
 
     fn output_schema() -> Option<Result<Value, String>> {
@@ -172,7 +164,7 @@ impl<T: IntoToolResult, E: fmt::Display + Send + 'static> IntoToolResult for Res
     fn into_tool_output(self, token: Token) -> ToolOutput {
         match self {
             Ok(value) => value.into_tool_output(token),
-            Err(err) => ToolOutput(Output::Result(CallToolResult::error(err.to_string()))),
+            Err(err) => ToolOutput(CallToolResult::error(err.to_string()).into_parts()),
         }
     }
 

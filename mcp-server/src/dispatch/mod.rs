@@ -20,7 +20,7 @@ use futures::future::BoxFuture;
 use futures::stream::{FusedStream, Stream};
 use mcp_adapters::{
     Adapter, CacheHint, Call, ClientContext, Encoded, Failure, Incoming, InputRequests, LogLevel,
-    Operation, Outcome, ResultContext, Revision, SelectionInput,
+    Operation, Outcome, ResultContext, Revision, SelectionInput, ToolResult,
 };
 use mcp_hub::Namespace;
 use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
@@ -42,7 +42,7 @@ use crate::server::{Registry, Server};
 use crate::sink::{Drain, Sink};
 use crate::state::{Redeemed, StateError, binding};
 pub(crate) mod telemetry;
-use crate::tool::{Output, ToolOutput, ToolRun, panic_message, run_tool};
+use crate::tool::{ToolOutput, ToolRun, panic_message, run_tool};
 use telemetry::RequestSpan;
 
 /// One message for [`Server::handle`], the entry every transport uses: raw bytes (one JSON-RPC
@@ -912,11 +912,14 @@ impl Server {
             return Done::failure(Failure::unknown_tool(&name));
         };
         let structured = tool_view.structured_content;
-        let finish = |mut result: CallToolResult| {
-            if !structured {
-                result.structured_content = None;
-            }
-            Done::Send(Outcome::ToolResult(result.into_parts()), CacheHint::NONE)
+        // A tool without an output schema on this revision sends no `structuredContent`.
+        let finish = |result: ToolResult| {
+            let result = if structured {
+                result
+            } else {
+                result.without_structured_content()
+            };
+            Done::Send(Outcome::Tool(result), CacheHint::NONE)
         };
         // Boxed where they await: rare paths that would otherwise make every call's future
         // larger. A first attempt's state is built with the exchange, if the handler takes one.
@@ -936,10 +939,10 @@ impl Server {
         });
         if let Err(issues) = entry.validator.validate(&arguments) {
             let text: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            return finish(CallToolResult::error(format!(
-                "invalid arguments:\n{}",
-                text.join("\n")
-            )));
+            return finish(
+                CallToolResult::error(format!("invalid arguments:\n{}", text.join("\n")))
+                    .into_parts(),
+            );
         }
         // A task, when the server offers tasks, the tool supports them and the request
         // declared the extension (a `CreateTaskResult` needs the result envelope's
@@ -1033,15 +1036,10 @@ impl Server {
         }
         match run {
             None => Done::Silent,
-            Some(ToolRun::Done(ToolOutput(Output::Result(result)))) => finish(result),
-            Some(ToolRun::Done(ToolOutput(Output::Json(json)))) => Done::Send(
-                // Written from the text: no tree for the output or its text block.
-                Outcome::ToolJson(json.structured(structured)),
-                CacheHint::NONE,
-            ),
-            Some(ToolRun::BadArguments(message)) => finish(CallToolResult::error(format!(
-                "invalid arguments:\n{message}"
-            ))),
+            Some(ToolRun::Done(ToolOutput(result))) => finish(result),
+            Some(ToolRun::BadArguments(message)) => {
+                finish(CallToolResult::error(format!("invalid arguments:\n{message}")).into_parts())
+            }
             Some(ToolRun::Panicked(message)) => {
                 Done::failure(panicked(format_args!("tool {name:?}"), &message))
             }
@@ -1495,11 +1493,13 @@ fn task_ending(
             None => Ending::Failed(value.get("error").cloned().unwrap_or(Value::Null)),
         }
     };
-    let tool_result = |mut result: CallToolResult| {
-        if !structured {
-            result.structured_content = None;
-        }
-        completed(adapter.encode_tool_result(Id::Number(0), result.into_parts(), &context))
+    let tool_result = |result: ToolResult| {
+        let result = if structured {
+            result
+        } else {
+            result.without_structured_content()
+        };
+        completed(adapter.encode_tool_result(Id::Number(0), result, &context))
     };
     match (interrupt, out) {
         (Some(Interrupted::Cancelled), _) | (_, None) => Ending::Cancelled,
@@ -1507,13 +1507,10 @@ fn task_ending(
         (Some(Interrupted::NeedsInput), _) => failed(&Failure::internal(
             "the handler stopped for input outside of the task",
         )),
-        (None, Some(ToolRun::Done(ToolOutput(Output::Result(result))))) => tool_result(result),
-        (None, Some(ToolRun::Done(ToolOutput(Output::Json(json))))) => completed(
-            adapter.encode_json_tool_result(Id::Number(0), &json.structured(structured), &context),
+        (None, Some(ToolRun::Done(ToolOutput(result)))) => tool_result(result),
+        (None, Some(ToolRun::BadArguments(message))) => tool_result(
+            CallToolResult::error(format!("invalid arguments:\n{message}")).into_parts(),
         ),
-        (None, Some(ToolRun::BadArguments(message))) => tool_result(CallToolResult::error(
-            format!("invalid arguments:\n{message}"),
-        )),
         (None, Some(ToolRun::Panicked(message))) => {
             failed(&panicked(format_args!("tool {name:?}"), &message))
         }

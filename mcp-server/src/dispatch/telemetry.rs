@@ -104,7 +104,7 @@ pub(crate) fn outcome_of(
         Done::Send(outcome, _) => match outcome {
             Outcome::Failure(failure) => ("error", Some(failure.mapping(adapter.revision()).code)),
             Outcome::InputRequired { .. } => ("input_required", None),
-            Outcome::ToolResult(result) if result.is_error => ("tool_error", None),
+            Outcome::Tool(result) if result.is_error() => ("tool_error", None),
             _ => ("ok", None),
         },
     }
