@@ -903,6 +903,43 @@ async fn header_bindings_are_served_per_revision() {
     assert_eq!(legacy.header_bindings("routed").map(<[_]>::len), Some(0));
 }
 
+/// One handle: a clone of the server made before a runtime change sees the change, in its
+/// header checks as in what it serves; nothing has to be refreshed by hand.
+#[tokio::test]
+async fn every_clone_follows_runtime_changes() {
+    use mcp_adapters::{Adapter, ToolHeaders as _};
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)] // only the derived schema matters here
+    struct Routed {
+        region: String,
+    }
+    async fn routed(_: Routed) -> String {
+        "routed".into()
+    }
+    let server = Server::builder("h", "1").build().unwrap();
+    let earlier = server.clone();
+    let modern = Adapter::new(Revision::V2026_07_28);
+    assert!(earlier.tool_headers(modern).header_bindings("routed").is_none());
+    server
+        .add_tool(Tool::new("routed", routed).header("region", "Region"))
+        .await
+        .unwrap();
+    assert_eq!(
+        earlier
+            .tool_headers(modern)
+            .header_bindings("routed")
+            .map(<[_]>::len),
+        Some(1)
+    );
+    let mut client = Client::new(&earlier, Revision::V2025_11_25, json!({})).await;
+    let listed = client.ok("tools/list", json!({})).await;
+    assert_eq!(listed["tools"][0]["name"], "routed", "{listed}");
+    server.remove_tool("routed").await.unwrap();
+    assert!(earlier.tool_headers(modern).header_bindings("routed").is_none());
+    let listed = client.ok("tools/list", json!({})).await;
+    assert_eq!(listed["tools"], json!([]), "{listed}");
+}
+
 #[tokio::test]
 async fn batches_only_where_the_revision_has_them() {
     let server = server(100);

@@ -38,7 +38,7 @@ use crate::exchange::{
 use crate::page::{ListKind, page};
 use crate::resource::ResourceRequest;
 use crate::server::project::RevisionView;
-use crate::server::{Registry, Server};
+use crate::server::{Registry, Served, Server};
 use crate::sink::{Drain, Sink};
 use crate::state::{Redeemed, StateError, binding};
 pub(crate) mod telemetry;
@@ -514,14 +514,28 @@ impl Server {
     /// Handles one incoming message (or batch) on the connection `ctx`, and returns the
     /// messages to send back as a stream: notifications and server-to-client requests the
     /// handler sends, then the response. Notifications and replies give an empty stream.
+    ///
+    /// The message is served from the registry as it is now (runtime changes swap it).
     pub fn handle(&self, input: impl Into<Input>, ctx: &Context) -> Reply {
-        // The registry as it is now (runtime changes swap it).
-        let server = self.snapshot();
+        self.served().handle(input.into(), ctx)
+    }
+
+    /// [`handle`](Self::handle), collected: every message the input produces, in order.
+    pub async fn handle_all(&self, input: impl Into<Input>, ctx: &Context) -> Vec<Outgoing> {
+        use futures::StreamExt as _;
+        self.handle(input, ctx).collect().await
+    }
+}
+
+impl Served {
+    /// [`Server::handle`] on this registry.
+    pub(crate) fn handle(self, input: Input, ctx: &Context) -> Reply {
+        let server = self;
         let (tx, rx) = crate::sink::queue(server.registry.max_queued);
         let ctx = ctx.clone();
         // A decoded body's future is boxed on its own: it is the HTTP path, and the future
         // that also reads bytes is larger (an allocation the allocator serves more slowly).
-        let driver = match input.into() {
+        let driver = match input {
             Input::Decoded { adapter, body } => {
                 async move { server.serve_items(adapter, body, &ctx, &tx).await }.boxed()
             }
@@ -533,12 +547,6 @@ impl Server {
             rx,
             done: false,
         }
-    }
-
-    /// [`handle`](Self::handle), collected: every message the input produces, in order.
-    pub async fn handle_all(&self, input: impl Into<Input>, ctx: &Context) -> Vec<Outgoing> {
-        use futures::StreamExt as _;
-        self.handle(input, ctx).collect().await
     }
 
     async fn run(&self, input: Input, ctx: Context, sink: Sink) -> Option<Outgoing> {

@@ -167,7 +167,7 @@ impl SseStream {
     pub(crate) fn counted(mut self, server: &crate::Server, kind: &'static str) -> Self {
         #[cfg(feature = "metrics")]
         {
-            self._counted = server.registry.metrics.as_ref().map(|m| m.stream(kind));
+            self._counted = server.settings().metrics.as_ref().map(|m| m.stream(kind));
         }
         self
     }

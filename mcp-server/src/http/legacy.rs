@@ -72,7 +72,7 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
         }
     };
     let topic = shared.sessions.stream_topic(&id);
-    let log = shared.server.registry.log.clone();
+    let log = shared.server.settings().log.clone();
     // Subscribe before the client can know the endpoint: nothing published for it is missed.
     let subscription = match Subscription::start(log, topic.clone(), None).await {
         Ok(subscription) => subscription,
@@ -91,7 +91,6 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
     // known to the client.
     let changes = match shared
         .server
-        .snapshot()
         .changes(shared.sessions.namespace(), None)
         .await
     {
@@ -289,7 +288,7 @@ impl<'a> Delivery<'a> {
         let topic = self
             .topic
             .get_or_insert_with(|| shared.sessions.stream_topic(id));
-        let log = &shared.server.registry.log;
+        let log = &shared.server.settings().log;
         if let Err(err) = log.publish(topic, message).await {
             tracing::warn!(%err, "could not publish to an HTTP+SSE stream");
         }
@@ -317,7 +316,7 @@ impl Drop for Cleanup {
         runtime.spawn(async move {
             shared.cancels.forget(&id);
             let _ = shared.sessions.delete(&id).await;
-            let _ = shared.server.registry.log.delete(&topic).await;
+            let _ = shared.server.settings().log.delete(&topic).await;
         });
     }
 }
@@ -435,7 +434,7 @@ async fn serve_message(
     // Shared with the call's context and its cancel registration.
     let id: Arc<str> = Arc::from(id);
     let mut delivery = Delivery::new(shared, &id);
-    let log = &shared.server.registry.log;
+    let log = &shared.server.settings().log;
     let decoded = jsonrpc::decode(bytes);
     let stored = loaded
         .record
@@ -563,7 +562,7 @@ mod tests {
         let shared = &endpoint.shared;
         let id = "unread-stream";
         let topic = shared.sessions.stream_topic(id);
-        let log = &shared.server.registry.log;
+        let log = &shared.server.settings().log;
         let before = log.position(&topic).await.unwrap();
         let mut receiver = shared.local_streams.register(id);
 

@@ -282,14 +282,14 @@ impl HttpEndpoint {
         let cancels = Arc::new(cancel::Cancels::new(config.max_calls_per_session));
         let streams = Arc::new(StreamSlots::new(config.max_streams_per_session));
         let sessions = Sessions::new(
-            server.registry.states.store().clone(),
+            server.settings().states.store().clone(),
             config.namespace.clone(),
             config.session_ttl,
-            Some((server.registry.log.clone(), config.session_cache)),
+            Some((server.settings().log.clone(), config.session_cache)),
         )
         .limited(config.max_sessions, cancels.clone());
         #[cfg(feature = "metrics")]
-        let sessions = sessions.metered(server.registry.metrics.clone());
+        let sessions = sessions.metered(server.settings().metrics.clone());
         Self {
             shared: Arc::new(Shared {
                 server,
@@ -632,14 +632,14 @@ impl Shared {
         items: &mcp_adapters::DecodedBody,
         principal: &mcp_auth::Principal,
     ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
-        self.missing_scope_in(&self.server.snapshot(), path, items, principal)
+        self.missing_scope_in(&self.server.served(), path, items, principal)
     }
 
     /// [`missing_scope`](Self::missing_scope) with the tools of `server`, a snapshot the
     /// caller already holds.
     pub(crate) fn missing_scope_in(
         &self,
-        server: &Server,
+        server: &crate::server::Served,
         path: &str,
         items: &mcp_adapters::DecodedBody,
         principal: &mcp_auth::Principal,
@@ -672,7 +672,7 @@ impl Shared {
     /// The failure a body read ended with.
     pub(crate) fn body_failure(&self, error: BodyError) -> Response<HttpBody> {
         #[cfg(feature = "metrics")]
-        if let (BodyError::TooLarge, Some(metrics)) = (&error, &self.server.registry.metrics) {
+        if let (BodyError::TooLarge, Some(metrics)) = (&error, &self.server.settings().metrics) {
             metrics.limit_hit("body_limit");
         }
         self.transport_failure(match error {

@@ -84,14 +84,14 @@ pub(crate) async fn post(
         let cancelled = cancel::cancelled_ids(&decoded);
         if !cancelled.is_empty() {
             let topic = shared.sessions.cancel_topic(id);
-            let log = &shared.server.registry.log;
+            let log = &shared.server.settings().log;
             shared.cancels.cancel(log, &topic, id, &cancelled).await;
         }
     }
     let adapter = bound.adapter;
     // The registry as it is now: the header checks agree with what the call is served from.
-    let server = shared.server.snapshot();
-    let items = adapter.decode_http(decoded, &parts.headers, server.tool_headers(adapter));
+    let server = shared.server.served();
+    let items = adapter.decode_http(decoded, &parts.headers, server.registry.view(adapter));
     let snapshot = bound
         .session
         .as_ref()
@@ -118,7 +118,7 @@ pub(crate) async fn post(
     let registered = match &bound.session {
         Some((id, _)) if cancel::has_request(&items) => {
             let topic = || shared.sessions.cancel_topic(id);
-            let log = &shared.server.registry.log;
+            let log = &shared.server.settings().log;
             let (count, first) = cancel::requests(&items);
             match shared.cancels.register(log, topic, id, &ctx, count).await {
                 Ok(registered) => Some(registered),
@@ -219,7 +219,7 @@ fn call_stream(
     // shutdown deadline) whatever the client does.
     // Bounded: a client that reads slowly holds the call back (its progress coalesces, its
     // questions wait) instead of this task buffering what the client has not read.
-    let (tx, rx) = tokio::sync::mpsc::channel(shared.server.registry.max_queued);
+    let (tx, rx) = tokio::sync::mpsc::channel(shared.server.settings().max_queued);
     let mut rest = rest.boxed();
     tokio::spawn(async move {
         let _guard = guard;
@@ -490,7 +490,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     // capabilities announce, and updates of the URIs the session subscribed to, read from its
     // record at each update so a subscription made on any worker takes effect. The SSE id is
     // the hub cursor; `Last-Event-ID` resumes on any worker within retention.
-    let server = shared.server.snapshot();
+    let server = shared.server.clone();
     let namespace = shared.sessions.namespace().clone();
     let last_event_id = parts
         .headers
@@ -649,7 +649,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
         Ok(true) => {
             shared.cancels.forget(id);
             let topic = shared.sessions.stream_topic(id);
-            let _ = shared.server.registry.log.delete(&topic).await;
+            let _ = shared.server.settings().log.delete(&topic).await;
             status_only(StatusCode::NO_CONTENT)
         }
         Ok(false) => failure_response(render, None, &Failure::session_not_found()),

@@ -196,27 +196,13 @@ impl Server {
                 .unwrap_or_else(PoisonError::into_inner);
             let current = self.live.current();
             let next = Arc::new(edit(&current)?);
-            *self
-                .live
-                .current
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = next;
+            self.live.replace(next);
         }
         self.notifier()
             .publish(&change)
             .await
             .map(|_| ())
             .map_err(ChangeError::Publish)
-    }
-
-    /// Whether `uri` names a registered resource or matches a template.
-    pub(super) fn resource_exists(&self, uri: &str) -> bool {
-        let registry = &*self.registry;
-        registry.resource_index.contains_key(uri)
-            || registry
-                .templates
-                .iter()
-                .any(|t| t.parsed.matches(uri).is_some())
     }
 }
 

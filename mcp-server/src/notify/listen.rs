@@ -2,8 +2,19 @@
 //! `subscriptions/listen` request, and stdio's delivery of a connection's notifications.
 
 use super::*;
+use crate::server::Served;
 
-impl Server {
+impl Served {
+    /// Whether `uri` names a registered resource or matches a template.
+    fn resource_exists(&self, uri: &str) -> bool {
+        let registry = &*self.registry;
+        registry.resource_index.contains_key(uri)
+            || registry
+                .templates
+                .iter()
+                .any(|t| t.parsed.matches(uri).is_some())
+    }
+
     /// `resources/subscribe` (revisions with a handshake): kept in the connection's state.
     pub(crate) fn subscribe(&self, call: &Call, ctx: &Context) -> Done {
         let uri = call.target.clone().unwrap_or_default();

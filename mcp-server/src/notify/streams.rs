@@ -243,7 +243,7 @@ impl Server {
         after: Option<Cursor>,
     ) -> Result<ChangeStream, NotifyError> {
         let inner =
-            Subscription::start(self.registry.log.clone(), namespace.topic(TOPIC), after).await?;
+            Subscription::start(self.settings().log.clone(), namespace.topic(TOPIC), after).await?;
         Ok(ChangeStream { inner })
     }
 

@@ -521,10 +521,8 @@ impl ServerBuilder {
             metrics: self.metrics,
             views: Default::default(),
         };
-        let registry = Arc::new(registry);
         Ok(Server {
-            live: Arc::new(Live::new(registry.clone())),
-            registry,
+            live: Arc::new(Live::new(Arc::new(registry))),
         })
     }
 }
@@ -909,24 +907,26 @@ impl Identity {
 
 /// An MCP server: one registry of declarations, served on every configured revision.
 ///
-/// Cheap to clone (shared). Feed it messages with [`Server::handle`](crate::Server::handle), or
-/// serve it on stdio with [`serve_stdio`](crate::serve_stdio).
+/// Cheap to clone (shared): every clone is the same server. Runtime changes
+/// ([`add_tool`](Self::add_tool) and the like) swap its registry for every clone at once; each
+/// request is served from the registry as it was when the request came in. Feed it messages
+/// with [`Server::handle`](crate::Server::handle), or serve it on stdio with
+/// [`serve_stdio`](crate::serve_stdio).
 #[derive(Clone)]
 pub struct Server {
-    /// The registry as it was when this value was made (see [`Server::snapshot`]).
-    pub(crate) registry: Arc<Registry>,
-    /// What every clone shares: the current registry, the shutdown signal.
+    /// The one handle: the current registry, and what every clone shares.
     pub(crate) live: Arc<Live>,
 }
 
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let registry = self.live.current();
         f.debug_struct("Server")
-            .field("name", &self.registry.identity.name)
-            .field("tools", &self.registry.tools.len())
-            .field("resources", &self.registry.resources.len())
-            .field("templates", &self.registry.templates.len())
-            .field("prompts", &self.registry.prompts.len())
+            .field("name", &registry.identity.name)
+            .field("tools", &registry.tools.len())
+            .field("resources", &registry.resources.len())
+            .field("templates", &registry.templates.len())
+            .field("prompts", &registry.prompts.len())
             .finish_non_exhaustive()
     }
 }
@@ -939,59 +939,37 @@ impl Server {
 
     /// The server's name.
     pub fn name(&self) -> &str {
-        &self.registry.identity.name
+        &self.live.settings().identity.name
     }
 
     /// The revisions served.
     pub fn revisions(&self) -> &AdapterSet {
-        &self.registry.adapters
+        &self.live.settings().adapters
     }
 
-    /// The `x-mcp-header` bindings of the tools offered on `adapter`'s revision, for the
+    /// The `x-mcp-header` bindings of the tools offered on `adapter`'s revision now, for the
     /// `Mcp-Param-*` checks of [`Adapter::decode_http`](mcp_adapters::Adapter::decode_http).
     /// Computed once per revision (and again after a runtime change of the tools).
     ///
-    /// They are those of the registry this value holds: after
-    /// [`add_tool`](Self::add_tool) or [`remove_tool`](Self::remove_tool), call this on a
-    /// fresh [`snapshot`](Self::snapshot) so the checks agree with what
-    /// [`handle`](Self::handle) serves.
-    pub fn tool_headers(&self, adapter: Adapter) -> &impl mcp_adapters::ToolHeaders {
-        self.registry.view(adapter)
-    }
-}
-
-/// What every clone of a [`Server`] shares: the current registry and the shutdown signal.
-pub(crate) struct Live {
-    pub(crate) current: std::sync::RwLock<Arc<Registry>>,
-    /// Serialises runtime changes (read, rebuild, swap).
-    pub(crate) edit: std::sync::Mutex<()>,
-    pub(crate) closed: crate::notifier::Closer,
-}
-
-impl Live {
-    pub(crate) fn new(registry: Arc<Registry>) -> Self {
-        Self {
-            current: std::sync::RwLock::new(registry),
-            edit: std::sync::Mutex::new(()),
-            closed: crate::notifier::Closer::default(),
+    /// The value holds the registry as it is when this is called: a call decoded with it and
+    /// then handed to [`handle`](Self::handle) sees the same tools unless the catalog changes
+    /// in between (the call then fails as it would for any tool removed while it was on its
+    /// way).
+    pub fn tool_headers(&self, adapter: Adapter) -> impl mcp_adapters::ToolHeaders + use<> {
+        ToolHeadersNow {
+            registry: self.live.current(),
+            adapter,
         }
     }
 
-    pub(crate) fn current(&self) -> Arc<Registry> {
-        self.current
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    /// The settings no catalog change touches (see [`Live::settings`]).
+    pub(crate) fn settings(&self) -> &Registry {
+        self.live.settings()
     }
-}
 
-impl Server {
-    /// This server as it is now: after [`add_tool`](Self::add_tool) and the like, a `Server`
-    /// value made earlier still serves [`tool_headers`](Self::tool_headers) from its own
-    /// registry, while [`handle`](Self::handle) always serves the current one. Cheap (two
-    /// reference counts).
-    pub fn snapshot(&self) -> Self {
-        Self {
+    /// The registry as it is now, for one request.
+    pub(crate) fn served(&self) -> Served {
+        Served {
             registry: self.live.current(),
             live: self.live.clone(),
         }
@@ -1003,7 +981,7 @@ impl Server {
     /// Every worker built with the same [`event_log`](crate::ServerBuilder::event_log)
     /// delivers what it publishes.
     pub fn notifier(&self) -> crate::Notifier {
-        crate::Notifier::new(self.registry.log.clone(), mcp_hub::Namespace::root())
+        crate::Notifier::new(self.live.settings().log.clone(), mcp_hub::Namespace::root())
     }
 
     /// Ends every open `subscriptions/listen` stream of this server (every clone) gracefully:
@@ -1011,6 +989,72 @@ impl Server {
     /// undone: a later listen is acknowledged and closed at once.
     pub fn close_streams(&self) {
         self.live.closed.close();
+    }
+}
+
+/// [`Server::tool_headers`]: the bindings of one revision's tools in one registry.
+struct ToolHeadersNow {
+    registry: Arc<Registry>,
+    adapter: Adapter,
+}
+
+impl mcp_adapters::ToolHeaders for ToolHeadersNow {
+    fn header_bindings(&self, name: &str) -> Option<&[mcp_schema::HeaderBinding]> {
+        mcp_adapters::ToolHeaders::header_bindings(self.registry.view(self.adapter), name)
+    }
+}
+
+/// One request's view of a [`Server`]: the registry as it was when the request came in (one
+/// reference count), and the server's shared part. Crate-private: users hold a [`Server`].
+#[derive(Clone)]
+pub(crate) struct Served {
+    /// The registry this request is served from.
+    pub(crate) registry: Arc<Registry>,
+    /// What every clone of the server shares.
+    pub(crate) live: Arc<Live>,
+}
+
+/// What every clone of a [`Server`] shares: the current registry, the registry as built, the
+/// shutdown signal.
+pub(crate) struct Live {
+    current: std::sync::RwLock<Arc<Registry>>,
+    /// The registry as built. Only what catalog changes never touch is read from it (identity,
+    /// revisions, stores, limits, metrics): without taking the lock.
+    built: Arc<Registry>,
+    /// Serialises runtime changes (read, rebuild, swap).
+    pub(crate) edit: std::sync::Mutex<()>,
+    pub(crate) closed: crate::notifier::Closer,
+}
+
+impl Live {
+    pub(crate) fn new(registry: Arc<Registry>) -> Self {
+        Self {
+            current: std::sync::RwLock::new(registry.clone()),
+            built: registry,
+            edit: std::sync::Mutex::new(()),
+            closed: crate::notifier::Closer::default(),
+        }
+    }
+
+    /// The registry now.
+    pub(crate) fn current(&self) -> Arc<Registry> {
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Swaps in `next` (the caller holds [`edit`](Self::edit)).
+    pub(crate) fn replace(&self, next: Arc<Registry>) {
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+    }
+
+    /// The settings no catalog change touches: identity, revisions, stores, limits, metrics.
+    pub(crate) fn settings(&self) -> &Registry {
+        &self.built
     }
 }
 
