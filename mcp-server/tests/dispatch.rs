@@ -919,7 +919,12 @@ async fn every_clone_follows_runtime_changes() {
     let server = Server::builder("h", "1").build().unwrap();
     let earlier = server.clone();
     let modern = Adapter::new(Revision::V2026_07_28);
-    assert!(earlier.tool_headers(modern).header_bindings("routed").is_none());
+    assert!(
+        earlier
+            .tool_headers(modern)
+            .header_bindings("routed")
+            .is_none()
+    );
     server
         .add_tool(Tool::new("routed", routed).header("region", "Region"))
         .await
@@ -935,7 +940,12 @@ async fn every_clone_follows_runtime_changes() {
     let listed = client.ok("tools/list", json!({})).await;
     assert_eq!(listed["tools"][0]["name"], "routed", "{listed}");
     server.remove_tool("routed").await.unwrap();
-    assert!(earlier.tool_headers(modern).header_bindings("routed").is_none());
+    assert!(
+        earlier
+            .tool_headers(modern)
+            .header_bindings("routed")
+            .is_none()
+    );
     let listed = client.ok("tools/list", json!({})).await;
     assert_eq!(listed["tools"], json!([]), "{listed}");
 }

@@ -6,7 +6,7 @@
 //! outcome the revision's way. What a handler sends before its final response (progress, log
 //! messages, pushed questions) comes out first, on the same stream.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::FastMap;
 use std::fmt;
@@ -19,8 +19,8 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use futures::stream::{FusedStream, Stream};
 use mcp_adapters::{
-    Adapter, CacheHint, Call, ClientContext, Encoded, Failure, Incoming, InputRequests, LogLevel,
-    Operation, Outcome, ResultContext, Revision, SelectionInput, ToolResult,
+    Adapter, CacheHint, Call, ClientContext, Encoded, Failure, Incoming, InputRequests, Operation,
+    Outcome, ResultContext, Revision, SelectionInput, ToolResult,
 };
 use mcp_hub::Namespace;
 use mcp_wire::jsonrpc::{self, Decoded, Id, Message};
@@ -41,6 +41,8 @@ use crate::server::project::RevisionView;
 use crate::server::{Registry, Served, Server};
 use crate::sink::{Drain, Sink};
 use crate::state::{Redeemed, StateError, binding};
+use session::{Session, stated_nothing};
+pub(crate) mod session;
 pub(crate) mod telemetry;
 use crate::tool::{ToolOutput, ToolRun, panic_message, run_tool};
 use telemetry::RequestSpan;
@@ -169,43 +171,9 @@ pub struct Context {
 struct ContextInner {
     namespace: Namespace,
     can_push: bool,
-    connection: Mutex<Connection>,
+    connection: Mutex<Session>,
     in_flight: Mutex<InFlightIds>,
     owner: Mutex<Owner>,
-}
-
-#[derive(Default)]
-struct Connection {
-    adapter: Option<Adapter>,
-    /// The client's identity and capabilities from `initialize`; `None` when nothing is known.
-    /// Shared with the exchanges of the connection's calls, which read it (no copy per call).
-    client: Option<Arc<ClientContext>>,
-    log_level: Option<LogLevel>,
-    /// URIs of `resources/subscribe` (revisions with a handshake).
-    subscriptions: BTreeSet<String>,
-    /// Closes this connection's `subscriptions/listen` streams gracefully; made when first
-    /// needed (most connections never listen).
-    listeners: Option<crate::notifier::Closer>,
-}
-
-impl Connection {
-    fn client(&self) -> &ClientContext {
-        /// What a connection knows about a client that stated nothing.
-        static NOTHING: ClientContext = ClientContext {
-            info: None,
-            capabilities: None,
-        };
-        self.client.as_deref().unwrap_or(&NOTHING)
-    }
-
-    fn listeners(&mut self) -> &crate::notifier::Closer {
-        self.listeners.get_or_insert_with(Default::default)
-    }
-}
-
-/// The client stated nothing (no identity, no capabilities).
-fn stated_nothing(client: &ClientContext) -> bool {
-    client.info.is_none() && client.capabilities.is_none()
 }
 
 impl fmt::Debug for Context {
@@ -243,7 +211,7 @@ impl Context {
             inner: Arc::new(ContextInner {
                 namespace: Namespace::root(),
                 can_push,
-                connection: Mutex::new(Connection::default()),
+                connection: Mutex::new(Session::default()),
                 in_flight: Mutex::default(),
                 owner: Mutex::default(),
             }),
@@ -257,7 +225,7 @@ impl Context {
         let inner = ContextInner {
             namespace,
             can_push: self.inner.can_push,
-            connection: Mutex::new(Connection::default()),
+            connection: Mutex::new(Session::default()),
             in_flight: Mutex::default(),
             owner: Mutex::new(self.owner()),
         };
@@ -378,7 +346,7 @@ impl Context {
         }
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
+    fn conn(&self) -> MutexGuard<'_, Session> {
         self.inner
             .connection
             .lock()
@@ -393,68 +361,26 @@ impl Context {
     }
 }
 
-/// What a transport that keeps sessions outside the process (HTTP) reads back from a
-/// [`Context`] after a call, to save what the call changed.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct SessionSnapshot {
-    /// The revision an `initialize` selected (or the session's).
-    pub(crate) adapter: Option<Adapter>,
-    /// The client's identity and capabilities as declared at `initialize`.
-    pub(crate) client: Arc<ClientContext>,
-    /// The level `logging/setLevel` set.
-    pub(crate) log_level: Option<LogLevel>,
-    /// The URIs of `resources/subscribe`, sorted.
-    pub(crate) subscriptions: Vec<String>,
-}
-
-/// The connection state of a [`Context`], borrowed (see [`Context::inspect_session`]).
-pub(crate) struct SessionView<'a> {
-    /// The revision an `initialize` selected (or the session's).
-    pub(crate) adapter: Option<Adapter>,
-    /// The client's identity and capabilities.
-    pub(crate) client: &'a ClientContext,
-    /// The level `logging/setLevel` set.
-    pub(crate) log_level: Option<LogLevel>,
-    /// The URIs of `resources/subscribe`.
-    pub(crate) subscriptions: &'a BTreeSet<String>,
-}
-
 impl Context {
     /// A context for one HTTP request of a stored session (or of no session): the session's
     /// revision, client and log level, as if the connection had lived on. `can_push` says
     /// whether the response can carry server-to-client requests (an SSE stream).
-    pub(crate) fn for_session(
-        snapshot: SessionSnapshot,
-        can_push: bool,
-        namespace: Namespace,
-    ) -> Self {
+    pub(crate) fn for_session(session: Session, can_push: bool, namespace: Namespace) -> Self {
         Self {
             inner: Arc::new(ContextInner {
                 namespace,
                 can_push,
-                connection: Mutex::new(Connection {
-                    adapter: snapshot.adapter,
-                    client: (!stated_nothing(&snapshot.client)).then_some(snapshot.client),
-                    log_level: snapshot.log_level,
-                    subscriptions: snapshot.subscriptions.into_iter().collect(),
-                    ..Connection::default()
-                }),
+                connection: Mutex::new(session),
                 in_flight: Mutex::default(),
                 owner: Mutex::default(),
             }),
         }
     }
 
-    /// Runs `f` on the connection state as it is now, borrowed: comparing it with a stored
+    /// Runs `f` on the session state as it is now, borrowed: comparing it with a stored
     /// record needs no copy.
-    pub(crate) fn inspect_session<R>(&self, f: impl FnOnce(SessionView<'_>) -> R) -> R {
-        let connection = self.conn();
-        f(SessionView {
-            adapter: connection.adapter,
-            client: connection.client(),
-            log_level: connection.log_level,
-            subscriptions: &connection.subscriptions,
-        })
+    pub(crate) fn inspect_session<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
+        f(&self.conn())
     }
 }
 

@@ -461,7 +461,7 @@ async fn serve_message(
             .await;
     }
     let items = adapter.decode(decoded);
-    let snapshot = loaded.record.snapshot(shared.server.revisions());
+    let snapshot = loaded.record.load(shared.server.revisions());
     // Replies to questions pushed in this session are accepted only from this session.
     let mut ctx = Context::for_session(snapshot, true, shared.sessions.namespace().clone())
         .with_shared_session(id.clone());

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::dispatch::{Context, SessionSnapshot, SessionView};
+use crate::dispatch::Context;
+use crate::dispatch::session::{Session, stated_nothing};
 
 /// The longest session id accepted from a client; longer ones cannot be ours.
 const MAX_ID_LEN: usize = 128;
@@ -92,41 +93,43 @@ impl std::fmt::Debug for SharedClient {
 }
 
 impl SessionRecord {
-    /// The connection state a [`Context`](crate::Context) starts from.
-    pub(crate) fn snapshot(&self, adapters: &AdapterSet) -> SessionSnapshot {
-        SessionSnapshot {
-            adapter: self.version.as_deref().and_then(|v| adapters.by_version(v)),
-            // Built once per decoded record, then shared by every call of the session.
-            client: self
-                .client
-                .0
-                .get_or_init(|| {
-                    Arc::new(ClientContext {
-                        info: self.client_info.clone(),
-                        capabilities: self.capabilities.clone(),
-                    })
+    /// The session this record stores, for a [`Context`](crate::Context) to start from.
+    pub(crate) fn load(&self, adapters: &AdapterSet) -> Session {
+        // Built once per decoded record, then shared by every call of the session.
+        let client = self
+            .client
+            .0
+            .get_or_init(|| {
+                Arc::new(ClientContext {
+                    info: self.client_info.clone(),
+                    capabilities: self.capabilities.clone(),
                 })
-                .clone(),
+            })
+            .clone();
+        Session {
+            adapter: self.version.as_deref().and_then(|v| adapters.by_version(v)),
+            client: (!stated_nothing(&client)).then_some(client),
             log_level: self.log_level.as_deref().and_then(|l| l.parse().ok()),
-            subscriptions: self.subscriptions.clone(),
+            subscriptions: self.subscriptions.iter().cloned().collect(),
+            listeners: None,
         }
     }
 
     /// Whether [`absorb`](Self::absorb) would change anything (without copying the record).
-    pub(crate) fn would_change(&self, now: &SessionView<'_>) -> bool {
+    pub(crate) fn would_change(&self, now: &Session) -> bool {
         // The usual call's connection still holds this record's shared client: the same
         // object, so nothing to compare member by member.
         let same_client = self
             .client
             .0
             .get()
-            .is_some_and(|shared| std::ptr::eq(&**shared, now.client));
+            .is_some_and(|shared| std::ptr::eq(&**shared, now.client()));
         now.adapter
             .is_some_and(|a| self.version.as_deref() != Some(a.version()))
             || (!same_client
-                && ((now.client.info.is_some() && now.client.info != self.client_info)
-                    || (now.client.capabilities.is_some()
-                        && now.client.capabilities != self.capabilities)))
+                && ((now.client().info.is_some() && now.client().info != self.client_info)
+                    || (now.client().capabilities.is_some()
+                        && now.client().capabilities != self.capabilities)))
             || now
                 .log_level
                 .is_some_and(|l| self.log_level.as_deref() != Some(l.as_str()))
@@ -135,7 +138,7 @@ impl SessionRecord {
 
     /// Takes what a call changed from the connection state `now`; returns whether anything
     /// did ([`would_change`](Self::would_change) decides, so the two cannot disagree).
-    pub(crate) fn absorb(&mut self, now: &SessionView<'_>) -> bool {
+    pub(crate) fn absorb(&mut self, now: &Session) -> bool {
         if !self.would_change(now) {
             return false;
         }
@@ -144,11 +147,12 @@ impl SessionRecord {
         if let Some(adapter) = now.adapter {
             self.version = Some(adapter.version().to_owned());
         }
-        if now.client.info.is_some() {
-            self.client_info.clone_from(&now.client.info);
+        let client = now.client();
+        if client.info.is_some() {
+            self.client_info.clone_from(&client.info);
         }
-        if now.client.capabilities.is_some() {
-            self.capabilities.clone_from(&now.client.capabilities);
+        if client.capabilities.is_some() {
+            self.capabilities.clone_from(&client.capabilities);
         }
         if let Some(level) = now.log_level {
             self.log_level = Some(level.as_str().to_owned());
@@ -785,11 +789,11 @@ impl Sessions {
         loaded: &Loaded,
         ctx: &Context,
     ) -> Result<(), SessionError> {
-        if !ctx.inspect_session(|now| loaded.record.would_change(&now)) {
+        if !ctx.inspect_session(|now| loaded.record.would_change(now)) {
             return Ok(());
         }
         self.update(id, loaded.clone(), |record| {
-            ctx.inspect_session(|now| record.absorb(&now))
+            ctx.inspect_session(|now| record.absorb(now))
         })
         .await
     }
@@ -1192,36 +1196,28 @@ mod tests {
             client_info: Some(serde_json::json!({"name": "c", "version": "1"})),
             ..SessionRecord::default()
         };
-        let first = record.snapshot(&adapters).client;
-        assert!(Arc::ptr_eq(&first, &record.snapshot(&adapters).client));
+        let client = |record: &SessionRecord| record.load(&adapters).client.unwrap();
+        let first = client(&record);
+        assert!(Arc::ptr_eq(&first, &client(&record)));
         assert_eq!(first.info, record.client_info);
         // A clone compares equal and makes its own when asked.
         let copy = record.clone();
         assert_eq!(copy, record);
-        assert!(!Arc::ptr_eq(&first, &copy.snapshot(&adapters).client));
+        assert!(!Arc::ptr_eq(&first, &client(&copy)));
 
-        // The shared client, unchanged, changes nothing.
-        let subscriptions = std::collections::BTreeSet::new();
-        let shared = record.snapshot(&adapters).client;
-        assert!(!record.would_change(&SessionView {
-            adapter: None,
-            client: &shared,
-            log_level: None,
-            subscriptions: &subscriptions,
-        }));
+        // The loaded session, unchanged, changes nothing.
+        assert!(!record.would_change(&record.load(&adapters)));
 
         let info = Some(serde_json::json!({"name": "c", "version": "2"}));
-        let now = ClientContext {
-            info: info.clone(),
-            capabilities: None,
+        let now = Session {
+            client: Some(Arc::new(ClientContext {
+                info: info.clone(),
+                capabilities: None,
+            })),
+            ..Session::default()
         };
-        assert!(record.absorb(&SessionView {
-            adapter: None,
-            client: &now,
-            log_level: None,
-            subscriptions: &subscriptions,
-        }));
-        assert_eq!(record.snapshot(&adapters).client.info, info);
+        assert!(record.absorb(&now));
+        assert_eq!(client(&record).info, info);
     }
 
     #[tokio::test]

@@ -95,7 +95,7 @@ pub(crate) async fn post(
     let snapshot = bound
         .session
         .as_ref()
-        .map(|(_, loaded)| loaded.record.snapshot(shared.server.revisions()))
+        .map(|(_, loaded)| loaded.record.load(shared.server.revisions()))
         .unwrap_or_default();
     let mut ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
     if let Some(principal) = crate::auth::of_request(parts) {
@@ -269,7 +269,7 @@ async fn settle(
             ..SessionRecord::default()
         };
         let with_sessions = ctx.inspect_session(|now| {
-            record.absorb(&now);
+            record.absorb(now);
             now.adapter.is_some_and(|a| a.has_sessions())
         });
         if !succeeded || !with_sessions {
