@@ -15,6 +15,8 @@ use crate::decode::target_field;
 use crate::failure::codes;
 use crate::features::{AskMechanism, VersionHeader};
 use crate::headers::bound_value;
+use crate::operation::Operation;
+use crate::request::add_meta;
 
 /// Why the client side could not build or read a message.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -49,6 +51,48 @@ pub enum ResultKind {
     Complete,
     /// The server asked something; answer and call again.
     InputRequired(Questions),
+}
+
+/// The HTTP headers of one client message on one revision, values encoded for a header:
+/// what [`Adapter::request_headers`] returns.
+///
+/// The version and the revision's method names are static texts, and `Mcp-Name` is borrowed
+/// from the params when it needs no encoding, so a transport can turn them into its own header
+/// values without copying them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RequestHeaders<'p> {
+    /// `MCP-Protocol-Version` (always the revision's [`version`](Adapter::version)).
+    pub protocol_version: Option<&'static str>,
+    /// `Mcp-Method`: the method (static when it is one of the revision's).
+    pub method: Option<Cow<'static, str>>,
+    /// `Mcp-Name`: the target of the request (base64 sentinel when unsafe).
+    pub name: Option<Cow<'p, str>>,
+    /// The `Mcp-Param-{Name}` headers of the tool's bound arguments, as `(name, value)`.
+    pub params: Vec<(String, String)>,
+}
+
+impl RequestHeaders<'_> {
+    /// Every header as `(name, value)`, in the order above.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        let fixed = [
+            (names::PROTOCOL_VERSION, self.protocol_version),
+            (names::METHOD, self.method.as_deref()),
+            (names::NAME, self.name.as_deref()),
+        ];
+        fixed
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value?)))
+            .chain(self.params.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+    }
+
+    /// No header at all.
+    pub fn is_empty(&self) -> bool {
+        self.protocol_version.is_none()
+            && self.method.is_none()
+            && self.name.is_none()
+            && self.params.is_empty()
+    }
 }
 
 impl Adapter {
@@ -115,7 +159,11 @@ impl Adapter {
     }
 
     /// Params ready to send: `params` with the [`Adapter::request_meta`] merged into its
-    /// `_meta` (keys already there win).
+    /// `_meta` (keys already there win; a `_meta` that is not an object is left alone).
+    ///
+    /// The reference form of what a client writes: [`Adapter::encode_request`] with a
+    /// [`RequestMeta`](crate::RequestMeta) of the same entries gives this request without
+    /// copying the params.
     pub fn client_params(
         &self,
         mut params: Map<String, Value>,
@@ -123,18 +171,10 @@ impl Adapter {
         log_level: Option<LogLevel>,
         progress_token: Option<&Id>,
     ) -> Map<String, Value> {
-        let added = self.request_meta(client, log_level, progress_token);
-        if added.is_empty() {
-            return params;
-        }
-        let entry = params
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(existing) = entry {
-            for (k, v) in added {
-                existing.entry(k).or_insert(v);
-            }
-        }
+        add_meta(
+            &mut params,
+            &self.request_meta(client, log_level, progress_token),
+        );
         params
     }
 
@@ -214,6 +254,7 @@ impl Adapter {
     }
 
     /// The HTTP headers a request needs, as `(name, value)` pairs (values already encoded):
+    /// [`Adapter::request_headers`] as owned strings.
     ///
     /// - 2026-07-28: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (`tools/call`,
     ///   `prompts/get`, `resources/read`; base64 sentinel when unsafe) and one
@@ -231,29 +272,112 @@ impl Adapter {
         is_notification: bool,
         bindings: Option<&[HeaderBinding]>,
     ) -> Result<Vec<(String, String)>, ClientError> {
-        let mut out = Vec::new();
+        let headers = self.request_headers(method_name, params, is_notification, bindings)?;
+        Ok(headers
+            .iter()
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect())
+    }
+
+    /// The HTTP headers of a client message of `method_name` with `params` on this revision
+    /// (the rules of [`Adapter::client_headers`]), with the version and the revision's method
+    /// names as static texts and `Mcp-Name` borrowed from `params` when it needs no encoding.
+    ///
+    /// ```
+    /// use mcp_adapters::{Adapter, Revision};
+    /// use serde_json::json;
+    ///
+    /// let adapter = Adapter::new(Revision::V2026_07_28);
+    /// let params = json!({"name": "add", "arguments": {"a": 1}});
+    /// let headers = adapter
+    ///     .request_headers("tools/call", params.as_object().unwrap(), false, None)
+    ///     .unwrap();
+    /// assert_eq!(headers.protocol_version, Some("2026-07-28"));
+    /// assert_eq!(
+    ///     headers.iter().collect::<Vec<_>>(),
+    ///     [
+    ///         ("MCP-Protocol-Version", "2026-07-28"),
+    ///         ("Mcp-Method", "tools/call"),
+    ///         ("Mcp-Name", "add"),
+    ///     ]
+    /// );
+    /// ```
+    pub fn request_headers<'p>(
+        &self,
+        method_name: &str,
+        params: &'p Map<String, Value>,
+        is_notification: bool,
+        bindings: Option<&[HeaderBinding]>,
+    ) -> Result<RequestHeaders<'p>, ClientError> {
+        self.headers_of(
+            method_name,
+            || self.name_header(method_name, params),
+            params.get("arguments").and_then(Value::as_object),
+            is_notification,
+            bindings,
+        )
+    }
+
+    /// [`Adapter::request_headers`] of a `tools/call` whose params are
+    /// `{"name": name, "arguments": arguments}`, read from the name and arguments without
+    /// building the params.
+    pub fn tool_call_headers<'p>(
+        &self,
+        name: &'p str,
+        arguments: &Value,
+        bindings: Option<&[HeaderBinding]>,
+    ) -> Result<RequestHeaders<'p>, ClientError> {
+        let method_name = self
+            .method(Operation::CallTool)
+            .unwrap_or(method::TOOLS_CALL);
+        self.headers_of(
+            method_name,
+            || Some(header::encode_text(name)),
+            arguments.as_object(),
+            false,
+            bindings,
+        )
+    }
+
+    /// The HTTP headers of the GET that opens (or resumes) a standalone stream: the version
+    /// header on the revisions that define it.
+    pub fn stream_headers(&self) -> RequestHeaders<'static> {
+        RequestHeaders {
+            protocol_version: (self.features().version_header != VersionHeader::Undefined)
+                .then(|| self.version()),
+            ..RequestHeaders::default()
+        }
+    }
+
+    /// The headers of a message of `method_name`, its `Mcp-Name` given by `name` and its
+    /// tool arguments by `arguments`.
+    fn headers_of<'p>(
+        &self,
+        method_name: &str,
+        name: impl FnOnce() -> Option<Cow<'p, str>>,
+        arguments: Option<&Map<String, Value>>,
+        is_notification: bool,
+        bindings: Option<&[HeaderBinding]>,
+    ) -> Result<RequestHeaders<'p>, ClientError> {
+        let mut out = RequestHeaders::default();
         if !self.sends_version_header(method_name) {
             return Ok(out);
         }
-        out.push((
-            names::PROTOCOL_VERSION.to_owned(),
-            self.version().to_owned(),
-        ));
+        out.protocol_version = Some(self.version());
         if !self.features().mirrors_headers || is_notification {
             return Ok(out);
         }
-        out.push((names::METHOD.to_owned(), method_name.to_owned()));
-        if let Some(name) = self.name_header(method_name, params) {
-            out.push((names::NAME.to_owned(), name.into_owned()));
-        }
+        let known = self
+            .operation(method_name)
+            .and_then(|op| self.method(op))
+            .filter(|known| *known == method_name);
+        out.method = Some(known.map_or_else(|| Cow::Owned(method_name.to_owned()), Cow::Borrowed));
+        out.name = name();
         if method_name == method::TOOLS_CALL
             && let Some(bindings) = bindings
         {
             let empty = Map::new();
-            let arguments = params
-                .get("arguments")
-                .and_then(Value::as_object)
-                .unwrap_or(&empty);
+            let arguments = arguments.unwrap_or(&empty);
             for binding in bindings {
                 let Some(value) = bound_value(binding, arguments) else {
                     continue;
@@ -264,7 +388,7 @@ impl Adapter {
                         source,
                     })?;
                 if let Some(text) = encoded {
-                    out.push((binding.header_name(), text));
+                    out.params.push((binding.header_name(), text));
                 }
             }
         }

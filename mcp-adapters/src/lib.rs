@@ -21,7 +21,7 @@
 //! | encoding | [`Adapter::encode`], [`Adapter::result_body`], [`Adapter::encode_failure`], [`Adapter::describe_result`] |
 //! | asking | [`Adapter::check_ask`], [`Adapter::encode_input_required`], [`Adapter::pushed_request`], [`Answers`], [`ElicitAnswer`] |
 //! | projection | [`Adapter::project_tool`] (cache it: [`PerRevision`]), [`Adapter::project_content`], [`Adapter::project_resource`], [`Adapter::project_prompt`] |
-//! | client side | [`Adapter::handshake_request`], [`Adapter::client_params`], [`Adapter::client_headers`], [`Adapter::attach_answers`], [`Adapter::read_result`] |
+//! | client side | [`Adapter::handshake_request`], [`Adapter::client_params`] and [`Adapter::encode_request`] (with a [`RequestMeta`]), [`Adapter::client_headers`] and [`Adapter::request_headers`], [`Adapter::attach_answers`], [`Adapter::read_result`] |
 //!
 //! ```
 //! use mcp_adapters::{AdapterSet, Incoming, Operation, Outcome, ResultContext};
@@ -61,6 +61,7 @@ mod features;
 mod headers;
 mod operation;
 mod project;
+mod request;
 mod revision;
 mod select;
 mod write;
@@ -71,7 +72,7 @@ pub use ask::{
     InputRequests, Questions, STATE_ARGUMENT,
 };
 pub use call::{Call, ClientContext, Incoming, Invalid, LogLevel, Reply, UnknownLogLevel};
-pub use client::{ClientError, ResultKind, is_modern_error};
+pub use client::{ClientError, RequestHeaders, ResultKind, is_modern_error};
 pub use decode::{DecodedBody, is_core_method};
 pub use encode::{CacheHint, CacheScope, Encoded, Outcome, ResultContext, ToolResult};
 pub use failure::{ErrorMapping, Failure, FailureKind, codes};
@@ -79,6 +80,7 @@ pub use features::{AskMechanism, ErrorTable, Features, StructuredOutput, Version
 pub use headers::{HeaderSource, Lookup, NoTools, ToolHeaders};
 pub use operation::{ClientRequestKind, Operation, changes_connection, starts_session};
 pub use project::{PerRevision, ToolDefinition, ToolView};
+pub use request::RequestMeta;
 pub use revision::{Descriptor, Revision};
 pub use select::{AdapterSet, EmptySetError, Hint, Rejected, Selected, SelectedBy, SelectionInput};
 

@@ -69,6 +69,34 @@ proptest! {
         prop_assert!(matches!(decoded.items[0], Incoming::Call(_)), "{:?} {:?}", headers, decoded.items);
     }
 
+    /// A tool call's headers read from its name and arguments are the headers of its params,
+    /// on every revision, and `client_headers` is the same pairs as owned strings.
+    #[test]
+    fn tool_call_headers_are_the_headers_of_its_params(
+        name in prop_oneof![Just("t".to_owned()), Just("ü t\n".to_owned()), any::<String>()],
+        args in prop_oneof![arguments(), Just(Value::Null), Just(json!("not an object"))],
+        known in any::<bool>(),
+    ) {
+        let tools = tools();
+        let bindings = tools.get(&name).map(Vec::as_slice).filter(|_| known);
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), name.clone().into());
+        if !args.is_null() {
+            params.insert("arguments".into(), args.clone());
+        }
+        for r in Revision::ALL {
+            let adapter = Adapter::new(r);
+            let direct = adapter.tool_call_headers(&name, &args, bindings).unwrap();
+            let from_params = adapter.request_headers("tools/call", &params, false, bindings).unwrap();
+            prop_assert_eq!(&direct, &from_params);
+            let pairs: Vec<(String, String)> = direct
+                .iter()
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect();
+            prop_assert_eq!(pairs, adapter.client_headers("tools/call", &params, false, bindings).unwrap());
+        }
+    }
+
     /// A header that names another value than the body is refused.
     #[test]
     fn a_changed_region_is_refused(region in any::<String>(), other in any::<String>()) {

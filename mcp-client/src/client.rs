@@ -1,5 +1,6 @@
 //! The client: request ids, response routing, timeouts, cancellation, sessions, asking.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -9,7 +10,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use mcp_adapters::{Adapter, Answers, ClientContext, LogLevel, Operation, VersionHeader};
+use mcp_adapters::{
+    Adapter, Answers, ClientContext, LogLevel, Operation, RequestHeaders, RequestMeta,
+};
 use mcp_schema::HeaderBinding;
 use mcp_wire::jsonrpc::{ErrorObject, Id, Message, Notification, Request};
 use mcp_wire::names::{error_code, meta, method};
@@ -42,15 +45,6 @@ pub struct Progress {
 }
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
-/// The per-request `_meta` of one revision: the map, and its members serialized once
-/// (`"key":value,...`, without braces) to splice into every request body.
-#[derive(Debug)]
-pub(crate) struct BaseMeta {
-    map: Map<String, Value>,
-    encoded: Vec<u8>,
-}
-
-type SharedMeta = Arc<BaseMeta>;
 pub(crate) type NotifyFn = Arc<dyn Fn(&Notification) + Send + Sync>;
 
 /// Per-call options: a timeout, progress, a log level.
@@ -180,7 +174,8 @@ pub(crate) struct Inner {
     pub(crate) get_stream: Mutex<Option<JoinHandle<()>>>,
     /// Where the standalone GET stream stands, for [`Client::listen`] to wait until it is open.
     pub(crate) stream_state: tokio::sync::watch::Sender<crate::listeners::StreamState>,
-    base_meta: RwLock<Option<(mcp_adapters::Revision, SharedMeta)>>,
+    /// The per-request `_meta` of the last revision used ([`Inner::request_meta`]).
+    request_meta: RwLock<Option<(mcp_adapters::Revision, Arc<RequestMeta>)>>,
     /// The last `Mcp-Name` value sent, with its text ([`Inner::name_value`]).
     last_name: Mutex<Option<(Box<str>, HeaderValue)>>,
 }
@@ -214,12 +209,6 @@ const MAX_RETRY_MS: u64 = 30_000;
 /// `Mcp-Method: tools/call`, checked once at compile time (`HeaderValue::from_static` outside
 /// a constant checks the text on every call).
 const TOOLS_CALL_VALUE: HeaderValue = HeaderValue::from_static(method::TOOLS_CALL);
-
-/// The `MCP-Protocol-Version` value of `adapter`'s revision (a static text: the value points at
-/// it; a revision's version string is visible ASCII, checked when the revision was made).
-fn version_value(adapter: Adapter) -> HeaderValue {
-    HeaderValue::from_static(adapter.version())
-}
 
 use crate::transport::lock;
 
@@ -291,7 +280,7 @@ impl Inner {
             stream_state: tokio::sync::watch::Sender::new(
                 crate::listeners::StreamState::Connecting,
             ),
-            base_meta: RwLock::new(None),
+            request_meta: RwLock::new(None),
             last_name: Mutex::new(None),
         });
         if let Some(incoming) = inner.transport.incoming() {
@@ -332,30 +321,12 @@ impl Inner {
         self.next_id()
     }
 
-    /// `params` with the revision's per-request `_meta`.
-    pub(crate) fn decorate_public(&self, adapter: Adapter, params: Value) -> Value {
-        let params = self
-            .decorate(Some(params), None, None)
-            .unwrap_or(Value::Null);
-        self.with_base_meta(adapter, params)
-    }
-
     /// `params` with the revision's per-request `_meta` merged in (entries already there win).
-    fn with_base_meta(&self, adapter: Adapter, params: Value) -> Value {
-        if !adapter.features().per_request_meta {
-            return params;
-        }
+    pub(crate) fn decorate_public(&self, adapter: Adapter, params: Value) -> Value {
         let Value::Object(mut params) = params else {
             return params;
         };
-        let entry = params
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(m) = entry {
-            for (k, v) in &self.base_meta(adapter).map {
-                m.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-        }
+        self.request_meta(adapter).add_to(&mut params);
         Value::Object(params)
     }
 
@@ -401,7 +372,8 @@ impl Inner {
         }
     }
 
-    /// The revision's HTTP headers for one message (`method_name` `None` for a GET stream).
+    /// The revision's HTTP headers for one message (`method_name` `None` for a GET stream or a
+    /// response to the server), as the adapter gives them.
     fn headers(
         &self,
         adapter: Adapter,
@@ -412,104 +384,30 @@ impl Inner {
         if !self.info.http {
             return Ok(HeaderMap::new());
         }
-        // Allocated on the first insert, with room for the transport's own headers too (content
-        // type, accept, session, host): one allocation per request.
-        let mut headers = HeaderMap::new();
-        let version_header = adapter.features().version_header;
         let Some(method_name) = method_name else {
-            if version_header != VersionHeader::Undefined {
-                headers.insert(PROTOCOL_VERSION, version_value(adapter));
-            }
-            return Ok(headers);
+            return header_map(adapter.stream_headers(), |name| self.name_value(name));
         };
-        // Only the version header, from a static string: what `client_headers` returns on the
-        // revisions that mirror nothing, without building it as strings on every request.
-        if !adapter.features().mirrors_headers {
-            if adapter.sends_version_header(method_name) {
-                headers.insert(PROTOCOL_VERSION, version_value(adapter));
-            }
-            return Ok(headers);
-        }
+        // The bindings of the tool called, where arguments are mirrored in headers.
+        let bindings = |tool: Option<&str>| {
+            let mirrored = adapter.features().mirrors_headers
+                && adapter.operation(method_name) == Some(Operation::CallTool);
+            tool.filter(|_| mirrored)
+                .and_then(|tool| lock(&self.tools).get(tool).cloned())
+        };
         let empty = Map::new();
-        let (map, tool_name) = match params {
+        let request = match params {
             ParamsRef::Value(params) => {
                 let map = params.and_then(Value::as_object).unwrap_or(&empty);
-                (map, map.get("name").and_then(Value::as_str))
+                let bindings = bindings(map.get("name").and_then(Value::as_str));
+                adapter.request_headers(method_name, map, is_notification, bindings.as_deref())
             }
-            ParamsRef::Tool { name, .. } => (&empty, Some(name)),
-        };
-        // Looked up once: the method's operation decides the bindings, `Mcp-Method` and `Mcp-Name`.
-        let operation = adapter.operation(method_name);
-        let bindings = if operation == Some(Operation::CallTool) {
-            tool_name.and_then(|t| lock(&self.tools).get(t).cloned())
-        } else {
-            None
-        };
-        // No argument bound to a header (the usual case): the pairs `client_headers` would
-        // return, in its order, from static values where the value is a known constant.
-        if bindings.as_deref().is_none_or(<[_]>::is_empty) {
-            if !adapter.sends_version_header(method_name) {
-                return Ok(headers);
-            }
-            // Room for these three and the transport's (session, content type, accept, host) from
-            // the start: the map's default first allocation holds six, and growing it rehashes.
-            // The default map (8 slots for 6 headers) would be cheaper to allocate, but hyper's
-            // lookups of headers a request does not have probe longer in it: measured, the two
-            // cancel out.
-            headers = HeaderMap::with_capacity(8);
-            headers.insert(PROTOCOL_VERSION, version_value(adapter));
-            if is_notification {
-                return Ok(headers);
-            }
-            let method_value = match operation
-                .and_then(|op| adapter.method(op))
-                .filter(|known| *known == method_name)
-            {
-                Some(method::TOOLS_CALL) => TOOLS_CALL_VALUE,
-                Some(known) => HeaderValue::from_static(known),
-                None => HeaderValue::from_str(method_name)
-                    .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?,
-            };
-            headers.insert(MCP_METHOD, method_value);
-            let name = match params {
-                ParamsRef::Value(_) => adapter.name_header(method_name, map),
-                // What `name_header` reads from `{"name": ...}`, without building the map.
-                ParamsRef::Tool { name, .. } => operation
-                    .filter(|op| op.has_target())
-                    .map(|_| mcp_wire::header::encode_text(name)),
-            };
-            if let Some(name) = name {
-                headers.insert(MCP_NAME, self.name_value(&name)?);
-            }
-            return Ok(headers);
-        }
-        // Arguments bound to headers: read from the params as a map, built here if need be.
-        let built;
-        let map = match params {
-            ParamsRef::Value(_) => map,
             ParamsRef::Tool { name, arguments } => {
-                built = tool_params(name, arguments.clone());
-                built.as_object().unwrap_or(&empty)
+                let bindings = bindings(Some(name));
+                adapter.tool_call_headers(name, arguments, bindings.as_deref())
             }
-        };
-        let pairs = adapter
-            .client_headers(method_name, map, is_notification, bindings.as_deref())
-            .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
-        headers.reserve(pairs.len());
-        for (name, value) in pairs {
-            let name = match name.as_str() {
-                // The standard names, without parsing them on every call.
-                mcp_wire::names::headers::PROTOCOL_VERSION => PROTOCOL_VERSION,
-                mcp_wire::names::headers::METHOD => MCP_METHOD,
-                mcp_wire::names::headers::NAME => MCP_NAME,
-                _ => HeaderName::try_from(name)
-                    .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?,
-            };
-            let value = HeaderValue::try_from(value)
-                .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
-            headers.insert(name, value);
         }
-        Ok(headers)
+        .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+        header_map(request, |name| self.name_value(name))
     }
 
     /// The `Mcp-Name` value for `name` (already encoded for a header): the last one built is
@@ -529,10 +427,10 @@ impl Inner {
     }
 
     /// The per-request `_meta` of `adapter`'s revision (empty where there is none), computed and
-    /// serialized once.
-    fn base_meta(&self, adapter: Adapter) -> SharedMeta {
+    /// serialized once per revision.
+    fn request_meta(&self, adapter: Adapter) -> Arc<RequestMeta> {
         let cached = self
-            .base_meta
+            .request_meta
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
@@ -545,15 +443,12 @@ impl Inner {
             .config
             .log_level
             .filter(|_| adapter.features().per_request_log_level);
-        let map = adapter.request_meta(&self.context(adapter), level, None);
-        let encoded = serde_json::to_vec(&map).unwrap_or_default();
-        // `{...}` without its braces: the members alone.
-        let encoded = encoded
-            .get(1..encoded.len().saturating_sub(1))
-            .unwrap_or_default()
-            .to_vec();
-        let meta = Arc::new(BaseMeta { map, encoded });
-        *self.base_meta.write().unwrap_or_else(|e| e.into_inner()) =
+        let meta = Arc::new(RequestMeta::new(adapter.request_meta(
+            &self.context(adapter),
+            level,
+            None,
+        )));
+        *self.request_meta.write().unwrap_or_else(|e| e.into_inner()) =
             Some((adapter.revision(), meta.clone()));
         meta
     }
@@ -655,10 +550,12 @@ impl Inner {
         }
         let id = self.next_id();
         let headers = self.headers(adapter, Some(method_name), params, false)?;
-        let body = if adapter.features().per_request_meta {
-            encode_request_with_meta(&id, method_name, params, &self.base_meta(adapter))
-        } else {
-            encode_request(&id, method_name, params)
+        let meta = self.request_meta(adapter);
+        let body = match params {
+            ParamsRef::Value(params) => adapter.encode_request(&id, method_name, params, &meta),
+            ParamsRef::Tool { name, arguments } => {
+                adapter.encode_tool_call(&id, name, arguments, &meta)
+            }
         };
         let mut guard = InFlight {
             inner: self.clone(),
@@ -1082,27 +979,12 @@ pub(crate) fn read_result_as<T: serde::de::DeserializeOwned>(id: &Id, body: &str
 }
 
 /// The params of one request as it is sent: a JSON value, or a tool call's name and
-/// arguments, serialized straight from them (`arguments` left out when `null`) without building
-/// the `{name, arguments}` map.
+/// arguments, encoded straight from them ([`Adapter::encode_tool_call`]) without building the
+/// `{name, arguments}` map.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ParamsRef<'a> {
     Value(Option<&'a Value>),
     Tool { name: &'a str, arguments: &'a Value },
-}
-
-impl serde::Serialize for ParamsRef<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(serde::Serialize)]
-        struct Tool<'a> {
-            name: &'a str,
-            #[serde(skip_serializing_if = "Value::is_null")]
-            arguments: &'a Value,
-        }
-        match *self {
-            ParamsRef::Value(value) => value.serialize(serializer),
-            ParamsRef::Tool { name, arguments } => Tool { name, arguments }.serialize(serializer),
-        }
-    }
 }
 
 /// The params of one call, owned: a tool call stays name and arguments until a path needs the
@@ -1156,144 +1038,47 @@ fn tool_params(name: &str, arguments: Value) -> Value {
     Value::Object(params)
 }
 
-/// Serializes a request without taking its params.
-fn encode_request(id: &Id, method: &str, params: ParamsRef<'_>) -> Vec<u8> {
-    match params {
-        // Written straight out, as with the revision's `_meta` (the same bytes as the struct
-        // below gives, in fewer steps).
-        ParamsRef::Tool { name, arguments } => {
-            let mut out = tool_call_head(id, method, name, arguments, 0);
-            out.extend_from_slice(b"}}");
-            out
-        }
-        ParamsRef::Value(_) => encode_request_serialized(id, method, params),
-    }
-}
-
-/// [`encode_request`] through serde, for any params.
-fn encode_request_serialized(id: &Id, method: &str, params: ParamsRef<'_>) -> Vec<u8> {
-    #[derive(serde::Serialize)]
-    struct Out<'a> {
-        jsonrpc: &'static str,
-        id: &'a Id,
-        method: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        params: Option<ParamsRef<'a>>,
-    }
-    let params = match params {
-        ParamsRef::Value(None) => None,
-        other => Some(other),
+/// The adapter's headers as a [`HeaderMap`]: the version and the revision's method names
+/// point at their static texts, `Mcp-Name` goes through `name_value`.
+fn header_map(
+    request: RequestHeaders<'_>,
+    name_value: impl FnOnce(&str) -> Result<HeaderValue, Error>,
+) -> Result<HeaderMap, Error> {
+    let invalid = |e: &dyn fmt::Display| Error::new(ErrorKind::InvalidInput, e.to_string());
+    let Some(version) = request.protocol_version else {
+        return Ok(HeaderMap::new());
     };
-    // Cannot fail: every map key is a string and `Value` holds no NaN.
-    serde_json::to_vec(&Out {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    })
-    .unwrap_or_default()
-}
-
-/// Serializes a request whose params get the revision's per-request `_meta`: the members
-/// serialized once are spliced in after the caller's own `_meta` entries, which win. When the
-/// caller's `_meta` already has one of those keys (or is not an object), the maps are merged
-/// instead.
-fn encode_request_with_meta(
-    id: &Id,
-    method: &str,
-    params: ParamsRef<'_>,
-    base: &BaseMeta,
-) -> Vec<u8> {
-    let empty = Map::new();
-    let map = match params {
-        ParamsRef::Value(Some(Value::Object(map))) => map,
-        ParamsRef::Value(None) => &empty,
-        ParamsRef::Value(Some(_)) => return encode_request(id, method, params),
-        ParamsRef::Tool { name, arguments } => {
-            return encode_tool_call_with_meta(id, method, name, arguments, base);
-        }
-    };
-    let own = match map.get("_meta") {
-        None => &empty,
-        Some(Value::Object(own)) if !own.keys().any(|k| base.map.contains_key(k)) => own,
-        Some(Value::Object(own)) => {
-            let mut merged = map.clone();
-            let mut meta = own.clone();
-            for (k, v) in &base.map {
-                meta.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-            merged.insert("_meta".into(), Value::Object(meta));
-            return encode_request(id, method, ParamsRef::Value(Some(&Value::Object(merged))));
-        }
-        Some(_) => return encode_request(id, method, params),
-    };
-    let mut out = Vec::with_capacity(128 + base.encoded.len());
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    // Cannot fail: ids, strings and values serialize into a Vec without error.
-    let _ = serde_json::to_writer(&mut out, id);
-    out.extend_from_slice(br#","method":"#);
-    let _ = serde_json::to_writer(&mut out, method);
-    out.extend_from_slice(br#","params":{"#);
-    for (k, v) in map {
-        if k == "_meta" {
-            continue;
-        }
-        let _ = serde_json::to_writer(&mut out, k);
-        out.push(b':');
-        let _ = serde_json::to_writer(&mut out, v);
-        out.push(b',');
-    }
-    out.extend_from_slice(br#""_meta":{"#);
-    for (k, v) in own {
-        let _ = serde_json::to_writer(&mut out, k);
-        out.push(b':');
-        let _ = serde_json::to_writer(&mut out, v);
-        out.push(b',');
-    }
-    if base.encoded.is_empty() {
-        if out.last() == Some(&b',') {
-            out.pop();
-        }
+    // Room for the mirrored headers and the transport's (session, content type, accept, host)
+    // from the start: the map's default first allocation holds six, and growing it rehashes.
+    // The default map (8 slots for 6 headers) would be cheaper to allocate, but hyper's
+    // lookups of headers a request does not have probe longer in it: measured, the two
+    // cancel out. Allocated on the first insert.
+    let mut headers = if request.method.is_some() {
+        HeaderMap::with_capacity(8)
     } else {
-        out.extend_from_slice(&base.encoded);
+        HeaderMap::new()
+    };
+    // A revision's version string is visible ASCII, checked when the revision was made.
+    headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(version));
+    if let Some(method_name) = request.method {
+        let value = match method_name {
+            Cow::Borrowed(method::TOOLS_CALL) => TOOLS_CALL_VALUE,
+            // One of the revision's method names: visible ASCII.
+            Cow::Borrowed(known) => HeaderValue::from_static(known),
+            Cow::Owned(other) => HeaderValue::try_from(other).map_err(|e| invalid(&e))?,
+        };
+        headers.insert(MCP_METHOD, value);
     }
-    out.extend_from_slice(b"}}}");
-    out
-}
-
-/// [`encode_request_with_meta`] for a tool call's params with no `_meta` of their own:
-/// `name`, `arguments` (left out when `null`) and the revision's `_meta`, written straight from
-/// them.
-fn encode_tool_call_with_meta(
-    id: &Id,
-    method: &str,
-    name: &str,
-    arguments: &Value,
-    base: &BaseMeta,
-) -> Vec<u8> {
-    let mut out = tool_call_head(id, method, name, arguments, base.encoded.len());
-    out.extend_from_slice(br#","_meta":{"#);
-    out.extend_from_slice(&base.encoded);
-    out.extend_from_slice(b"}}}");
-    out
-}
-
-/// A tool call request up to the end of its `arguments` (left out when `null`), the params
-/// object still open; room for `extra` more bytes.
-fn tool_call_head(id: &Id, method: &str, name: &str, arguments: &Value, extra: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128 + extra);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    // Cannot fail: ids, strings and values serialize into a Vec without error.
-    let _ = serde_json::to_writer(&mut out, id);
-    out.extend_from_slice(br#","method":"#);
-    let _ = serde_json::to_writer(&mut out, method);
-    out.extend_from_slice(br#","params":{"name":"#);
-    let _ = serde_json::to_writer(&mut out, name);
-    if !arguments.is_null() {
-        out.extend_from_slice(br#","arguments":"#);
-        let _ = serde_json::to_writer(&mut out, arguments);
+    if let Some(name) = request.name {
+        headers.insert(MCP_NAME, name_value(&name)?);
     }
-    out
+    headers.reserve(request.params.len());
+    for (name, value) in request.params {
+        let name = HeaderName::try_from(name).map_err(|e| invalid(&e))?;
+        let value = HeaderValue::try_from(value).map_err(|e| invalid(&e))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
 }
 
 /// Unregisters a call's progress callback when the call ends, however it ends.
@@ -1788,16 +1573,75 @@ mod tests {
 
     use super::*;
 
+    /// The map the adapter's `(name, value)` pairs make, parsed one by one: the reference.
+    fn pairs_map(pairs: Vec<(String, String)>) -> HeaderMap {
+        pairs
+            .into_iter()
+            .map(|(name, value)| {
+                (
+                    HeaderName::try_from(name).unwrap(),
+                    HeaderValue::try_from(value).unwrap(),
+                )
+            })
+            .collect()
+    }
+
     #[test]
-    fn the_prebuilt_header_values_are_the_revision_and_method_texts() {
+    fn the_header_map_holds_what_client_headers_returns() {
+        assert_eq!(TOOLS_CALL_VALUE.as_bytes(), method::TOOLS_CALL.as_bytes());
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}
+        }});
+        let bindings = mcp_schema::extract_headers(&schema).unwrap();
+        let cases = [
+            (method::INITIALIZE, json!({})),
+            (method::TOOLS_LIST, json!({})),
+            (
+                method::TOOLS_CALL,
+                json!({"name": "add", "arguments": {"region": "eu"}}),
+            ),
+            (
+                method::TOOLS_CALL,
+                json!({"name": "ü t\n", "arguments": {"region": "ü"}}),
+            ),
+            (method::PROMPTS_GET, json!({"name": "p"})),
+            (method::RESOURCES_READ, json!({"uri": "file:///a b"})),
+            ("custom/method", json!({"name": "x"})),
+        ];
+        let name_value = |name: &str| {
+            HeaderValue::from_str(name)
+                .map_err(|e| Error::new(ErrorKind::InvalidInput, e.to_string()))
+        };
         for revision in mcp_adapters::Revision::ALL {
             let adapter = Adapter::new(revision);
+            for (method_name, params) in &cases {
+                let params = params.as_object().unwrap();
+                for is_notification in [false, true] {
+                    for bindings in [None, Some(bindings.as_slice())] {
+                        let request = adapter
+                            .request_headers(method_name, params, is_notification, bindings)
+                            .unwrap();
+                        let pairs = adapter
+                            .client_headers(method_name, params, is_notification, bindings)
+                            .unwrap();
+                        assert_eq!(
+                            header_map(request, name_value).unwrap(),
+                            pairs_map(pairs),
+                            "{revision:?} {method_name} {params:?}"
+                        );
+                    }
+                }
+            }
+            let stream: Vec<_> = adapter
+                .stream_headers()
+                .iter()
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect();
             assert_eq!(
-                version_value(adapter).as_bytes(),
-                revision.as_str().as_bytes()
+                header_map(adapter.stream_headers(), name_value).unwrap(),
+                pairs_map(stream)
             );
         }
-        assert_eq!(TOOLS_CALL_VALUE.as_bytes(), method::TOOLS_CALL.as_bytes());
     }
 
     #[test]
@@ -1883,137 +1727,18 @@ mod tests {
     }
 
     #[test]
-    fn splicing_the_base_meta_equals_merging_it() {
-        let map = json!({"io.modelcontextprotocol/protocolVersion": mcp_adapters::Revision::V2026_07_28.as_str(), "io.modelcontextprotocol/clientCapabilities": {"roots": {}}});
-        let Value::Object(map) = map else { panic!() };
-        let encoded = serde_json::to_vec(&map).unwrap();
-        let base = BaseMeta {
-            encoded: encoded[1..encoded.len() - 1].to_vec(),
-            map: map.clone(),
-        };
-        let empty = BaseMeta {
-            map: Map::new(),
-            encoded: Vec::new(),
-        };
-        let id = Id::Number(7);
-        let cases = [
-            None,
-            Some(json!({})),
-            Some(json!({"name": "t", "arguments": {"a": [1, "x\"y"]}})),
-            Some(json!({"name": "t", "_meta": {"progressToken": 3}})),
-            Some(json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "mine", "x": 1}})),
-            Some(json!({"_meta": 5})),
-            Some(json!([1, 2])),
-        ];
-        for params in cases {
-            for base in [&base, &empty] {
-                let spliced: Value = serde_json::from_slice(&encode_request_with_meta(
-                    &id,
-                    "tools/call",
-                    ParamsRef::Value(params.as_ref()),
-                    base,
-                ))
-                .unwrap();
-                let expected = match params.clone() {
-                    Some(Value::Object(mut p)) => {
-                        let entry = p.entry("_meta").or_insert_with(|| json!({}));
-                        if let Value::Object(m) = entry {
-                            for (k, v) in &base.map {
-                                m.entry(k.clone()).or_insert_with(|| v.clone());
-                            }
-                        }
-                        Some(Value::Object(p))
-                    }
-                    None => Some(json!({"_meta": base.map.clone()})),
-                    other => other,
-                };
-                let mut want = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call"});
-                if let Some(p) = expected {
-                    want["params"] = p;
-                }
-                assert_eq!(spliced, want, "{params:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_tool_call_encoded_from_name_and_arguments_equals_its_map() {
-        let map = json!({"io.modelcontextprotocol/protocolVersion": mcp_adapters::Revision::V2026_07_28.as_str(), "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}});
-        let Value::Object(map) = map else { panic!() };
-        let encoded = serde_json::to_vec(&map).unwrap();
-        let base = BaseMeta {
-            encoded: encoded[1..encoded.len() - 1].to_vec(),
-            map,
-        };
-        let empty = BaseMeta {
-            map: Map::new(),
-            encoded: Vec::new(),
-        };
-        let id = Id::Number(9);
-        let names = [
-            "echo",
-            "a \"quoted\" tool",
-            "ünï",
-            "tab\there",
-            "back\\slash\u{7f}",
-        ];
-        let arguments = [
-            Value::Null,
-            json!({}),
-            json!({"text": "x\ny", "n": [1, 2.5, null]}),
-            json!("not an object"),
-        ];
+    fn a_tool_call_becomes_its_map_when_a_path_adds_to_it() {
+        let names = ["echo", "a \"quoted\" tool", "ünï"];
+        let arguments = [Value::Null, json!({}), json!({"text": "x\ny"})];
         for name in names {
             for arguments in &arguments {
-                let tool = ParamsRef::Tool { name, arguments };
-                let built = tool_params(name, arguments.clone());
-                let value = ParamsRef::Value(Some(&built));
-                let parse = |bytes: Vec<u8>| serde_json::from_slice::<Value>(&bytes).unwrap();
-                // Written straight out: the very bytes serde writes.
-                assert_eq!(
-                    encode_request(&id, method::TOOLS_CALL, tool),
-                    encode_request_serialized(&id, method::TOOLS_CALL, tool),
-                    "{name} {arguments}"
-                );
-                assert_eq!(
-                    parse(encode_request(&id, method::TOOLS_CALL, tool)),
-                    parse(encode_request(&id, method::TOOLS_CALL, value)),
-                    "{name} {arguments}"
-                );
-                for base in [&base, &empty] {
-                    assert_eq!(
-                        parse(encode_request_with_meta(
-                            &id,
-                            method::TOOLS_CALL,
-                            tool,
-                            base
-                        )),
-                        parse(encode_request_with_meta(
-                            &id,
-                            method::TOOLS_CALL,
-                            value,
-                            base
-                        )),
-                        "{name} {arguments}"
-                    );
-                }
                 let mut owned = Params::Tool { name, arguments };
-                assert_eq!(owned.value_mut(), &Some(built.clone()));
+                let mut want = json!({"name": name});
+                if !arguments.is_null() {
+                    want["arguments"] = arguments.clone();
+                }
+                assert_eq!(owned.value_mut(), &Some(want));
                 assert!(matches!(owned, Params::Value(Some(_))));
-            }
-            // The `Mcp-Name` a tool call gets without its map is the one `name_header` reads.
-            let built = tool_params(name, Value::Null);
-            for revision in mcp_adapters::Revision::ALL {
-                let adapter = Adapter::new(revision);
-                let direct = adapter
-                    .operation(method::TOOLS_CALL)
-                    .filter(|op| op.has_target())
-                    .map(|_| mcp_wire::header::encode_text(name));
-                assert_eq!(
-                    direct,
-                    adapter.name_header(method::TOOLS_CALL, built.as_object().unwrap()),
-                    "{revision:?}"
-                );
             }
         }
     }
