@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use mcp_adapters::InputRequest;
 use mcp_server::{
-    Answer, AnswerAction, Change, Completer, CompletionRequest, Content, Exchange, GetPromptResult,
-    Interrupt, LogLevel, NoArgs, Notifier, Prompt, PromptError, PromptMessage, Question,
-    RegistrationError, Resource, ResourceContents, ResourceError, ResourceRequest,
+    Answer, AnswerAction, Change, Completer, CompletionRequest, ContentBlock, Exchange,
+    GetPromptResult, Interrupt, LogLevel, NoArgs, Notifier, Prompt, PromptError, PromptMessage,
+    Question, RegistrationError, Resource, ResourceContents, ResourceError, ResourceRequest,
     ResourceTemplate, Revision, Role, Server, Skill, Skills, TaskSupport, Tool, ToolError,
     ToolSchemas,
 };
@@ -330,34 +330,34 @@ async fn simple_text(_: NoArgs) -> &'static str {
     "This is a simple text response for testing."
 }
 
-async fn image_content(_: NoArgs) -> Content {
-    Content::image(PNG, "image/png")
+async fn image_content(_: NoArgs) -> ContentBlock {
+    ContentBlock::image(PNG, "image/png")
 }
 
-async fn audio_content(_: NoArgs) -> Content {
-    Content::audio(WAV, "audio/wav")
+async fn audio_content(_: NoArgs) -> ContentBlock {
+    ContentBlock::audio(WAV, "audio/wav")
 }
 
-async fn embedded_resource(_: NoArgs) -> Content {
-    Content::embedded(
+async fn embedded_resource(_: NoArgs) -> ContentBlock {
+    ContentBlock::embedded(
         ResourceContents::text(
             "test://embedded-resource",
             "This is an embedded resource content.",
         )
-        .mime_type("text/plain"),
+        .with_mime_type("text/plain"),
     )
 }
 
-async fn multiple_content_types(_: NoArgs) -> Vec<Content> {
+async fn multiple_content_types(_: NoArgs) -> Vec<ContentBlock> {
     vec![
-        Content::text("Multiple content types test:"),
-        Content::image(PNG, "image/png"),
-        Content::embedded(
+        ContentBlock::text("Multiple content types test:"),
+        ContentBlock::image(PNG, "image/png"),
+        ContentBlock::embedded(
             ResourceContents::text(
                 "test://mixed-content-resource",
                 json!({"test": "data", "value": 123}).to_string(),
             )
-            .mime_type("application/json"),
+            .with_mime_type("application/json"),
         ),
     ]
 }
@@ -860,23 +860,20 @@ struct ResourceArgs {
 
 async fn prompt_with_embedded_resource(args: ResourceArgs) -> Vec<PromptMessage> {
     vec![
-        PromptMessage {
-            role: Role::User,
-            content: Content::embedded(
+        PromptMessage::new(
+            Role::User,
+            ContentBlock::embedded(
                 ResourceContents::text(args.resource_uri, "Embedded resource content for testing.")
-                    .mime_type("text/plain"),
+                    .with_mime_type("text/plain"),
             ),
-        },
+        ),
         PromptMessage::user("Please process the embedded resource above."),
     ]
 }
 
 async fn prompt_with_image(_: NoArgs) -> Vec<PromptMessage> {
     vec![
-        PromptMessage {
-            role: Role::User,
-            content: Content::image(PNG, "image/png"),
-        },
+        PromptMessage::new(Role::User, ContentBlock::image(PNG, "image/png")),
         PromptMessage::user("Please analyze the image above."),
     ]
 }
@@ -888,13 +885,11 @@ async fn prompt_needing_input(_: NoArgs, ex: Exchange) -> Result<GetPromptResult
             name_question("What context should the prompt use?", "context"),
         )
         .await?;
-    Ok(GetPromptResult {
-        description: Some("A prompt built from the user's context.".into()),
-        messages: vec![PromptMessage::user(format!(
-            "Use this context: {}",
-            field(&answer, "context")
-        ))],
-    })
+    Ok(GetPromptResult::new(vec![PromptMessage::user(format!(
+        "Use this context: {}",
+        field(&answer, "context")
+    ))])
+    .with_description("A prompt built from the user's context."))
 }
 
 async fn complete(request: CompletionRequest) -> Vec<String> {

@@ -211,9 +211,6 @@ pub use ask::{Answer, AnswerAction, Question};
 pub use completion::{
     Completer, Completion, CompletionRef, CompletionRequest, MAX_COMPLETION_VALUES,
 };
-pub use content::{
-    CallToolResult, Content, GetPromptResult, PromptMessage, ResourceContents, Role,
-};
 pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
 pub use exchange::Exchange;
@@ -223,6 +220,10 @@ pub use handler::{
     WithInputAndExchange,
 };
 pub use icon::Icon;
+/// What handlers return: the shared model of `mcp_wire::model`, which our client reads too.
+pub use mcp_wire::model::{
+    CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ResourceContents, Role,
+};
 #[cfg(feature = "metrics")]
 pub use metrics::Metrics;
 pub use notifier::{Change, Notifier, NotifyError};

@@ -8,12 +8,12 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::content::{GetPromptResult, PromptMessage};
 use crate::error::PromptError;
 use crate::exchange::Exchange;
 use crate::handler::{Handler, Token};
 use crate::icon::{Icon, icons_value};
 use crate::schema;
+use mcp_wire::model::{GetPromptResult, PromptMessage};
 
 /// What a prompt handler may return: `String` (one user message), [`PromptMessage`],
 /// `Vec<PromptMessage>`, [`GetPromptResult`], or `Result<T, E>` of these where
@@ -31,28 +31,19 @@ impl IntoPromptResult for GetPromptResult {
 
 impl IntoPromptResult for String {
     fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
-        Ok(GetPromptResult {
-            description: None,
-            messages: vec![PromptMessage::user(self)],
-        })
+        Ok(GetPromptResult::new(vec![PromptMessage::user(self)]))
     }
 }
 
 impl IntoPromptResult for PromptMessage {
     fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
-        Ok(GetPromptResult {
-            description: None,
-            messages: vec![self],
-        })
+        Ok(GetPromptResult::new(vec![self]))
     }
 }
 
 impl IntoPromptResult for Vec<PromptMessage> {
     fn into_prompt_result(self) -> Result<GetPromptResult, PromptError> {
-        Ok(GetPromptResult {
-            description: None,
-            messages: self,
-        })
+        Ok(GetPromptResult::new(self))
     }
 }
 

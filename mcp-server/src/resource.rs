@@ -10,11 +10,11 @@ use mcp_adapters::{CacheHint, CacheScope};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::content::ResourceContents;
 use crate::error::{RegistrationError, ResourceError};
 use crate::exchange::Exchange;
 use crate::handler::{Handler, Token};
 use crate::icon::{Icon, icons_value};
+use mcp_wire::model::ResourceContents;
 
 /// What a resource read receives: the URI asked for and, for a template, its variables
 /// (percent-decoded).

@@ -761,9 +761,9 @@ impl Skills {
             for file in &entry.files {
                 let contents = match std::str::from_utf8(&file.bytes) {
                     Ok(text) => ResourceContents::text(&file.uri, text),
-                    Err(_) => ResourceContents::blob(&file.uri, file.bytes.to_vec()),
+                    Err(_) => ResourceContents::blob(&file.uri, &file.bytes),
                 }
-                .mime_type(file.mime_type);
+                .with_mime_type(file.mime_type);
                 let read = move |_: ResourceRequest| {
                     let contents = contents.clone();
                     async move { contents }

@@ -11,12 +11,12 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value};
 
-use crate::content::{CallToolResult, Content};
 use crate::error::{Interrupt, ToolError};
 use crate::exchange::Exchange;
 use crate::handler::{Handler, Token};
 use crate::icon::Icon;
 use crate::schema;
+use mcp_wire::model::{CallToolResult, ContentBlock};
 
 /// A tool's behaviour hints (`annotations`). Every hint is optional; `None` is not sent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,8 +61,8 @@ pub struct Json<T>(pub T);
 
 /// What a tool handler may return.
 ///
-/// Implemented for `String` and `&'static str` (one text block), [`Content`] and
-/// `Vec<Content>`, a full [`CallToolResult`], [`Json<T>`] (structured output), `()` (no
+/// Implemented for `String` and `&'static str` (one text block), [`ContentBlock`] and
+/// `Vec<ContentBlock>`, a full [`CallToolResult`], [`Json<T>`] (structured output), `()` (no
 /// content), and `Result<T, E>` for any of these with an error that displays (an `Err`
 /// becomes a result with `isError: true` and the error's text).
 pub trait IntoToolResult: Send + 'static {
@@ -83,7 +83,7 @@ pub trait IntoToolResult: Send + 'static {
     where
         Self: Sized,
     {
-        ToolOutput(self.into_tool_result().into_parts())
+        ToolOutput(crate::content::tool_result(self.into_tool_result()))
     }
 }
 
@@ -100,13 +100,13 @@ impl IntoToolResult for CallToolResult {
 
 impl IntoToolResult for String {
     fn into_tool_result(self) -> CallToolResult {
-        CallToolResult::success(vec![Content::text(self)])
+        CallToolResult::success(vec![ContentBlock::text(self)])
     }
 }
 
 impl IntoToolResult for &'static str {
     fn into_tool_result(self) -> CallToolResult {
-        CallToolResult::success(vec![Content::text(self)])
+        CallToolResult::success(vec![ContentBlock::text(self)])
     }
 }
 
@@ -116,13 +116,13 @@ impl IntoToolResult for () {
     }
 }
 
-impl IntoToolResult for Content {
+impl IntoToolResult for ContentBlock {
     fn into_tool_result(self) -> CallToolResult {
         CallToolResult::success(vec![self])
     }
 }
 
-impl IntoToolResult for Vec<Content> {
+impl IntoToolResult for Vec<ContentBlock> {
     fn into_tool_result(self) -> CallToolResult {
         CallToolResult::success(self)
     }
@@ -140,7 +140,7 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Json<T> {
         // Serialized once, to text; no `Value` tree is built.
         ToolOutput(
             mcp_adapters::ToolResult::output(&self.0)
-                .unwrap_or_else(|err| output_not_encoded(&err).into_parts()),
+                .unwrap_or_else(|err| crate::content::tool_result(output_not_encoded(&err))),
         )
     }
 
@@ -164,7 +164,9 @@ impl<T: IntoToolResult, E: fmt::Display + Send + 'static> IntoToolResult for Res
     fn into_tool_output(self, token: Token) -> ToolOutput {
         match self {
             Ok(value) => value.into_tool_output(token),
-            Err(err) => ToolOutput(CallToolResult::error(err.to_string()).into_parts()),
+            Err(err) => ToolOutput(crate::content::tool_result(CallToolResult::error(
+                err.to_string(),
+            ))),
         }
     }
 

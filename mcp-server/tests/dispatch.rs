@@ -4,9 +4,9 @@
 mod support;
 
 use mcp_server::{
-    CacheScope, Completer, CompletionRequest, Content, Context, Exchange, Json, LogLevel, NoArgs,
-    Prompt, Question, Resource, ResourceError, ResourceRequest, ResourceTemplate, Revision, Server,
-    Tool, ToolError,
+    CacheScope, Completer, CompletionRequest, ContentBlock, Context, Exchange, Json, LogLevel,
+    NoArgs, Prompt, Question, Resource, ResourceError, ResourceRequest, ResourceTemplate, Revision,
+    Server, Tool, ToolError,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -122,11 +122,11 @@ async fn whoami(_: NoArgs, ex: Exchange) -> String {
         .to_owned()
 }
 
-async fn mixed(_: NoArgs) -> Vec<Content> {
+async fn mixed(_: NoArgs) -> Vec<ContentBlock> {
     vec![
-        Content::text("plain"),
-        Content::resource_link("config://app", "config"),
-        Content::audio(b"ab", "audio/wav"),
+        ContentBlock::text("plain"),
+        ContentBlock::resource_link("config://app", "config"),
+        ContentBlock::audio(b"ab", "audio/wav"),
     ]
 }
 

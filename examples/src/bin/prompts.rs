@@ -37,17 +37,15 @@ async fn code_review(args: ReviewArgs) -> Result<GetPromptResult, PromptError> {
         )));
     }
     let language = args.language.as_deref().unwrap_or("an unnamed language");
-    Ok(GetPromptResult {
-        description: Some(format!("A {tone} review of code in {language}")),
-        messages: vec![
-            PromptMessage::user(format!(
-                "Review this code, written in {language}. Be {tone}.\n\n{}",
-                args.code
-            )),
-            // An assistant message primes the model's answer.
-            PromptMessage::assistant("Here is my review, point by point:"),
-        ],
-    })
+    Ok(GetPromptResult::new(vec![
+        PromptMessage::user(format!(
+            "Review this code, written in {language}. Be {tone}.\n\n{}",
+            args.code
+        )),
+        // An assistant message primes the model's answer.
+        PromptMessage::assistant("Here is my review, point by point:"),
+    ])
+    .with_description(format!("A {tone} review of code in {language}")))
 }
 
 /// A prompt without arguments: the handler takes nothing, and a `String` is one user message.

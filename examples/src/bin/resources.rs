@@ -45,8 +45,9 @@ async fn bundle(request: ResourceRequest) -> Vec<ResourceContents> {
             format!("{}#notes", request.uri),
             "Two parts: notes and a pixel.",
         )
-        .mime_type("text/markdown"),
-        ResourceContents::blob(format!("{}#pixel", request.uri), PIXEL_GIF).mime_type("image/gif"),
+        .with_mime_type("text/markdown"),
+        ResourceContents::blob(format!("{}#pixel", request.uri), PIXEL_GIF)
+            .with_mime_type("image/gif"),
     ]
 }
 

@@ -29,7 +29,6 @@ use tracing::Instrument as _;
 
 use crate::ask::Answer;
 use crate::completion::{Completion, CompletionRequest};
-use crate::content::CallToolResult;
 use crate::error::{PromptError, ResourceError};
 use crate::exchange::{
     AskState, CallClient, CancelHandle, Exchange, ExchangeInner, Interrupted, Owner,
@@ -41,6 +40,7 @@ use crate::server::project::RevisionView;
 use crate::server::{Registry, Served, Server};
 use crate::sink::{Drain, Sink};
 use crate::state::{Redeemed, StateError, binding};
+use mcp_wire::model::CallToolResult;
 use session::{Session, stated_nothing};
 pub(crate) mod session;
 pub(crate) mod telemetry;
@@ -873,10 +873,10 @@ impl Served {
         });
         if let Err(issues) = entry.validator.validate(&arguments) {
             let text: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            return finish(
-                CallToolResult::error(format!("invalid arguments:\n{}", text.join("\n")))
-                    .into_parts(),
-            );
+            return finish(crate::content::tool_result(CallToolResult::error(format!(
+                "invalid arguments:\n{}",
+                text.join("\n")
+            ))));
         }
         // A task, when the server offers tasks, the tool supports them and the request
         // declared the extension (a `CreateTaskResult` needs the result envelope's
@@ -971,9 +971,9 @@ impl Served {
         match run {
             None => Done::Silent,
             Some(ToolRun::Done(ToolOutput(result))) => finish(result),
-            Some(ToolRun::BadArguments(message)) => {
-                finish(CallToolResult::error(format!("invalid arguments:\n{message}")).into_parts())
-            }
+            Some(ToolRun::BadArguments(message)) => finish(crate::content::tool_result(
+                CallToolResult::error(format!("invalid arguments:\n{message}")),
+            )),
             Some(ToolRun::Panicked(message)) => {
                 Done::failure(panicked(format_args!("tool {name:?}"), &message))
             }
@@ -1088,8 +1088,8 @@ impl Served {
                 let contents: Vec<Value> = contents
                     .into_iter()
                     .map(|mut c| {
-                        c.fill_mime_type(meta.mime_type.as_deref());
-                        c.into_value()
+                        crate::content::fill_mime_type(&mut c, meta.mime_type.as_deref());
+                        serde_json::to_value(c).unwrap_or(Value::Null)
                     })
                     .collect();
                 let mut result = serde_json::Map::new();
@@ -1147,7 +1147,9 @@ impl Served {
                 Failure::invalid_params(format!("invalid prompt arguments: {message}")),
             ),
             Some(Ok(Err(err))) => Done::failure(Failure::internal(err.to_string())),
-            Some(Ok(Ok(result))) => Done::value(result.to_value()),
+            Some(Ok(Ok(result))) => {
+                Done::value(serde_json::to_value(result).unwrap_or(Value::Null))
+            }
         }
     }
 
@@ -1442,9 +1444,9 @@ fn task_ending(
             "the handler stopped for input outside of the task",
         )),
         (None, Some(ToolRun::Done(ToolOutput(result)))) => tool_result(result),
-        (None, Some(ToolRun::BadArguments(message))) => tool_result(
-            CallToolResult::error(format!("invalid arguments:\n{message}")).into_parts(),
-        ),
+        (None, Some(ToolRun::BadArguments(message))) => tool_result(crate::content::tool_result(
+            CallToolResult::error(format!("invalid arguments:\n{message}")),
+        )),
         (None, Some(ToolRun::Panicked(message))) => {
             failed(&panicked(format_args!("tool {name:?}"), &message))
         }

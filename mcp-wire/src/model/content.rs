@@ -1,5 +1,7 @@
 //! Content blocks and resource contents.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -52,8 +54,70 @@ pub enum ContentBlock {
 
 impl ContentBlock {
     /// A text block.
+    ///
+    /// ```
+    /// use mcp_wire::model::ContentBlock;
+    ///
+    /// let block = ContentBlock::text("hi");
+    /// assert_eq!(block.as_text(), Some("hi"));
+    /// assert_eq!(
+    ///     serde_json::to_value(&block).unwrap(),
+    ///     serde_json::json!({"type": "text", "text": "hi"})
+    /// );
+    /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text(TextContent::new(text))
+    }
+
+    /// An image block; `data` is base64-encoded here.
+    pub fn image(data: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::Image(ImageContent {
+            data: STANDARD.encode(data),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+            extra: Extra::new(),
+        })
+    }
+
+    /// An audio block (2025-03-26 onwards; older revisions drop it); `data` is
+    /// base64-encoded here.
+    pub fn audio(data: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::Audio(AudioContent {
+            data: STANDARD.encode(data),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+            extra: Extra::new(),
+        })
+    }
+
+    /// A `resource_link` block (2025-06-18 onwards; older revisions drop it).
+    pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self::ResourceLink(Resource::new(uri, name))
+    }
+
+    /// An embedded `resource` block.
+    pub fn embedded(resource: ResourceContents) -> Self {
+        Self::Resource(EmbeddedResource {
+            resource,
+            annotations: None,
+            meta: None,
+            extra: Extra::new(),
+        })
+    }
+
+    /// The block's `type`: `"text"`, `"image"`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Text(_) => "text",
+            Self::Image(_) => "image",
+            Self::Audio(_) => "audio",
+            Self::ResourceLink(_) => "resource_link",
+            Self::Resource(_) => "resource",
+            Self::ToolUse(_) => "tool_use",
+            Self::ToolResult(_) => "tool_result",
+        }
     }
 
     /// The text of a [`Text`](Self::Text) block.
@@ -215,6 +279,76 @@ impl<'de> Deserialize<'de> for ResourceContents {
 }
 
 impl ResourceContents {
+    /// Text contents.
+    ///
+    /// ```
+    /// use mcp_wire::model::ResourceContents;
+    ///
+    /// let contents = ResourceContents::text("file:///a.txt", "hello").with_mime_type("text/plain");
+    /// assert_eq!(contents.as_text(), Some("hello"));
+    /// assert_eq!(contents.mime_type(), Some("text/plain"));
+    /// ```
+    pub fn text(uri: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::Text(TextResourceContents {
+            uri: uri.into(),
+            mime_type: None,
+            text: text.into(),
+            meta: None,
+            extra: Extra::new(),
+        })
+    }
+
+    /// Binary contents, sent base64-encoded as `blob` (encoded here).
+    pub fn blob(uri: impl Into<String>, bytes: impl AsRef<[u8]>) -> Self {
+        Self::Blob(BlobResourceContents {
+            uri: uri.into(),
+            mime_type: None,
+            blob: STANDARD.encode(bytes),
+            meta: None,
+            extra: Extra::new(),
+        })
+    }
+
+    /// Sets the MIME type.
+    #[must_use]
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        *self.mime_type_mut() = Some(mime_type.into());
+        self
+    }
+
+    /// The MIME type, if set.
+    pub fn mime_type(&self) -> Option<&str> {
+        match self {
+            Self::Text(t) => t.mime_type.as_deref(),
+            Self::Blob(b) => b.mime_type.as_deref(),
+        }
+    }
+
+    /// The MIME type, to change it.
+    pub fn mime_type_mut(&mut self) -> &mut Option<String> {
+        match self {
+            Self::Text(t) => &mut t.mime_type,
+            Self::Blob(b) => &mut b.mime_type,
+        }
+    }
+
+    /// The text, for text contents.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text(t) => Some(&t.text),
+            Self::Blob(_) => None,
+        }
+    }
+
+    /// The decoded bytes, for binary contents (`None` for text, or a `blob` that is not
+    /// base64).
+    pub fn blob_bytes(&self) -> Option<Vec<u8>> {
+        match self {
+            Self::Text(_) => None,
+            Self::Blob(b) => STANDARD.decode(&b.blob).ok(),
+        }
+    }
+
     /// The resource URI.
     pub fn uri(&self) -> &str {
         match self {
@@ -272,4 +406,33 @@ pub struct PromptMessage {
     /// Unknown members.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl PromptMessage {
+    /// A message of `role` saying `content`.
+    pub fn new(role: Role, content: ContentBlock) -> Self {
+        Self {
+            role,
+            content,
+            extra: Extra::new(),
+        }
+    }
+
+    /// A user message with one text block.
+    ///
+    /// ```
+    /// use mcp_wire::model::{PromptMessage, Role};
+    ///
+    /// let message = PromptMessage::user("Review this code");
+    /// assert_eq!(message.role, Role::User);
+    /// assert_eq!(message.content.as_text(), Some("Review this code"));
+    /// ```
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::new(Role::User, ContentBlock::text(text))
+    }
+
+    /// An assistant message with one text block.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, ContentBlock::text(text))
+    }
 }

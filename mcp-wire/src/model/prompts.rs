@@ -152,3 +152,20 @@ pub struct GetPromptResult {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+impl GetPromptResult {
+    /// A result with these messages and no description.
+    pub fn new(messages: Vec<PromptMessage>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the description of this rendering.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}

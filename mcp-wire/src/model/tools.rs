@@ -190,6 +190,39 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// A successful result with these content blocks.
+    pub fn success(content: Vec<ContentBlock>) -> Self {
+        Self {
+            content,
+            ..Self::default()
+        }
+    }
+
+    /// Structured output plus its JSON text as one text block, as the spec recommends for
+    /// clients that only read text.
+    ///
+    /// ```
+    /// use mcp_wire::model::CallToolResult;
+    /// use serde_json::json;
+    ///
+    /// let result = CallToolResult::structured(json!({"sum": 3}));
+    /// assert_eq!(result.content[0].as_text(), Some(r#"{"sum":3}"#));
+    /// assert_eq!(result.structured_content, Some(json!({"sum": 3})));
+    /// ```
+    pub fn structured(value: Value) -> Self {
+        let text = serde_json::to_string(&value).unwrap_or_default();
+        Self {
+            content: vec![ContentBlock::text(text)],
+            structured_content: Some(value),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the tool failed (`isError: true`).
+    pub fn failed(&self) -> bool {
+        self.is_error == Some(true)
+    }
+
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
         Self {
