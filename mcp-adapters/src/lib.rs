@@ -21,7 +21,7 @@
 //! | encoding | [`Adapter::encode`], [`Adapter::result_body`], [`Adapter::encode_failure`], [`Adapter::describe_result`] |
 //! | asking | [`Adapter::check_ask`], [`Adapter::encode_input_required`], [`Adapter::pushed_request`], [`Answers`], [`ElicitAnswer`] |
 //! | projection | [`Adapter::project_tool`] (cache it: [`PerRevision`]), [`Adapter::project_content`], [`Adapter::project_resource`], [`Adapter::project_prompt`] |
-//! | client side | [`Adapter::handshake_request`], [`Adapter::client_params`] and [`Adapter::encode_request`] (with a [`RequestMeta`]), [`Adapter::client_headers`] and [`Adapter::request_headers`], [`Adapter::attach_answers`], [`Adapter::read_result`] |
+//! | client side | [`Adapter::handshake_request`], [`Adapter::client_params`] and [`Adapter::encode_request`] (with a [`RequestMeta`]), [`Adapter::client_headers`] and [`Adapter::request_headers`], [`Adapter::attach_answers`], [`Adapter::read_result`] (skippable when [`is_plain_complete_result`]) |
 //!
 //! ```
 //! use mcp_adapters::{AdapterSet, Incoming, Operation, Outcome, ResultContext};
@@ -44,7 +44,8 @@
 //! assert_eq!(reply.to_value(), json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}));
 //! ```
 //!
-//! **Layering:** depends on `mcp-wire` and `mcp-schema` (and `http` for header types) only.
+//! **Layering:** depends on `mcp-wire` and `mcp-schema` (and `http` for header types, `memchr`
+//! for a byte search) only.
 //! No runtime or I/O crate. The crate has no feature flags.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
@@ -53,6 +54,7 @@ mod adapter;
 mod ask;
 mod call;
 mod client;
+mod complete;
 mod context;
 mod decode;
 mod encode;
@@ -73,6 +75,7 @@ pub use ask::{
 };
 pub use call::{Call, ClientContext, Incoming, Invalid, LogLevel, Reply, UnknownLogLevel};
 pub use client::{ClientError, RequestHeaders, ResultKind, is_modern_error};
+pub use complete::is_plain_complete_result;
 pub use decode::{DecodedBody, is_core_method};
 pub use encode::{CacheHint, CacheScope, Encoded, Outcome, ResultContext, ToolResult};
 pub use failure::{ErrorMapping, Failure, FailureKind, codes};

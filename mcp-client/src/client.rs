@@ -16,7 +16,6 @@ use mcp_adapters::{
 use mcp_schema::HeaderBinding;
 use mcp_wire::jsonrpc::{ErrorObject, Id, Message, Notification, Request};
 use mcp_wire::names::{error_code, meta, method};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -536,8 +535,9 @@ impl Inner {
     }
 
     /// [`Inner::attempt`]; with a `reader`, a single JSON body that is certainly a complete result
-    /// (see [`complete_text`]) is handed to it unparsed, and [`Attempted::Read`] returned when
-    /// it took the body. Whatever it does not take is read as usual.
+    /// ([`mcp_adapters::is_plain_complete_result`]) is handed to it unparsed (the reader is
+    /// [`mcp_wire::jsonrpc::read_success_as`]), and [`Attempted::Read`] returned when it took the
+    /// body. Whatever it does not take is read as usual.
     async fn attempt_with(
         self: &Arc<Self>,
         adapter: Adapter,
@@ -575,7 +575,8 @@ impl Inner {
             // The text is checked as UTF-8 once here, and read as text from then on.
             Ok(Delivery::Json(crate::transport::RawAnswer(body)))
                 if std::str::from_utf8(&body).is_ok_and(|text| {
-                    complete_text(text) && reader.as_mut().is_some_and(|read| read(&id, text))
+                    mcp_adapters::is_plain_complete_result(text)
+                        && reader.as_mut().is_some_and(|read| read(&id, text))
                 }) =>
             {
                 Ok(Attempted::Read)
@@ -908,74 +909,6 @@ enum Attempted {
 enum Answer {
     Value(Value),
     Read,
-}
-
-/// [`complete_text`] for bytes, which must be UTF-8.
-#[cfg(test)]
-fn surely_complete(body: &[u8]) -> bool {
-    std::str::from_utf8(body).is_ok_and(complete_text)
-}
-
-/// Whether the text of a message shows, without parsing it, that a result in it has no `_meta`
-/// and no `resultType` but `"complete"` ([`mcp_adapters::Adapter::read_result`] would find no
-/// question in it): no `_meta` member name anywhere, every `resultType` member
-/// name followed by `"complete"`, and no `\u` escape (which could spell either name).
-///
-/// Only the places holding a backslash, `_` or `T` (rare in results) are looked at, found with
-/// `memchr`'s vectorised search.
-fn complete_text(text: &str) -> bool {
-    memchr::memchr3_iter(b'\\', b'_', b'T', text.as_bytes())
-        .all(|at| byte_allows_complete(text, at))
-}
-
-/// The rule of [`complete_text`] at one byte of `text`: no `\u` escape (which could spell
-/// either name), no `"_meta"` member name, every `"resultType"` member name followed by
-/// `"complete"`.
-fn byte_allows_complete(text: &str, at: usize) -> bool {
-    const META: &[u8] = br#""_meta""#;
-    const RESULT_TYPE: &[u8] = br#""resultType""#;
-    // Where the `T` sits in `"resultType"`.
-    const T_AT: usize = 7;
-    let bytes = text.as_bytes();
-    match bytes[at] {
-        b'\\' => bytes.get(at + 1) != Some(&b'u'),
-        b'_' => !(at >= 1 && bytes[at - 1..].starts_with(META)),
-        b'T' => {
-            let Some(start) = at.checked_sub(T_AT) else {
-                return true;
-            };
-            if !bytes[start..].starts_with(RESULT_TYPE) {
-                return true;
-            }
-            // A char boundary: the name ends with a quote.
-            let after = text[start + RESULT_TYPE.len()..].trim_start();
-            after
-                .strip_prefix(':')
-                .is_some_and(|after| after.trim_start().starts_with(r#""complete""#))
-        }
-        _ => true,
-    }
-}
-
-/// The result of a success response to `id` (a number, as the client's ids are) read straight
-/// into `T` in one pass; `None` when `body` is anything else or the result does not fit `T`.
-pub(crate) fn read_result_as<T: serde::de::DeserializeOwned>(id: &Id, body: &str) -> Option<T> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Envelope<'a, T> {
-        #[serde(borrow)]
-        jsonrpc: &'a str,
-        #[serde(borrow)]
-        id: &'a RawValue,
-        result: T,
-    }
-    let Id::Number(number) = id else {
-        return None;
-    };
-    // From text: the strings in it are not checked as UTF-8 one by one again.
-    let envelope: Envelope<'_, T> = serde_json::from_str(body).ok()?;
-    (envelope.jsonrpc == "2.0" && envelope.id.get().parse::<i64>().ok() == Some(*number))
-        .then_some(envelope.result)
 }
 
 /// The params of one request as it is sent: a JSON value, or a tool call's name and
@@ -1319,7 +1252,7 @@ impl Client {
     ) -> Result<T, Error> {
         let mut read = None;
         let mut reader = |id: &Id, body: &str| {
-            read = read_result_as::<T>(id, body);
+            read = mcp_wire::jsonrpc::read_success_as::<T>(id, body);
             read.is_some()
         };
         let answer = self
@@ -1645,69 +1578,6 @@ mod tests {
     }
 
     #[test]
-    fn only_results_without_questions_are_surely_complete() {
-        let yes = [
-            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"sum\":5}"}]}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType" : "complete","x":1}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"\"_meta\" and \"resultType\""}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","a":{"resultType":"complete"}}}"#,
-        ];
-        for body in yes {
-            assert!(surely_complete(body.as_bytes()), "{body}");
-        }
-        let no = [
-            r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","a":{"resultType":1}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"resultType","list":["resultType"]}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"\u005fmeta":{}}}"#,
-        ];
-        for body in no {
-            assert!(!surely_complete(body.as_bytes()), "{body}");
-        }
-        assert!(!surely_complete(b"{\"result\":\"\xff\"}"));
-    }
-
-    #[test]
-    fn a_result_is_read_into_the_type_only_from_a_success_response_to_the_request() {
-        let id = Id::Number(7);
-        let read = |body: &str| read_result_as::<Value>(&id, body);
-        assert_eq!(
-            read(r#"{"jsonrpc":"2.0","id":7,"result":{"a":[1]}}"#),
-            Some(json!({"a": [1]}))
-        );
-        assert_eq!(
-            read(r#"{"result":{},"id":7,"jsonrpc":"2.0"}"#),
-            Some(json!({}))
-        );
-        for body in [
-            r#"{"jsonrpc":"2.0","id":8,"result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":"7","result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
-            r#"{"jsonrpc":"1.0","id":7,"result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":7}"#,
-            r#"{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"m"}}"#,
-            r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"m"}}"#,
-            r#"{"jsonrpc":"2.0","id":7,"method":"ping","result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":7,"result":{},"extra":1}"#,
-            r#"{"jsonrpc":"2.0","id":7,"result":{}"#,
-            r#"[{"jsonrpc":"2.0","id":7,"result":{}}]"#,
-        ] {
-            assert_eq!(read(body), None, "{body}");
-        }
-        assert_eq!(
-            read_result_as::<Vec<u8>>(&id, r#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
-            None,
-            "a result that does not fit the type"
-        );
-        assert_eq!(
-            read_result_as::<Value>(&Id::from("7"), r#"{"jsonrpc":"2.0","id":"7","result":{}}"#),
-            None,
-            "string ids are read the slow way"
-        );
-    }
-
-    #[test]
     fn refusal_reads_json_and_sse_bodies() {
         let body = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"no","data":{"supported":["1999-01-01"]}}}"#;
         let error = refusal(Some("application/json"), body).unwrap();
@@ -1743,56 +1613,7 @@ mod tests {
         }
     }
 
-    /// The rule [`surely_complete`] implements, as plain text searches.
-    fn surely_complete_by_search(body: &[u8]) -> bool {
-        let Ok(text) = std::str::from_utf8(body) else {
-            return false;
-        };
-        if text.contains("\\u") || text.contains(r#""_meta""#) {
-            return false;
-        }
-        let name = r#""resultType""#;
-        let mut rest = text;
-        while let Some(at) = rest.find(name) {
-            let after = rest[at + name.len()..].trim_start();
-            let Some(after) = after.strip_prefix(':') else {
-                return false;
-            };
-            let Some(after) = after.trim_start().strip_prefix(r#""complete""#) else {
-                return false;
-            };
-            rest = after;
-        }
-        true
-    }
-
-    /// Bodies made of the pieces the rule looks for, so that most draws hit one of them.
-    fn pieces() -> impl Strategy<Value = Vec<u8>> {
-        let piece = prop_oneof![
-            Just(&b"\""[..]),
-            Just(&b"\\"[..]),
-            Just(&b"u"[..]),
-            Just(&b"_"[..]),
-            Just(&b"T"[..]),
-            Just(&b"_meta"[..]),
-            Just(&b"resultType"[..]),
-            Just(&b"complete"[..]),
-            Just(&b":"[..]),
-            Just(&b" "[..]),
-            Just(&b"\t"[..]),
-            Just(&b"{},["[..]),
-            Just(&b"\xff"[..]),
-            Just("\u{a0}".as_bytes()),
-        ];
-        proptest::collection::vec(piece, 0..24).prop_map(|parts| parts.concat())
-    }
-
     proptest! {
-        #[test]
-        fn surely_complete_is_the_text_search_rule(body in pieces()) {
-            prop_assert_eq!(surely_complete(&body), surely_complete_by_search(&body));
-        }
-
         #[test]
         fn refusal_never_panics(body in proptest::collection::vec(any::<u8>(), 0..200), sse in any::<bool>()) {
             let content_type = if sse { "text/event-stream" } else { "application/json" };

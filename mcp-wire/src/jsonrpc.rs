@@ -28,6 +28,10 @@
 //! assert!(matches!(items[1], Ok(Message::Notification(_))));
 //! ```
 //!
+//! Two readers answer one question each without decoding a whole message: [`peek_method`] (the
+//! `method` of a message, to route or schedule it) and [`read_success_as`] (the result of a
+//! success response, read straight into the caller's type).
+//!
 //! # Ids
 //!
 //! An [`Id`] is a string or an integer that fits in `i64`. `null`, booleans, fractional numbers,
@@ -50,6 +54,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::names::error_code;
+
+mod peek;
+
+pub use peek::peek_method;
 
 /// The only JSON-RPC version accepted and written: `"2.0"`.
 pub const VERSION: &str = "2.0";
@@ -872,6 +880,51 @@ fn decode_from<'de, R: serde_json::de::Read<'de>>(
             detail: e.to_string(),
         }))
     })
+}
+
+/// The result of `body` read straight into `T`, when `body` is a success response to `id`
+/// and nothing else: one object with exactly the members `jsonrpc` (`"2.0"`), `id` (equal to
+/// `id`, read as [`Id`] reads) and `result`, which deserializes as `T`.
+///
+/// `None` means "not read here", not "invalid": an error response, another id, a batch, a
+/// member [`decode`] would ignore, a duplicate member, an escape in `"2.0"`, or a result that
+/// does not fit `T`. Decode such a body as usual. A client that expects a typed result can
+/// try this first and skip the [`Value`] in between.
+///
+/// ```
+/// use mcp_wire::jsonrpc::{Id, read_success_as};
+///
+/// #[derive(serde::Deserialize, Debug, PartialEq)]
+/// struct Sum {
+///     sum: i64,
+/// }
+///
+/// let body = r#"{"jsonrpc":"2.0","id":7,"result":{"sum":5}}"#;
+/// assert_eq!(read_success_as::<Sum>(&Id::Number(7), body), Some(Sum { sum: 5 }));
+/// // Another id, or an error: not read here.
+/// assert_eq!(read_success_as::<Sum>(&Id::Number(8), body), None);
+/// let error = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#;
+/// assert_eq!(read_success_as::<Sum>(&Id::Number(7), error), None);
+/// ```
+pub fn read_success_as<T: de::DeserializeOwned>(id: &Id, body: &str) -> Option<T> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Envelope<'a, T> {
+        #[serde(borrow)]
+        jsonrpc: &'a str,
+        id: Id,
+        result: T,
+    }
+    // An object only: a derived struct would also read an array of the three values.
+    if !body
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
+        return None;
+    }
+    // From text: the strings in it are not checked as UTF-8 one by one again.
+    let envelope: Envelope<'_, T> = serde_json::from_str(body).ok()?;
+    (envelope.jsonrpc == VERSION && envelope.id == *id).then_some(envelope.result)
 }
 
 /// Serializes one message to bytes.
@@ -2165,5 +2218,87 @@ mod tests {
             serde_json::from_value::<Id>(json!(-3)).unwrap(),
             Id::Number(-3)
         );
+    }
+
+    #[test]
+    fn a_result_is_read_into_the_type_only_from_a_success_response_to_the_id() {
+        let id = Id::Number(7);
+        let read = |body: &str| read_success_as::<Value>(&id, body);
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":7,"result":{"a":[1]}}"#),
+            Some(json!({"a": [1]}))
+        );
+        assert_eq!(
+            read(r#" {"result":{},"id":7,"jsonrpc":"2.0"}"#),
+            Some(json!({}))
+        );
+        for body in [
+            r#"{"jsonrpc":"2.0","id":8,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"7","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7.0,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":7,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{},"extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{}"#,
+            r#"[{"jsonrpc":"2.0","id":7,"result":{}}]"#,
+            r#"["2.0",7,{}]"#,
+        ] {
+            assert_eq!(read(body), None, "{body}");
+        }
+        assert_eq!(
+            read_success_as::<Vec<u8>>(&id, r#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+            None,
+            "a result that does not fit the type"
+        );
+        assert_eq!(
+            read_success_as::<Value>(&Id::from("7"), r#"{"jsonrpc":"2.0","id":"7","result":{}}"#),
+            Some(json!({})),
+            "string ids compare as ids"
+        );
+    }
+
+    mod read_success_props {
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        use super::super::*;
+
+        proptest! {
+            /// What it reads, [`decode`] reads as the same success response.
+            #[test]
+            fn read_success_as_agrees_with_decode(
+                id in prop_oneof![
+                    any::<i64>().prop_map(Id::Number),
+                    "[a-z\"\\\\]{0,4}".prop_map(Id::String),
+                ],
+                result in prop_oneof![
+                    Just(json!({})),
+                    Just(json!({"content": [{"type": "text", "text": "a\"b"}]})),
+                    Just(json!([1, null])),
+                    Just(json!("x")),
+                ],
+                extra in any::<bool>(),
+            ) {
+                let mut message = json!({"jsonrpc": "2.0", "id": id.clone(), "result": result.clone()});
+                if extra {
+                    message["extra"] = json!(1);
+                }
+                let body = message.to_string();
+                let read = read_success_as::<Value>(&id, &body);
+                prop_assert_eq!(read.is_some(), !extra);
+                if let Some(read) = read {
+                    prop_assert_eq!(&read, &result);
+                    prop_assert_eq!(
+                        decode(body.as_bytes()),
+                        Decoded::Single(Ok(Message::Response(Response::success(id, result))))
+                    );
+                }
+            }
+        }
     }
 }

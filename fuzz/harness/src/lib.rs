@@ -8,11 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use mcp_adapters::AdapterSet;
+use mcp_adapters::{AdapterSet, ResultKind};
 use mcp_client::transport::fuzzing as client_readers;
 use mcp_schema::{HeaderBinding, OutputProjection, Projection, SchemaProfile, Validator};
 use mcp_wire::header::{self, ParamType};
-use mcp_wire::jsonrpc::{self, DecodeError, Decoded, Id, Message};
+use mcp_wire::jsonrpc::{self, DecodeError, Decoded, Id, Message, Response};
 use mcp_wire::sse::{SseDecoder, SseError};
 use serde_json::Value;
 
@@ -37,8 +37,19 @@ pub fn target(name: &str) -> Option<Check> {
 
 /// The JSON-RPC decoder, differential: [`jsonrpc::decode`] (its direct reader, else serde_json)
 /// gives exactly what serde_json alone gives, and it reports a parse error exactly when
-/// serde_json rejects the text as JSON.
+/// serde_json rejects the text as JSON. And [`jsonrpc::peek_method`]'s scan: never a panic,
+/// and on JSON whose top-level member names are unique, the `method` serde_json reads.
 pub fn jsonrpc(data: &[u8]) {
+    let peeked = jsonrpc::peek_method(data);
+    if let Ok(value) = serde_json::from_slice::<Value>(data)
+        && top_level_methods(data) <= 1
+    {
+        assert_eq!(
+            peeked.as_deref(),
+            value.get("method").and_then(Value::as_str),
+            "peek_method and serde_json disagree"
+        );
+    }
     let decoded = jsonrpc::decode(data);
     assert_eq!(
         decoded,
@@ -62,6 +73,34 @@ pub fn jsonrpc(data: &[u8]) {
         let again = jsonrpc::decode(&jsonrpc::encode(message));
         assert_eq!(again, Decoded::Single(Ok(message.clone())), "re-encoding");
     }
+}
+
+/// How many top-level members of `data` are named `method` (0 when it is not a JSON object):
+/// on duplicates [`jsonrpc::peek_method`] may answer with the first, serde_json's `Value` keeps
+/// the last.
+fn top_level_methods(data: &[u8]) -> usize {
+    struct Count(usize);
+    impl<'de> serde::Deserialize<'de> for Count {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_map(CountVisitor)
+        }
+    }
+    struct CountVisitor;
+    impl<'de> serde::de::Visitor<'de> for CountVisitor {
+        type Value = Count;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
+            let mut count = 0;
+            while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                count += usize::from(name == "method");
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            Ok(Count(count))
+        }
+    }
+    serde_json::from_slice::<Count>(data).map_or(0, |count| count.0)
 }
 
 /// A small deterministic generator (xorshift), so cut points derive from the input alone.
@@ -284,8 +323,41 @@ pub fn schema(data: &[u8]) {
 
 /// The client's response readers: a JSON body, an SSE body in any chunking (same messages
 /// whatever the cuts), and the HTTP+SSE routing by text, which routes a text to id `n` only
-/// when that text is not read as anything but the success response to `n`.
+/// when that text is not read as anything but the success response to `n`. The typed fast
+/// path: [`jsonrpc::read_success_as`] reads only what [`jsonrpc::decode`] reads as the same
+/// success response, and a result [`mcp_adapters::is_plain_complete_result`] passes is
+/// complete on every revision.
 pub fn client(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let decoded = jsonrpc::decode(data);
+        let response = match &decoded {
+            Decoded::Single(Ok(Message::Response(response))) => Some(response),
+            _ => None,
+        };
+        let id = response
+            .and_then(|response| response.id.clone())
+            .unwrap_or(Id::Number(1));
+        if let Some(result) = jsonrpc::read_success_as::<Value>(&id, text) {
+            assert_eq!(
+                decoded,
+                Decoded::Single(Ok(Message::Response(Response::success(id, result)))),
+                "read_success_as read what decode does not"
+            );
+        }
+        if mcp_adapters::is_plain_complete_result(text)
+            && let Some(Ok(result)) = response.map(|response| &response.outcome)
+            && result.is_object()
+        {
+            for adapter in AdapterSet::all().adapters() {
+                assert_eq!(
+                    adapter.read_result(result),
+                    Ok(ResultKind::Complete),
+                    "a plain complete result is not complete on {}",
+                    adapter.version()
+                );
+            }
+        }
+    }
     let _ = client_readers::read_json_body(data);
     let (seed, count, stream) = seed_and_payload(data);
     let points = cuts(seed, stream.len(), count);
