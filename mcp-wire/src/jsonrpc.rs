@@ -2260,6 +2260,13 @@ mod tests {
             Some(json!({})),
             "string ids compare as ids"
         );
+        // `-0` is not an integer id to `decode`, so not here either.
+        let minus_zero = r#"{"jsonrpc":"2.0","id":-0,"result":{}}"#;
+        assert_eq!(read_success_as::<Value>(&Id::Number(0), minus_zero), None);
+        assert!(!matches!(
+            decode(minus_zero.as_bytes()),
+            Decoded::Single(Ok(Message::Response(Response { id: Some(_), .. })))
+        ));
     }
 
     mod read_success_props {
