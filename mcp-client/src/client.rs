@@ -70,7 +70,10 @@ impl CallOptions {
         Self::default()
     }
 
-    /// The timeout of this call, in place of the client's.
+    /// The timeout of this call, in place of the client's. A call that times out is cancelled
+    /// the revision's way, and its `notifications/cancelled` (where the revision sends one)
+    /// has been sent when the call returns [`ErrorKind::Timeout`] (waited for at most one more
+    /// timeout), so the server hears of it before anything the caller sends next.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -165,8 +168,9 @@ pub(crate) struct Inner {
     sessions: std::sync::atomic::AtomicU64,
     closed: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// The `tasks/cancel` requests of dropped task handles still on their way (at most
-    /// [`MAX_PENDING_CANCELS`]); [`Client::close`] waits for them.
+    /// The cancellations still on their way (`notifications/cancelled` of dropped calls,
+    /// `tasks/cancel` of dropped task handles; at most [`MAX_PENDING_CANCELS`]): a call that
+    /// times out and [`Client::close`] wait for them.
     pub(crate) cancels: Mutex<Vec<JoinHandle<()>>>,
     /// Permits for answering the server's requests, [`Config::max_queued`] of them.
     answering: Arc<tokio::sync::Semaphore>,
@@ -246,6 +250,25 @@ pub(crate) enum Outcome {
 }
 
 impl Inner {
+    /// Keeps a cancellation on its way for [`flush_cancels`](Self::flush_cancels) (bounded:
+    /// finished ones are dropped first, and past [`MAX_PENDING_CANCELS`] a new one is not
+    /// waited for).
+    pub(crate) fn keep_cancel(&self, sending: JoinHandle<()>) {
+        let mut cancels = lock(&self.cancels);
+        cancels.retain(|c| !c.is_finished());
+        if cancels.len() < MAX_PENDING_CANCELS {
+            cancels.push(sending);
+        }
+    }
+
+    /// Waits, at most `timeout`, for the cancellations on their way to be sent.
+    pub(crate) async fn flush_cancels(&self, timeout: Duration) {
+        let cancels: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&self.cancels));
+        if !cancels.is_empty() {
+            let _ = tokio::time::timeout(timeout, futures::future::join_all(cancels)).await;
+        }
+    }
+
     pub(crate) fn new(
         transport: Arc<dyn Transport>,
         config: Config,
@@ -1074,7 +1097,7 @@ impl Drop for InFlight {
         };
         let inner = self.inner.clone();
         let id = self.id.clone();
-        handle.spawn(async move {
+        let sending = handle.spawn(async move {
             let params = json!({"requestId": id, "reason": "cancelled by the client"});
             if let Err(e) = inner
                 .notify(method::NOTIFICATION_CANCELLED, Some(params))
@@ -1083,6 +1106,7 @@ impl Drop for InFlight {
                 tracing::debug!(error = %e, "could not send notifications/cancelled");
             }
         });
+        self.inner.keep_cancel(sending);
     }
 }
 
@@ -1278,7 +1302,13 @@ impl Client {
         let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
         match tokio::time::timeout(timeout, self.run(method_name, params, options, reader)).await {
             Ok(result) => result,
-            Err(_) => Err(Error::timeout(timeout)),
+            Err(_) => {
+                // The call was dropped: its `notifications/cancelled` is on its way. It goes out
+                // before the caller hears of the timeout (within one more timeout), so whatever
+                // the caller sends next follows it.
+                self.inner.flush_cancels(timeout).await;
+                Err(Error::timeout(timeout))
+            }
         }
     }
 
@@ -1462,10 +1492,7 @@ impl Client {
     pub async fn close(&self) -> Result<(), Error> {
         let timeout = self.inner.config.timeout;
         // The cancels of dropped tasks go out before the client closes (within the timeout).
-        let cancels: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&self.inner.cancels));
-        if !cancels.is_empty() {
-            let _ = tokio::time::timeout(timeout, futures::future::join_all(cancels)).await;
-        }
+        self.inner.flush_cancels(timeout).await;
         if self.inner.close_flag() {
             return Ok(());
         }

@@ -371,7 +371,7 @@ impl Drop for TaskHandle {
                 let _ = client.cancel_task(&id).await;
             }
         });
-        client.keep_cancel(cancelling);
+        client.inner.keep_cancel(cancelling);
     }
 }
 
@@ -415,15 +415,6 @@ impl Client {
         self.request("tasks/cancel", Some(json!({"taskId": id})))
             .await
             .map(|_| ())
-    }
-
-    /// Keeps a dropped task's `tasks/cancel` for [`Client::close`] to wait for (bounded).
-    fn keep_cancel(&self, cancelling: tokio::task::JoinHandle<()>) {
-        let mut cancels = self.inner.cancels.lock().unwrap_or_else(|e| e.into_inner());
-        cancels.retain(|c| !c.is_finished());
-        if cancels.len() < crate::client::MAX_PENDING_CANCELS {
-            cancels.push(cancelling);
-        }
     }
 
     /// A tool call's raw result: a task handle when it is a `CreateTaskResult`.

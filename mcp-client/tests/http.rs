@@ -437,6 +437,31 @@ async fn cancellation_closes_the_stream_on_2026_and_notifies_before() {
     support::schema::validate(&mock.recorded());
 }
 
+/// A call that times out has told the server by the time it returns: its
+/// `notifications/cancelled` is sent before the caller sees the timeout, so whatever the caller
+/// sends next comes after it.
+#[tokio::test]
+async fn a_timed_out_call_has_sent_its_cancellation_when_it_returns() {
+    let mock = Mock::start(Config::all()).await;
+    let client = connect(&mock, Revision::V2025_11_25, builder()).await;
+    let options = CallOptions::new().timeout(Duration::from_millis(200));
+    let error = within(client.call_tool_with("slow", json!({}), options))
+        .await
+        .unwrap_err();
+    assert!(error.is_timeout());
+    // No waiting here: the notification is already recorded.
+    let cancelled = mock.cancelled();
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    let id = mock
+        .recorded()
+        .iter()
+        .rev()
+        .find(|r| r.body["method"] == "tools/call")
+        .map(|r| r.body["id"].clone())
+        .unwrap();
+    assert_eq!(cancelled[0]["requestId"], id);
+}
+
 #[tokio::test]
 async fn reinitializes_after_a_lost_session_and_deletes_on_close() {
     let mock = Mock::start(Config::all()).await;
