@@ -172,10 +172,11 @@ pub trait Handler<M>: Send + Sync + 'static {
     /// Runs the handler.
     fn call(&self, input: Self::Input, ex: Exchange) -> BoxFuture<'static, Self::Output>;
 
-    /// The type of the server state it takes, if any (checked when the server is built).
-    /// Default none.
-    fn state_type() -> Option<(TypeId, &'static str)> {
-        None
+    /// The types of the server state its parts take (checked when the server is built: the
+    /// server has one state, so a handler taking two different `State<S>` types cannot be
+    /// served). Default none.
+    fn state_types() -> Vec<(TypeId, &'static str)> {
+        Vec::new()
     }
 
     /// Starts the handler and maps its output in the same boxed future, building the call's
@@ -349,8 +350,8 @@ macro_rules! with_parts {
                 async move { then(fut.await) }.boxed()
             }
 
-            fn state_type() -> Option<(TypeId, &'static str)> {
-                None $(.or_else($part::state_type))+
+            fn state_types() -> Vec<(TypeId, &'static str)> {
+                [$($part::state_type(),)+].into_iter().flatten().collect()
             }
         }
 
@@ -382,8 +383,8 @@ macro_rules! with_parts {
                 async move { then(fut.await) }.boxed()
             }
 
-            fn state_type() -> Option<(TypeId, &'static str)> {
-                None $(.or_else($part::state_type))+
+            fn state_types() -> Vec<(TypeId, &'static str)> {
+                [$($part::state_type(),)+].into_iter().flatten().collect()
             }
         }
 
@@ -414,8 +415,8 @@ macro_rules! with_parts {
                 async move { then(fut.await) }.boxed()
             }
 
-            fn state_type() -> Option<(TypeId, &'static str)> {
-                None $(.or_else($part::state_type))+
+            fn state_types() -> Vec<(TypeId, &'static str)> {
+                [$($part::state_type(),)+].into_iter().flatten().collect()
             }
         }
 
@@ -446,8 +447,8 @@ macro_rules! with_parts {
                 async move { then(fut.await) }.boxed()
             }
 
-            fn state_type() -> Option<(TypeId, &'static str)> {
-                None $(.or_else($part::state_type))+
+            fn state_types() -> Vec<(TypeId, &'static str)> {
+                [$($part::state_type(),)+].into_iter().flatten().collect()
             }
         }
     };

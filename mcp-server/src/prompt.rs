@@ -96,7 +96,7 @@ pub struct Prompt {
     pub(crate) icons: Vec<Icon>,
     pub(crate) schema: Value,
     /// The type of the shared state the handler takes, if it takes one.
-    pub(crate) state_type: Option<(std::any::TypeId, &'static str)>,
+    pub(crate) state_types: Vec<(std::any::TypeId, &'static str)>,
     pub(crate) render: ErasedPrompt,
 }
 
@@ -122,7 +122,7 @@ impl Prompt {
         H::Output: IntoPromptResult,
     {
         let handler = Arc::new(handler);
-        let state_type = H::state_type();
+        let state_types = H::state_types();
         let render: ErasedPrompt = Arc::new(move |arguments: Value, ex: Exchange| {
             let args: H::Input = serde_json::from_value(arguments).map_err(|e| e.to_string())?;
             Ok(handler.start(
@@ -138,7 +138,7 @@ impl Prompt {
             description: None,
             icons: Vec::new(),
             schema: schema::derive::<H::Input>(schema::Purpose::Input),
-            state_type,
+            state_types,
             render,
         }
     }

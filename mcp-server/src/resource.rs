@@ -117,7 +117,7 @@ where
 pub(crate) struct ResourceMeta {
     pub(crate) name: String,
     /// The type of the shared state the handler takes, if it takes one.
-    pub(crate) state_type: Option<(std::any::TypeId, &'static str)>,
+    pub(crate) state_types: Vec<(std::any::TypeId, &'static str)>,
     pub(crate) title: Option<String>,
     pub(crate) description: Option<String>,
     pub(crate) mime_type: Option<String>,
@@ -232,7 +232,7 @@ impl Resource {
             uri: uri.into(),
             meta: ResourceMeta {
                 name: name.into(),
-                state_type: H::state_type(),
+                state_types: H::state_types(),
                 ..ResourceMeta::default()
             },
             read: erase(handler),
@@ -292,7 +292,7 @@ impl ResourceTemplate {
             template: template.into(),
             meta: ResourceMeta {
                 name: name.into(),
-                state_type: H::state_type(),
+                state_types: H::state_types(),
                 ..ResourceMeta::default()
             },
             read: erase(handler),

@@ -222,7 +222,7 @@ pub struct Tool {
     pub(crate) output_schema: Option<Result<Value, String>>,
     pub(crate) takes_exchange: bool,
     /// The type of the shared state the handler takes, if it takes one.
-    pub(crate) state_type: Option<(std::any::TypeId, &'static str)>,
+    pub(crate) state_types: Vec<(std::any::TypeId, &'static str)>,
     pub(crate) meta: Option<Map<String, Value>>,
     /// Scopes an access token needs to call the tool (when the endpoint has a resource server).
     pub(crate) scopes: mcp_auth::ScopeSet,
@@ -303,7 +303,7 @@ impl Tool {
             input_schema,
             output_schema: <H::Output as IntoToolResult>::output_schema(),
             takes_exchange: H::TAKES_EXCHANGE,
-            state_type: H::state_type(),
+            state_types: H::state_types(),
             meta: None,
             scopes: mcp_auth::ScopeSet::new(),
             task_support: crate::TaskSupport::Forbidden,

@@ -131,6 +131,32 @@ fn a_state_of_another_type_is_refused_at_build() {
     assert!(other.to_string().contains("Counter"), "{other}");
 }
 
+/// Takes two different state types: no server has both (a server has one state).
+async fn both(
+    mcp_server::State(_counter): mcp_server::State<Counter>,
+    mcp_server::State(limit): mcp_server::State<u32>,
+    _: mcp_server::NoArgs,
+) -> String {
+    limit.to_string()
+}
+
+#[test]
+fn every_state_type_a_handler_takes_is_checked_at_build() {
+    // The first part's type is the server's; the second is not, and is named.
+    let second = Server::builder("state", "1.0")
+        .with_state(Counter::default())
+        .tool(Tool::new("both", both))
+        .build()
+        .unwrap_err();
+    assert!(second.to_string().contains("State<u32>"), "{second}");
+    let first = Server::builder("state", "1.0")
+        .with_state(7u32)
+        .tool(Tool::new("both", both))
+        .build()
+        .unwrap_err();
+    assert!(first.to_string().contains("Counter"), "{first}");
+}
+
 /// Who calls, as a part of the call a handler takes (a user's own [`FromExchange`]).
 struct CalledOn(String);
 

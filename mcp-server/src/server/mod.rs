@@ -425,26 +425,27 @@ impl ServerBuilder {
         let takers = (self
             .tools
             .iter()
-            .map(|t| ("tool", t.name.as_str(), t.state_type)))
+            .map(|t| ("tool", t.name.as_str(), &t.state_types)))
         .chain(
             self.prompts
                 .iter()
-                .map(|p| ("prompt", p.name.as_str(), p.state_type)),
+                .map(|p| ("prompt", p.name.as_str(), &p.state_types)),
         )
         .chain(
             self.resources
                 .iter()
-                .map(|r| ("resource", r.uri.as_str(), r.meta.state_type)),
+                .map(|r| ("resource", r.uri.as_str(), &r.meta.state_types)),
         )
-        .chain(
-            self.templates
-                .iter()
-                .map(|t| ("resource template", t.template.as_str(), t.meta.state_type)),
-        );
+        .chain(self.templates.iter().map(|t| {
+            (
+                "resource template",
+                t.template.as_str(),
+                &t.meta.state_types,
+            )
+        }));
         for (kind, id, wanted) in takers {
-            if let Some((wanted, name)) = wanted
-                && has != Some(wanted)
-            {
+            // Every `State<S>` a handler takes must be the server's one state type.
+            if let Some((_, name)) = wanted.iter().find(|(wanted, _)| has != Some(*wanted)) {
                 return Err(RegistrationError::InvalidSetting {
                     setting: "with_state",
                     reason: format!(
