@@ -40,21 +40,49 @@ use crate::revision::Revision;
 use crate::revision::method_map;
 use crate::select::{AdapterSet, Hint, Rejected, Selected, SelectionInput};
 
-/// What [`Adapter::decode`] found in a body.
+/// What [`Adapter::decode`] found in a body: one item, or the items of a JSON-RPC batch.
+///
+/// ```
+/// use mcp_adapters::{AdapterSet, DecodedBody, Incoming};
+/// use mcp_wire::jsonrpc;
+///
+/// let adapter = AdapterSet::all().by_version("2025-11-25").unwrap();
+/// let body = adapter.decode(jsonrpc::decode(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#));
+/// assert!(!body.is_batch());
+/// assert!(matches!(body.items(), [Incoming::Call(_)]));
+///
+/// let batch = adapter.decode(jsonrpc::decode(br#"[{"jsonrpc":"2.0","method":"ping"}]"#));
+/// // 2025-11-25 has no batches: one item, the failure to answer with.
+/// assert!(matches!(batch, DecodedBody::Single(Incoming::Invalid(_))));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct DecodedBody {
-    /// The body was a JSON-RPC batch: the answer is a JSON array of the responses, in item
-    /// order (HTTP 200), or nothing (HTTP 202) when no item needs an answer.
-    pub batch: bool,
-    /// One entry per message (one for a single message; for a batch, one per item).
-    pub items: Vec<Incoming>,
+pub enum DecodedBody {
+    /// A single message (held inline: a body of one message allocates no list).
+    Single(Incoming),
+    /// A JSON-RPC batch, one entry per item: the answer is a JSON array of the responses, in
+    /// item order (HTTP 200), or nothing (HTTP 202) when no item needs an answer.
+    Batch(Vec<Incoming>),
 }
 
 impl DecodedBody {
-    fn single(item: Incoming) -> Self {
-        Self {
-            batch: false,
-            items: vec![item],
+    /// The body was a JSON-RPC batch.
+    pub fn is_batch(&self) -> bool {
+        matches!(self, Self::Batch(_))
+    }
+
+    /// The items in order (one for a single message).
+    pub fn items(&self) -> &[Incoming] {
+        match self {
+            Self::Single(item) => std::slice::from_ref(item),
+            Self::Batch(items) => items,
+        }
+    }
+
+    /// The items in order, by value.
+    pub fn into_items(self) -> std::vec::IntoIter<Incoming> {
+        match self {
+            Self::Single(item) => vec![item].into_iter(),
+            Self::Batch(items) => items.into_iter(),
         }
     }
 }
@@ -178,11 +206,11 @@ impl Adapter {
     {
         match body {
             Decoded::Single(Ok(message)) => {
-                DecodedBody::single(self.decode_one(message, http.as_ref(), false))
+                DecodedBody::Single(self.decode_one(message, http.as_ref(), false))
             }
-            Decoded::Single(Err(error)) => DecodedBody::single(invalid_envelope(&error)),
+            Decoded::Single(Err(error)) => DecodedBody::Single(invalid_envelope(&error)),
             Decoded::Batch(_) if !self.allows_batch() => {
-                DecodedBody::single(Incoming::Invalid(Invalid {
+                DecodedBody::Single(Incoming::Invalid(Invalid {
                     id: None,
                     respond: true,
                     failure: Failure::invalid_request(format!(
@@ -191,16 +219,15 @@ impl Adapter {
                     )),
                 }))
             }
-            Decoded::Batch(items) => DecodedBody {
-                batch: true,
-                items: items
+            Decoded::Batch(items) => DecodedBody::Batch(
+                items
                     .into_iter()
                     .map(|item| match item {
                         Ok(message) => self.decode_one(message, http.as_ref(), true),
                         Err(error) => invalid_envelope(&error),
                     })
                     .collect(),
-            },
+            ),
         }
     }
 
@@ -413,32 +440,41 @@ impl Adapter {
             .get("_meta")
             .and_then(|m| m.get(meta::PROGRESS_TOKEN))
             .and_then(id_of);
-        // What typed fields hold moves out of `params`: in one pass when there are several
-        // members to look for, otherwise by a plain removal.
+        // What typed fields hold moves out of `params` in one pass that consumes the map:
+        // the keys and values are moved (never copied), what is left is rebuilt in order, and
+        // a `tools/call` with only `name` and `arguments` leaves an empty map that never
+        // allocated (cheaper than searching the tree once per member and rebalancing it).
         let takes_arguments = matches!(operation, Operation::CallTool | Operation::GetPrompt);
         let takes_answers = features.can_ask() && operation.may_require_input();
+        let target_member = match operation {
+            Operation::CallTool | Operation::GetPrompt => Some("name"),
+            Operation::ReadResource | Operation::Subscribe | Operation::Unsubscribe => Some("uri"),
+            _ => None,
+        };
+        let mut target = None;
         let mut arguments = None;
         let mut input_responses = None;
         let mut request_state = None;
-        if !takes_answers {
-            if takes_arguments {
-                arguments = params.remove("arguments");
-            }
-        } else {
-            params.retain(|key, value| {
+        if !params.is_empty() && (target_member.is_some() || takes_arguments || takes_answers) {
+            let mut rest = Map::new();
+            for (key, value) in params {
                 let slot = match key.as_str() {
+                    k if Some(k) == target_member => &mut target,
                     "arguments" if takes_arguments => &mut arguments,
                     "inputResponses" if takes_answers => &mut input_responses,
                     "requestState" if takes_answers => &mut request_state,
-                    _ => return true,
+                    _ => {
+                        rest.insert(key, value);
+                        continue;
+                    }
                 };
-                *slot = Some(value.take());
-                false
-            });
+                *slot = Some(value);
+            }
+            params = rest;
         }
         match operation {
             Operation::CallTool | Operation::GetPrompt => {
-                call.target = Some(take_string(&mut params, "name")?);
+                call.target = Some(string_member("name", target)?);
                 call.arguments = match arguments {
                     None | Some(Value::Null) => Map::new(),
                     Some(Value::Object(a)) => a,
@@ -446,7 +482,7 @@ impl Adapter {
                 };
             }
             Operation::ReadResource | Operation::Subscribe | Operation::Unsubscribe => {
-                call.target = Some(take_string(&mut params, "uri")?);
+                call.target = Some(string_member("uri", target)?);
             }
             Operation::ListTools
             | Operation::ListPrompts
@@ -566,9 +602,9 @@ fn required_string(params: &Map<String, Value>, field: &str) -> Result<String, F
     }
 }
 
-/// `params[field]`, a string, moved out of `params` (the caller keeps it in a typed field).
-fn take_string(params: &mut Map<String, Value>, field: &str) -> Result<String, Failure> {
-    match params.remove(field) {
+/// The member `field` of params, already moved out of them: it must be a string.
+fn string_member(field: &str, value: Option<Value>) -> Result<String, Failure> {
+    match value {
         Some(Value::String(s)) => Ok(s),
         other => Err(bad_string(field, other.is_some())),
     }

@@ -35,7 +35,7 @@
 //! assert!(adapter.can_push_ask() && !adapter.allows_batch());
 //!
 //! let decoded = adapter.decode_http(body, &headers, &mcp_adapters::NoTools);
-//! let Incoming::Call(call) = &decoded.items[0] else { unreachable!() };
+//! let Incoming::Call(call) = &decoded.items()[0] else { unreachable!() };
 //! assert_eq!(call.operation, Operation::ListTools);
 //!
 //! let reply = adapter

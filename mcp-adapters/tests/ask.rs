@@ -36,8 +36,9 @@ fn send(adapter: Adapter, params: Map<String, Value>, id: i64) -> mcp_adapters::
     .unwrap();
     match adapter
         .decode_http(jsonrpc::decode(&body), &headers, &NoTools)
-        .items
-        .remove(0)
+        .into_items()
+        .next()
+        .expect("one item")
     {
         Incoming::Call(call) => *call,
         other => panic!("{other:?}"),
@@ -314,8 +315,8 @@ fn pushed_question_round_trip() {
             let reply = adapter.answer_pushed(Id::from("q-0123456789abcdef"), answer);
             let bytes = serde_json::to_vec(&reply).unwrap();
             let decoded = adapter.decode(jsonrpc::decode(&bytes));
-            let Incoming::Reply(reply) = &decoded.items[0] else {
-                panic!("{:?}", decoded.items)
+            let Incoming::Reply(reply) = &decoded.items()[0] else {
+                panic!("{:?}", decoded.items())
             };
             assert_eq!(reply.id, Id::from("q-0123456789abcdef"));
             let read = mcp_adapters::ElicitAnswer::from_reply(&reply.outcome);

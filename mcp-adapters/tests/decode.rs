@@ -38,9 +38,9 @@ fn weather_tools() -> HashMap<String, Vec<HeaderBinding>> {
 /// Decodes `body` on 2026-07-28 over HTTP with exactly `headers`.
 fn decode(body: &Value, headers: &[(&str, &str)]) -> Incoming {
     let bytes = serde_json::to_vec(body).unwrap();
-    let mut decoded = MODERN.decode_http(jsonrpc::decode(&bytes), headers, &weather_tools());
-    assert_eq!(decoded.items.len(), 1);
-    decoded.items.remove(0)
+    let decoded = MODERN.decode_http(jsonrpc::decode(&bytes), headers, &weather_tools());
+    assert_eq!(decoded.items().len(), 1);
+    decoded.into_items().next().expect("one item")
 }
 
 /// `Ok(())` when accepted, else the failure kind; asserts the id is kept.
@@ -453,14 +453,14 @@ fn http_header_map_is_read_in_place() {
     let body = serde_json::to_vec(&tools_call("weather", json!({"region": "eu"}))).unwrap();
     let decoded = MODERN.decode_http(jsonrpc::decode(&body), &map, &weather_tools());
     assert!(
-        matches!(decoded.items[0], Incoming::Call(_)),
+        matches!(decoded.items()[0], Incoming::Call(_)),
         "{:?}",
-        decoded.items
+        decoded.items()
     );
     map.append("mcp-param-region", "eu".parse().unwrap());
     let decoded = MODERN.decode_http(jsonrpc::decode(&body), &map, &weather_tools());
     assert!(
-        matches!(&decoded.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::HeaderMismatch)
+        matches!(&decoded.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::HeaderMismatch)
     );
 }
 
@@ -476,7 +476,7 @@ fn legacy_revisions_check_no_headers() {
         let headers = [("Mcp-Method", "WRONG"), ("Mcp-Name", "other")];
         let decoded =
             Adapter::new(r).decode_http(jsonrpc::decode(body), &headers[..], &weather_tools());
-        assert!(matches!(decoded.items[0], Incoming::Call(_)), "{r}");
+        assert!(matches!(decoded.items()[0], Incoming::Call(_)), "{r}");
     }
 }
 
@@ -501,8 +501,8 @@ fn batch_items_are_independent() {
         {"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}
     ]"#;
     let decoded = adapter.decode(jsonrpc::decode(body));
-    assert!(decoded.batch);
-    let items = &decoded.items;
+    assert!(decoded.is_batch());
+    let items = &decoded.items();
     assert_eq!(items.len(), 8);
     assert_eq!(call(&items[0]).operation, Operation::ListTools);
     assert_eq!(call(&items[1]).operation, Operation::HandshakeComplete);
@@ -525,9 +525,9 @@ fn batch_items_are_independent() {
     assert!(matches!(&items[7], Incoming::Invalid(i) if !i.respond));
     // An empty batch is one invalid request.
     let empty = adapter.decode(jsonrpc::decode(b"[]"));
-    assert!(!empty.batch);
+    assert!(!empty.is_batch());
     assert!(
-        matches!(&empty.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidRequest)
+        matches!(&empty.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidRequest)
     );
 }
 
@@ -536,7 +536,7 @@ fn replies_to_pushed_requests() {
     let adapter = Adapter::new(Revision::V2025_11_25);
     let error = br#"{"jsonrpc":"2.0","id":"q-9","error":{"code":-32603,"message":"user closed"}}"#;
     let decoded = adapter.decode(jsonrpc::decode(error));
-    let Incoming::Reply(reply) = &decoded.items[0] else {
+    let Incoming::Reply(reply) = &decoded.items()[0] else {
         panic!()
     };
     let answer = mcp_adapters::ElicitAnswer::from_reply(&reply.outcome);
@@ -544,7 +544,7 @@ fn replies_to_pushed_requests() {
     // 2026-07-28 clients send no responses.
     let ok = br#"{"jsonrpc":"2.0","id":"q-9","result":{}}"#;
     let decoded = MODERN.decode(jsonrpc::decode(ok));
-    assert!(matches!(&decoded.items[0], Incoming::Invalid(i) if !i.respond));
+    assert!(matches!(&decoded.items()[0], Incoming::Invalid(i) if !i.respond));
 }
 
 #[test]
@@ -552,12 +552,12 @@ fn extension_methods_on_every_revision() {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "com.example/search", "params": {"_meta": meta()}});
     let bytes = serde_json::to_vec(&body).unwrap();
     let decoded = MODERN.decode(jsonrpc::decode(&bytes));
-    assert_eq!(call(&decoded.items[0]).operation, Operation::Extension);
-    assert_eq!(call(&decoded.items[0]).method, "com.example/search");
+    assert_eq!(call(&decoded.items()[0]).operation, Operation::Extension);
+    assert_eq!(call(&decoded.items()[0]).method, "com.example/search");
     // The handshake revisions negotiate extensions at `initialize` (SEP-2133): their methods
     // reach the server too.
     let legacy = Adapter::new(Revision::V2025_11_25).decode(jsonrpc::decode(&bytes));
-    assert_eq!(call(&legacy.items[0]).operation, Operation::Extension);
+    assert_eq!(call(&legacy.items()[0]).operation, Operation::Extension);
     for removed in [
         "initialize",
         "ping",
@@ -569,7 +569,7 @@ fn extension_methods_on_every_revision() {
             json!({"jsonrpc": "2.0", "id": 7, "method": removed, "params": {"_meta": meta()}});
         let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&body).unwrap()));
         assert!(
-            matches!(&decoded.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::UnknownMethod),
+            matches!(&decoded.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::UnknownMethod),
             "{removed}"
         );
     }
@@ -578,7 +578,7 @@ fn extension_methods_on_every_revision() {
         let decoded = Adapter::new(Revision::V2025_06_18)
             .decode(jsonrpc::decode(&serde_json::to_vec(&body).unwrap()));
         assert!(
-            matches!(&decoded.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::UnknownMethod),
+            matches!(&decoded.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::UnknownMethod),
             "{legacy_only}"
         );
     }
@@ -590,7 +590,7 @@ fn mrtr_fields_are_taken_out_of_params() {
         "_meta": meta(), "uri": "file:///a",
         "inputResponses": {"k": {"action": "accept", "content": {"x": 1}}}, "requestState": "st"}});
     let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&body).unwrap()));
-    let c = call(&decoded.items[0]);
+    let c = call(&decoded.items()[0]);
     assert_eq!(c.target.as_deref(), Some("file:///a"));
     assert_eq!(c.request_state.as_deref(), Some("st"));
     assert!(
@@ -608,7 +608,7 @@ fn mrtr_fields_are_taken_out_of_params() {
         body["params"][field] = bad;
         let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&body).unwrap()));
         assert!(
-            matches!(&decoded.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidParams),
+            matches!(&decoded.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidParams),
             "{field}"
         );
     }
@@ -619,7 +619,7 @@ fn answers_in_arguments_are_taken_out_before_the_tool_sees_them() {
     for r in [Revision::V2024_11_05, Revision::V2025_03_26] {
         let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"gate","arguments":{"x":1,"mcpAnswers":{"go":{"action":"accept","content":{}}},"mcpState":"s1"}}}"#;
         let decoded = Adapter::new(r).decode(jsonrpc::decode(body));
-        let c = call(&decoded.items[0]);
+        let c = call(&decoded.items()[0]);
         assert_eq!(
             c.arguments,
             json!({"x": 1}).as_object().unwrap().clone(),
@@ -638,21 +638,25 @@ fn answers_in_arguments_are_taken_out_before_the_tool_sees_them() {
     // On a push revision the same arguments are the tool's own.
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"gate","arguments":{"mcpAnswers":{}}}}"#;
     let decoded = Adapter::new(Revision::V2025_06_18).decode(jsonrpc::decode(body));
-    assert!(call(&decoded.items[0]).arguments.contains_key("mcpAnswers"));
+    assert!(
+        call(&decoded.items()[0])
+            .arguments
+            .contains_key("mcpAnswers")
+    );
 }
 
 #[test]
 fn initialize_params_and_legacy_log_level() {
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}"#;
     let decoded = Adapter::new(Revision::V2025_06_18).decode(jsonrpc::decode(body));
-    let c = call(&decoded.items[0]);
+    let c = call(&decoded.items()[0]);
     assert_eq!(c.operation, Operation::Describe);
     assert_eq!(c.protocol_version.as_deref(), Some("2025-06-18"));
     assert!(c.client.can_elicit_form() && !c.client.can_elicit_url());
     let bad = br#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"loud"}}"#;
     let decoded = Adapter::new(Revision::V2025_06_18).decode(jsonrpc::decode(bad));
     assert!(
-        matches!(&decoded.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidParams)
+        matches!(&decoded.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidParams)
     );
     let bad_meta_level = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -662,7 +666,7 @@ fn initialize_params_and_legacy_log_level() {
         &serde_json::to_vec(&bad_meta_level).unwrap(),
     ));
     assert!(
-        matches!(&decoded.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidParams)
+        matches!(&decoded.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidParams)
     );
 }
 
@@ -755,9 +759,9 @@ fn the_published_2026_examples_decode() {
                 .unwrap();
             let decoded = MODERN.decode_http(jsonrpc::decode(&bytes), &headers, &NoTools);
             assert!(
-                matches!(decoded.items[0], Incoming::Call(_)),
+                matches!(decoded.items()[0], Incoming::Call(_)),
                 "{kind}: {:?}",
-                decoded.items[0]
+                decoded.items()[0]
             );
             seen += 1;
         }
@@ -775,7 +779,7 @@ fn modern_client_context_is_moved_out_of_meta() {
         "com.example/kept": true
     }}});
     let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&body).unwrap()));
-    let Some(Incoming::Call(call)) = decoded.items.first() else {
+    let Some(Incoming::Call(call)) = decoded.items().first() else {
         panic!("expected a call, got {decoded:?}");
     };
     assert!(call.client.has("roots"));
@@ -798,7 +802,7 @@ fn modern_client_context_is_moved_out_of_meta() {
         "io.modelcontextprotocol/clientInfo": "c"
     }}});
     let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&odd).unwrap()));
-    let Some(Incoming::Call(call)) = decoded.items.first() else {
+    let Some(Incoming::Call(call)) = decoded.items().first() else {
         panic!("expected a call, got {decoded:?}");
     };
     assert_eq!(call.client.info, None);
@@ -906,7 +910,7 @@ fn failures_carry_the_request_id_back() {
     let notification =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [3]});
     let decoded = MODERN.decode(jsonrpc::decode(&serde_json::to_vec(&notification).unwrap()));
-    match &decoded.items[0] {
+    match &decoded.items()[0] {
         Incoming::Invalid(invalid) => {
             assert_eq!(invalid.id, None);
             assert!(!invalid.respond);
@@ -934,7 +938,7 @@ fn tools_call_members_move_out_per_revision() {
             "name": "t", "arguments": {"a": 1}, "_meta": meta, "extra": null,
             "inputResponses": {"k": {"action": "decline"}}, "requestState": "s"}});
         let decoded = adapter.decode(jsonrpc::decode(&serde_json::to_vec(&body).unwrap()));
-        let Some(Incoming::Call(call)) = decoded.items.first() else {
+        let Some(Incoming::Call(call)) = decoded.items().first() else {
             panic!("{revision:?}: expected a call, got {decoded:?}");
         };
         assert_eq!(call.target.as_deref(), Some("t"), "{revision:?}");
@@ -976,12 +980,12 @@ fn a_task_method_routed_by_mcp_name_must_name_its_task() {
         ("Mcp-Method", "tasks/get"),
     ];
     // Without Mcp-Name (clients that do not route by it), and with the task's id.
-    assert!(matches!(decode(&base).items[0], Incoming::Call(_)));
+    assert!(matches!(decode(&base).items()[0], Incoming::Call(_)));
     let named = [base[0], base[1], ("Mcp-Name", "t-1")];
-    assert!(matches!(decode(&named).items[0], Incoming::Call(_)));
+    assert!(matches!(decode(&named).items()[0], Incoming::Call(_)));
     // Another task's id is a header mismatch.
     let wrong = [base[0], base[1], ("Mcp-Name", "t-2")];
     assert!(
-        matches!(&decode(&wrong).items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::HeaderMismatch)
+        matches!(&decode(&wrong).items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::HeaderMismatch)
     );
 }

@@ -58,8 +58,8 @@ fn decode_with_client_headers(adapter: Adapter, body: &[u8]) -> Incoming {
     let headers = adapter
         .client_headers(method, &params, false, None)
         .unwrap();
-    let mut decoded = adapter.decode_http(jsonrpc::decode(body), &headers, &NoTools);
-    decoded.items.remove(0)
+    let decoded = adapter.decode_http(jsonrpc::decode(body), &headers, &NoTools);
+    decoded.into_items().next().expect("one item")
 }
 
 fn call_of(item: Incoming) -> Box<Call> {
@@ -150,7 +150,7 @@ fn rows() -> Vec<Row> {
                 let body = request(a, "tools/list", Map::new());
                 let headers = vec![("MCP-Protocol-Version", a.version())];
                 let decoded = a.decode_http(jsonrpc::decode(&body), &headers, &NoTools);
-                match &decoded.items[0] {
+                match &decoded.items()[0] {
                     Incoming::Call(_) => "accepted".into(),
                     Incoming::Invalid(i) => mapping(a, i.failure.kind),
                     other => format!("{other:?}"),
@@ -191,11 +191,11 @@ fn rows() -> Vec<Row> {
             observe: |a| {
                 let body = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#;
                 let decoded = a.decode(jsonrpc::decode(body));
-                if decoded.batch {
-                    format!("{} items", decoded.items.len())
+                if decoded.is_batch() {
+                    format!("{} items", decoded.items().len())
                 } else {
                     assert!(
-                        matches!(&decoded.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidRequest)
+                        matches!(&decoded.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidRequest)
                     );
                     "refused".into()
                 }
@@ -210,7 +210,7 @@ fn rows() -> Vec<Row> {
                 }
                 let body = br#"[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}]"#;
                 let decoded = a.decode(jsonrpc::decode(body));
-                match &decoded.items[0] {
+                match &decoded.items()[0] {
                     Incoming::Invalid(i) if i.failure.kind == FailureKind::InvalidRequest => {
                         "refused".into()
                     }
@@ -270,7 +270,7 @@ fn rows() -> Vec<Row> {
                     return "n/a".into();
                 }
                 let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
-                match &a.decode(jsonrpc::decode(body)).items[0] {
+                match &a.decode(jsonrpc::decode(body)).items()[0] {
                     Incoming::Invalid(i) => mapping(a, i.failure.kind),
                     other => format!("{other:?}"),
                 }
@@ -558,12 +558,22 @@ fn rows() -> Vec<Row> {
                         "io.modelcontextprotocol/logLevel": "warning"}),
                     );
                     let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params})).unwrap();
-                    let call = call_of(a.decode(jsonrpc::decode(&body)).items.remove(0));
+                    let call = call_of(
+                        a.decode(jsonrpc::decode(&body))
+                            .into_items()
+                            .next()
+                            .expect("one item"),
+                    );
                     assert_eq!(call.log_level, Some(mcp_adapters::LogLevel::Warning));
                     "per-request _meta".into()
                 } else {
                     let body = br#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}"#;
-                    let call = call_of(a.decode(jsonrpc::decode(body)).items.remove(0));
+                    let call = call_of(
+                        a.decode(jsonrpc::decode(body))
+                            .into_items()
+                            .next()
+                            .expect("one item"),
+                    );
                     assert_eq!(call.operation, Operation::SetLogLevel);
                     "setLevel".into()
                 }
@@ -737,7 +747,14 @@ fn negotiation_row() {
     let headers: Vec<(&str, &str)> = Vec::new();
     let selected = set.select_http(&body, &headers, None, None).unwrap();
     assert_eq!(selected.adapter.revision(), Revision::V2025_11_25);
-    let call = call_of(selected.adapter.decode(body).items.remove(0));
+    let call = call_of(
+        selected
+            .adapter
+            .decode(body)
+            .into_items()
+            .next()
+            .expect("one item"),
+    );
     assert_eq!(call.protocol_version.as_deref(), Some("2099-01-01"));
     let result = selected.adapter.describe_result(
         &set,

@@ -66,7 +66,7 @@ proptest! {
         let bindings = tools.get(&name).map(Vec::as_slice);
         let headers = MODERN.client_headers("tools/call", &params, false, bindings).unwrap();
         let decoded = MODERN.decode_http(jsonrpc::decode(&bytes), &headers, &tools);
-        prop_assert!(matches!(decoded.items[0], Incoming::Call(_)), "{:?} {:?}", headers, decoded.items);
+        prop_assert!(matches!(decoded.items()[0], Incoming::Call(_)), "{:?} {:?}", headers, decoded.items());
     }
 
     /// A tool call's headers read from its name and arguments are the headers of its params,
@@ -110,7 +110,7 @@ proptest! {
             }
         }
         let decoded = MODERN.decode_http(jsonrpc::decode(&bytes), &headers, &tools);
-        prop_assert!(matches!(&decoded.items[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::HeaderMismatch));
+        prop_assert!(matches!(&decoded.items()[0], Incoming::Invalid(i) if i.failure.kind == FailureKind::HeaderMismatch));
     }
 
     /// Arbitrary bytes never panic selection or any adapter's decoder.
@@ -121,7 +121,7 @@ proptest! {
         let _ = set.select_http(&jsonrpc::decode(&bytes), &none[..], None, None);
         for r in Revision::ALL {
             let decoded = Adapter::new(r).decode(jsonrpc::decode(&bytes));
-            prop_assert!(!decoded.items.is_empty());
+            prop_assert!(!decoded.items().is_empty());
         }
     }
 

@@ -275,8 +275,8 @@ pub fn adapters(data: &[u8]) {
         if let Decoded::Batch(items) = &decoded
             && adapter.allows_batch()
         {
-            assert_eq!(http.items.len(), items.len());
-            assert_eq!(plain.items.len(), items.len());
+            assert_eq!(http.items().len(), items.len());
+            assert_eq!(plain.items().len(), items.len());
         }
         // Each message alone, as stdio reads it.
         if let Decoded::Single(Ok(message)) = &decoded {

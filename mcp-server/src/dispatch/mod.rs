@@ -521,18 +521,17 @@ impl Served {
         ctx: &Context,
         sink: &Sink,
     ) -> Option<Outgoing> {
-        if body.batch {
+        match body {
             // Boxed: a batch is rare, and its loop would make every call's future larger.
-            return Box::pin(self.serve_batch(adapter, body.items, ctx, sink)).await;
-        }
-        // One message (one item): no list of responses to build.
-        let mut last = None;
-        for item in body.items {
-            if let Some(response) = self.item(adapter, item, ctx, sink).await {
-                last = Some(response);
+            mcp_adapters::DecodedBody::Batch(items) => {
+                Box::pin(self.serve_batch(adapter, items, ctx, sink)).await
             }
+            // One message: no list of responses to build.
+            mcp_adapters::DecodedBody::Single(item) => self
+                .item(adapter, item, ctx, sink)
+                .await
+                .map(Outgoing::Response),
         }
-        last.map(Outgoing::Response)
     }
 
     /// The items of a batch in order, answered with the list of their responses (none when no
@@ -846,14 +845,11 @@ impl Served {
             return Done::failure(Failure::unknown_tool(&name));
         };
         let structured = tool_view.structured_content;
-        // A tool without an output schema on this revision sends no `structuredContent`.
         let finish = |result: ToolResult| {
-            let result = if structured {
-                result
-            } else {
-                result.without_structured_content()
-            };
-            Done::Send(Outcome::Tool(result), CacheHint::NONE)
+            Done::Send(
+                Outcome::Tool(as_declared(result, structured)),
+                CacheHint::NONE,
+            )
         };
         // Boxed where they await: rare paths that would otherwise make every call's future
         // larger. A first attempt's state is built with the exchange, if the handler takes one.
@@ -1430,12 +1426,11 @@ fn task_ending(
         }
     };
     let tool_result = |result: ToolResult| {
-        let result = if structured {
-            result
-        } else {
-            result.without_structured_content()
-        };
-        completed(adapter.encode_tool_result(Id::Number(0), result, &context))
+        completed(adapter.encode_tool_result(
+            Id::Number(0),
+            as_declared(result, structured),
+            &context,
+        ))
     };
     match (interrupt, out) {
         (Some(Interrupted::Cancelled), _) | (_, None) => Ending::Cancelled,
@@ -1651,6 +1646,17 @@ impl Context {
 
     pub(crate) fn listeners_closer(&self) -> crate::notifier::Closer {
         self.conn().listeners().clone()
+    }
+}
+
+/// A tool result as the tool declares it on the revision: a tool without an output schema
+/// there (`structured` false) sends no `structuredContent`. Answered calls and finished tasks
+/// both go through here.
+fn as_declared(result: ToolResult, structured: bool) -> ToolResult {
+    if structured {
+        result
+    } else {
+        result.without_structured_content()
     }
 }
 

@@ -310,14 +310,14 @@ async fn listen(
 
 /// Whether a body holds a request (something a later `notifications/cancelled` could name).
 pub(crate) fn has_request(body: &mcp_adapters::DecodedBody) -> bool {
-    body.items
+    body.items()
         .iter()
         .any(|item| matches!(item, mcp_adapters::Incoming::Call(call) if call.id.is_some()))
 }
 
 /// The requests of a body (calls with an id), and the first one's id.
 pub(crate) fn requests(body: &mcp_adapters::DecodedBody) -> (usize, Option<Id>) {
-    let mut ids = body.items.iter().filter_map(|item| match item {
+    let mut ids = body.items().iter().filter_map(|item| match item {
         mcp_adapters::Incoming::Call(call) => call.id.as_ref(),
         _ => None,
     });

@@ -646,7 +646,7 @@ impl Shared {
     ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
         let auth = self.config.auth.as_ref()?;
         let registry = &server.registry;
-        items.items.iter().find_map(|item| {
+        items.items().iter().find_map(|item| {
             let mcp_adapters::Incoming::Call(call) = item else {
                 return None;
             };

@@ -170,6 +170,9 @@ impl SessionRecord {
 /// A session read from the store.
 #[derive(Clone, Debug)]
 pub(crate) struct Loaded {
+    /// The session id, shared with this worker's cache of decoded records (a request of a
+    /// known session copies no id).
+    pub(crate) id: Arc<str>,
     /// The decoded record, shared with this worker's cache of decoded records.
     pub(crate) record: Arc<SessionRecord>,
     pub(crate) version: u64,
@@ -181,6 +184,8 @@ const MAX_CACHED: usize = 1024;
 
 /// A decoded session record and the exact stored bytes and version it was decoded from.
 struct Cached {
+    /// The session id, the same text as the map's key; handed out with [`Loaded`].
+    id: Arc<str>,
     version: u64,
     bytes: Bytes,
     record: Arc<SessionRecord>,
@@ -190,7 +195,7 @@ struct Cached {
 }
 
 /// The records decoded by one worker, by session id.
-type Decoded = Mutex<FastMap<String, Cached>>;
+type Decoded = Mutex<FastMap<Arc<str>, Cached>>;
 
 /// The invalidation feed of a worker's session cache ([`HttpConfig::session_cache`]).
 ///
@@ -537,6 +542,7 @@ impl Sessions {
         self.cache.as_ref()?;
         let decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
         decoded.get(id).map(|cached| Loaded {
+            id: cached.id.clone(),
             record: cached.record.clone(),
             version: cached.version,
         })
@@ -550,6 +556,7 @@ impl Sessions {
         let cached = decoded.get(id)?;
         let until = cached.trusted_until?;
         (tokio::time::Instant::now() < until).then(|| Loaded {
+            id: cached.id.clone(),
             record: cached.record.clone(),
             version: cached.version,
         })
@@ -586,8 +593,9 @@ impl Sessions {
                     .map_err(|_| SessionError::NotFound)?,
             ),
         };
-        self.remember(id, record.version, record.value, parsed.clone(), epoch);
+        let id = self.remember(id, record.version, record.value, parsed.clone(), epoch);
         Ok(Loaded {
+            id,
             record: parsed,
             version: record.version,
         })
@@ -595,6 +603,7 @@ impl Sessions {
 
     /// Remembers a record this worker read or stored. It is trusted when `epoch` is the feed's
     /// epoch from before the store operation and still is now (no invalidation came between).
+    /// The id as the cache holds it (a record already cached keeps its id: no copy).
     fn remember(
         &self,
         id: &str,
@@ -602,7 +611,7 @@ impl Sessions {
         bytes: Bytes,
         record: Arc<SessionRecord>,
         epoch: Option<u64>,
-    ) {
+    ) -> Arc<str> {
         let mut decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
         if decoded.len() >= MAX_CACHED && !decoded.contains_key(id) {
             decoded.clear();
@@ -616,15 +625,25 @@ impl Sessions {
             }
             _ => None,
         };
+        if let Some(cached) = decoded.get_mut(id) {
+            cached.version = version;
+            cached.bytes = bytes;
+            cached.record = record;
+            cached.trusted_until = trusted_until;
+            return cached.id.clone();
+        }
+        let id: Arc<str> = Arc::from(id);
         decoded.insert(
-            id.to_owned(),
+            id.clone(),
             Cached {
+                id: id.clone(),
                 version,
                 bytes,
                 record,
                 trusted_until,
             },
         );
+        id
     }
 
     /// Tells the other workers that session `id` changed (or ended).

@@ -29,7 +29,7 @@ use crate::notify::Change;
 struct Bound {
     adapter: Adapter,
     /// The stored session, for requests of a session.
-    session: Option<(Arc<str>, Loaded)>,
+    session: Option<Loaded>,
     /// The request is `initialize`: a session is minted if it succeeds.
     initialize: bool,
     /// The id of an `initialize` request, for the failure when its session cannot be stored.
@@ -79,7 +79,7 @@ pub(crate) async fn post(
         Ok(bound) => bound,
         Err(response) => return response,
     };
-    if let Some((id, _)) = &bound.session {
+    if let Some(Loaded { id, .. }) = &bound.session {
         // A call of this session runs in an earlier request, here or on another worker.
         let cancelled = cancel::cancelled_ids(&decoded);
         if !cancelled.is_empty() {
@@ -95,7 +95,7 @@ pub(crate) async fn post(
     let snapshot = bound
         .session
         .as_ref()
-        .map(|(_, loaded)| loaded.record.load(shared.server.revisions()))
+        .map(|loaded| loaded.record.load(shared.server.revisions()))
         .unwrap_or_default();
     let mut ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
     if let Some(principal) = crate::auth::of_request(parts) {
@@ -109,14 +109,14 @@ pub(crate) async fn post(
             return crate::http::auth_refusal(adapter, id, &refusal);
         }
     }
-    if let Some((id, _)) = &bound.session {
+    if let Some(Loaded { id, .. }) = &bound.session {
         // Replies to questions pushed in this session are accepted only from this session.
         ctx = ctx.with_shared_session(id.clone());
     }
     // While the call runs, a `notifications/cancelled` of its session reaches it (a body
     // without a request has nothing to cancel).
     let registered = match &bound.session {
-        Some((id, _)) if cancel::has_request(&items) => {
+        Some(Loaded { id, .. }) if cancel::has_request(&items) => {
             let topic = || shared.sessions.cancel_topic(id);
             let log = &shared.server.settings().log;
             let (count, first) = cancel::requests(&items);
@@ -312,10 +312,10 @@ async fn save(
     ctx: &Context,
     response: &Outgoing,
 ) -> Result<(), SaveFailed> {
-    let Some((id, loaded)) = &bound.session else {
+    let Some(loaded) = &bound.session else {
         return Ok(());
     };
-    match shared.sessions.save_changes(id, loaded, ctx).await {
+    match shared.sessions.save_changes(&loaded.id, loaded, ctx).await {
         Ok(_) => Ok(()),
         Err(err) => {
             tracing::error!(%err, "could not save a session change");
@@ -416,7 +416,7 @@ async fn bind(
         .map_err(reject)?;
     Ok(Bound {
         adapter,
-        session: Some((Arc::from(id), loaded)),
+        session: Some(loaded),
         initialize: false,
         id: None,
         owner,
