@@ -380,13 +380,11 @@ pub(crate) async fn post(
     }
     let guard = shared.call_guard();
     let shared = shared.clone();
-    let set = set.clone();
-    let id = id.to_owned();
     let mut cancelling = shared.cancelling.subscribe();
     tokio::spawn(async move {
         let _guard = guard;
         tokio::select! {
-            () = serve_message(&shared, &set, id, loaded, principal, &bytes) => {}
+            () = serve_message(&shared, loaded, principal, &bytes) => {}
             _ = cancelling.wait_for(|c| *c) => {}
         }
     });
@@ -408,10 +406,10 @@ fn scope_refusal(
     let stored = loaded
         .record
         .version
-        .clone()
-        .unwrap_or_else(|| default_adapter(set).version().to_owned());
+        .as_deref()
+        .unwrap_or_else(|| default_adapter(set).version());
     let adapter = set
-        .select_http(&decoded, &[] as &[(&str, &str)], None, Some(&stored))
+        .select_http(&decoded, &[] as &[(&str, &str)], None, Some(stored))
         .ok()?
         .adapter;
     let items = adapter.decode(decoded);
@@ -425,23 +423,23 @@ fn scope_refusal(
 /// message, on any worker, sees it.
 async fn serve_message(
     shared: &Arc<Shared>,
-    set: &AdapterSet,
-    id: String,
     loaded: Loaded,
     principal: Option<Arc<mcp_auth::Principal>>,
     bytes: &[u8],
 ) {
-    // Shared with the call's context and its cancel registration.
-    let id: Arc<str> = Arc::from(id);
+    // The endpoint serves HTTP+SSE: `post` found the set.
+    let Some(set) = &shared.legacy else { return };
+    // Shared with the worker's session cache, the call's context and its cancel registration.
+    let id = loaded.id.clone();
     let mut delivery = Delivery::new(shared, &id);
     let log = &shared.server.settings().log;
     let decoded = jsonrpc::decode(bytes);
     let stored = loaded
         .record
         .version
-        .clone()
-        .unwrap_or_else(|| default_adapter(set).version().to_owned());
-    let adapter = match set.select_http(&decoded, &[] as &[(&str, &str)], None, Some(&stored)) {
+        .as_deref()
+        .unwrap_or_else(|| default_adapter(set).version());
+    let adapter = match set.select_http(&decoded, &[] as &[(&str, &str)], None, Some(stored)) {
         Ok(selected) => selected.adapter,
         Err(rejected) => {
             let encoded = rejected
