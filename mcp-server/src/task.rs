@@ -88,7 +88,8 @@ pub enum TaskSupport {
 /// let tasks = Tasks::new()
 ///     .ttl(Duration::from_secs(600))
 ///     .max_live(100)
-///     .max_live_per_principal(10);
+///     .max_live_per_principal(10)
+///     .max_retained(10_000);
 /// assert_eq!(tasks.ttl_ms(), 600_000);
 /// ```
 #[derive(Clone, Debug)]
@@ -98,6 +99,7 @@ pub struct Tasks {
     lease: Duration,
     max_live: usize,
     max_live_per_principal: usize,
+    max_retained: usize,
     max_update_bytes: usize,
     max_input_requests: usize,
 }
@@ -110,6 +112,7 @@ impl Default for Tasks {
             lease: Duration::from_secs(30),
             max_live: 1000,
             max_live_per_principal: 100,
+            max_retained: 100_000,
             max_update_bytes: 256 * 1024,
             max_input_requests: 16,
         }
@@ -123,8 +126,9 @@ impl Tasks {
     pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
     /// The defaults: `ttlMs` one hour, `pollIntervalMs` 500, a 30 s lease, at most 1000 live
-    /// tasks per worker and 100 per principal, `tasks/update` params up to 256 KiB, at most
-    /// 16 pending input requests per task.
+    /// tasks per worker and 100 per principal, at most 100,000 tasks created by a worker
+    /// within one time to live, `tasks/update` params up to 256 KiB, at most 16 pending input
+    /// requests per task.
     pub fn new() -> Self {
         Self::default()
     }
@@ -169,6 +173,19 @@ impl Tasks {
     #[must_use]
     pub fn max_live_per_principal(mut self, max: usize) -> Self {
         self.max_live_per_principal = max.max(1);
+        self
+    }
+
+    /// At most this many tasks created by this worker are kept at once (at least 1): a task's
+    /// record stays readable until its time to live ends, finished or not, so a client that
+    /// creates short tasks fast would otherwise make the store hold (rate x time to live)
+    /// records. One more is refused with a "server unavailable" error naming the limit, until
+    /// the oldest record's time to live ends. Each kept task costs this worker 8 bytes of
+    /// bookkeeping and the store its record (about 1 KiB on the memory hub). Default 100,000;
+    /// at the default one-hour time to live that sustains about 27 new tasks a second.
+    #[must_use]
+    pub fn max_retained(mut self, max: usize) -> Self {
+        self.max_retained = max.max(1);
         self
     }
 
@@ -405,6 +422,10 @@ enum Signal {
 struct Live {
     total: usize,
     per_owner: HashMap<String, usize>,
+    /// When the records of the tasks this worker created expire (ms since the epoch), oldest
+    /// first: every task has the same time to live, so the order is creation order. At most
+    /// [`Tasks::max_retained`] entries.
+    retained: std::collections::VecDeque<u64>,
 }
 
 /// The server's tasks: the hub they live in and the limits.
@@ -516,6 +537,19 @@ impl TaskEngine {
                 self.config.max_live_per_principal
             )));
         }
+        let now = now_ms();
+        while live.retained.front().is_some_and(|&ends| ends <= now) {
+            live.retained.pop_front();
+        }
+        if live.retained.len() >= self.config.max_retained {
+            return Err(TaskError::Limit(format!(
+                "this server keeps at most {} tasks until their time to live ends; try again later",
+                self.config.max_retained
+            )));
+        }
+        // Counted from here, even if the record is then not stored (it expires on time).
+        live.retained
+            .push_back(now.saturating_add(self.config.ttl_ms()));
         live.total += 1;
         *live.per_owner.entry(owner.to_owned()).or_insert(0) += 1;
         drop(live);

@@ -621,6 +621,70 @@ async fn live_tasks_are_bounded() {
     peer.until_status(&again, "completed").await;
 }
 
+/// Starts and finishes one `gated` task per label; their ids.
+async fn finished_tasks(peer: &Peer, gates: &Gates, labels: &[&str]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for label in labels {
+        let id = peer.start("gated", json!({"label": label})).await;
+        gates.release.add_permits(1);
+        peer.until_status(&id, "completed").await;
+        ids.push(id);
+    }
+    ids
+}
+
+#[tokio::test]
+async fn kept_tasks_are_bounded() {
+    let (running, gates) = start(Tasks::new().max_retained(2)).await;
+    let peer = Peer::new(&running, true);
+    // Two tasks run and finish: their places among the live tasks are given back, but their
+    // records are kept (readable) for their time to live, an hour.
+    let kept = finished_tasks(&peer, &gates, &["a", "b"]).await;
+    let refused = peer
+        .err(
+            "tools/call",
+            json!({"name": "gated", "arguments": {"label": "c"}}),
+        )
+        .await;
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("keeps at most 2 tasks"),
+        "{refused}"
+    );
+    // The refusal takes nothing away: the two kept tasks are still there.
+    for id in &kept {
+        assert_eq!(peer.get(id).await["status"], "completed");
+    }
+}
+
+#[tokio::test]
+async fn a_kept_task_frees_its_place_when_its_time_to_live_ends() {
+    let (running, gates) = start(Tasks::new().max_retained(2).ttl(Duration::from_secs(1))).await;
+    let peer = Peer::new(&running, true);
+    finished_tasks(&peer, &gates, &["a", "b"]).await;
+    // With two kept, a third is accepted only once the oldest record's second has passed.
+    let again = tokio::time::timeout(WAIT, async {
+        loop {
+            let message = peer
+                .rpc(
+                    "tools/call",
+                    json!({"name": "gated", "arguments": {"label": "c"}}),
+                )
+                .await;
+            if let Some(result) = message.get("result") {
+                return result["taskId"].as_str().unwrap().to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    gates.release.add_permits(1);
+    peer.until_status(&again, "completed").await;
+}
+
 /// Socket-free: a task is visible only to the principal that created it.
 #[tokio::test]
 async fn a_task_belongs_to_its_principal() {
