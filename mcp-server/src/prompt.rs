@@ -95,7 +95,8 @@ pub struct Prompt {
     pub(crate) description: Option<String>,
     pub(crate) icons: Vec<Icon>,
     pub(crate) schema: Value,
-    /// The type of the shared state the handler takes, if it takes one.
+    /// The types of the shared state the handler's parts take (none, one, or a conflict the
+    /// build reports).
     pub(crate) state_types: Vec<(std::any::TypeId, &'static str)>,
     pub(crate) render: ErasedPrompt,
 }

@@ -116,7 +116,8 @@ where
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ResourceMeta {
     pub(crate) name: String,
-    /// The type of the shared state the handler takes, if it takes one.
+    /// The types of the shared state the handler's parts take (none, one, or a conflict the
+    /// build reports).
     pub(crate) state_types: Vec<(std::any::TypeId, &'static str)>,
     pub(crate) title: Option<String>,
     pub(crate) description: Option<String>,

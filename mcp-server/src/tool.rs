@@ -221,7 +221,8 @@ pub struct Tool {
     pub(crate) input_schema: Value,
     pub(crate) output_schema: Option<Result<Value, String>>,
     pub(crate) takes_exchange: bool,
-    /// The type of the shared state the handler takes, if it takes one.
+    /// The types of the shared state the handler's parts take (none, one, or a conflict the
+    /// build reports).
     pub(crate) state_types: Vec<(std::any::TypeId, &'static str)>,
     pub(crate) meta: Option<Map<String, Value>>,
     /// Scopes an access token needs to call the tool (when the endpoint has a resource server).

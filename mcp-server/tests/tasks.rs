@@ -254,6 +254,27 @@ impl Peer {
         created["taskId"].as_str().unwrap().to_owned()
     }
 
+    /// Calls `gated` with `label` until the server accepts it (a limit is full until a place
+    /// is given back); the new task's id.
+    async fn start_once_accepted(&self, label: &str) -> String {
+        tokio::time::timeout(WAIT, async {
+            loop {
+                let message = self
+                    .rpc(
+                        "tools/call",
+                        json!({"name": "gated", "arguments": {"label": label}}),
+                    )
+                    .await;
+                if let Some(result) = message.get("result") {
+                    return result["taskId"].as_str().unwrap().to_owned();
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap()
+    }
+
     async fn get(&self, id: &str) -> Value {
         let task = self.ok("tasks/get", json!({"taskId": id})).await;
         check_task(&task, "complete");
@@ -601,22 +622,7 @@ async fn live_tasks_are_bounded() {
     gates.release.add_permits(1);
     peer.until_status(&id, "completed").await;
     // The place is given back when the task ends.
-    let again = tokio::time::timeout(WAIT, async {
-        loop {
-            let message = peer
-                .rpc(
-                    "tools/call",
-                    json!({"name": "gated", "arguments": {"label": "c"}}),
-                )
-                .await;
-            if let Some(result) = message.get("result") {
-                return result["taskId"].as_str().unwrap().to_owned();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap();
+    let again = peer.start_once_accepted("c").await;
     gates.release.add_permits(1);
     peer.until_status(&again, "completed").await;
 }
@@ -665,22 +671,7 @@ async fn a_kept_task_frees_its_place_when_its_time_to_live_ends() {
     let peer = Peer::new(&running, true);
     finished_tasks(&peer, &gates, &["a", "b"]).await;
     // With two kept, a third is accepted only once the oldest record's second has passed.
-    let again = tokio::time::timeout(WAIT, async {
-        loop {
-            let message = peer
-                .rpc(
-                    "tools/call",
-                    json!({"name": "gated", "arguments": {"label": "c"}}),
-                )
-                .await;
-            if let Some(result) = message.get("result") {
-                return result["taskId"].as_str().unwrap().to_owned();
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
+    let again = peer.start_once_accepted("c").await;
     gates.release.add_permits(1);
     peer.until_status(&again, "completed").await;
 }
