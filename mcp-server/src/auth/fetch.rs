@@ -11,7 +11,37 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::CertificateDer;
 
-/// An HTTPS (and plain HTTP, for loopback and tests) client with the web PKI roots (and the
+/// Why the resource server does not fetch `url`, if it does not: only `https://` URLs, and
+/// `http://` to a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`) for development and
+/// tests. A key set fetched in clear could be swapped on the way, and introspection sends the
+/// resource server's client secret.
+pub(crate) fn refused_url(url: &str) -> Option<String> {
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return Some(format!("`{url}` is not a URL"));
+    };
+    match uri.scheme_str() {
+        Some("https") if uri.host().is_some() => None,
+        Some("http") if uri.host().is_some_and(is_loopback_host) => None,
+        Some("http") => Some(format!(
+            "`{url}`: http:// is accepted only to a loopback host; use https://"
+        )),
+        _ => Some(format!("`{url}` is not an https:// URL")),
+    }
+}
+
+/// `localhost`, or a loopback IP address (an IPv6 one in brackets, as URLs write it).
+fn is_loopback_host(host: &str) -> bool {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    host.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// An HTTPS (and plain HTTP to a loopback host, for development and tests) client with the web PKI roots (and the
 /// extra certificate authorities it was given).
 #[derive(Clone, Debug)]
 pub(crate) struct Fetcher {
@@ -71,6 +101,9 @@ impl Fetcher {
         &self,
         request: http::Request<Full<Bytes>>,
     ) -> Result<(http::StatusCode, Bytes), String> {
+        if let Some(why) = refused_url(&request.uri().to_string()) {
+            return Err(why);
+        }
         let exchange = async {
             let response = self
                 .client
@@ -99,6 +132,38 @@ impl Fetcher {
         match self.send(request).await? {
             (http::StatusCode::OK, body) => Ok(body),
             (status, _) => Err(format!("{url} answered {status}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refused_url;
+
+    #[test]
+    fn plain_http_is_fetched_only_from_loopback() {
+        for url in [
+            "https://auth.example.com/jwks.json",
+            "https://10.0.0.1/introspect",
+            "http://127.0.0.1:8080/jwks.json",
+            "http://127.1.2.3/jwks.json",
+            "http://localhost:9000/introspect",
+            "http://LOCALHOST/introspect",
+            "http://[::1]:9000/introspect",
+        ] {
+            assert_eq!(refused_url(url), None, "{url}");
+        }
+        for url in [
+            "http://auth.example.com/jwks.json",
+            "http://10.0.0.1/introspect",
+            "http://localhost.example.com/jwks.json",
+            "http://[::2]/jwks.json",
+            "ftp://127.0.0.1/jwks.json",
+            "file:///etc/passwd",
+            "not a url",
+            "/jwks.json",
+        ] {
+            assert!(refused_url(url).is_some(), "{url}");
         }
     }
 }

@@ -99,8 +99,10 @@ impl JwtVerifier {
     }
 
     /// Verifies with the key set at `jwks_uri`, fetched on first use and cached (see the type
-    /// docs). `https://` with the web PKI roots; `http://` is accepted for loopback
-    /// development and tests.
+    /// docs). `https://` with the web PKI roots; `http://` is accepted only to a loopback
+    /// host (`localhost`, `127.0.0.0/8`, `[::1]`), for development and tests: any other URL
+    /// makes [`ResourceServerBuilder::build`](super::ResourceServerBuilder::build) fail, and
+    /// is never fetched.
     pub fn fetch(jwks_uri: impl Into<String>) -> Self {
         let fetcher = Fetcher::new(Duration::from_secs(10), 1 << 20);
         Self::with_source(
@@ -259,5 +261,10 @@ impl JwtVerifier {
 impl TokenVerifier for JwtVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Claims, VerifyError>> {
         Box::pin(self.verify_token(token))
+    }
+
+    fn configuration_error(&self) -> Option<String> {
+        let (url, _) = self.inner.source.as_ref()?;
+        super::fetch::refused_url(url)
     }
 }

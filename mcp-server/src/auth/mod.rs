@@ -77,6 +77,13 @@ pub trait TokenVerifier: Send + Sync + 'static {
     /// reached (a key set or an introspection endpoint down) is
     /// [`VerifyError::Unavailable`], which the client sees as 503, not as a bad token.
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Claims, VerifyError>>;
+
+    /// Why this verifier cannot work as configured, if it cannot (say a key set URL that is
+    /// neither `https://` nor `http://` to a loopback host): [`ResourceServerBuilder::build`]
+    /// then fails with [`AuthConfigError::Verifier`]. Default: `None`.
+    fn configuration_error(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Why a verifier gave no claims.
@@ -164,7 +171,7 @@ pub struct ResourceServerBuilder {
     issuers: Vec<String>,
     scopes_supported: Option<Vec<String>>,
     required: ScopeSet,
-    method_scopes: HashMap<String, ScopeSet>,
+    method_scopes: Vec<(String, ScopeSet)>,
     verifier: Option<Arc<dyn TokenVerifier>>,
     leeway: Duration,
     cache_entries: usize,
@@ -192,6 +199,13 @@ pub enum AuthConfigError {
     /// No [`TokenVerifier`] was set.
     #[error("a resource server needs a token verifier")]
     NoVerifier,
+    /// [`method_scopes`](ResourceServerBuilder::method_scopes) names a method that no
+    /// revision defines (a typo would otherwise leave the method unprotected).
+    #[error("method scopes for `{0}`: no revision defines this method")]
+    UnknownMethod(String),
+    /// The verifier cannot work as configured ([`TokenVerifier::configuration_error`]).
+    #[error("the token verifier: {0}")]
+    Verifier(String),
 }
 
 impl ResourceServerBuilder {
@@ -218,7 +232,33 @@ impl ResourceServerBuilder {
         self
     }
 
-    /// Scopes a method needs on top of the required ones (say `resources/subscribe`).
+    /// Scopes an operation needs on top of the required ones, named by one of its method
+    /// names (say `resources/subscribe`). Repeating a method (or another name of the same
+    /// operation) adds to its scopes.
+    ///
+    /// The scopes are keyed by what the method does, not by its name on one revision, so
+    /// every revision's name for the operation is covered:
+    ///
+    /// - `initialize` and `server/discover` (2026-07-28) are one operation (describe the
+    ///   server): scopes set on either apply to both;
+    /// - scopes set on `resources/subscribe` also apply to a 2026-07-28
+    ///   `subscriptions/listen` that asks for `resourceSubscriptions` (scopes set on
+    ///   `subscriptions/listen` apply to every listen request);
+    /// - the Tasks extension's methods (`tasks/get`, `tasks/list`, …) are keyed by name.
+    ///
+    /// A name no revision defines makes [`build`](Self::build) fail with
+    /// [`AuthConfigError::UnknownMethod`].
+    ///
+    /// ```
+    /// use mcp_server::auth::{ResourceServer, StaticTokens};
+    ///
+    /// let auth = ResourceServer::builder("https://mcp.example.com/mcp", "https://auth.example.com")
+    ///     .method_scopes("resources/subscribe", ["mcp:watch"])
+    ///     .verifier(StaticTokens::new())
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(auth.scopes_for("resources/subscribe", None).to_string(), "mcp:watch");
+    /// ```
     #[must_use]
     pub fn method_scopes(
         mut self,
@@ -226,7 +266,7 @@ impl ResourceServerBuilder {
         scopes: impl IntoIterator<Item = impl AsRef<str>>,
     ) -> Self {
         self.method_scopes
-            .insert(method.into(), scopes.into_iter().collect());
+            .push((method.into(), scopes.into_iter().collect()));
         self
     }
 
@@ -279,6 +319,15 @@ impl ResourceServerBuilder {
     /// The resource server.
     pub fn build(self) -> Result<ResourceServer, AuthConfigError> {
         let verifier = self.verifier.ok_or(AuthConfigError::NoVerifier)?;
+        if let Some(why) = verifier.configuration_error() {
+            return Err(AuthConfigError::Verifier(why));
+        }
+        let mut method_scopes: HashMap<ScopeKey, ScopeSet> = HashMap::new();
+        for (method, scopes) in self.method_scopes {
+            let key = ScopeKey::of_name(&method).ok_or(AuthConfigError::UnknownMethod(method))?;
+            let entry = method_scopes.entry(key).or_default();
+            *entry = entry.union(&scopes);
+        }
         let rules =
             TokenRules::new(&self.resource, self.issuers.iter().cloned())?.leeway(self.leeway);
         let mut metadata = ProtectedResourceMetadata::new(rules.audience());
@@ -289,7 +338,7 @@ impl ResourceServerBuilder {
             endpoints: Arc::new([Endpoint::new(metadata, rules, Vec::new())]),
             inner: Arc::new(Inner {
                 required: self.required,
-                method_scopes: self.method_scopes,
+                method_scopes,
                 verifier,
                 cache: Mutex::new(crate::FastMap::default()),
                 cache_entries: self.cache_entries,
@@ -351,9 +400,57 @@ fn url_path(url: &str) -> Option<&str> {
     path.split('?').next()
 }
 
+/// What [`ResourceServerBuilder::method_scopes`] keys scopes by: an operation, whatever a
+/// revision calls it, or the name of an extension's method.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum ScopeKey {
+    Operation(mcp_adapters::Operation),
+    Extension(String),
+}
+
+impl ScopeKey {
+    /// The key of a method name: the operation any revision maps it to, else a Tasks
+    /// extension method by name; `None` for a name nothing defines.
+    fn of_name(method: &str) -> Option<Self> {
+        let operation = mcp_adapters::Revision::ALL.iter().find_map(|revision| {
+            revision
+                .descriptor()
+                .methods
+                .iter()
+                .find(|(name, _)| *name == method)
+                .map(|(_, operation)| *operation)
+        });
+        match operation {
+            Some(operation) => Some(Self::Operation(operation)),
+            None => {
+                use mcp_wire::names::method;
+                [
+                    method::TASKS_GET,
+                    method::TASKS_RESULT,
+                    method::TASKS_LIST,
+                    method::TASKS_CANCEL,
+                    method::TASKS_UPDATE,
+                ]
+                .contains(&method)
+                .then(|| Self::Extension(method.to_owned()))
+            }
+        }
+    }
+}
+
+/// Whether a 2026-07-28 `subscriptions/listen` asks for resource updates (what
+/// `resources/subscribe` does on the other revisions).
+fn listens_to_resources(call: &mcp_adapters::Call) -> bool {
+    call.params
+        .get("notifications")
+        .and_then(|n| n.get("resourceSubscriptions"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|uris| !uris.is_empty())
+}
+
 struct Inner {
     required: ScopeSet,
-    method_scopes: HashMap<String, ScopeSet>,
+    method_scopes: HashMap<ScopeKey, ScopeSet>,
     verifier: Arc<dyn TokenVerifier>,
     /// Verified tokens by their exact bytes (compared whole, so no two tokens can share an
     /// entry), in a seeded hash table.
@@ -403,7 +500,7 @@ impl ResourceServer {
             issuers: vec![issuer.into()],
             scopes_supported: None,
             required: ScopeSet::new(),
-            method_scopes: HashMap::new(),
+            method_scopes: Vec::new(),
             verifier: None,
             leeway: Duration::from_secs(60),
             cache_entries: DEFAULT_CACHE_ENTRIES,
@@ -514,8 +611,12 @@ impl ResourceServer {
         let mut challenge = self.challenge(path);
         let reason = match error {
             Some(error) => {
-                challenge = challenge.error("invalid_token", Some(&error.to_string()));
-                error.to_string()
+                // The detail (a parser's message, the accepted algorithms) stays in the log:
+                // the client gets a fixed sentence per kind of error.
+                tracing::debug!(%error, "an access token was refused");
+                let public = public_description(error);
+                challenge = challenge.error("invalid_token", Some(public));
+                public.to_owned()
             }
             None => "this server needs an access token".to_owned(),
         };
@@ -656,10 +757,33 @@ impl ResourceServer {
     }
 
     /// The scopes `method` needs beyond the token being valid: the required ones and the
-    /// method's own, plus `extra` (a tool's, resource's or prompt's).
+    /// scopes of the method's operation (whatever revision's name `method` is, see
+    /// [`ResourceServerBuilder::method_scopes`]), plus `extra` (a tool's, resource's or
+    /// prompt's).
     pub fn scopes_for(&self, method: &str, extra: Option<&ScopeSet>) -> ScopeSet {
+        let key = ScopeKey::of_name(method);
+        self.needed(
+            key.iter().map(|key| self.inner.method_scopes.get(key)),
+            extra,
+        )
+    }
+
+    /// [`scopes_for`](Self::scopes_for) a decoded call.
+    pub(crate) fn scopes_for_call(
+        &self,
+        call: &mcp_adapters::Call,
+        extra: Option<&ScopeSet>,
+    ) -> ScopeSet {
+        self.needed(self.call_scopes(call), extra)
+    }
+
+    fn needed<'a>(
+        &self,
+        sets: impl Iterator<Item = Option<&'a ScopeSet>>,
+        extra: Option<&ScopeSet>,
+    ) -> ScopeSet {
         let mut needed = self.inner.required.clone();
-        if let Some(scopes) = self.inner.method_scopes.get(method) {
+        for scopes in sets.flatten() {
             needed = needed.union(scopes);
         }
         if let Some(extra) = extra {
@@ -668,23 +792,50 @@ impl ResourceServer {
         needed
     }
 
-    /// Whether `principal` holds every scope [`scopes_for`](Self::scopes_for) would name,
-    /// looked at set by set without building their union (every request of a protected server
-    /// asks this; the union is built only for a refusal's challenge).
+    /// The method scopes that apply to `call`: its operation's (or its extension method's),
+    /// and for a listen asking for resource updates, those of `resources/subscribe`.
+    fn call_scopes<'a>(
+        &'a self,
+        call: &mcp_adapters::Call,
+    ) -> impl Iterator<Item = Option<&'a ScopeSet>> + 'a {
+        use mcp_adapters::Operation;
+        let scopes = &self.inner.method_scopes;
+        let own = if scopes.is_empty() {
+            None
+        } else if call.operation == Operation::Extension {
+            scopes.get(&ScopeKey::Extension(call.method.to_string()))
+        } else {
+            scopes.get(&ScopeKey::Operation(call.operation))
+        };
+        let subscribe = (call.operation == Operation::Listen
+            && !scopes.is_empty()
+            && listens_to_resources(call))
+        .then(|| scopes.get(&ScopeKey::Operation(Operation::Subscribe)))
+        .flatten();
+        [own, subscribe].into_iter()
+    }
+
+    /// Whether `principal` holds every scope [`scopes_for_call`](Self::scopes_for_call) would
+    /// name, looked at set by set without building their union (every request of a protected
+    /// server asks this; the union is built only for a refusal's challenge).
     pub(crate) fn grants(
         &self,
-        method: &str,
+        call: &mcp_adapters::Call,
         extra: Option<&ScopeSet>,
         principal: &Principal,
     ) -> bool {
         let granted = &principal.scopes;
         granted.contains_all(&self.inner.required)
             && self
-                .inner
-                .method_scopes
-                .get(method)
-                .is_none_or(|scopes| granted.contains_all(scopes))
+                .call_scopes(call)
+                .flatten()
+                .all(|scopes| granted.contains_all(scopes))
             && extra.is_none_or(|scopes| granted.contains_all(scopes))
+    }
+
+    /// The scopes every request needs ([`ResourceServerBuilder::required_scopes`]).
+    pub(crate) fn required(&self) -> &ScopeSet {
+        &self.inner.required
     }
 
     /// Refuses with 403 `insufficient_scope` when `principal` lacks a scope of `needed`; the
@@ -779,6 +930,18 @@ fn lower_hex(bytes: &[u8]) -> String {
         text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
     }
     text
+}
+
+/// What a client is told about a refused token: a fixed sentence per kind of error, never
+/// the verifier's detail (which names the parser, its input and the accepted algorithms).
+fn public_description(error: &TokenError) -> &'static str {
+    match error {
+        TokenError::Expired => "the token expired",
+        TokenError::NotYetValid => "the token is not valid yet",
+        TokenError::Inactive => "the token is not active",
+        TokenError::WrongAudience => "the token was issued for another resource",
+        _ => "the token is not valid",
+    }
 }
 
 /// RFC 6750 `b64token` (the same characters as RFC 9110's `token68`).
@@ -996,14 +1159,77 @@ mod tests {
             ("resources/read", Some(&read)),
         ] {
             let needed = auth.scopes_for(method, extra);
+            assert_eq!(needed, auth.scopes_for_call(&call_of(method), extra));
             assert_eq!(
-                auth.grants(method, extra, &principal),
+                auth.grants(&call_of(method), extra, &principal),
                 auth.check_scopes(&principal, &needed).is_ok(),
                 "{method} {extra:?}"
             );
         }
-        assert!(!auth.grants("resources/subscribe", None, &principal));
-        assert!(auth.grants("tools/list", None, &principal));
+        assert!(!auth.grants(&call_of("resources/subscribe"), None, &principal));
+        assert!(auth.grants(&call_of("tools/list"), None, &principal));
+    }
+
+    /// A call of `method` as the decoder makes it.
+    fn call_of(method: &str) -> mcp_adapters::Call {
+        let operation = match ScopeKey::of_name(method) {
+            Some(ScopeKey::Operation(operation)) => operation,
+            _ => mcp_adapters::Operation::Extension,
+        };
+        mcp_adapters::Call::new(operation, None, method.to_owned())
+    }
+
+    #[tokio::test]
+    async fn method_scopes_are_keyed_by_operation() {
+        let auth = ResourceServer::builder(RESOURCE, ISSUER)
+            .method_scopes("resources/subscribe", ["mcp:watch"])
+            .method_scopes("server/discover", ["mcp:hello"])
+            .method_scopes("tasks/get", ["mcp:tasks"])
+            .verifier(StaticTokens::new().token("t", claims("mcp:read")))
+            .build()
+            .unwrap();
+        let principal = auth.authenticate(&headers("Bearer t")).await.unwrap();
+        // (method, needed)
+        for (method, needed) in [
+            ("initialize", "mcp:hello"),
+            ("server/discover", "mcp:hello"),
+            ("resources/subscribe", "mcp:watch"),
+            ("tasks/get", "mcp:tasks"),
+            ("tools/list", ""),
+        ] {
+            assert_eq!(
+                auth.scopes_for(method, None).to_string(),
+                needed,
+                "{method}"
+            );
+            assert_eq!(
+                auth.grants(&call_of(method), None, &principal),
+                needed.is_empty(),
+                "{method}"
+            );
+        }
+        // A listen asking for resource updates needs the subscribe scopes; one asking only for
+        // list changes does not.
+        let mut listen = call_of("subscriptions/listen");
+        listen.params.insert(
+            "notifications".into(),
+            serde_json::json!({"resourceSubscriptions": ["file:///a"]}),
+        );
+        assert_eq!(auth.scopes_for_call(&listen, None).to_string(), "mcp:watch");
+        assert!(!auth.grants(&listen, None, &principal));
+        listen.params.insert(
+            "notifications".into(),
+            serde_json::json!({"toolsListChanged": true}),
+        );
+        assert!(auth.grants(&listen, None, &principal));
+        // A name no revision defines is refused when building.
+        let typo = ResourceServer::builder(RESOURCE, ISSUER)
+            .method_scopes("resources/subscribed", ["mcp:watch"])
+            .verifier(StaticTokens::new())
+            .build();
+        assert!(
+            matches!(typo, Err(AuthConfigError::UnknownMethod(m)) if m == "resources/subscribed")
+        );
     }
 
     #[tokio::test]

@@ -426,9 +426,18 @@ impl HttpEndpoint {
             }
             if shared.is_mcp_path(path) {
                 match auth.authenticate_owner(path, &parts.headers).await {
-                    // The handlers of the path read it from the request's extensions.
-                    // One extension: the principal with what was computed of it.
-                    Ok((_, owner)) => {
+                    // A GET (stream, HTTP+SSE session) or DELETE names no call, so only the
+                    // scopes every request needs apply; a POST's calls are checked with
+                    // their own scopes once decoded.
+                    Ok((principal, owner)) => {
+                        if parts.method != Method::POST
+                            && let Err(refusal) =
+                                auth.check_scopes_at(path, &principal, auth.required())
+                        {
+                            return shared.auth_failure(&parts.headers, None, &refusal);
+                        }
+                        // The handlers of the path read it from the request's extensions.
+                        // One extension: the principal with what was computed of it.
                         parts.extensions.insert(owner);
                     }
                     Err(refusal) => {
@@ -654,10 +663,10 @@ impl Shared {
                 .then(|| call.target.as_deref().and_then(|name| registry.tool(name)))
                 .flatten()
                 .map(|entry| &entry.tool.scopes);
-            if auth.grants(&call.method, tool, principal) {
+            if auth.grants(call, tool, principal) {
                 return None;
             }
-            let needed = auth.scopes_for(&call.method, tool);
+            let needed = auth.scopes_for_call(call, tool);
             auth.check_scopes_at(path, principal, &needed)
                 .err()
                 .map(|refusal| (call.id.clone(), refusal))
