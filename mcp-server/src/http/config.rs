@@ -99,6 +99,7 @@ pub(crate) enum Localhost {
 /// | [`auth`](Self::auth) | none: no access token is asked for |
 /// | [`dev_authorization_server`](Self::dev_authorization_server) | none |
 /// | [`max_sessions`](Self::max_sessions) | 10,000 per endpoint; `initialize` beyond it gets 503 |
+/// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | with [`auth`](Self::auth): `max(16, max_sessions / 100)` (100 by default) per principal on all workers; one more gets 503 |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 64 calls of one session in flight; a request beyond it gets 503 |
 /// | [`max_streams_per_session`](Self::max_streams_per_session) | 4 GET streams open per session; another GET gets 503 |
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s to send a request's head once started |
@@ -130,6 +131,7 @@ pub struct HttpConfig {
     pub(crate) auth: Option<crate::auth::ResourceServer>,
     pub(crate) dev_authorization: Option<crate::auth::DevAuthorizationServer>,
     pub(crate) max_sessions: usize,
+    pub(crate) max_sessions_per_principal: Option<usize>,
     pub(crate) max_calls_per_session: usize,
     pub(crate) max_streams_per_session: usize,
     pub(crate) header_read_timeout: Duration,
@@ -167,6 +169,7 @@ impl HttpConfig {
             auth: None,
             dev_authorization: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_principal: None,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
             max_streams_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
@@ -196,6 +199,45 @@ impl HttpConfig {
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max.max(1);
         self
+    }
+
+    /// The most sessions one principal (an authenticated issuer and subject, see
+    /// [`auth`](Self::auth)) holds at once, Streamable HTTP and HTTP+SSE together, counted on
+    /// all workers that share the hub. Default: `max(16, max_sessions / 100)`, 100 with the
+    /// default [`max_sessions`](Self::max_sessions); values below 1 count as 1, and
+    /// `usize::MAX` turns the limit off. Without [`auth`](Self::auth) there is no principal
+    /// and this limit does not apply.
+    ///
+    /// So one principal cannot take every session of the server: at its limit, its
+    /// `initialize` that would mint a session gets HTTP 503 with the revision's JSON-RPC
+    /// error for an unavailable server (`-32603`, naming the request's id and the limit), and
+    /// its `GET /sse` gets 503; other principals are served as before. Nothing of the
+    /// principal's is ended to make room (a session in use elsewhere is never evicted): a
+    /// session frees its place when the client deletes it (`DELETE`, or the HTTP+SSE stream
+    /// closes) or when it expires ([`session_ttl`](Self::session_ttl) after its last use).
+    ///
+    /// Each principal has one small record in the hub's state store (the ids of its
+    /// sessions, 34 bytes each), renewed with its sessions; minting, deleting and renewing a
+    /// principal's session cost one more store operation or two. At the limit, the sessions
+    /// listed are looked up (one read each) to drop those that expired.
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().max_sessions_per_principal(20);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn max_sessions_per_principal(mut self, max: usize) -> Self {
+        self.max_sessions_per_principal = Some(max.max(1));
+        self
+    }
+
+    /// The per-principal session limit in force (see
+    /// [`max_sessions_per_principal`](Self::max_sessions_per_principal)).
+    pub(crate) fn sessions_per_principal(&self) -> usize {
+        self.max_sessions_per_principal
+            .unwrap_or_else(|| (self.max_sessions / 100).max(16))
     }
 
     /// The most calls (requests with an id, a batch counting each of its requests) of one

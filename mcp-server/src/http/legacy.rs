@@ -63,12 +63,10 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
     let id = match shared.sessions.create(&record).await {
         Ok(id) => id,
         Err(err) => {
-            tracing::error!(%err, "session store failure");
-            return failure_response(
-                set.newest(),
-                None,
-                &Failure::unavailable("the session store is unavailable"),
-            );
+            if !matches!(err, SessionError::Full(_) | SessionError::PrincipalFull(_)) {
+                tracing::error!(%err, "session store failure");
+            }
+            return failure_response(set.newest(), None, &err.failure());
         }
     };
     let topic = shared.sessions.stream_topic(&id);

@@ -287,7 +287,11 @@ impl HttpEndpoint {
             config.session_ttl,
             Some((server.settings().log.clone(), config.session_cache)),
         )
-        .limited(config.max_sessions, cancels.clone());
+        .limited(
+            config.max_sessions,
+            config.sessions_per_principal(),
+            cancels.clone(),
+        );
         #[cfg(feature = "metrics")]
         let sessions = sessions.metered(server.settings().metrics.clone());
         Self {

@@ -229,6 +229,11 @@ pub(crate) enum SessionError {
     /// sessions already.
     #[error("this server holds its maximum of {0} sessions")]
     Full(usize),
+    /// The principal holds
+    /// [`HttpConfig::max_sessions_per_principal`](crate::http::HttpConfig::max_sessions_per_principal)
+    /// sessions already, on all workers together.
+    #[error("this principal holds its maximum of {0} sessions")]
+    PrincipalFull(usize),
     /// The store failed.
     #[error("session store: {0}")]
     Store(#[from] StoreError),
@@ -248,6 +253,9 @@ impl SessionError {
             Self::Full(_) => mcp_adapters::Failure::unavailable(
                 "the server holds its maximum number of sessions; retry later",
             ),
+            Self::PrincipalFull(max) => mcp_adapters::Failure::unavailable(format!(
+                "this principal holds its maximum of {max} sessions; end one (DELETE) or retry once one expired"
+            )),
             _ => mcp_adapters::Failure::unavailable("the session store is unavailable"),
         }
     }
@@ -400,6 +408,9 @@ pub(crate) struct Sessions {
     touched: Arc<Mutex<Touches>>,
     /// The most sessions this worker mints and holds at once.
     max_sessions: usize,
+    /// The most sessions one principal holds on all workers together (`usize::MAX`: no
+    /// limit), counted in an index record per principal in the store.
+    max_per_owner: usize,
     /// The event log of the per-session topics (HTTP+SSE streams, cancellations), deleted
     /// with the session; `None` in tests of the cache alone.
     topics: Option<Arc<dyn EventLog>>,
@@ -442,6 +453,7 @@ impl Sessions {
             ttl,
             touched: Arc::new(Mutex::new(Touches::default())),
             max_sessions: usize::MAX,
+            max_per_owner: usize::MAX,
             topics: cache.as_ref().map(|(log, _)| log.clone()),
             cancels: None,
             sweeping: Arc::new(AtomicBool::new(false)),
@@ -467,14 +479,17 @@ impl Sessions {
         self
     }
 
-    /// The same sessions, holding at most `max` sessions minted here, and stopping `cancels`'
-    /// listeners of a session when it ends.
+    /// The same sessions, holding at most `max` sessions minted here and `per_owner` sessions
+    /// of one principal on all workers, and stopping `cancels`' listeners of a session when it
+    /// ends.
     pub(crate) fn limited(
         mut self,
         max: usize,
+        per_owner: usize,
         cancels: Arc<crate::http::cancel::Cancels>,
     ) -> Self {
         self.max_sessions = max.max(1);
+        self.max_per_owner = per_owner.max(1);
         self.cancels = Some(cancels);
         self
     }
@@ -730,6 +745,26 @@ impl Sessions {
                 .await
             {
                 Ok(version) => {
+                    // Counted for its principal once it exists, so that another worker
+                    // pruning the principal's index never drops it as ended.
+                    if let Some(owner) = self.quota_owner(record.owner.as_deref())
+                        && let Err(err) = self.claim(owner, &id).await
+                    {
+                        if let Err(store) = self.store.delete(&self.key(&id)).await {
+                            tracing::warn!(%store, "could not remove a refused session's record");
+                        }
+                        if matches!(err, SessionError::PrincipalFull(_)) {
+                            tracing::info!(
+                                limit = self.max_per_owner,
+                                "per-principal session limit reached; a new session is refused"
+                            );
+                            #[cfg(feature = "metrics")]
+                            if let Some(metrics) = &self.metrics {
+                                metrics.limit_hit("max_sessions_per_principal");
+                            }
+                        }
+                        return Err(err);
+                    }
                     self.remember_renewal(&id, true);
                     // A new id: no other worker holds it, so it is trusted as written.
                     let epoch = self.trust_epoch();
@@ -788,7 +823,10 @@ impl Sessions {
         };
         if self.due(id) {
             match self.store.touch(&self.key(id), self.ttl).await {
-                Ok(()) => self.remember_touch(id),
+                Ok(()) => {
+                    self.remember_touch(id);
+                    self.touch_owner(loaded.record.owner.as_deref()).await;
+                }
                 Err(StoreError::NotFound) => {
                     self.forget(id);
                     return Err(SessionError::NotFound);
@@ -838,6 +876,7 @@ impl Sessions {
             {
                 Ok(version) => {
                     self.remember_touch(id);
+                    self.touch_owner(loaded.record.owner.as_deref()).await;
                     self.remember(id, version, bytes, loaded.record, epoch);
                     self.invalidate(id).await;
                     return Ok(());
@@ -859,6 +898,10 @@ impl Sessions {
         match self.store.touch(&self.key(id), self.ttl).await {
             Ok(()) => {
                 self.remember_touch(id);
+                if self.max_per_owner != usize::MAX {
+                    let owner = self.owner_of_session(id).await;
+                    self.touch_owner(owner.as_deref()).await;
+                }
                 Ok(())
             }
             Err(StoreError::NotFound) => Err(SessionError::NotFound),
@@ -872,10 +915,19 @@ impl Sessions {
         if !Self::plausible(id) {
             return Ok(false);
         }
+        // The principal's index loses the session too (read before the record goes).
+        let owner = if self.max_per_owner == usize::MAX {
+            None
+        } else {
+            self.owner_of_session(id).await
+        };
         self.lock_touched().remove(id);
         self.forget(id);
         let deleted = self.store.delete(&self.key(id)).await?;
         self.invalidate(id).await;
+        if let Some(owner) = &owner {
+            self.release(owner, id).await;
+        }
         if deleted {
             tracing::debug!(
                 session = crate::dispatch::telemetry::session_tag(id),
@@ -894,6 +946,126 @@ impl Sessions {
             .await;
         }
         Ok(deleted)
+    }
+
+    /// `owner` when its sessions are counted (a principal, with a per-principal limit).
+    fn quota_owner<'a>(&self, owner: Option<&'a str>) -> Option<&'a str> {
+        owner.filter(|_| self.max_per_owner != usize::MAX)
+    }
+
+    /// The key of the index of `owner`'s sessions: their ids, oldest first (JSON).
+    fn owner_key(&self, owner: &str) -> Key {
+        self.namespace.key(&joined("mcp-session-owner/", owner))
+    }
+
+    /// The owner digest of session `id`: from this worker's copy, else from the store.
+    async fn owner_of_session(&self, id: &str) -> Option<String> {
+        if let Some(copy) = self.copy(id) {
+            return copy.record.owner.clone();
+        }
+        let record = self.store.get(&self.key(id)).await.ok()??;
+        serde_json::from_slice::<SessionRecord>(&record.value)
+            .ok()?
+            .owner
+    }
+
+    /// Counts session `id` for `owner`, unless `owner` holds its maximum of live sessions
+    /// already ([`SessionError::PrincipalFull`]). At the limit, the ids of sessions that ended
+    /// (expired, or deleted where the index could not be written) are dropped first: one store
+    /// read each, at most the limit's number of reads.
+    async fn claim(&self, owner: &str, id: &str) -> Result<(), SessionError> {
+        let key = self.owner_key(owner);
+        for _ in 0..SAVE_ATTEMPTS {
+            let current = self.store.get(&key).await?;
+            let mut ids: Vec<String> = current
+                .as_ref()
+                .and_then(|record| serde_json::from_slice(&record.value).ok())
+                .unwrap_or_default();
+            ids.retain(|other| other != id);
+            if ids.len() >= self.max_per_owner {
+                let reads = ids.iter().map(|other| {
+                    let key = self.key(other);
+                    async move { self.store.get(&key).await.map(|r| r.is_some()) }
+                });
+                let live = futures::future::join_all(reads).await;
+                let mut kept = Vec::with_capacity(ids.len());
+                for (other, live) in ids.into_iter().zip(live) {
+                    if live? {
+                        kept.push(other);
+                    }
+                }
+                ids = kept;
+                if ids.len() >= self.max_per_owner {
+                    return Err(SessionError::PrincipalFull(self.max_per_owner));
+                }
+            }
+            ids.push(id.to_owned());
+            let value = Bytes::from(serde_json::to_vec(&ids).unwrap_or_default());
+            let written = match &current {
+                Some(record) => self
+                    .store
+                    .save(&key, value, record.version, self.ttl)
+                    .await
+                    .map(drop),
+                None => self.store.create(&key, value, self.ttl).await.map(drop),
+            };
+            match written {
+                Ok(()) => return Ok(()),
+                // Another worker wrote the index (or it expired) meanwhile: read it again.
+                Err(
+                    StoreError::VersionConflict { .. }
+                    | StoreError::AlreadyExists
+                    | StoreError::NotFound,
+                ) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(SessionError::Contended)
+    }
+
+    /// Removes session `id` from `owner`'s index (best effort: an id left behind is dropped
+    /// when the principal next reaches its limit).
+    async fn release(&self, owner: &str, id: &str) {
+        let key = self.owner_key(owner);
+        for _ in 0..SAVE_ATTEMPTS {
+            let Ok(Some(record)) = self.store.get(&key).await else {
+                return;
+            };
+            let mut ids: Vec<String> = serde_json::from_slice(&record.value).unwrap_or_default();
+            let before = ids.len();
+            ids.retain(|other| other != id);
+            if ids.len() == before {
+                return;
+            }
+            // Compare-and-set, also when it empties the index (a delete could drop a session
+            // another worker just counted); an empty index expires with its TTL.
+            let value = Bytes::from(serde_json::to_vec(&ids).unwrap_or_default());
+            let written = self
+                .store
+                .save(&key, value, record.version, self.ttl)
+                .await
+                .map(drop);
+            match written {
+                Err(StoreError::VersionConflict { .. }) => {}
+                Err(StoreError::NotFound) | Ok(()) => return,
+                Err(err) => {
+                    tracing::warn!(%err, "could not update a principal's session index");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Renews the TTL of `owner`'s index with one of its sessions', so that the index lives as
+    /// long as the sessions it counts.
+    async fn touch_owner(&self, owner: Option<&str>) {
+        let Some(owner) = self.quota_owner(owner) else {
+            return;
+        };
+        match self.store.touch(&self.owner_key(owner), self.ttl).await {
+            Ok(()) | Err(StoreError::NotFound) => {}
+            Err(err) => tracing::warn!(%err, "could not renew a principal's session index"),
+        }
     }
 
     fn due(&self, id: &str) -> bool {
@@ -1318,7 +1490,7 @@ mod tests {
     async fn at_the_limit_no_session_is_minted_until_one_ends() {
         let hub = Arc::new(MemoryHub::default());
         let sessions = Sessions::new(hub, Namespace::root(), Duration::from_secs(60), None)
-            .limited(2, Arc::default());
+            .limited(2, usize::MAX, Arc::default());
         let first = sessions.create(&SessionRecord::default()).await.unwrap();
         sessions.create(&SessionRecord::default()).await.unwrap();
         assert!(matches!(

@@ -335,7 +335,7 @@ fn store_failure(
     id: Option<jsonrpc::Id>,
     err: &SessionError,
 ) -> Response<HttpBody> {
-    if !matches!(err, SessionError::Full(_)) {
+    if !matches!(err, SessionError::Full(_) | SessionError::PrincipalFull(_)) {
         tracing::error!(%err, "session store failure");
     }
     failure_response(adapter, id, &err.failure())
