@@ -49,7 +49,8 @@ fn auth() -> ResourceServer {
         .verifier(
             StaticTokens::new()
                 .token("alice", claims("alice"))
-                .token("bob", claims("bob")),
+                .token("bob", claims("bob"))
+                .token("carol", claims("carol")),
         )
         .build()
         .unwrap()
@@ -223,4 +224,38 @@ async fn shared_row(place: &Place) {
     delete(b, "alice", &first).await;
     open(a, Some("alice")).await;
     at_limit(&initialize(Some("alice")).send(b.addr).await);
+}
+
+#[tokio::test]
+async fn a_burst_of_one_principals_sessions_on_two_workers_stays_within_the_limit() {
+    for backend in Backend::ALL {
+        let Some(place) = backend.place().await else {
+            continue;
+        };
+        eprintln!("row: {backend:?}");
+        burst_row(&place).await;
+    }
+}
+
+async fn burst_row(place: &Place) {
+    let mut workers = Vec::new();
+    for _ in 0..2 {
+        let hub = place.hub().await;
+        let server = server()
+            .state_store(hub.clone())
+            .event_log(hub)
+            .build()
+            .unwrap();
+        workers.push(Running::start(server, config()).await);
+    }
+    let sends = (0..12).map(|n| {
+        let at = workers[n % 2].addr;
+        async move { initialize(Some("carol")).send(at).await }
+    });
+    let responses = futures::future::join_all(sends).await;
+    let served = responses.iter().filter(|r| r.status == 200).count();
+    assert_eq!(served, QUOTA, "{backend:?}", backend = place.backend);
+    for refused in responses.iter().filter(|r| r.status != 200) {
+        at_limit(refused);
+    }
 }

@@ -25,6 +25,11 @@ const MAX_ID_LEN: usize = 128;
 /// How many compare-and-set attempts a session update makes before giving up.
 const SAVE_ATTEMPTS: usize = 8;
 
+/// How many compare-and-set attempts counting a session for its principal makes: a burst of
+/// one principal's sessions on several workers writes one index record, and each round of
+/// conflicts lets one of them through.
+const CLAIM_ATTEMPTS: usize = 64;
+
 /// How long a worker waits before following session changes again after the feed failed.
 const FEED_RETRY: Duration = Duration::from_secs(1);
 
@@ -975,7 +980,7 @@ impl Sessions {
     /// read each, at most the limit's number of reads.
     async fn claim(&self, owner: &str, id: &str) -> Result<(), SessionError> {
         let key = self.owner_key(owner);
-        for _ in 0..SAVE_ATTEMPTS {
+        for _ in 0..CLAIM_ATTEMPTS {
             let current = self.store.get(&key).await?;
             let mut ids: Vec<String> = current
                 .as_ref()
@@ -1027,7 +1032,7 @@ impl Sessions {
     /// when the principal next reaches its limit).
     async fn release(&self, owner: &str, id: &str) {
         let key = self.owner_key(owner);
-        for _ in 0..SAVE_ATTEMPTS {
+        for _ in 0..CLAIM_ATTEMPTS {
             let Ok(Some(record)) = self.store.get(&key).await else {
                 return;
             };
