@@ -204,9 +204,9 @@ impl HttpConfig {
     /// The most sessions one principal (an authenticated issuer and subject, see
     /// [`auth`](Self::auth)) holds at once, Streamable HTTP and HTTP+SSE together, counted on
     /// all workers that share the hub. Default: `max(16, max_sessions / 100)`, 100 with the
-    /// default [`max_sessions`](Self::max_sessions); values below 1 count as 1, and
-    /// `usize::MAX` turns the limit off. Without [`auth`](Self::auth) there is no principal
-    /// and this limit does not apply.
+    /// default [`max_sessions`](Self::max_sessions), and no limit when `max_sessions` is
+    /// `usize::MAX`; values below 1 count as 1, and `usize::MAX` turns the limit off. Without
+    /// [`auth`](Self::auth) there is no principal and this limit does not apply.
     ///
     /// So one principal cannot take every session of the server: at its limit, its
     /// `initialize` that would mint a session gets HTTP 503 with the revision's JSON-RPC
@@ -216,10 +216,11 @@ impl HttpConfig {
     /// session frees its place when the client deletes it (`DELETE`, or the HTTP+SSE stream
     /// closes) or when it expires ([`session_ttl`](Self::session_ttl) after its last use).
     ///
-    /// Each principal has one small record in the hub's state store (the ids of its
-    /// sessions, 34 bytes each), renewed with its sessions; minting, deleting and renewing a
-    /// principal's session cost one more store operation or two. At the limit, the sessions
-    /// listed are looked up (one read each) to drop those that expired.
+    /// Each principal has one record in the hub's state store (the ids of its sessions, 35
+    /// bytes each, so keep the limit in the hundreds), renewed with its sessions; minting,
+    /// deleting and renewing a principal's session cost one or two more store operations.
+    /// At the limit, the sessions listed are looked up (one read each) to drop those that
+    /// expired.
     ///
     /// ```
     /// use mcp_server::http::HttpConfig;
@@ -236,8 +237,12 @@ impl HttpConfig {
     /// The per-principal session limit in force (see
     /// [`max_sessions_per_principal`](Self::max_sessions_per_principal)).
     pub(crate) fn sessions_per_principal(&self) -> usize {
-        self.max_sessions_per_principal
-            .unwrap_or_else(|| (self.max_sessions / 100).max(16))
+        match self.max_sessions_per_principal {
+            Some(max) => max,
+            // No session limit asked for: no per-principal limit either.
+            None if self.max_sessions == usize::MAX => usize::MAX,
+            None => (self.max_sessions / 100).max(16),
+        }
     }
 
     /// The most calls (requests with an id, a batch counting each of its requests) of one
@@ -527,6 +532,31 @@ impl HttpConfig {
             Localhost::Allow => true,
             Localhost::Deny => false,
             Localhost::Auto => self.bound_loopback,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HttpConfig;
+
+    #[test]
+    fn the_per_principal_session_limit_is_a_small_share_of_the_session_limit() {
+        // (config, the limit in force)
+        for (config, limit) in [
+            (HttpConfig::new(), 100),
+            (HttpConfig::new().max_sessions(500), 16),
+            (HttpConfig::new().max_sessions(50_000), 500),
+            (HttpConfig::new().max_sessions(usize::MAX), usize::MAX),
+            (HttpConfig::new().max_sessions_per_principal(0), 1),
+            (
+                HttpConfig::new()
+                    .max_sessions(usize::MAX)
+                    .max_sessions_per_principal(7),
+                7,
+            ),
+        ] {
+            assert_eq!(config.sessions_per_principal(), limit, "{config:?}");
         }
     }
 }
