@@ -147,7 +147,10 @@ pub struct AuthRefusal {
     pub status: StatusCode,
     /// The `WWW-Authenticate` challenge (none with 503).
     pub challenge: Option<Box<BearerChallenge>>,
-    /// Why, for the JSON-RPC error message and logs.
+    /// Why, for the JSON-RPC error message and logs. For a 401 it is a fixed sentence per
+    /// kind of error, as the challenge's `error_description` is (never the verifier's
+    /// detail, such as a parser's message or the accepted algorithms: that is logged at
+    /// DEBUG).
     pub reason: String,
 }
 
@@ -224,8 +227,10 @@ impl ResourceServerBuilder {
         self
     }
 
-    /// Scopes every request needs; they are the `scope` of the 401 challenge. Default: none
-    /// (any valid token for this resource).
+    /// Scopes every request needs; they are the `scope` of the 401 challenge. Every request
+    /// to the MCP paths is checked (a POST's calls, `GET` and `DELETE` of the endpoint, the
+    /// HTTP+SSE stream's `GET`): a token without them gets 403 `insufficient_scope`. Default:
+    /// none (any valid token for this resource).
     #[must_use]
     pub fn required_scopes(mut self, scopes: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
         self.required = scopes.into_iter().collect();
