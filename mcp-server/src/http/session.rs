@@ -1492,6 +1492,53 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_principals_sessions_that_ended_unseen_free_their_places() {
+        let (store, a, b) = workers(Duration::ZERO);
+        let (a, b) = (
+            a.limited(100, 2, Arc::default()),
+            b.limited(100, 2, Arc::default()),
+        );
+        let owned = |owner: &str| SessionRecord {
+            owner: Some(owner.to_owned()),
+            ..SessionRecord::default()
+        };
+        let first = a.create(&owned("o")).await.unwrap();
+        let second = b.create(&owned("o")).await.unwrap();
+        for worker in [&a, &b] {
+            assert!(matches!(
+                worker.create(&owned("o")).await,
+                Err(SessionError::PrincipalFull(2))
+            ));
+        }
+        // The refused sessions left no record behind.
+        let index = store.hub.get(&a.owner_key("o")).await.unwrap().unwrap();
+        let ids: Vec<String> = serde_json::from_slice(&index.value).unwrap();
+        assert_eq!(ids, [first.clone(), second.clone()]);
+        // Another owner, and sessions without one, are not counted against "o".
+        b.create(&owned("p")).await.unwrap();
+        for _ in 0..3 {
+            a.create(&SessionRecord::default()).await.unwrap();
+        }
+        // A session whose record went without its index knowing (it expired) is dropped
+        // from the index when the owner reaches the limit.
+        assert!(
+            StateStore::delete(&store.hub, &a.key(&first))
+                .await
+                .unwrap()
+        );
+        let third = b.create(&owned("o")).await.unwrap();
+        let index = store.hub.get(&a.owner_key("o")).await.unwrap().unwrap();
+        let ids: Vec<String> = serde_json::from_slice(&index.value).unwrap();
+        assert_eq!(ids, [second.clone(), third]);
+        // A deleted session leaves the index on any worker.
+        assert!(a.delete(&second).await.unwrap());
+        let index = store.hub.get(&a.owner_key("o")).await.unwrap().unwrap();
+        let ids: Vec<String> = serde_json::from_slice(&index.value).unwrap();
+        assert_eq!(ids.len(), 1);
+        a.create(&owned("o")).await.unwrap();
+    }
+
+    #[tokio::test]
     async fn at_the_limit_no_session_is_minted_until_one_ends() {
         let hub = Arc::new(MemoryHub::default());
         let sessions = Sessions::new(hub, Namespace::root(), Duration::from_secs(60), None)
