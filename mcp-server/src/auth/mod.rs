@@ -880,6 +880,18 @@ impl ResourceServer {
     }
 }
 
+/// What a client is told about a refused token: a fixed sentence per kind of error, never
+/// the verifier's detail (which names the parser, its input and the accepted algorithms).
+fn public_description(error: &TokenError) -> &'static str {
+    match error {
+        TokenError::Expired => "the token expired",
+        TokenError::NotYetValid => "the token is not valid yet",
+        TokenError::Inactive => "the token is not active",
+        TokenError::WrongAudience => "the token was issued for another resource",
+        _ => "the token is not valid",
+    }
+}
+
 /// What the resource server computes once per verified token and leaves in a request's
 /// extensions (one extension, a clone of three `Arc`s): the principal, its owner digest (see [`owner_digest`]) and its binding
 /// (see [`Principal::binding`]).
@@ -935,18 +947,6 @@ fn lower_hex(bytes: &[u8]) -> String {
         text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
     }
     text
-}
-
-/// What a client is told about a refused token: a fixed sentence per kind of error, never
-/// the verifier's detail (which names the parser, its input and the accepted algorithms).
-fn public_description(error: &TokenError) -> &'static str {
-    match error {
-        TokenError::Expired => "the token expired",
-        TokenError::NotYetValid => "the token is not valid yet",
-        TokenError::Inactive => "the token is not active",
-        TokenError::WrongAudience => "the token was issued for another resource",
-        _ => "the token is not valid",
-    }
 }
 
 /// RFC 6750 `b64token` (the same characters as RFC 9110's `token68`).
