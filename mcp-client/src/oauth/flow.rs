@@ -574,18 +574,22 @@ impl OAuth {
         if !metadata.supports_s256() {
             return Err(OAuthError::NoPkce(metadata.issuer.clone()));
         }
+        // The endpoint goes to the user's browser (the operating system's opener): only
+        // https, or http to a loopback host (a `file:` or custom-scheme URL would launch its
+        // handler). Checked before anything is registered there.
+        let mut url = metadata
+            .checked_authorization_endpoint()
+            .map_err(|e| OAuthError::Discovery(e.to_string()))?
+            .ok_or_else(|| {
+                OAuthError::Discovery(format!("{} has no authorization endpoint", metadata.issuer))
+            })?;
         let client = self.registration(metadata).await?;
-        let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
-            OAuthError::Discovery(format!("{} has no authorization endpoint", metadata.issuer))
-        })?;
         let token_endpoint = metadata.token_endpoint.clone().ok_or_else(|| {
             OAuthError::Discovery(format!("{} has no token endpoint", metadata.issuer))
         })?;
         let verifier = PkceVerifier::generate().map_err(|e| OAuthError::Config(e.to_string()))?;
         let state =
             mcp_auth::pkce::random_token(24).map_err(|e| OAuthError::Config(e.to_string()))?;
-        let mut url = url::Url::parse(endpoint)
-            .map_err(|e| OAuthError::Discovery(format!("authorization endpoint: {e}")))?;
         {
             let mut query = url.query_pairs_mut();
             query
