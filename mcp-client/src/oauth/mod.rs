@@ -213,6 +213,7 @@ pub struct OAuthConfig {
     pub(crate) dpop: bool,
     pub(crate) refresh_before: Duration,
     pub(crate) https: Option<Https>,
+    pub(crate) scope: Option<String>,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -227,6 +228,7 @@ impl fmt::Debug for OAuthConfig {
             .field("store", &self.store)
             .field("offline_access", &self.offline_access)
             .field("refresh_before", &self.refresh_before)
+            .field("scope", &self.scope)
             .finish_non_exhaustive()
     }
 }
@@ -256,6 +258,7 @@ impl OAuthConfig {
             dpop: false,
             refresh_before: Duration::from_secs(60),
             https: None,
+            scope: None,
         }
     }
 
@@ -263,6 +266,22 @@ impl OAuthConfig {
     #[must_use]
     pub fn redirect_uri(mut self, uri: impl Into<String>) -> Self {
         self.redirect_uri = uri.into();
+        self
+    }
+
+    /// Scopes (space-separated) to ask for in every authorization and token request, beside
+    /// those the server's challenge or metadata name: for a script that knows it needs more
+    /// than the server asks up front. A kept token without all of them is not used (a new
+    /// authorization asks for them). Default: none.
+    ///
+    /// ```
+    /// use mcp_client::oauth::{FollowRedirect, OAuthConfig};
+    ///
+    /// let config = OAuthConfig::new(FollowRedirect::new()).scope("mcp:read mcp:deploy");
+    /// ```
+    #[must_use]
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into()).filter(|s| !s.trim().is_empty());
         self
     }
 
