@@ -25,8 +25,16 @@
 //!
 //! The scope requested is the challenge's, else the resource's `scopes_supported`, else none;
 //! `offline_access` is added only when the authorization server lists it. A `403` with
-//! `insufficient_scope` re-authorizes with the union of the scopes held and those challenged,
-//! and gives up when that would ask for nothing new.
+//! `insufficient_scope` re-authorizes with the union of the scopes held and those challenged
+//! (telling the [`RedirectHandler::step_up`] why first), or, for a grant without a user
+//! ([`Grant::ClientCredentials`] and the like), requests a token for that union; it gives up
+//! when that would ask for nothing new. [`OAuthConfig::scope`] adds scopes to every request.
+//!
+//! The authorization endpoint goes to the user's browser only when it is `https:` (or `http:`
+//! to a loopback host): a `file:`, `smb:` or custom-scheme URL from a hostile server's metadata
+//! is refused with [`OAuthError::Discovery`] naming it, before anything is registered. A
+//! [`RedirectHandler`] may pick each authorization's redirect URI in
+//! [`RedirectHandler::prepare`] (a loopback listener on a port the system gives).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_client::Error> {
