@@ -126,6 +126,8 @@ impl fmt::Debug for StoreLock {
 impl Drop for StoreLock {
     fn drop(&mut self) {
         if let Some(path) = self.file.take() {
+            // Not in the middle of a write of this process that relies on this lock.
+            let _turn = lock(&WRITING);
             lock(held_lock_files()).retain(|p| *p != path);
             let _ = std::fs::remove_file(path);
         }
