@@ -262,8 +262,9 @@ impl RedirectHandler for Browser {
     fn prepare<'a>(&'a self, redirect_uri: &'a str) -> BoxFuture<'a, Result<String, OAuthError>> {
         Box::pin(async move {
             if !self.interactive {
-                // Nothing to listen for: `authorize` refuses.
-                return Ok(redirect_uri.to_owned());
+                // Nobody to log in: refused before anything is registered.
+                LOGIN_NEEDED.store(true, Ordering::SeqCst);
+                return Err(OAuthError::LoginRequired(LOGIN_HINT.into()));
             }
             prepare_redirect(redirect_uri, self.open).await
         })

@@ -417,6 +417,11 @@ fn without_a_terminal_the_401_says_to_log_in_first() {
         "{}",
         run.stderr
     );
+    // Nothing was registered or kept for a login that could not happen.
+    assert!(
+        std::fs::read_to_string(&tokens).map_or(true, |t| !t.contains("client_id")),
+        "no registration kept"
+    );
 }
 
 #[test]
