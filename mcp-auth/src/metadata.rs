@@ -39,6 +39,13 @@ pub enum MetadataError {
     /// A required member is missing or of the wrong type.
     #[error("malformed metadata: {0}")]
     Malformed(String),
+    /// A URL meant for the user's browser (the `authorization_endpoint`) that is not `https:`
+    /// (or `http:` to a loopback host): a `file:`, `smb:` or custom-scheme URL would make the
+    /// operating system's opener launch whatever handles it. It is never opened.
+    #[error(
+        "refusing to open {0:?} in a browser: an authorization endpoint must be https (or http to a loopback host)"
+    )]
+    UnsafeBrowserUrl(String),
 }
 
 /// Protected resource metadata (RFC 9728 §2): what an MCP server says about itself.
@@ -203,6 +210,30 @@ impl AuthorizationServerMetadata {
         }
     }
 
+    /// The `authorization_endpoint`, checked to be safe to hand to a browser (see
+    /// [`browser_url`]): `https:`, or `http:` to a loopback host. A malicious MCP server
+    /// controls this URL through its protected resource metadata, so a client must not open
+    /// anything else. `Ok(None)` when the document has no authorization endpoint.
+    ///
+    /// ```
+    /// use mcp_auth::{AuthorizationServerMetadata, MetadataError};
+    ///
+    /// let mut metadata = AuthorizationServerMetadata::new("https://as.example");
+    /// metadata.authorization_endpoint = Some("https://as.example/authorize".into());
+    /// assert!(metadata.checked_authorization_endpoint().is_ok());
+    /// metadata.authorization_endpoint = Some("file:///etc/passwd".into());
+    /// assert!(matches!(
+    ///     metadata.checked_authorization_endpoint(),
+    ///     Err(MetadataError::UnsafeBrowserUrl(_))
+    /// ));
+    /// ```
+    pub fn checked_authorization_endpoint(&self) -> Result<Option<Url>, MetadataError> {
+        self.authorization_endpoint
+            .as_deref()
+            .map(browser_url)
+            .transpose()
+    }
+
     /// Whether PKCE with `S256` is advertised (MCP clients must refuse a server that does not
     /// say so).
     pub fn supports_s256(&self) -> bool {
@@ -216,6 +247,36 @@ impl AuthorizationServerMetadata {
         self.scopes_supported
             .as_ref()
             .is_some_and(|scopes| scopes.iter().any(|s| s == scope))
+    }
+}
+
+/// Parses `text` as a URL that may be handed to the user's browser (or the operating system's
+/// URL opener): `https:` with a host, or `http:` to a loopback host (`localhost`,
+/// `127.0.0.0/8`, `[::1]`, RFC 8252 §8.3). Everything else (`file:`, `smb:`, `javascript:`,
+/// custom protocol handlers, `http:` to another host) is refused with
+/// [`MetadataError::UnsafeBrowserUrl`] naming the URL.
+///
+/// ```
+/// use mcp_auth::metadata::browser_url;
+///
+/// assert!(browser_url("https://as.example/authorize?x=1").is_ok());
+/// assert!(browser_url("http://127.0.0.1:9000/authorize").is_ok());
+/// assert!(browser_url("http://as.example/authorize").is_err());
+/// assert!(browser_url("search-ms:query=x").is_err());
+/// ```
+pub fn browser_url(text: &str) -> Result<Url, MetadataError> {
+    let refused = || MetadataError::UnsafeBrowserUrl(text.to_owned());
+    let url = Url::parse(text).map_err(|_| refused())?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err(refused()),
+    };
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if loopback => Ok(url),
+        _ => Err(refused()),
     }
 }
 
@@ -402,6 +463,42 @@ mod tests {
         assert!(prm.check_resource("https://MCP.example:443/mcp").is_ok());
         assert!(prm.check_resource("https://mcp.example/other").is_err());
         assert!(prm.check_resource("https://evil.example/mcp").is_err());
+    }
+
+    #[test]
+    fn only_https_or_loopback_http_authorization_endpoints_reach_a_browser() {
+        for ok in [
+            "https://as.example/authorize",
+            "HTTPS://as.example:8443/a?b=c",
+            "http://127.0.0.1:8080/authorize",
+            "http://127.1.2.3/authorize",
+            "http://localhost:1/authorize",
+            "http://[::1]:9/authorize",
+        ] {
+            assert!(browser_url(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "file:///etc/passwd",
+            "smb://attacker.example/share",
+            "search-ms:query=x&crumb=location:\\\\attacker\\x",
+            "javascript:alert(1)",
+            "ms-settings:",
+            "http://as.example/authorize",
+            "http://10.0.0.1/authorize",
+            "ftp://as.example/authorize",
+            "not a url",
+        ] {
+            assert_eq!(
+                browser_url(bad).unwrap_err(),
+                MetadataError::UnsafeBrowserUrl(bad.to_owned()),
+                "{bad}"
+            );
+        }
+        let mut metadata = AuthorizationServerMetadata::new("https://as.example");
+        assert_eq!(metadata.checked_authorization_endpoint(), Ok(None));
+        metadata.authorization_endpoint = Some("file:///x".into());
+        let error = metadata.checked_authorization_endpoint().unwrap_err();
+        assert!(error.to_string().contains("file:///x"), "{error}");
     }
 
     #[test]

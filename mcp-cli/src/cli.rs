@@ -113,6 +113,23 @@ pub(crate) struct Global {
     /// --client-secret), without a user or a browser: for scripts
     #[arg(long, global = true)]
     pub(crate) client_credentials: bool,
+    /// Scopes to ask for when authorizing (space-separated, e.g. "mcp:read mcp:deploy"), beside
+    /// those the server names; a kept token without them is replaced by a new login
+    #[arg(long, global = true, value_name = "SCOPES")]
+    pub(crate) scope: Option<String>,
+    /// Listen for the login's redirect on this port of 127.0.0.1 (http://127.0.0.1:PORT/callback)
+    /// instead of a port the system picks: for a client registered with that redirect URI
+    #[arg(
+        long,
+        global = true,
+        value_name = "PORT",
+        conflicts_with = "redirect_uri"
+    )]
+    pub(crate) redirect_port: Option<u16>,
+    /// The login's redirect URI, for a client registered with it: http to 127.0.0.1, [::1] or
+    /// localhost, with a port (default: http://127.0.0.1:<a free port>/callback)
+    #[arg(long, global = true, value_name = "URI")]
+    pub(crate) redirect_uri: Option<String>,
     /// Fetch the authorization URL and follow its redirect without a browser (an authorization
     /// server that approves at once: tests, demos; also $MCP_AUTH_FOLLOW_REDIRECT=1)
     #[arg(long, global = true, hide = true)]

@@ -35,6 +35,7 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
                 return Err(CliError::Usage("mcp call needs the tool's name".into()));
             };
             let arguments = tool_arguments(rest)?;
+            crate::auth::doing(tool);
             with_client(&session, Bound::Whole, |c, _| {
                 call(&session, c, tool, arguments)
             })

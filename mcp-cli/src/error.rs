@@ -137,6 +137,10 @@ impl CliError {
             } => return stdio_hint(source),
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
         };
+        if matches!(source.http_status(), Some(401)) && crate::auth::login_was_needed() {
+            // The server wants a login and nobody was there to do it (no terminal).
+            return Some(crate::auth::LOGIN_HINT);
+        }
         if let Some(code) = source.code() {
             let what = match self {
                 Self::Request { what, .. } => what.as_str(),
@@ -206,8 +210,39 @@ impl CliError {
         }
     }
 
+    /// The authorization server's refusal behind a failure (the user pressed Deny): said in
+    /// one sentence of its own rather than through the layers it came up.
+    fn denied(&self) -> Option<String> {
+        let (Self::Connect { source, .. } | Self::Request { source, .. }) = self else {
+            return None;
+        };
+        let Some(TransportError::Authorization(error)) = transport_error(source) else {
+            return None;
+        };
+        let mcp_client::oauth::OAuthError::Denied { error, description } = error.as_ref() else {
+            return None;
+        };
+        let description = description
+            .as_deref()
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        let target = match self {
+            Self::Connect { target, .. } => format!(" for {target}"),
+            _ => String::new(),
+        };
+        Some(format!(
+            "the authorization{target} was denied ({error}{description}); nothing was kept"
+        ))
+    }
+
     /// The one line printed on stderr: `mcp: error [LABEL]: MESSAGE (try: HINT)`.
     pub(crate) fn line(&self) -> String {
+        if let Some(denied) = self.denied() {
+            return format!(
+                "mcp: error [denied]: {} (try: run `mcp login URL` again and approve)",
+                one_line(&denied)
+            );
+        }
         let message = one_line(&self.to_string());
         match self.hint() {
             Some(hint) => format!("mcp: error [{}]: {message} (try: {hint})", self.label()),

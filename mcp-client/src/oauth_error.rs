@@ -43,7 +43,10 @@ pub enum OAuthError {
     #[error("the authorization redirect failed: {0}")]
     Redirect(String),
     /// The authorization server answered the authorization request with an error.
-    #[error("authorization denied: {error}{}", describe(description))]
+    #[error(
+        "the authorization server did not authorize this client ({error}{})",
+        describe_inline(description)
+    )]
     Denied {
         /// The `error` code.
         error: String,
@@ -94,5 +97,12 @@ fn describe(description: &Option<String>) -> String {
     description
         .as_deref()
         .map(|d| format!(" ({d})"))
+        .unwrap_or_default()
+}
+
+fn describe_inline(description: &Option<String>) -> String {
+    description
+        .as_deref()
+        .map(|d| format!(": {d}"))
         .unwrap_or_default()
 }

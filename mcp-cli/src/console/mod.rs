@@ -182,6 +182,14 @@ struct Login {
 }
 
 impl mcp_client::oauth::RedirectHandler for Login {
+    fn prepare<'a>(
+        &'a self,
+        redirect_uri: &'a str,
+    ) -> mcp_client::transport::BoxFuture<'a, Result<String, mcp_client::oauth::OAuthError>> {
+        // The loopback listener, on a free port unless one is pinned (as `mcp login`).
+        Box::pin(crate::auth::prepare_redirect(redirect_uri, true))
+    }
+
     fn authorize<'a>(
         &'a self,
         authorization_url: &'a str,

@@ -109,12 +109,20 @@ impl OAuth {
         use std::sync::atomic::Ordering;
         if !self.inner.loaded.load(Ordering::SeqCst) {
             // A DPoP-bound token needs the key it was bound to, which lived in another run.
+            // Nor is a token without the scopes the configuration asks for
+            // ([`OAuthConfig::scope`]): a new authorization asks for them.
+            let wanted = self.inner.config.scope.as_deref().map(ScopeSet::parse);
             let stored = self
                 .inner
                 .config
                 .store
                 .load_tokens(&self.inner.server)?
-                .filter(|t| !is_dpop(t));
+                .filter(|t| !is_dpop(t))
+                .filter(|t| {
+                    wanted.as_ref().is_none_or(|wanted| {
+                        ScopeSet::parse(t.scope.as_deref().unwrap_or_default()).contains_all(wanted)
+                    })
+                });
             let mut current = lock(&self.inner.current);
             if !self.inner.loaded.swap(true, Ordering::SeqCst) && current.is_none() {
                 *current = stored;
@@ -256,6 +264,21 @@ impl OAuth {
             }
             let discovered = self.discover(asked.challenge.as_ref()).await?;
             let scopes = held_scope.union(&needed);
+            if self.direct_grant() {
+                // No user to ask: a new token by the same grant, for the wider scope.
+                let Some(held) = held else {
+                    return Ok(false);
+                };
+                let mut base = held;
+                base.scope = Some(scopes.to_string());
+                self.grant_token(&base).await?;
+                return Ok(true);
+            }
+            let missing = held_scope.missing(&needed);
+            self.inner
+                .config
+                .redirect
+                .step_up(&held_scope.to_string(), &missing.to_string());
             self.authorize(&discovered, Some(scopes)).await?;
             return Ok(true);
         }
@@ -274,11 +297,11 @@ impl OAuth {
             }
         }
         if self.direct_grant() {
-            let scopes = select_scopes(
+            let scopes = self.with_configured(select_scopes(
                 challenged_scope.as_ref(),
                 discovered.scopes_supported.as_deref(),
                 None,
-            );
+            ));
             let metadata = &discovered.metadata;
             let base = TokenSet {
                 access_token: String::new(),
@@ -292,7 +315,9 @@ impl OAuth {
                 token_endpoint: metadata.token_endpoint.clone().ok_or_else(|| {
                     OAuthError::Discovery(format!("{} has no token endpoint", metadata.issuer))
                 })?,
-                client: self.registration(metadata).await?,
+                client: self
+                    .registration(metadata, &self.inner.config.redirect_uri)
+                    .await?,
             };
             self.grant_token(&base).await?;
             return Ok(true);
@@ -312,8 +337,20 @@ impl OAuth {
             s
         })
         .or_else(|| offline.map(ScopeSet::parse));
+        let scopes = self.with_configured(scopes);
         self.authorize(&discovered, scopes).await?;
         Ok(true)
+    }
+
+    /// `scopes` with those of [`OAuthConfig::scope`] added.
+    fn with_configured(&self, scopes: Option<ScopeSet>) -> Option<ScopeSet> {
+        let Some(wanted) = self.inner.config.scope.as_deref().map(ScopeSet::parse) else {
+            return scopes;
+        };
+        Some(match scopes {
+            Some(scopes) => scopes.union(&wanted),
+            None => wanted,
+        })
     }
 
     // ---------------------------------------------------------------- discovery
@@ -459,9 +496,12 @@ impl OAuth {
 
     // ---------------------------------------------------------------- registration
 
+    /// The client's registration with the authorization server of `metadata`; a dynamic
+    /// registration registers `redirect_uri`.
     async fn registration(
         &self,
         metadata: &AuthorizationServerMetadata,
+        redirect_uri: &str,
     ) -> Result<ClientRegistration, OAuthError> {
         let config = &self.inner.config;
         let issuer = &metadata.issuer;
@@ -522,7 +562,7 @@ impl OAuth {
             grant_types.push("refresh_token");
         }
         let body = json!({
-            "redirect_uris": [config.redirect_uri],
+            "redirect_uris": [redirect_uri],
             "client_name": config.client_name,
             "grant_types": grant_types,
             "response_types": ["code"],
@@ -574,24 +614,30 @@ impl OAuth {
         if !metadata.supports_s256() {
             return Err(OAuthError::NoPkce(metadata.issuer.clone()));
         }
-        let client = self.registration(metadata).await?;
-        let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
-            OAuthError::Discovery(format!("{} has no authorization endpoint", metadata.issuer))
-        })?;
+        // The endpoint goes to the user's browser (the operating system's opener): only
+        // https, or http to a loopback host (a `file:` or custom-scheme URL would launch its
+        // handler). Checked before anything is registered there.
+        let mut url = metadata
+            .checked_authorization_endpoint()
+            .map_err(|e| OAuthError::Discovery(e.to_string()))?
+            .ok_or_else(|| {
+                OAuthError::Discovery(format!("{} has no authorization endpoint", metadata.issuer))
+            })?;
+        // The redirect URI of this authorization (a loopback listener's port, RFC 8252 §7.3).
+        let redirect_uri = config.redirect.prepare(&config.redirect_uri).await?;
+        let client = self.registration(metadata, &redirect_uri).await?;
         let token_endpoint = metadata.token_endpoint.clone().ok_or_else(|| {
             OAuthError::Discovery(format!("{} has no token endpoint", metadata.issuer))
         })?;
         let verifier = PkceVerifier::generate().map_err(|e| OAuthError::Config(e.to_string()))?;
         let state =
             mcp_auth::pkce::random_token(24).map_err(|e| OAuthError::Config(e.to_string()))?;
-        let mut url = url::Url::parse(endpoint)
-            .map_err(|e| OAuthError::Discovery(format!("authorization endpoint: {e}")))?;
         {
             let mut query = url.query_pairs_mut();
             query
                 .append_pair("response_type", "code")
                 .append_pair("client_id", &client.client_id)
-                .append_pair("redirect_uri", &config.redirect_uri)
+                .append_pair("redirect_uri", &redirect_uri)
                 .append_pair("code_challenge", &verifier.challenge())
                 .append_pair("code_challenge_method", mcp_auth::pkce::S256)
                 .append_pair("state", &state)
@@ -602,7 +648,7 @@ impl OAuth {
         }
         let landed = config
             .redirect
-            .authorize(url.as_str(), &config.redirect_uri)
+            .authorize(url.as_str(), &redirect_uri)
             .await?;
         let landed = url::Url::parse(&landed)
             .map_err(|e| OAuthError::Redirect(format!("unreadable redirect: {e}")))?;
@@ -644,7 +690,7 @@ impl OAuth {
         let form = vec![
             ("grant_type", "authorization_code".to_owned()),
             ("code", code),
-            ("redirect_uri", config.redirect_uri.clone()),
+            ("redirect_uri", redirect_uri.clone()),
             ("code_verifier", verifier.as_str().to_owned()),
             ("resource", discovered.resource.clone()),
         ];

@@ -25,8 +25,16 @@
 //!
 //! The scope requested is the challenge's, else the resource's `scopes_supported`, else none;
 //! `offline_access` is added only when the authorization server lists it. A `403` with
-//! `insufficient_scope` re-authorizes with the union of the scopes held and those challenged,
-//! and gives up when that would ask for nothing new.
+//! `insufficient_scope` re-authorizes with the union of the scopes held and those challenged
+//! (telling the [`RedirectHandler::step_up`] why first), or, for a grant without a user
+//! ([`Grant::ClientCredentials`] and the like), requests a token for that union; it gives up
+//! when that would ask for nothing new. [`OAuthConfig::scope`] adds scopes to every request.
+//!
+//! The authorization endpoint goes to the user's browser only when it is `https:` (or `http:`
+//! to a loopback host): a `file:`, `smb:` or custom-scheme URL from a hostile server's metadata
+//! is refused with [`OAuthError::Discovery`] naming it, before anything is registered. A
+//! [`RedirectHandler`] may pick each authorization's redirect URI in
+//! [`RedirectHandler::prepare`] (a loopback listener on a port the system gives).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_client::Error> {
@@ -213,6 +221,7 @@ pub struct OAuthConfig {
     pub(crate) dpop: bool,
     pub(crate) refresh_before: Duration,
     pub(crate) https: Option<Https>,
+    pub(crate) scope: Option<String>,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -227,6 +236,7 @@ impl fmt::Debug for OAuthConfig {
             .field("store", &self.store)
             .field("offline_access", &self.offline_access)
             .field("refresh_before", &self.refresh_before)
+            .field("scope", &self.scope)
             .finish_non_exhaustive()
     }
 }
@@ -256,6 +266,7 @@ impl OAuthConfig {
             dpop: false,
             refresh_before: Duration::from_secs(60),
             https: None,
+            scope: None,
         }
     }
 
@@ -263,6 +274,22 @@ impl OAuthConfig {
     #[must_use]
     pub fn redirect_uri(mut self, uri: impl Into<String>) -> Self {
         self.redirect_uri = uri.into();
+        self
+    }
+
+    /// Scopes (space-separated) to ask for in every authorization and token request, beside
+    /// those the server's challenge or metadata name: for a script that knows it needs more
+    /// than the server asks up front. A kept token without all of them is not used (a new
+    /// authorization asks for them). Default: none.
+    ///
+    /// ```
+    /// use mcp_client::oauth::{FollowRedirect, OAuthConfig};
+    ///
+    /// let config = OAuthConfig::new(FollowRedirect::new()).scope("mcp:read mcp:deploy");
+    /// ```
+    #[must_use]
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into()).filter(|s| !s.trim().is_empty());
         self
     }
 

@@ -23,6 +23,42 @@ pub trait RedirectHandler: fmt::Debug + Send + Sync + 'static {
         authorization_url: &'a str,
         redirect_uri: &'a str,
     ) -> BoxFuture<'a, Result<String, OAuthError>>;
+
+    /// Gets ready to receive the redirect before anything is registered or requested, and
+    /// returns the redirect URI to use for this authorization: the configured one
+    /// ([`OAuthConfig::redirect_uri`](super::OAuthConfig::redirect_uri)), or one made from it,
+    /// such as a loopback URI with the port the operating system gave a listener bound on
+    /// port 0 (RFC 8252 §7.3). The URI returned is the one registered, sent in the
+    /// authorization and token requests, and passed to [`RedirectHandler::authorize`].
+    /// Default: `redirect_uri` unchanged.
+    ///
+    /// ```
+    /// use mcp_client::oauth::{OAuthError, RedirectHandler};
+    /// use mcp_client::transport::BoxFuture;
+    ///
+    /// /// Listens on an ephemeral loopback port (the listening itself left out here).
+    /// #[derive(Debug)]
+    /// struct Loopback;
+    ///
+    /// impl RedirectHandler for Loopback {
+    ///     fn prepare<'a>(&'a self, _configured: &'a str) -> BoxFuture<'a, Result<String, OAuthError>> {
+    ///         Box::pin(async { Ok("http://127.0.0.1:49152/callback".to_owned()) })
+    ///     }
+    ///     fn authorize<'a>(&'a self, _url: &'a str, _redirect_uri: &'a str) -> BoxFuture<'a, Result<String, OAuthError>> {
+    ///         Box::pin(async { Err(OAuthError::Redirect("left out".into())) })
+    ///     }
+    /// }
+    /// ```
+    fn prepare<'a>(&'a self, redirect_uri: &'a str) -> BoxFuture<'a, Result<String, OAuthError>> {
+        Box::pin(async move { Ok(redirect_uri.to_owned()) })
+    }
+
+    /// Told just before a step-up authorization why it is needed: the server refused a request
+    /// for want of the scopes `needed` while the token held has `held` (both space-separated;
+    /// `held` may be empty). An interactive application says so to the user. Default: nothing.
+    fn step_up(&self, held: &str, needed: &str) {
+        let _ = (held, needed);
+    }
 }
 
 /// Fetches the authorization URL and returns the `Location` of its redirect, without a

@@ -126,9 +126,19 @@ impl fmt::Debug for StoreLock {
 impl Drop for StoreLock {
     fn drop(&mut self) {
         if let Some(path) = self.file.take() {
+            // Not in the middle of a write of this process that relies on this lock.
+            let _turn = lock(&WRITING);
+            lock(held_lock_files()).retain(|p| *p != path);
             let _ = std::fs::remove_file(path);
         }
     }
+}
+
+/// The lock files this process holds now (through a [`StoreLock`]): a write while one is held
+/// is already excluded from other processes, and only needs this process's turn.
+fn held_lock_files() -> &'static Mutex<Vec<PathBuf>> {
+    static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    &HELD
 }
 
 /// Keeps tokens (per MCP server) and client registrations (per authorization server).
@@ -205,9 +215,12 @@ impl TokenStore for MemoryTokenStore {
         Ok(lock(&self.entries).tokens.get(resource).cloned())
     }
     fn save_tokens(&self, tokens: &TokenSet) -> Result<(), OAuthError> {
+        // Keyed by the server's URL, as `load_tokens` and `remove_tokens` (and the file
+        // store) look them up; never by the metadata's `resource`, which several servers of
+        // one origin may share.
         lock(&self.entries)
             .tokens
-            .insert(tokens.resource.clone(), tokens.clone());
+            .insert(tokens.server.clone(), tokens.clone());
         Ok(())
     }
     fn remove_tokens(&self, resource: &str) -> Result<(), OAuthError> {
@@ -233,14 +246,33 @@ impl TokenStore for MemoryTokenStore {
 const MAX_FILE: u64 = 4 * 1024 * 1024;
 /// A lock file older than this is left over from a process that died holding it.
 const STALE_LOCK: Duration = Duration::from_secs(60);
-/// How long [`FileTokenStore::lock`] waits for another process's lock.
+/// How long [`FileTokenStore::lock`] (and a write) waits for another process's lock.
 const LOCK_WAIT: Duration = Duration::from_secs(90);
+/// How often a waiter looks whether another process's lock file is gone.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
+/// Writers of a token file in this process take turns.
+static WRITING: Mutex<()> = Mutex::new(());
+
+/// A lock file taken for one write, removed when dropped.
+struct LockFile(PathBuf);
+
+impl Drop for LockFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
 
 /// Tokens in a JSON file readable by its owner only (mode 0600 on Unix), keyed by MCP server
-/// and authorization server. Every write replaces the file atomically (a temporary file
-/// renamed over it). Several clients and processes may share one file: refreshes are
-/// serialised by a lock file next to it (`<file>.lock`), so a rotated refresh token is never
-/// spent twice.
+/// and authorization server. Every write replaces the file atomically: a temporary file with a
+/// random name, created exclusively (never through a symbolic link or into a file someone
+/// else made), then renamed over it. Several clients and processes may share one file:
+/// refreshes and every write are serialised by a lock file next to it (`<file>.lock`), so a
+/// rotated refresh token is never spent twice and no write loses another's.
+///
+/// On Unix the folder must not be writable by the group or others (where anyone could plant
+/// or swap files): such a folder is refused with [`OAuthError::Store`] naming it. A folder the
+/// store creates is made with mode 0700.
 #[derive(Debug, Clone)]
 pub struct FileTokenStore {
     path: PathBuf,
@@ -264,8 +296,53 @@ impl FileTokenStore {
         Ok(all)
     }
 
+    /// The folder of the file, if the path has one.
+    fn folder(&self) -> Option<&Path> {
+        self.path.parent().filter(|d| !d.as_os_str().is_empty())
+    }
+
+    /// Refuses a folder that others may write to (Unix); a missing folder passes.
+    fn check_folder(&self) -> Result<(), OAuthError> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let folder = self.folder().unwrap_or(Path::new("."));
+            match std::fs::metadata(folder) {
+                Ok(meta) if meta.permissions().mode() & 0o022 != 0 => {
+                    return Err(OAuthError::Store(format!(
+                        "{}: the token folder {} is writable by other users (mode {:o}); \
+                         make it private (chmod 700) or choose another token file",
+                        self.path.display(),
+                        folder.display(),
+                        meta.permissions().mode() & 0o7777
+                    )));
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the folder (mode 0700 on Unix) when missing, then checks it.
+    fn make_folder(&self) -> Result<(), OAuthError> {
+        if let Some(dir) = self.folder() {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt as _;
+                builder.mode(0o700);
+            }
+            builder.create(dir).map_err(|e| self.error(e))?;
+        }
+        self.check_folder()
+    }
+
     fn read(&self) -> Result<Entries, OAuthError> {
         use std::io::Read as _;
+        self.check_folder()?;
         let file = match std::fs::File::open(&self.path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Entries::default()),
@@ -290,34 +367,105 @@ impl FileTokenStore {
 
     fn write(&self, entries: &Entries) -> Result<(), OAuthError> {
         use std::io::Write as _;
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| self.error(e))?;
-        }
+        self.make_folder()?;
         let text = serde_json::to_vec_pretty(entries).unwrap_or_default();
+        // A random name, created exclusively and without following a symbolic link: nobody
+        // can make it in advance (a link to clobber a file, or a file of their own that would
+        // receive the tokens).
+        let random =
+            mcp_auth::pkce::random_token(12).map_err(|e| OAuthError::Store(e.to_string()))?;
         let mut temp = self.path.clone().into_os_string();
-        temp.push(format!(".{}.tmp", std::process::id()));
+        temp.push(format!(".{random}.tmp"));
         let temp = PathBuf::from(temp);
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        options.write(true).create_new(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt as _;
-            options.mode(0o600);
+            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
         }
         let mut file = options.open(&temp).map_err(|e| self.error(e))?;
-        file.write_all(&text).map_err(|e| self.error(e))?;
-        file.sync_all().map_err(|e| self.error(e))?;
-        drop(file);
-        std::fs::rename(&temp, &self.path).map_err(|e| self.error(e))
+        let written = file
+            .write_all(&text)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| {
+                drop(file);
+                std::fs::rename(&temp, &self.path)
+            });
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(self.error(e));
+        }
+        Ok(())
     }
 
+    /// A read-modify-write of the file: this process's writers take turns, and unless this
+    /// process already holds the lock file (a refresh in progress), it is taken for the
+    /// change, so no other process writes in between.
     fn update(&self, change: impl FnOnce(&mut Entries)) -> Result<(), OAuthError> {
-        // Writers of the same file in this process take turns.
-        static WRITING: Mutex<()> = Mutex::new(());
-        let _turn = lock(&WRITING);
-        let mut entries = self.read()?;
-        change(&mut entries);
-        self.write(&entries)
+        self.make_folder()?;
+        let lock_path = self.lock_path();
+        let started = std::time::Instant::now();
+        loop {
+            {
+                // Writers of the same file in this process take turns.
+                let _turn = lock(&WRITING);
+                let held = lock(held_lock_files()).contains(&lock_path);
+                let file_lock = if held {
+                    None
+                } else if self.try_lock_file(&lock_path, started)? {
+                    Some(LockFile(lock_path.clone()))
+                } else {
+                    None
+                };
+                if held || file_lock.is_some() {
+                    let mut entries = self.read()?;
+                    change(&mut entries);
+                    return self.write(&entries);
+                }
+            }
+            // Another process writes or refreshes: poll for its lock file to go (without this
+            // process's turn, which a refresh here may need).
+            std::thread::sleep(LOCK_POLL);
+        }
+    }
+
+    /// One attempt at creating the lock file: `Ok(true)` when created (a stale one is taken
+    /// over), `Ok(false)` when another process holds it, an error after [`LOCK_WAIT`].
+    fn try_lock_file(
+        &self,
+        lock_path: &Path,
+        started: std::time::Instant,
+    ) -> Result<bool, OAuthError> {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        }
+        match options.open(lock_path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let stale = std::fs::symlink_metadata(lock_path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > STALE_LOCK);
+                if stale {
+                    let _ = std::fs::remove_file(lock_path);
+                    return self.try_lock_file(lock_path, started);
+                }
+                if started.elapsed() > LOCK_WAIT {
+                    return Err(OAuthError::Store(format!(
+                        "{} is held by another process",
+                        lock_path.display()
+                    )));
+                }
+                Ok(false)
+            }
+            Err(e) => Err(self.error(e)),
+        }
     }
 
     fn error(&self, e: std::io::Error) -> OAuthError {
@@ -359,44 +507,19 @@ impl TokenStore for FileTokenStore {
             // exclusively, taken over when older than `STALE_LOCK`.
             let mut held = local_lock(format!("file {}", self.path.display())).await;
             let lock_path = self.lock_path();
-            if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| self.error(e))?;
-            }
+            self.make_folder()?;
             let started = std::time::Instant::now();
             loop {
-                let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::OpenOptionsExt as _;
-                    options.mode(0o600);
+                let taken = self.try_lock_file(&lock_path, started)?;
+                if taken {
+                    lock(held_lock_files()).push(lock_path.clone());
                 }
-                match options.open(&lock_path) {
-                    Ok(_) => {
-                        held.file = Some(lock_path);
-                        return Ok(held);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        let stale = std::fs::metadata(&lock_path)
-                            .and_then(|m| m.modified())
-                            .ok()
-                            .and_then(|t| t.elapsed().ok())
-                            .is_some_and(|age| age > STALE_LOCK);
-                        if stale {
-                            let _ = std::fs::remove_file(&lock_path);
-                            continue;
-                        }
-                        if started.elapsed() > LOCK_WAIT {
-                            return Err(OAuthError::Store(format!(
-                                "{} is held by another process",
-                                lock_path.display()
-                            )));
-                        }
-                        // Another process refreshes: poll for its lock file to go.
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                    Err(e) => return Err(self.error(e)),
+                if taken {
+                    held.file = Some(lock_path);
+                    return Ok(held);
                 }
+                // Another process refreshes: poll for its lock file to go.
+                tokio::time::sleep(LOCK_POLL).await;
             }
         })
     }

@@ -311,7 +311,7 @@ pub enum TransportError {
     },
     /// The server requires authorization and the OAuth client could not get a token it
     /// accepts (see [`crate::oauth`]).
-    #[error("authorization: {0}")]
+    #[error("{0}")]
     Authorization(Box<crate::oauth_error::OAuthError>),
     /// The transport cannot do this.
     #[error("not supported by this transport: {0}")]
