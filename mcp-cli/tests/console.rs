@@ -576,3 +576,52 @@ fn no_browser_logins_take_the_address_from_the_page() {
     let kept = std::fs::read_to_string(&tokens).expect("the console kept the tokens");
     assert!(kept.contains(&protected.mcp()), "{kept}");
 }
+
+/// The page's actions run as jobs (`?async=1`): answered at once, the result on the event
+/// stream and from `/api/result`; at `--max-actions` running jobs one more is refused (429)
+/// naming the limit, and a finished job frees its place.
+#[test]
+fn actions_run_as_bounded_jobs() {
+    let demo = Demo::start();
+    let console = Console::start(&["--max-actions", "1"]);
+    let conn = console.ok("/api/connect", &json!({"url": demo.mcp()}))["conn"].clone();
+    let start = |body: &Value| {
+        http(
+            &console.addr,
+            "POST",
+            "/api/call?async=1",
+            &[
+                ("X-Mcp-Console-Token", &console.token),
+                ("Content-Type", "application/json"),
+            ],
+            Some(&body.to_string()),
+        )
+    };
+    let deploy = json!({"conn": conn, "name": "deploy", "arguments": {"service": "web"}});
+    let first = start(&deploy);
+    assert_eq!(first.status, 202, "{}", first.body);
+    let job = first.json()["job"].clone();
+    let ask = console.wait_event(0, |e| e["type"] == "ask");
+    // The job waits for its question: the next one is refused.
+    let second = start(&deploy);
+    assert_eq!(second.status, 429, "{}", second.body);
+    assert!(second.body.contains("--max-actions"), "{}", second.body);
+    assert_eq!(
+        console.get(&format!("/api/result?job={job}")).status,
+        404,
+        "no result yet"
+    );
+    console.ok(
+        "/api/answer",
+        &json!({"ask": ask["ask"], "action": "accept", "content": {}}),
+    );
+    let done = console.wait_event(0, |e| e["type"] == "result" && e["job"] == job);
+    assert_eq!(done["status"], 200, "{done}");
+    assert!(text(&done["body"]).contains("deployed web"), "{done}");
+    let kept = console.get(&format!("/api/result?job={job}"));
+    assert_eq!(kept.status, 200);
+    assert_eq!(kept.json()["body"], done["body"]);
+    // Its place is free again.
+    let third = start(&json!({"conn": conn, "name": "add", "arguments": {"a": 1, "b": 2}}));
+    assert_eq!(third.status, 202, "{}", third.body);
+}
