@@ -50,7 +50,8 @@ pub(crate) struct Limits {
     pub(crate) max_connections: usize,
     /// Events kept for the page (protocol messages, notifications, questions). Default 5000.
     pub(crate) max_events: usize,
-    /// Bytes of events kept (their JSON text). Default 32 MiB.
+    /// Bytes of events kept (their JSON text); also bounds the results of the page's actions
+    /// kept for `/api/result`. Default 32 MiB.
     pub(crate) max_event_bytes: usize,
     /// Questions waiting for the page at once; more are cancelled. Default 32.
     pub(crate) max_asks: usize,
@@ -239,7 +240,9 @@ impl mcp_client::oauth::RedirectHandler for Login {
                 Box::pin(async {
                     state.login_address(authorization_url).await.ok_or_else(|| {
                         mcp_client::oauth::OAuthError::LoginRequired(
-                            "the login was abandoned".into(),
+                            "the login was abandoned, or more logins wait than \
+                             --max-connections"
+                                .into(),
                         )
                     })
                 })

@@ -219,7 +219,7 @@ async fn route(state: Arc<State>, guard: &Guard, request: Request<Incoming>) -> 
         }
         (Method::GET, "/api/stream") => event_stream(state, number("after").unwrap_or(0)),
         (Method::GET, "/api/result") => match number("job").and_then(|job| state.result(job)) {
-            Some(result) => json_response(StatusCode::OK, result.to_string()),
+            Some(result) => json_response(StatusCode::OK, result),
             None => error_response(&ApiError::NotFound(
                 "no such result (still running, or forgotten)".into(),
             )),

@@ -84,10 +84,18 @@ pub(crate) struct State {
     pub(crate) stdio: StdioPolicy,
     /// Actions of the page running as jobs (`?async=1`).
     jobs: Mutex<usize>,
-    /// The latest results of jobs, newest last, at most [`Limits::max_actions`].
-    results: Mutex<VecDeque<(u64, Value)>>,
+    /// The latest results of jobs, newest last, at most [`Limits::max_actions`] and
+    /// [`Limits::max_event_bytes`].
+    results: Mutex<Results>,
     /// Logins waiting for the address the browser was sent to (`--no-browser`): `id -> sender`.
     logins: Mutex<HashMap<u64, oneshot::Sender<String>>>,
+}
+
+/// The latest results of jobs (their JSON text), for a page that missed their events.
+#[derive(Debug, Default)]
+struct Results {
+    kept: VecDeque<(u64, String)>,
+    bytes: usize,
 }
 
 /// Which commands `stdio` connections from the page may run.
@@ -118,10 +126,19 @@ impl JobSlot {
     /// Keeps the job's `result` (`{"job", "status", "body"}`) and puts it on the event stream.
     pub(crate) fn finish(self, result: Value) {
         {
+            // Bounded by count (--max-actions) and by bytes (--max-event-bytes), the newest
+            // always kept.
+            let text = result.to_string();
+            let limits = &self.state.limits;
             let mut results = lock(&self.state.results);
-            results.push_back((self.id, result.clone()));
-            while results.len() > self.state.limits.max_actions {
-                results.pop_front();
+            results.bytes += text.len();
+            results.kept.push_back((self.id, text));
+            while results.kept.len() > limits.max_actions
+                || (results.bytes > limits.max_event_bytes && results.kept.len() > 1)
+            {
+                if let Some((_, old)) = results.kept.pop_front() {
+                    results.bytes -= old.len();
+                }
             }
         }
         let mut event = result;
@@ -176,7 +193,7 @@ impl State {
             net: std::sync::OnceLock::new(),
             stdio,
             jobs: Mutex::new(0),
-            results: Mutex::new(VecDeque::new()),
+            results: Mutex::new(Results::default()),
             logins: Mutex::new(HashMap::new()),
         })
     }
@@ -196,9 +213,10 @@ impl State {
         })
     }
 
-    /// The result of job `id`, while it is among the latest [`Limits::max_actions`].
-    pub(crate) fn result(&self, id: u64) -> Option<Value> {
+    /// The result of job `id` (its JSON text), while it is among the latest kept.
+    pub(crate) fn result(&self, id: u64) -> Option<String> {
         lock(&self.results)
+            .kept
             .iter()
             .find(|(job, _)| *job == id)
             .map(|(_, result)| result.clone())
@@ -561,5 +579,30 @@ mod tests {
         assert_ne!(a.id, b.id);
         drop(a);
         assert!(state.reserve().is_some(), "a dropped slot is given back");
+    }
+
+    #[test]
+    fn jobs_are_bounded_and_their_results_kept_by_count_and_bytes() {
+        // At most two jobs at once (max_actions 2), results within 200 bytes.
+        let state = State::new(limits(100, 200, 1), Value::Null, StdioPolicy::default());
+        let a = state.begin_job().expect("a first job");
+        let b = state.begin_job().expect("a second job");
+        assert!(state.begin_job().is_none(), "the limit is 2");
+        let (ida, idb) = (a.id, b.id);
+        a.finish(json!({"job": ida, "status": 200, "body": "small"}));
+        let c = state.begin_job().expect("a finished job frees its place");
+        assert!(state.result(ida).unwrap().contains("small"));
+        // A large result pushes the older ones out by bytes; the newest stays.
+        b.finish(json!({"job": idb, "status": 200, "body": "x".repeat(300)}));
+        assert!(state.result(ida).is_none());
+        assert!(state.result(idb).is_some());
+        let idc = c.id;
+        c.finish(json!({"job": idc, "status": 200, "body": "small"}));
+        assert!(state.result(idb).is_none() && state.result(idc).is_some());
+        // The results went to the events too (the newest kept there as well).
+        let page = read(&state, 0);
+        let last = page["events"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["type"], "result");
+        assert_eq!(last["job"], idc);
     }
 }
