@@ -154,10 +154,29 @@ impl Browser {
             .collect()
     }
 
-    /// Clicks what `css` selects.
+    /// Clicks what `css` selects. When the page drew the element again between finding and
+    /// clicking it (a stale reference), it is found again, a few times at most.
     pub fn click(&self, css: &str) {
-        let id = self.find(css);
-        self.command("POST", &format!("/element/{id}/click"), Some(json!({})));
+        for _ in 0..3 {
+            let id = self.find(css);
+            let path = format!("/session/{}/element/{id}/click", self.session);
+            let answer = http(
+                &self.addr,
+                "POST",
+                &path,
+                &[("Content-Type", "application/json")],
+                Some("{}"),
+            );
+            if answer.status == 200 {
+                return;
+            }
+            let value = answer.json()["value"].clone();
+            assert_eq!(
+                value["error"], "stale element reference",
+                "WebDriver click {css}: {value}"
+            );
+        }
+        panic!("{css} was drawn again on every click");
     }
 
     /// Clears the field `css` selects and types `text` into it.
