@@ -57,9 +57,10 @@ pub(crate) struct Cli {
 #[derive(Debug, Args)]
 pub(crate) struct Global {
     /// Spawn this command and speak to it on stdin/stdout (in place of a URL), e.g.
-    /// --stdio "my-server --flag"
+    /// --stdio "my-server --flag". `mcp console` takes it several times: the commands its
+    /// page may run
     #[arg(long, global = true, value_name = "CMD")]
-    pub(crate) stdio: Option<String>,
+    pub(crate) stdio: Vec<String>,
     /// HTTP transport: auto (Streamable HTTP, falling back to HTTP+SSE), streamable, or sse (the
     /// 2024-11-05 HTTP+SSE transport: give its /sse URL)
     #[arg(long, global = true, value_enum, default_value_t = TransportChoice::Auto)]
@@ -188,7 +189,7 @@ pub(crate) enum Command {
     Auth(AuthArgs),
     /// Open a console in the browser: connect, list, call, read, answer questions, watch the
     /// protocol, and compare the server across revisions
-    #[command(override_usage = "mcp console [OPTIONS] [URL | --stdio CMD]")]
+    #[command(override_usage = "mcp console [OPTIONS] [URL] [--stdio CMD]...")]
     Console(ConsoleArgs),
 }
 
@@ -237,9 +238,18 @@ pub(crate) struct ListenArgs {
 pub(crate) struct ConsoleArgs {
     #[command(flatten)]
     pub(crate) rest: Rest,
-    /// Only print the console's URL; do not open a browser
+    /// Only print the console's URL; do not open a browser (--no-browser also does this, and
+    /// makes a login print its address and take back the address the browser was sent to)
     #[arg(long)]
     pub(crate) no_open: bool,
+    /// UNSAFE: let the page run any command as a stdio server, not only those given with
+    /// --stdio. Whoever obtains the console's token can then run any command as you
+    #[arg(long)]
+    pub(crate) allow_any_stdio: bool,
+    /// Actions of the page running at once (calls waiting for an answer, connections
+    /// logging in, lens openings); more are refused until one ends
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub(crate) max_actions: usize,
     /// The port to listen on, on 127.0.0.1 (default: a free port)
     #[arg(long, value_name = "PORT", default_value_t = 0)]
     pub(crate) port: u16,

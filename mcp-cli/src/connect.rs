@@ -63,7 +63,12 @@ impl Session {
         words: &mut Vec<String>,
         login: bool,
     ) -> Result<Self, CliError> {
-        let target = match &global.stdio {
+        if global.stdio.len() > 1 {
+            return Err(CliError::Usage(
+                "--stdio is given more than once (only mcp console offers several)".into(),
+            ));
+        }
+        let target = match global.stdio.first() {
             Some(command) => Target::Stdio(split_command(command)?),
             None => {
                 if words.is_empty() {

@@ -9,7 +9,7 @@
 //! mcp prompt    <URL | --stdio CMD> NAME [k=v]...    get a prompt
 //! mcp discover  <URL | --stdio CMD>                  what the server is, which revisions it speaks
 //! mcp listen    <URL | --stdio CMD> [--resource URI] notifications as they come
-//! mcp console   [URL | --stdio CMD] [--no-open]      a console in the browser (see below)
+//! mcp console   [URL] [--stdio CMD]... [--no-open]   a console in the browser (see below)
 //! ```
 //!
 //! Every command takes `--revision VERSION` (speak only that revision; default: negotiate as
@@ -33,12 +33,16 @@
 //! JSON object of field values (accept with that content) or a whole `{"action": ...}` result;
 //! repeat it for several questions (the last one is reused).
 //!
-//! **Console.** `mcp console [URL | --stdio CMD]` serves a page on 127.0.0.1 (a random port and
-//! a random token in the URL it prints and opens; `--no-open` only prints it) that connects,
-//! lists, calls tools from forms generated from their schemas, reads, answers the server's
-//! questions in a dialog, shows progress, logs and every JSON-RPC message, and compares the
-//! server on every revision side by side. Requests without the token or from another origin are
-//! refused; everything it keeps is bounded (`mcp console --help`).
+//! **Console.** `mcp console [URL] [--stdio CMD]...` serves a page on 127.0.0.1 (a random port
+//! and a random token in the fragment of the URL it prints and opens, `/#token=...`; `--no-open`
+//! or `--no-browser` only prints it) that connects, lists, calls tools from forms generated
+//! from their schemas, reads, answers the server's questions in a dialog, shows progress, logs
+//! and every JSON-RPC message, and compares the server on every revision side by side. The page
+//! sends the token in the `X-Mcp-Console-Token` header, the only place the API takes it from (no
+//! cookie); the browser is opened on a private launch file, so the token is on no command line.
+//! The page runs only the commands given with `--stdio` (`--allow-any-stdio`, unsafe, lifts
+//! that). Requests without the token or from another origin are refused; everything it keeps is
+//! bounded (`mcp console --help`).
 //!
 //! **Errors** are one line on stderr: `mcp: error [LABEL]: MESSAGE (try: WHAT TO TRY)`, where
 //! the label is the server's JSON-RPC code when it sent one, and the process exits with one of

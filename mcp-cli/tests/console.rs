@@ -15,20 +15,36 @@ const REVISIONS: [&str; 5] = [
     "2026-07-28",
 ];
 
+/// Issue 44, finding 1: the API takes the token only from the `X-Mcp-Console-Token` header
+/// (no cookie, no query), the page carries no secret, and no answer sets a cookie.
 #[test]
 fn requests_without_the_token_are_refused() {
     let console = Console::start(&[]);
     let addr = console.addr.as_str();
-    // No token, a wrong token, a wrong token in the cookie or in the URL: 403, no page.
+    assert_eq!(
+        console.url,
+        format!("http://{addr}/#token={}", console.token),
+        "the token rides in the fragment, which no browser sends to a server"
+    );
+    // No token, a wrong token, the right token in a cookie or in the URL: 403.
     let wrong = "0".repeat(console.token.len());
     let cookie_name = format!("mcp_console_{}", addr.rsplit(':').next().unwrap());
-    let bad_cookie = format!("{cookie_name}={wrong}");
+    let right_cookie = format!("{cookie_name}={}", console.token);
+    let bare_cookie = console.token.clone();
+    let token_query = format!("/api/connections?token={}", console.token);
     for (path, headers) in [
-        ("/", vec![]),
         ("/api/connections", vec![]),
-        ("/", vec![("X-Mcp-Console-Token", wrong.as_str())]),
-        ("/", vec![("Cookie", bad_cookie.as_str())]),
-        (&*format!("/?token={wrong}"), vec![]),
+        (
+            "/api/connections",
+            vec![("X-Mcp-Console-Token", wrong.as_str())],
+        ),
+        ("/api/connections", vec![("Cookie", right_cookie.as_str())]),
+        ("/api/connections", vec![("Cookie", bare_cookie.as_str())]),
+        (&*token_query, vec![]),
+        (
+            "/api/stream?after=0",
+            vec![("Cookie", right_cookie.as_str())],
+        ),
         (
             "/api/events?after=0&wait=0",
             vec![("X-Mcp-Console-Token", "")],
@@ -36,37 +52,35 @@ fn requests_without_the_token_are_refused() {
     ] {
         let answer = http(addr, "GET", path, &headers, None);
         assert_eq!(answer.status, 403, "{path} {headers:?}: {}", answer.body);
-        assert!(!answer.body.contains("<html"), "{path}");
+        assert!(answer.header("set-cookie").is_none(), "{path}");
     }
-    let answer = http(
-        addr,
-        "POST",
-        "/api/connect",
-        &[("Content-Type", "application/json")],
-        Some(r#"{"url": "http://127.0.0.1:1/mcp"}"#),
-    );
-    assert_eq!(answer.status, 403);
+    for cookie in [right_cookie.as_str(), bare_cookie.as_str()] {
+        let answer = http(
+            addr,
+            "POST",
+            "/api/connect",
+            &[("Content-Type", "application/json"), ("Cookie", cookie)],
+            Some(r#"{"url": "http://127.0.0.1:1/mcp"}"#),
+        );
+        assert_eq!(answer.status, 403, "{}", answer.body);
+    }
 
-    // The token URL sets the cookie and sends the browser to the page without the token.
-    let token_path = format!("/?token={}", console.token);
-    let answer = http(addr, "GET", &token_path, &[], None);
-    assert_eq!(answer.status, 303);
-    assert_eq!(answer.header("location"), Some("/"));
-    let cookie = answer.header("set-cookie").expect("a cookie").to_owned();
-    assert!(
-        cookie.starts_with(&format!("{cookie_name}={}", console.token)),
-        "{cookie}"
-    );
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-        "{cookie}"
-    );
-    assert_eq!(answer.header("referrer-policy"), Some("no-referrer"));
-    let pair = cookie.split(';').next().unwrap();
-    let page = http(addr, "GET", "/", &[("Cookie", pair)], None);
-    assert_eq!(page.status, 200);
-    assert!(page.body.contains("<title>mcp console</title>"));
+    // The page: no token needed (it holds no secret), no cookie set, even asked with the old
+    // token URL.
+    let old_url = format!("/?token={}", console.token);
+    for path in ["/", old_url.as_str()] {
+        let page = http(addr, "GET", path, &[], None);
+        assert_eq!(page.status, 200, "{path}");
+        assert!(page.body.contains("<title>mcp console</title>"));
+        assert!(!page.body.contains(&console.token), "{path}");
+        assert!(page.header("set-cookie").is_none(), "{path}");
+        assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+    }
+    // A page opened from another origin's script (a foreign Origin) is refused.
+    let foreign = http(addr, "GET", "/", &[("Origin", "http://127.0.0.1:1")], None);
+    assert_eq!(foreign.status, 403);
     // Only the page's own script and style run: a fresh nonce per page, no 'unsafe-inline'.
+    let page = http(addr, "GET", "/", &[], None);
     let policy = page
         .header("content-security-policy")
         .expect("a CSP")
@@ -79,7 +93,7 @@ fn requests_without_the_token_are_refused() {
         .and_then(|rest| rest.split('\'').next())
         .expect("a nonce");
     assert!(page.body.contains(&format!("<script nonce=\"{nonce}\">")));
-    let again = http(addr, "GET", "/", &[("Cookie", pair)], None);
+    let again = http(addr, "GET", "/", &[], None);
     assert!(
         !again
             .header("content-security-policy")
@@ -87,8 +101,10 @@ fn requests_without_the_token_are_refused() {
             .contains(nonce),
         "a new nonce per page"
     );
-    // The header works as well as the cookie.
-    assert_eq!(console.get("/api/connections").status, 200);
+    // The header opens the API; no answer of it sets a cookie either.
+    let answer = console.get("/api/connections");
+    assert_eq!(answer.status, 200);
+    assert!(answer.header("set-cookie").is_none());
 }
 
 #[test]
@@ -393,6 +409,79 @@ fn connects_to_a_stdio_server() {
     assert_eq!(unterminated.status, 400, "{}", unterminated.body);
 }
 
+/// Issue 44, finding 1 (c): the page runs only the commands given with `--stdio` (several may
+/// be), unless `--allow-any-stdio`; another command is refused with 403 and a clear message,
+/// and nothing runs.
+#[test]
+fn stdio_connections_run_only_the_commands_given_on_the_command_line() {
+    let demo = support::stdio_demo().display().to_string();
+    let marker = support::scratch("console-stdio-marker");
+    let _ = std::fs::remove_file(&marker);
+    let attack = format!("sh -c 'touch {}'", marker.display());
+    let console = Console::start(&["--stdio", &demo, "--stdio", "true"]);
+    let listed = console.get("/api/connections").json();
+    assert_eq!(listed["stdio"]["choices"], json!([demo, "true"]));
+    assert_eq!(listed["stdio"]["any"], false);
+    for route in ["/api/connect", "/api/lens"] {
+        let refused = console.post(route, &json!({"stdio": attack}));
+        assert_eq!(refused.status, 403, "{route}: {}", refused.body);
+        let message = refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            message.contains("--stdio") && message.contains("sh -c"),
+            "{message}"
+        );
+        // The same refusal as a job of the page.
+        let job = http(
+            &console.addr,
+            "POST",
+            &format!("{route}?async=1"),
+            &[
+                ("X-Mcp-Console-Token", &console.token),
+                ("Content-Type", "application/json"),
+            ],
+            Some(&json!({"stdio": attack}).to_string()),
+        );
+        assert_eq!(job.status, 202, "{}", job.body);
+        let id = job.json()["job"].clone();
+        let result = console.wait_event(0, |e| e["type"] == "result" && e["job"] == id);
+        assert_eq!(result["status"], 403, "{result}");
+    }
+    assert!(!marker.exists(), "the refused command ran");
+    // A command given on the command line runs.
+    let summary = console.ok("/api/connect", &json!({"stdio": demo}));
+    assert_eq!(summary["transport"], "stdio");
+    drop(console);
+
+    // Without --stdio, no command runs.
+    let console = Console::start(&[]);
+    let refused = console.post("/api/connect", &json!({"stdio": demo}));
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    drop(console);
+
+    // --allow-any-stdio (unsafe) lets the page run any command.
+    let console = Console::start(&["--allow-any-stdio"]);
+    assert_eq!(console.get("/api/connections").json()["stdio"]["any"], true);
+    let summary = console.ok("/api/connect", &json!({"stdio": demo}));
+    assert_eq!(summary["transport"], "stdio");
+}
+
+/// `mcp console --help` names --allow-any-stdio as unsafe.
+#[test]
+fn the_help_names_allow_any_stdio_unsafe() {
+    let help = support::mcp(&["console", "--help"]);
+    let text = help.ok();
+    let line = text
+        .lines()
+        .skip_while(|l| !l.contains("--allow-any-stdio"))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(line.contains("UNSAFE"), "{text}");
+}
+
 #[test]
 fn resource_subscriptions_reach_the_page_on_every_revision() {
     let demo = Demo::start();
@@ -431,4 +520,108 @@ fn resource_subscriptions_reach_the_page_on_every_revision() {
         console.ok("/api/disconnect", &json!({"conn": conn}));
     }
     assert_eq!(console.post("/api/listen", &json!({"conn": 1})).status, 404);
+}
+
+/// Issue 44 (the console's `--no-browser` must apply to its login): with `--no-browser`
+/// nothing listens for the browser; the page is told to take back the address the browser
+/// was sent to, and the login goes on with it.
+#[test]
+fn no_browser_logins_take_the_address_from_the_page() {
+    let protected = Demo::start_with(&["--auth", "--auth-auto-approve"]);
+    let tokens = support::scratch("console-no-browser-tokens")
+        .with_extension("json")
+        .display()
+        .to_string();
+    let console = Console::start(&["--no-browser", "--token-file", &tokens]);
+    let job = http(
+        &console.addr,
+        "POST",
+        "/api/connect?async=1",
+        &[
+            ("X-Mcp-Console-Token", &console.token),
+            ("Content-Type", "application/json"),
+        ],
+        Some(&json!({"url": protected.mcp()}).to_string()),
+    );
+    assert_eq!(job.status, 202, "{}", job.body);
+    let job = job.json()["job"].clone();
+    let authorize = console.wait_event(0, |e| e["type"] == "authorize");
+    assert_eq!(authorize["paste"], true, "{authorize}");
+    let url = authorize["url"].as_str().unwrap();
+    // The user's browser: the authorization server approves at once and redirects.
+    let rest = url.strip_prefix("http://").unwrap();
+    let (addr, path) = rest.split_at(rest.find('/').unwrap());
+    let approved = http(addr, "GET", path, &[], None);
+    assert!(
+        (300..400).contains(&approved.status),
+        "{}: {}",
+        approved.status,
+        approved.body
+    );
+    let address = approved.header("location").unwrap().to_owned();
+    assert!(address.contains("code="), "{address}");
+    // A login that does not wait is an error; the right one goes on.
+    let wrong = console.post(
+        "/api/login-address",
+        &json!({"login": 999_999, "address": address}),
+    );
+    assert_eq!(wrong.status, 404, "{}", wrong.body);
+    console.ok(
+        "/api/login-address",
+        &json!({"login": authorize["login"], "address": address}),
+    );
+    let result = console.wait_event(0, |e| e["type"] == "result" && e["job"] == job);
+    assert_eq!(result["status"], 200, "{result}");
+    assert_eq!(result["body"]["server"]["serverInfo"]["name"], "mcp-demo");
+    let kept = std::fs::read_to_string(&tokens).expect("the console kept the tokens");
+    assert!(kept.contains(&protected.mcp()), "{kept}");
+}
+
+/// The page's actions run as jobs (`?async=1`): answered at once, the result on the event
+/// stream and from `/api/result`; at `--max-actions` running jobs one more is refused (429)
+/// naming the limit, and a finished job frees its place.
+#[test]
+fn actions_run_as_bounded_jobs() {
+    let demo = Demo::start();
+    let console = Console::start(&["--max-actions", "1"]);
+    let conn = console.ok("/api/connect", &json!({"url": demo.mcp()}))["conn"].clone();
+    let start = |body: &Value| {
+        http(
+            &console.addr,
+            "POST",
+            "/api/call?async=1",
+            &[
+                ("X-Mcp-Console-Token", &console.token),
+                ("Content-Type", "application/json"),
+            ],
+            Some(&body.to_string()),
+        )
+    };
+    let deploy = json!({"conn": conn, "name": "deploy", "arguments": {"service": "web"}});
+    let first = start(&deploy);
+    assert_eq!(first.status, 202, "{}", first.body);
+    let job = first.json()["job"].clone();
+    let ask = console.wait_event(0, |e| e["type"] == "ask");
+    // The job waits for its question: the next one is refused.
+    let second = start(&deploy);
+    assert_eq!(second.status, 429, "{}", second.body);
+    assert!(second.body.contains("--max-actions"), "{}", second.body);
+    assert_eq!(
+        console.get(&format!("/api/result?job={job}")).status,
+        404,
+        "no result yet"
+    );
+    console.ok(
+        "/api/answer",
+        &json!({"ask": ask["ask"], "action": "accept", "content": {}}),
+    );
+    let done = console.wait_event(0, |e| e["type"] == "result" && e["job"] == job);
+    assert_eq!(done["status"], 200, "{done}");
+    assert!(text(&done["body"]).contains("deployed web"), "{done}");
+    let kept = console.get(&format!("/api/result?job={job}"));
+    assert_eq!(kept.status, 200);
+    assert_eq!(kept.json()["body"], done["body"]);
+    // Its place is free again.
+    let third = start(&json!({"conn": conn, "name": "add", "arguments": {"a": 1, "b": 2}}));
+    assert_eq!(third.status, 202, "{}", third.body);
 }

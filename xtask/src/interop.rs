@@ -616,7 +616,7 @@ impl ConsoleRun {
         let parsed = line
             .trim()
             .strip_prefix("mcp console listening on http://")
-            .and_then(|rest| rest.split_once("/?token="));
+            .and_then(|rest| rest.split_once("/#token="));
         match (read, parsed) {
             (Ok(_), Some((addr, token))) => Ok(Self {
                 addr: addr.to_owned(),

@@ -25,6 +25,9 @@ pub(crate) enum ApiError {
     /// A console limit was reached.
     #[error("{0}")]
     Limit(String),
+    /// The console does not do this for the page (a command not given with `--stdio`).
+    #[error("{0}")]
+    Forbidden(String),
     /// The MCP client failed (connecting, the request).
     #[error("{what}: {source}")]
     Client {
@@ -43,6 +46,7 @@ impl ApiError {
             Self::BadRequest(_) => 400,
             Self::NotFound(_) => 404,
             Self::Limit(_) => 429,
+            Self::Forbidden(_) => 403,
             Self::Client { .. } => 502,
         }
     }
@@ -176,6 +180,20 @@ fn read_revision(body: &Value) -> Result<Option<Revision>, ApiError> {
     }
 }
 
+/// Refuses a `stdio` target whose command was not given with `mcp console --stdio CMD`
+/// (unless `--allow-any-stdio`): whoever holds the token must not run commands at will.
+fn allowed(state: &State, target: &Target) -> Result<(), ApiError> {
+    match &target.stdio {
+        Some(words) if !state.stdio.allows(words) => Err(ApiError::Forbidden(format!(
+            "the console runs only the commands given on its command line (mcp console \
+             --stdio CMD), not {:?}; restart it with --stdio {:?} to offer this one",
+            words.join(" "),
+            words.join(" ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Connects one client to `target` (pinned to `revision` when given) with its events, asks and
 /// protocol messages going to `state`, and stores it.
 async fn connect_one(
@@ -184,6 +202,7 @@ async fn connect_one(
     revision: Option<Revision>,
     lens: bool,
 ) -> Result<Value, ApiError> {
+    allowed(state, target)?;
     let slot = state.reserve().ok_or_else(|| {
         ApiError::Limit(format!(
             "{} connections are open (the console's limit, --max-connections); disconnect one",
@@ -372,7 +391,9 @@ pub(crate) async fn disconnect(state: Arc<State>, body: Value) -> Result<Value, 
 
 /// `GET /api/connections`.
 pub(crate) fn connections(state: &State) -> Value {
-    json!({"connections": state.summaries(), "initial": state.initial, "limits": {
+    let choices: Vec<String> = state.stdio.allowed.iter().map(|w| w.join(" ")).collect();
+    json!({"connections": state.summaries(), "initial": state.initial,
+        "stdio": {"choices": choices, "any": state.stdio.any}, "limits": {
         "maxConnections": state.limits.max_connections,
         "maxEvents": state.limits.max_events,
         "maxAsks": state.limits.max_asks,
@@ -656,6 +677,7 @@ pub(crate) async fn unlisten(state: Arc<State>, body: Value) -> Result<Value, Ap
 /// (every revision by default), each listing its tools, resources, templates and prompts.
 pub(crate) async fn lens(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
     let target = Target::read(&body)?;
+    allowed(&state, &target)?;
     let revisions: Vec<Revision> = match body.get("revisions").and_then(Value::as_array) {
         Some(list) => list
             .iter()
@@ -691,6 +713,104 @@ pub(crate) async fn lens(state: Arc<State>, body: Value) -> Result<Value, ApiErr
     });
     let columns = futures::future::join_all(columns).await;
     Ok(json!({"columns": columns}))
+}
+
+/// `POST /api/login-address`: `{login, address}`: the address the browser was sent to after
+/// a login (`--no-browser`: nothing listens on the redirect URI, the user pastes it).
+pub(crate) async fn login_address(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+    let login = body
+        .get("login")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| ApiError::BadRequest("the field \"login\" (a number) is missing".into()))?;
+    let address = field(&body, "address")?.trim().to_owned();
+    if !state.give_login_address(login, address) {
+        return Err(ApiError::NotFound(format!("no login {login} is waiting")));
+    }
+    Ok(json!({}))
+}
+
+/// An action of the API (`POST /api/NAME`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Action {
+    Connect,
+    Disconnect,
+    List,
+    Call,
+    CancelTask,
+    Read,
+    Prompt,
+    Complete,
+    LogLevel,
+    Answer,
+    Listen,
+    Unlisten,
+    Lens,
+    LoginAddress,
+}
+
+impl Action {
+    /// The action of the route `path`.
+    pub(crate) fn of(path: &str) -> Option<Self> {
+        Some(match path {
+            "/api/connect" => Self::Connect,
+            "/api/disconnect" => Self::Disconnect,
+            "/api/list" => Self::List,
+            "/api/call" => Self::Call,
+            "/api/cancel-task" => Self::CancelTask,
+            "/api/read" => Self::Read,
+            "/api/prompt" => Self::Prompt,
+            "/api/complete" => Self::Complete,
+            "/api/log-level" => Self::LogLevel,
+            "/api/answer" => Self::Answer,
+            "/api/listen" => Self::Listen,
+            "/api/unlisten" => Self::Unlisten,
+            "/api/lens" => Self::Lens,
+            "/api/login-address" => Self::LoginAddress,
+            _ => return None,
+        })
+    }
+
+    /// Runs the action and answers its JSON.
+    pub(crate) async fn run(self, state: Arc<State>, body: Value) -> Result<Value, ApiError> {
+        match self {
+            Self::Connect => connect(state, body).await,
+            Self::Disconnect => disconnect(state, body).await,
+            Self::List => list_kind(state, body).await,
+            Self::Call => call(state, body).await,
+            Self::CancelTask => cancel_task(state, body).await,
+            Self::Read => read(state, body).await,
+            Self::Prompt => prompt(state, body).await,
+            Self::Complete => complete(state, body).await,
+            Self::LogLevel => log_level(state, body).await,
+            Self::Answer => answer(state, body).await,
+            Self::Listen => listen(state, body).await,
+            Self::Unlisten => unlisten(state, body).await,
+            Self::Lens => lens(state, body).await,
+            Self::LoginAddress => login_address(state, body).await,
+        }
+    }
+}
+
+/// Starts `action` as a job and answers its id at once; its result (`{"job", "status",
+/// "body"}`) comes as a `result` event and from `GET /api/result?job=ID`. At
+/// [`super::Limits::max_actions`] running jobs it is refused (429).
+pub(crate) fn start_job(state: Arc<State>, action: Action, body: Value) -> Result<u64, ApiError> {
+    let slot = state.begin_job().ok_or_else(|| {
+        ApiError::Limit(format!(
+            "{} actions of the page are running (the console's limit, --max-actions); wait \
+             for one to end",
+            state.limits.max_actions
+        ))
+    })?;
+    let id = slot.id;
+    tokio::spawn(async move {
+        let result = match action.run(state, body).await {
+            Ok(value) => json!({"job": slot.id, "status": 200, "body": value}),
+            Err(e) => json!({"job": slot.id, "status": e.status(), "body": e.body()}),
+        };
+        slot.finish(result);
+    });
+    Ok(id)
 }
 
 /// How long `GET /api/events` waits for an event before answering with none.

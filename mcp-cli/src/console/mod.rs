@@ -1,22 +1,32 @@
 //! `mcp console`: a browser console on 127.0.0.1, backed by `mcp-client` in this process.
 //!
 //! The console listens on a random port of 127.0.0.1 and prints a URL carrying a random token
-//! (`http://127.0.0.1:PORT/?token=...`). Opening it trades the token for a cookie scoped to the
-//! console; every other request must carry that cookie (or the token in an
-//! `X-Mcp-Console-Token` header), a `Host` naming the console itself (against DNS rebinding)
-//! and no foreign `Origin` (against other pages driving it), else it is refused with 403.
+//! in its fragment (`http://127.0.0.1:PORT/#token=...`), which the browser never sends to a
+//! server. The page (which holds no secret itself) keeps the token in the tab's
+//! `sessionStorage`, clears it from the address bar and sends it in an `X-Mcp-Console-Token`
+//! header with every API request: the only place the API takes it from (no cookie: cookies
+//! are not isolated by port, so every server on 127.0.0.1 would get it). Every API request
+//! must also carry a `Host` naming the console itself (against DNS rebinding) and no foreign
+//! `Origin` or cross-site fetch metadata (against other pages driving it), else it is refused
+//! with 403. The browser is opened on a launch file ([`launch`]), so the token is on no
+//! command line. `stdio` connections run only the commands given with `--stdio CMD`, unless
+//! `--allow-any-stdio` (unsafe) is given.
 //!
 //! The page (one embedded HTML file) calls a JSON API: `connect`, `list`, `call`,
 //! `cancel-task`, `read`, `prompt`, `complete`, `log-level`, `answer`, `listen`, `unlisten`,
-//! `lens`, `disconnect`, and polls
-//! `GET /api/events?after=SEQ` for what happens in between: every JSON-RPC message each client
-//! exchanges, notifications (progress, log messages, list changes), the status of tasks the
-//! server runs calls as (the Tasks extension; the page can cancel them), logins a server asks
-//! for, and the server's questions, which wait for an answer from a dialog in the page.
+//! `lens`, `disconnect`, `login-address`. It posts them with `?async=1`: each is answered at
+//! once with a job id and its result comes as a `result` event, so any number of calls waiting
+//! for a question's answer hold no browser connection. It reads the events from one stream,
+//! `GET /api/stream?after=SEQ` (server-sent events; `GET /api/events?after=SEQ` long polls
+//! the same): every JSON-RPC message each client exchanges, notifications (progress, log
+//! messages, list changes), the status of tasks the server runs calls as (the Tasks extension;
+//! the page can cancel them), logins a server asks for, the server's questions, which wait for
+//! an answer from a dialog in the page, and the results of its actions.
 //!
 //! Everything the console keeps is bounded ([`Limits`]).
 
 mod api;
+mod launch;
 mod server;
 mod state;
 
@@ -40,7 +50,8 @@ pub(crate) struct Limits {
     pub(crate) max_connections: usize,
     /// Events kept for the page (protocol messages, notifications, questions). Default 5000.
     pub(crate) max_events: usize,
-    /// Bytes of events kept (their JSON text). Default 32 MiB.
+    /// Bytes of events kept (their JSON text); also bounds the results of the page's actions
+    /// kept for `/api/result`. Default 32 MiB.
     pub(crate) max_event_bytes: usize,
     /// Questions waiting for the page at once; more are cancelled. Default 32.
     pub(crate) max_asks: usize,
@@ -48,6 +59,9 @@ pub(crate) struct Limits {
     pub(crate) max_listeners: usize,
     /// HTTP connections from the browser at once; more are closed. Default 64.
     pub(crate) max_http_connections: usize,
+    /// Actions of the page running at once (`?async=1` jobs: calls waiting for their answer,
+    /// connections logging in); more are refused (429) until one ends. Default 64.
+    pub(crate) max_actions: usize,
     /// The client timeout of every MCP request, questions included (`--request-timeout`,
     /// default 300 s: a person answers them).
     pub(crate) timeout: Duration,
@@ -56,7 +70,7 @@ pub(crate) struct Limits {
 /// Runs the console until Ctrl-C.
 pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliError> {
     let mut words = args.rest.words;
-    let initial_url = if global.stdio.is_none() && !words.is_empty() {
+    let initial_url = if !words.is_empty() {
         Some(words.remove(0))
     } else {
         None
@@ -66,9 +80,14 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
             "mcp console takes no argument {extra:?}"
         )));
     }
-    if let Some(command) = &global.stdio {
-        split_command(command)?;
+    let mut allowed = Vec::new();
+    for command in &global.stdio {
+        allowed.push(split_command(command)?);
     }
+    let policy = state::StdioPolicy {
+        allowed,
+        any: args.allow_any_stdio,
+    };
     let timeout = Duration::try_from_secs_f64(args.request_timeout)
         .ok()
         .filter(|t| !t.is_zero())
@@ -82,6 +101,7 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
         max_asks: args.max_asks,
         max_listeners: args.max_listeners,
         max_http_connections: args.max_http_connections.max(2),
+        max_actions: args.max_actions.max(1),
         timeout,
     };
     let transport = match global.transport {
@@ -91,7 +111,7 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
     };
     let initial = json!({
         "url": initial_url,
-        "stdio": global.stdio,
+        "stdio": global.stdio.first(),
         "revision": global.revision,
         "transport": transport,
         "logLevel": global.log_level,
@@ -102,13 +122,26 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
         .map_err(|e| CliError::Usage(format!("cannot listen on 127.0.0.1: {e}")))?;
     let port = listener.local_addr()?.port();
     let token = new_token()?;
-    let url = format!("http://127.0.0.1:{port}/?token={token}");
+    // The token rides in the fragment, which the browser never sends to any server.
+    let url = format!("http://127.0.0.1:{port}/#token={token}");
     println!("mcp console listening on {url}");
     eprintln!("mcp: open the URL above in a browser; Ctrl-C stops the console");
-    if !args.no_open {
-        open_browser(&url);
-    }
-    let state = state::State::new(limits.clone(), initial);
+    // Kept until the console stops: the launch file is removed then.
+    let _launch = if args.no_open || global.no_browser {
+        None
+    } else {
+        match launch::Launch::write(&url) {
+            Ok(launch) => {
+                open_browser(launch.path());
+                Some(launch)
+            }
+            Err(e) => {
+                eprintln!("mcp: could not open a browser ({e}); open the URL yourself");
+                None
+            }
+        }
+    };
+    let state = state::State::new(limits.clone(), initial, policy);
     let _ = state.net.set(net(global, &state)?);
     let guard = Arc::new(server::Guard { token, port });
     let slots = Arc::new(Semaphore::new(limits.max_http_connections));
@@ -163,6 +196,7 @@ fn net(global: &Global, state: &Arc<state::State>) -> Result<state::Net, CliErro
     } else {
         let login = Login {
             state: Arc::downgrade(state),
+            paste: global.no_browser,
         };
         crate::auth::configure(
             global,
@@ -176,9 +210,13 @@ fn net(global: &Global, state: &Arc<state::State>) -> Result<state::Net, CliErro
 /// Takes the console's user through a login: the page shows the authorization address as a
 /// link (event `authorize`), the console waits on the loopback redirect URI for the browser
 /// (bounded by `--request-timeout`), then tells the page it is done (event `authorized`).
+/// With `--no-browser` nothing listens on the redirect URI: the console prints the
+/// authorization address on its terminal and shows it in the page, and the page takes back
+/// the address the browser was sent to (event `authorize` with `paste`).
 #[derive(Debug)]
 struct Login {
     state: std::sync::Weak<state::State>,
+    paste: bool,
 }
 
 impl mcp_client::oauth::RedirectHandler for Login {
@@ -200,9 +238,31 @@ impl mcp_client::oauth::RedirectHandler for Login {
                 || mcp_client::oauth::OAuthError::LoginRequired("the console is stopping".into());
             let state = self.state.upgrade().ok_or_else(gone)?;
             let timeout = state.limits.timeout;
-            let waiting = crate::auth::await_redirect(authorization_url, redirect_uri, |url| {
-                state.push(json!({"type": "authorize", "url": url}));
-            });
+            let waiting: mcp_client::transport::BoxFuture<'_, _> = if self.paste {
+                eprintln!(
+                    "mcp: a server asks you to log in; open this address in a browser and \
+                     authorize:\n  {authorization_url}\nmcp: the browser then lands on a page \
+                     that cannot load: paste the whole address from its address bar into the \
+                     console page"
+                );
+                Box::pin(async {
+                    state.login_address(authorization_url).await.ok_or_else(|| {
+                        mcp_client::oauth::OAuthError::LoginRequired(
+                            "the login was abandoned, or more logins wait than \
+                             --max-connections"
+                                .into(),
+                        )
+                    })
+                })
+            } else {
+                Box::pin(crate::auth::await_redirect(
+                    authorization_url,
+                    redirect_uri,
+                    |url| {
+                        state.push(json!({"type": "authorize", "url": url}));
+                    },
+                ))
+            };
             let answer = match tokio::time::timeout(timeout, waiting).await {
                 Ok(answer) => answer,
                 Err(_) => Err(mcp_client::oauth::OAuthError::LoginRequired(format!(
@@ -227,8 +287,9 @@ fn new_token() -> Result<String, CliError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Opens `url` with the platform's opener; a failure is only noted.
-fn open_browser(url: &str) {
+/// Opens the launch file `path` with the platform's opener (the token is in the file, not
+/// on the command line); a failure is only noted.
+fn open_browser(path: &std::path::Path) {
     let mut command = if cfg!(target_os = "macos") {
         std::process::Command::new("open")
     } else if cfg!(windows) {
@@ -239,7 +300,7 @@ fn open_browser(url: &str) {
         std::process::Command::new("xdg-open")
     };
     let opened = command
-        .arg(url)
+        .arg(path)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

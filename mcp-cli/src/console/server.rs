@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::Incoming;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::api::{self, ApiError};
 use super::state::State;
@@ -28,11 +29,6 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    /// The cookie the page gets when it opens the token URL.
-    fn cookie_name(&self) -> String {
-        format!("mcp_console_{}", self.port)
-    }
-
     /// The hosts the console answers to.
     fn host_ok(&self, headers: &HeaderMap) -> bool {
         let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
@@ -41,17 +37,21 @@ impl Guard {
         host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
     }
 
+    /// No `Origin`, or this console's own.
+    fn own_origin(&self, headers: &HeaderMap) -> bool {
+        match headers.get(header::ORIGIN) {
+            None => true,
+            Some(origin) => origin.to_str().is_ok_and(|origin| {
+                origin == format!("http://127.0.0.1:{}", self.port)
+                    || origin == format!("http://localhost:{}", self.port)
+            }),
+        }
+    }
+
     /// No `Origin`, or this console's own; no cross-site fetch metadata.
     fn origin_ok(&self, headers: &HeaderMap) -> bool {
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let Ok(origin) = origin.to_str() else {
-                return false;
-            };
-            if origin != format!("http://127.0.0.1:{}", self.port)
-                && origin != format!("http://localhost:{}", self.port)
-            {
-                return false;
-            }
+        if !self.own_origin(headers) {
+            return false;
         }
         match headers.get("sec-fetch-site").and_then(|h| h.to_str().ok()) {
             None | Some("same-origin" | "none") => true,
@@ -65,38 +65,26 @@ impl Guard {
         a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
     }
 
-    /// The token from the console's cookie or the `X-Mcp-Console-Token` header.
+    /// The token from the `X-Mcp-Console-Token` header: the only place the API takes it from
+    /// (no cookie: cookies are not isolated by port, so every server on 127.0.0.1 would get
+    /// it; no URL query: it would reach logs and the `Referer`).
     fn token_ok(&self, headers: &HeaderMap) -> bool {
-        if let Some(value) = headers
+        headers
             .get("x-mcp-console-token")
             .and_then(|h| h.to_str().ok())
-        {
-            return self.matches(value);
-        }
-        let name = self.cookie_name();
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|h| h.to_str().ok())
-            .flat_map(|h| h.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(k, v)| k == name && self.matches(v))
-    }
-
-    /// The token from `?token=` of the page URL.
-    fn query_token_ok(&self, uri: &http::Uri) -> bool {
-        uri.query()
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .filter_map(|pair| pair.split_once('='))
-            .any(|(k, v)| k == "token" && self.matches(v))
+            .is_some_and(|value| self.matches(value))
     }
 }
 
-type Body = Full<Bytes>;
+/// A whole answer, or the event stream.
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed_unsync()
+}
 
 fn text(status: StatusCode, body: &str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_owned())));
+    let mut response = Response::new(full(body.to_owned()));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -106,7 +94,7 @@ fn text(status: StatusCode, body: &str) -> Response<Body> {
 }
 
 fn json_response(status: StatusCode, body: String) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+    let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -157,7 +145,7 @@ fn page() -> Response<Body> {
     let html = PAGE
         .replace("{{NONCE}}", &nonce)
         .replace("{{REVISION_OPTIONS}}", &options);
-    let mut response = Response::new(Full::new(Bytes::from(html)));
+    let mut response = Response::new(full(html));
     let policy = format!(
         "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
          img-src data:; media-src data:; connect-src 'self'; frame-ancestors 'none'; \
@@ -190,44 +178,38 @@ async fn route(state: Arc<State>, guard: &Guard, request: Request<Incoming>) -> 
     if !guard.host_ok(headers) {
         return text(StatusCode::FORBIDDEN, "forbidden: unknown Host\n");
     }
-    if !guard.origin_ok(headers) {
-        return text(StatusCode::FORBIDDEN, "forbidden: foreign Origin\n");
-    }
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
-    // The token URL: trade the token for a cookie and show the page without it in the URL.
-    if method == Method::GET && path == "/" && guard.query_token_ok(request.uri()) {
-        let mut response = text(StatusCode::SEE_OTHER, "");
-        let cookie = format!(
-            "{}={}; Path=/; HttpOnly; SameSite=Strict",
-            guard.cookie_name(),
-            guard.token
-        );
-        if let Ok(value) = http::HeaderValue::try_from(cookie) {
-            response.headers_mut().insert(header::SET_COOKIE, value);
+    // The page holds no secret and needs no token: the token comes in the URL's fragment
+    // (`/#token=...`), which the browser keeps to itself, and the page's script sends it in
+    // a header. Its navigation may come from anywhere (the launch file is a file:// page), but
+    // not from a foreign Origin; framing is refused (CSP frame-ancestors, X-Frame-Options).
+    if method == Method::GET && path == "/" {
+        if !guard.own_origin(headers) {
+            return text(StatusCode::FORBIDDEN, "forbidden: foreign Origin\n");
         }
-        response
-            .headers_mut()
-            .insert(header::LOCATION, http::HeaderValue::from_static("/"));
-        return response;
+        return page();
+    }
+    if !guard.origin_ok(headers) {
+        return text(StatusCode::FORBIDDEN, "forbidden: foreign Origin\n");
     }
     if !guard.token_ok(headers) {
         return text(
             StatusCode::FORBIDDEN,
-            "forbidden: open the URL `mcp console` printed (it carries the console's token)\n",
+            "forbidden: the API takes the console's token in the X-Mcp-Console-Token header \
+             (open the URL `mcp console` printed)\n",
         );
     }
+    let query = request.uri().query().unwrap_or_default().to_owned();
+    let number = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+    };
     match (method, path.as_str()) {
-        (Method::GET, "/") => page(),
         (Method::GET, "/api/events") => {
-            let query = request.uri().query().unwrap_or_default();
-            let number = |name: &str| {
-                query
-                    .split('&')
-                    .filter_map(|p| p.split_once('='))
-                    .find(|(k, _)| *k == name)
-                    .and_then(|(_, v)| v.parse::<u64>().ok())
-            };
             let after = number("after").unwrap_or(0);
             let wait = match number("wait") {
                 Some(0) => std::time::Duration::ZERO,
@@ -235,37 +217,65 @@ async fn route(state: Arc<State>, guard: &Guard, request: Request<Incoming>) -> 
             };
             json_response(StatusCode::OK, state.events_after(after, wait).await)
         }
+        (Method::GET, "/api/stream") => event_stream(state, number("after").unwrap_or(0)),
+        (Method::GET, "/api/result") => match number("job").and_then(|job| state.result(job)) {
+            Some(result) => json_response(StatusCode::OK, result),
+            None => error_response(&ApiError::NotFound(
+                "no such result (still running, or forgotten)".into(),
+            )),
+        },
         (Method::GET, "/api/connections") => {
             json_response(StatusCode::OK, api::connections(&state).to_string())
         }
         (Method::POST, route) => {
+            let Some(action) = api::Action::of(route) else {
+                return text(StatusCode::NOT_FOUND, "not found\n");
+            };
             let body = match read_json(request).await {
                 Ok(body) => body,
                 Err(e) => return error_response(&e),
             };
-            let answered = match route {
-                "/api/connect" => api::connect(state, body).await,
-                "/api/disconnect" => api::disconnect(state, body).await,
-                "/api/list" => api::list_kind(state, body).await,
-                "/api/call" => api::call(state, body).await,
-                "/api/cancel-task" => api::cancel_task(state, body).await,
-                "/api/read" => api::read(state, body).await,
-                "/api/prompt" => api::prompt(state, body).await,
-                "/api/complete" => api::complete(state, body).await,
-                "/api/log-level" => api::log_level(state, body).await,
-                "/api/answer" => api::answer(state, body).await,
-                "/api/listen" => api::listen(state, body).await,
-                "/api/unlisten" => api::unlisten(state, body).await,
-                "/api/lens" => api::lens(state, body).await,
-                _ => return text(StatusCode::NOT_FOUND, "not found\n"),
-            };
-            match answered {
+            // `?async=1`: answered at once with a job id; the result comes on the event
+            // stream (so no number of waiting calls holds the browser's connections).
+            if number("async") == Some(1) {
+                return match api::start_job(state, action, body) {
+                    Ok(job) => json_response(StatusCode::ACCEPTED, json!({"job": job}).to_string()),
+                    Err(e) => error_response(&e),
+                };
+            }
+            match action.run(state, body).await {
                 Ok(value) => json_response(StatusCode::OK, value.to_string()),
                 Err(e) => error_response(&e),
             }
         }
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
+}
+
+/// `GET /api/stream?after=SEQ`: the events after `SEQ` as server-sent events, one
+/// `data:` line per batch (`{"events": [...], "next": SEQ, "missed": N}`, as
+/// `/api/events` answers), a comment every [`api::EVENTS_WAIT`] without events; it runs until
+/// the page goes away.
+fn event_stream(state: Arc<State>, after: u64) -> Response<Body> {
+    let batches = futures::stream::unfold((state, after), |(state, after)| async move {
+        let batch = state.events_page(after, api::EVENTS_WAIT).await;
+        let frame = if batch.empty {
+            Bytes::from_static(b": waiting\n\n")
+        } else {
+            Bytes::from(format!("data: {}\n\n", batch.text))
+        };
+        let next = batch.next;
+        Some((
+            Ok::<_, Infallible>(hyper::body::Frame::data(frame)),
+            (state, next),
+        ))
+    });
+    let mut response = Response::new(StreamBody::new(batches).boxed_unsync());
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/event-stream"),
+    );
+    response
 }
 
 fn error_response(error: &ApiError) -> Response<Body> {
@@ -313,18 +323,15 @@ mod tests {
     }
 
     #[test]
-    fn the_token_comes_from_the_header_the_cookie_or_the_url() {
+    fn the_token_comes_only_from_the_header() {
         let g = guard();
         assert!(g.token_ok(&headers(&[("x-mcp-console-token", "abc123")])));
         assert!(!g.token_ok(&headers(&[("x-mcp-console-token", "abc124")])));
         assert!(!g.token_ok(&headers(&[("x-mcp-console-token", "abc12")])));
-        assert!(g.token_ok(&headers(&[("cookie", "a=b; mcp_console_4000=abc123")])));
-        // Another console's cookie (another port) is not this one's.
-        assert!(!g.token_ok(&headers(&[("cookie", "mcp_console_4001=abc123")])));
+        // A cookie is no way in (cookies are not isolated by port).
+        assert!(!g.token_ok(&headers(&[("cookie", "a=b; mcp_console_4000=abc123")])));
+        assert!(!g.token_ok(&headers(&[("cookie", "abc123")])));
         assert!(!g.token_ok(&headers(&[])));
-        assert!(g.query_token_ok(&"/?x=1&token=abc123".parse().unwrap()));
-        assert!(!g.query_token_ok(&"/?token=abc".parse().unwrap()));
-        assert!(!g.query_token_ok(&"/".parse().unwrap()));
     }
 
     #[test]

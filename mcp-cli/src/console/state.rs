@@ -44,6 +44,17 @@ struct Events {
     evicted: u64,
 }
 
+/// One read of the events.
+#[derive(Debug)]
+pub(crate) struct EventsPage {
+    /// `{"events": [...], "next": SEQ, "missed": N}`.
+    pub(crate) text: String,
+    /// The sequence number to read after next time.
+    pub(crate) next: u64,
+    /// No event and nothing missed.
+    pub(crate) empty: bool,
+}
+
 /// A question waiting for the page.
 #[derive(Debug)]
 struct Pending {
@@ -69,6 +80,78 @@ pub(crate) struct State {
     /// How URL connections authorize when a server asks and which CAs they trust (set once,
     /// after the state exists: the login's redirect handler reports to the page through it).
     pub(crate) net: std::sync::OnceLock<Net>,
+    /// Which commands the page may spawn.
+    pub(crate) stdio: StdioPolicy,
+    /// Actions of the page running as jobs (`?async=1`).
+    jobs: Mutex<usize>,
+    /// The latest results of jobs, newest last, at most [`Limits::max_actions`] and
+    /// [`Limits::max_event_bytes`].
+    results: Mutex<Results>,
+    /// Logins waiting for the address the browser was sent to (`--no-browser`): `id -> sender`.
+    logins: Mutex<HashMap<u64, oneshot::Sender<String>>>,
+}
+
+/// The latest results of jobs (their JSON text), for a page that missed their events.
+#[derive(Debug, Default)]
+struct Results {
+    kept: VecDeque<(u64, String)>,
+    bytes: usize,
+}
+
+/// Which commands `stdio` connections from the page may run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StdioPolicy {
+    /// The commands given with `mcp console --stdio CMD`, split into words.
+    pub(crate) allowed: Vec<Vec<String>>,
+    /// `--allow-any-stdio`: any command (unsafe: whoever holds the token runs commands).
+    pub(crate) any: bool,
+}
+
+impl StdioPolicy {
+    /// Whether the page may run `words`.
+    pub(crate) fn allows(&self, words: &[String]) -> bool {
+        self.any || self.allowed.iter().any(|allowed| allowed == words)
+    }
+}
+
+/// A running job's place among [`Limits::max_actions`]; given back when dropped.
+#[derive(Debug)]
+pub(crate) struct JobSlot {
+    state: Arc<State>,
+    /// The job's id.
+    pub(crate) id: u64,
+}
+
+impl JobSlot {
+    /// Keeps the job's `result` (`{"job", "status", "body"}`) and puts it on the event stream.
+    pub(crate) fn finish(self, result: Value) {
+        {
+            // Bounded by count (--max-actions) and by bytes (--max-event-bytes), the newest
+            // always kept.
+            let text = result.to_string();
+            let limits = &self.state.limits;
+            let mut results = lock(&self.state.results);
+            results.bytes += text.len();
+            results.kept.push_back((self.id, text));
+            while results.kept.len() > limits.max_actions
+                || (results.bytes > limits.max_event_bytes && results.kept.len() > 1)
+            {
+                if let Some((_, old)) = results.kept.pop_front() {
+                    results.bytes -= old.len();
+                }
+            }
+        }
+        let mut event = result;
+        event["type"] = json!("result");
+        self.state.push(event);
+    }
+}
+
+impl Drop for JobSlot {
+    fn drop(&mut self) {
+        let mut jobs = lock(&self.state.jobs);
+        *jobs = jobs.saturating_sub(1);
+    }
 }
 
 /// A slot for one connection; given back when dropped unless [`Slot::fill`] used it.
@@ -95,7 +178,7 @@ impl Drop for Slot {
 }
 
 impl State {
-    pub(crate) fn new(limits: Limits, initial: Value) -> Arc<Self> {
+    pub(crate) fn new(limits: Limits, initial: Value, stdio: StdioPolicy) -> Arc<Self> {
         Arc::new(Self {
             limits,
             initial,
@@ -108,7 +191,64 @@ impl State {
             asks: Mutex::new(HashMap::new()),
             listeners: Mutex::new(HashMap::new()),
             net: std::sync::OnceLock::new(),
+            stdio,
+            jobs: Mutex::new(0),
+            results: Mutex::new(Results::default()),
+            logins: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// A place for one more job, or `None` at [`Limits::max_actions`].
+    pub(crate) fn begin_job(self: &Arc<Self>) -> Option<JobSlot> {
+        {
+            let mut jobs = lock(&self.jobs);
+            if *jobs >= self.limits.max_actions {
+                return None;
+            }
+            *jobs += 1;
+        }
+        Some(JobSlot {
+            state: self.clone(),
+            id: self.next_id(),
+        })
+    }
+
+    /// The result of job `id` (its JSON text), while it is among the latest kept.
+    pub(crate) fn result(&self, id: u64) -> Option<String> {
+        lock(&self.results)
+            .kept
+            .iter()
+            .find(|(job, _)| *job == id)
+            .map(|(_, result)| result.clone())
+    }
+
+    /// Waits (`--no-browser`) for the page to give the address the browser was sent to after
+    /// the login `url`; `None` when the page gave up or more logins wait than connections
+    /// may be open.
+    pub(crate) async fn login_address(&self, url: &str) -> Option<String> {
+        let id = self.next_id();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut logins = lock(&self.logins);
+            logins.retain(|_, sender| !sender.is_closed());
+            if logins.len() >= self.limits.max_connections {
+                return None;
+            }
+            logins.insert(id, tx);
+        }
+        self.push(json!({"type": "authorize", "url": url, "login": id, "paste": true}));
+        let forget = LoginGuard { state: self, id };
+        let address = rx.await.ok();
+        drop(forget);
+        address
+    }
+
+    /// Gives login `id` the address the browser was sent to; false when no such login waits.
+    pub(crate) fn give_login_address(&self, id: u64, address: String) -> bool {
+        match lock(&self.logins).remove(&id) {
+            Some(sender) => sender.send(address).is_ok(),
+            None => false,
+        }
     }
 
     fn next_id(&self) -> u64 {
@@ -188,6 +328,11 @@ impl State {
     /// "missed": N}` (`missed`: events after `after` that were evicted before this read).
     /// Waits up to `wait` for one when there are none.
     pub(crate) async fn events_after(&self, after: u64, wait: std::time::Duration) -> String {
+        self.events_page(after, wait).await.text
+    }
+
+    /// [`State::events_after`], with the `next` to read after and whether it is empty.
+    pub(crate) async fn events_page(&self, after: u64, wait: std::time::Duration) -> EventsPage {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let notified = self.changed.notified();
@@ -203,13 +348,19 @@ impl State {
                     .filter(|(seq, _)| *seq > after)
                     .map(|(_, text)| text.as_str())
                     .collect();
-                if !fresh.is_empty() || missed > 0 || tokio::time::Instant::now() >= deadline {
-                    return format!(
-                        "{{\"events\":[{}],\"next\":{},\"missed\":{}}}",
-                        fresh.join(","),
-                        events.next,
-                        missed
-                    );
+                let empty = fresh.is_empty() && missed == 0;
+                if !empty || tokio::time::Instant::now() >= deadline {
+                    return EventsPage {
+                        text: format!(
+                            "{{\"events\":[{}],\"next\":{},\"missed\":{}}}",
+                            fresh.join(","),
+                            events.next,
+                            missed
+                        ),
+                        // A reader from the future (a console restarted) starts over at `next`.
+                        next: events.next,
+                        empty,
+                    };
                 }
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
@@ -325,6 +476,18 @@ fn refusal(question: &Question) -> Answer {
     }
 }
 
+/// Forgets an abandoned login.
+struct LoginGuard<'a> {
+    state: &'a State,
+    id: u64,
+}
+
+impl Drop for LoginGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.state.logins).remove(&self.id);
+    }
+}
+
 /// Takes an abandoned question off the page.
 struct AskGuard {
     state: Arc<State>,
@@ -354,6 +517,7 @@ mod tests {
             max_asks: 1,
             max_listeners: 1,
             max_http_connections: 2,
+            max_actions: 2,
             timeout: Duration::from_secs(1),
         }
     }
@@ -369,7 +533,7 @@ mod tests {
 
     #[test]
     fn the_event_ring_is_bounded_by_count_and_reports_what_was_missed() {
-        let state = State::new(limits(3, 1 << 20, 1), Value::Null);
+        let state = State::new(limits(3, 1 << 20, 1), Value::Null, StdioPolicy::default());
         for i in 0..5 {
             state.push(json!({"type": "x", "i": i}));
         }
@@ -393,7 +557,7 @@ mod tests {
 
     #[test]
     fn the_event_ring_is_bounded_by_bytes_but_keeps_the_newest() {
-        let state = State::new(limits(100, 200, 1), Value::Null);
+        let state = State::new(limits(100, 200, 1), Value::Null, StdioPolicy::default());
         for _ in 0..10 {
             state.push(json!({"type": "x", "pad": "y".repeat(60)}));
         }
@@ -408,12 +572,37 @@ mod tests {
 
     #[test]
     fn connection_slots_are_bounded_and_given_back() {
-        let state = State::new(limits(10, 1 << 20, 2), Value::Null);
+        let state = State::new(limits(10, 1 << 20, 2), Value::Null, StdioPolicy::default());
         let a = state.reserve().expect("first slot");
         let b = state.reserve().expect("second slot");
         assert!(state.reserve().is_none(), "the limit is 2");
         assert_ne!(a.id, b.id);
         drop(a);
         assert!(state.reserve().is_some(), "a dropped slot is given back");
+    }
+
+    #[test]
+    fn jobs_are_bounded_and_their_results_kept_by_count_and_bytes() {
+        // At most two jobs at once (max_actions 2), results within 200 bytes.
+        let state = State::new(limits(100, 200, 1), Value::Null, StdioPolicy::default());
+        let a = state.begin_job().expect("a first job");
+        let b = state.begin_job().expect("a second job");
+        assert!(state.begin_job().is_none(), "the limit is 2");
+        let (ida, idb) = (a.id, b.id);
+        a.finish(json!({"job": ida, "status": 200, "body": "small"}));
+        let c = state.begin_job().expect("a finished job frees its place");
+        assert!(state.result(ida).unwrap().contains("small"));
+        // A large result pushes the older ones out by bytes; the newest stays.
+        b.finish(json!({"job": idb, "status": 200, "body": "x".repeat(300)}));
+        assert!(state.result(ida).is_none());
+        assert!(state.result(idb).is_some());
+        let idc = c.id;
+        c.finish(json!({"job": idc, "status": 200, "body": "small"}));
+        assert!(state.result(idb).is_none() && state.result(idc).is_some());
+        // The results went to the events too (the newest kept there as well).
+        let page = read(&state, 0);
+        let last = page["events"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["type"], "result");
+        assert_eq!(last["job"], idc);
     }
 }

@@ -119,7 +119,7 @@ pub struct Console {
     child: Child,
     /// `127.0.0.1:PORT`.
     pub addr: String,
-    /// The token of its URL.
+    /// The token of its URL (in its fragment).
     pub token: String,
     /// The URL it printed.
     pub url: String,
@@ -148,7 +148,9 @@ impl Console {
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .to_owned();
         let rest = url.strip_prefix("http://").expect("an http URL");
-        let (addr, query) = rest.split_once("/?token=").expect("a token in the URL");
+        let (addr, query) = rest
+            .split_once("/#token=")
+            .expect("a token in the URL's fragment");
         Self {
             addr: addr.to_owned(),
             token: query.to_owned(),

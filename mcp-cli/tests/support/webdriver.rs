@@ -154,10 +154,29 @@ impl Browser {
             .collect()
     }
 
-    /// Clicks what `css` selects.
+    /// Clicks what `css` selects. When the page drew the element again between finding and
+    /// clicking it (a stale reference), it is found again, a few times at most.
     pub fn click(&self, css: &str) {
-        let id = self.find(css);
-        self.command("POST", &format!("/element/{id}/click"), Some(json!({})));
+        for _ in 0..3 {
+            let id = self.find(css);
+            let path = format!("/session/{}/element/{id}/click", self.session);
+            let answer = http(
+                &self.addr,
+                "POST",
+                &path,
+                &[("Content-Type", "application/json")],
+                Some("{}"),
+            );
+            if answer.status == 200 {
+                return;
+            }
+            let value = answer.json()["value"].clone();
+            assert_eq!(
+                value["error"], "stale element reference",
+                "WebDriver click {css}: {value}"
+            );
+        }
+        panic!("{css} was drawn again on every click");
     }
 
     /// Clears the field `css` selects and types `text` into it.
@@ -213,6 +232,40 @@ impl Browser {
             json!([css]),
         );
         panic!("{css} never showed {needle:?} ({value}); it shows: {shown}");
+    }
+
+    /// Waits in the page (bounded by the script timeout) until the function body `check`
+    /// (given `args` as `args`) returns something other than `null`; that value. Checked
+    /// again on every change of the document.
+    pub fn wait_for(&self, check: &str, args: Value) -> Value {
+        let script = format!(
+            "const done = arguments[arguments.length - 1];
+            const args = arguments[0];
+            const check = () => {{ {check} }};
+            const found = check(); if (found !== null) {{ done({{ok: found}}); return; }}
+            const observer = new MutationObserver(() => {{ const f = check();
+              if (f !== null) {{ observer.disconnect(); done({{ok: f}}); }} }});
+            observer.observe(document.documentElement, {{subtree: true, childList: true, characterData: true, attributes: true}});"
+        );
+        let path = format!("/session/{}/execute/async", self.session);
+        let body = json!({"script": script, "args": [args]}).to_string();
+        let answer = http(
+            &self.addr,
+            "POST",
+            &path,
+            &[("Content-Type", "application/json")],
+            Some(&body),
+        );
+        let value = answer.json()["value"].clone();
+        if value.get("ok").is_some() {
+            return value["ok"].clone();
+        }
+        panic!("never true: {check} ({value})");
+    }
+
+    /// The cookies the browser holds for the current page (HttpOnly ones included).
+    pub fn cookies(&self) -> Value {
+        self.command("GET", "/cookie", None)
     }
 
     /// Resizes the window.
