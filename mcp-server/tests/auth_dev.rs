@@ -359,12 +359,37 @@ async fn a_registration_flood_stays_within_the_bound() {
         }
     }
     assert!(refused >= 1, "the registration rate is bounded");
+    // The count is per source: another address registers still.
+    assert_eq!(register_from("127.0.0.2", &rated).await, 201);
 
     // One registration is small: a body over the limit is refused before anything is kept.
     let big = json!({"redirect_uris": [REDIRECT], "client_name": "x".repeat(20_000)});
     let too_large = register(&setup, &big).await;
     assert_eq!(too_large.status, 413, "{too_large:?}");
     assert_eq!(too_large.json()["error"], "invalid_request");
+}
+
+/// The status of a registration sent from `source` (a loopback address of this host).
+async fn register_from(source: &str, setup: &Setup) -> u16 {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    let mut stream = socket.connect(setup.server.addr).await.unwrap();
+    let body = json!({"redirect_uris": [REDIRECT]}).to_string();
+    let request = format!(
+        "POST /register HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        setup.server.addr,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("{response}"))
 }
 
 /// Finding 3: scopes are checked, deduplicated and stored normalized; the code challenge is

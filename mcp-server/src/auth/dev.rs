@@ -55,7 +55,7 @@
 //! | --- | --- | --- |
 //! | request body (`/authorize`, `/token`, `/register`) and `/authorize` query | 16 KiB ([`max_request_bytes`](DevAuthorizationServerBuilder::max_request_bytes)) | 413 `invalid_request` |
 //! | dynamically registered clients (each lives 30 days, at most one body's size) | 1,000 ([`max_clients`](DevAuthorizationServerBuilder::max_clients)) | 503 `temporarily_unavailable` |
-//! | registrations per minute (all sources) | 60 ([`registrations_per_minute`](DevAuthorizationServerBuilder::registrations_per_minute)) | 429 `temporarily_unavailable`, `Retry-After` |
+//! | registrations per minute per source (IPv4 address, IPv6 /64) | 60 ([`registrations_per_minute`](DevAuthorizationServerBuilder::registrations_per_minute)) | 429 `temporarily_unavailable`, `Retry-After` |
 //! | authorization codes issued in 2 minutes (each lives 60 s) | 1,000 ([`max_codes`](DevAuthorizationServerBuilder::max_codes)) | redirect with `temporarily_unavailable` |
 //! | live grants with a refresh token (one record each, rotated in place) | 10,000 ([`max_grants`](DevAuthorizationServerBuilder::max_grants)) | 503 `temporarily_unavailable` |
 //! | client ID metadata documents cached, fetched at once | 256, 8 ([`metadata_documents`](DevAuthorizationServerBuilder::metadata_documents)) | oldest dropped; 503 `temporarily_unavailable` (a page on `/authorize`) |
@@ -66,6 +66,7 @@
 //! time ends (a registration's after 30 days); near a limit a request may be refused a little
 //! before it is reached exactly, never after.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -242,8 +243,10 @@ impl DevAuthorizationServerBuilder {
         self
     }
 
-    /// How many registrations it accepts per minute, from all sources together; one more is
-    /// refused with 429 `temporarily_unavailable` and `Retry-After`. Default: 60.
+    /// How many registrations it accepts per minute from one source (an IPv4 address, an
+    /// IPv6 /64; requests whose source is unknown, through [`handle`](DevAuthorizationServer::handle),
+    /// share one count); one more is refused with 429 `temporarily_unavailable` and
+    /// `Retry-After`. Default: 60.
     #[must_use]
     pub fn registrations_per_minute(mut self, registrations: u64) -> Self {
         self.limits.registrations_per_minute = registrations;
@@ -460,6 +463,22 @@ fn now() -> i64 {
 
 fn digest(text: &str) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(text.as_bytes()))
+}
+
+/// The source a per-source limit counts: the address, an IPv6 one by its /64 (what one host
+/// usually has), `unknown` when not known.
+fn source(peer: Option<IpAddr>) -> String {
+    match peer.map(|ip| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }) {
+        Some(IpAddr::V4(v4)) => v4.to_string(),
+        Some(IpAddr::V6(v6)) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        None => "unknown".into(),
+    }
 }
 
 /// Compares two digests in constant time.
@@ -708,8 +727,23 @@ impl DevAuthorizationServer {
     /// Answers a request for one of its paths; `None` for any other path. `body` is the
     /// request body (forms and JSON are small: read it within your body limit; past
     /// [`max_request_bytes`](DevAuthorizationServerBuilder::max_request_bytes) it is refused).
+    /// The source is unknown here, so every registration counts against one shared
+    /// [`registrations_per_minute`](DevAuthorizationServerBuilder::registrations_per_minute)
+    /// (the HTTP endpoint, served by this crate, passes the peer's address).
     pub async fn handle(
         &self,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Option<Response<Bytes>> {
+        self.handle_from(None, method, uri, headers, body).await
+    }
+
+    /// [`handle`](Self::handle) for a request from `peer`.
+    pub(crate) async fn handle_from(
+        &self,
+        peer: Option<IpAddr>,
         method: &Method,
         uri: &Uri,
         headers: &HeaderMap,
@@ -735,7 +769,7 @@ impl DevAuthorizationServer {
             }
             ("authorize", &Method::POST) => self.authorize(&form(&body), true).await,
             ("token", &Method::POST) => self.token(headers, &form(&body)).await,
-            ("register", &Method::POST) => self.register(&body).await,
+            ("register", &Method::POST) => self.register(peer, &body).await,
             _ => Err(oauth_error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "invalid_request",
@@ -1013,7 +1047,11 @@ impl DevAuthorizationServer {
         }
     }
 
-    async fn register(&self, body: &[u8]) -> Result<Response<Bytes>, OAuthError> {
+    async fn register(
+        &self,
+        peer: Option<IpAddr>,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, OAuthError> {
         let bad = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_client_metadata", why);
         let request: Value = serde_json::from_slice(body).map_err(|_| bad("not JSON"))?;
         let redirect_uris: Vec<String> = string_list(&request["redirect_uris"]).unwrap_or_default();
@@ -1070,7 +1108,7 @@ impl DevAuthorizationServer {
         let limits = self.inner.limits;
         if !self
             .count_in_window(
-                "register-rate",
+                &format!("register-rate/{}", source(peer)),
                 limits.registrations_per_minute,
                 Duration::from_secs(60),
             )
