@@ -587,6 +587,44 @@ async fn a_metadata_document_on_loopback_is_refused() {
     assert!(!connection_waiting(&target), "the failure was cached");
 }
 
+/// Finding 4: client ID metadata documents are fetched a bounded number at a time: past it,
+/// a request is refused (`temporarily_unavailable`) instead of waiting or fetching.
+#[tokio::test]
+async fn metadata_document_fetches_in_flight_are_bounded() {
+    let target = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = target.local_addr().unwrap().port();
+    let setup = start(|b| b.allow_private_addresses(true).metadata_documents(16, 1)).await;
+    let authorize = |n: u32| {
+        let query = form(&[
+            ("response_type", "code"),
+            (
+                "client_id",
+                &format!("https://127.0.0.1:{port}/client-{n}.json"),
+            ),
+            ("redirect_uri", REDIRECT),
+        ]);
+        format!("/authorize?{query}")
+    };
+    // The first fetch connects and gets no answer: it stays in flight.
+    let addr = setup.server.addr;
+    let first_path = authorize(1);
+    let first = tokio::spawn(async move { RawRequest::new("GET", &first_path).send(addr).await });
+    let (held, _) = tokio::task::spawn_blocking(move || target.accept().unwrap())
+        .await
+        .unwrap();
+    let busy = get(&setup, &authorize(2)).await;
+    assert_eq!(busy.status, 400, "{busy:?}");
+    let text = page_text(&busy);
+    assert!(
+        text.contains("metadata_documents") && text.contains("try again later"),
+        "{text}"
+    );
+    // Its connection closed, the first fetch fails and its request ends.
+    drop(held);
+    let first = first.await.unwrap();
+    assert!(page_text(&first).contains("unknown client"), "{first:?}");
+}
+
 /// Finding 15: redirect URIs are https or http to a loopback host.
 #[tokio::test]
 async fn redirect_uris_are_https_or_loopback() {

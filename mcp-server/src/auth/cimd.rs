@@ -389,6 +389,23 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_is_bounded() {
+        let documents = MetadataDocuments::new(2, 1, false);
+        for n in 0..5 {
+            documents.remember(
+                &format!("https://example.com/{n}"),
+                Err(Refusal::Unusable),
+                MIN_TTL + Duration::from_secs(n),
+            );
+        }
+        let cache = documents.cache.lock().unwrap();
+        assert_eq!(cache.len(), 2);
+        // The entries closest to their end made room.
+        assert!(cache.contains_key("https://example.com/4"));
+        assert!(cache.contains_key("https://example.com/3"));
+    }
+
+    #[test]
     fn only_the_cimd_form() {
         for bad in [
             "http://example.com/client.json",
