@@ -718,24 +718,33 @@ async fn kid_is_the_public_keys_thumbprint() {
 /// and refuses `--auth` on an address that is not loopback unless told it is unsafe.
 #[tokio::test]
 async fn the_demo_keeps_secrets_off_its_command_line_and_auth_on_loopback() {
-    let demo = env!("CARGO_BIN_EXE_mcp-demo");
-    let secret_in_argv = tokio::process::Command::new(demo)
-        .args(["--addr", "127.0.0.1:0", "--auth"])
-        .args(["--auth-client", "script:s3cret=http://127.0.0.1/unused"])
-        .output()
-        .await
-        .unwrap();
-    assert!(!secret_in_argv.status.success());
-    let stderr = String::from_utf8_lossy(&secret_in_argv.stderr);
+    // Each must end by itself, refusing to start: one that serves instead fails the test
+    // after the bound (and is killed), rather than hanging it.
+    let refused = |args: &'static [&'static str]| async move {
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
+            .args(args)
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(raw_http::WAIT, output)
+            .await
+            .unwrap_or_else(|_| panic!("mcp-demo {args:?} started instead of refusing"))
+            .unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).is_empty(),
+            "{args:?}"
+        );
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = refused(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--auth",
+        "--auth-client",
+        "script:s3cret=http://127.0.0.1/unused",
+    ])
+    .await;
     assert!(stderr.contains("--auth-client-file"), "{stderr}");
-
-    let remote = tokio::process::Command::new(demo)
-        .args(["--addr", "0.0.0.0:0", "--auth"])
-        .output()
-        .await
-        .unwrap();
-    assert!(!remote.status.success());
-    let stderr = String::from_utf8_lossy(&remote.stderr);
+    let stderr = refused(&["--addr", "0.0.0.0:0", "--auth"]).await;
     assert!(stderr.contains("--auth-allow-remote"), "{stderr}");
-    assert!(String::from_utf8_lossy(&remote.stdout).is_empty());
 }
