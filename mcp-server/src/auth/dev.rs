@@ -42,7 +42,9 @@
 //! - Redirect URIs are `https` or `http` to a loopback host; a loopback redirect may use any
 //!   port (RFC 8252 §7.3) but must match in path and query.
 //! - A reused authorization code revokes the grant it produced (RFC 6749 §4.1.2): its refresh
-//!   token, and its access tokens where this server verifies them itself (as `mcp-demo` does).
+//!   token, and its access tokens where this server verifies them itself (as `mcp-demo` does;
+//!   a worker that cached a token's verification accepts it until that entry ends, 5 minutes
+//!   at most by default, see `ResourceServerBuilder::cache`).
 //! - `kid` is the RFC 7638 thumbprint of the public key; client secrets are kept as digests and
 //!   compared in constant time.
 //!
