@@ -368,11 +368,11 @@ fn client_credentials_token(base: &str, scope: &str) -> String {
 fn a_protected_demo_is_called_with_a_bearer_token() {
     // The README's "Protecting a server" commands: the demo with --auth, a token taken with
     // client_credentials, and `mcp -H "Authorization: Bearer ..."`.
-    let demo = Demo::start_with(&[
-        "--auth",
-        "--auth-client",
-        "script:s3cret=http://127.0.0.1/unused",
-    ]);
+    // The client's secret comes from a file, never the command line.
+    let clients = std::env::temp_dir().join(format!("mcp-demo-clients-{}", std::process::id()));
+    std::fs::write(&clients, "script:s3cret=http://127.0.0.1/unused\n").unwrap();
+    let demo = Demo::start_with(&["--auth", "--auth-client-file", clients.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&clients);
     let url = demo.mcp();
     let refused = run("tools", &url, &[]);
     assert_ne!(refused.code, 0, "{}", refused.stdout);

@@ -13,34 +13,83 @@
 //! | `/register` | dynamic client registration (RFC 7591; deprecated on 2026-07-28, still served) |
 //! | `/jwks` | the public key its access tokens (ES256 JWTs) are signed with |
 //!
-//! A client id that is an `https://` URL is a client ID metadata document: it is fetched
-//! (64 KiB, 5 s at most) and must name itself and the redirect URI.
+//! A client id that is an `https://` URL is a client ID metadata document: it must have the
+//! CIMD form (https, a path, no query or fragment), is fetched over HTTPS only (64 KiB, 5 s
+//! at most, a few at a time), never from a loopback, private, link-local or multicast address
+//! unless [`allow_private_addresses`](DevAuthorizationServerBuilder::allow_private_addresses)
+//! says so, is cached (failures too) between 1 minute and 1 hour as its `Cache-Control` says,
+//! and must name itself and the redirect URI.
 //!
 //! Several workers sharing a hub serve one authorization server: the signing key is made once
 //! and stored there (a secret in the store: one more reason this is for development only).
 //!
-//! What it stores is bounded in size and time, not in count: a registration (at most 16
-//! redirect URIs of 2 KiB) lives 30 days, a code 60 s, a refresh token its lifetime. It does
-//! not limit how many clients register or how often: never expose it on the open internet.
+//! # Safe by default, still not for the open internet
+//!
+//! It authenticates no user: whoever can send it HTTP can approve a request. What it does
+//! guard against:
+//!
+//! - Consent is a gate: the consent form carries an anti-forgery token (an HMAC, keyed from
+//!   the signing key, over the authorization request and the time, valid 10 minutes), so a
+//!   direct `POST /authorize … decision=approve` without the page is refused; every response
+//!   carries `X-Frame-Options: DENY`, `Content-Security-Policy: frame-ancestors 'none'` and
+//!   `Cache-Control: no-store`. The page names the client's registered name and the host the
+//!   answer goes back to.
+//! - A client uses only the grant types it registered: `client_credentials` is for
+//!   confidential pre-registered clients (a [`DevClient`] with a secret), never for a
+//!   dynamically registered one unless
+//!   [`allow_dynamic_client_credentials`](DevAuthorizationServerBuilder::allow_dynamic_client_credentials)
+//!   (unsafe) says so.
+//! - Redirect URIs are `https` or `http` to a loopback host; a loopback redirect may use any
+//!   port (RFC 8252 §7.3) but must match in path and query.
+//! - A reused authorization code revokes the grant it produced (RFC 6749 §4.1.2): its refresh
+//!   token, and its access tokens where this server verifies them itself (as `mcp-demo` does;
+//!   a worker that cached a token's verification accepts it until that entry ends, 5 minutes
+//!   at most by default, see `ResourceServerBuilder::cache`).
+//! - `kid` is the RFC 7638 thumbprint of the public key; client secrets are kept as digests and
+//!   compared in constant time.
+//!
+//! # Limits
+//!
+//! Everything it stores is bounded in count, size and time; past a limit a request is refused
+//! with the spec's error, and nothing else is stored:
+//!
+//! | what | default | past it |
+//! | --- | --- | --- |
+//! | request body (`/authorize`, `/token`, `/register`) and `/authorize` query | 16 KiB ([`max_request_bytes`](DevAuthorizationServerBuilder::max_request_bytes)) | 413 `invalid_request` |
+//! | dynamically registered clients (each lives 30 days, at most one body's size) | 1,000 ([`max_clients`](DevAuthorizationServerBuilder::max_clients)) | 503 `temporarily_unavailable` |
+//! | registrations per minute per source (IPv4 address, IPv6 /64) | 60 ([`registrations_per_minute`](DevAuthorizationServerBuilder::registrations_per_minute)) | 429 `temporarily_unavailable`, `Retry-After` |
+//! | authorization codes issued in 2 minutes (each lives 60 s) | 1,000 ([`max_codes`](DevAuthorizationServerBuilder::max_codes)) | redirect with `temporarily_unavailable` |
+//! | live grants with a refresh token (one record each, rotated in place) | 10,000 ([`max_grants`](DevAuthorizationServerBuilder::max_grants)) | 503 `temporarily_unavailable` |
+//! | client ID metadata documents cached, fetched at once | 256, 8 ([`metadata_documents`](DevAuthorizationServerBuilder::metadata_documents)) | oldest dropped; 503 `temporarily_unavailable` (a page on `/authorize`) |
+//! | `scope` | the known scopes, each once (any: at most 32 of 128 bytes) | `invalid_scope` |
+//! | `code_challenge` | 43-128 characters of the base64url alphabet | `invalid_request` |
+//!
+//! A slot of a count limit is taken when a client, code or grant is made and freed when its
+//! time ends (a registration's after 30 days); near a limit a request may be refused a little
+//! before it is reached exactly, never after.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, LOCATION, PRAGMA};
+use http::header::{
+    AUTHORIZATION, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, PRAGMA,
+    REFERRER_POLICY, X_FRAME_OPTIONS,
+};
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, Uri};
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use mcp_auth::{AuthorizationServerMetadata, ScopeSet, pkce};
+use mcp_auth::{AuthorizationServerMetadata, pkce};
 use mcp_hub::{Namespace, StateStore, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
-use super::fetch::Fetcher;
+use super::cimd::{MetadataDocuments, Refusal};
 
 /// A client registered ahead of time (the suite's "pre-registration", scripts with
 /// `client_credentials`).
@@ -68,6 +117,35 @@ pub struct DevAuthorizationServerBuilder {
     access_ttl: Duration,
     refresh_ttl: Duration,
     clients: Vec<DevClient>,
+    limits: Limits,
+    allow_private_addresses: bool,
+    allow_dynamic_client_credentials: bool,
+}
+
+/// The bounds of what it stores and serves (see the module's limits table).
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    request_bytes: usize,
+    clients: usize,
+    registrations_per_minute: u64,
+    codes: usize,
+    grants: usize,
+    cached_documents: usize,
+    document_fetches: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            request_bytes: 16 << 10,
+            clients: 1_000,
+            registrations_per_minute: 60,
+            codes: 1_000,
+            grants: 10_000,
+            cached_documents: 256,
+            document_fetches: 8,
+        }
+    }
 }
 
 impl std::fmt::Debug for DevAuthorizationServerBuilder {
@@ -132,10 +210,94 @@ impl DevAuthorizationServerBuilder {
         self
     }
 
-    /// Registers a client ahead of time.
+    /// Registers a client ahead of time. It may use `authorization_code` and
+    /// `refresh_token`, and, when it has a secret (a confidential client), `client_credentials`.
     #[must_use]
     pub fn client(mut self, client: DevClient) -> Self {
         self.clients.push(client);
+        self
+    }
+
+    /// The largest request body of `/authorize`, `/token` and `/register` (and query of
+    /// `/authorize`) it reads; a larger one is refused with 413 `invalid_request`. Default:
+    /// 16 KiB. It also bounds what one registration stores.
+    #[must_use]
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.limits.request_bytes = bytes;
+        self
+    }
+
+    /// How many dynamically registered clients live at once (each for 30 days); one more is
+    /// refused with 503 `temporarily_unavailable`. Default: 1,000.
+    ///
+    /// ```
+    /// use mcp_server::auth::DevAuthorizationServer;
+    ///
+    /// let dev = DevAuthorizationServer::builder("http://127.0.0.1:8080")
+    ///     .max_clients(100)
+    ///     .registrations_per_minute(10)
+    ///     .build();
+    /// # let _ = dev;
+    /// ```
+    #[must_use]
+    pub fn max_clients(mut self, clients: usize) -> Self {
+        self.limits.clients = clients;
+        self
+    }
+
+    /// How many registrations it accepts per minute from one source (an IPv4 address, an
+    /// IPv6 /64; requests whose source is unknown, through [`handle`](DevAuthorizationServer::handle),
+    /// share one count); one more is refused with 429 `temporarily_unavailable` and
+    /// `Retry-After`. Default: 60.
+    #[must_use]
+    pub fn registrations_per_minute(mut self, registrations: u64) -> Self {
+        self.limits.registrations_per_minute = registrations;
+        self
+    }
+
+    /// How many authorization codes it issues within 2 minutes (a code lives 60 s, and is
+    /// remembered 60 s more once used, to catch its reuse); one more is refused with a
+    /// redirect carrying `temporarily_unavailable`. Default: 1,000.
+    #[must_use]
+    pub fn max_codes(mut self, codes: usize) -> Self {
+        self.limits.codes = codes;
+        self
+    }
+
+    /// How many grants with a refresh token live at once (each is one record, rotated in
+    /// place, living as long as its refresh token); one more is refused with 503
+    /// `temporarily_unavailable`. Default: 10,000.
+    #[must_use]
+    pub fn max_grants(mut self, grants: usize) -> Self {
+        self.limits.grants = grants;
+        self
+    }
+
+    /// How many client ID metadata documents (or failures to get one) each worker caches, and
+    /// how many it fetches at once; one fetch more is refused with `temporarily_unavailable`.
+    /// Defaults: 256 and 8.
+    #[must_use]
+    pub fn metadata_documents(mut self, cached: usize, in_flight: usize) -> Self {
+        self.limits.cached_documents = cached;
+        self.limits.document_fetches = in_flight;
+        self
+    }
+
+    /// **Unsafe**: fetches client ID metadata documents from loopback, private, link-local and
+    /// multicast addresses too, so anyone who can reach the server makes it connect into its
+    /// own network. For a local test of a metadata document only. Default: refused.
+    #[must_use]
+    pub fn allow_private_addresses(mut self, allow: bool) -> Self {
+        self.allow_private_addresses = allow;
+        self
+    }
+
+    /// **Unsafe**: lets dynamic registration (which anyone can use) register
+    /// `client_credentials`, so anyone gets tokens without a user. Default: refused with
+    /// `invalid_client_metadata`; pre-register a confidential [`DevClient`] instead.
+    #[must_use]
+    pub fn allow_dynamic_client_credentials(mut self, allow: bool) -> Self {
+        self.allow_dynamic_client_credentials = allow;
         self
     }
 
@@ -157,7 +319,13 @@ impl DevAuthorizationServerBuilder {
                 refresh_ttl: self.refresh_ttl,
                 clients: self.clients,
                 key: OnceCell::new(),
-                fetcher: Fetcher::new(Duration::from_secs(5), 64 << 10),
+                documents: MetadataDocuments::new(
+                    self.limits.cached_documents,
+                    self.limits.document_fetches,
+                    self.allow_private_addresses,
+                ),
+                limits: self.limits,
+                allow_dynamic_client_credentials: self.allow_dynamic_client_credentials,
             }),
         }
     }
@@ -189,13 +357,17 @@ struct Inner {
     refresh_ttl: Duration,
     clients: Vec<DevClient>,
     key: OnceCell<SigningKey>,
-    fetcher: Fetcher,
+    documents: MetadataDocuments,
+    limits: Limits,
+    allow_dynamic_client_credentials: bool,
 }
 
 struct SigningKey {
     kid: String,
     encoding: EncodingKey,
     jwk: Jwk,
+    /// Keys the consent form's anti-forgery tokens.
+    csrf: ring::hmac::Key,
 }
 
 /// What a registered client keeps in the store.
@@ -206,6 +378,26 @@ struct ClientRecord {
     #[serde(default)]
     secret_digest: Option<String>,
     redirect_uris: Vec<String>,
+    /// The grant types it may use at the token endpoint.
+    #[serde(default = "default_grant_types")]
+    grant_types: Vec<String>,
+    /// What the consent page calls it (at most 100 characters; its id when it gave none).
+    #[serde(default)]
+    client_name: Option<String>,
+}
+
+const AUTHORIZATION_CODE: &str = "authorization_code";
+const REFRESH_TOKEN: &str = "refresh_token";
+const CLIENT_CREDENTIALS: &str = "client_credentials";
+
+fn default_grant_types() -> Vec<String> {
+    vec![AUTHORIZATION_CODE.into(), REFRESH_TOKEN.into()]
+}
+
+impl ClientRecord {
+    fn may_use(&self, grant_type: &str) -> bool {
+        self.grant_types.iter().any(|g| g == grant_type)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -213,18 +405,37 @@ struct CodeRecord {
     client_id: String,
     redirect_uri: String,
     challenge: String,
+    /// Normalized: known scopes, each once.
     scope: String,
     resource: Option<String>,
+    /// Once redeemed: the grant it produced (revoked if the code comes again).
+    #[serde(default)]
+    redeemed: Option<String>,
 }
 
+/// A grant with a refresh token: one record, rotated in place. Its refresh tokens are
+/// `GRANT.SECRET`; only the digest of the newest secret is kept, so presenting an older one
+/// is a reuse, which revokes the grant.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-struct RefreshRecord {
-    family: String,
+struct GrantRecord {
     client_id: String,
     scope: String,
     resource: Option<String>,
     subject: String,
-    used: bool,
+    /// The digest of the current refresh token's secret.
+    current: String,
+    /// The place it holds among [`Limits::grants`].
+    slot: usize,
+}
+
+/// What an access token is issued for: the one place its claims are made.
+struct Issue<'a> {
+    client_id: &'a str,
+    subject: &'a str,
+    scope: &'a str,
+    resource: Option<&'a str>,
+    /// The grant (and so a refresh token) it belongs to; `None` for `client_credentials`.
+    grant: Option<&'a str>,
 }
 
 /// An OAuth error response (RFC 6749 §5.2).
@@ -254,6 +465,67 @@ fn now() -> i64 {
 
 fn digest(text: &str) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(text.as_bytes()))
+}
+
+/// The source a per-source limit counts: the address, an IPv6 one by its /64 (what one host
+/// usually has), `unknown` when not known.
+fn source(peer: Option<IpAddr>) -> String {
+    match peer.map(|ip| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }) {
+        Some(IpAddr::V4(v4)) => v4.to_string(),
+        Some(IpAddr::V6(v6)) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        None => "unknown".into(),
+    }
+}
+
+/// Compares two digests in constant time.
+fn same_digest(a: &str, b: &str) -> bool {
+    use subtle::ConstantTimeEq as _;
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+/// A random index below `bound` (at least 1).
+fn random_index(bound: usize) -> usize {
+    let mut bytes = [0u8; 8];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
+    usize::try_from(u64::from_le_bytes(bytes) % (bound.max(1) as u64)).unwrap_or(0)
+}
+
+/// Whether a redirect URI may be registered: `https`, or `http` to a loopback host, with no
+/// fragment (RFC 6749 §3.1.2, RFC 8252 §7.3).
+pub(crate) fn redirect_uri_acceptable(uri: &str) -> bool {
+    if uri.len() > 2048 {
+        return false;
+    }
+    let Ok(url) = url::Url::parse(uri) else {
+        return false;
+    };
+    if url.fragment().is_some() || url.host().is_none() {
+        return false;
+    }
+    match url.scheme() {
+        "https" => true,
+        "http" => is_loopback_host(&url),
+        _ => false,
+    }
+}
+
+fn is_loopback_host(url: &url::Url) -> bool {
+    matches!(url.host_str(), Some("127.0.0.1" | "[::1]" | "localhost"))
+}
+
+/// Whether `challenge` is an RFC 7636 code challenge: 43-128 characters of the base64url
+/// alphabet.
+fn challenge_acceptable(challenge: &str) -> bool {
+    (43..=128).contains(&challenge.len())
+        && challenge
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 fn random(bytes: usize) -> Result<String, OAuthError> {
@@ -338,7 +610,7 @@ fn escape(text: &str) -> String {
 }
 
 /// Whether `requested` matches a registered redirect URI: exactly, or for a loopback
-/// redirect (RFC 8252 §7.3) with any port.
+/// redirect (RFC 8252 §7.3) with any port (scheme, host, path and query still equal).
 fn redirect_allowed(registered: &[String], requested: &str) -> bool {
     let Ok(requested_uri) = url::Url::parse(requested) else {
         return false;
@@ -350,6 +622,7 @@ fn redirect_allowed(registered: &[String], requested: &str) -> bool {
                     && r.scheme() == requested_uri.scheme()
                     && r.host_str() == requested_uri.host_str()
                     && r.path() == requested_uri.path()
+                    && r.query() == requested_uri.query()
             })
     })
 }
@@ -382,6 +655,9 @@ impl DevAuthorizationServer {
             access_ttl: Duration::from_secs(3600),
             refresh_ttl: Duration::from_secs(86_400),
             clients: Vec::new(),
+            limits: Limits::default(),
+            allow_private_addresses: false,
+            allow_dynamic_client_credentials: false,
         }
     }
 
@@ -451,7 +727,11 @@ impl DevAuthorizationServer {
     }
 
     /// Answers a request for one of its paths; `None` for any other path. `body` is the
-    /// request body (forms and JSON are small: read it within your body limit).
+    /// request body (forms and JSON are small: read it within your body limit; past
+    /// [`max_request_bytes`](DevAuthorizationServerBuilder::max_request_bytes) it is refused).
+    /// The source is unknown here, so every registration counts against one shared
+    /// [`registrations_per_minute`](DevAuthorizationServerBuilder::registrations_per_minute)
+    /// (the HTTP endpoint, served by this crate, passes the peer's address).
     pub async fn handle(
         &self,
         method: &Method,
@@ -459,8 +739,27 @@ impl DevAuthorizationServer {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Option<Response<Bytes>> {
+        self.handle_from(None, method, uri, headers, body).await
+    }
+
+    /// [`handle`](Self::handle) for a request from `peer`.
+    pub(crate) async fn handle_from(
+        &self,
+        peer: Option<IpAddr>,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Option<Response<Bytes>> {
         let route = self.route(uri)?;
+        let limit = self.inner.limits.request_bytes;
+        let too_large = body.len() > limit || uri.query().is_some_and(|q| q.len() > limit);
         let result = match (route, method) {
+            _ if too_large => Err(oauth_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_request",
+                format!("the request is over {limit} bytes"),
+            )),
             ("metadata", &Method::GET) => Ok(json_response(
                 StatusCode::OK,
                 &serde_json::to_value(self.metadata()).unwrap_or_default(),
@@ -472,14 +771,24 @@ impl DevAuthorizationServer {
             }
             ("authorize", &Method::POST) => self.authorize(&form(&body), true).await,
             ("token", &Method::POST) => self.token(headers, &form(&body)).await,
-            ("register", &Method::POST) => self.register(&body).await,
+            ("register", &Method::POST) => self.register(peer, &body).await,
             _ => Err(oauth_error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "invalid_request",
                 "method not allowed",
             )),
         };
-        Some(result.unwrap_or_else(|error| error_response(&error)))
+        let mut response = result.unwrap_or_else(|error| error_response(&error));
+        // Every answer: never framed, never cached.
+        let headers = response.headers_mut();
+        headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        headers.insert(
+            CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+        Some(response)
     }
 
     fn key_of(&self, name: &str) -> mcp_hub::Key {
@@ -492,6 +801,108 @@ impl DevAuthorizationServer {
             "temporarily_unavailable",
             err.to_string(),
         )
+    }
+
+    fn full(what: &str, option: &str, limit: usize) -> OAuthError {
+        oauth_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "temporarily_unavailable",
+            format!("too many {what} (the limit is {limit}, set by {option}); try again later"),
+        )
+    }
+
+    /// Takes one of `max` places of `kind` for `ttl`: `None` when no free place was found
+    /// (a few random places, then a bounded scan from a random one).
+    async fn claim_slot(
+        &self,
+        kind: &str,
+        max: usize,
+        ttl: Duration,
+    ) -> Result<Option<usize>, OAuthError> {
+        if max == 0 {
+            return Ok(None);
+        }
+        let start = random_index(max);
+        let probes = (0..8)
+            .map(|_| random_index(max))
+            .chain((0..max.min(64)).map(|i| (start + i) % max));
+        for slot in probes {
+            match self
+                .inner
+                .store
+                .create(
+                    &self.key_of(&format!("{kind}-slot/{slot}")),
+                    Bytes::new(),
+                    ttl,
+                )
+                .await
+            {
+                Ok(_) => return Ok(Some(slot)),
+                Err(StoreError::AlreadyExists) => {}
+                Err(err) => return Err(Self::store_error(&err)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Counts one event in the current window of `window` for `name`: whether it is within
+    /// `limit`.
+    async fn count_in_window(
+        &self,
+        name: &str,
+        limit: u64,
+        window: Duration,
+    ) -> Result<bool, OAuthError> {
+        let seconds = window.as_secs().max(1);
+        let index = now().max(0).unsigned_abs() / seconds;
+        let key = self.key_of(&format!("{name}/{index}"));
+        // A compare-and-set increment, retried a few times against concurrent ones.
+        for _ in 0..8 {
+            let current = self
+                .inner
+                .store
+                .get(&key)
+                .await
+                .map_err(|e| Self::store_error(&e))?;
+            let outcome = match current {
+                None => self
+                    .inner
+                    .store
+                    .create(&key, Bytes::from_static(b"1"), window * 2)
+                    .await
+                    .map(|_| ()),
+                Some(record) => {
+                    let count: u64 = std::str::from_utf8(&record.value)
+                        .ok()
+                        .and_then(|t| t.parse().ok())
+                        .unwrap_or(u64::MAX);
+                    if count >= limit {
+                        return Ok(false);
+                    }
+                    self.inner
+                        .store
+                        .save(
+                            &key,
+                            Bytes::from((count + 1).to_string()),
+                            record.version,
+                            window * 2,
+                        )
+                        .await
+                        .map(|_| ())
+                }
+            };
+            match outcome {
+                Ok(()) => return Ok(true),
+                Err(
+                    StoreError::AlreadyExists
+                    | StoreError::VersionConflict { .. }
+                    | StoreError::NotFound,
+                ) => {}
+                Err(err) => return Err(Self::store_error(&err)),
+            }
+        }
+        // Too contended to count: refuse, as at the limit.
+        Ok(false)
     }
 
     /// The signing key: made once per hub (the first worker to need it stores it).
@@ -539,17 +950,33 @@ impl DevAuthorizationServer {
                         }
                     }
                 };
-                let encoding = EncodingKey::from_ec_der(&der);
-                let kid = digest(&STANDARD.encode(&der))[..16].to_owned();
-                let mut jwk = Jwk::from_encoding_key(&encoding, Algorithm::ES256).map_err(|e| {
+                let server_error = |e: jsonwebtoken::errors::Error| {
                     oauth_error(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         "server_error",
                         e.to_string(),
                     )
-                })?;
+                };
+                let encoding = EncodingKey::from_ec_der(&der);
+                let mut jwk =
+                    Jwk::from_encoding_key(&encoding, Algorithm::ES256).map_err(server_error)?;
+                // RFC 7638: the thumbprint of the public key.
+                let kid = jwk
+                    .thumbprint(jsonwebtoken::jwk::ThumbprintHash::SHA256)
+                    .map_err(server_error)?;
                 jwk.common.key_id = Some(kid.clone());
-                Ok(SigningKey { kid, encoding, jwk })
+                // The anti-forgery key: derived from the private key, so every worker of the
+                // hub has the same one, and nothing else learns it.
+                let mut csrf_secret = Sha256::new();
+                csrf_secret.update(b"mcp dev authorization server: consent form\0");
+                csrf_secret.update(&der);
+                let csrf = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &csrf_secret.finalize());
+                Ok(SigningKey {
+                    kid,
+                    encoding,
+                    jwk,
+                    csrf,
+                })
             })
             .await
     }
@@ -569,10 +996,16 @@ impl DevAuthorizationServer {
     /// client ID metadata document.
     async fn client(&self, client_id: &str) -> Result<Option<ClientRecord>, OAuthError> {
         if let Some(client) = self.inner.clients.iter().find(|c| c.client_id == client_id) {
+            let mut grant_types = default_grant_types();
+            if client.client_secret.is_some() {
+                grant_types.push(CLIENT_CREDENTIALS.into());
+            }
             return Ok(Some(ClientRecord {
                 client_id: client.client_id.clone(),
                 secret_digest: client.client_secret.as_deref().map(digest),
                 redirect_uris: client.redirect_uris.clone(),
+                grant_types,
+                client_name: None,
             }));
         }
         if client_id.starts_with("https://") {
@@ -588,45 +1021,63 @@ impl DevAuthorizationServer {
     }
 
     async fn metadata_document(&self, url: &str) -> Result<Option<ClientRecord>, OAuthError> {
-        let Ok(body) = self.inner.fetcher.get(url).await else {
-            return Ok(None);
-        };
-        let Ok(document) = serde_json::from_slice::<Value>(&body) else {
-            return Ok(None);
-        };
-        if document["client_id"] != url {
-            return Ok(None);
+        match self.inner.documents.get(url).await {
+            Ok(document) => Ok(Some(ClientRecord {
+                client_id: url.to_owned(),
+                secret_digest: None,
+                redirect_uris: document.redirect_uris,
+                grant_types: default_grant_types(),
+                client_name: document.client_name,
+            })),
+            Err(Refusal::Unusable) => Ok(None),
+            Err(Refusal::Form) => Err(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_client",
+                "a client ID metadata document URL is https, with a path and no query or fragment",
+            )),
+            Err(Refusal::Address) => Err(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_client",
+                "the client ID metadata document is on a loopback, private, link-local or \
+                 multicast address, which this server does not fetch from",
+            )),
+            Err(Refusal::Busy) => Err(Self::full(
+                "client ID metadata documents being fetched",
+                "metadata_documents",
+                self.inner.limits.document_fetches,
+            )),
         }
-        let redirect_uris = string_list(&document["redirect_uris"]).unwrap_or_default();
-        Ok(Some(ClientRecord {
-            client_id: url.to_owned(),
-            secret_digest: None,
-            redirect_uris,
-        }))
     }
 
-    async fn register(&self, body: &[u8]) -> Result<Response<Bytes>, OAuthError> {
+    async fn register(
+        &self,
+        peer: Option<IpAddr>,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, OAuthError> {
         let bad = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_client_metadata", why);
         let request: Value = serde_json::from_slice(body).map_err(|_| bad("not JSON"))?;
         let redirect_uris: Vec<String> = string_list(&request["redirect_uris"]).unwrap_or_default();
-        let grant_types: Vec<String> = string_list(&request["grant_types"])
-            .unwrap_or_else(|| vec!["authorization_code".into(), "refresh_token".into()]);
-        if redirect_uris.is_empty() && grant_types.iter().any(|g| g == "authorization_code") {
+        let mut grant_types: Vec<String> =
+            string_list(&request["grant_types"]).unwrap_or_else(default_grant_types);
+        grant_types.dedup();
+        if let Some(unknown) = grant_types.iter().find(|g| {
+            ![AUTHORIZATION_CODE, REFRESH_TOKEN, CLIENT_CREDENTIALS].contains(&g.as_str())
+        }) {
+            return Err(bad(&format!("grant type {unknown} is not supported")));
+        }
+        if redirect_uris.is_empty() && grant_types.iter().any(|g| g == AUTHORIZATION_CODE) {
             return Err(oauth_error(
                 StatusCode::BAD_REQUEST,
                 "invalid_redirect_uri",
                 "redirect_uris is required for the authorization code grant",
             ));
         }
-        if redirect_uris.len() > 16
-            || redirect_uris
-                .iter()
-                .any(|u| u.len() > 2048 || url::Url::parse(u).is_err())
-        {
+        if redirect_uris.len() > 16 || !redirect_uris.iter().all(|u| redirect_uri_acceptable(u)) {
             return Err(oauth_error(
                 StatusCode::BAD_REQUEST,
                 "invalid_redirect_uri",
-                "redirect_uris must be at most 16 absolute URLs of at most 2 KiB",
+                "redirect_uris must be at most 16 URLs of at most 2 KiB, https or http to a \
+                 loopback host, without a fragment",
             ));
         }
         let method = request["token_endpoint_auth_method"]
@@ -635,6 +1086,61 @@ impl DevAuthorizationServer {
             .to_owned();
         if !["none", "client_secret_basic", "client_secret_post"].contains(&method.as_str()) {
             return Err(bad("token_endpoint_auth_method not supported"));
+        }
+        if grant_types.iter().any(|g| g == CLIENT_CREDENTIALS) {
+            if !self.inner.allow_dynamic_client_credentials {
+                return Err(bad(
+                    "client_credentials is not offered to dynamically registered clients: \
+                     ask the operator for a pre-registered client",
+                ));
+            }
+            if method == "none" {
+                return Err(bad("client_credentials needs a confidential client"));
+            }
+        }
+        let client_name = match &request["client_name"] {
+            Value::Null => None,
+            Value::String(name) if name.chars().count() <= 100 => Some(name.clone()),
+            _ => {
+                return Err(bad(
+                    "client_name must be a string of at most 100 characters",
+                ));
+            }
+        };
+        let limits = self.inner.limits;
+        if !self
+            .count_in_window(
+                &format!("register-rate/{}", source(peer)),
+                limits.registrations_per_minute,
+                Duration::from_secs(60),
+            )
+            .await?
+        {
+            let mut response = error_response(&oauth_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "temporarily_unavailable",
+                format!(
+                    "more than {} registrations this minute (registrations_per_minute); try \
+                     again later",
+                    limits.registrations_per_minute
+                ),
+            ));
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("60"));
+            return Ok(response);
+        }
+        let lifetime = Duration::from_secs(30 * 86_400);
+        if self
+            .claim_slot("client", limits.clients, lifetime)
+            .await?
+            .is_none()
+        {
+            return Err(Self::full(
+                "registered clients",
+                "max_clients",
+                limits.clients,
+            ));
         }
         let client_id = random(16)?;
         let secret = if method == "none" {
@@ -646,13 +1152,15 @@ impl DevAuthorizationServer {
             client_id: client_id.clone(),
             secret_digest: secret.as_deref().map(digest),
             redirect_uris: redirect_uris.clone(),
+            grant_types: grant_types.clone(),
+            client_name,
         };
         self.inner
             .store
             .create(
                 &self.key_of(&format!("client/{}", digest(&client_id))),
                 Bytes::from(serde_json::to_vec(&record).unwrap_or_default()),
-                Duration::from_secs(30 * 86_400),
+                lifetime,
             )
             .await
             .map_err(|e| Self::store_error(&e))?;
@@ -691,22 +1199,70 @@ impl DevAuthorizationServer {
         Ok(())
     }
 
-    fn check_scope(&self, scope: &str) -> Result<(), OAuthError> {
-        if self.inner.scopes.is_empty() {
-            return Ok(());
+    /// `scope` normalized: each scope once, in the order given; every one known (when scopes
+    /// are configured), else at most 32 of at most 128 bytes.
+    fn normalize_scope(&self, scope: &str) -> Result<String, OAuthError> {
+        let invalid = |why: String| oauth_error(StatusCode::BAD_REQUEST, "invalid_scope", why);
+        let mut kept: Vec<&str> = Vec::new();
+        for item in scope.split(' ').filter(|s| !s.is_empty()) {
+            if self.inner.scopes.is_empty() {
+                let printable = item
+                    .bytes()
+                    .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b));
+                if item.len() > 128 || !printable {
+                    return Err(invalid(
+                        "a scope is at most 128 printable characters".into(),
+                    ));
+                }
+            } else if !self.inner.scopes.iter().any(|k| k == item) {
+                let shown: String = item.chars().take(64).collect();
+                return Err(invalid(format!("unknown scope {shown}")));
+            }
+            if !kept.contains(&item) {
+                kept.push(item);
+            }
+            if kept.len() > 32 {
+                return Err(invalid("at most 32 scopes".into()));
+            }
         }
-        let unknown = ScopeSet::parse(scope)
+        Ok(kept.join(" "))
+    }
+
+    /// The anti-forgery token of an authorization request at time `at`: an HMAC over the
+    /// time and every parameter but the token's own and the decision.
+    fn csrf_token(key: &SigningKey, params: &[(String, String)], at: i64) -> String {
+        let mut fields: Vec<&(String, String)> = params
             .iter()
-            .find(|s| !self.inner.scopes.iter().any(|k| k == s))
-            .map(str::to_owned);
-        match unknown {
-            Some(scope) => Err(oauth_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_scope",
-                format!("unknown scope {scope}"),
-            )),
-            None => Ok(()),
+            .filter(|(k, _)| !matches!(k.as_str(), "csrf" | "csrf_time" | "decision"))
+            .collect();
+        fields.sort();
+        let mut context = ring::hmac::Context::with_key(&key.csrf);
+        context.update(at.to_string().as_bytes());
+        for (k, v) in fields {
+            // Length-prefixed, so no two lists of fields read the same.
+            for part in [k, v] {
+                context.update(&(part.len() as u64).to_be_bytes());
+                context.update(part.as_bytes());
+            }
         }
+        URL_SAFE_NO_PAD.encode(context.sign().as_ref())
+    }
+
+    /// Whether a submitted consent form carries a valid anti-forgery token, at most
+    /// [`CSRF_TTL`] old.
+    fn csrf_valid(key: &SigningKey, params: &[(String, String)]) -> bool {
+        let (Some(token), Some(at)) = (field(params, "csrf"), field(params, "csrf_time")) else {
+            return false;
+        };
+        let Ok(at) = at.parse::<i64>() else {
+            return false;
+        };
+        let age = now().saturating_sub(at);
+        if !(-60..=CSRF_TTL).contains(&age) {
+            return false;
+        }
+        let expected = Self::csrf_token(key, params, at);
+        same_digest(&expected, token)
     }
 
     async fn authorize(
@@ -730,11 +1286,16 @@ impl DevAuthorizationServer {
         else {
             return page_error("client_id and redirect_uri are required");
         };
-        let Some(client) = self.client(client_id).await? else {
-            return page_error("unknown client");
+        let client = match self.client(client_id).await {
+            Ok(Some(client)) => client,
+            Ok(None) => return page_error("unknown client"),
+            Err(refused) => return page_error(&refused.description),
         };
         if !redirect_allowed(&client.redirect_uris, redirect_uri) {
             return page_error("redirect_uri is not registered for this client");
+        }
+        if !client.may_use(AUTHORIZATION_CODE) {
+            return page_error("this client did not register the authorization code grant");
         }
         let state = field(params, "state");
         let fail = |error: &str, description: &str| {
@@ -757,34 +1318,65 @@ impl DevAuthorizationServer {
         if field(params, "code_challenge_method") != Some(pkce::S256) {
             return fail("invalid_request", "code_challenge_method must be S256");
         }
-        let scope = field(params, "scope").unwrap_or_default();
-        if self.check_scope(scope).is_err() {
-            return fail("invalid_scope", "a requested scope is unknown");
+        if !challenge_acceptable(challenge) {
+            return fail(
+                "invalid_request",
+                "code_challenge must be 43-128 characters of the base64url alphabet",
+            );
         }
+        let scope = match self.normalize_scope(field(params, "scope").unwrap_or_default()) {
+            Ok(scope) => scope,
+            Err(refused) => return fail("invalid_scope", &refused.description),
+        };
         let resource = field(params, "resource");
         if let Err(refused) = self.check_resource(resource) {
             return fail("invalid_target", &refused.description);
         }
-        if !self.inner.auto_approve && !submitted {
-            return Ok(self.consent_page(params, client_id, scope));
+        let key = self.signing_key().await?;
+        if submitted {
+            // Only the consent page's own form approves or denies: never a forged POST.
+            if !Self::csrf_valid(key, params) {
+                return Ok(html(
+                    StatusCode::FORBIDDEN,
+                    "<!doctype html><title>Authorization refused</title><p>This consent form \
+                     is not valid (forged, altered or older than 10 minutes). Start the \
+                     authorization again from the application.</p>"
+                        .into(),
+                ));
+            }
+            if field(params, "decision") != Some("approve") {
+                return fail("access_denied", "the user denied the request");
+            }
+        } else if !self.inner.auto_approve {
+            return Ok(self.consent_page(key, params, &client, redirect_uri, &scope));
         }
-        if submitted && field(params, "decision") != Some("approve") {
-            return fail("access_denied", "the user denied the request");
+        let limits = self.inner.limits;
+        // A code lives 60 s and is remembered 60 s more once used: its place, 2 minutes.
+        if self
+            .claim_slot("code", limits.codes, Duration::from_secs(120))
+            .await?
+            .is_none()
+        {
+            return fail(
+                "temporarily_unavailable",
+                &Self::full("authorization codes", "max_codes", limits.codes).description,
+            );
         }
         let code = random(32)?;
         let record = CodeRecord {
-            client_id: client_id.to_owned(),
+            client_id: client.client_id.clone(),
             redirect_uri: redirect_uri.to_owned(),
             challenge: challenge.to_owned(),
-            scope: scope.to_owned(),
+            scope,
             resource: resource.map(str::to_owned),
+            redeemed: None,
         };
         self.inner
             .store
             .create(
                 &self.key_of(&format!("code/{}", digest(&code))),
                 Bytes::from(serde_json::to_vec(&record).unwrap_or_default()),
-                Duration::from_secs(60),
+                CODE_TTL,
             )
             .await
             .map_err(|e| Self::store_error(&e))?;
@@ -797,13 +1389,19 @@ impl DevAuthorizationServer {
 
     fn consent_page(
         &self,
+        key: &SigningKey,
         params: &[(String, String)],
-        client_id: &str,
+        client: &ClientRecord,
+        redirect_uri: &str,
         scope: &str,
     ) -> Response<Bytes> {
+        let at = now();
+        let csrf = Self::csrf_token(key, params, at);
         let hidden: String = params
             .iter()
-            .filter(|(k, _)| k != "decision")
+            .filter(|(k, _)| !matches!(k.as_str(), "decision" | "csrf" | "csrf_time"))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain([("csrf", csrf.as_str()), ("csrf_time", &at.to_string())])
             .map(|(k, v)| {
                 format!(
                     r#"<input type="hidden" name="{}" value="{}">"#,
@@ -812,18 +1410,30 @@ impl DevAuthorizationServer {
                 )
             })
             .collect();
+        let name = client.client_name.as_deref().unwrap_or(&client.client_id);
+        let host = url::Url::parse(redirect_uri)
+            .ok()
+            .and_then(|u| {
+                u.host_str().map(|h| {
+                    u.port()
+                        .map_or_else(|| h.to_owned(), |p| format!("{h}:{p}"))
+                })
+            })
+            .unwrap_or_default();
         html(
             StatusCode::OK,
             format!(
                 r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Authorize</title>
 <meta name="viewport" content="width=device-width"></head><body>
-<h1>Authorize {client}</h1>
+<h1>Authorize {name}</h1>
 <p>Development authorization server: approve as <strong>{subject}</strong> with the scopes <code>{scope}</code>?</p>
+<p>The answer goes back to <strong>{host}</strong>. The name above is what the client calls itself: approve only a request you started.</p>
 <form method="post">{hidden}
 <button name="decision" value="approve" autofocus>Approve</button>
 <button name="decision" value="deny">Deny</button>
 </form></body></html>"#,
-                client = escape(client_id),
+                name = escape(name),
+                host = escape(&host),
                 subject = escape(&self.inner.subject),
                 scope = escape(if scope.is_empty() { "(none)" } else { scope }),
             ),
@@ -874,7 +1484,7 @@ impl DevAuthorizationServer {
         };
         let client = self.client(&client_id).await?.ok_or_else(unauthorized)?;
         match (&client.secret_digest, &secret) {
-            (Some(expected), Some(given)) if *expected == digest(given) => Ok(client),
+            (Some(expected), Some(given)) if same_digest(expected, &digest(given)) => Ok(client),
             (None, None) => Ok(client),
             _ => Err(unauthorized()),
         }
@@ -886,31 +1496,22 @@ impl DevAuthorizationServer {
         params: &[(String, String)],
     ) -> Result<Response<Bytes>, OAuthError> {
         let client = self.authenticate_client(headers, params).await?;
+        let grant_type = field(params, "grant_type").unwrap_or_default();
+        if [AUTHORIZATION_CODE, REFRESH_TOKEN, CLIENT_CREDENTIALS].contains(&grant_type)
+            && !client.may_use(grant_type)
+        {
+            return Err(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "unauthorized_client",
+                format!("this client may not use the {grant_type} grant"),
+            ));
+        }
         let invalid_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
-        match field(params, "grant_type") {
-            Some("authorization_code") => {
+        match grant_type {
+            AUTHORIZATION_CODE => {
                 let code =
                     field(params, "code").ok_or_else(|| invalid_grant("code is required"))?;
-                let key = self.key_of(&format!("code/{}", digest(code)));
-                let record = self
-                    .inner
-                    .store
-                    .get(&key)
-                    .await
-                    .map_err(|e| Self::store_error(&e))?
-                    .ok_or_else(|| invalid_grant("unknown, expired or used code"))?;
-                // Single use: whoever deletes it redeems it.
-                if !self
-                    .inner
-                    .store
-                    .delete(&key)
-                    .await
-                    .map_err(|e| Self::store_error(&e))?
-                {
-                    return Err(invalid_grant("unknown, expired or used code"));
-                }
-                let code: CodeRecord = serde_json::from_slice(&record.value)
-                    .map_err(|_| invalid_grant("unreadable code"))?;
+                let code = self.redeem(code).await?;
                 if code.client_id != client.client_id {
                     return Err(invalid_grant("the code was issued to another client"));
                 }
@@ -932,23 +1533,28 @@ impl DevAuthorizationServer {
                         "resource differs from the authorization request",
                     ));
                 }
-                let family = random(16)?;
-                self.issue(
-                    &client.client_id,
-                    &self.inner.subject,
-                    &code.scope,
-                    code.resource.as_deref(),
-                    Some(&family),
-                )
-                .await
+                let grant = code.redeemed.as_deref().unwrap_or_default();
+                let issue = Issue {
+                    client_id: &client.client_id,
+                    subject: &self.inner.subject,
+                    scope: &code.scope,
+                    resource: code.resource.as_deref(),
+                    grant: Some(grant),
+                };
+                let refresh = if client.may_use(REFRESH_TOKEN) {
+                    Some(self.start_grant(grant, &issue).await?)
+                } else {
+                    None
+                };
+                self.issue(&issue, refresh).await
             }
-            Some("refresh_token") => {
+            REFRESH_TOKEN => {
                 let token = field(params, "refresh_token")
                     .ok_or_else(|| invalid_grant("refresh_token is required"))?;
                 self.refresh(&client, token, field(params, "resource"))
                     .await
             }
-            Some("client_credentials") => {
+            CLIENT_CREDENTIALS => {
                 if client.secret_digest.is_none() {
                     return Err(oauth_error(
                         StatusCode::BAD_REQUEST,
@@ -956,17 +1562,16 @@ impl DevAuthorizationServer {
                         "client_credentials needs a confidential client",
                     ));
                 }
-                let scope = field(params, "scope").unwrap_or_default();
-                self.check_scope(scope)?;
+                let scope = self.normalize_scope(field(params, "scope").unwrap_or_default())?;
                 self.check_resource(field(params, "resource"))?;
-                self.issue(
-                    &client.client_id,
-                    &client.client_id,
-                    scope,
-                    field(params, "resource"),
-                    None,
-                )
-                .await
+                let issue = Issue {
+                    client_id: &client.client_id,
+                    subject: &client.client_id,
+                    scope: &scope,
+                    resource: field(params, "resource"),
+                    grant: None,
+                };
+                self.issue(&issue, None).await
             }
             _ => Err(oauth_error(
                 StatusCode::BAD_REQUEST,
@@ -976,8 +1581,125 @@ impl DevAuthorizationServer {
         }
     }
 
-    /// Rotates a refresh token: the one presented is spent, a new one of the same family is
-    /// issued. A spent one presented again revokes the family (every refresh token of it).
+    /// Spends the code: its record, with the grant it now produces. A code presented again
+    /// revokes that grant (RFC 6749 §4.1.2).
+    async fn redeem(&self, code: &str) -> Result<CodeRecord, OAuthError> {
+        let invalid_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
+        let key = self.key_of(&format!("code/{}", digest(code)));
+        let record = self
+            .inner
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| Self::store_error(&e))?
+            .ok_or_else(|| invalid_grant("unknown, expired or used code"))?;
+        let mut stored: CodeRecord =
+            serde_json::from_slice(&record.value).map_err(|_| invalid_grant("unreadable code"))?;
+        if let Some(grant) = &stored.redeemed {
+            self.revoke(grant).await;
+            return Err(invalid_grant(
+                "the code was already used; the tokens it produced are revoked",
+            ));
+        }
+        let grant = random(16)?;
+        stored.redeemed = Some(grant);
+        // Compare-and-set: of two concurrent uses, one redeems it; the other finds it spent
+        // (and revokes what it produced) on its next read.
+        match self
+            .inner
+            .store
+            .save(
+                &key,
+                Bytes::from(serde_json::to_vec(&stored).unwrap_or_default()),
+                record.version,
+                CODE_TTL,
+            )
+            .await
+        {
+            Ok(_) => Ok(stored),
+            Err(StoreError::VersionConflict { .. }) => {
+                if let Ok(Some(now)) = self.inner.store.get(&key).await
+                    && let Ok(CodeRecord {
+                        redeemed: Some(grant),
+                        ..
+                    }) = serde_json::from_slice(&now.value)
+                {
+                    self.revoke(&grant).await;
+                }
+                Err(invalid_grant(
+                    "the code was already used; the tokens it produced are revoked",
+                ))
+            }
+            Err(StoreError::NotFound) => Err(invalid_grant("unknown, expired or used code")),
+            Err(err) => Err(Self::store_error(&err)),
+        }
+    }
+
+    /// Revokes grant `grant`: its refresh token, and the access tokens this server verifies.
+    async fn revoke(&self, grant: &str) {
+        tracing::warn!("a spent code or refresh token was presented again; its grant is revoked");
+        let ttl = self.inner.refresh_ttl.max(self.inner.access_ttl);
+        let _ = self
+            .inner
+            .store
+            .create(
+                &self.key_of(&format!("revoked/{grant}")),
+                Bytes::from_static(b"revoked"),
+                ttl,
+            )
+            .await;
+        let _ = self
+            .inner
+            .store
+            .delete(&self.key_of(&format!("grant/{grant}")))
+            .await;
+    }
+
+    async fn revoked(&self, grant: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .inner
+            .store
+            .get(&self.key_of(&format!("revoked/{grant}")))
+            .await?
+            .is_some())
+    }
+
+    /// Stores a new grant (one of [`Limits::grants`]): its first refresh token.
+    async fn start_grant(&self, grant: &str, issue: &Issue<'_>) -> Result<String, OAuthError> {
+        let limits = self.inner.limits;
+        let Some(slot) = self
+            .claim_slot("grant", limits.grants, self.inner.refresh_ttl)
+            .await?
+        else {
+            return Err(Self::full(
+                "grants with a refresh token",
+                "max_grants",
+                limits.grants,
+            ));
+        };
+        let secret = random(32)?;
+        let record = GrantRecord {
+            client_id: issue.client_id.to_owned(),
+            scope: issue.scope.to_owned(),
+            resource: issue.resource.map(str::to_owned),
+            subject: issue.subject.to_owned(),
+            current: digest(&secret),
+            slot,
+        };
+        self.inner
+            .store
+            .create(
+                &self.key_of(&format!("grant/{grant}")),
+                Bytes::from(serde_json::to_vec(&record).unwrap_or_default()),
+                self.inner.refresh_ttl,
+            )
+            .await
+            .map_err(|e| Self::store_error(&e))?;
+        Ok(format!("{grant}.{secret}"))
+    }
+
+    /// Rotates a refresh token: the one presented is spent, a new one of the same grant is
+    /// issued. A spent one presented again revokes the grant.
     async fn refresh(
         &self,
         client: &ClientRecord,
@@ -985,7 +1707,17 @@ impl DevAuthorizationServer {
         resource: Option<&str>,
     ) -> Result<Response<Bytes>, OAuthError> {
         let invalid_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
-        let key = self.key_of(&format!("refresh/{}", digest(token)));
+        let Some((grant, secret)) = token.split_once('.') else {
+            return Err(invalid_grant("unknown or expired refresh token"));
+        };
+        if self
+            .revoked(grant)
+            .await
+            .map_err(|e| Self::store_error(&e))?
+        {
+            return Err(invalid_grant("the refresh token's grant was revoked"));
+        }
+        let key = self.key_of(&format!("grant/{grant}"));
         let record = self
             .inner
             .store
@@ -993,52 +1725,21 @@ impl DevAuthorizationServer {
             .await
             .map_err(|e| Self::store_error(&e))?
             .ok_or_else(|| invalid_grant("unknown or expired refresh token"))?;
-        let mut stored: RefreshRecord = serde_json::from_slice(&record.value)
+        let mut stored: GrantRecord = serde_json::from_slice(&record.value)
             .map_err(|_| invalid_grant("unreadable refresh token"))?;
         if stored.client_id != client.client_id {
             return Err(invalid_grant(
                 "the refresh token was issued to another client",
             ));
         }
-        let family_key = self.key_of(&format!("family/{}", stored.family));
-        let revoked = self
-            .inner
-            .store
-            .get(&family_key)
-            .await
-            .map_err(|e| Self::store_error(&e))?
-            .is_some();
-        if revoked {
-            return Err(invalid_grant("the refresh token's family was revoked"));
-        }
-        let spent = stored.used || {
-            stored.used = true;
-            // Compare-and-set: of two concurrent uses, one spends it, the other is a reuse.
-            self.inner
-                .store
-                .save(
-                    &key,
-                    Bytes::from(serde_json::to_vec(&stored).unwrap_or_default()),
-                    record.version,
-                    self.inner.refresh_ttl,
-                )
-                .await
-                .is_err()
+        let reused = || async {
+            self.revoke(grant).await;
+            Err(invalid_grant(
+                "the refresh token was already used; its grant is revoked",
+            ))
         };
-        if spent {
-            tracing::warn!("a spent refresh token was presented again; its family is revoked");
-            let _ = self
-                .inner
-                .store
-                .create(
-                    &family_key,
-                    Bytes::from_static(b"revoked"),
-                    self.inner.refresh_ttl,
-                )
-                .await;
-            return Err(invalid_grant(
-                "the refresh token was already used; its family is revoked",
-            ));
+        if !same_digest(&stored.current, &digest(secret)) {
+            return reused().await;
         }
         if resource.is_some_and(|r| Some(r) != stored.resource.as_deref()) {
             return Err(oauth_error(
@@ -1047,41 +1748,72 @@ impl DevAuthorizationServer {
                 "resource differs from the original grant",
             ));
         }
-        self.issue(
-            &client.client_id,
-            &stored.subject,
-            &stored.scope,
-            stored.resource.as_deref(),
-            Some(&stored.family),
-        )
-        .await
+        let next = random(32)?;
+        stored.current = digest(&next);
+        // Compare-and-set: of two concurrent uses, one rotates it, the other is a reuse.
+        match self
+            .inner
+            .store
+            .save(
+                &key,
+                Bytes::from(serde_json::to_vec(&stored).unwrap_or_default()),
+                record.version,
+                self.inner.refresh_ttl,
+            )
+            .await
+        {
+            Ok(_) => {}
+            Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
+                return reused().await;
+            }
+            Err(err) => return Err(Self::store_error(&err)),
+        }
+        // The grant's place lives as long as the grant.
+        let _ = self
+            .inner
+            .store
+            .touch(
+                &self.key_of(&format!("grant-slot/{}", stored.slot)),
+                self.inner.refresh_ttl,
+            )
+            .await;
+        let issue = Issue {
+            client_id: &client.client_id,
+            subject: &stored.subject,
+            scope: &stored.scope,
+            resource: stored.resource.as_deref(),
+            grant: Some(grant),
+        };
+        self.issue(&issue, Some(format!("{grant}.{next}"))).await
     }
 
-    /// An access token (and a refresh token of `family`, when given).
+    /// The token response: an access token for `issue`, with `refresh_token` when given.
     async fn issue(
         &self,
-        client_id: &str,
-        subject: &str,
-        scope: &str,
-        resource: Option<&str>,
-        family: Option<&str>,
+        issue: &Issue<'_>,
+        refresh_token: Option<String>,
     ) -> Result<Response<Bytes>, OAuthError> {
         let key = self.signing_key().await?;
         let now = now();
         let ttl = i64::try_from(self.inner.access_ttl.as_secs()).unwrap_or(3600);
+        // The access token's claims: the one place they are made.
         let mut claims = json!({
             "iss": self.inner.issuer,
-            "sub": subject,
-            "client_id": client_id,
+            "sub": issue.subject,
+            "client_id": issue.client_id,
             "iat": now,
             "exp": now + ttl,
             "jti": random(16)?,
         });
-        if let Some(resource) = resource {
+        if let Some(resource) = issue.resource {
             claims["aud"] = json!(resource);
         }
-        if !scope.is_empty() {
-            claims["scope"] = json!(scope);
+        if !issue.scope.is_empty() {
+            claims["scope"] = json!(issue.scope);
+        }
+        if let Some(grant) = issue.grant {
+            // The grant it belongs to: revoked with it (checked where this server verifies).
+            claims[GRANT_CLAIM] = json!(grant);
         }
         let mut header = Header::new(Algorithm::ES256);
         header.kid = Some(key.kid.clone());
@@ -1098,37 +1830,28 @@ impl DevAuthorizationServer {
             "token_type": "Bearer",
             "expires_in": ttl,
         });
-        if !scope.is_empty() {
-            answer["scope"] = json!(scope);
+        if !issue.scope.is_empty() {
+            answer["scope"] = json!(issue.scope);
         }
-        if let Some(family) = family {
-            let refresh = random(32)?;
-            let record = RefreshRecord {
-                family: family.to_owned(),
-                client_id: client_id.to_owned(),
-                scope: scope.to_owned(),
-                resource: resource.map(str::to_owned),
-                subject: subject.to_owned(),
-                used: false,
-            };
-            self.inner
-                .store
-                .create(
-                    &self.key_of(&format!("refresh/{}", digest(&refresh))),
-                    Bytes::from(serde_json::to_vec(&record).unwrap_or_default()),
-                    self.inner.refresh_ttl,
-                )
-                .await
-                .map_err(|e| Self::store_error(&e))?;
+        if let Some(refresh) = refresh_token {
             answer["refresh_token"] = json!(refresh);
         }
         Ok(json_response(StatusCode::OK, &answer))
     }
 }
 
+/// How long a code lives (and is remembered once used).
+const CODE_TTL: Duration = Duration::from_secs(60);
+/// How long a consent form stays valid, in seconds.
+const CSRF_TTL: i64 = 600;
+/// The private claim naming an access token's grant.
+const GRANT_CLAIM: &str = "grant";
+
 /// The development authorization server verifies its own tokens in process (with its signing
 /// key, no fetch of its key set): what a server that runs it on its own address, over TLS
-/// with a private certificate say, uses as its [`TokenVerifier`](super::TokenVerifier).
+/// with a private certificate say, uses as its [`TokenVerifier`](super::TokenVerifier). A
+/// token of a revoked grant (its code was used twice, or a spent refresh token came again)
+/// is refused.
 impl super::TokenVerifier for DevAuthorizationServer {
     fn verify<'a>(
         &'a self,
@@ -1142,7 +1865,16 @@ impl super::TokenVerifier for DevAuthorizationServer {
             let keys = JwkSet {
                 keys: vec![key.jwk.clone()],
             };
-            super::JwtVerifier::from_jwks(keys).verify(token).await
+            let claims = super::JwtVerifier::from_jwks(keys).verify(token).await?;
+            if let Some(grant) = claims.extra.get(GRANT_CLAIM).and_then(Value::as_str)
+                && self
+                    .revoked(grant)
+                    .await
+                    .map_err(|e| super::VerifyError::Unavailable(e.to_string()))?
+            {
+                return Err(super::VerifyError::Token(super::TokenError::Inactive));
+            }
+            Ok(claims)
         })
     }
 }

@@ -60,6 +60,7 @@ use mcp_auth::{BearerChallenge, ProtectedResourceMetadata};
 pub use mcp_auth::{Claims, Principal, ScopeSet, TokenError, TokenRules};
 use sha2::{Digest, Sha256};
 
+mod cimd;
 pub mod dev;
 mod fetch;
 mod introspection;

@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...] [--log-format text|json] [--metrics HOST:PORT]
+//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -17,7 +17,15 @@
 //! development authorization server on the same address (issuer `http://HOST:PORT`): every
 //! request needs `mcp:read`, `deploy` needs `mcp:deploy` too, so step-up can be tried by hand.
 //! Its consent page approves for `demo-user`; `--auth-auto-approve` skips it (for tests).
-//! `--auth-client` registers a client ahead of time (repeatable).
+//! `--auth-client ID=REDIRECT` registers a public client ahead of time (repeatable);
+//! `--auth-client-file FILE` registers the clients of FILE, one `ID[:SECRET]=REDIRECT` a line
+//! (`#` starts a comment): a client with a secret is confidential and may use
+//! `client_credentials`. Secrets are read from the file only, never from the command line,
+//! where other local users can read them. Unsafe development flags:
+//! `--auth-allow-private-addresses` lets client ID metadata documents be fetched from
+//! loopback and private addresses (a local test of one), and `--auth-allow-remote` serves
+//! `--auth` on an address that is not loopback (anyone who reaches it can approve requests
+//! as `demo-user`: without the flag the demo refuses to start).
 //!
 //! `--metrics HOST:PORT` (built with the `metrics` feature) serves Prometheus metrics at
 //! `http://HOST:PORT/metrics` and prints that URL as the second line. `RUST_LOG` sets what is
@@ -43,6 +51,10 @@ struct Options {
     auth: bool,
     auto_approve: bool,
     clients: Vec<DevClient>,
+    /// `--auth-allow-private-addresses` (unsafe).
+    allow_private_addresses: bool,
+    /// `--auth-allow-remote` (unsafe).
+    allow_remote: bool,
     tls_cert: Option<String>,
     tls_key: Option<String>,
     log_format: LogFormat,
@@ -52,20 +64,39 @@ struct Options {
 
 include!("demo/logging.rs");
 
-/// `ID[:SECRET]=REDIRECT`.
-fn client(spec: &str) -> Result<DevClient, String> {
+/// `ID[:SECRET]=REDIRECT` (a secret only when `secret_allowed`: read from a file).
+fn client(spec: &str, secret_allowed: bool) -> Result<DevClient, String> {
     let (credentials, redirect) = spec
         .split_once('=')
-        .ok_or("--auth-client needs ID[:SECRET]=REDIRECT")?;
+        .ok_or("a client is ID[:SECRET]=REDIRECT")?;
     let (id, secret) = match credentials.split_once(':') {
+        Some(_) if !secret_allowed => {
+            return Err("--auth-client takes no secret: the command line is readable by other                         local users. Put ID:SECRET=REDIRECT in a file (mode 0600) and pass                         --auth-client-file FILE"
+                .into());
+        }
         Some((id, secret)) => (id, Some(secret.to_owned())),
         None => (credentials, None),
     };
+    if id.is_empty() || secret.as_deref() == Some("") {
+        return Err("a client is ID[:SECRET]=REDIRECT with a non-empty ID (and SECRET)".into());
+    }
     Ok(DevClient {
         client_id: id.to_owned(),
         client_secret: secret,
         redirect_uris: vec![redirect.to_owned()],
     })
+}
+
+/// The clients of `--auth-client-file`: one `ID[:SECRET]=REDIRECT` a line.
+fn client_file(path: &str) -> Result<Vec<DevClient>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--auth-client-file {path}: {e}"))?;
+    text.lines()
+        .map(str::trim)
+        .enumerate()
+        .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+        .map(|(n, line)| client(line, true).map_err(|e| format!("{path}:{}: {e}", n + 1)))
+        .collect()
 }
 
 /// The resource server and development authorization server of `--auth`, at `base`.
@@ -79,7 +110,8 @@ fn protection(
         .store(store)
         .scopes(scopes)
         .resources([format!("{base}/mcp"), format!("{base}/sse")])
-        .auto_approve(options.auto_approve);
+        .auto_approve(options.auto_approve)
+        .allow_private_addresses(options.allow_private_addresses);
     for client in &options.clients {
         dev = dev.client(client.clone());
     }
@@ -105,6 +137,8 @@ fn options() -> Result<Options, String> {
         auth: false,
         auto_approve: false,
         clients: Vec::new(),
+        allow_private_addresses: false,
+        allow_remote: false,
         tls_cert: None,
         tls_key: None,
         log_format: LogFormat::Text,
@@ -134,13 +168,17 @@ fn options() -> Result<Options, String> {
                     LogFormat::parse(&args.next().ok_or("--log-format needs text or json")?)?;
             }
             "--auth-client" => options.clients.push(client(
-                &args
-                    .next()
-                    .ok_or("--auth-client needs ID[:SECRET]=REDIRECT")?,
+                &args.next().ok_or("--auth-client needs ID=REDIRECT")?,
+                false,
             )?),
+            "--auth-client-file" => options.clients.extend(client_file(
+                &args.next().ok_or("--auth-client-file needs a FILE")?,
+            )?),
+            "--auth-allow-private-addresses" => options.allow_private_addresses = true,
+            "--auth-allow-remote" => options.allow_remote = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID[:SECRET]=REDIRECT]...] [--log-format text|json] [--metrics HOST:PORT]"
+                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT]"
                 );
                 std::process::exit(0);
             }
@@ -258,6 +296,13 @@ async fn run(options: Options) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    if options.auth && !bound.ip().is_loopback() && !options.allow_remote {
+        return Err(format!(
+            "--auth on {bound}, which is not a loopback address: the development authorization \
+             server authenticates no user, so anyone who reaches it could approve requests. \
+             Listen on 127.0.0.1, or pass --auth-allow-remote (unsafe) to do it anyway"
+        ));
+    }
     let tls = match (&options.tls_cert, &options.tls_key) {
         (Some(cert), Some(key)) => Some(Tls::from_pem_files(cert, key).map_err(|e| e.to_string())?),
         (None, None) => None,

@@ -137,6 +137,11 @@ impl fmt::Debug for HttpEndpoint {
     }
 }
 
+/// The address a request came from, set by our serve loops (not by a server that mounts the
+/// endpoint): per-source limits use it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PeerAddr(pub(crate) std::net::SocketAddr);
+
 pub(crate) struct Shared {
     pub(crate) server: Server,
     pub(crate) config: HttpConfig,
@@ -412,8 +417,9 @@ impl HttpEndpoint {
             } else {
                 Bytes::new()
             };
+            let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0.ip());
             if let Some(response) = dev
-                .handle(&parts.method, &parts.uri, &parts.headers, bytes)
+                .handle_from(peer, &parts.method, &parts.uri, &parts.headers, bytes)
                 .await
             {
                 return response.map(|body| HttpBody::full(body.to_vec()));

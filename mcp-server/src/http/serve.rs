@@ -268,7 +268,9 @@ async fn serve_on(
         let state = Arc::new(ConnState::new());
         let service_endpoint = endpoint.clone();
         let service_state = state.clone();
-        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            // The peer, for per-source limits (the development authorization server's).
+            request.extensions_mut().insert(super::PeerAddr(peer));
             let flight = Flight::start(&service_state, request.version());
             let endpoint = service_endpoint.clone();
             async move {
