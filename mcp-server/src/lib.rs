@@ -8,7 +8,7 @@
 //! it messages through the socket-free entry point [`Server::handle`]. Every transport enters
 //! there (the HTTP endpoint with an [`Input::Decoded`] body, read with the request's headers
 //! after its session checks), so a message gets the same answer on every transport
-//! (`tests/tests/same_bytes.rs` compares the bytes).
+//! (`tests/tests/it/same_bytes.rs` compares the bytes).
 //!
 //! ```no_run
 //! use mcp_server::{Json, Server, Tool};

@@ -1,0 +1,15 @@
+//! The integration tests of `mcp-client`, in one binary: one module per topic, and the shared
+//! support modules compiled once. A new test file `NAME.rs` in this folder needs `mod NAME;`
+//! below.
+
+mod support;
+
+mod flood;
+mod http;
+mod https;
+mod misbehaving;
+mod oauth;
+mod our_http;
+mod rules;
+mod stdio;
+mod tasks;
