@@ -170,6 +170,8 @@
 //! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Used by the demo binaries only (feature `demo-logging`), which share the package's dependencies.
 #[cfg(feature = "demo-logging")]

@@ -20,6 +20,29 @@ pub mod webdriver;
 /// The longest one `mcp` run may take before the test kills it and fails.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
 
+/// The cargo build that gives the tests the workspace's binaries: the packages, features and
+/// targets of `cargo xtask ci`'s test build (`cargo nextest run --workspace --all-features`), so
+/// that under it nothing is rebuilt.
+const WORKSPACE_BUILD: &[&str] = &[
+    "build",
+    "--workspace",
+    "--all-features",
+    "--bins",
+    "--tests",
+    "--message-format=json",
+];
+
+/// Whether a cargo JSON message is the artifact of the binary `bin` (not its unit-test build,
+/// which has the same target name).
+fn is_binary(message: &Value, bin: &str) -> bool {
+    message["reason"] == "compiler-artifact"
+        && message["target"]["name"] == bin
+        && message["target"]["kind"]
+            .as_array()
+            .is_some_and(|kinds| kinds.iter().any(|k| k == "bin"))
+        && message["profile"]["test"] == false
+}
+
 /// Builds `bin` of mcp-server with every feature (once per test binary) and returns its path, read from cargo's
 /// `compiler-artifact` messages.
 pub fn server_bin(bin: &str) -> PathBuf {
@@ -31,17 +54,11 @@ pub fn server_bin(bin: &str) -> PathBuf {
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
-        .args([
-            "build",
-            "-p",
-            "mcp-server",
-            "--bin",
-            bin,
-            // The features `cargo xtask ci` tests with: the binary it builds for mcp-server's
-            // own tests is then the same file, not rebuilt here without some of them.
-            "--all-features",
-            "--message-format=json",
-        ])
+        // The packages, features and targets of the workspace's test build (`cargo xtask ci`):
+        // after it this only checks that the binaries are fresh. `-p everymcp-server --bin NAME`
+        // alone resolves other features and rebuilt the workspace and tokio, hyper, ... for
+        // minutes inside the first test that asked.
+        .args(WORKSPACE_BUILD)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stderr(Stdio::inherit())
         .output()
@@ -50,7 +67,7 @@ pub fn server_bin(bin: &str) -> PathBuf {
     let path = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == bin)
+        .filter(|m| is_binary(m, bin))
         .find_map(|m| m["executable"].as_str().map(PathBuf::from))
         .unwrap_or_else(|| panic!("cargo named no executable for {bin}"));
     built.insert(bin.to_owned(), path.clone());
@@ -336,14 +353,7 @@ impl Target {
     pub fn start() -> Self {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let output = Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "mcp-conformance-peers",
-                "--bin",
-                "conformance-target",
-                "--message-format=json",
-            ])
+            .args(WORKSPACE_BUILD)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stderr(Stdio::inherit())
             .output()
@@ -355,7 +365,7 @@ impl Target {
         let binary = String::from_utf8_lossy(&output.stdout)
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|m| m["target"]["name"] == "conformance-target")
+            .filter(|m| is_binary(m, "conformance-target"))
             .find_map(|m| m["executable"].as_str().map(PathBuf::from))
             .expect("cargo names the conformance-target binary");
         let mut child = Command::new(binary)
