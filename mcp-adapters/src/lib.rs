@@ -49,6 +49,8 @@
 //! No runtime or I/O crate. The crate has no feature flags.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod adapter;
 mod ask;

@@ -36,6 +36,8 @@
 //! ```
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 pub mod challenge;
 pub mod metadata;
 pub mod pkce;

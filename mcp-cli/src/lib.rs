@@ -49,6 +49,8 @@
 //! the codes in [`exit`].
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod args;
 mod ask;
 mod auth;

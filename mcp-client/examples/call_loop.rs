@@ -1,7 +1,7 @@
 //! Calls one tool in a loop: the client's per-call path, for profiling.
 //!
 //! ```text
-//! cargo run --release -p mcp-client --example call_loop -- URL [REVISION] [CALLS]
+//! cargo run --release -p everymcp-client --example call_loop -- URL [REVISION] [CALLS]
 //! ```
 //!
 //! Connects to the Streamable HTTP endpoint `URL` pinned to `REVISION` (default 2026-07-28),

@@ -1,7 +1,7 @@
 //! Lists the tools of a protected MCP server, logging in with OAuth when it asks.
 //!
 //! ```text
-//! cargo run -p mcp-client --example oauth_login -- https://mcp.example.com/mcp [tokens.json]
+//! cargo run -p everymcp-client --example oauth_login -- https://mcp.example.com/mcp [tokens.json]
 //! ```
 //!
 //! The authorization URL is printed; open it in a browser, authorize, and paste back the

@@ -99,6 +99,8 @@
 //! `mcp-server` or `mcp-hub`.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod ask;
 mod asking;
 mod builder;

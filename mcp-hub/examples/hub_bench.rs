@@ -1,7 +1,7 @@
 //! Publish-to-delivery latency and throughput of each hub backend, as a markdown table.
 //!
 //! ```text
-//! cargo run -p mcp-hub --example hub_bench --release [--features redis] [-- --quick]
+//! cargo run -p everymcp-hub --example hub_bench --release [--features redis] [-- --quick]
 //! ```
 //!
 //! Rows: the memory backend always; the Redis backend when built with `--features redis` and

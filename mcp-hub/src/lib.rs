@@ -74,6 +74,8 @@
 //! - `sqlite` (off by default): the SQLite backend (rusqlite, SQLite compiled in).
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod config;
 mod cursor;
 mod error;

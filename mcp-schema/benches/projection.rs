@@ -1,7 +1,7 @@
 //! Cost per tool of projection, header extraction and validation, and the per-request cost of a
 //! cached projection (a read lock, a hash and an `Arc` clone).
 //!
-//! Run with `cargo bench -p mcp-schema --bench projection`.
+//! Run with `cargo bench -p everymcp-schema --bench projection`.
 
 use std::hint::black_box;
 

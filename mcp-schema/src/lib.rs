@@ -29,6 +29,8 @@
 //! The crate has no feature flags.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod asking;
 pub mod cache;

@@ -1,6 +1,6 @@
 //! Mounting the MCP endpoint in an axum application, next to the application's own routes.
 //!
-//! Run it with `cargo run -p mcp-server --example axum` (`-- --addr HOST:PORT` to listen
+//! Run it with `cargo run -p everymcp-server --example axum` (`-- --addr HOST:PORT` to listen
 //! elsewhere), then point an MCP client at
 //! `http://127.0.0.1:3000/mcp` (Streamable HTTP) or `http://127.0.0.1:3000/sse` (HTTP+SSE).
 //!

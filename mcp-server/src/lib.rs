@@ -8,7 +8,7 @@
 //! it messages through the socket-free entry point [`Server::handle`]. Every transport enters
 //! there (the HTTP endpoint with an [`Input::Decoded`] body, read with the request's headers
 //! after its session checks), so a message gets the same answer on every transport
-//! (`tests/tests/same_bytes.rs` compares the bytes).
+//! (`tests/tests/it/same_bytes.rs` compares the bytes).
 //!
 //! ```no_run
 //! use mcp_server::{Json, Server, Tool};
@@ -170,6 +170,8 @@
 //! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Used by the demo binaries only (feature `demo-logging`), which share the package's dependencies.
 #[cfg(feature = "demo-logging")]

@@ -17,6 +17,8 @@
 //! - [`ndjson`]: newline-delimited JSON framing for stdio.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 pub mod header;
 pub mod jsonrpc;
 pub mod model;

@@ -1,7 +1,7 @@
 //! The cross-pairing suite: our client against our server, per transport, hub backend,
 //! revision and feature.
 //!
-//! Every check is written once, as a function of a [`Case`]; `tests/pairing.rs` instantiates it
+//! Every check is written once, as a function of a [`Case`]; `tests/it/pairing.rs` instantiates it
 //! for every axis with a macro, so a new revision or backend adds a whole row. Every message on
 //! the wire, both ways, is validated against the negotiated revision's official `schema.json`.
 //! Known gaps live in `tests/known-gaps.toml` (see [`crate::gaps`]).

@@ -462,36 +462,11 @@ fn ensure_two_cores() -> Result<()> {
 }
 
 /// Builds the harness, our client's rows (feature `client`) and our stdio server
-/// (`mcp-stdio-demo`), in release mode, in one cargo invocation so they share one build of
-/// their dependencies (built apart, `mcp-server` alone would resolve other features and
-/// compile tokio, hyper and the rest a second time). `--quick` builds the same set as the full
-/// run, so either finds the other's build warm.
+/// (`mcp-stdio-demo`), in release mode: the one release build `bench` shares with `soak`
+/// (`crate::build::release`, the union of their packages and features), so either finds the
+/// other's build warm and `.ci/run` builds it once.
 fn cargo_build_bench() -> Result<()> {
-    crate::cargo(
-        &[
-            "build",
-            "--release",
-            "-p",
-            "mcp-bench",
-            "-p",
-            "mcp-server",
-            "--features",
-            "mcp-bench/client",
-            "--bin",
-            "mcp-load",
-            "--bin",
-            "mcp-floor",
-            "--bin",
-            "mcp-bench-server",
-            "--bin",
-            "mcp-bench-client",
-            "--bin",
-            "mcp-stdio-demo",
-            "--bin",
-            "mcp-session-scale",
-        ],
-        &[],
-    )
+    crate::build::release()
 }
 
 fn cache_dir(root: &Path) -> PathBuf {

@@ -229,42 +229,12 @@ impl Peers {
     }
 }
 
+/// The conformance peers, from the shared debug build (`crate::build::debug_binary`).
 pub(crate) fn build_peers() -> Result<Peers> {
-    let output = Command::new(crate::cargo_bin())
-        .args([
-            "build",
-            "-p",
-            "mcp-conformance-peers",
-            "--bins",
-            "--message-format=json-render-diagnostics",
-        ])
-        .stderr(Stdio::inherit())
-        .output()
-        .context("running cargo build")?;
-    if !output.status.success() {
-        bail!("building mcp-conformance-peers failed ({})", output.status);
-    }
-    let mut target = None;
-    let mut client = None;
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        let Some(executable) = message["executable"].as_str() else {
-            continue;
-        };
-        match message["target"]["name"].as_str() {
-            Some("conformance-target") => target = Some(PathBuf::from(executable)),
-            Some("conformance-client") => client = Some(PathBuf::from(executable)),
-            _ => {}
-        }
-    }
-    match (target, client) {
-        (Some(target), Some(client)) => Ok(Peers { target, client }),
-        _ => bail!(
-            "cargo build did not report the conformance-target and conformance-client binaries"
-        ),
-    }
+    Ok(Peers {
+        target: crate::build::debug_binary("conformance-target")?,
+        client: crate::build::debug_binary("conformance-client")?,
+    })
 }
 
 /// The running conformance target; killed when dropped.
@@ -480,7 +450,7 @@ impl Suite {
     /// server (a public client pre-registered with the suite's callback).
     fn authorization(&self, dir: &Path) -> Result<Outcome> {
         std::fs::create_dir_all(dir)?;
-        let demo = build_binary("mcp-server", "mcp-demo")?;
+        let demo = build_binary("everymcp-server", "mcp-demo")?;
         let callback_port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
@@ -577,29 +547,9 @@ impl Drop for KillOnDrop<'_> {
     }
 }
 
-/// Builds one binary of a package and returns its path.
-fn build_binary(package: &str, bin: &str) -> Result<PathBuf> {
-    let output = Command::new(crate::cargo_bin())
-        .args([
-            "build",
-            "-p",
-            package,
-            "--bin",
-            bin,
-            "--message-format=json-render-diagnostics",
-        ])
-        .stderr(Stdio::inherit())
-        .output()
-        .context("running cargo build")?;
-    if !output.status.success() {
-        bail!("building {bin} failed ({})", output.status);
-    }
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|m| m["target"]["name"] == bin)
-        .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-        .with_context(|| format!("cargo build did not report {bin}"))
+/// The binary `bin` of `package`, from the shared debug build (`crate::build::debug_binary`).
+fn build_binary(_package: &str, bin: &str) -> Result<PathBuf> {
+    crate::build::debug_binary(bin)
 }
 
 /// A GET of an `http://` loopback URL: the `Location` of a redirect, if any.

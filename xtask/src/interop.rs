@@ -335,7 +335,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         "rmcp 3.11.0 server (Tasks fixtures)",
     )?);
     // `mcp console` against peers, through the API its page uses.
-    let mcp = build_binary("mcp-cli", "mcp")?;
+    let mcp = build_binary("everymcp-cli", "mcp")?;
     cells.extend(console_cells(
         &mcp,
         &rmcp_url,
@@ -367,7 +367,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     }
     cells.extend(oauth_cells(&node, &python, &prefix)?);
 
-    let mcp = build_binary("mcp-cli", "mcp")?;
+    let mcp = build_binary("everymcp-cli", "mcp")?;
     let mut protected = vec![(
         node.as_path(),
         "ts-v1-oauth-server.mjs",
@@ -528,7 +528,7 @@ fn client_cell<const N: usize>(
 /// `mcp-demo --auth --auth-auto-approve` with its SDK's own OAuth client, over Streamable HTTP.
 /// `python` is empty when the Python SDK peer is skipped.
 fn oauth_cells(node: &Path, python: &Path, prefix: &Path) -> Result<Vec<Cell>> {
-    let demo = AuthDemo::start(&build_binary("mcp-server", "mcp-demo")?)?;
+    let demo = AuthDemo::start(&build_binary("everymcp-server", "mcp-demo")?)?;
     let url = demo.url.as_str();
     let mut cells = Vec::new();
     let mut push = |cell: Cell| {
@@ -1032,7 +1032,7 @@ fn notes(cells: &[Cell]) -> String {
              the console's token): `connect` (negotiating, then pinned), `list` of the tools, \
              `call` of the peer's tools (on the rmcp server `slow_compute` runs as a task the \
              console follows), `disconnect`. The page itself is driven in a real Chromium by \
-             `mcp-cli/tests/browser.rs` against our demo and the conformance target.\n",
+             `mcp-cli/tests/it/browser.rs` against our demo and the conformance target.\n",
         );
     }
     if cells.iter().any(|c| c.direction == TASKS_DIRECTION) {
@@ -1313,29 +1313,9 @@ fn build_checker() -> Result<PathBuf> {
     build_binary("mcp-tests", "mcp-conformance")
 }
 
-/// Builds the binary `bin` of `package`; returns it.
-fn build_binary(package: &str, bin: &str) -> Result<PathBuf> {
-    let output = Command::new(crate::cargo_bin())
-        .args([
-            "build",
-            "-p",
-            package,
-            "--bin",
-            bin,
-            "--message-format=json-render-diagnostics",
-        ])
-        .stderr(Stdio::inherit())
-        .output()
-        .context("running cargo build")?;
-    if !output.status.success() {
-        bail!("building {bin} failed ({})", output.status);
-    }
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|m| m["target"]["name"] == bin && m["executable"].is_string())
-        .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-        .with_context(|| format!("cargo build did not report the {bin} binary"))
+/// The binary `bin` of `package`, from the shared debug build (`crate::build::debug_binary`).
+fn build_binary(_package: &str, bin: &str) -> Result<PathBuf> {
+    crate::build::debug_binary(bin)
 }
 
 /// What is known about a difference `mcp-conformance` reports against aiohttp-tiny-mcp: a

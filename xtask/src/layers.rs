@@ -48,49 +48,59 @@ const RUNTIME_AND_NETWORK: &[&str] = &[
 
 const MATRIX: &[Layer] = &[
     Layer {
-        name: "mcp-wire",
+        name: "everymcp-wire",
         allowed_internal: &[],
         forbidden_external: RUNTIME_AND_IO,
     },
     Layer {
-        name: "mcp-schema",
-        allowed_internal: &["mcp-wire"],
+        name: "everymcp-schema",
+        allowed_internal: &["everymcp-wire"],
         forbidden_external: RUNTIME_AND_IO,
     },
     Layer {
-        name: "mcp-adapters",
-        allowed_internal: &["mcp-wire", "mcp-schema"],
+        name: "everymcp-adapters",
+        allowed_internal: &["everymcp-wire", "everymcp-schema"],
         forbidden_external: RUNTIME_AND_NETWORK,
     },
     Layer {
-        name: "mcp-hub",
+        name: "everymcp-hub",
         allowed_internal: &[],
         forbidden_external: &[],
     },
     Layer {
-        name: "mcp-auth",
+        name: "everymcp-auth",
         allowed_internal: &[],
         forbidden_external: RUNTIME_AND_IO,
     },
     Layer {
-        name: "mcp-server",
+        name: "everymcp-server",
         allowed_internal: &[
-            "mcp-wire",
-            "mcp-schema",
-            "mcp-adapters",
-            "mcp-hub",
-            "mcp-auth",
+            "everymcp-wire",
+            "everymcp-schema",
+            "everymcp-adapters",
+            "everymcp-hub",
+            "everymcp-auth",
         ],
         forbidden_external: &[],
     },
     Layer {
-        name: "mcp-client",
-        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters", "mcp-auth"],
+        name: "everymcp-client",
+        allowed_internal: &[
+            "everymcp-wire",
+            "everymcp-schema",
+            "everymcp-adapters",
+            "everymcp-auth",
+        ],
         forbidden_external: &[],
     },
     Layer {
-        name: "mcp-cli",
-        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters", "mcp-client"],
+        name: "everymcp-cli",
+        allowed_internal: &[
+            "everymcp-wire",
+            "everymcp-schema",
+            "everymcp-adapters",
+            "everymcp-client",
+        ],
         forbidden_external: &[],
     },
     Layer {
@@ -101,29 +111,34 @@ const MATRIX: &[Layer] = &[
     Layer {
         name: "mcp-tests",
         allowed_internal: &[
-            "mcp-wire",
-            "mcp-schema",
-            "mcp-adapters",
-            "mcp-hub",
-            "mcp-server",
-            "mcp-client",
+            "everymcp-wire",
+            "everymcp-schema",
+            "everymcp-adapters",
+            "everymcp-hub",
+            "everymcp-server",
+            "everymcp-client",
         ],
         forbidden_external: &[],
     },
     Layer {
         name: "mcp-fuzz-harness",
-        allowed_internal: &["mcp-wire", "mcp-schema", "mcp-adapters", "mcp-client"],
+        allowed_internal: &[
+            "everymcp-wire",
+            "everymcp-schema",
+            "everymcp-adapters",
+            "everymcp-client",
+        ],
         forbidden_external: &[],
     },
     Layer {
         name: "mcp-conformance-peers",
         allowed_internal: &[
-            "mcp-wire",
-            "mcp-schema",
-            "mcp-adapters",
-            "mcp-hub",
-            "mcp-server",
-            "mcp-client",
+            "everymcp-wire",
+            "everymcp-schema",
+            "everymcp-adapters",
+            "everymcp-hub",
+            "everymcp-server",
+            "everymcp-client",
         ],
         forbidden_external: &[],
     },
@@ -131,18 +146,18 @@ const MATRIX: &[Layer] = &[
     // and the client, as an application would.
     Layer {
         name: "mcp-examples",
-        allowed_internal: &["mcp-hub", "mcp-server", "mcp-client"],
+        allowed_internal: &["everymcp-hub", "everymcp-server", "everymcp-client"],
         forbidden_external: &[],
     },
     Layer {
         name: "mcp-bench",
         allowed_internal: &[
-            "mcp-wire",
-            "mcp-schema",
-            "mcp-adapters",
-            "mcp-hub",
-            "mcp-server",
-            "mcp-client",
+            "everymcp-wire",
+            "everymcp-schema",
+            "everymcp-adapters",
+            "everymcp-hub",
+            "everymcp-server",
+            "everymcp-client",
         ],
         forbidden_external: &[],
     },
@@ -239,29 +254,39 @@ mod tests {
 
     fn valid_workspace() -> Vec<Value> {
         vec![
-            package("mcp-wire", &[("serde", None), ("proptest", Some("dev"))]),
-            package("mcp-schema", &[("mcp-wire", None), ("jsonschema", None)]),
             package(
-                "mcp-adapters",
-                &[("mcp-wire", None), ("mcp-schema", None), ("http", None)],
+                "everymcp-wire",
+                &[("serde", None), ("proptest", Some("dev"))],
             ),
-            package("mcp-hub", &[("tokio", None), ("redis", None)]),
             package(
-                "mcp-server",
+                "everymcp-schema",
+                &[("everymcp-wire", None), ("jsonschema", None)],
+            ),
+            package(
+                "everymcp-adapters",
                 &[
-                    ("mcp-wire", None),
-                    ("mcp-schema", None),
-                    ("mcp-adapters", None),
-                    ("mcp-hub", None),
+                    ("everymcp-wire", None),
+                    ("everymcp-schema", None),
+                    ("http", None),
+                ],
+            ),
+            package("everymcp-hub", &[("tokio", None), ("redis", None)]),
+            package(
+                "everymcp-server",
+                &[
+                    ("everymcp-wire", None),
+                    ("everymcp-schema", None),
+                    ("everymcp-adapters", None),
+                    ("everymcp-hub", None),
                     ("tokio", None),
                 ],
             ),
             package(
-                "mcp-client",
+                "everymcp-client",
                 &[
-                    ("mcp-wire", None),
-                    ("mcp-adapters", None),
-                    ("mcp-server", Some("dev")),
+                    ("everymcp-wire", None),
+                    ("everymcp-adapters", None),
+                    ("everymcp-server", Some("dev")),
                 ],
             ),
         ]
@@ -287,59 +312,62 @@ mod tests {
     fn violating_samples_fail() {
         let cases = [
             (
-                package("mcp-client", &[("mcp-server", None)]),
+                package("everymcp-client", &[("everymcp-server", None)]),
                 Violation::Internal {
-                    from: "mcp-client".into(),
-                    to: "mcp-server".into(),
+                    from: "everymcp-client".into(),
+                    to: "everymcp-server".into(),
                 },
             ),
             (
-                package("mcp-client", &[("mcp-hub", None)]),
+                package("everymcp-client", &[("everymcp-hub", None)]),
                 Violation::Internal {
-                    from: "mcp-client".into(),
-                    to: "mcp-hub".into(),
+                    from: "everymcp-client".into(),
+                    to: "everymcp-hub".into(),
                 },
             ),
             (
-                package("mcp-wire", &[("tokio", None)]),
+                package("everymcp-wire", &[("tokio", None)]),
                 Violation::External {
-                    from: "mcp-wire".into(),
+                    from: "everymcp-wire".into(),
                     to: "tokio".into(),
                 },
             ),
             (
-                package("mcp-wire", &[("http", None)]),
+                package("everymcp-wire", &[("http", None)]),
                 Violation::External {
-                    from: "mcp-wire".into(),
+                    from: "everymcp-wire".into(),
                     to: "http".into(),
                 },
             ),
             (
-                package("mcp-schema", &[("mcp-adapters", None)]),
+                package("everymcp-schema", &[("everymcp-adapters", None)]),
                 Violation::Internal {
-                    from: "mcp-schema".into(),
-                    to: "mcp-adapters".into(),
+                    from: "everymcp-schema".into(),
+                    to: "everymcp-adapters".into(),
                 },
             ),
             (
-                package("mcp-adapters", &[("hyper", None)]),
+                package("everymcp-adapters", &[("hyper", None)]),
                 Violation::External {
-                    from: "mcp-adapters".into(),
+                    from: "everymcp-adapters".into(),
                     to: "hyper".into(),
                 },
             ),
             (
-                package("mcp-hub", &[("mcp-wire", None)]),
+                package("everymcp-hub", &[("everymcp-wire", None)]),
                 Violation::Internal {
-                    from: "mcp-hub".into(),
-                    to: "mcp-wire".into(),
+                    from: "everymcp-hub".into(),
+                    to: "everymcp-wire".into(),
                 },
             ),
             (
-                package("mcp-cli", &[("mcp-client", None), ("mcp-server", None)]),
+                package(
+                    "everymcp-cli",
+                    &[("everymcp-client", None), ("everymcp-server", None)],
+                ),
                 Violation::Internal {
-                    from: "mcp-cli".into(),
-                    to: "mcp-server".into(),
+                    from: "everymcp-cli".into(),
+                    to: "everymcp-server".into(),
                 },
             ),
             (

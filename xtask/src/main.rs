@@ -1,8 +1,15 @@
 //! Project automation for the MCP workspace, run as `cargo xtask <task>`.
 //!
 //! Tasks:
-//! - `ci`: everything CI checks, in order: formatting, clippy with `-D warnings` on all targets
-//!   and features, rustdoc with `-D warnings`, the tests, and `check-layers`.
+//! - `ci [--timings]`: everything CI checks, in order: formatting, clippy with `-D warnings` on
+//!   all targets and features, rustdoc with `-D warnings`, `check-layers`, the tests (with
+//!   cargo-nextest's `ci` profile when `cargo nextest` is installed, else `cargo test`) and the
+//!   doctests; it prints the time of each step at the end, failed or not. `--timings` also asks
+//!   cargo for its HTML build timings of the test build (`target/cargo-timings/`).
+//! - `build-release`: the one release build `bench` and `soak` share (see `build.rs`).
+//! - `release-check`: the release checklist: every published crate packages and builds from its
+//!   tarball, has its metadata and licence files, cargo-deny accepts the licences, versions and
+//!   sources, and the MSRV is the toolchain in use (see `release.rs`).
 //! - `check-layers`: fails when a workspace crate's normal dependencies break the layering matrix
 //!   of `ARCHITECTURE.md`.
 //! - `conformance`: the official MCP conformance suite against our server and client (see
@@ -15,13 +22,16 @@
 //!   (see `fuzz.rs`).
 
 mod bench;
+mod build;
 mod conformance;
 mod fuzz;
 mod interop;
 mod layers;
 mod modules;
+mod release;
 mod schemas;
 mod soak;
+mod steps;
 
 use std::process::{Command, ExitCode};
 
@@ -41,7 +51,9 @@ fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let task = args.first().map(String::as_str).unwrap_or("help");
     match task {
-        "ci" => ci(),
+        "ci" => ci(&args[1..]),
+        "build-release" => build::release(),
+        "release-check" => release::run(&workspace_root()),
         "check-layers" => check_layers(),
         "bench" => bench::run(&args[1..]),
         "conformance" => conformance::run(&workspace_root()),
@@ -51,7 +63,7 @@ fn run() -> Result<()> {
         "schemas" => schemas::run(&workspace_root(), &args[1..]),
         "help" | "--help" | "-h" => {
             println!(
-                "usage: cargo xtask <ci | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME] | schemas [--from DIR] [--to DIR] [--check]>"
+                "usage: cargo xtask <ci [--timings] | build-release | release-check | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME] | schemas [--from DIR] [--to DIR] [--check]>"
             );
             Ok(())
         }
@@ -59,8 +71,15 @@ fn run() -> Result<()> {
     }
 }
 
-/// Runs every check CI runs, stopping at the first failure.
-fn ci() -> Result<()> {
+/// Runs every check CI runs, stopping at the first failure, and prints the time of each step.
+fn ci(args: &[String]) -> Result<()> {
+    let mut timings = false;
+    for arg in args {
+        match arg.as_str() {
+            "--timings" => timings = true,
+            other => bail!("unknown argument `{other}` for ci; try `cargo xtask help`"),
+        }
+    }
     // The official schemas first: without them every schema check of the tests is skipped,
     // which must not pass unnoticed (with CI=true it is a failure).
     let folder = schemas::folder(&workspace_root());
@@ -80,34 +99,80 @@ fn ci() -> Result<()> {
     if let Some(banner) = &banner {
         eprintln!("{banner}");
     }
-    let result = ci_steps();
+    let mut steps = steps::Steps::default();
+    let result = ci_steps(&mut steps, timings);
+    eprintln!("\n{}", steps.table("xtask ci step"));
     if let Some(banner) = &banner {
         eprintln!("{banner}");
     }
     result
 }
 
-fn ci_steps() -> Result<()> {
-    cargo(&["fmt", "--all", "--check"], &[])?;
-    cargo(
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--all-features",
-            "--",
-            "-D",
-            "warnings",
-        ],
-        &[],
-    )?;
-    cargo(
-        &["doc", "--workspace", "--no-deps", "--all-features"],
-        &[("RUSTDOCFLAGS", "-D warnings")],
-    )?;
-    check_layers()?;
-    cargo(&["test", "--workspace", "--all-features"], &[])?;
+fn ci_steps(steps: &mut steps::Steps, timings: bool) -> Result<()> {
+    steps.run("fmt", || cargo(&["fmt", "--all", "--check"], &[]))?;
+    steps.run("clippy", || {
+        cargo(
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--all-features",
+                "--",
+                "-D",
+                "warnings",
+            ],
+            &[],
+        )
+    })?;
+    steps.run("doc", || {
+        cargo(
+            &["doc", "--workspace", "--no-deps", "--all-features"],
+            &[("RUSTDOCFLAGS", "-D warnings")],
+        )
+    })?;
+    steps.run("check-layers", check_layers)?;
+    let timings_flag: &[&str] = if timings { &["--timings"] } else { &[] };
+    if nextest_installed() {
+        // One process per test (what tests that install a global subscriber or re-execute
+        // their binary expect), no retries, every failure reported: `.config/nextest.toml`.
+        let mut build = vec!["nextest", "run", "--workspace", "--all-features"];
+        build.extend(timings_flag);
+        build.extend(["--no-run"]);
+        steps.run("test build", || cargo(&build, &[]))?;
+        steps.run("test run (nextest)", || {
+            cargo(
+                &[
+                    "nextest",
+                    "run",
+                    "--workspace",
+                    "--all-features",
+                    "--profile",
+                    "ci",
+                ],
+                &[],
+            )
+        })?;
+        // nextest runs no doctests.
+        steps.run("doctests", || {
+            cargo(&["test", "--doc", "--workspace", "--all-features"], &[])
+        })?;
+    } else {
+        eprintln!("xtask: cargo-nextest is not installed; running the tests with cargo test");
+        let mut test = vec!["test", "--workspace", "--all-features"];
+        test.extend(timings_flag);
+        steps.run("test (cargo test)", || cargo(&test, &[]))?;
+    }
     Ok(())
+}
+
+/// Whether `cargo nextest` runs here.
+fn nextest_installed() -> bool {
+    Command::new(cargo_bin())
+        .args(["nextest", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 fn check_layers() -> Result<()> {

@@ -2,8 +2,7 @@
 //! and abuse harness (issue 27).
 //!
 //! 1. Builds `mcp-soak` (package `mcp-bench`), `mcp-demo` and `mcp-stdio-demo` in release mode,
-//!    with the same packages and features as `cargo xtask bench`, so the two share one build of
-//!    their dependencies.
+//!    in the one release build it shares with `cargo xtask bench` (`build::release`).
 //! 2. Runs every attack as its own `mcp-soak --attack NAME` process (pinned to core 1 with
 //!    `taskset` when there are two cores; it pins the servers it starts to core 0). `mcp-soak`
 //!    starts fresh server processes for the attack (and its own `redis-server` on a free
@@ -127,25 +126,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let root = crate::workspace_root();
     let target = target_dir(&root)?;
     let started = Instant::now();
-    crate::cargo(
-        &[
-            "build",
-            "--release",
-            "-p",
-            "mcp-bench",
-            "-p",
-            "mcp-server",
-            "--features",
-            "mcp-bench/client,mcp-server/demo",
-            "--bin",
-            "mcp-soak",
-            "--bin",
-            "mcp-demo",
-            "--bin",
-            "mcp-stdio-demo",
-        ],
-        &[],
-    )?;
+    crate::build::release()?;
     let build = started.elapsed();
     let bin = target.join("release");
     let log_dir = target.join("soak-logs");

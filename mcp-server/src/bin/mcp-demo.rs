@@ -199,7 +199,7 @@ fn print_schema() -> Result<(), String> {
         Ok(())
     }
     #[cfg(not(feature = "postgres"))]
-    Err("built without the `postgres` feature: cargo run -p mcp-server --features demo --bin mcp-demo".into())
+    Err("built without the `postgres` feature: cargo run -p everymcp-server --features demo --bin mcp-demo".into())
 }
 
 /// The hub `--hub` names: `None` for the in-memory one.
@@ -215,7 +215,7 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
                 .map_err(|e| format!("cannot use Redis at {spec}: {e}"))?,
         )));
         #[cfg(not(feature = "redis"))]
-        return Err("built without the `redis` feature: cargo run -p mcp-server --features demo --bin mcp-demo".into());
+        return Err("built without the `redis` feature: cargo run -p everymcp-server --features demo --bin mcp-demo".into());
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
         #[cfg(feature = "postgres")]
@@ -225,7 +225,7 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
                 .map_err(|e| format!("cannot use PostgreSQL at {spec}: {e}"))?,
         )));
         #[cfg(not(feature = "postgres"))]
-        return Err("built without the `postgres` feature: cargo run -p mcp-server --features demo --bin mcp-demo".into());
+        return Err("built without the `postgres` feature: cargo run -p everymcp-server --features demo --bin mcp-demo".into());
     }
     if let Some(path) = spec.strip_prefix("sqlite:") {
         #[cfg(feature = "sqlite")]
@@ -236,7 +236,7 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
         )));
         #[cfg(not(feature = "sqlite"))]
         return Err(format!(
-            "built without the `sqlite` feature ({path}): cargo run -p mcp-server --features demo --bin mcp-demo"
+            "built without the `sqlite` feature ({path}): cargo run -p everymcp-server --features demo --bin mcp-demo"
         ));
     }
     Err(format!(
@@ -289,7 +289,7 @@ async fn run(options: Options) -> Result<(), String> {
         #[cfg(not(feature = "metrics"))]
         return Err(format!(
             "--metrics {addr}: mcp-demo was built without the `metrics` feature \
-             (cargo run -p mcp-server --features metrics --bin mcp-demo)"
+             (cargo run -p everymcp-server --features metrics --bin mcp-demo)"
         ));
     }
     let listener = tokio::net::TcpListener::bind(&options.addr)

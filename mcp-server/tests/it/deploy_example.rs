@@ -1,0 +1,157 @@
+//! The multi-worker example of `docs/deploying.md`: the three workers of
+//! `docs/deploy/compose.yaml`, started as processes with the commands that file gives (on the
+//! Redis at `MCP_REDIS_URL` and free ports instead of the compose network), serve one session
+//! between them: created on the first, used on the second and third, ended on the third, gone
+//! on the first.
+#![cfg(feature = "redis")]
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The `command:` arrays of the worker services of the compose file.
+fn worker_commands() -> Vec<Vec<String>> {
+    let compose = include_str!("../../../docs/deploy/compose.yaml");
+    compose
+        .lines()
+        .map(str::trim)
+        .filter_map(|line| line.strip_prefix("command: "))
+        .filter_map(|array| serde_json::from_str::<Vec<String>>(array).ok())
+        .filter(|command| command.first().map(String::as_str) == Some("mcp-demo"))
+        .collect()
+}
+
+/// A worker started from its compose command, killed when dropped.
+struct Worker {
+    addr: SocketAddr,
+    _child: tokio::process::Child,
+}
+
+impl Worker {
+    async fn start(command: &[String], redis: &str) -> Self {
+        let args: Vec<String> = command[1..]
+            .iter()
+            .map(|arg| match arg.as_str() {
+                "0.0.0.0:8080" => "127.0.0.1:0".to_owned(),
+                "redis://redis:6379" => redis.to_owned(),
+                other => other.to_owned(),
+            })
+            .collect();
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("mcp-demo starts");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .expect("the worker prints its address in time")
+            .unwrap()
+            .expect("a first line");
+        let addr = line
+            .strip_prefix("mcp-demo listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .parse()
+            .unwrap();
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Self {
+            addr,
+            _child: child,
+        }
+    }
+
+    /// One request to `/mcp` (2025-06-18); the status, the session id header and the body.
+    async fn send(
+        &self,
+        method: &str,
+        session: Option<&str>,
+        body: &str,
+    ) -> (u16, Option<String>, String) {
+        let mut request = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+             Connection: close\r\n",
+            self.addr,
+            body.len()
+        );
+        if let Some(session) = session {
+            request.push_str(&format!(
+                "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+            ));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        let mut stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        tokio::time::timeout(WAIT, stream.read_to_string(&mut response))
+            .await
+            .expect("the worker answers in time")
+            .unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or(0);
+        let session = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        });
+        (status, session, body.to_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_of_the_compose_example_share_a_session() {
+    let redis = std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let commands = worker_commands();
+    assert_eq!(
+        commands.len(),
+        3,
+        "three workers in docs/deploy/compose.yaml"
+    );
+    let mut workers = Vec::new();
+    for command in &commands {
+        assert!(command.iter().any(|a| a == "--hub"), "{command:?}");
+        workers.push(Worker::start(command, &redis).await);
+    }
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"deploy-test","version":"1"}}}"#;
+    let (status, session, body) = workers[0].send("POST", None, initialize).await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (status, _, body) = workers[1].send("POST", Some(&session), initialized).await;
+    assert_eq!(status, 202, "{body}");
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":40,"b":2}}}"#;
+    for worker in &workers[1..] {
+        let (status, _, body) = worker.send("POST", Some(&session), call).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("42"), "{body}");
+    }
+    let (status, _, _) = workers[2].send("DELETE", Some(&session), "").await;
+    assert_eq!(status, 204);
+    // The first worker holds a trusted copy of the session it created for at most
+    // `HttpConfig::session_cache` (1 s) after the change is published: within that window
+    // (and a margin) its requests are refused too.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        let (status, _, body) = workers[0].send("POST", Some(&session), call).await;
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the ended session is still served by the first worker after 3 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
