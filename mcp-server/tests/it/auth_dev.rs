@@ -6,7 +6,6 @@
 //! cached), redirect URIs are https or loopback, a reused code revokes what it produced, `kid`
 //! is the RFC 7638 thumbprint, and the demo keeps secrets off its command line.
 
-#[path = "support/raw_http.rs"]
 use crate::raw_http;
 
 use std::sync::Arc;

@@ -9,7 +9,6 @@
 //!   is fetched only from loopback (finding 13);
 //! - a 401 says a fixed sentence, never the parser's detail (finding 14).
 
-#[path = "support/raw_http.rs"]
 use crate::raw_http;
 use crate::support;
 

@@ -3,8 +3,6 @@
 //! below.
 
 #[path = "support/backends.rs"]
-mod auth_dev;
-mod auth_hardening;
 mod backends;
 #[path = "support/raw_http.rs"]
 mod raw_http;
@@ -12,7 +10,9 @@ mod support;
 
 mod ask_http;
 mod ask_workers;
+mod auth_dev;
 mod auth_flow;
+mod auth_hardening;
 mod auth_http;
 mod auth_jwt;
 mod auth_sse;

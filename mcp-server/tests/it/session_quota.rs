@@ -4,9 +4,7 @@
 //! without authorization are not counted, and the count is shared by workers on one hub
 //! (once per backend, see `support/backends.rs`).
 
-#[path = "support/backends.rs"]
 use crate::backends;
-#[path = "support/raw_http.rs"]
 use crate::raw_http;
 use crate::support;
 
