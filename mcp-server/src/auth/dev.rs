@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | `/.well-known/oauth-authorization-server`, `/.well-known/openid-configuration` | RFC 8414 metadata (`iss` in authorization responses, PKCE S256 only, client ID metadata documents) |
 //! | `/authorize` | the authorization code flow with PKCE S256: a consent page, or an immediate redirect with [`auto_approve`](DevAuthorizationServerBuilder::auto_approve) |
-//! | `/token` | `authorization_code`, `refresh_token` (rotated; a reused refresh token revokes its whole family), `client_credentials`; `Cache-Control: no-store` |
+//! | `/token` | `authorization_code`, `refresh_token` (rotated; a reused refresh token revokes its whole family), `client_credentials`; `Cache-Control: no-store`; DPoP-bound tokens (`cnf.jkt`, `token_type` `DPoP`) for a request with a valid `DPoP` proof, whose refresh needs a proof by the same key (RFC 9449 §5) |
 //! | `/register` | dynamic client registration (RFC 7591; deprecated on 2026-07-28, still served) |
 //! | `/jwks` | the public key its access tokens (ES256 JWTs) are signed with |
 //!
@@ -225,6 +225,9 @@ struct RefreshRecord {
     resource: Option<String>,
     subject: String,
     used: bool,
+    /// The DPoP key thumbprint the tokens of this grant are bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jkt: Option<String>,
 }
 
 /// An OAuth error response (RFC 6749 §5.2).
@@ -416,6 +419,13 @@ impl DevAuthorizationServer {
         metadata.code_challenge_methods_supported = Some(vec![pkce::S256.into()]);
         metadata.authorization_response_iss_parameter_supported = Some(true);
         metadata.client_id_metadata_document_supported = Some(true);
+        metadata.dpop_signing_alg_values_supported = Some(
+            mcp_auth::DpopVerifier::new()
+                .algorithm_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        );
         if !self.inner.scopes.is_empty() {
             metadata.scopes_supported = Some(self.inner.scopes.clone());
         }
@@ -886,6 +896,8 @@ impl DevAuthorizationServer {
         params: &[(String, String)],
     ) -> Result<Response<Bytes>, OAuthError> {
         let client = self.authenticate_client(headers, params).await?;
+        let jkt = self.dpop_binding(headers).await?;
+        let jkt = jkt.as_deref();
         let invalid_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
         match field(params, "grant_type") {
             Some("authorization_code") => {
@@ -939,13 +951,14 @@ impl DevAuthorizationServer {
                     &code.scope,
                     code.resource.as_deref(),
                     Some(&family),
+                    jkt,
                 )
                 .await
             }
             Some("refresh_token") => {
                 let token = field(params, "refresh_token")
                     .ok_or_else(|| invalid_grant("refresh_token is required"))?;
-                self.refresh(&client, token, field(params, "resource"))
+                self.refresh(&client, token, field(params, "resource"), jkt)
                     .await
             }
             Some("client_credentials") => {
@@ -965,6 +978,7 @@ impl DevAuthorizationServer {
                     scope,
                     field(params, "resource"),
                     None,
+                    jkt,
                 )
                 .await
             }
@@ -983,6 +997,7 @@ impl DevAuthorizationServer {
         client: &ClientRecord,
         token: &str,
         resource: Option<&str>,
+        jkt: Option<&str>,
     ) -> Result<Response<Bytes>, OAuthError> {
         let invalid_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
         let key = self.key_of(&format!("refresh/{}", digest(token)));
@@ -998,6 +1013,12 @@ impl DevAuthorizationServer {
         if stored.client_id != client.client_id {
             return Err(invalid_grant(
                 "the refresh token was issued to another client",
+            ));
+        }
+        if stored.jkt.is_some() && stored.jkt.as_deref() != jkt {
+            // RFC 9449 §5: a bound grant is refreshed only with a proof by its key.
+            return Err(invalid_grant(
+                "the refresh token is bound to another DPoP key",
             ));
         }
         let family_key = self.key_of(&format!("family/{}", stored.family));
@@ -1053,6 +1074,7 @@ impl DevAuthorizationServer {
             &stored.scope,
             stored.resource.as_deref(),
             Some(&stored.family),
+            stored.jkt.as_deref(),
         )
         .await
     }
@@ -1065,6 +1087,7 @@ impl DevAuthorizationServer {
         scope: &str,
         resource: Option<&str>,
         family: Option<&str>,
+        jkt: Option<&str>,
     ) -> Result<Response<Bytes>, OAuthError> {
         let key = self.signing_key().await?;
         let now = now();
@@ -1083,6 +1106,9 @@ impl DevAuthorizationServer {
         if !scope.is_empty() {
             claims["scope"] = json!(scope);
         }
+        if let Some(jkt) = jkt {
+            claims["cnf"] = json!({ "jkt": jkt });
+        }
         let mut header = Header::new(Algorithm::ES256);
         header.kid = Some(key.kid.clone());
         header.typ = Some("at+jwt".into());
@@ -1095,7 +1121,7 @@ impl DevAuthorizationServer {
         })?;
         let mut answer = json!({
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": if jkt.is_some() { "DPoP" } else { "Bearer" },
             "expires_in": ttl,
         });
         if !scope.is_empty() {
@@ -1110,6 +1136,7 @@ impl DevAuthorizationServer {
                 resource: resource.map(str::to_owned),
                 subject: subject.to_owned(),
                 used: false,
+                jkt: jkt.map(str::to_owned),
             };
             self.inner
                 .store
@@ -1123,6 +1150,44 @@ impl DevAuthorizationServer {
             answer["refresh_token"] = json!(refresh);
         }
         Ok(json_response(StatusCode::OK, &answer))
+    }
+
+    /// The thumbprint a token request's `DPoP` proof binds its tokens to (RFC 9449 §5), `None`
+    /// without a proof. The proof must be for `POST` to this token endpoint (the issuer's, not
+    /// one built from `Host`), fresh, and used once (its `jti` is recorded in the store for the
+    /// `iat` window); anything else is `invalid_dpop_proof`.
+    async fn dpop_binding(&self, headers: &HeaderMap) -> Result<Option<String>, OAuthError> {
+        let invalid = |error: &mcp_auth::DpopError| {
+            oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_dpop_proof",
+                error.to_string(),
+            )
+        };
+        let mut proofs = headers.get_all("dpop").iter();
+        let proof = match (proofs.next(), proofs.next()) {
+            (None, _) => return Ok(None),
+            (Some(proof), None) => proof
+                .to_str()
+                .map_err(|_| invalid(&mcp_auth::DpopError::Malformed("not text")))?,
+            (Some(_), Some(_)) => return Err(invalid(&mcp_auth::DpopError::Missing)),
+        };
+        let verifier = mcp_auth::DpopVerifier::new();
+        let endpoint = format!("{}/token", self.inner.issuer);
+        let verified = verifier
+            .verify(proof, &mcp_auth::DpopRequest::new("POST", &endpoint, now()))
+            .map_err(|e| invalid(&e))?;
+        let key = self.key_of(&format!("dpop-jti/{}", verified.replay_key()));
+        match self
+            .inner
+            .store
+            .create(&key, Bytes::new(), verifier.window())
+            .await
+        {
+            Ok(_) => Ok(Some(verified.jkt)),
+            Err(StoreError::AlreadyExists) => Err(invalid(&mcp_auth::DpopError::Replayed)),
+            Err(e) => Err(Self::store_error(&e)),
+        }
     }
 }
 
