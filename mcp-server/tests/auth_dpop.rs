@@ -463,3 +463,173 @@ async fn the_metadata_advertises_dpop_and_required_dpop_refuses_bearer_tokens() 
     );
     running.stop().await;
 }
+
+/// The development authorization server in front of a resource server, on one address.
+async fn with_dev_as() -> (Running, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let dev = mcp_server::auth::DevAuthorizationServer::builder(&issuer)
+        .scopes(["mcp:read"])
+        .auto_approve(true)
+        .client(mcp_server::auth::DevClient {
+            client_id: "app".into(),
+            client_secret: None,
+            redirect_uris: vec!["http://127.0.0.1/callback".into()],
+        })
+        .build();
+    let auth = ResourceServer::builder(format!("{issuer}/mcp"), &issuer)
+        .verifier(mcp_server::auth::JwtVerifier::fetch(dev.jwks_uri()))
+        .build()
+        .unwrap();
+    let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
+    (
+        Running::start_listener(listener, server(None), config).await,
+        issuer,
+    )
+}
+
+fn form(pairs: &[(&str, &str)]) -> Vec<u8> {
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
+        .into_bytes()
+}
+
+/// A token request with `pairs` and, if given, a `DPoP` proof.
+async fn token_request(running: &Running, pairs: &[(&str, &str)], proof: Option<&str>) -> Value {
+    let mut request = RawRequest::new("POST", "/token")
+        .header("Content-Type", "application/x-www-form-urlencoded");
+    if let Some(proof) = proof {
+        request = request.header("DPoP", proof);
+    }
+    request.body(form(pairs)).send(running.addr).await.json()
+}
+
+/// A token-endpoint proof (no `ath`) by `key` for `htu`.
+fn token_proof(key: &Key, htu: &str) -> String {
+    let mut claims = proof_claims("POST", htu, "");
+    claims.as_object_mut().unwrap().remove("ath");
+    sign(key, &claims)
+}
+
+/// The claims of a JWT, unverified (the test reads what the server signed).
+fn payload(jwt: &str) -> Value {
+    use base64::Engine as _;
+    let part = jwt.split('.').nth(1).unwrap();
+    serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_development_authorization_server_binds_tokens_and_their_refresh_to_the_key() {
+    let (running, issuer) = with_dev_as().await;
+    let key = es256();
+    let token_url = format!("{issuer}/token");
+    let metadata = RawRequest::new("GET", "/.well-known/oauth-authorization-server")
+        .send(running.addr)
+        .await
+        .json();
+    assert!(
+        metadata["dpop_signing_alg_values_supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("ES256")),
+        "{metadata}"
+    );
+    // The code flow, its token request with a proof.
+    let verifier = mcp_auth::PkceVerifier::generate().unwrap();
+    let query = String::from_utf8(form(&[
+        ("response_type", "code"),
+        ("client_id", "app"),
+        ("redirect_uri", "http://127.0.0.1/callback"),
+        ("code_challenge", &verifier.challenge()),
+        ("code_challenge_method", "S256"),
+        ("state", "s"),
+        ("scope", "mcp:read"),
+        ("resource", &format!("{issuer}/mcp")),
+    ]))
+    .unwrap();
+    let redirected = RawRequest::new("GET", &format!("/authorize?{query}"))
+        .send(running.addr)
+        .await;
+    assert_eq!(redirected.status, 302, "{redirected:?}");
+    let location = url::Url::parse(redirected.header("location").unwrap()).unwrap();
+    let code = location
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", "http://127.0.0.1/callback"),
+        ("code_verifier", verifier.as_str()),
+        ("client_id", "app"),
+    ];
+    // A proof for another URI is refused (and spends nothing).
+    let wrong = token_request(
+        &running,
+        &exchange,
+        Some(&token_proof(&key, &format!("{issuer}/other"))),
+    )
+    .await;
+    assert_eq!(wrong["error"], "invalid_dpop_proof", "{wrong}");
+    let proof = token_proof(&key, &token_url);
+    let tokens = token_request(&running, &exchange, Some(&proof)).await;
+    assert_eq!(tokens["token_type"], "DPoP", "{tokens}");
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    assert_eq!(payload(&access)["cnf"]["jkt"], key.jkt.as_str());
+    // The same proof again is a replay.
+    let replay = token_request(&running, &exchange, Some(&proof)).await;
+    assert_eq!(replay["error"], "invalid_dpop_proof", "{replay}");
+
+    // The bound token works at the resource server with a proof, not as a bearer token.
+    let at_rs = |authorization: String, proof: Option<String>| {
+        let addr = running.addr;
+        async move {
+            let mut request = RawRequest::new("POST", "/mcp")
+                .header("Accept", "application/json, text/event-stream")
+                .header("MCP-Protocol-Version", Revision::V2025_06_18.as_str())
+                .header("Authorization", &authorization);
+            if let Some(proof) = &proof {
+                request = request.header("DPoP", proof);
+            }
+            request.json(&initialize()).send(addr).await
+        }
+    };
+    let mcp = format!("{issuer}/mcp");
+    let ok = at_rs(
+        format!("DPoP {access}"),
+        Some(sign(&key, &proof_claims("POST", &mcp, &access))),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{ok:?}");
+    refused_as(
+        &at_rs(format!("Bearer {access}"), None).await,
+        "invalid_token",
+    );
+
+    // A refresh without a proof, or with another key's, is refused; with the key, it is bound.
+    let refresh_token = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let refresh = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token.as_str()),
+        ("client_id", "app"),
+    ];
+    let bare = token_request(&running, &refresh, None).await;
+    assert_eq!(bare["error"], "invalid_grant", "{bare}");
+    let other = token_request(&running, &refresh, Some(&token_proof(&es256(), &token_url))).await;
+    assert_eq!(other["error"], "invalid_grant", "{other}");
+    let renewed = token_request(&running, &refresh, Some(&token_proof(&key, &token_url))).await;
+    assert_eq!(renewed["token_type"], "DPoP", "{renewed}");
+    assert_eq!(
+        payload(renewed["access_token"].as_str().unwrap())["cnf"]["jkt"],
+        key.jkt.as_str()
+    );
+    running.stop().await;
+}
