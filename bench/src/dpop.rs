@@ -1,0 +1,94 @@
+//! DPoP proofs for `mcp-load --dpop-key` (RFC 9449): one ES256 signature per request, as a
+//! DPoP client pays; the server's side (one signature check per request on a cached token) is
+//! what the `ours-dpop` row measures.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::HeaderValue;
+use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+
+/// Signs a fresh proof for `POST` to one URL, presenting one access token.
+pub(crate) struct Prover {
+    key: EncodingKey,
+    header: Header,
+    htu: String,
+    /// The access token's hash (`ath`), once [`authorization`](Self::authorization) saw it.
+    ath: Option<String>,
+    /// Makes `jti`s unique across runs; a counter makes them unique within one.
+    prefix: String,
+    count: AtomicU64,
+}
+
+impl fmt::Debug for Prover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prover")
+            .field("htu", &self.htu)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prover {
+    /// The key in `file` (PKCS#8 DER, base64url), for requests to `url`.
+    pub(crate) fn load(file: &str, url: &str) -> Result<Self, String> {
+        use base64::Engine as _;
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+        let der = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text.trim())
+            .map_err(|e| format!("{file}: {e}"))?;
+        let key = EncodingKey::from_ec_der(&der);
+        let jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).map_err(|e| e.to_string())?;
+        let mut header = Header::new(Algorithm::ES256);
+        header.typ = Some("dpop+jwt".to_owned());
+        header.jwk = Some(jwk);
+        let htu = url.split(['?', '#']).next().unwrap_or(url).to_owned();
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Ok(Self {
+            key,
+            header,
+            htu,
+            ath: None,
+            prefix: format!("{}-{nanos}", std::process::id()),
+            count: AtomicU64::new(0),
+        })
+    }
+
+    /// `Authorization: Bearer TOKEN` as `DPoP TOKEN`; remembers the token's hash for `ath`.
+    pub(crate) fn authorization(&mut self, value: &HeaderValue) -> Result<HeaderValue, String> {
+        use base64::Engine as _;
+        let text = value.to_str().map_err(|e| e.to_string())?;
+        let token = text
+            .strip_prefix("Bearer ")
+            .ok_or("--dpop-key needs --bearer TOKEN")?;
+        self.ath = Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(
+            ring::digest::digest(&ring::digest::SHA256, token.as_bytes()),
+        ));
+        HeaderValue::from_str(&format!("DPoP {token}")).map_err(|e| e.to_string())
+    }
+
+    /// A fresh proof (an empty header value if signing fails: the server then refuses the
+    /// request, which the run counts as an error).
+    pub(crate) fn proof(&self) -> HeaderValue {
+        let n = self.count.fetch_add(1, Ordering::Relaxed);
+        let iat = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut claims = serde_json::json!({
+            "jti": format!("{}-{n}", self.prefix),
+            "htm": "POST",
+            "htu": self.htu,
+            "iat": iat,
+        });
+        if let Some(ath) = &self.ath {
+            claims["ath"] = serde_json::json!(ath);
+        }
+        jsonwebtoken::encode(&self.header, &claims, &self.key)
+            .ok()
+            .and_then(|proof| HeaderValue::from_str(&proof).ok())
+            .unwrap_or_else(|| HeaderValue::from_static(""))
+    }
+}
