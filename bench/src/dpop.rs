@@ -6,14 +6,20 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::HeaderValue;
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
 
-/// Signs a fresh proof for `POST` to one URL, presenting one access token.
+/// Signs a fresh proof for `POST` to one URL, presenting one access token (ES256 by ring, so
+/// the load generator's core is not what limits the row).
 pub(crate) struct Prover {
-    key: EncodingKey,
-    header: Header,
+    key: EcdsaKeyPair,
+    rng: ring::rand::SystemRandom,
+    /// The encoded header (with the public key), the same for every proof.
+    header: String,
     htu: String,
     /// The access token's hash (`ath`), once [`authorization`](Self::authorization) saw it.
     ath: Option<String>,
@@ -33,22 +39,27 @@ impl fmt::Debug for Prover {
 impl Prover {
     /// The key in `file` (PKCS#8 DER, base64url), for requests to `url`.
     pub(crate) fn load(file: &str, url: &str) -> Result<Self, String> {
-        use base64::Engine as _;
         let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
-        let der = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        let der = URL_SAFE_NO_PAD
             .decode(text.trim())
             .map_err(|e| format!("{file}: {e}"))?;
-        let key = EncodingKey::from_ec_der(&der);
-        let jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).map_err(|e| e.to_string())?;
+        let rng = ring::rand::SystemRandom::new();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
+            .map_err(|e| format!("{file}: {e}"))?;
+        let jwk = Jwk::from_encoding_key(&EncodingKey::from_ec_der(&der), Algorithm::ES256)
+            .map_err(|e| e.to_string())?;
         let mut header = Header::new(Algorithm::ES256);
         header.typ = Some("dpop+jwt".to_owned());
         header.jwk = Some(jwk);
+        let header =
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&header).map_err(|e| e.to_string())?);
         let htu = url.split(['?', '#']).next().unwrap_or(url).to_owned();
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         Ok(Self {
             key,
+            rng,
             header,
             htu,
             ath: None,
@@ -59,14 +70,14 @@ impl Prover {
 
     /// `Authorization: Bearer TOKEN` as `DPoP TOKEN`; remembers the token's hash for `ath`.
     pub(crate) fn authorization(&mut self, value: &HeaderValue) -> Result<HeaderValue, String> {
-        use base64::Engine as _;
         let text = value.to_str().map_err(|e| e.to_string())?;
         let token = text
             .strip_prefix("Bearer ")
             .ok_or("--dpop-key needs --bearer TOKEN")?;
-        self.ath = Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(
-            ring::digest::digest(&ring::digest::SHA256, token.as_bytes()),
-        ));
+        self.ath = Some(URL_SAFE_NO_PAD.encode(ring::digest::digest(
+            &ring::digest::SHA256,
+            token.as_bytes(),
+        )));
         HeaderValue::from_str(&format!("DPoP {token}")).map_err(|e| e.to_string())
     }
 
@@ -86,9 +97,18 @@ impl Prover {
         if let Some(ath) = &self.ath {
             claims["ath"] = serde_json::json!(ath);
         }
-        jsonwebtoken::encode(&self.header, &claims, &self.key)
+        let message = format!(
+            "{}.{}",
+            self.header,
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        self.key
+            .sign(&self.rng, message.as_bytes())
             .ok()
-            .and_then(|proof| HeaderValue::from_str(&proof).ok())
+            .and_then(|signature| {
+                let proof = format!("{message}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()));
+                HeaderValue::from_str(&proof).ok()
+            })
             .unwrap_or_else(|| HeaderValue::from_static(""))
     }
 }
