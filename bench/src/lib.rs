@@ -45,6 +45,7 @@
 pub mod ask;
 #[cfg(feature = "client")]
 pub mod client_load;
+mod dpop;
 pub mod floor;
 pub mod histogram;
 pub mod load;

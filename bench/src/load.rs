@@ -91,6 +91,11 @@ pub struct LoadConfig {
     /// Header lines sent on every request besides the protocol's own, as `(name, value)`
     /// (`--header`, `--bearer`). Default is empty.
     pub headers: Vec<(String, String)>,
+    /// `--dpop-key FILE`: the DPoP key (PKCS#8 DER, base64url, as `mcp-bench-server
+    /// --auth-dpop` writes it) the `--bearer` token is bound to. The token is then sent as
+    /// `Authorization: DPoP` with a fresh proof per Streamable HTTP POST (RFC 9449). Default is
+    /// `None`.
+    pub dpop_key: Option<String>,
 }
 
 impl LoadConfig {
@@ -111,6 +116,7 @@ impl LoadConfig {
             answer_url: None,
             tasks: false,
             headers: Vec::new(),
+            dpop_key: None,
         }
     }
 
@@ -143,6 +149,7 @@ impl LoadConfig {
         let mut tasks = false;
         let mut answer_url = None;
         let mut headers = Vec::new();
+        let mut dpop_key = None;
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let arg = arg.as_ref();
@@ -194,6 +201,7 @@ impl LoadConfig {
                     }
                     headers.push((name.to_owned(), field.to_owned()));
                 }
+                "--dpop-key" => dpop_key = Some(value.to_owned()),
                 "--bearer" => {
                     let field = format!("Bearer {value}");
                     HeaderValue::from_str(&field).map_err(|_| bad())?;
@@ -224,6 +232,7 @@ impl LoadConfig {
         config.ask = ask;
         config.tasks = tasks;
         config.headers = headers;
+        config.dpop_key = dpop_key;
         if answer_url.is_some() && !ask {
             return Err(ArgsError::AnswerUrlNeedsAsk);
         }
@@ -309,6 +318,9 @@ pub enum LoadError {
     /// stdio without a command to spawn.
     #[error("no command to spawn for stdio")]
     NoCommand,
+    /// The `--dpop-key` file cannot be read or is not a key.
+    #[error("DPoP key: {0}")]
+    DpopKey(String),
 }
 
 /// Why one call (or one handshake) failed; counted, never fatal to the run.
@@ -593,6 +605,8 @@ pub(crate) struct Target {
     pub(crate) path: Uri,
     /// Sent on every request ([`LoadConfig::headers`]).
     pub(crate) extra: Vec<(HeaderName, HeaderValue)>,
+    /// Signs a DPoP proof per POST ([`LoadConfig::dpop_key`]).
+    pub(crate) dpop: Option<crate::dpop::Prover>,
 }
 
 impl Target {
@@ -603,6 +617,7 @@ impl Target {
             host: HeaderValue::from_static(""),
             path: Uri::default(),
             extra: Vec::new(),
+            dpop: None,
         }
     }
 
@@ -625,6 +640,7 @@ impl Target {
             host: HeaderValue::from_str(authority.as_str()).map_err(|_| bad())?,
             path,
             extra: Vec::new(),
+            dpop: None,
         })
     }
 
@@ -642,6 +658,15 @@ impl Target {
                 ))
             })
             .collect();
+        if let Some(file) = &config.dpop_key {
+            let mut prover = crate::dpop::Prover::load(file, url).map_err(LoadError::DpopKey)?;
+            for (name, value) in &mut target.extra {
+                if *name == http::header::AUTHORIZATION {
+                    *value = prover.authorization(value).map_err(LoadError::DpopKey)?;
+                }
+            }
+            target.dpop = Some(prover);
+        }
         Ok(target)
     }
 
@@ -926,6 +951,9 @@ impl StreamableConn {
         headers.insert(CONTENT_TYPE, APPLICATION_JSON);
         headers.insert(ACCEPT, ACCEPT_BOTH);
         self.target.add_extra(headers);
+        if let Some(prover) = &self.target.dpop {
+            headers.insert("dpop", prover.proof());
+        }
         if let Some(session) = &self.session {
             headers.insert(MCP_SESSION_ID, session.clone());
         }

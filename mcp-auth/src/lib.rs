@@ -15,9 +15,12 @@
 //!   at a resource server (issuer, audience, expiry with leeway), giving the [`Principal`]
 //!   that state is bound to.
 //!
-//! It does no I/O, has no runtime and verifies no signature: fetching documents and keys, and
-//! checking a JWT's signature or introspecting a token, belong to the server and client
-//! crates, which hand the verified [`Claims`] to [`TokenRules::check`].
+//! - [`dpop`]: the checks of a DPoP proof (RFC 9449) both servers make.
+//!
+//! It does no I/O and has no runtime. It verifies one kind of signature, a DPoP proof's (by
+//! the key the proof carries, with `jsonwebtoken`); fetching documents and keys, and checking
+//! an access token's signature or introspecting it, belong to the server and client crates,
+//! which hand the verified [`Claims`] to [`TokenRules::check`].
 //!
 //! ```
 //! use mcp_auth::{BearerChallenge, ProtectedResourceMetadata, protected_resource_metadata_path};
@@ -39,12 +42,14 @@
 // Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 pub mod challenge;
+pub mod dpop;
 pub mod metadata;
 pub mod pkce;
 pub mod scope;
 pub mod token;
 
 pub use challenge::{BearerChallenge, BearerScheme, Challenge, ChallengeError};
+pub use dpop::{DpopError, DpopRequest, DpopVerifier, VerifiedProof};
 pub use metadata::{
     AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata,
     authorization_server_metadata_urls, fallback_endpoints, protected_resource_metadata_path,

@@ -607,7 +607,7 @@ impl ClientBuilder {
         let transport = loop {
             let mut credentials = HeaderMap::new();
             let sent = oauth
-                .authorize_request(&mut credentials, "GET")
+                .authorize_request(&mut credentials, "GET", None)
                 .await
                 .map_err(|e| Error::from(crate::oauth::transport::auth_error(e)))?;
             match builder.clone().stream_headers(credentials).connect().await {

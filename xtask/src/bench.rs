@@ -54,7 +54,9 @@
 //! the harness, and with `CI=true` a PostgreSQL that does not answer fails the run),
 //! `ours-sqlite` (a fresh SQLite file in the target folder) and `ours-jwt` (the memory store
 //! behind a JWT resource server, `mcp-bench-server --auth-jwt`, with the token the server
-//! writes at start sent by `mcp-load --bearer`) and `ours-metrics` (the memory store counting
+//! writes at start sent by `mcp-load --bearer`), `ours-dpop` (the same with a DPoP-bound token,
+//! `mcp-bench-server --auth-dpop`: `mcp-load --dpop-key` signs a proof per request, the server
+//! checks one proof signature and records one `jti` per request) and `ours-metrics` (the memory store counting
 //! into Prometheus metrics, `mcp-bench-server --metrics`, issue 33). They take no part in the
 //! idle-sessions step.
 //!
@@ -133,6 +135,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         RowSpec::ours(&bin, Store::Postgres(postgres)),
         RowSpec::ours(&bin, Store::Sqlite(sqlite)),
         RowSpec::jwt(&bin),
+        RowSpec::dpop(&bin),
         RowSpec::metrics(&bin),
     ];
     if let Some(keep) = &settings.rows {
@@ -583,7 +586,13 @@ enum Store {
 }
 
 /// The target rows (`RowSpec::focus`): measured in a few cells only, left out of the headline.
-const FOCUS_KEYS: [&str; 4] = ["ours-postgres", "ours-sqlite", "ours-jwt", "ours-metrics"];
+const FOCUS_KEYS: [&str; 5] = [
+    "ours-postgres",
+    "ours-sqlite",
+    "ours-jwt",
+    "ours-dpop",
+    "ours-metrics",
+];
 
 /// The PostgreSQL of our PostgreSQL row: `MCP_POSTGRES_URL`, as in the tests and `.ci/run`.
 fn postgres_url() -> String {
@@ -665,6 +674,9 @@ struct RowSpec {
     focus: bool,
     /// Started with `--auth-jwt FILE`; the token it writes is sent with `mcp-load --bearer`.
     jwt: bool,
+    /// With `jwt`: started with `--auth-dpop FILE` instead; the token is DPoP-bound and
+    /// `mcp-load --dpop-key FILE.dpop-key` signs a proof per request.
+    dpop: bool,
     /// How its pushed asks are measured.
     ask: AskMode,
     /// The launch arguments as the report shows them, when they differ from `args` (no
@@ -685,6 +697,7 @@ impl RowSpec {
             fixed_reply: true,
             focus: false,
             jwt: false,
+            dpop: false,
             ask: AskMode::None,
             shown_args: None,
         }
@@ -729,6 +742,7 @@ impl RowSpec {
             fixed_reply: false,
             focus,
             jwt: false,
+            dpop: false,
             ask,
             shown_args,
         }
@@ -743,6 +757,18 @@ impl RowSpec {
             focus: true,
             ask: AskMode::None,
             ..Self::ours(bin, Store::Memory)
+        }
+    }
+
+    /// Our memory row behind a resource server that accepts a DPoP-bound JWT
+    /// (`--auth-dpop`): one proof signature check and one replay record per request.
+    fn dpop(bin: &Path) -> Self {
+        Self {
+            key: "ours-dpop",
+            label: "mcp-server, memory store, DPoP-bound JWT (local JWKS, a proof per request)"
+                .to_owned(),
+            dpop: true,
+            ..Self::jwt(bin)
         }
     }
 
@@ -799,6 +825,7 @@ impl RowSpec {
             fixed_reply: false,
             focus: false,
             jwt: false,
+            dpop: false,
             ask: AskMode::None,
             shown_args: None,
         }
@@ -816,6 +843,7 @@ impl RowSpec {
             fixed_reply: false,
             focus: false,
             jwt: false,
+            dpop: false,
             ask: AskMode::None,
             shown_args: None,
         }
@@ -846,7 +874,9 @@ impl RowSpec {
             line.push_str(&arg);
         }
         line.push_str(" --port PORT");
-        if self.jwt {
+        if self.dpop {
+            line.push_str(" --auth-dpop TOKEN_FILE");
+        } else if self.jwt {
             line.push_str(" --auth-jwt TOKEN_FILE");
         }
         if self.needs_redis {
@@ -887,6 +917,8 @@ struct Running {
     pid: u32,
     /// The access token a JWT-protected server wrote at start.
     bearer: Option<String>,
+    /// The DPoP key file a DPoP-protected server wrote at start.
+    dpop_key: Option<PathBuf>,
     _child: ChildGuard,
     _redis: Option<ChildGuard>,
 }
@@ -984,7 +1016,12 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
     let token_file = log_dir.join(format!("{log_name}.token"));
     if spec.jwt {
         let _ = fs::remove_file(&token_file);
-        command.arg("--auth-jwt").arg(&token_file);
+        let flag = if spec.dpop {
+            "--auth-dpop"
+        } else {
+            "--auth-jwt"
+        };
+        command.arg(flag).arg(&token_file);
     }
     let child = command
         .spawn()
@@ -1002,10 +1039,16 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
     } else {
         None
     };
+    let dpop_key = spec.dpop.then(|| {
+        let mut path = token_file.clone().into_os_string();
+        path.push(".dpop-key");
+        PathBuf::from(path)
+    });
     Ok(Running {
         port,
         pid: guard.pid(),
         bearer,
+        dpop_key,
         _child: guard,
         _redis: redis.map(|(guard, _)| guard),
     })
@@ -1149,6 +1192,9 @@ fn load_once(
     }
     if let Some(token) = &running.bearer {
         command.arg("--bearer").arg(token);
+    }
+    if let Some(key) = &running.dpop_key {
+        command.arg("--dpop-key").arg(key);
     }
     run_load(&mut command, Some(running.pid))
 }
@@ -1953,13 +1999,14 @@ struct Report<'a> {
 }
 
 /// Row order and labels in the tables (taken from the first cell that has the row).
-const ROW_ORDER: [&str; 10] = [
+const ROW_ORDER: [&str; 11] = [
     "floor",
     "ours-memory",
     "ours-redis",
     "ours-postgres",
     "ours-sqlite",
     "ours-jwt",
+    "ours-dpop",
     "ours-metrics",
     "rmcp-session",
     "rmcp-stateless",
@@ -2079,10 +2126,12 @@ impl Report<'_> {
              \"of floor\" and \"vs rmcp\" are ratios taken within each round, then the median: \"vs rmcp\" divides by the faster rmcp mode of that round.\n\
              - Our Redis rows use a `redis-server` the harness starts for them (`--save \"\" --appendonly no`, a free port), pinned to core 0 with the server it serves, \
              so the store's work costs the server's core as the memory store's does and the load generator keeps core 1.\n\
-             - The target rows (`ours-postgres`, `ours-sqlite`, `ours-jwt`, `ours-metrics`) run at c=32 on {} only and are read as a ratio to our memory row in the same round. \
+             - The target rows (`ours-postgres`, `ours-sqlite`, `ours-jwt`, `ours-dpop`, `ours-metrics`) run at c=32 on {} only and are read as a ratio to our memory row in the same round. \
              PostgreSQL is the one at `MCP_POSTGRES_URL` (not started by the harness: it shares core 0 or 1 with whatever it is scheduled on, and it persists what it is given); \
              SQLite is a fresh file in the target folder; `ours-jwt` is the memory store behind `mcp_server::auth::ResourceServer` with a `JwtVerifier` on a fixed local key set \
-             (ES256, generated at start) and every request carries `Authorization: Bearer` with a token signed by that key (verified once, then cached by the server).\n\
+             (ES256, generated at start) and every request carries `Authorization: Bearer` with a token signed by that key (verified once, then cached by the server); \
+             `ours-dpop` binds that token to a second key (`cnf.jkt`) and every request carries `Authorization: DPoP` and a fresh ES256 proof, signed by the load generator \
+             (on its core) and checked by the server (one signature check and one replay record in the memory store per request).\n\
              - RSS is the server's resident set after each run (median); the peak is `VmHWM` at the end.\n\
              - Absolute numbers move between runs on this shared machine; compare servers only within one run.\n\
              - At c=1 every call waits for two cross-core wakeups, so c=1 figures measure wakeup latency as much as CPU cost \
@@ -2101,7 +2150,7 @@ impl Report<'_> {
         let _ = writeln!(
             md,
             "Each run: `taskset -c 1 mcp-load --url http://127.0.0.1:PORT/mcp --revision REV --concurrency C --warmup {} --duration {}` \
-            (`/sse --transport http+sse` for 2024-11-05; `--fixed-reply` for the floor; `--bearer TOKEN` for `ours-jwt`). Servers:\n",
+            (`/sse --transport http+sse` for 2024-11-05; `--fixed-reply` for the floor; `--bearer TOKEN` for `ours-jwt`, with `--dpop-key FILE` for `ours-dpop`). Servers:\n",
             s.warmup, s.measure
         );
         for row in self.rows {
@@ -2451,6 +2500,11 @@ impl Report<'_> {
                 "ours-jwt",
                 "JWT-protected server (memory store)",
                 Some(0.90),
+            ),
+            self.store_target(
+                "ours-dpop",
+                "DPoP-protected server (memory store, a proof per request)",
+                None,
             ),
             self.store_target(
                 "ours-metrics",
@@ -3116,6 +3170,10 @@ mod tests {
         assert_eq!(
             jwt.command_line(),
             "taskset -c 0 mcp-bench-server --store memory --port PORT --auth-jwt TOKEN_FILE"
+        );
+        assert_eq!(
+            RowSpec::dpop(bin).command_line(),
+            "taskset -c 0 mcp-bench-server --store memory --port PORT --auth-dpop TOKEN_FILE"
         );
         assert_eq!(postgres.args[1], "postgres://user:secret@db:5432/test");
         assert_eq!(sqlite.args[1], "sqlite:/tmp/x/hub.sqlite");

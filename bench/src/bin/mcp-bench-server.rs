@@ -4,6 +4,7 @@
 //! mcp-bench-server --port PORT --store memory|redis [--redis-url URL]
 //! mcp-bench-server --port PORT --hub memory|redis://…|postgres://…|sqlite:PATH
 //! mcp-bench-server --port PORT [--hub …] --auth-jwt TOKEN_FILE
+//! mcp-bench-server --port PORT [--hub …] --auth-dpop TOKEN_FILE
 //! mcp-bench-server --port PORT --metrics
 //! ```
 //!
@@ -24,6 +25,12 @@
 //! generated at start, and an access token signed with it (audience
 //! `http://127.0.0.1:PORT/mcp`, scope `mcp:read`, valid for a day) is written to TOKEN_FILE
 //! before the port is bound, for `mcp-load --bearer`.
+//!
+//! `--auth-dpop TOKEN_FILE` is the same with a DPoP-bound token (RFC 9449): a second ES256
+//! key is generated, the token names its thumbprint in `cnf.jkt`, and the key (PKCS#8 DER,
+//! base64url) is written to `TOKEN_FILE.dpop-key`, for `mcp-load --bearer TOKEN --dpop-key
+//! FILE`. Every request then costs the server one proof signature check (the token itself is
+//! verified once and cached) and one replay record in its store.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -75,6 +82,8 @@ struct Options {
     sql: Option<String>,
     /// `--auth-jwt`: where the access token is written.
     token_file: Option<String>,
+    /// `--auth-dpop`: the token is DPoP-bound.
+    dpop: bool,
     /// `--metrics`: count into Prometheus metrics (rendered by nobody: the row measures the
     /// counting).
     metrics: bool,
@@ -87,6 +96,7 @@ fn options() -> Result<Options, String> {
     let mut sql = None;
     let mut token_file = None;
     let mut metrics = false;
+    let mut dpop = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -112,6 +122,10 @@ fn options() -> Result<Options, String> {
                 }
             }
             "--auth-jwt" => token_file = Some(value("--auth-jwt")?),
+            "--auth-dpop" => {
+                token_file = Some(value("--auth-dpop")?);
+                dpop = true;
+            }
             "--metrics" => metrics = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -126,6 +140,7 @@ fn options() -> Result<Options, String> {
         redis,
         sql,
         token_file,
+        dpop,
         metrics,
     })
 }
@@ -183,7 +198,7 @@ async fn run(options: Options) -> Result<(), String> {
     // rounds' own: no limit in the way of what is measured.
     let mut config = HttpConfig::new().max_sessions(usize::MAX);
     if let Some(path) = &options.token_file {
-        config = config.auth(resource_server(options.port, path)?);
+        config = config.auth(resource_server(options.port, path, options.dpop)?);
     }
     let endpoint = HttpEndpoint::new(server, config);
     // Bound last, so a server that accepts connections has written its token.
@@ -204,6 +219,7 @@ const ISSUER: &str = "http://127.0.0.1/bench-issuer";
 fn resource_server(
     port: u16,
     token_file: &str,
+    dpop: bool,
 ) -> Result<mcp_server::auth::ResourceServer, String> {
     use jsonwebtoken::jwk::{Jwk, JwkSet};
     use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -223,7 +239,7 @@ fn resource_server(
         .duration_since(std::time::UNIX_EPOCH)
         .map_err(|e| e.to_string())?
         .as_secs();
-    let claims = serde_json::json!({
+    let mut claims = serde_json::json!({
         "iss": ISSUER,
         "sub": "mcp-load",
         "client_id": "mcp-load",
@@ -232,6 +248,27 @@ fn resource_server(
         "exp": now + 86_400,
         "scope": "mcp:read",
     });
+    if dpop {
+        use base64::Engine as _;
+        let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(
+            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &rng,
+        )
+        .map_err(|_| "cannot generate a DPoP key".to_owned())?;
+        let dpop_jwk =
+            Jwk::from_encoding_key(&EncodingKey::from_ec_der(pkcs8.as_ref()), Algorithm::ES256)
+                .map_err(|e| e.to_string())?;
+        let jkt = dpop_jwk
+            .thumbprint(jsonwebtoken::jwk::ThumbprintHash::SHA256)
+            .map_err(|e| e.to_string())?;
+        claims["cnf"] = serde_json::json!({ "jkt": jkt });
+        let file = format!("{token_file}.dpop-key");
+        std::fs::write(
+            &file,
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(pkcs8.as_ref()),
+        )
+        .map_err(|e| format!("{file}: {e}"))?;
+    }
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some(kid.to_owned());
     header.typ = Some("at+jwt".to_owned());

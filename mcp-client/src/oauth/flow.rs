@@ -1046,12 +1046,13 @@ impl OAuth {
     }
 
     /// Puts the credentials for a `method` request to the MCP server in `headers`:
-    /// `Authorization: Bearer`, or `Authorization: DPoP` with a fresh `DPoP` proof. Returns
-    /// the access token sent, if any.
+    /// `Authorization: Bearer`, or `Authorization: DPoP` with a fresh `DPoP` proof for `uri`
+    /// (default: the server's URL). Returns the access token sent, if any.
     pub(crate) async fn authorize_request(
         &self,
         headers: &mut HeaderMap,
         method: &str,
+        uri: Option<&str>,
     ) -> Result<Option<String>, OAuthError> {
         use http::header::AUTHORIZATION;
         let token = self.access_token().await?;
@@ -1065,9 +1066,12 @@ impl OAuth {
             .is_some_and(|t| t.access_token == token && is_dpop(t));
         let unsendable = || OAuthError::Config("an access token not sendable in a header".into());
         if dpop {
-            let proof =
-                self.dpop_key()?
-                    .proof(method, &self.inner.server, Some(&token), self.now())?;
+            let proof = self.dpop_key()?.proof(
+                method,
+                uri.unwrap_or(&self.inner.server),
+                Some(&token),
+                self.now(),
+            )?;
             headers.insert(
                 AUTHORIZATION,
                 http::HeaderValue::try_from(format!("DPoP {token}")).map_err(|_| unsendable())?,

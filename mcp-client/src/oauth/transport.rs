@@ -38,9 +38,10 @@ impl OAuthTransport {
         &self,
         headers: &mut HeaderMap,
         method: &str,
+        uri: Option<&str>,
     ) -> Result<Option<String>, TransportError> {
         self.oauth
-            .authorize_request(headers, method)
+            .authorize_request(headers, method, uri)
             .await
             .map_err(auth_error)
     }
@@ -96,7 +97,11 @@ impl Transport for OAuthTransport {
             let mut round = 0;
             loop {
                 let mut attempt = message.clone();
-                let sent = self.with_token(&mut attempt.headers, "POST").await?;
+                // A DPoP proof names the URI the message goes to (HTTP+SSE: its endpoint).
+                let uri = self.inner.send_uri();
+                let sent = self
+                    .with_token(&mut attempt.headers, "POST", uri.as_deref())
+                    .await?;
                 match self.inner.send(attempt).await {
                     Err(e) if round < MAX_ROUNDS => {
                         round += 1;
@@ -123,7 +128,7 @@ impl Transport for OAuthTransport {
             let mut round = 0;
             loop {
                 let mut attempt = headers.clone();
-                let sent = self.with_token(&mut attempt, "GET").await?;
+                let sent = self.with_token(&mut attempt, "GET", None).await?;
                 match self.inner.open_stream(attempt, last_event_id.clone()).await {
                     Err(e) if round < MAX_ROUNDS => {
                         round += 1;

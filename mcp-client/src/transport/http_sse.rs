@@ -508,6 +508,10 @@ impl<F: Future<Output = Result<(), TransportError>>> Future for Lead<'_, F> {
 }
 
 impl Transport for HttpSse {
+    fn send_uri(&self) -> Option<String> {
+        Some(self.shared.endpoint.to_string())
+    }
+
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
         Box::pin(self.post(message))
     }

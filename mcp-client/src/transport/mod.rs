@@ -235,6 +235,13 @@ pub trait Transport: fmt::Debug + Send + Sync + 'static {
     /// Forgets the session id, so the next request starts without one.
     fn reset_session(&self) {}
 
+    /// The URI a [`send`](Self::send) goes to when it is not the one the transport was made
+    /// with (the HTTP+SSE message endpoint the stream named): what a DPoP proof of the request
+    /// names (RFC 9449 `htu`). The default says it is the transport's own URI.
+    fn send_uri(&self) -> Option<String> {
+        None
+    }
+
     /// Ends the session (HTTP `DELETE`) or the connection (closes stdin and waits for the child).
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;
 }

@@ -9,6 +9,7 @@ mod http;
 mod https;
 mod misbehaving;
 mod oauth;
+mod oauth_dpop;
 mod oauth_hardening;
 mod oauth_scope;
 mod oauth_store;

@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | `/.well-known/oauth-authorization-server`, `/.well-known/openid-configuration` | RFC 8414 metadata (`iss` in authorization responses, PKCE S256 only, client ID metadata documents) |
 //! | `/authorize` | the authorization code flow with PKCE S256: a consent page, or an immediate redirect with [`auto_approve`](DevAuthorizationServerBuilder::auto_approve) |
-//! | `/token` | `authorization_code`, `refresh_token` (rotated; a reused refresh token revokes its whole family), `client_credentials`; `Cache-Control: no-store` |
+//! | `/token` | `authorization_code`, `refresh_token` (rotated; a reused refresh token revokes its whole family), `client_credentials`; `Cache-Control: no-store`; DPoP-bound tokens (`cnf.jkt`, `token_type` `DPoP`) for a request with a valid `DPoP` proof, whose refresh needs a proof by the same key (RFC 9449 §5) |
 //! | `/register` | dynamic client registration (RFC 7591; deprecated on 2026-07-28, still served) |
 //! | `/jwks` | the public key its access tokens (ES256 JWTs) are signed with |
 //!
@@ -426,6 +426,9 @@ struct GrantRecord {
     current: String,
     /// The place it holds among [`Limits::grants`].
     slot: usize,
+    /// The DPoP key thumbprint the tokens of this grant are bound to (RFC 9449 §5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jkt: Option<String>,
 }
 
 /// What an access token is issued for: the one place its claims are made.
@@ -436,6 +439,8 @@ struct Issue<'a> {
     resource: Option<&'a str>,
     /// The grant (and so a refresh token) it belongs to; `None` for `client_credentials`.
     grant: Option<&'a str>,
+    /// The DPoP key thumbprint the access token is bound to (`cnf.jkt`), if any.
+    jkt: Option<&'a str>,
 }
 
 /// An OAuth error response (RFC 6749 §5.2).
@@ -692,6 +697,13 @@ impl DevAuthorizationServer {
         metadata.code_challenge_methods_supported = Some(vec![pkce::S256.into()]);
         metadata.authorization_response_iss_parameter_supported = Some(true);
         metadata.client_id_metadata_document_supported = Some(true);
+        metadata.dpop_signing_alg_values_supported = Some(
+            mcp_auth::DpopVerifier::new()
+                .algorithm_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        );
         if !self.inner.scopes.is_empty() {
             metadata.scopes_supported = Some(self.inner.scopes.clone());
         }
@@ -1506,6 +1518,8 @@ impl DevAuthorizationServer {
                 format!("this client may not use the {grant_type} grant"),
             ));
         }
+        let jkt = self.dpop_binding(headers).await?;
+        let jkt = jkt.as_deref();
         let invalid_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
         match grant_type {
             AUTHORIZATION_CODE => {
@@ -1540,6 +1554,7 @@ impl DevAuthorizationServer {
                     scope: &code.scope,
                     resource: code.resource.as_deref(),
                     grant: Some(grant),
+                    jkt,
                 };
                 let refresh = if client.may_use(REFRESH_TOKEN) {
                     Some(self.start_grant(grant, &issue).await?)
@@ -1551,7 +1566,7 @@ impl DevAuthorizationServer {
             REFRESH_TOKEN => {
                 let token = field(params, "refresh_token")
                     .ok_or_else(|| invalid_grant("refresh_token is required"))?;
-                self.refresh(&client, token, field(params, "resource"))
+                self.refresh(&client, token, field(params, "resource"), jkt)
                     .await
             }
             CLIENT_CREDENTIALS => {
@@ -1570,6 +1585,7 @@ impl DevAuthorizationServer {
                     scope: &scope,
                     resource: field(params, "resource"),
                     grant: None,
+                    jkt,
                 };
                 self.issue(&issue, None).await
             }
@@ -1685,6 +1701,7 @@ impl DevAuthorizationServer {
             subject: issue.subject.to_owned(),
             current: digest(&secret),
             slot,
+            jkt: issue.jkt.map(str::to_owned),
         };
         self.inner
             .store
@@ -1705,6 +1722,7 @@ impl DevAuthorizationServer {
         client: &ClientRecord,
         token: &str,
         resource: Option<&str>,
+        jkt: Option<&str>,
     ) -> Result<Response<Bytes>, OAuthError> {
         let invalid_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
         let Some((grant, secret)) = token.split_once('.') else {
@@ -1740,6 +1758,13 @@ impl DevAuthorizationServer {
         };
         if !same_digest(&stored.current, &digest(secret)) {
             return reused().await;
+        }
+        if stored.jkt.is_some() && stored.jkt.as_deref() != jkt {
+            // RFC 9449 §5: a bound grant is refreshed only with a proof by its key (the grant
+            // stays: whoever holds the token without the key gains nothing).
+            return Err(invalid_grant(
+                "the refresh token is bound to another DPoP key",
+            ));
         }
         if resource.is_some_and(|r| Some(r) != stored.resource.as_deref()) {
             return Err(oauth_error(
@@ -1783,6 +1808,7 @@ impl DevAuthorizationServer {
             scope: &stored.scope,
             resource: stored.resource.as_deref(),
             grant: Some(grant),
+            jkt: stored.jkt.as_deref(),
         };
         self.issue(&issue, Some(format!("{grant}.{next}"))).await
     }
@@ -1815,6 +1841,9 @@ impl DevAuthorizationServer {
             // The grant it belongs to: revoked with it (checked where this server verifies).
             claims[GRANT_CLAIM] = json!(grant);
         }
+        if let Some(jkt) = issue.jkt {
+            claims["cnf"] = json!({ "jkt": jkt });
+        }
         let mut header = Header::new(Algorithm::ES256);
         header.kid = Some(key.kid.clone());
         header.typ = Some("at+jwt".into());
@@ -1827,7 +1856,7 @@ impl DevAuthorizationServer {
         })?;
         let mut answer = json!({
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": if issue.jkt.is_some() { "DPoP" } else { "Bearer" },
             "expires_in": ttl,
         });
         if !issue.scope.is_empty() {
@@ -1837,6 +1866,44 @@ impl DevAuthorizationServer {
             answer["refresh_token"] = json!(refresh);
         }
         Ok(json_response(StatusCode::OK, &answer))
+    }
+
+    /// The thumbprint a token request's `DPoP` proof binds its tokens to (RFC 9449 §5), `None`
+    /// without a proof. The proof must be for `POST` to this token endpoint (the issuer's, not
+    /// one built from `Host`), fresh, and used once (its `jti` is recorded in the store for the
+    /// `iat` window); anything else is `invalid_dpop_proof`.
+    async fn dpop_binding(&self, headers: &HeaderMap) -> Result<Option<String>, OAuthError> {
+        let invalid = |error: &mcp_auth::DpopError| {
+            oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_dpop_proof",
+                error.to_string(),
+            )
+        };
+        let mut proofs = headers.get_all("dpop").iter();
+        let proof = match (proofs.next(), proofs.next()) {
+            (None, _) => return Ok(None),
+            (Some(proof), None) => proof
+                .to_str()
+                .map_err(|_| invalid(&mcp_auth::DpopError::Malformed("not text")))?,
+            (Some(_), Some(_)) => return Err(invalid(&mcp_auth::DpopError::Missing)),
+        };
+        let verifier = mcp_auth::DpopVerifier::new();
+        let endpoint = format!("{}/token", self.inner.issuer);
+        let verified = verifier
+            .verify(proof, &mcp_auth::DpopRequest::new("POST", &endpoint, now()))
+            .map_err(|e| invalid(&e))?;
+        let key = self.key_of(&format!("dpop-jti/{}", verified.replay_key()));
+        match self
+            .inner
+            .store
+            .create(&key, Bytes::new(), verifier.window())
+            .await
+        {
+            Ok(_) => Ok(Some(verified.jkt)),
+            Err(StoreError::AlreadyExists) => Err(invalid(&mcp_auth::DpopError::Replayed)),
+            Err(e) => Err(Self::store_error(&e)),
+        }
     }
 }
 

@@ -24,6 +24,30 @@
 //! expire or the cache's time-to-live passes, so a busy client costs one verification, not one
 //! per request.
 //!
+//! # DPoP (RFC 9449)
+//!
+//! A token whose claims carry `cnf.jkt` is DPoP-bound: it is accepted only as
+//! `Authorization: DPoP <token>` with one `DPoP` header holding a proof signed by the bound
+//! key, for this request's method and URI, issued within the `iat` window, for this token
+//! (`ath`), and never seen before. Presented as `Bearer`, or without a valid proof, it gets
+//! 401 with a `DPoP` challenge (`error="invalid_token"`, or `use_dpop_nonce` with a
+//! `DPoP-Nonce` header when [nonces](ResourceServerBuilder::dpop_nonces) are on). An unbound
+//! token under the `DPoP` scheme is refused too (no downgrade either way). The metadata lists
+//! `dpop_signing_alg_values_supported`, and `dpop_bound_access_tokens_required` when
+//! [`require_dpop`](ResourceServerBuilder::require_dpop) is set.
+//!
+//! - **The URI a proof must name** (`htu`) is built from the configured resource URL, never
+//!   from the request's `Host` header: the resource's scheme and authority, and its path up to
+//!   the endpoint's path, followed by the request's path. Behind a proxy, configure the public
+//!   URL clients use as the resource.
+//! - **Replay**: each proof's `jti` (hashed with the key's thumbprint) is created in the state
+//!   store with a time to live of the `iat` window; a second use anywhere is refused. On an
+//!   HTTP endpoint the store is the server's (its hub: every worker sharing it refuses a proof
+//!   another worker accepted) unless [`dpop_replay_store`](ResourceServerBuilder::dpop_replay_store)
+//!   names one. Only proofs that passed every other check, with a valid bound token, are
+//!   recorded, so the records are bounded by the authenticated request rate times the window
+//!   (66 s by default), each a fixed-size key with an empty value.
+//!
 //! ```
 //! use mcp_server::auth::{ResourceServer, StaticTokens};
 //! use mcp_auth::{Claims, ScopeSet};
@@ -56,8 +80,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcp_auth::{BearerChallenge, ProtectedResourceMetadata};
+use mcp_auth::dpop::{DpopError, DpopRequest, DpopVerifier};
+use mcp_auth::{BearerChallenge, BearerScheme, ProtectedResourceMetadata};
 pub use mcp_auth::{Claims, Principal, ScopeSet, TokenError, TokenRules};
+use mcp_hub::{Namespace, StateStore, StoreError};
 use sha2::{Digest, Sha256};
 
 mod cimd;
@@ -153,6 +179,8 @@ pub struct AuthRefusal {
     /// detail, such as a parser's message or the accepted algorithms: that is logged at
     /// DEBUG).
     pub reason: String,
+    /// The nonce a `use_dpop_nonce` refusal sends in the `DPoP-Nonce` header.
+    pub dpop_nonce: Option<String>,
 }
 
 impl AuthRefusal {
@@ -182,6 +210,10 @@ pub struct ResourceServerBuilder {
     cache_ttl: Duration,
     resource_name: Option<String>,
     hide_tools: bool,
+    dpop: DpopVerifier,
+    dpop_required: bool,
+    dpop_nonce: Option<(Vec<u8>, Duration)>,
+    dpop_replay: Option<(Arc<dyn StateStore>, Namespace)>,
 }
 
 impl fmt::Debug for ResourceServerBuilder {
@@ -315,6 +347,66 @@ impl ResourceServerBuilder {
         self
     }
 
+    /// How DPoP proofs are checked (RFC 9449): the algorithms accepted (listed as
+    /// `dpop_signing_alg_values_supported`), the `iat` window and the size limits. Default:
+    /// [`DpopVerifier::new`] (every asymmetric algorithm, `iat` at most 60 s old and 5 s ahead,
+    /// proofs of at most 8 KiB, `jti` of at most 256 bytes).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_auth::dpop::DpopVerifier;
+    /// use mcp_server::auth::{ResourceServer, StaticTokens};
+    ///
+    /// let auth = ResourceServer::builder("https://mcp.example.com/mcp", "https://auth.example.com")
+    ///     .verifier(StaticTokens::new())
+    ///     .dpop(DpopVerifier::new().iat_window(Duration::from_secs(30), Duration::from_secs(2)))
+    ///     .require_dpop(true)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(auth.metadata().dpop_bound_access_tokens_required, Some(true));
+    /// ```
+    #[must_use]
+    pub fn dpop(mut self, verifier: DpopVerifier) -> Self {
+        self.dpop = verifier;
+        self
+    }
+
+    /// Whether only DPoP-bound tokens are accepted (`dpop_bound_access_tokens_required` in
+    /// the metadata): a bearer token then gets 401 with a `DPoP` challenge. Default: `false`
+    /// (bearer tokens and DPoP-bound tokens alike; a bound one always needs its proof).
+    #[must_use]
+    pub fn require_dpop(mut self, required: bool) -> Self {
+        self.dpop_required = required;
+        self
+    }
+
+    /// Turns on server-provided DPoP nonces (RFC 9449 §9): a proof must carry a nonce this
+    /// server gave within the last one or two `lifetime`s, else the request gets 401
+    /// `use_dpop_nonce` with the current nonce in `DPoP-Nonce`. Nonces are an HMAC-SHA256 of
+    /// the time window under `secret`, so every worker configured with the same secret
+    /// accepts the others' nonces without shared state. Default: off (the `iat` window and the
+    /// replay store alone bound a proof's use). Keep `secret` at least 32 random bytes and out
+    /// of logs and command lines.
+    #[must_use]
+    pub fn dpop_nonces(mut self, secret: impl AsRef<[u8]>, lifetime: Duration) -> Self {
+        self.dpop_nonce = Some((
+            secret.as_ref().to_vec(),
+            lifetime.max(Duration::from_secs(1)),
+        ));
+        self
+    }
+
+    /// Where the `jti` of accepted DPoP proofs is recorded (set-if-absent, with the `iat`
+    /// window as time to live) so that a proof replayed on any worker sharing the store is
+    /// refused. Default: the state store of the server whose HTTP endpoint this resource server
+    /// is set on (its hub), in the endpoint's namespace; a fresh in-memory store when used
+    /// alone.
+    #[must_use]
+    pub fn dpop_replay_store(mut self, store: Arc<dyn StateStore>, namespace: Namespace) -> Self {
+        self.dpop_replay = Some((store, namespace));
+        self
+    }
+
     /// `resource_name` in the metadata.
     #[must_use]
     pub fn resource_name(mut self, name: impl Into<String>) -> Self {
@@ -340,8 +432,38 @@ impl ResourceServerBuilder {
         metadata.authorization_servers = self.issuers;
         metadata.scopes_supported = self.scopes_supported;
         metadata.resource_name = self.resource_name;
+        metadata.dpop_signing_alg_values_supported = Some(
+            self.dpop
+                .algorithm_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        );
+        metadata.dpop_bound_access_tokens_required = self.dpop_required.then_some(true);
+        let replay_set = self.dpop_replay.is_some();
+        let (store, namespace) = self.dpop_replay.unwrap_or_else(|| {
+            (
+                Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default())),
+                Namespace::root(),
+            )
+        });
+        let nonce = self.dpop_nonce.map(|(secret, lifetime)| Nonces {
+            key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
+            lifetime: lifetime.as_secs().max(1),
+        });
+        let algs = self.dpop.algorithm_names().join(" ");
         Ok(ResourceServer {
             endpoints: Arc::new([Endpoint::new(metadata, rules, Vec::new())]),
+            dpop: Arc::new(Dpop {
+                verifier: self.dpop,
+                algs,
+                required: self.dpop_required,
+                nonces: nonce,
+                replay: store,
+                namespace,
+                replay_set,
+                htu_base: None,
+            }),
             inner: Arc::new(Inner {
                 required: self.required,
                 method_scopes,
@@ -362,7 +484,54 @@ pub struct ResourceServer {
     /// answers at the root metadata location and for paths no other endpoint claims), then
     /// the HTTP+SSE one when the HTTP endpoint serves it.
     endpoints: Arc<[Endpoint]>,
+    dpop: Arc<Dpop>,
     inner: Arc<Inner>,
+}
+
+/// The DPoP settings of a [`ResourceServer`].
+struct Dpop {
+    verifier: DpopVerifier,
+    /// The algorithms' names, space-separated (a challenge's `algs`).
+    algs: String,
+    required: bool,
+    nonces: Option<Nonces>,
+    replay: Arc<dyn StateStore>,
+    namespace: Namespace,
+    /// Whether the replay store was configured (else the endpoint's server's store is used).
+    replay_set: bool,
+    /// The resource URL up to the endpoint's path: a request's `htu` is this and its path.
+    /// `None` before the resource server is set on an endpoint: then the resource's origin.
+    htu_base: Option<String>,
+}
+
+/// Stateless DPoP nonces: an HMAC of the time window.
+struct Nonces {
+    key: ring::hmac::Key,
+    /// Seconds per window.
+    lifetime: u64,
+}
+
+impl Nonces {
+    fn at(&self, window: i64) -> String {
+        let tag = ring::hmac::sign(&self.key, &window.to_be_bytes());
+        format!(
+            "{window}.{}",
+            base64::Engine::encode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                &tag.as_ref()[..16]
+            )
+        )
+    }
+
+    fn window(&self, now: i64) -> i64 {
+        now.div_euclid(i64::try_from(self.lifetime).unwrap_or(i64::MAX))
+    }
+
+    /// The nonce to give now, and the two accepted (this window's and the last one's).
+    fn current(&self, now: i64) -> (String, String) {
+        let window = self.window(now);
+        (self.at(window), self.at(window.saturating_sub(1)))
+    }
 }
 
 /// One protected endpoint of the server: its resource, metadata and token rules.
@@ -513,6 +682,10 @@ impl ResourceServer {
             cache_ttl: DEFAULT_CACHE_TTL,
             resource_name: None,
             hide_tools: false,
+            dpop: DpopVerifier::new(),
+            dpop_required: false,
+            dpop_nonce: None,
+            dpop_replay: None,
         }
     }
 
@@ -521,7 +694,15 @@ impl ResourceServer {
     /// endpoint at `legacy.1`. The HTTP+SSE endpoint becomes a resource of its own: the
     /// configured resource with its last `path` replaced by the SSE path (nothing is added
     /// when the resource does not end with `path`). The token cache is shared.
-    pub(crate) fn for_endpoint(&self, path: &str, legacy: Option<(&str, &str)>) -> Self {
+    ///
+    /// `store` is the server's state store and the endpoint's namespace: DPoP replay records
+    /// go there unless the builder named a store.
+    pub(crate) fn for_endpoint(
+        &self,
+        path: &str,
+        legacy: Option<(&str, &str)>,
+        store: Option<(Arc<dyn StateStore>, Namespace)>,
+    ) -> Self {
         let primary = self.primary();
         let mut endpoints = vec![Endpoint::new(
             primary.metadata.clone(),
@@ -544,9 +725,47 @@ impl ResourceServer {
                 vec![sse_path.to_owned(), message_path.to_owned()],
             ));
         }
+        let dpop = &self.dpop;
+        let (replay, namespace) = match store {
+            Some(store) if !dpop.replay_set => store,
+            _ => (dpop.replay.clone(), dpop.namespace.clone()),
+        };
+        let htu_base = resource
+            .strip_suffix(path)
+            .filter(|_| !path.is_empty())
+            .map(str::to_owned);
         Self {
             endpoints: endpoints.into(),
+            dpop: Arc::new(Dpop {
+                verifier: dpop.verifier.clone(),
+                algs: dpop.algs.clone(),
+                required: dpop.required,
+                nonces: dpop.nonces.as_ref().map(|n| Nonces {
+                    key: n.key.clone(),
+                    lifetime: n.lifetime,
+                }),
+                replay,
+                namespace,
+                replay_set: dpop.replay_set,
+                htu_base,
+            }),
             inner: self.inner.clone(),
+        }
+    }
+
+    /// The URI a DPoP proof of a request at `path` must name (see the module docs): built
+    /// from the configured resource, never from the `Host` header.
+    fn htu(&self, path: &str) -> String {
+        let resource = self.primary().rules.audience();
+        if path.is_empty() {
+            return resource.to_owned();
+        }
+        match &self.dpop.htu_base {
+            Some(base) => format!("{base}{path}"),
+            None => match url::Url::parse(resource) {
+                Ok(url) => format!("{}{path}", url.origin().ascii_serialization()),
+                Err(_) => resource.to_owned(),
+            },
         }
     }
 
@@ -630,13 +849,133 @@ impl ResourceServer {
             status: StatusCode::UNAUTHORIZED,
             challenge: Some(Box::new(challenge)),
             reason,
+            dpop_nonce: None,
+        }
+    }
+
+    /// A 401 with a `DPoP` challenge (RFC 9449 §7.1): `invalid_token`, or `use_dpop_nonce`
+    /// with the nonce to use.
+    fn dpop_refusal(&self, path: &str, error: &DpopError, now: i64) -> AuthRefusal {
+        tracing::debug!(%error, "DPoP proof refused");
+        let code = error.resource_error_code();
+        let challenge = self
+            .challenge(path)
+            .error(code, Some(&error.to_string()))
+            .dpop(self.dpop.algs.clone());
+        let dpop_nonce = match (error, &self.dpop.nonces) {
+            (DpopError::UseNonce, Some(nonces)) => Some(nonces.current(now).0),
+            _ => None,
+        };
+        AuthRefusal {
+            status: StatusCode::UNAUTHORIZED,
+            challenge: Some(Box::new(challenge)),
+            reason: error.to_string(),
+            dpop_nonce,
+        }
+    }
+
+    /// Checks the DPoP binding of a request whose token is `token` (sent under the `DPoP`
+    /// scheme when `dpop_scheme`) and whose principal is `principal`.
+    async fn check_dpop(
+        &self,
+        request: &Presented<'_>,
+        principal: &Principal,
+        now: i64,
+    ) -> Result<(), AuthRefusal> {
+        let &Presented {
+            method,
+            path,
+            headers,
+            token,
+            dpop_scheme,
+        } = request;
+        let Some(jkt) = principal.dpop_jkt.as_deref() else {
+            if dpop_scheme {
+                // An unbound token is not sent under the DPoP scheme (no downgrade).
+                return Err(self.dpop_refusal(path, &DpopError::KeyMismatch, now));
+            }
+            if self.dpop.required {
+                return Err(self.dpop_refusal(path, &DpopError::Missing, now));
+            }
+            return Ok(());
+        };
+        if !dpop_scheme {
+            // A DPoP-bound token presented as a bearer token (RFC 9449 §7.2).
+            return Err(self.dpop_refusal(path, &DpopError::Missing, now));
+        }
+        let mut proofs = headers.get_all("dpop").iter();
+        let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+            return Err(self.dpop_refusal(path, &DpopError::Missing, now));
+        };
+        let Ok(proof) = proof.to_str() else {
+            return Err(self.dpop_refusal(path, &DpopError::Malformed("not text"), now));
+        };
+        let token = std::str::from_utf8(token).unwrap_or_default();
+        let htu = self.htu(path);
+        let nonces = self.dpop.nonces.as_ref().map(|n| n.current(now));
+        let accepted: Vec<&str> = nonces
+            .as_ref()
+            .map(|(a, b)| vec![a.as_str(), b.as_str()])
+            .unwrap_or_default();
+        let mut request = DpopRequest::new(method.as_str(), &htu, now)
+            .access_token(token)
+            .bound_to(jkt);
+        if nonces.is_some() {
+            request = request.nonces(&accepted);
+        }
+        let verified = self
+            .dpop
+            .verifier
+            .verify(proof, &request)
+            .map_err(|e| self.dpop_refusal(path, &e, now))?;
+        let key = self
+            .dpop
+            .namespace
+            .key(&format!("dpop-jti/{}", verified.replay_key()));
+        match self
+            .dpop
+            .replay
+            .create(&key, Bytes::new(), self.dpop.verifier.window())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(StoreError::AlreadyExists) => {
+                Err(self.dpop_refusal(path, &DpopError::Replayed, now))
+            }
+            Err(err) => {
+                tracing::warn!(%err, "DPoP proofs cannot be checked for replay");
+                Err(AuthRefusal {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    challenge: None,
+                    reason: "access tokens cannot be verified now".into(),
+                    dpop_nonce: None,
+                })
+            }
         }
     }
 
     /// The principal of a request to the configured resource, from its
     /// `Authorization: Bearer` header (see [`authenticate_at`](Self::authenticate_at)).
+    ///
+    /// A DPoP-bound token's proof is checked as for a `POST` to the resource (use
+    /// [`authenticate_request`](Self::authenticate_request) for another method).
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Principal>, AuthRefusal> {
-        self.authenticate_at("", headers).await
+        self.authenticate_request(&http::Method::POST, "", headers)
+            .await
+    }
+
+    /// The principal of a `method` request at `path` (empty for the configured resource), from
+    /// its `Authorization` header, with the DPoP proof of a DPoP-bound token checked against
+    /// that method and the URI the resource server builds for `path` (see the module docs).
+    pub async fn authenticate_request(
+        &self,
+        method: &http::Method,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<Arc<Principal>, AuthRefusal> {
+        self.authenticate_owner(method, path, headers)
+            .await
+            .map(|(principal, _)| principal)
     }
 
     /// The principal of a request at `path`, from its `Authorization: Bearer` header. A
@@ -647,7 +986,7 @@ impl ResourceServer {
         path: &str,
         headers: &HeaderMap,
     ) -> Result<Arc<Principal>, AuthRefusal> {
-        self.authenticate_owner(path, headers)
+        self.authenticate_owner(&http::Method::POST, path, headers)
             .await
             .map(|(principal, _)| principal)
     }
@@ -656,6 +995,7 @@ impl ResourceServer {
     /// with the cached token, so a request of a known token hashes nothing more).
     pub(crate) async fn authenticate_owner(
         &self,
+        method: &http::Method,
         path: &str,
         headers: &HeaderMap,
     ) -> Result<(Arc<Principal>, Owner), AuthRefusal> {
@@ -664,7 +1004,7 @@ impl ResourceServer {
             return Err(self.unauthorized(path, None));
         };
         // Read as bytes: a cached token is found without validating the header as text.
-        let Some(token) = bearer_token(value.as_bytes()) else {
+        let Some((scheme, token)) = bearer_token(value.as_bytes()) else {
             return Err(self.unauthorized(
                 path,
                 Some(&TokenError::Invalid(
@@ -675,7 +1015,15 @@ impl ResourceServer {
         let now = now();
         // Only a token that passed the syntax check below was ever cached, so a cached one
         // needs no check again.
+        let presented = Presented {
+            method,
+            path,
+            headers,
+            token,
+            dpop_scheme: scheme == BearerScheme::DPoP,
+        };
         if let Some(found) = self.cached(token, now) {
+            self.check_dpop(&presented, &found.0, now).await?;
             return Ok(found);
         }
         let Some(token) = std::str::from_utf8(token).ok().filter(|t| is_token68(t)) else {
@@ -695,6 +1043,7 @@ impl ResourceServer {
                     status: StatusCode::SERVICE_UNAVAILABLE,
                     challenge: None,
                     reason: "access tokens cannot be verified now".into(),
+                    dpop_nonce: None,
                 });
             }
         };
@@ -708,6 +1057,7 @@ impl ResourceServer {
             binding: Arc::from(principal.binding()),
         };
         self.remember(token.as_bytes(), &principal, &owner, now);
+        self.check_dpop(&presented, &principal, now).await?;
         Ok((principal, owner))
     }
 
@@ -877,6 +1227,7 @@ impl ResourceServer {
                     ),
             )),
             reason: format!("the access token lacks the scope {missing}"),
+            dpop_nonce: None,
         })
     }
 }
@@ -891,6 +1242,17 @@ fn public_description(error: &TokenError) -> &'static str {
         TokenError::WrongAudience => "the token was issued for another resource",
         _ => "the token is not valid",
     }
+}
+
+/// What a request presents to the resource server: where it goes and its credentials.
+struct Presented<'a> {
+    method: &'a http::Method,
+    path: &'a str,
+    headers: &'a HeaderMap,
+    /// The token, as sent.
+    token: &'a [u8],
+    /// Whether it came under the `DPoP` scheme.
+    dpop_scheme: bool,
 }
 
 /// What the resource server computes once per verified token and leaves in a request's
@@ -951,16 +1313,21 @@ fn lower_hex(bytes: &[u8]) -> String {
 }
 
 /// RFC 6750 `b64token` (the same characters as RFC 9110's `token68`).
-/// The token of an `Authorization: Bearer <token>` value (the scheme matched without regard
-/// to case, spaces around the token ignored), `None` for any other value.
-fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+/// The scheme and token of an `Authorization: Bearer <token>` or `Authorization: DPoP <token>`
+/// value (the scheme matched without regard to case, spaces around the token ignored), `None`
+/// for any other value.
+fn bearer_token(value: &[u8]) -> Option<(BearerScheme, &[u8])> {
     let space = value.iter().position(|&b| b == b' ')?;
     let (scheme, rest) = value.split_at(space);
-    if !scheme.eq_ignore_ascii_case(b"bearer") {
+    let scheme = if scheme.eq_ignore_ascii_case(b"bearer") {
+        BearerScheme::Bearer
+    } else if scheme.eq_ignore_ascii_case(b"dpop") {
+        BearerScheme::DPoP
+    } else {
         return None;
-    }
+    };
     let token = rest.trim_ascii();
-    (!token.is_empty()).then_some(token)
+    (!token.is_empty()).then_some((scheme, token))
 }
 
 fn is_token68(token: &str) -> bool {
@@ -1295,7 +1662,7 @@ mod tests {
                     ..claims("mcp:read")
                 },
             );
-        let auth = server(tokens).for_endpoint("/mcp", Some(("/sse", "/messages")));
+        let auth = server(tokens).for_endpoint("/mcp", Some(("/sse", "/messages")), None);
         assert_eq!(auth.resources().collect::<Vec<_>>(), [RESOURCE, SSE]);
         let body = auth
             .metadata_at("/.well-known/oauth-protected-resource/sse")
@@ -1342,12 +1709,13 @@ mod tests {
         }
         // Without HTTP+SSE, or with a resource that does not end with the endpoint's path,
         // there is one resource.
-        let alone = server(StaticTokens::new()).for_endpoint("/mcp", None);
+        let alone = server(StaticTokens::new()).for_endpoint("/mcp", None, None);
         assert_eq!(alone.resources().count(), 1);
-        let elsewhere = server(StaticTokens::new()).for_endpoint("/api", Some(("/sse", "/m")));
+        let elsewhere =
+            server(StaticTokens::new()).for_endpoint("/api", Some(("/sse", "/m")), None);
         assert_eq!(elsewhere.resources().count(), 1);
         // Set again (an endpoint rebuilt on its bound address), it stays the same.
-        let again = auth.for_endpoint("/mcp", Some(("/sse", "/messages")));
+        let again = auth.for_endpoint("/mcp", Some(("/sse", "/messages")), None);
         assert_eq!(again.resources().collect::<Vec<_>>(), [RESOURCE, SSE]);
     }
 }

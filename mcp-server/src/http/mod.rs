@@ -275,7 +275,11 @@ impl HttpEndpoint {
             let legacy = config
                 .legacy_sse
                 .then_some((config.sse_path.as_str(), config.message_path.as_str()));
-            config.auth = Some(auth.for_endpoint(&config.path, legacy));
+            let store = (
+                server.settings().states.store().clone(),
+                config.namespace.clone(),
+            );
+            config.auth = Some(auth.for_endpoint(&config.path, legacy, Some(store)));
         }
         let served = server.revisions();
         let streamable = Some(served.clone());
@@ -435,7 +439,10 @@ impl HttpEndpoint {
                 };
             }
             if shared.is_mcp_path(path) {
-                match auth.authenticate_owner(path, &parts.headers).await {
+                match auth
+                    .authenticate_owner(&parts.method, path, &parts.headers)
+                    .await
+                {
                     // A GET (stream, HTTP+SSE session) or DELETE names no call, so only the
                     // scopes every request needs apply; a POST's calls are checked with
                     // their own scopes once decoded.
@@ -749,6 +756,13 @@ pub(crate) fn auth_refusal(
         response
             .headers_mut()
             .insert(http::header::WWW_AUTHENTICATE, challenge);
+    }
+    if let Some(nonce) = refusal
+        .dpop_nonce
+        .as_deref()
+        .and_then(|n| HeaderValue::from_str(n).ok())
+    {
+        response.headers_mut().insert("dpop-nonce", nonce);
     }
     response
 }

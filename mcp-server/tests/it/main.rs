@@ -11,6 +11,7 @@ mod support;
 mod ask_http;
 mod ask_workers;
 mod auth_dev;
+mod auth_dpop;
 mod auth_flow;
 mod auth_hardening;
 mod auth_http;
