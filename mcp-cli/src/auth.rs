@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -45,16 +44,6 @@ const PREPARED_FOR: Duration = Duration::from_secs(15 * 60);
 
 /// Set when a login was needed but nobody was there to do it (no terminal): the server's
 /// refusal is then reported with what to do.
-static LOGIN_NEEDED: AtomicBool = AtomicBool::new(false);
-
-/// What to do about a server's 401 when no login could run (no terminal).
-pub(crate) const LOGIN_HINT: &str =
-    "run `mcp login URL` on a terminal first, or use --client-credentials";
-
-/// Whether a login was needed and could not run in this process (for the error's hint).
-pub(crate) fn login_was_needed() -> bool {
-    LOGIN_NEEDED.load(Ordering::SeqCst)
-}
 
 /// What the command is doing, named in a step-up prompt ("deploy needs mcp:deploy").
 static DOING: Mutex<Option<String>> = Mutex::new(None);
@@ -263,8 +252,8 @@ impl RedirectHandler for Browser {
         Box::pin(async move {
             if !self.interactive {
                 // Nobody to log in: refused before anything is registered.
-                LOGIN_NEEDED.store(true, Ordering::SeqCst);
-                return Err(OAuthError::LoginRequired(LOGIN_HINT.into()));
+                crate::error::note_login_needed();
+                return Err(OAuthError::LoginRequired(crate::error::LOGIN_HINT.into()));
             }
             prepare_redirect(redirect_uri, self.open).await
         })
@@ -290,11 +279,11 @@ impl RedirectHandler for Browser {
     ) -> BoxFuture<'a, Result<String, OAuthError>> {
         Box::pin(async move {
             if !self.interactive {
-                LOGIN_NEEDED.store(true, Ordering::SeqCst);
-                return Err(OAuthError::LoginRequired(LOGIN_HINT.into()));
+                crate::error::note_login_needed();
+                return Err(OAuthError::LoginRequired(crate::error::LOGIN_HINT.into()));
             }
             // The OAuth client checked the endpoint already; the opener gets nothing else.
-            mcp_auth::metadata::browser_url(authorization_url)
+            mcp_client::oauth::browser_url(authorization_url)
                 .map_err(|e| OAuthError::Redirect(e.to_string()))?;
             if !self.open {
                 eprintln!(

@@ -137,9 +137,9 @@ impl CliError {
             } => return stdio_hint(source),
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
         };
-        if matches!(source.http_status(), Some(401)) && crate::auth::login_was_needed() {
+        if matches!(source.http_status(), Some(401)) && login_was_needed() {
             // The server wants a login and nobody was there to do it (no terminal).
-            return Some(crate::auth::LOGIN_HINT);
+            return Some(LOGIN_HINT);
         }
         if let Some(code) = source.code() {
             let what = match self {
@@ -342,4 +342,21 @@ mod tests {
                 .contains("[tool]: tool \"boom\" reported an error: it broke")
         );
     }
+}
+
+/// Set when a login was needed and could not run in this process (no terminal).
+static LOGIN_NEEDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// What to do about a server's 401 when no login could run (no terminal).
+pub(crate) const LOGIN_HINT: &str =
+    "run `mcp login URL` on a terminal first, or use --client-credentials";
+
+/// Records that a login was needed and could not run (for the error's hint).
+pub(crate) fn note_login_needed() {
+    LOGIN_NEEDED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether a login was needed and could not run in this process (for the error's hint).
+pub(crate) fn login_was_needed() -> bool {
+    LOGIN_NEEDED.load(std::sync::atomic::Ordering::SeqCst)
 }

@@ -71,6 +71,11 @@ pub use store::{
 };
 pub use transport::OAuthTransport;
 
+/// Whether an authorization URL may be handed to a browser: `https:`, or `http:` to a loopback
+/// host (the check the OAuth client applies to every authorization endpoint; a program that
+/// opens URLs itself applies it again before its opener).
+pub use mcp_auth::metadata::browser_url;
+
 use crate::transport::Https;
 
 pub use crate::oauth_error::OAuthError;
