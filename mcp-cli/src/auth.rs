@@ -42,9 +42,6 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a listener bound for a login that never came to its redirect is kept.
 const PREPARED_FOR: Duration = Duration::from_secs(15 * 60);
 
-/// Set when a login was needed but nobody was there to do it (no terminal): the server's
-/// refusal is then reported with what to do.
-
 /// What the command is doing, named in a step-up prompt ("deploy needs mcp:deploy").
 static DOING: Mutex<Option<String>> = Mutex::new(None);
 

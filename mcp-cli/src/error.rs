@@ -321,6 +321,23 @@ fn stdio_hint(source: &mcp_client::Error) -> Option<&'static str> {
     }
 }
 
+/// Set when a login was needed and could not run in this process (no terminal).
+static LOGIN_NEEDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// What to do about a server's 401 when no login could run (no terminal).
+pub(crate) const LOGIN_HINT: &str =
+    "run `mcp login URL` on a terminal first, or use --client-credentials";
+
+/// Records that a login was needed and could not run (for the error's hint).
+pub(crate) fn note_login_needed() {
+    LOGIN_NEEDED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether a login was needed and could not run in this process (for the error's hint).
+pub(crate) fn login_was_needed() -> bool {
+    LOGIN_NEEDED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,21 +359,4 @@ mod tests {
                 .contains("[tool]: tool \"boom\" reported an error: it broke")
         );
     }
-}
-
-/// Set when a login was needed and could not run in this process (no terminal).
-static LOGIN_NEEDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// What to do about a server's 401 when no login could run (no terminal).
-pub(crate) const LOGIN_HINT: &str =
-    "run `mcp login URL` on a terminal first, or use --client-credentials";
-
-/// Records that a login was needed and could not run (for the error's hint).
-pub(crate) fn note_login_needed() {
-    LOGIN_NEEDED.store(true, std::sync::atomic::Ordering::SeqCst);
-}
-
-/// Whether a login was needed and could not run in this process (for the error's hint).
-pub(crate) fn login_was_needed() -> bool {
-    LOGIN_NEEDED.load(std::sync::atomic::Ordering::SeqCst)
 }

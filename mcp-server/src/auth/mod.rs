@@ -834,6 +834,11 @@ impl ResourceServer {
 
     fn unauthorized(&self, path: &str, error: Option<&TokenError>) -> AuthRefusal {
         let mut challenge = self.challenge(path);
+        if self.dpop.required {
+            // A server that takes only DPoP-bound tokens says so in its challenge too, not
+            // only in its metadata (RFC 9449 §7.1).
+            challenge = challenge.dpop(self.dpop.algs.clone());
+        }
         let reason = match error {
             Some(error) => {
                 // The detail (a parser's message, the accepted algorithms) stays in the log:

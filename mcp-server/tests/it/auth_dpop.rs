@@ -450,6 +450,15 @@ async fn the_metadata_advertises_dpop_and_required_dpop_refuses_bearer_tokens() 
         .await
         .json();
     assert_eq!(metadata["dpop_bound_access_tokens_required"], true);
+    // A request with no token is told which scheme to use.
+    let anonymous = RawRequest::new("POST", "/mcp")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", Revision::V2025_06_18.as_str())
+        .json(&initialize())
+        .send(running.addr)
+        .await;
+    let challenge = dpop_challenge(&anonymous);
+    assert!(challenge.error.is_none(), "{anonymous:?}");
     refused_as(
         &post_mcp(&running, "Bearer plain", None).await,
         "invalid_token",
