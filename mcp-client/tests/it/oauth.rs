@@ -33,6 +33,12 @@ async fn publish(_: NoArgs) -> String {
 /// A protected MCP server at `<issuer>/mcp` whose authorization server is the development
 /// one on the same address (auto-approving, access tokens for an hour).
 async fn protected_server() -> String {
+    protected_server_with(Tool::new("publish", publish)).await
+}
+
+/// [`protected_server`] with `scoped` (which needs `mcp:deploy`) beside `add`; `script`/`s3cret`
+/// is a pre-registered confidential client.
+pub(crate) async fn protected_server_with(scoped: Tool) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let issuer = format!("http://{}", listener.local_addr().unwrap());
     let resource = format!("{issuer}/mcp");
@@ -53,7 +59,7 @@ async fn protected_server() -> String {
         .unwrap();
     let server = Server::builder("protected", "1")
         .tool(Tool::new("add", add))
-        .tool(Tool::new("publish", publish).scopes(["mcp:deploy"]))
+        .tool(scoped.scopes(["mcp:deploy"]))
         .build()
         .unwrap();
     let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);

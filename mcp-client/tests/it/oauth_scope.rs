@@ -13,13 +13,7 @@ use mcp_client::oauth::{
     RedirectHandler, TokenStore,
 };
 use mcp_client::transport::BoxFuture;
-use mcp_server::auth::{DevAuthorizationServer, DevClient, JwtVerifier, ResourceServer};
-use mcp_server::http::{HttpConfig, HttpEndpoint};
-use mcp_server::{NoArgs, Server, Tool};
-
-async fn add(_: NoArgs) -> String {
-    "added".into()
-}
+use mcp_server::{NoArgs, Tool};
 
 async fn deploy(_: NoArgs) -> String {
     "deployed".into()
@@ -28,36 +22,7 @@ async fn deploy(_: NoArgs) -> String {
 /// A protected MCP server (`deploy` needs `mcp:deploy`) with the development authorization
 /// server on the same address; `script`/`s3cret` is a pre-registered confidential client.
 async fn protected_server() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let issuer = format!("http://{}", listener.local_addr().unwrap());
-    let resource = format!("{issuer}/mcp");
-    let dev = DevAuthorizationServer::builder(&issuer)
-        .scopes(["mcp:read", "mcp:deploy"])
-        .auto_approve(true)
-        .client(DevClient {
-            client_id: "script".into(),
-            client_secret: Some("s3cret".into()),
-            redirect_uris: Vec::new(),
-        })
-        .build();
-    let auth = ResourceServer::builder(&resource, &issuer)
-        .scopes_supported(["mcp:read"])
-        .required_scopes(["mcp:read"])
-        .verifier(JwtVerifier::fetch(dev.jwks_uri()))
-        .build()
-        .unwrap();
-    let server = Server::builder("protected", "1")
-        .tool(Tool::new("add", add))
-        .tool(Tool::new("deploy", deploy).scopes(["mcp:deploy"]))
-        .build()
-        .unwrap();
-    let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
-    tokio::spawn(mcp_server::http::serve_with_shutdown(
-        listener,
-        HttpEndpoint::new(server, config),
-        std::future::pending::<()>(),
-    ));
-    resource
+    crate::oauth::protected_server_with(Tool::new("deploy", deploy)).await
 }
 
 /// Follows the redirect; records the logins, the step-up reasons, and the redirect URIs.
