@@ -267,16 +267,31 @@ impl AuthorizationServerMetadata {
 pub fn browser_url(text: &str) -> Result<Url, MetadataError> {
     let refused = || MetadataError::UnsafeBrowserUrl(text.to_owned());
     let url = Url::parse(text).map_err(|_| refused())?;
-    let loopback = match url.host() {
+    if url.host().is_none() {
+        return Err(refused());
+    }
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback(&url) => Ok(url),
+        _ => Err(refused()),
+    }
+}
+
+/// Whether `url`'s host is `localhost` or a loopback IP address (127.0.0.0/8, `::1`).
+///
+/// ```
+/// use mcp_auth::metadata::is_loopback;
+///
+/// assert!(is_loopback(&"http://127.0.0.1:8080/cb".parse().unwrap()));
+/// assert!(is_loopback(&"http://[::1]/".parse().unwrap()));
+/// assert!(!is_loopback(&"http://example.com/".parse().unwrap()));
+/// ```
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
         Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => return Err(refused()),
-    };
-    match url.scheme() {
-        "https" => Ok(url),
-        "http" if loopback => Ok(url),
-        _ => Err(refused()),
+        None => false,
     }
 }
 

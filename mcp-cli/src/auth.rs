@@ -154,7 +154,7 @@ fn redirect_uri(global: &Global) -> Result<String, CliError> {
     if let Some(uri) = &global.redirect_uri {
         let bad = |why: &str| CliError::Usage(format!("--redirect-uri {uri:?}: {why}"));
         let url = url::Url::parse(uri).map_err(|e| bad(&e.to_string()))?;
-        if url.scheme() != "http" || !is_loopback(&url) {
+        if url.scheme() != "http" || !mcp_client::oauth::is_loopback(&url) {
             return Err(bad(
                 "must be http to a loopback host (127.0.0.1, [::1] or localhost), where mcp listens",
             ));
@@ -179,15 +179,6 @@ fn redirect_uri(global: &Global) -> Result<String, CliError> {
     })
 }
 
-fn is_loopback(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
-}
-
 /// Listeners bound for logins that have not reached their redirect yet, by redirect URI.
 fn prepared() -> &'static Mutex<HashMap<String, (tokio::net::TcpListener, Instant)>> {
     static PREPARED: OnceLock<Mutex<HashMap<String, (tokio::net::TcpListener, Instant)>>> =
@@ -203,7 +194,10 @@ pub(crate) async fn prepare_redirect(
     listen: bool,
 ) -> Result<String, OAuthError> {
     let mut url = url_of(redirect_uri)?;
-    if url.scheme() != "http" || !is_loopback(&url) || (!listen && url.port() != Some(0)) {
+    if url.scheme() != "http"
+        || !mcp_client::oauth::is_loopback(&url)
+        || (!listen && url.port() != Some(0))
+    {
         // Not ours to listen on (a pasted address brings the answer back).
         return Ok(redirect_uri.to_owned());
     }

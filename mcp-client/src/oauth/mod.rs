@@ -75,6 +75,9 @@ pub use transport::OAuthTransport;
 /// host (the check the OAuth client applies to every authorization endpoint; a program that
 /// opens URLs itself applies it again before its opener).
 pub use mcp_auth::metadata::browser_url;
+/// Whether a URL's host is `localhost` or a loopback IP address (the rule of
+/// [`browser_url`] for plain `http:`).
+pub use mcp_auth::metadata::is_loopback;
 
 use crate::transport::Https;
 
