@@ -66,6 +66,11 @@
 //! - `SqliteHub` (feature `sqlite`): the same tables in one file in WAL mode; survives restarts
 //!   and is shared by the processes of one machine.
 //!
+//! [`connect`] opens whichever of them a URL names (`memory`, `redis://…`, `rediss://…`,
+//! `postgres://…`, `postgresql://…`, `sqlite:PATH`), and [`BACKENDS`] lists them with the
+//! feature each needs: binaries take a `--hub URL` and tests iterate the list, so a new backend
+//! is one row there and one arm in [`ConnectOptions::connect`].
+//!
 //! # Feature flags
 //!
 //! - `redis` (off by default): the Redis backend. Turning it on changes nothing in the memory
@@ -77,6 +82,7 @@
 // Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod config;
+mod connect;
 mod cursor;
 mod error;
 mod log;
@@ -93,6 +99,7 @@ mod sqlite;
 mod store;
 
 pub use config::{HubConfig, RetentionConfig};
+pub use connect::{BACKENDS, Backend, ConnectError, ConnectOptions, connect};
 pub use cursor::{Cursor, CursorParseError};
 pub use error::{BackendError, LogError, StoreError};
 pub use log::{Event, EventLog, Subscription};
