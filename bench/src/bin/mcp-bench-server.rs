@@ -33,7 +33,6 @@
 //! verified once and cached) and one replay record in its store.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown, shutdown_signal};
 use mcp_server::{Exchange, Json, Question, Server, TaskSupport, Tasks, Tool, ToolError};
@@ -77,9 +76,9 @@ async fn add(args: AddArgs) -> Json<Sum> {
 
 struct Options {
     port: u16,
-    redis: Option<String>,
-    /// `--hub`: PostgreSQL or SQLite (memory and Redis go through the fields above).
-    sql: Option<String>,
+    /// The hub's URL (`--hub`, or `--store redis` with `--redis-url`); `None` for the
+    /// in-memory one.
+    hub: Option<String>,
     /// `--auth-jwt`: where the access token is written.
     token_file: Option<String>,
     /// `--auth-dpop`: the token is DPoP-bound.
@@ -93,7 +92,7 @@ fn options() -> Result<Options, String> {
     let mut port = None;
     let mut store = "memory".to_owned();
     let mut url = "redis://127.0.0.1:6379".to_owned();
-    let mut sql = None;
+    let mut hub = None;
     let mut token_file = None;
     let mut metrics = false;
     let mut dpop = false;
@@ -110,17 +109,7 @@ fn options() -> Result<Options, String> {
             }
             "--store" => store = value("--store")?,
             "--redis-url" => url = value("--redis-url")?,
-            "--hub" => {
-                let hub = value("--hub")?;
-                if hub == "memory" {
-                    store = hub;
-                } else if hub.starts_with("redis://") {
-                    store = "redis".to_owned();
-                    url = hub;
-                } else {
-                    sql = Some(hub);
-                }
-            }
+            "--hub" => hub = Some(value("--hub")?),
             "--auth-jwt" => token_file = Some(value("--auth-jwt")?),
             "--auth-dpop" => {
                 token_file = Some(value("--auth-dpop")?);
@@ -130,15 +119,16 @@ fn options() -> Result<Options, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    let redis = match store.as_str() {
-        "memory" => None,
-        "redis" => Some(url),
-        other => return Err(format!("--store is memory or redis, not {other:?}")),
+    let hub = match (hub, store.as_str()) {
+        (Some(hub), _) if hub == "memory" => None,
+        (Some(hub), _) => Some(hub),
+        (None, "memory") => None,
+        (None, "redis") => Some(url),
+        (None, other) => return Err(format!("--store is memory or redis, not {other:?}")),
     };
     Ok(Options {
         port: port.ok_or("--port is required")?,
-        redis,
-        sql,
+        hub,
         token_file,
         dpop,
         metrics,
@@ -163,34 +153,17 @@ async fn run(options: Options) -> Result<(), String> {
     if options.metrics {
         builder = builder.metrics(&metrics);
     }
-    if let Some(url) = &options.redis {
-        let config = mcp_hub::RedisConfig::new()
-            .key_prefix(format!("mcp-bench-server:{}", std::process::id()));
-        let hub = mcp_hub::RedisHub::connect(url, config)
-            .await
-            .map_err(|e| format!("Redis at {url}: {e}"))?;
-        let hub = Arc::new(hub);
-        builder = builder.state_store(hub.clone()).event_log(hub);
-    }
-    if let Some(spec) = &options.sql {
-        let hub: Arc<dyn mcp_hub::Hub> = if let Some(path) = spec.strip_prefix("sqlite:") {
-            Arc::new(
-                mcp_hub::SqliteHub::open(path, mcp_hub::SqliteConfig::new())
-                    .await
-                    .map_err(|e| format!("SQLite at {path}: {e}"))?,
-            )
-        } else if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-            let config = mcp_hub::PostgresConfig::new().table_prefix("mcp_bench");
-            Arc::new(
-                mcp_hub::PostgresHub::connect(spec, config)
-                    .await
-                    .map_err(|e| format!("PostgreSQL at {spec}: {e}"))?,
-            )
-        } else {
-            return Err(format!(
-                "--hub is memory, redis://…, postgres://… or sqlite:PATH, not {spec:?}"
-            ));
+    if let Some(url) = &options.hub {
+        // Redis: keys of this process's own; PostgreSQL: the bench's tables; SQLite: the file.
+        let connect = match mcp_hub::Backend::of(url) {
+            Some(backend) if *backend == mcp_hub::Backend::REDIS => mcp_hub::ConnectOptions::new()
+                .prefix(format!("mcp-bench-server:{}", std::process::id())),
+            Some(backend) if *backend == mcp_hub::Backend::POSTGRES => {
+                mcp_hub::ConnectOptions::new().prefix("mcp_bench")
+            }
+            _ => mcp_hub::ConnectOptions::new(),
         };
+        let hub = connect.connect(url).await.map_err(|e| e.to_string())?;
         builder = builder.state_store(hub.clone()).event_log(hub);
     }
     let server = builder.build().map_err(|e| e.to_string())?;

@@ -207,41 +207,12 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
     if spec == "memory" {
         return Ok(None);
     }
-    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
-        #[cfg(feature = "redis")]
-        return Ok(Some(Arc::new(
-            mcp_hub::RedisHub::connect(spec, mcp_hub::RedisConfig::new())
-                .await
-                .map_err(|e| format!("cannot use Redis at {spec}: {e}"))?,
-        )));
-        #[cfg(not(feature = "redis"))]
-        return Err("built without the `redis` feature: cargo run -p everymcp-server --features demo --bin mcp-demo".into());
-    }
-    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        #[cfg(feature = "postgres")]
-        return Ok(Some(Arc::new(
-            mcp_hub::PostgresHub::connect(spec, mcp_hub::PostgresConfig::new())
-                .await
-                .map_err(|e| format!("cannot use PostgreSQL at {spec}: {e}"))?,
-        )));
-        #[cfg(not(feature = "postgres"))]
-        return Err("built without the `postgres` feature: cargo run -p everymcp-server --features demo --bin mcp-demo".into());
-    }
-    if let Some(path) = spec.strip_prefix("sqlite:") {
-        #[cfg(feature = "sqlite")]
-        return Ok(Some(Arc::new(
-            mcp_hub::SqliteHub::open(path, mcp_hub::SqliteConfig::new())
-                .await
-                .map_err(|e| format!("cannot use SQLite file {path}: {e}"))?,
-        )));
-        #[cfg(not(feature = "sqlite"))]
-        return Err(format!(
-            "built without the `sqlite` feature ({path}): cargo run -p everymcp-server --features demo --bin mcp-demo"
-        ));
-    }
-    Err(format!(
-        "--hub {spec:?}: expected memory, redis://…, postgres://… or sqlite:PATH"
-    ))
+    mcp_hub::connect(spec).await.map(Some).map_err(|e| match e {
+        mcp_hub::ConnectError::NotBuilt { .. } => {
+            format!("{e}: cargo run -p everymcp-server --features demo --bin mcp-demo")
+        }
+        e => e.to_string(),
+    })
 }
 
 async fn run(options: Options) -> Result<(), String> {

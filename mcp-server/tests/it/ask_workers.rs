@@ -45,7 +45,7 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// Runs `body` once per backend that answers (see `support/backends.rs`).
 macro_rules! per_backend {
     ($body:ident) => {
-        for backend in Backend::ALL {
+        for backend in Backend::all() {
             let Some(place) = backend.place().await else {
                 continue;
             };

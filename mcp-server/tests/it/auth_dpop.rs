@@ -350,7 +350,7 @@ async fn a_replayed_proof_is_refused_on_the_same_and_another_worker_of_a_memory_
 #[tokio::test]
 async fn a_replayed_proof_is_refused_on_another_worker_of_each_shared_hub() {
     let key = es256();
-    for backend in Backend::ALL {
+    for backend in Backend::all() {
         let Some(place) = backend.place().await else {
             continue;
         };

@@ -46,7 +46,7 @@ async fn pair_with(place: &Place, http: HttpConfig) -> (Running, Running) {
 /// Runs `body` once per backend that answers (see `support/backends.rs`).
 macro_rules! per_backend {
     ($body:ident) => {
-        for backend in Backend::ALL {
+        for backend in Backend::all() {
             let Some(place) = backend.place().await else {
                 continue;
             };

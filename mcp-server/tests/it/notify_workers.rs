@@ -54,7 +54,7 @@ async fn workers(place: &Place) -> (Server, Server) {
 /// Runs `body` once per backend that answers (see `support/backends.rs`).
 macro_rules! per_backend {
     ($body:ident) => {
-        for backend in Backend::ALL {
+        for backend in Backend::all() {
             let Some(place) = backend.place().await else {
                 continue;
             };

@@ -191,7 +191,7 @@ async fn sessions_without_authorization_are_not_counted_per_principal() {
 
 #[tokio::test]
 async fn the_limit_is_shared_by_the_workers_of_one_hub() {
-    for backend in Backend::ALL {
+    for backend in Backend::all() {
         let Some(place) = backend.place().await else {
             continue;
         };
@@ -226,7 +226,7 @@ async fn shared_row(place: &Place) {
 
 #[tokio::test]
 async fn a_burst_of_one_principals_sessions_on_two_workers_stays_within_the_limit() {
-    for backend in Backend::ALL {
+    for backend in Backend::all() {
         let Some(place) = backend.place().await else {
             continue;
         };

@@ -724,7 +724,7 @@ async fn a_task_belongs_to_its_principal() {
 /// Runs `body` once per shared backend that answers (see `support/backends.rs`).
 macro_rules! per_backend {
     ($body:ident) => {
-        for backend in backends::Backend::ALL {
+        for backend in backends::Backend::all() {
             let Some(place) = backend.place().await else {
                 continue;
             };

@@ -150,7 +150,7 @@ async fn line_after(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_a_worker_process_fails_its_task_within_the_lease() {
-    let Some(place) = backends::Backend::Redis.place().await else {
+    let Some(place) = backends::Backend::REDIS.place().await else {
         return;
     };
     let mut child = tokio::process::Command::new(std::env::current_exe().expect("this binary"))

@@ -12,22 +12,30 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_hub::{Hub, PostgresConfig, PostgresHub, RedisConfig, RedisHub, SqliteConfig, SqliteHub};
+use mcp_hub::{ConnectOptions, Hub};
 
-/// One hub backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// `RedisHub`.
-    Redis,
-    /// `PostgresHub`.
-    Postgres,
-    /// `SqliteHub`.
-    Sqlite,
+/// One hub backend that workers can share (every one of [`mcp_hub::BACKENDS`] but memory).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Backend(&'static mcp_hub::Backend);
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
 }
 
 impl Backend {
-    /// Every backend, in the order the tests run them.
-    pub const ALL: [Self; 3] = [Self::Redis, Self::Postgres, Self::Sqlite];
+    /// `RedisHub`.
+    pub const REDIS: Self = Self(&mcp_hub::Backend::REDIS);
+
+    /// Every backend workers can share, in `mcp_hub::BACKENDS`' order. A backend added there
+    /// runs here too (and panics in [`Place::url`] until it says where its test server is).
+    pub fn all() -> impl Iterator<Item = Self> {
+        mcp_hub::BACKENDS
+            .iter()
+            .filter(|backend| backend.name != mcp_hub::Backend::MEMORY.name)
+            .map(Self)
+    }
 
     /// A fresh shared place on this backend (its own key prefix, table prefix or file), or
     /// `None` after a notice when its server is unreachable outside CI.
@@ -66,31 +74,24 @@ impl Place {
     }
 
     async fn try_hub(&self) -> Result<Arc<dyn Hub>, String> {
-        Ok(match self.backend {
-            Backend::Redis => Arc::new(
-                RedisHub::connect(
-                    &redis_url(),
-                    RedisConfig::new().key_prefix(self.prefix.clone()),
-                )
-                .await
-                .map_err(|e| e.to_string())?,
-            ),
-            Backend::Postgres => Arc::new(
-                PostgresHub::connect(
-                    &postgres_url(),
-                    PostgresConfig::new()
-                        .table_prefix(self.prefix.clone())
-                        .pool_size(4),
-                )
-                .await
-                .map_err(|e| e.to_string())?,
-            ),
-            Backend::Sqlite => Arc::new(
-                SqliteHub::open(&self.path, SqliteConfig::new())
-                    .await
-                    .map_err(|e| e.to_string())?,
-            ),
-        })
+        let mut options = ConnectOptions::new().pool_size(4);
+        if self.backend.0.networked {
+            options = options.prefix(self.prefix.clone());
+        }
+        options
+            .connect(&self.url())
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// The hub URL of this place.
+    fn url(&self) -> String {
+        match self.backend.0.name {
+            "redis" => redis_url(),
+            "postgres" => postgres_url(),
+            "sqlite" => format!("sqlite:{}", self.path.display()),
+            other => panic!("no test server for the {other} backend: add it to backends.rs"),
+        }
     }
 
     /// The key prefix (Redis) or table prefix (PostgreSQL) of this place, for a worker in
@@ -103,26 +104,21 @@ impl Place {
     /// default key or table prefix on Redis and PostgreSQL (shared by every run, its session
     /// ids are random); on SQLite it uses this place's file.
     pub fn demo_hub(&self) -> String {
-        match self.backend {
-            Backend::Redis => redis_url(),
-            Backend::Postgres => postgres_url(),
-            Backend::Sqlite => format!("sqlite:{}", self.path.display()),
-        }
+        self.url()
     }
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
-        match self.backend {
-            Backend::Redis => {}
-            Backend::Sqlite => {
+        match self.backend.0.name {
+            "sqlite" => {
                 for suffix in ["", "-wal", "-shm"] {
                     let mut file = self.path.clone().into_os_string();
                     file.push(suffix);
                     let _ = std::fs::remove_file(file);
                 }
             }
-            Backend::Postgres => {
+            "postgres" => {
                 let prefix = self.prefix.clone();
                 // Dropped inside the test's runtime: clean up on a thread with its own.
                 let cleanup = std::thread::spawn(move || {
@@ -134,6 +130,7 @@ impl Drop for Place {
                 });
                 let _ = cleanup.join();
             }
+            _ => {}
         }
     }
 }
