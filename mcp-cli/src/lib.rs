@@ -9,6 +9,9 @@
 //! mcp prompt    <URL | --stdio CMD> NAME [k=v]...    get a prompt
 //! mcp discover  <URL | --stdio CMD>                  what the server is, which revisions it speaks
 //! mcp listen    <URL | --stdio CMD> [--resource URI] notifications as they come
+//! mcp login     <URL>                                authorize with a protected server now
+//! mcp logout    <URL>                                forget the tokens kept for a server
+//! mcp auth      status                               the OAuth tokens kept
 //! mcp console   [URL] [--stdio CMD]... [--no-open]   a console in the browser (see below)
 //! ```
 //!

@@ -167,7 +167,7 @@
 //! put a server on a network with [`HttpConfig::auth`](http::HttpConfig::auth). Tokens,
 //! secrets and arguments never reach the logs; spans carry the method, tool name and outcome.
 //!
-//! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters` and `mcp-hub`.
+//! **Layering:** depends on `mcp-wire`, `mcp-schema`, `mcp-adapters`, `mcp-hub` and `mcp-auth`.
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 // Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
