@@ -102,7 +102,7 @@ pub(crate) enum Localhost {
 /// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | with [`auth`](Self::auth): `max(16, max_sessions / 100)` (100 by default) per principal on all workers; one more gets 503 |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 64 calls of one session in flight; a request beyond it gets 503 |
 /// | [`max_streams_per_session`](Self::max_streams_per_session) | 4 GET streams open per session; another GET gets 503 |
-/// | [`header_read_timeout`](Self::header_read_timeout) | 10 s to send a request's head once started |
+/// | [`header_read_timeout`](Self::header_read_timeout) | 10 s to send a request's head on HTTP/1.1, counted from when the server waits for it |
 /// | [`idle_timeout`](Self::idle_timeout) | 60 s without a request in flight, then the connection is closed |
 /// | [`http2_keep_alive`](Self::http2_keep_alive) | a ping every 30 s on HTTP/2 connections |
 /// | [`max_connections`](Self::max_connections) | 4,096; more wait in the listen backlog |
@@ -288,10 +288,13 @@ impl HttpConfig {
         self
     }
 
-    /// How long a client may take to send a request's head (request line and headers) once
-    /// its first byte arrived; a connection that has not sent it in full by then is closed
-    /// without an answer (against slowloris clients). On HTTP/2 it bounds the time from the
-    /// connection's preface to its first request. Default is 10 s
+    /// How long an HTTP/1.1 client may take to send a request's head (request line and
+    /// headers); a connection that has not sent it in full by then is closed without an answer
+    /// (against slowloris clients). This is hyper's `header_read_timeout`: it starts when the
+    /// server waits for a head, so it also bounds the pause between two requests of a
+    /// kept-alive connection. HTTP/2 connections are bounded by the
+    /// [`idle_timeout`](Self::idle_timeout) instead, and given this long to end after its
+    /// `GOAWAY`; a TLS handshake must finish within it. Default is 10 s
     /// ([`DEFAULT_HEADER_READ_TIMEOUT`]); values below 1 ms count as 1 ms.
     ///
     /// ```
@@ -308,7 +311,8 @@ impl HttpConfig {
     }
 
     /// How long a connection may stay open without a request in flight (a keep-alive
-    /// connection between requests, or one that never sends anything) before it is closed:
+    /// connection between requests, one that never sends anything, or one still sending a
+    /// head) before it is closed:
     /// HTTP/1.1 connections are closed, HTTP/2 ones get a `GOAWAY`. A response that is still
     /// being sent (an SSE stream) counts as in flight. Default is 60 s
     /// ([`DEFAULT_IDLE_TIMEOUT`]); values below 1 ms count as 1 ms.

@@ -1,20 +1,29 @@
 //! Running the endpoint on a socket: the accept loop, HTTP/1.1 and HTTP/2, graceful shutdown.
+//!
+//! hyper and hyper-util do the protocol work: [`auto::Builder`] speaks HTTP/1.1 or HTTP/2,
+//! hyper's `header_read_timeout` bounds a request head on HTTP/1.1 and hyper-util's
+//! [`GracefulConnection`] finishes a connection gracefully. This file adds what they lack: the
+//! cap on connections served at once, the TLS handshake bound, the idle timeout (no request in
+//! flight, on either protocol) and the shutdown sequence. One accept loop ([`accept`]) serves
+//! the MCP endpoint and the metrics listener alike.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tracing::Instrument as _;
 
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use hyper_util::server::graceful::GracefulConnection;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
@@ -167,11 +176,14 @@ pub async fn shutdown_signal() {
 /// [`HttpConfig`] says otherwise).
 ///
 /// Limits (see [`HttpConfig`]): at most [`HttpConfig::max_connections`] connections are
-/// served at once (beyond it, new ones wait in the listen backlog); a connection that takes
-/// longer than [`HttpConfig::header_read_timeout`] to send a request's head, or that stays
-/// without a request in flight for [`HttpConfig::idle_timeout`], is closed; HTTP/2
-/// connections are pinged every [`HttpConfig::http2_keep_alive`]. A failing `accept` (out of
-/// descriptors) pauses accepting, from 5 ms doubling up to 1 s, instead of spinning.
+/// served at once (beyond it, new ones wait in the listen backlog); an HTTP/1.1 connection
+/// that takes longer than [`HttpConfig::header_read_timeout`] to send a request's head
+/// (hyper's timer, which starts when the server waits for the head, so it also bounds the
+/// pause between two requests of a kept-alive connection) is closed, and so is a connection
+/// of either protocol that stays without a request in flight for
+/// [`HttpConfig::idle_timeout`] (HTTP/2 ones get a `GOAWAY` first); HTTP/2 connections are
+/// pinged every [`HttpConfig::http2_keep_alive`]. A failing `accept` (out of descriptors)
+/// pauses accepting, from 5 ms doubling up to 1 s, instead of spinning.
 ///
 /// Shutdown: stop accepting, end the long-lived SSE streams, let calls in flight finish for
 /// up to [`HttpConfig::shutdown_deadline`], then cancel what is left and close every
@@ -215,9 +227,103 @@ async fn serve_on(
     let limits = Limits {
         header_read: config.header_read_timeout,
         idle: config.idle_timeout,
+        http2_keep_alive: config.http2_keep_alive,
+        max_connections: config.max_connections,
     };
+    let deadline = config.shutdown_deadline;
+    let handler = endpoint.clone();
+    let mut connections = accept(
+        listener,
+        limits,
+        tls,
+        move |mut request: hyper::Request<Incoming>, peer| {
+            // The peer, for per-source limits (the development authorization server's).
+            request.extensions_mut().insert(super::PeerAddr(peer));
+            let endpoint = handler.clone();
+            async move { endpoint.handle(request).await }
+        },
+        signal,
+    )
+    .await;
+    endpoint.close_streams();
+    let drained = tokio::time::timeout(deadline, async {
+        connections.close();
+        connections.join().await;
+        endpoint.calls_done().await;
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("calls still running at the shutdown deadline were cancelled");
+        endpoint.cancel_calls();
+        connections.abort();
+    }
+    connections.join().await;
+    Ok(())
+}
+
+/// The limits of a listener's connections.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// The time to send a request's head on HTTP/1.1 (hyper's `header_read_timeout`); also
+    /// the time an HTTP/2 connection has to end after its idle `GOAWAY`.
+    pub(crate) header_read: Duration,
+    /// How long a connection may stay without a request in flight.
+    pub(crate) idle: Duration,
+    /// The HTTP/2 keep-alive ping interval.
+    pub(crate) http2_keep_alive: Option<Duration>,
+    /// The most connections served at once (further capped by the descriptor limit).
+    pub(crate) max_connections: usize,
+}
+
+/// The connections a listener accepted, until they end.
+pub(crate) struct Connections {
+    tasks: JoinSet<()>,
+    closing: watch::Sender<bool>,
+}
+
+impl Connections {
+    /// Asks every connection to finish gracefully: HTTP/1.1 ones after their response in
+    /// flight, HTTP/2 ones with a `GOAWAY` after their streams.
+    pub(crate) fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Waits until every connection has ended.
+    pub(crate) async fn join(&mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Closes every connection at once.
+    pub(crate) fn abort(&mut self) {
+        self.tasks.abort_all();
+    }
+}
+
+/// The accept loop: serves each connection of `listener` (over TLS with `tls`) with
+/// `handler`, within `limits`, until `signal` resolves; then drops the listener and returns
+/// the connections still open.
+///
+/// At most [`Limits::max_connections`] connections are served at once (beyond it, new ones
+/// wait in the listen backlog); every accepted connection gets `TCP_NODELAY`; a failing
+/// `accept` (out of descriptors) pauses accepting, from 5 ms doubling up to 1 s, instead of
+/// spinning.
+pub(crate) async fn accept<H, F>(
+    listener: TcpListener,
+    limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    handler: H,
+    signal: impl Future<Output = ()>,
+) -> Connections
+where
+    H: Fn(hyper::Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = hyper::Response<HttpBody>> + Send + 'static,
+{
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    if let Some(interval) = config.http2_keep_alive {
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read);
+    if let Some(interval) = limits.http2_keep_alive {
         builder
             .http2()
             .timer(TokioTimer::new())
@@ -226,11 +332,11 @@ async fn serve_on(
     }
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(connection_cap(
-        config.max_connections,
+        limits.max_connections,
         descriptor_limit(),
     )));
     let (closing, _) = watch::channel(false);
-    let mut connections = JoinSet::new();
+    let mut tasks = JoinSet::new();
     let mut signal = pin!(signal);
     let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
@@ -244,7 +350,7 @@ async fn serve_on(
             accepted = listener.accept() => accepted,
             () = &mut signal => break,
         };
-        while connections.try_join_next().is_some() {}
+        while tasks.try_join_next().is_some() {}
         let (stream, peer) = match accepted {
             Ok(accepted) => {
                 backoff = ACCEPT_BACKOFF_MIN;
@@ -265,54 +371,29 @@ async fn serve_on(
         if let Err(err) = stream.set_nodelay(true) {
             tracing::debug!(%err, "could not set TCP_NODELAY");
         }
-        let state = Arc::new(ConnState::new());
-        let service_endpoint = endpoint.clone();
-        let service_state = state.clone();
-        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-            // The peer, for per-source limits (the development authorization server's).
-            request.extensions_mut().insert(super::PeerAddr(peer));
-            let flight = Flight::start(&service_state, request.version());
-            let endpoint = service_endpoint.clone();
-            async move {
-                let response = endpoint.handle(request).await;
-                Ok::<_, Infallible>(response.map(|body| Tracked {
-                    body,
-                    _flight: flight,
-                }))
-            }
-        });
-        let builder = builder.clone();
-        let closing = closing.subscribe();
+        let connection = Connection {
+            builder: builder.clone(),
+            handler: handler.clone(),
+            peer,
+            limits,
+            closing: closing.subscribe(),
+        };
         let tls = tls.clone();
         // Disabled (a level check, nothing formatted) unless a subscriber wants DEBUG here.
         let span = tracing::debug_span!("mcp.connection", peer = %peer);
-        connections.spawn(
+        tasks.spawn(
             async move {
-                let stream = match tls {
-                    None => Stream::Plain(stream),
+                match tls {
+                    None => connection.serve(stream).await,
                     Some(acceptor) => {
                         let handshake =
                             tokio::time::timeout(limits.header_read, acceptor.accept(stream));
                         match handshake.await {
-                            Ok(Ok(stream)) => Stream::Tls(Box::new(stream)),
-                            Ok(Err(err)) => {
-                                tracing::debug!(%err, "TLS handshake failed");
-                                return;
-                            }
-                            Err(_) => {
-                                tracing::debug!("TLS handshake timed out");
-                                return;
-                            }
+                            Ok(Ok(stream)) => connection.serve(stream).await,
+                            Ok(Err(err)) => tracing::debug!(%err, "TLS handshake failed"),
+                            Err(_) => tracing::debug!("TLS handshake timed out"),
                         }
                     }
-                };
-                let io = TokioIo::new(Watched {
-                    io: stream,
-                    state: state.clone(),
-                });
-                let connection = builder.serve_connection(io, service);
-                if let Err(err) = drive(connection, &state, limits, closing).await {
-                    tracing::debug!(%err, "connection ended with an error");
                 }
                 drop(slot);
             }
@@ -320,21 +401,53 @@ async fn serve_on(
         );
     }
     drop(listener);
-    endpoint.close_streams();
-    let deadline = endpoint.config().shutdown_deadline;
-    let drained = tokio::time::timeout(deadline, async {
-        closing.send_replace(true);
-        while connections.join_next().await.is_some() {}
-        endpoint.calls_done().await;
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!("calls still running at the shutdown deadline were cancelled");
-        endpoint.cancel_calls();
-        connections.abort_all();
+    Connections { tasks, closing }
+}
+
+/// What one accepted connection is served with.
+struct Connection<H> {
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    handler: H,
+    peer: SocketAddr,
+    limits: Limits,
+    closing: watch::Receiver<bool>,
+}
+
+impl<H, F> Connection<H>
+where
+    H: Fn(hyper::Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = hyper::Response<HttpBody>> + Send + 'static,
+{
+    /// Serves the connection over `io` until it ends, idles out or shutdown finishes it.
+    async fn serve<I>(self, io: I)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let activity = Arc::new(Activity::new());
+        let requests = activity.clone();
+        let Self {
+            builder,
+            handler,
+            peer,
+            limits,
+            closing,
+        } = self;
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let flight = Flight::start(&requests, request.version());
+            let response = handler(request, peer);
+            async move {
+                let response = response.await;
+                Ok::<_, Infallible>(response.map(|body| Tracked {
+                    body,
+                    _flight: flight,
+                }))
+            }
+        });
+        let connection = builder.serve_connection(TokioIo::new(io), service);
+        if let Err(err) = drive(connection, &activity, limits, closing).await {
+            tracing::debug!(%err, "connection ended with an error");
+        }
     }
-    while connections.join_next().await.is_some() {}
-    Ok(())
 }
 
 /// The connections served at once: `configured`, but at most 7/8 of the process's soft
@@ -361,79 +474,49 @@ fn soft_descriptor_limit(limits: &str) -> Option<usize> {
         .ok()
 }
 
-/// The time limits of a connection.
-#[derive(Clone, Copy, Debug)]
-struct Limits {
-    header_read: Duration,
-    idle: Duration,
-}
-
-/// What a connection is doing, shared by its socket ([`Watched`]), its requests ([`Flight`])
-/// and its driver ([`drive`]). Times are nanoseconds since `base`.
-struct ConnState {
+/// What a connection is doing, shared by its requests ([`Flight`]) and its driver
+/// ([`drive`]). Times are nanoseconds since `base`.
+struct Activity {
     base: Instant,
     /// Requests whose response is not yet sent in full (or dropped).
     in_flight: AtomicUsize,
     /// When the connection last had no request in flight (accepted, or a response ended).
     idle_since: AtomicU64,
-    /// When the first byte of a request head that is not complete yet arrived, plus one;
-    /// zero when none is being read.
-    head_since: AtomicU64,
-    /// The connection speaks HTTP/2 (its idle periods are not request heads being read).
+    /// The connection speaks HTTP/2 (idle, it gets a `GOAWAY` rather than being cut).
     h2: AtomicBool,
 }
 
-impl ConnState {
+impl Activity {
     fn new() -> Self {
         Self {
             base: Instant::now(),
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
-            head_since: AtomicU64::new(0),
             h2: AtomicBool::new(false),
         }
     }
 
     fn now(&self) -> u64 {
-        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX - 1)
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    fn at(&self, nanos: u64) -> Instant {
-        self.base + Duration::from_nanos(nanos)
-    }
-
-    /// Bytes arrived: with no request in flight they start a request's head.
-    fn read_some(&self) {
-        if self.in_flight.load(Ordering::Relaxed) == 0
-            && self.head_since.load(Ordering::Relaxed) == 0
-            && !self.h2.load(Ordering::Relaxed)
-        {
-            self.head_since.store(self.now() + 1, Ordering::Relaxed);
-        }
-    }
-
-    /// When the connection is to be closed as things stand, or `None` while a request is in
-    /// flight.
-    fn deadline(&self, limits: Limits) -> Option<Instant> {
+    /// When the connection is to be closed for idling as things stand, or `None` while a
+    /// request is in flight.
+    fn deadline(&self, idle: Duration) -> Option<Instant> {
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return None;
         }
-        let head = self.head_since.load(Ordering::Acquire);
-        if head != 0 {
-            return Some(self.at(head - 1) + limits.header_read);
-        }
-        Some(self.at(self.idle_since.load(Ordering::Acquire)) + limits.idle)
+        let since = self.idle_since.load(Ordering::Acquire);
+        Some(self.base + Duration::from_nanos(since) + idle)
     }
 }
 
 /// One request in flight on a connection, until its response is sent in full or dropped.
-struct Flight(Arc<ConnState>);
+struct Flight(Arc<Activity>);
 
 impl Flight {
-    fn start(state: &Arc<ConnState>, version: http::Version) -> Self {
+    fn start(state: &Arc<Activity>, version: http::Version) -> Self {
         state.in_flight.fetch_add(1, Ordering::AcqRel);
-        // The head is complete: no head is being read any more.
-        state.head_since.store(0, Ordering::Release);
         if version == http::Version::HTTP_2 {
             state.h2.store(true, Ordering::Relaxed);
         }
@@ -476,150 +559,32 @@ impl Body for Tracked {
     }
 }
 
-/// A connection's byte stream: plain TCP, or TLS over it.
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
-}
-
-/// Forwards an I/O call to whichever stream it is.
-macro_rules! forward {
-    ($self:expr, $io:ident => $call:expr) => {
-        match &mut *$self {
-            Stream::Plain($io) => $call,
-            Stream::Tls($io) => $call,
-        }
-    };
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        forward!(self, io => Pin::new(io).poll_read(cx, buf))
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        forward!(self, io => Pin::new(io).poll_write(cx, buf))
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        forward!(self, io => Pin::new(io).poll_write_vectored(cx, bufs))
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Self::Plain(io) => io.is_write_vectored(),
-            Self::Tls(io) => io.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        forward!(self, io => Pin::new(io).poll_flush(cx))
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        forward!(self, io => Pin::new(io).poll_shutdown(cx))
-    }
-}
-
-/// A connection's socket, telling its [`ConnState`] when bytes arrive.
-struct Watched {
-    io: Stream,
-    state: Arc<ConnState>,
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        ready!(Pin::new(&mut self.io).poll_read(cx, buf))?;
-        if buf.filled().len() > before {
-            self.state.read_some();
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-/// Runs one connection: until it ends, it is closed for a timeout (see [`Limits`]), or
-/// shutdown asks it to finish gracefully.
+/// Runs one connection until it ends, is closed for idling (no request in flight for
+/// [`Limits::idle`]), or shutdown asks it to finish gracefully.
 ///
-/// The timer is reset only when a deadline comes earlier than the one it is set for (a
-/// request head started); otherwise it fires at the old deadline and is set again from
-/// what the connection did meanwhile, so a busy connection costs no timer update per request.
-///
-/// The timer and the shutdown signal are polled (which registers the task's waker with each)
-/// only when the waker changed, the timer was reset, the timer is due, a request head started
-/// or shutdown began; a wake-up for the connection's own I/O looks at them with an atomic
-/// load each, not a registration.
+/// The idle timer is not touched per request: it fires at the deadline it was set for and is
+/// set again from what the connection did meanwhile. The timer and the shutdown signal are
+/// polled (which registers the task's waker with each) only when the waker changed, the timer
+/// is due or shutdown began; a wake-up for the connection's own I/O costs an atomic load each.
 async fn drive<C>(
     connection: C,
-    state: &ConnState,
+    activity: &Activity,
     limits: Limits,
     closing: watch::Receiver<bool>,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+) -> Result<(), C::Error>
 where
-    C: Future<Output = Result<(), Box<dyn std::error::Error + Send + Sync>>> + GracefulConnection,
+    C: GracefulConnection,
 {
     let mut connection = pin!(connection);
-    let first = state
-        .deadline(limits)
-        .unwrap_or_else(|| Instant::now() + limits.idle);
-    let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep_until(first));
+    let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep(limits.idle));
     let signal = closing.clone();
     let mut closing_fut = pin!(async move {
         let mut closing = closing;
         let _ = closing.wait_for(|closing| *closing).await;
     });
     let mut shutting = false;
-    // The waker the timer and the shutdown signal hold, and the head mark last looked at.
+    // The waker the timer and the shutdown signal hold.
     let mut registered: Option<std::task::Waker> = None;
-    let mut head_seen = 0_u64;
     std::future::poll_fn(|cx| {
         let same_waker = registered
             .as_ref()
@@ -632,67 +597,38 @@ where
             && closing_fut.as_mut().poll(cx).is_ready()
         {
             shutting = true;
-            connection.as_mut().shut_down();
+            connection.as_mut().graceful_shutdown();
         }
         if let Poll::Ready(result) = connection.as_mut().poll(cx) {
             return Poll::Ready(result);
         }
-        let mut fresh = !same_waker;
+        if same_waker && !timer.is_elapsed() {
+            return Poll::Pending;
+        }
         loop {
-            let head = state.head_since.load(Ordering::Relaxed);
-            if !fresh && head == head_seen && !timer.is_elapsed() {
+            if timer.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
-            head_seen = head;
-            if timer.as_mut().poll(cx).is_pending() {
-                match state.deadline(limits) {
-                    Some(due) if due < timer.deadline() => {
-                        timer.as_mut().reset(due);
-                        fresh = true;
-                        continue;
-                    }
-                    _ => return Poll::Pending,
-                }
-            }
             let now = Instant::now();
-            match state.deadline(limits) {
+            match activity.deadline(limits.idle) {
                 None => timer.as_mut().reset(now + limits.idle),
                 Some(due) if due > now => timer.as_mut().reset(due),
-                Some(_) if state.h2.load(Ordering::Relaxed) && !shutting => {
+                Some(_) if activity.h2.load(Ordering::Relaxed) && !shutting => {
                     // HTTP/2: a GOAWAY, then the connection ends by itself; closed for good
-                    // if it has not within another header-read time.
+                    // if it has not within a header-read time.
                     shutting = true;
-                    connection.as_mut().shut_down();
+                    connection.as_mut().graceful_shutdown();
                     timer.as_mut().reset(now + limits.header_read);
                     if let Poll::Ready(result) = connection.as_mut().poll(cx) {
                         return Poll::Ready(result);
                     }
                 }
-                // Idle or too slow: closed without an answer.
+                // Idle (or an HTTP/2 connection past its GOAWAY): closed without an answer.
                 Some(_) => return Poll::Ready(Ok(())),
             }
-            fresh = true;
         }
     })
     .await
-}
-
-/// A connection that can be asked to finish gracefully.
-trait GracefulConnection {
-    fn shut_down(self: Pin<&mut Self>);
-}
-
-impl<I, S, E> GracefulConnection for auto::Connection<'_, I, S, E>
-where
-    S: hyper::service::Service<http::Request<Incoming>, Response = http::Response<Tracked>>,
-    S::Future: 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, Tracked>,
-{
-    fn shut_down(self: Pin<&mut Self>) {
-        self.graceful_shutdown();
-    }
 }
 
 #[cfg(test)]
