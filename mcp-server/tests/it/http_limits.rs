@@ -174,6 +174,38 @@ async fn idle_connections_are_closed_at_the_idle_timeout() {
 }
 
 #[tokio::test]
+async fn a_kept_alive_connection_waits_for_its_next_head_at_most_the_header_read_timeout() {
+    // hyper's header-read timer starts when the server waits for a head: between two
+    // requests of a kept-alive HTTP/1.1 connection too, however long the idle timeout.
+    let config = HttpConfig::new()
+        .header_read_timeout(Duration::from_millis(200))
+        .idle_timeout(Duration::from_secs(600));
+    let running = Running::start(server(), config).await;
+    let mut kept = TcpStream::connect(running.addr).await.unwrap();
+    assert!(
+        keep_alive_request(&mut kept, running.addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    assert!(read_until_closed(&mut kept).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_head_still_being_sent_is_no_request_in_flight() {
+    // The idle timeout counts until a request's head is complete: a shorter idle timeout
+    // closes a slow head before the header-read timeout would.
+    let config = HttpConfig::new()
+        .header_read_timeout(Duration::from_secs(600))
+        .idle_timeout(Duration::from_millis(200));
+    let running = Running::start(server(), config).await;
+    let mut tcp = TcpStream::connect(running.addr).await.unwrap();
+    tcp.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .await
+        .unwrap();
+    assert!(read_until_closed(&mut tcp).await.is_empty());
+}
+
+#[tokio::test]
 async fn an_idle_http2_connection_gets_goaway_and_ends() {
     let config = HttpConfig::new()
         .header_read_timeout(Duration::from_secs(600))
