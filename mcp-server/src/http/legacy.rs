@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::{
-    Accepts, BodyError, Shared, failure_response, is_json, refusal_response, sse_response,
+    Accepts, BodyError, Shared, failure_response, posted_json, refusal_response, sse_response,
     status_only,
 };
 use crate::session::{
@@ -327,20 +327,11 @@ pub(crate) async fn post(
     parts: &Parts,
     body: impl Future<Output = Result<Bytes, BodyError>>,
 ) -> Response<HttpBody> {
-    let Some(set) = &shared.legacy else {
-        return status_only(StatusCode::NOT_FOUND);
+    let set = match posted_json(shared.legacy.as_ref(), &parts.headers) {
+        Ok(set) => set,
+        Err(response) => return response,
     };
     let render = set.newest();
-    if !is_json(&parts.headers) {
-        return failure_response(
-            render,
-            None,
-            &Failure::new(
-                FailureKind::UnsupportedMediaType,
-                "Content-Type must be application/json",
-            ),
-        );
-    }
     let Some(id) = parts.uri.query().and_then(session_of) else {
         return failure_response(
             render,

@@ -707,6 +707,28 @@ pub(crate) fn status_only(status: StatusCode) -> Response<HttpBody> {
     response
 }
 
+/// The revisions a POST's transport serves (404 when the endpoint serves it not), after the
+/// POST's `Content-Type` check (415 unless JSON).
+pub(crate) fn posted_json<'a>(
+    set: Option<&'a AdapterSet>,
+    headers: &HeaderMap,
+) -> Result<&'a AdapterSet, Response<HttpBody>> {
+    let Some(set) = set else {
+        return Err(status_only(StatusCode::NOT_FOUND));
+    };
+    if !is_json(headers) {
+        return Err(failure_response(
+            set.newest(),
+            None,
+            &Failure::new(
+                FailureKind::UnsupportedMediaType,
+                "Content-Type must be application/json",
+            ),
+        ));
+    }
+    Ok(set)
+}
+
 /// A request the session pipeline refused, as its adapter renders it.
 pub(crate) fn refusal_response(refusal: &crate::session::Refusal) -> Response<HttpBody> {
     match &refusal.why {

@@ -16,7 +16,7 @@ use mcp_wire::names::headers as header_names;
 use crate::dispatch::{Outgoing, Reply};
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::{
-    Accepts, BodyError, SESSION_HEADER, Shared, failure_response, is_json, refusal_response,
+    Accepts, BodyError, SESSION_HEADER, Shared, failure_response, posted_json, refusal_response,
     session_header, sse_response, status_only,
 };
 use crate::notify::Change;
@@ -28,20 +28,11 @@ pub(crate) async fn post(
     parts: &Parts,
     body: impl Future<Output = Result<Bytes, BodyError>>,
 ) -> Response<HttpBody> {
-    let Some(set) = &shared.streamable else {
-        return status_only(StatusCode::NOT_FOUND);
+    let set = match posted_json(shared.streamable.as_ref(), &parts.headers) {
+        Ok(set) => set,
+        Err(response) => return response,
     };
     let render = set.newest();
-    if !is_json(&parts.headers) {
-        return failure_response(
-            render,
-            None,
-            &Failure::new(
-                FailureKind::UnsupportedMediaType,
-                "Content-Type must be application/json",
-            ),
-        );
-    }
     let accepts = Accepts::of(&parts.headers);
     if !accepts.json && !accepts.sse {
         return failure_response(

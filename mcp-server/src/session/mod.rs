@@ -470,3 +470,135 @@ pub(crate) fn response_id(response: &Outgoing) -> Option<Id> {
         .ok()
         .and_then(|message| message.id)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mcp_adapters::{LogLevel, Revision};
+    use mcp_hub::{MemoryHub, Namespace};
+
+    use super::*;
+
+    fn sessions() -> Sessions {
+        Sessions::new(
+            Arc::new(MemoryHub::default()),
+            Namespace::root(),
+            Duration::from_secs(3600),
+            None,
+        )
+    }
+
+    /// A request of a stored session whose call set the log level to `error` and was then
+    /// answered with `response`.
+    fn bound(adapter: Adapter, loaded: Option<Loaded>, initialize: bool, level: bool) -> Bound {
+        let mut now = loaded
+            .as_ref()
+            .map(|loaded| loaded.record.load(&AdapterSet::all()))
+            .unwrap_or_default();
+        if level {
+            now.log_level = Some(LogLevel::Error);
+        }
+        if initialize {
+            now.adapter = Some(adapter);
+        }
+        Bound {
+            adapter,
+            ctx: Context::for_session(now, false, Namespace::root()),
+            session: loaded,
+            initialize,
+            id: None,
+            owner: None,
+            _registered: None,
+        }
+    }
+
+    fn answer(adapter: Adapter, error: bool) -> Outgoing {
+        let id = Some(Id::Number(7));
+        Outgoing::Response(if error {
+            adapter.encode_failure(id, &Failure::unknown_method("nope"))
+        } else {
+            adapter.encode_result(
+                Id::Number(7),
+                mcp_adapters::Operation::Ping,
+                false,
+                serde_json::json!({}),
+                &mcp_adapters::ResultContext::default(),
+            )
+        })
+    }
+
+    /// The one save rule, shared by Streamable HTTP and HTTP+SSE (both settle through
+    /// `Bound::settle`): a request of a session saves what it changed whether it was answered
+    /// with a result or an error. (HTTP+SSE used to skip the save after an error.)
+    #[tokio::test]
+    async fn a_session_change_is_saved_whatever_the_answer() {
+        let sessions = sessions();
+        let adapter = AdapterSet::all().get(Revision::V2025_11_25).unwrap();
+        for error in [true, false] {
+            let record = SessionRecord {
+                version: Some(adapter.version().to_owned()),
+                ..SessionRecord::default()
+            };
+            let id = sessions.create(&record).await.unwrap();
+            let loaded = sessions.load(&id).await.unwrap();
+            assert_eq!(loaded.record.log_level, None);
+            let bound = bound(adapter, Some(loaded), false, true);
+            let minted = bound
+                .settle(&sessions, &answer(adapter, error))
+                .await
+                .unwrap();
+            assert_eq!(minted, None, "a request of a session mints nothing");
+            let saved = sessions.load(&id).await.unwrap();
+            assert_eq!(
+                saved.record.log_level.as_deref(),
+                Some("error"),
+                "answered with an error: {error}"
+            );
+        }
+    }
+
+    /// `initialize` mints its session only when it succeeded; a request without a session
+    /// saves nothing.
+    #[tokio::test]
+    async fn initialize_mints_only_on_success_and_stateless_requests_save_nothing() {
+        let sessions = sessions();
+        let adapter = AdapterSet::all().get(Revision::V2025_11_25).unwrap();
+        let failed = bound(adapter, None, true, false);
+        assert_eq!(
+            failed
+                .settle(&sessions, &answer(adapter, true))
+                .await
+                .unwrap(),
+            None
+        );
+        let succeeded = bound(adapter, None, true, false);
+        let id = succeeded
+            .settle(&sessions, &answer(adapter, false))
+            .await
+            .unwrap()
+            .expect("a session for a successful initialize");
+        let loaded = sessions.load(&id).await.unwrap();
+        assert_eq!(loaded.record.version.as_deref(), Some(adapter.version()));
+
+        let stateless = AdapterSet::all().get(Revision::V2026_07_28).unwrap();
+        let request = bound(stateless, None, false, true);
+        assert_eq!(
+            request
+                .settle(&sessions, &answer(stateless, false))
+                .await
+                .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_encoded_by_its_adapter() {
+        let adapter = AdapterSet::all().get(Revision::V2025_03_26).unwrap();
+        let refusal = Refusal::store(adapter, Some(Id::Number(3)), &SessionError::NotFound);
+        let message: serde_json::Value =
+            serde_json::from_slice(&refusal.encode().to_bytes()).unwrap();
+        assert_eq!(message["id"], 3);
+        assert!(message["error"]["code"].is_i64(), "{message}");
+    }
+}
