@@ -329,7 +329,7 @@ pub(crate) async fn post(
 ) -> Response<HttpBody> {
     let set = match posted_json(shared.legacy.as_ref(), &parts.headers) {
         Ok(set) => set,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let render = set.newest();
     let Some(id) = parts.uri.query().and_then(session_of) else {

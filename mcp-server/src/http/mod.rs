@@ -712,19 +712,19 @@ pub(crate) fn status_only(status: StatusCode) -> Response<HttpBody> {
 pub(crate) fn posted_json<'a>(
     set: Option<&'a AdapterSet>,
     headers: &HeaderMap,
-) -> Result<&'a AdapterSet, Response<HttpBody>> {
+) -> Result<&'a AdapterSet, Box<Response<HttpBody>>> {
     let Some(set) = set else {
-        return Err(status_only(StatusCode::NOT_FOUND));
+        return Err(Box::new(status_only(StatusCode::NOT_FOUND)));
     };
     if !is_json(headers) {
-        return Err(failure_response(
+        return Err(Box::new(failure_response(
             set.newest(),
             None,
             &Failure::new(
                 FailureKind::UnsupportedMediaType,
                 "Content-Type must be application/json",
             ),
-        ));
+        )));
     }
     Ok(set)
 }

@@ -30,7 +30,7 @@ pub(crate) async fn post(
 ) -> Response<HttpBody> {
     let set = match posted_json(shared.streamable.as_ref(), &parts.headers) {
         Ok(set) => set,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let render = set.newest();
     let accepts = Accepts::of(&parts.headers);
