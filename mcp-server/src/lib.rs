@@ -202,6 +202,7 @@ mod prompt;
 mod resource;
 mod schema;
 mod server;
+mod session;
 mod sink;
 mod skills;
 mod state;

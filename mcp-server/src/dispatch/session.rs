@@ -9,7 +9,7 @@ use mcp_adapters::{Adapter, ClientContext, LogLevel};
 /// revisions with a handshake.
 ///
 /// A stdio connection keeps one for its life, in its [`Context`](crate::Context). An HTTP
-/// session is stored in the state store as its record (`http::session::SessionRecord`, the
+/// session is stored in the state store as its record (`session::SessionRecord`, the
 /// serialized form of the same fields plus who owns the session), loaded into one of these
 /// for each request, and saved back when a call changed it.
 #[derive(Default)]

@@ -22,12 +22,13 @@ use mcp_hub::{Subscription, Topic};
 use mcp_wire::jsonrpc;
 use tokio::sync::mpsc;
 
-use crate::dispatch::{Context, Outgoing};
 use crate::http::body::{self, HttpBody, SseStream};
-use crate::http::cancel;
-use crate::http::session::{Loaded, SessionError, SessionRecord};
 use crate::http::{
-    Accepts, BodyError, Shared, failure_response, first_id, is_json, sse_response, status_only,
+    Accepts, BodyError, Shared, failure_response, posted_json, refusal_response, sse_response,
+    status_only,
+};
+use crate::session::{
+    self, Caller, Inbound, Named, Prepared, Refused, SessionError, SessionRecord,
 };
 
 /// The revision an HTTP+SSE session speaks before `initialize` says otherwise: the served one
@@ -326,20 +327,11 @@ pub(crate) async fn post(
     parts: &Parts,
     body: impl Future<Output = Result<Bytes, BodyError>>,
 ) -> Response<HttpBody> {
-    let Some(set) = &shared.legacy else {
-        return status_only(StatusCode::NOT_FOUND);
+    let set = match posted_json(shared.legacy.as_ref(), &parts.headers) {
+        Ok(set) => set,
+        Err(response) => return *response,
     };
     let render = set.newest();
-    if !is_json(&parts.headers) {
-        return failure_response(
-            render,
-            None,
-            &Failure::new(
-                FailureKind::UnsupportedMediaType,
-                "Content-Type must be application/json",
-            ),
-        );
-    }
     let Some(id) = parts.uri.query().and_then(session_of) else {
         return failure_response(
             render,
@@ -350,12 +342,10 @@ pub(crate) async fn post(
             ),
         );
     };
-    let principal = crate::auth::of_request(parts).cloned();
-    let owner = crate::auth::owner_of(parts);
-    let loaded = match shared.sessions.load(id).await {
-        // Another principal's session is as good as none.
-        Ok(loaded) if loaded.record.sse && loaded.record.owner == owner => loaded,
-        Ok(_) | Err(SessionError::NotFound) => {
+    let caller = Caller::of(parts);
+    let loaded = match session::load_own(&shared.sessions, id, caller.owner.as_ref(), true).await {
+        Ok(loaded) => loaded,
+        Err(SessionError::NotFound) => {
             return failure_response(render, None, &Failure::session_not_found());
         }
         Err(err) => {
@@ -371,170 +361,70 @@ pub(crate) async fn post(
         Ok(bytes) => bytes,
         Err(err) => return shared.body_failure(err),
     };
-    if let Some(principal) = &principal
-        && let Some(response) = scope_refusal(shared, set, parts, &loaded, principal, &bytes)
-    {
-        return response;
-    }
+    let id = loaded.id.clone();
+    let inbound = Inbound {
+        set,
+        decoded: jsonrpc::decode(&bytes),
+        headers: &[] as &[(&str, &str)],
+        named: Named::Loaded {
+            loaded,
+            fallback: default_adapter(set),
+        },
+        caller,
+        can_push: true,
+        path: parts.uri.path(),
+    };
+    drop(bytes);
+    let prepared = match session::prepare(shared.pipeline(), inbound).await {
+        // A call the token lacks a scope for is refused before the message is accepted: its
+        // 403 challenge names the scopes and this endpoint's metadata, so the client can step
+        // up (the stream would carry no challenge).
+        Err(refusal) if matches!(refusal.why, Refused::Scope(_)) => {
+            return refusal_response(&refusal);
+        }
+        prepared => prepared,
+    };
     let guard = shared.call_guard();
     let shared = shared.clone();
     let mut cancelling = shared.cancelling.subscribe();
     tokio::spawn(async move {
         let _guard = guard;
         tokio::select! {
-            () = serve_message(&shared, loaded, principal, &bytes) => {}
+            () = serve_message(&shared, &id, prepared) => {}
             _ = cancelling.wait_for(|c| *c) => {}
         }
     });
     status_only(StatusCode::ACCEPTED)
 }
 
-/// A 403 `insufficient_scope` for a posted message with a call `principal` lacks a scope
-/// for, before it is accepted: its challenge names the scopes and this endpoint's metadata,
-/// so the client can step up (the stream would carry no challenge). Protected servers only.
-fn scope_refusal(
-    shared: &Arc<Shared>,
-    set: &AdapterSet,
-    parts: &Parts,
-    loaded: &Loaded,
-    principal: &mcp_auth::Principal,
-    bytes: &[u8],
-) -> Option<Response<HttpBody>> {
-    let decoded = jsonrpc::decode(bytes);
-    let stored = loaded
-        .record
-        .version
-        .as_deref()
-        .unwrap_or_else(|| default_adapter(set).version());
-    let adapter = set
-        .select_http(&decoded, &[] as &[(&str, &str)], None, Some(stored))
-        .ok()?
-        .adapter;
-    let items = adapter.decode(decoded);
-    let (id, refusal) = shared.missing_scope(parts.uri.path(), &items, principal)?;
-    Some(crate::http::auth_refusal(adapter, id, &refusal))
-}
-
 /// Serves one posted message and sends what it produces to the stream: through its local
-/// channel when this worker holds it, else through its topic. The session record is saved
-/// (after `initialize`, `logging/setLevel`) before the response goes out, so the client's next
-/// message, on any worker, sees it.
+/// channel when this worker holds it, else through its topic. The session is settled (after
+/// `initialize`, `logging/setLevel`) before the response goes out, so the client's next
+/// message, on any worker, sees it; other refusals travel on the stream too.
 async fn serve_message(
     shared: &Arc<Shared>,
-    loaded: Loaded,
-    principal: Option<Arc<mcp_auth::Principal>>,
-    bytes: &[u8],
+    id: &str,
+    prepared: Result<Prepared, session::Refusal>,
 ) {
-    // The endpoint serves HTTP+SSE: `post` found the set.
-    let Some(set) = &shared.legacy else { return };
-    // Shared with the worker's session cache, the call's context and its cancel registration.
-    let id = loaded.id.clone();
-    let mut delivery = Delivery::new(shared, &id);
-    let log = &shared.server.settings().log;
-    let decoded = jsonrpc::decode(bytes);
-    let stored = loaded
-        .record
-        .version
-        .as_deref()
-        .unwrap_or_else(|| default_adapter(set).version());
-    let adapter = match set.select_http(&decoded, &[] as &[(&str, &str)], None, Some(stored)) {
-        Ok(selected) => selected.adapter,
-        Err(rejected) => {
-            let encoded = rejected
-                .adapter
-                .encode_failure(first_id(&decoded), &rejected.failure);
-            delivery.send(encoded.to_bytes()).await;
+    let mut delivery = Delivery::new(shared, id);
+    let (mut reply, bound) = match prepared {
+        Ok(prepared) => prepared.run(),
+        Err(refusal) => {
+            delivery.send(refusal.encode().to_bytes()).await;
             return;
         }
     };
-    let cancelled = cancel::cancelled_ids(&decoded);
-    if !cancelled.is_empty() {
-        // A call of this session runs for an earlier message, here or on another worker.
-        let cancel_topic = shared.sessions.cancel_topic(&id);
-        shared
-            .cancels
-            .cancel(log, &cancel_topic, &id, &cancelled)
-            .await;
-    }
-    let items = adapter.decode(decoded);
-    let snapshot = loaded.record.load(shared.server.revisions());
-    // Replies to questions pushed in this session are accepted only from this session.
-    let mut ctx = Context::for_session(snapshot, true, shared.sessions.namespace().clone())
-        .with_shared_session(id.clone());
-    if let Some(principal) = principal {
-        // A call the token lacks a scope for is refused on the stream (this transport's
-        // POST was already answered 202, so there is no status to carry a challenge).
-        if let Some(refusal) = shared.missing_scope(&shared.config.message_path, &items, &principal)
-        {
-            let failure = Failure::new(FailureKind::InsufficientScope, refusal.1.reason);
-            delivery
-                .send(adapter.encode_failure(refusal.0, &failure).to_bytes())
-                .await;
-            return;
-        }
-        let hide = shared.config.auth.as_ref().is_some_and(|a| a.hides_tools());
-        ctx = ctx.with_auth_listing(principal, hide);
-    }
-    // While the call runs, a `notifications/cancelled` of its session reaches it (a body
-    // without a request has nothing to cancel).
-    let _registered = if cancel::has_request(&items) {
-        let cancel_topic = || shared.sessions.cancel_topic(&id);
-        let (count, first) = cancel::requests(&items);
-        match shared
-            .cancels
-            .register(log, cancel_topic, &id, &ctx, count)
-            .await
-        {
-            Ok(registered) => Some(registered),
-            Err(busy) => {
-                let refusal = adapter.encode_failure(first, &busy.failure());
-                delivery.send(refusal.to_bytes()).await;
-                return;
-            }
-        }
-    } else {
-        None
-    };
-    let mut reply = shared.server.handle(
-        crate::Input::Decoded {
-            adapter,
-            body: items,
-        },
-        &ctx,
-    );
     while let Some(item) = reply.next().await {
         if item.is_response()
-            && let Err(failure) = save(shared, &id, &loaded, &ctx, &item).await
+            && let Err(refusal) = bound.settle(&shared.sessions, &item).await
         {
             // A change the store did not take is not reported as done: the client gets the
             // store failure, with the request's id, instead.
-            let refusal = adapter.encode_failure(crate::http::response_id(&item), &failure);
-            delivery.send(refusal.to_bytes()).await;
+            delivery.send(refusal.encode().to_bytes()).await;
             continue;
         }
         delivery.send(item.into_bytes()).await;
     }
-}
-
-async fn save(
-    shared: &Arc<Shared>,
-    id: &str,
-    loaded: &Loaded,
-    ctx: &Context,
-    response: &Outgoing,
-) -> Result<(), Failure> {
-    if matches!(response, Outgoing::Response(e) if e.is_error()) {
-        return Ok(());
-    }
-    shared
-        .sessions
-        .save_changes(id, loaded, ctx)
-        .await
-        .map(drop)
-        .map_err(|err| {
-            tracing::error!(%err, "could not save an HTTP+SSE session change");
-            err.failure()
-        })
 }
 
 /// The `session_id` of a query string.

@@ -56,14 +56,12 @@
 //! its cancellations) are deleted with it, whether it is deleted or expires.
 
 mod body;
-mod cancel;
 mod config;
 mod legacy;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod origin;
 mod serve;
-mod session;
 mod streamable;
 
 use std::convert::Infallible;
@@ -78,7 +76,7 @@ use futures::future::BoxFuture;
 use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
-use mcp_wire::jsonrpc::{Decoded, Id, Message};
+use mcp_wire::jsonrpc::Id;
 use tokio::sync::{Notify, watch};
 
 use crate::server::Server;
@@ -98,7 +96,8 @@ pub use serve::{
     shutdown_signal,
 };
 
-use session::Sessions;
+use crate::session::first_id;
+use crate::session::{Cancels, Pipeline, Sessions};
 
 /// The `Mcp-Session-Id` header.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -157,7 +156,7 @@ pub(crate) struct Shared {
     pub(crate) cancelling: watch::Sender<bool>,
     pub(crate) calls: CallTracker,
     /// The session calls running on this worker, for `notifications/cancelled`.
-    pub(crate) cancels: Arc<cancel::Cancels>,
+    pub(crate) cancels: Arc<Cancels>,
     /// The HTTP+SSE streams this worker holds, for answers to POSTs that land here.
     pub(crate) local_streams: legacy::LocalStreams,
     /// The open GET streams of each session on this endpoint.
@@ -288,7 +287,7 @@ impl HttpEndpoint {
         } else {
             None
         };
-        let cancels = Arc::new(cancel::Cancels::new(config.max_calls_per_session));
+        let cancels = Arc::new(Cancels::new(config.max_calls_per_session));
         let streams = Arc::new(StreamSlots::new(config.max_streams_per_session));
         let sessions = Sessions::new(
             server.settings().states.store().clone(),
@@ -649,45 +648,14 @@ impl Shared {
         auth_refusal(adapter, id, refusal)
     }
 
-    /// The first call of `items` the principal lacks a scope for (the resource server's
-    /// required and per-method scopes, and a tool's own), with its id and the refusal, whose
-    /// challenge names the metadata of the resource at `path`.
-    pub(crate) fn missing_scope(
-        &self,
-        path: &str,
-        items: &mcp_adapters::DecodedBody,
-        principal: &mcp_auth::Principal,
-    ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
-        self.missing_scope_in(&self.server.served(), path, items, principal)
-    }
-
-    /// [`missing_scope`](Self::missing_scope) with the tools of `server`, a snapshot the
-    /// caller already holds.
-    pub(crate) fn missing_scope_in(
-        &self,
-        server: &crate::server::Served,
-        path: &str,
-        items: &mcp_adapters::DecodedBody,
-        principal: &mcp_auth::Principal,
-    ) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
-        let auth = self.config.auth.as_ref()?;
-        let registry = &server.registry;
-        items.items().iter().find_map(|item| {
-            let mcp_adapters::Incoming::Call(call) = item else {
-                return None;
-            };
-            let tool = (call.operation == mcp_adapters::Operation::CallTool)
-                .then(|| call.target.as_deref().and_then(|name| registry.tool(name)))
-                .flatten()
-                .map(|entry| &entry.tool.scopes);
-            if auth.grants(call, tool, principal) {
-                return None;
-            }
-            let needed = auth.scopes_for_call(call, tool);
-            auth.check_scopes_at(path, principal, &needed)
-                .err()
-                .map(|refusal| (call.id.clone(), refusal))
-        })
+    /// The session pipeline of this endpoint.
+    pub(crate) fn pipeline(&self) -> Pipeline<'_> {
+        Pipeline {
+            server: &self.server,
+            sessions: &self.sessions,
+            cancels: &self.cancels,
+            auth: self.config.auth.as_ref(),
+        }
     }
 
     pub(crate) fn transport_failure(&self, failure: Failure) -> Response<HttpBody> {
@@ -737,6 +705,40 @@ pub(crate) fn status_only(status: StatusCode) -> Response<HttpBody> {
     let mut response = Response::new(HttpBody::empty());
     *response.status_mut() = status;
     response
+}
+
+/// The revisions a POST's transport serves (404 when the endpoint serves it not), after the
+/// POST's `Content-Type` check (415 unless JSON).
+pub(crate) fn posted_json<'a>(
+    set: Option<&'a AdapterSet>,
+    headers: &HeaderMap,
+) -> Result<&'a AdapterSet, Box<Response<HttpBody>>> {
+    let Some(set) = set else {
+        return Err(Box::new(status_only(StatusCode::NOT_FOUND)));
+    };
+    if !is_json(headers) {
+        return Err(Box::new(failure_response(
+            set.newest(),
+            None,
+            &Failure::new(
+                FailureKind::UnsupportedMediaType,
+                "Content-Type must be application/json",
+            ),
+        )));
+    }
+    Ok(set)
+}
+
+/// A request the session pipeline refused, as its adapter renders it.
+pub(crate) fn refusal_response(refusal: &crate::session::Refusal) -> Response<HttpBody> {
+    match &refusal.why {
+        crate::session::Refused::Failure(failure) => {
+            failure_response(refusal.adapter, refusal.id.clone(), failure)
+        }
+        crate::session::Refused::Scope(auth) => {
+            auth_refusal(refusal.adapter, refusal.id.clone(), auth)
+        }
+    }
 }
 
 /// The response to a request the resource server refused, rendered by `adapter`: the
@@ -892,29 +894,6 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
-}
-
-/// The id of a single request, so a refusal before decoding can still name it.
-pub(crate) fn first_id(decoded: &Decoded) -> Option<Id> {
-    match decoded {
-        Decoded::Single(Ok(Message::Request(request))) => Some(request.id.clone()),
-        _ => None,
-    }
-}
-
-/// The id of a single response (read back from its bytes: only for the rare failure that
-/// replaces a response after it was encoded).
-pub(crate) fn response_id(response: &crate::dispatch::Outgoing) -> Option<Id> {
-    let crate::dispatch::Outgoing::Response(encoded) = response else {
-        return None;
-    };
-    #[derive(serde::Deserialize)]
-    struct WithId {
-        id: Option<Id>,
-    }
-    serde_json::from_slice::<WithId>(&encoded.to_bytes())
-        .ok()
-        .and_then(|message| message.id)
 }
 
 /// The session id a request names, if any (and readable).

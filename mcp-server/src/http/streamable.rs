@@ -8,35 +8,19 @@ use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode};
-use mcp_adapters::{
-    Adapter, AdapterSet, Failure, FailureKind, Selected, SelectedBy, SelectionInput,
-};
+use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_hub::Cursor;
-use mcp_wire::jsonrpc::{self, Decoded};
+use mcp_wire::jsonrpc;
 use mcp_wire::names::headers as header_names;
 
-use crate::dispatch::{Context, Outgoing, Reply};
+use crate::dispatch::{Outgoing, Reply};
 use crate::http::body::{self, HttpBody, SseStream};
-use crate::http::cancel::{self, Registered};
-use crate::http::session::{Loaded, SessionError, SessionRecord};
 use crate::http::{
-    Accepts, BodyError, SESSION_HEADER, Shared, failure_response, first_id, is_json,
+    Accepts, BodyError, SESSION_HEADER, Shared, failure_response, posted_json, refusal_response,
     session_header, sse_response, status_only,
 };
 use crate::notify::Change;
-
-/// The session a request runs in.
-struct Bound {
-    adapter: Adapter,
-    /// The stored session, for requests of a session.
-    session: Option<Loaded>,
-    /// The request is `initialize`: a session is minted if it succeeds.
-    initialize: bool,
-    /// The id of an `initialize` request, for the failure when its session cannot be stored.
-    id: Option<jsonrpc::Id>,
-    /// The request's principal, as session records keep it.
-    owner: Option<String>,
-}
+use crate::session::{self, Bound, Caller, Inbound, Named, Refusal, SessionError};
 
 /// `POST`: one message or batch in, JSON or SSE out.
 pub(crate) async fn post(
@@ -44,20 +28,11 @@ pub(crate) async fn post(
     parts: &Parts,
     body: impl Future<Output = Result<Bytes, BodyError>>,
 ) -> Response<HttpBody> {
-    let Some(set) = &shared.streamable else {
-        return status_only(StatusCode::NOT_FOUND);
+    let set = match posted_json(shared.streamable.as_ref(), &parts.headers) {
+        Ok(set) => set,
+        Err(response) => return *response,
     };
     let render = set.newest();
-    if !is_json(&parts.headers) {
-        return failure_response(
-            render,
-            None,
-            &Failure::new(
-                FailureKind::UnsupportedMediaType,
-                "Content-Type must be application/json",
-            ),
-        );
-    }
     let accepts = Accepts::of(&parts.headers);
     if !accepts.json && !accepts.sse {
         return failure_response(
@@ -73,76 +48,30 @@ pub(crate) async fn post(
         Ok(bytes) => bytes,
         Err(err) => return shared.body_failure(err),
     };
-    let decoded = jsonrpc::decode(&bytes);
+    let inbound = Inbound {
+        set,
+        decoded: jsonrpc::decode(&bytes),
+        headers: &parts.headers,
+        named: Named::Header(session_header(&parts.headers)),
+        caller: Caller::of(parts),
+        can_push: accepts.sse,
+        path: parts.uri.path(),
+    };
     drop(bytes);
-    let bound = match bind(shared, set, parts, &decoded).await {
-        Ok(bound) => bound,
-        Err(response) => return response,
+    let prepared = match session::prepare(shared.pipeline(), inbound).await {
+        Ok(prepared) => prepared,
+        Err(refusal) => return refusal_response(&refusal),
     };
-    if let Some(Loaded { id, .. }) = &bound.session {
-        // A call of this session runs in an earlier request, here or on another worker.
-        let cancelled = cancel::cancelled_ids(&decoded);
-        if !cancelled.is_empty() {
-            let topic = shared.sessions.cancel_topic(id);
-            let log = &shared.server.settings().log;
-            shared.cancels.cancel(log, &topic, id, &cancelled).await;
-        }
-    }
-    let adapter = bound.adapter;
-    // The registry as it is now: the header checks agree with what the call is served from.
-    let server = shared.server.served();
-    let items = adapter.decode_http(decoded, &parts.headers, server.registry.view(adapter));
-    let snapshot = bound
-        .session
-        .as_ref()
-        .map(|loaded| loaded.record.load(shared.server.revisions()))
-        .unwrap_or_default();
-    let mut ctx = Context::for_session(snapshot, accepts.sse, shared.sessions.namespace().clone());
-    if let Some(principal) = crate::auth::of_request(parts) {
-        // Every call of this request acts for the token's principal.
-        let hide = shared.config.auth.as_ref().is_some_and(|a| a.hides_tools());
-        let binding = crate::auth::binding_of(parts, principal);
-        ctx = ctx.with_auth_binding(principal.clone(), binding, hide);
-        if let Some((id, refusal)) =
-            shared.missing_scope_in(&server, parts.uri.path(), &items, principal)
-        {
-            return crate::http::auth_refusal(adapter, id, &refusal);
-        }
-    }
-    if let Some(Loaded { id, .. }) = &bound.session {
-        // Replies to questions pushed in this session are accepted only from this session.
-        ctx = ctx.with_shared_session(id.clone());
-    }
-    // While the call runs, a `notifications/cancelled` of its session reaches it (a body
-    // without a request has nothing to cancel).
-    let registered = match &bound.session {
-        Some(Loaded { id, .. }) if cancel::has_request(&items) => {
-            let topic = || shared.sessions.cancel_topic(id);
-            let log = &shared.server.settings().log;
-            let (count, first) = cancel::requests(&items);
-            match shared.cancels.register(log, topic, id, &ctx, count).await {
-                Ok(registered) => Some(registered),
-                Err(busy) => return failure_response(adapter, first, &busy.failure()),
-            }
-        }
-        _ => None,
-    };
-    let mut reply = server.handle(
-        crate::Input::Decoded {
-            adapter,
-            body: items,
-        },
-        &ctx,
-    );
+    let (mut reply, bound) = prepared.run();
     let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
     let Some(first) = reply.next().await else {
         return status_only(StatusCode::ACCEPTED);
     };
     let mut minted = None;
     if first.is_response() {
-        match settle(shared, &bound, &ctx, &first).await {
+        match bound.settle(&shared.sessions, &first).await {
             Ok(id) => minted = id,
-            Err(response) => return response,
+            Err(refusal) => return refusal_response(&refusal),
         }
         if !stream_first {
             let status = first.status().unwrap_or(StatusCode::OK);
@@ -161,13 +90,16 @@ pub(crate) async fn post(
         let Some(last) = last else {
             return status_only(StatusCode::ACCEPTED);
         };
-        if let Err(response) = settle(shared, &bound, &ctx, &last).await {
-            return response;
-        }
+        let minted = match bound.settle(&shared.sessions, &last).await {
+            Ok(minted) => minted,
+            Err(refusal) => return refusal_response(&refusal),
+        };
         let status = last.status().unwrap_or(StatusCode::OK);
-        return crate::http::json_response(status, last.into_bytes());
+        let mut response = crate::http::json_response(status, last.into_bytes());
+        add_session_header(&mut response, minted.as_deref());
+        return response;
     }
-    let source = call_stream(shared, adapter, bound, ctx, first, reply, registered);
+    let source = call_stream(shared, bound, first, reply);
     let stream = SseStream::new(source, shared.config.keep_alive).counted(&shared.server, "post");
     let mut response = sse_response(HttpBody::sse(stream));
     add_session_header(&mut response, minted.as_deref());
@@ -179,37 +111,37 @@ pub(crate) async fn post(
 /// its own task when the client goes away.
 fn call_stream(
     shared: &Arc<Shared>,
-    adapter: Adapter,
     bound: Bound,
-    ctx: Context,
     first: Outgoing,
     reply: Reply,
-    registered: Option<Registered>,
 ) -> BoxStream<'static, Bytes> {
+    let adapter = bound.adapter;
     // POST streams are not resumable here; the priming id only tells the client so.
     let priming = adapter
         .features()
         .sse_polling
         .then(|| body::priming("0", shared.config.sse_retry_ms));
     let head = stream::iter(priming.into_iter().chain([frame(&first)]));
-    let settled = first.is_response();
+    // A session is minted only with the response's headers: after the first event, a
+    // response is settled but mints nothing.
+    let settled = first.is_response() || bound.is_initialize();
     let detached = !adapter.features().stream_close_cancels;
     let guard = detached.then(|| shared.call_guard());
     let mut cancelling = shared.cancelling.subscribe();
     let rest = stream::unfold(
-        (reply, shared.clone(), bound, ctx, settled, registered),
-        |(mut reply, shared, bound, ctx, settled, registered)| async move {
+        (reply, shared.clone(), bound, settled),
+        |(mut reply, shared, bound, settled)| async move {
             let item = reply.next().await?;
             let mut bytes = None;
             if item.is_response() && !settled {
                 // A change the store did not take is not reported as done: the client gets
                 // the store failure (503's JSON-RPC error, with the request's id) instead.
-                if let Err(failed) = save(&shared, &bound, &ctx, &item).await {
-                    bytes = Some(body::event(None, None, &failed.encode().to_bytes()));
+                if let Err(refusal) = bound.settle(&shared.sessions, &item).await {
+                    bytes = Some(body::event(None, None, &refusal.encode().to_bytes()));
                 }
             }
             let bytes = bytes.unwrap_or_else(|| frame(&item));
-            Some((bytes, (reply, shared, bound, ctx, true, registered)))
+            Some((bytes, (reply, shared, bound, true)))
         },
     );
     if !detached {
@@ -250,84 +182,6 @@ fn frame(item: &Outgoing) -> Bytes {
     body::event(None, None, &item.to_bytes())
 }
 
-/// Saves what the call changed in the session, or mints the session of a successful
-/// `initialize`. Returns the new session id.
-async fn settle(
-    shared: &Arc<Shared>,
-    bound: &Bound,
-    ctx: &Context,
-    response: &Outgoing,
-) -> Result<Option<String>, Response<HttpBody>> {
-    if !bound.initialize && bound.session.is_none() {
-        // Stateless (2026-07-28): nothing to save.
-        return Ok(None);
-    }
-    let succeeded = matches!(response, Outgoing::Response(e) if !e.is_error());
-    if bound.initialize {
-        let mut record = SessionRecord {
-            owner: bound.owner.clone(),
-            ..SessionRecord::default()
-        };
-        let with_sessions = ctx.inspect_session(|now| {
-            record.absorb(now);
-            now.adapter.is_some_and(|a| a.has_sessions())
-        });
-        if !succeeded || !with_sessions {
-            return Ok(None);
-        }
-        return match shared.sessions.create(&record).await {
-            Ok(id) => Ok(Some(id)),
-            Err(err) => Err(store_failure(bound.adapter, bound.id.clone(), &err)),
-        };
-    }
-    save(shared, bound, ctx, response)
-        .await
-        .map_err(|failed| failed.response())?;
-    Ok(None)
-}
-
-/// A session change the store did not take, as the revision renders it.
-struct SaveFailed {
-    adapter: Adapter,
-    id: Option<jsonrpc::Id>,
-    failure: Failure,
-}
-
-impl SaveFailed {
-    fn encode(&self) -> mcp_adapters::Encoded {
-        self.adapter.encode_failure(self.id.clone(), &self.failure)
-    }
-
-    fn response(&self) -> Response<HttpBody> {
-        failure_response(self.adapter, self.id.clone(), &self.failure)
-    }
-}
-
-/// Saves what the request changed in its session (nothing to do when it changed nothing). A
-/// failure is the request's answer: the change (a subscription, a log level) is not stored,
-/// so the client must not take it as done.
-async fn save(
-    shared: &Arc<Shared>,
-    bound: &Bound,
-    ctx: &Context,
-    response: &Outgoing,
-) -> Result<(), SaveFailed> {
-    let Some(loaded) = &bound.session else {
-        return Ok(());
-    };
-    match shared.sessions.save_changes(&loaded.id, loaded, ctx).await {
-        Ok(_) => Ok(()),
-        Err(err) => {
-            tracing::error!(%err, "could not save a session change");
-            Err(SaveFailed {
-                adapter: bound.adapter,
-                id: crate::http::response_id(response),
-                failure: err.failure(),
-            })
-        }
-    }
-}
-
 /// The session store failed: 503 (the client may retry), with the request's id when it has
 /// one.
 fn store_failure(
@@ -335,97 +189,13 @@ fn store_failure(
     id: Option<jsonrpc::Id>,
     err: &SessionError,
 ) -> Response<HttpBody> {
-    if !matches!(err, SessionError::Full(_) | SessionError::PrincipalFull(_)) {
-        tracing::error!(%err, "session store failure");
-    }
-    failure_response(adapter, id, &err.failure())
+    refusal_response(&Refusal::store(adapter, id, err))
 }
 
 fn add_session_header(response: &mut Response<HttpBody>, id: Option<&str>) {
     if let Some(value) = id.and_then(|id| HeaderValue::from_str(id).ok()) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }
-}
-
-/// Picks the adapter and the session of a POST: at most one store read, none on revisions
-/// without sessions.
-async fn bind(
-    shared: &Arc<Shared>,
-    set: &AdapterSet,
-    parts: &Parts,
-    decoded: &Decoded,
-) -> Result<Bound, Response<HttpBody>> {
-    let reject = |rejected: mcp_adapters::Rejected| {
-        failure_response(rejected.adapter, first_id(decoded), &rejected.failure)
-    };
-    let owner = crate::auth::owner_of(parts);
-    let mut selected: Selected = set
-        .select_http(decoded, &parts.headers, None, None)
-        .map_err(reject)?;
-    if selected.by != SelectedBy::Initialize && is_initialize(decoded) {
-        // `initialize` never needs a session, whatever headers a client sends with it (some
-        // send `MCP-Protocol-Version` on every request): its own protocolVersion negotiates.
-        selected = set
-            .select(&SelectionInput::from_body(decoded))
-            .map_err(reject)?;
-    }
-    if selected.by == SelectedBy::Initialize {
-        return Ok(Bound {
-            adapter: selected.adapter,
-            session: None,
-            initialize: true,
-            id: first_id(decoded),
-            owner,
-        });
-    }
-    if !selected.adapter.has_sessions() {
-        // 2026-07-28: an Mcp-Session-Id header is ignored.
-        return Ok(Bound {
-            adapter: selected.adapter,
-            session: None,
-            initialize: false,
-            id: None,
-            owner,
-        });
-    }
-    let Some(id) = session_header(&parts.headers) else {
-        return Err(failure_response(
-            selected.adapter,
-            first_id(decoded),
-            &Failure::new(
-                FailureKind::SessionRequired,
-                "this request needs the Mcp-Session-Id header that initialize returned",
-            ),
-        ));
-    };
-    let loaded = match shared.sessions.load(id).await {
-        // Another principal's session is as good as none.
-        Ok(loaded) if !loaded.record.sse && loaded.record.owner == owner => loaded,
-        Ok(_) | Err(SessionError::NotFound) => {
-            return Err(failure_response(
-                selected.adapter,
-                first_id(decoded),
-                &Failure::session_not_found(),
-            ));
-        }
-        Err(err) => return Err(store_failure(selected.adapter, first_id(decoded), &err)),
-    };
-    // The session speaks the revision it negotiated, and only that one.
-    let adapter = set
-        .confirm_session(selected, loaded.record.version.as_deref())
-        .map_err(reject)?;
-    Ok(Bound {
-        adapter,
-        session: Some(loaded),
-        initialize: false,
-        id: None,
-        owner,
-    })
-}
-
-/// The body is one `initialize` request.
-fn is_initialize(decoded: &Decoded) -> bool {
-    matches!(decoded, Decoded::Single(Ok(message)) if message.method().is_some_and(mcp_adapters::starts_session))
 }
 
 /// `GET`: the session's standalone SSE stream.
@@ -467,11 +237,8 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         );
     };
     let owner = crate::auth::owner_of(parts);
-    let loaded = match shared.sessions.load(id).await {
-        Ok(loaded) if !loaded.record.sse && loaded.record.owner == owner => loaded,
-        Ok(_) | Err(SessionError::NotFound) => {
-            return failure_response(render, None, &Failure::session_not_found());
-        }
+    let loaded = match session::load_own(&shared.sessions, id, owner.as_ref(), false).await {
+        Ok(loaded) => loaded,
         Err(err) => return store_failure(render, None, &err),
     };
     let adapter = loaded

@@ -43,6 +43,7 @@ mod panics;
 mod postgres_fault;
 mod readme;
 mod registration;
+mod session_pipeline;
 mod session_quota;
 mod skills;
 mod stdio;

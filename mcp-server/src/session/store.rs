@@ -420,7 +420,7 @@ pub(crate) struct Sessions {
     /// with the session; `None` in tests of the cache alone.
     topics: Option<Arc<dyn EventLog>>,
     /// This worker's listeners of session cancel topics, stopped when a session ends.
-    cancels: Option<Arc<crate::http::cancel::Cancels>>,
+    cancels: Option<Arc<super::cancel::Cancels>>,
     /// The expiry task was started.
     sweeping: Arc<AtomicBool>,
     /// Records this worker decoded, by session id. An entry is reused when the store returns
@@ -491,7 +491,7 @@ impl Sessions {
         mut self,
         max: usize,
         per_owner: usize,
-        cancels: Arc<crate::http::cancel::Cancels>,
+        cancels: Arc<super::cancel::Cancels>,
     ) -> Self {
         self.max_sessions = max.max(1);
         self.max_per_owner = per_owner.max(1);
@@ -1112,7 +1112,7 @@ fn cancel_topic(namespace: &Namespace, id: &str) -> Topic {
 /// first (a waiting read would bring the topic back), then its cancel and stream topics.
 async fn drop_topics(
     log: Option<&Arc<dyn EventLog>>,
-    cancels: Option<&Arc<crate::http::cancel::Cancels>>,
+    cancels: Option<&Arc<super::cancel::Cancels>>,
     namespace: &Namespace,
     id: &str,
 ) {
@@ -1138,7 +1138,7 @@ struct Sweeper {
     touched: Weak<Mutex<Touches>>,
     decoded: Weak<Decoded>,
     topics: Option<Arc<dyn EventLog>>,
-    cancels: Option<Arc<crate::http::cancel::Cancels>>,
+    cancels: Option<Arc<super::cancel::Cancels>>,
 }
 
 impl Sweeper {

@@ -1,0 +1,604 @@
+//! The session-bound pipeline, between the transports and [`dispatch`](crate::dispatch).
+//!
+//! A session is a small record in the hub's state store ([`store`]), so any worker serves any
+//! session; calls of a session register here while they run so a later
+//! `notifications/cancelled` reaches them on any worker ([`cancel`]).
+//!
+//! Every request of a session-capable transport goes through two steps, whatever carries its
+//! bytes (Streamable HTTP, HTTP+SSE):
+//!
+//! 1. [`prepare`]: select the revision once, load the session the request names and confirm
+//!    that it speaks that revision, publish the cancellations it carries, decode the body once,
+//!    build the call's [`Context`] from the session record, bind the principal, check its
+//!    scopes, and register the calls for cancellation. A refusal comes back as a [`Refusal`]
+//!    already in the words of the adapter that must render it.
+//! 2. [`Prepared::run`] serves the decoded body, and [`Prepared::settle`] applies the one save
+//!    rule to each response: an `initialize` mints the session when it succeeded; a request of
+//!    a session saves whatever it changed in the session, whether its answer is a result or an
+//!    error (as stdio's connection keeps what a failed request changed); a request without a
+//!    session saves nothing. A change the store did not take replaces the response.
+//!
+//! Nothing here knows HTTP: the transports frame the bytes and render [`Refusal`]s.
+
+pub(crate) mod cancel;
+pub(crate) mod store;
+
+use std::sync::Arc;
+
+use mcp_adapters::{
+    Adapter, AdapterSet, DecodedBody, Failure, FailureKind, HeaderSource, Selected, SelectedBy,
+    SelectionInput,
+};
+use mcp_wire::jsonrpc::{Decoded, Id, Message};
+
+use crate::dispatch::{Context, Outgoing, Reply};
+use crate::server::{Served, Server};
+
+pub(crate) use cancel::{Cancels, Registered};
+pub(crate) use store::{Loaded, SessionError, SessionRecord, Sessions};
+
+/// What the pipeline works with: the server, its sessions and this worker's running calls,
+/// and the resource server that checks scopes (protected endpoints only).
+#[derive(Clone, Copy)]
+pub(crate) struct Pipeline<'a> {
+    pub(crate) server: &'a Server,
+    pub(crate) sessions: &'a Sessions,
+    pub(crate) cancels: &'a Arc<Cancels>,
+    pub(crate) auth: Option<&'a crate::auth::ResourceServer>,
+}
+
+/// How a request names its session.
+pub(crate) enum Named<'a> {
+    /// By a header (`Mcp-Session-Id`), read after the revision is selected: revisions without
+    /// sessions ignore it, `initialize` needs none.
+    Header(Option<&'a str>),
+    /// A session its transport already loaded (an HTTP+SSE stream's), which speaks its stored
+    /// revision, else `fallback` until `initialize` says otherwise.
+    Loaded { loaded: Loaded, fallback: Adapter },
+}
+
+/// Who sends a request: the principal the resource server accepted, with its binding and the
+/// digest session records keep.
+#[derive(Default)]
+pub(crate) struct Caller {
+    pub(crate) principal: Option<(Arc<mcp_auth::Principal>, Arc<str>)>,
+    pub(crate) owner: Option<String>,
+}
+
+impl Caller {
+    /// The caller of an HTTP request, as the resource server left it in its extensions.
+    pub(crate) fn of(parts: &http::request::Parts) -> Self {
+        let principal = crate::auth::of_request(parts)
+            .map(|principal| (principal.clone(), crate::auth::binding_of(parts, principal)));
+        Self {
+            principal,
+            owner: crate::auth::owner_of(parts),
+        }
+    }
+}
+
+/// One request, as its transport hands it to [`prepare`].
+pub(crate) struct Inbound<'a, H: ?Sized> {
+    /// The revisions this transport serves.
+    pub(crate) set: &'a AdapterSet,
+    pub(crate) decoded: Decoded,
+    /// The headers the revision reads (none for HTTP+SSE).
+    pub(crate) headers: &'a H,
+    pub(crate) named: Named<'a>,
+    pub(crate) caller: Caller,
+    /// The transport can carry messages before the response (SSE).
+    pub(crate) can_push: bool,
+    /// The resource a scope challenge names.
+    pub(crate) path: &'a str,
+}
+
+/// Why a request is not served, in the words of the adapter that renders it.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) adapter: Adapter,
+    pub(crate) id: Option<Id>,
+    pub(crate) why: Refused,
+}
+
+/// What a [`Refusal`] says.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// A JSON-RPC failure (selection, session, store, too many calls).
+    Failure(Failure),
+    /// The principal lacks a scope: the resource server's challenge goes with it.
+    Scope(crate::auth::AuthRefusal),
+}
+
+impl Refusal {
+    fn failure(adapter: Adapter, id: Option<Id>, failure: Failure) -> Self {
+        Self {
+            adapter,
+            id,
+            why: Refused::Failure(failure),
+        }
+    }
+
+    /// The session store failed: 503 (the client may retry).
+    pub(crate) fn store(adapter: Adapter, id: Option<Id>, err: &SessionError) -> Self {
+        if !matches!(
+            err,
+            SessionError::NotFound | SessionError::Full(_) | SessionError::PrincipalFull(_)
+        ) {
+            tracing::error!(%err, "session store failure");
+        }
+        Self::failure(adapter, id, err.failure())
+    }
+
+    /// The failure as one JSON-RPC message (a scope refusal without its challenge).
+    pub(crate) fn encode(&self) -> mcp_adapters::Encoded {
+        match &self.why {
+            Refused::Failure(failure) => self.adapter.encode_failure(self.id.clone(), failure),
+            Refused::Scope(refusal) => self.adapter.encode_failure(
+                self.id.clone(),
+                &Failure::new(FailureKind::InsufficientScope, refusal.reason.clone()),
+            ),
+        }
+    }
+}
+
+/// A request ready to run: its decoded body, the registry it was decoded against, and the
+/// session it is bound to.
+pub(crate) struct Prepared {
+    pub(crate) bound: Bound,
+    body: DecodedBody,
+    served: Served,
+}
+
+/// The session a request runs in, kept until its responses are settled.
+pub(crate) struct Bound {
+    pub(crate) adapter: Adapter,
+    pub(crate) ctx: Context,
+    /// The stored session, for requests of a session.
+    session: Option<Loaded>,
+    /// The request is `initialize` without a session: one is minted if it succeeds.
+    initialize: bool,
+    /// The id of such an `initialize`, for the failure when its session cannot be stored.
+    id: Option<Id>,
+    /// The request's principal, as session records keep it.
+    owner: Option<String>,
+    /// Keeps the calls reachable by `notifications/cancelled` while they run.
+    _registered: Option<Registered>,
+}
+
+/// Selects, loads, confirms, decodes, binds and registers one request (see the module
+/// documentation); a refusal is rendered by the adapter it names.
+pub(crate) async fn prepare<H>(
+    pipeline: Pipeline<'_>,
+    inbound: Inbound<'_, H>,
+) -> Result<Prepared, Refusal>
+where
+    H: HeaderSource + ?Sized,
+{
+    let Inbound {
+        set,
+        decoded,
+        headers,
+        named,
+        caller,
+        can_push,
+        path,
+    } = inbound;
+    let (adapter, session, initialize) = bind(pipeline, set, headers, named, &caller, &decoded)
+        .await
+        .map_err(|refusal| *refusal)?;
+    let id = initialize.then(|| first_id(&decoded)).flatten();
+    if let Some(Loaded { id, .. }) = &session {
+        // A call of this session runs in an earlier request, here or on another worker.
+        let cancelled = cancel::cancelled_ids(&decoded);
+        if !cancelled.is_empty() {
+            let topic = pipeline.sessions.cancel_topic(id);
+            let log = &pipeline.server.settings().log;
+            pipeline.cancels.cancel(log, &topic, id, &cancelled).await;
+        }
+    }
+    // The registry as it is now: the header checks agree with what the call is served from.
+    let served = pipeline.server.served();
+    let items = adapter.decode_http(decoded, headers, served.registry.view(adapter));
+    let snapshot = session
+        .as_ref()
+        .map(|loaded| loaded.record.load(pipeline.server.revisions()))
+        .unwrap_or_default();
+    let mut ctx = Context::for_session(snapshot, can_push, pipeline.sessions.namespace().clone());
+    if let Some((principal, binding)) = caller.principal {
+        // Every call of this request acts for the token's principal.
+        let hide = pipeline.auth.is_some_and(|a| a.hides_tools());
+        if let Some((id, refusal)) = missing_scope(pipeline.auth, &served, path, &items, &principal)
+        {
+            return Err(Refusal {
+                adapter,
+                id,
+                why: Refused::Scope(refusal),
+            });
+        }
+        ctx = ctx.with_auth_binding(principal, binding, hide);
+    }
+    if let Some(Loaded { id, .. }) = &session {
+        // Replies to questions pushed in this session are accepted only from this session.
+        ctx = ctx.with_shared_session(id.clone());
+    }
+    // While the call runs, a `notifications/cancelled` of its session reaches it (a body
+    // without a request has nothing to cancel).
+    let registered = match &session {
+        Some(Loaded { id, .. }) if cancel::has_request(&items) => {
+            let topic = || pipeline.sessions.cancel_topic(id);
+            let log = &pipeline.server.settings().log;
+            let (count, first) = cancel::requests(&items);
+            match pipeline.cancels.register(log, topic, id, &ctx, count).await {
+                Ok(registered) => Some(registered),
+                Err(busy) => return Err(Refusal::failure(adapter, first, busy.failure())),
+            }
+        }
+        _ => None,
+    };
+    Ok(Prepared {
+        bound: Bound {
+            adapter,
+            ctx,
+            session,
+            initialize,
+            id,
+            owner: caller.owner,
+            _registered: registered,
+        },
+        body: items,
+        served,
+    })
+}
+
+/// Picks the adapter and the session of a request: one selection, at most one store read,
+/// none on revisions without sessions.
+async fn bind<H>(
+    pipeline: Pipeline<'_>,
+    set: &AdapterSet,
+    headers: &H,
+    named: Named<'_>,
+    caller: &Caller,
+    decoded: &Decoded,
+) -> Result<(Adapter, Option<Loaded>, bool), Box<Refusal>>
+where
+    H: HeaderSource + ?Sized,
+{
+    let reject = |rejected: mcp_adapters::Rejected| {
+        Box::new(Refusal::failure(
+            rejected.adapter,
+            first_id(decoded),
+            rejected.failure,
+        ))
+    };
+    let named = match named {
+        Named::Loaded { loaded, fallback } => {
+            // The session speaks the revision it negotiated (or the transport's own).
+            let stored = loaded
+                .record
+                .version
+                .as_deref()
+                .unwrap_or_else(|| fallback.version());
+            let adapter = set
+                .select_http(decoded, headers, None, Some(stored))
+                .map_err(reject)?
+                .adapter;
+            return Ok((adapter, Some(loaded), false));
+        }
+        Named::Header(named) => named,
+    };
+    let mut selected: Selected = set
+        .select_http(decoded, headers, None, None)
+        .map_err(reject)?;
+    if selected.by != SelectedBy::Initialize && is_initialize(decoded) {
+        // `initialize` never needs a session, whatever headers a client sends with it (some
+        // send `MCP-Protocol-Version` on every request): its own protocolVersion negotiates.
+        selected = set
+            .select(&SelectionInput::from_body(decoded))
+            .map_err(reject)?;
+    }
+    if selected.by == SelectedBy::Initialize {
+        return Ok((selected.adapter, None, true));
+    }
+    if !selected.adapter.has_sessions() {
+        // 2026-07-28: a session header is ignored.
+        return Ok((selected.adapter, None, false));
+    }
+    let Some(id) = named else {
+        return Err(Box::new(Refusal::failure(
+            selected.adapter,
+            first_id(decoded),
+            Failure::new(
+                FailureKind::SessionRequired,
+                "this request needs the Mcp-Session-Id header that initialize returned",
+            ),
+        )));
+    };
+    let loaded = load_own(pipeline.sessions, id, caller.owner.as_ref(), false)
+        .await
+        .map_err(|err| Box::new(Refusal::store(selected.adapter, first_id(decoded), &err)))?;
+    // The session speaks the revision it negotiated, and only that one.
+    let adapter = set
+        .confirm_session(selected, loaded.record.version.as_deref())
+        .map_err(reject)?;
+    Ok((adapter, Some(loaded), false))
+}
+
+/// Loads session `id` for a request of `owner` over a transport with (`sse`) or without an
+/// HTTP+SSE stream: another principal's session, or one of the other transport, is as good as
+/// none ([`SessionError::NotFound`]).
+pub(crate) async fn load_own(
+    sessions: &Sessions,
+    id: &str,
+    owner: Option<&String>,
+    sse: bool,
+) -> Result<Loaded, SessionError> {
+    match sessions.load(id).await {
+        Ok(loaded) if loaded.record.sse == sse && loaded.record.owner.as_ref() == owner => {
+            Ok(loaded)
+        }
+        Ok(_) => Err(SessionError::NotFound),
+        Err(err) => Err(err),
+    }
+}
+
+impl Prepared {
+    /// Serves the request: the stream of what it sends, then its response; the session it
+    /// runs in, to settle each response.
+    pub(crate) fn run(self) -> (Reply, Bound) {
+        let Self {
+            bound,
+            body,
+            served,
+        } = self;
+        let reply = served.handle(
+            crate::Input::Decoded {
+                adapter: bound.adapter,
+                body,
+            },
+            &bound.ctx,
+        );
+        (reply, bound)
+    }
+}
+
+impl Bound {
+    /// Settles the session after `response`, by the one rule of every transport: an
+    /// `initialize` mints the session when it succeeded (its id is returned); a request of a
+    /// session saves what it changed, whatever its answer; other requests save nothing. A
+    /// failure is the request's answer instead of `response`: the change (a subscription, a
+    /// log level) is not stored, so the client must not take it as done.
+    pub(crate) async fn settle(
+        &self,
+        sessions: &Sessions,
+        response: &Outgoing,
+    ) -> Result<Option<String>, Refusal> {
+        if self.initialize {
+            let succeeded = matches!(response, Outgoing::Response(e) if !e.is_error());
+            let mut record = SessionRecord {
+                owner: self.owner.clone(),
+                ..SessionRecord::default()
+            };
+            let with_sessions = self.ctx.inspect_session(|now| {
+                record.absorb(now);
+                now.adapter.is_some_and(|a| a.has_sessions())
+            });
+            if !succeeded || !with_sessions {
+                return Ok(None);
+            }
+            return match sessions.create(&record).await {
+                Ok(id) => Ok(Some(id)),
+                Err(err) => Err(Refusal::store(self.adapter, self.id.clone(), &err)),
+            };
+        }
+        let Some(loaded) = &self.session else {
+            // Stateless (2026-07-28): nothing to save.
+            return Ok(None);
+        };
+        match sessions.save_changes(&loaded.id, loaded, &self.ctx).await {
+            Ok(()) => Ok(None),
+            Err(err) => {
+                tracing::error!(%err, "could not save a session change");
+                Err(Refusal::failure(
+                    self.adapter,
+                    response_id(response),
+                    err.failure(),
+                ))
+            }
+        }
+    }
+
+    /// The request is an `initialize` that mints its session when it succeeds.
+    pub(crate) fn is_initialize(&self) -> bool {
+        self.initialize
+    }
+}
+
+/// The first call of `items` the principal lacks a scope for (the resource server's
+/// required and per-method scopes, and a tool's own, read from `served`), with its id and the
+/// refusal, whose challenge names the metadata of the resource at `path`.
+pub(crate) fn missing_scope(
+    auth: Option<&crate::auth::ResourceServer>,
+    served: &Served,
+    path: &str,
+    items: &DecodedBody,
+    principal: &mcp_auth::Principal,
+) -> Option<(Option<Id>, crate::auth::AuthRefusal)> {
+    let auth = auth?;
+    let registry = &served.registry;
+    items.items().iter().find_map(|item| {
+        let mcp_adapters::Incoming::Call(call) = item else {
+            return None;
+        };
+        let tool = (call.operation == mcp_adapters::Operation::CallTool)
+            .then(|| call.target.as_deref().and_then(|name| registry.tool(name)))
+            .flatten()
+            .map(|entry| &entry.tool.scopes);
+        if auth.grants(call, tool, principal) {
+            return None;
+        }
+        let needed = auth.scopes_for_call(call, tool);
+        auth.check_scopes_at(path, principal, &needed)
+            .err()
+            .map(|refusal| (call.id.clone(), refusal))
+    })
+}
+
+/// The body is one `initialize` request.
+fn is_initialize(decoded: &Decoded) -> bool {
+    matches!(decoded, Decoded::Single(Ok(message)) if message.method().is_some_and(mcp_adapters::starts_session))
+}
+
+/// The id of a single request, so a refusal before decoding can still name it.
+pub(crate) fn first_id(decoded: &Decoded) -> Option<Id> {
+    match decoded {
+        Decoded::Single(Ok(Message::Request(request))) => Some(request.id.clone()),
+        _ => None,
+    }
+}
+
+/// The id of a single response (read back from its bytes: only for the rare failure that
+/// replaces a response after it was encoded).
+pub(crate) fn response_id(response: &Outgoing) -> Option<Id> {
+    let Outgoing::Response(encoded) = response else {
+        return None;
+    };
+    #[derive(serde::Deserialize)]
+    struct WithId {
+        id: Option<Id>,
+    }
+    serde_json::from_slice::<WithId>(&encoded.to_bytes())
+        .ok()
+        .and_then(|message| message.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mcp_adapters::{LogLevel, Revision};
+    use mcp_hub::{MemoryHub, Namespace};
+
+    use super::*;
+
+    fn sessions() -> Sessions {
+        Sessions::new(
+            Arc::new(MemoryHub::default()),
+            Namespace::root(),
+            Duration::from_secs(3600),
+            None,
+        )
+    }
+
+    /// A request of a stored session whose call set the log level to `error` and was then
+    /// answered with `response`.
+    fn bound(adapter: Adapter, loaded: Option<Loaded>, initialize: bool, level: bool) -> Bound {
+        let mut now = loaded
+            .as_ref()
+            .map(|loaded| loaded.record.load(&AdapterSet::all()))
+            .unwrap_or_default();
+        if level {
+            now.log_level = Some(LogLevel::Error);
+        }
+        if initialize {
+            now.adapter = Some(adapter);
+        }
+        Bound {
+            adapter,
+            ctx: Context::for_session(now, false, Namespace::root()),
+            session: loaded,
+            initialize,
+            id: None,
+            owner: None,
+            _registered: None,
+        }
+    }
+
+    fn answer(adapter: Adapter, error: bool) -> Outgoing {
+        let id = Some(Id::Number(7));
+        Outgoing::Response(if error {
+            adapter.encode_failure(id, &Failure::unknown_method("nope"))
+        } else {
+            adapter.encode_result(
+                Id::Number(7),
+                mcp_adapters::Operation::Ping,
+                false,
+                serde_json::json!({}),
+                &mcp_adapters::ResultContext::default(),
+            )
+        })
+    }
+
+    /// The one save rule, shared by Streamable HTTP and HTTP+SSE (both settle through
+    /// `Bound::settle`): a request of a session saves what it changed whether it was answered
+    /// with a result or an error. (HTTP+SSE used to skip the save after an error.)
+    #[tokio::test]
+    async fn a_session_change_is_saved_whatever_the_answer() {
+        let sessions = sessions();
+        let adapter = AdapterSet::all().get(Revision::V2025_11_25).unwrap();
+        for error in [true, false] {
+            let record = SessionRecord {
+                version: Some(adapter.version().to_owned()),
+                ..SessionRecord::default()
+            };
+            let id = sessions.create(&record).await.unwrap();
+            let loaded = sessions.load(&id).await.unwrap();
+            assert_eq!(loaded.record.log_level, None);
+            let bound = bound(adapter, Some(loaded), false, true);
+            let minted = bound
+                .settle(&sessions, &answer(adapter, error))
+                .await
+                .unwrap();
+            assert_eq!(minted, None, "a request of a session mints nothing");
+            let saved = sessions.load(&id).await.unwrap();
+            assert_eq!(
+                saved.record.log_level.as_deref(),
+                Some("error"),
+                "answered with an error: {error}"
+            );
+        }
+    }
+
+    /// `initialize` mints its session only when it succeeded; a request without a session
+    /// saves nothing.
+    #[tokio::test]
+    async fn initialize_mints_only_on_success_and_stateless_requests_save_nothing() {
+        let sessions = sessions();
+        let adapter = AdapterSet::all().get(Revision::V2025_11_25).unwrap();
+        let failed = bound(adapter, None, true, false);
+        assert_eq!(
+            failed
+                .settle(&sessions, &answer(adapter, true))
+                .await
+                .unwrap(),
+            None
+        );
+        let succeeded = bound(adapter, None, true, false);
+        let id = succeeded
+            .settle(&sessions, &answer(adapter, false))
+            .await
+            .unwrap()
+            .expect("a session for a successful initialize");
+        let loaded = sessions.load(&id).await.unwrap();
+        assert_eq!(loaded.record.version.as_deref(), Some(adapter.version()));
+
+        let stateless = AdapterSet::all().get(Revision::V2026_07_28).unwrap();
+        let request = bound(stateless, None, false, true);
+        assert_eq!(
+            request
+                .settle(&sessions, &answer(stateless, false))
+                .await
+                .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_encoded_by_its_adapter() {
+        let adapter = AdapterSet::all().get(Revision::V2025_03_26).unwrap();
+        let refusal = Refusal::store(adapter, Some(Id::Number(3)), &SessionError::NotFound);
+        let message: serde_json::Value =
+            serde_json::from_slice(&refusal.encode().to_bytes()).unwrap();
+        assert_eq!(message["id"], 3);
+        assert!(message["error"]["code"].is_i64(), "{message}");
+    }
+}
