@@ -9,8 +9,6 @@ mod raw_http;
 mod support;
 
 mod ask_http;
-mod ask_workers;
-mod auth_dev;
 mod auth_dpop;
 mod auth_flow;
 mod auth_hardening;
@@ -19,8 +17,6 @@ mod auth_jwt;
 mod auth_sse;
 mod axum_mount;
 mod client_context;
-mod demo_sqlite_restart;
-mod deploy_example;
 mod dispatch;
 mod extensions;
 mod handlers;

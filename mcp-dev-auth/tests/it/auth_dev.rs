@@ -4,7 +4,8 @@
 //! `client_credentials` is not for dynamic clients, everything stored is bounded, client ID
 //! metadata documents are never fetched from loopback or private addresses (and failures are
 //! cached), redirect URIs are https or loopback, a reused code revokes what it produced, `kid`
-//! is the RFC 7638 thumbprint, and the demo keeps secrets off its command line.
+//! is the RFC 7638 thumbprint (that the demo keeps secrets off its command line is tested in
+//! the everymcp-demo crate).
 
 use crate::raw_http;
 
@@ -13,9 +14,9 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_auth::PkceVerifier;
+use mcp_dev_auth::{DevAuthorizationServer, DevAuthorizationServerBuilder};
 use mcp_hub::{HubConfig, MemoryHub};
-use mcp_server::auth::dev::DevAuthorizationServerBuilder;
-use mcp_server::auth::{DevAuthorizationServer, ResourceServer};
+use mcp_server::auth::ResourceServer;
 use mcp_server::http::HttpConfig;
 use mcp_server::{NoArgs, Server, Tool};
 use raw_http::{RawRequest, RawResponse, Running};
@@ -65,7 +66,7 @@ async fn start(
     let config = HttpConfig::new()
         .session_cache(std::time::Duration::ZERO)
         .auth(auth)
-        .dev_authorization_server(dev);
+        .routes(dev);
     Setup {
         server: Running::start_listener(listener, server, config).await,
         issuer,
@@ -711,39 +712,4 @@ async fn kid_is_the_public_keys_thumbprint() {
     let thumbprint = URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()));
     assert_eq!(key["kid"], thumbprint, "{jwks}");
     assert!(setup.issuer.starts_with("http://127.0.0.1:"));
-}
-
-/// Finding 15 and 2: the demo takes no client secret on its command line (a file instead),
-/// and refuses `--auth` on an address that is not loopback unless told it is unsafe.
-#[tokio::test]
-async fn the_demo_keeps_secrets_off_its_command_line_and_auth_on_loopback() {
-    // Each must end by itself, refusing to start: one that serves instead fails the test
-    // after the bound (and is killed), rather than hanging it.
-    let refused = |args: &'static [&'static str]| async move {
-        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
-            .args(args)
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(raw_http::WAIT, output)
-            .await
-            .unwrap_or_else(|_| panic!("mcp-demo {args:?} started instead of refusing"))
-            .unwrap();
-        assert!(!output.status.success(), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&output.stdout).is_empty(),
-            "{args:?}"
-        );
-        String::from_utf8_lossy(&output.stderr).into_owned()
-    };
-    let stderr = refused(&[
-        "--addr",
-        "127.0.0.1:0",
-        "--auth",
-        "--auth-client",
-        "script:s3cret=http://127.0.0.1/unused",
-    ])
-    .await;
-    assert!(stderr.contains("--auth-client-file"), "{stderr}");
-    let stderr = refused(&["--addr", "0.0.0.0:0", "--auth"]).await;
-    assert!(stderr.contains("--auth-allow-remote"), "{stderr}");
 }

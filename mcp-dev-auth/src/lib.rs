@@ -1,5 +1,7 @@
 //! A development authorization server: enough OAuth 2.1 to try and test a protected MCP
-//! server end to end, on the same address. **A development and test tool, not an identity
+//! server end to end, on the same address (mounted with
+//! [`HttpConfig::routes`](mcp_server::http::HttpConfig::routes), as a
+//! [`Routes`](mcp_server::http::Routes)). **A development and test tool, not an identity
 //! provider**: it authenticates no user (every approval is for one configured subject), and
 //! keeps its clients, codes, refresh tokens and signing key in the hub's state store.
 //!
@@ -68,7 +70,29 @@
 //! time ends (a registration's after 30 days); near a limit a request may be refused a little
 //! before it is reached exactly, never after.
 
-use std::net::IpAddr;
+//!
+//! ```no_run
+//! use mcp_dev_auth::DevAuthorizationServer;
+//! use mcp_server::auth::ResourceServer;
+//! use mcp_server::http::HttpConfig;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let base = "http://127.0.0.1:8080";
+//! let dev = DevAuthorizationServer::builder(base)
+//!     .scopes(["mcp:read"])
+//!     .build();
+//! let auth = ResourceServer::builder(format!("{base}/mcp"), base)
+//!     .required_scopes(["mcp:read"])
+//!     // It verifies its own tokens, and knows which grants were revoked.
+//!     .verifier(dev.clone())
+//!     .build()?;
+//! let config = HttpConfig::new().auth(auth).routes(dev);
+//! # let _ = config; Ok(()) }
+//! ```
+
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -84,12 +108,16 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_auth::{AuthorizationServerMetadata, pkce};
 use mcp_hub::{Namespace, StateStore, StoreError};
+use mcp_server::auth::{Claims, JwtVerifier, TokenError, TokenVerifier, VerifyError};
+use mcp_server::http::Routes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
-use super::cimd::{MetadataDocuments, Refusal};
+mod cimd;
+
+use crate::cimd::{MetadataDocuments, Refusal};
 
 /// A client registered ahead of time (the suite's "pre-registration", scripts with
 /// `client_credentials`).
@@ -331,7 +359,7 @@ impl DevAuthorizationServerBuilder {
     }
 }
 
-/// The development authorization server: see the [module docs](self).
+/// The development authorization server: see the [crate docs](crate).
 #[derive(Clone)]
 pub struct DevAuthorizationServer {
     inner: Arc<Inner>,
@@ -743,7 +771,8 @@ impl DevAuthorizationServer {
     /// [`max_request_bytes`](DevAuthorizationServerBuilder::max_request_bytes) it is refused).
     /// The source is unknown here, so every registration counts against one shared
     /// [`registrations_per_minute`](DevAuthorizationServerBuilder::registrations_per_minute)
-    /// (the HTTP endpoint, served by this crate, passes the peer's address).
+    /// (mounted on an endpoint as [`Routes`](mcp_server::http::Routes), it gets the peer's
+    /// address).
     pub async fn handle(
         &self,
         method: &Method,
@@ -755,7 +784,7 @@ impl DevAuthorizationServer {
     }
 
     /// [`handle`](Self::handle) for a request from `peer`.
-    pub(crate) async fn handle_from(
+    async fn handle_from(
         &self,
         peer: Option<IpAddr>,
         method: &Method,
@@ -1916,32 +1945,59 @@ const GRANT_CLAIM: &str = "grant";
 
 /// The development authorization server verifies its own tokens in process (with its signing
 /// key, no fetch of its key set): what a server that runs it on its own address, over TLS
-/// with a private certificate say, uses as its [`TokenVerifier`](super::TokenVerifier). A
+/// with a private certificate say, uses as its [`TokenVerifier`]. A
 /// token of a revoked grant (its code was used twice, or a spent refresh token came again)
 /// is refused.
-impl super::TokenVerifier for DevAuthorizationServer {
+impl TokenVerifier for DevAuthorizationServer {
     fn verify<'a>(
         &'a self,
         token: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<super::Claims, super::VerifyError>> {
+    ) -> futures::future::BoxFuture<'a, Result<Claims, VerifyError>> {
         Box::pin(async move {
             let key = self
                 .signing_key()
                 .await
-                .map_err(|e| super::VerifyError::Unavailable(e.description))?;
+                .map_err(|e| VerifyError::Unavailable(e.description))?;
             let keys = JwkSet {
                 keys: vec![key.jwk.clone()],
             };
-            let claims = super::JwtVerifier::from_jwks(keys).verify(token).await?;
+            let claims = JwtVerifier::from_jwks(keys).verify(token).await?;
             if let Some(grant) = claims.extra.get(GRANT_CLAIM).and_then(Value::as_str)
                 && self
                     .revoked(grant)
                     .await
-                    .map_err(|e| super::VerifyError::Unavailable(e.to_string()))?
+                    .map_err(|e| VerifyError::Unavailable(e.to_string()))?
             {
-                return Err(super::VerifyError::Token(super::TokenError::Inactive));
+                return Err(VerifyError::Token(TokenError::Inactive));
             }
             Ok(claims)
+        })
+    }
+}
+
+/// Mounted on an MCP endpoint's listener: it claims its own paths (whatever the method: a
+/// wrong one gets 405 from it) and answers them with the peer's address, so registrations are
+/// counted per source.
+impl Routes for DevAuthorizationServer {
+    fn claims(&self, _: &Method, uri: &Uri) -> bool {
+        self.owns(uri)
+    }
+
+    fn serve(
+        &self,
+        peer: Option<SocketAddr>,
+        request: http::Request<Bytes>,
+    ) -> futures::future::BoxFuture<'_, Response<Bytes>> {
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let peer = peer.map(|p| p.ip());
+            self.handle_from(peer, &parts.method, &parts.uri, &parts.headers, body)
+                .await
+                .unwrap_or_else(|| {
+                    let mut response = Response::new(Bytes::new());
+                    *response.status_mut() = StatusCode::NOT_FOUND;
+                    response
+                })
         })
     }
 }
