@@ -43,6 +43,15 @@
 //!   (unsafe) says so.
 //! - Redirect URIs are `https` or `http` to a loopback host; a loopback redirect may use any
 //!   port (RFC 8252 §7.3) but must match in path and query.
+//! - `/authorize` is not an open redirector (RFC 6749 §4.1.2.1, RFC 9700 §4.11.2): an error
+//!   found before the client and its redirect URI are verified (unknown client, a client ID
+//!   metadata document not fetched or refused, a redirect URI not registered) is shown on its
+//!   own page, never redirected; and an error in the other parameters is redirected only to a
+//!   pre-registered client or a loopback redirect URI. A client anyone can create (dynamic
+//!   registration, a metadata document) with a redirect URI off the user's machine gets the
+//!   error on the page, naming where the answer would have gone. (With
+//!   [`auto_approve`](DevAuthorizationServerBuilder::auto_approve), a valid request of any
+//!   client is still answered with a code at once: a flag for tests.)
 //! - A reused authorization code revokes the grant it produced (RFC 6749 §4.1.2): its refresh
 //!   token, and its access tokens where this server verifies them itself (as `mcp-demo` does;
 //!   a worker that cached a token's verification accepts it until that entry ends, 5 minutes
@@ -632,6 +641,19 @@ fn html(status: StatusCode, body: String) -> Response<Bytes> {
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     response
+}
+
+/// The host (and port, when given) a redirect URI sends the user to.
+fn redirect_host(redirect_uri: &str) -> String {
+    url::Url::parse(redirect_uri)
+        .ok()
+        .and_then(|u| {
+            u.host_str().map(|h| {
+                u.port()
+                    .map_or_else(|| h.to_owned(), |p| format!("{h}:{p}"))
+            })
+        })
+        .unwrap_or_default()
 }
 
 fn escape(text: &str) -> String {
@@ -1339,7 +1361,9 @@ impl DevAuthorizationServer {
             return page_error("this client did not register the authorization code grant");
         }
         let state = field(params, "state");
-        let fail = |error: &str, description: &str| {
+        // An error answered to the client's redirect URI (RFC 6749 §4.1.2.1), once the client
+        // and that URI are known.
+        let answer = |error: &str, description: &str| {
             let mut query = vec![
                 ("error", error),
                 ("error_description", description),
@@ -1349,6 +1373,35 @@ impl DevAuthorizationServer {
                 query.push(("state", state));
             }
             Ok(redirect(&with_query(redirect_uri, &query)))
+        };
+        // Before the user has approved anything, an error is redirected only to a client the
+        // operator trusts (pre-registered) or to the user's own machine (a loopback redirect
+        // URI). Any other redirect URI is one anyone could have registered (dynamic
+        // registration, a client ID metadata document on any host): redirecting there without
+        // the user would make this server an open redirector (RFC 9700 §4.11.2), so the error
+        // is shown here instead, naming where the answer would have gone.
+        let trusted = self
+            .inner
+            .clients
+            .iter()
+            .any(|c| c.client_id == client.client_id)
+            || url::Url::parse(redirect_uri).is_ok_and(|u| is_loopback_host(&u));
+        let fail = |error: &str, description: &str| {
+            if trusted {
+                return answer(error, description);
+            }
+            Ok(html(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "<!doctype html><title>Authorization error</title><p>The application's \
+                     request was refused: {} (<code>{}</code>).</p><p>Its answer would go to \
+                     <strong>{}</strong>; this server does not send you there without your \
+                     approval. Return to the application yourself.</p>",
+                    escape(description),
+                    escape(error),
+                    escape(&redirect_host(redirect_uri)),
+                ),
+            ))
         };
         if field(params, "response_type") != Some("code") {
             return fail("unsupported_response_type", "response_type must be code");
@@ -1386,7 +1439,8 @@ impl DevAuthorizationServer {
                 ));
             }
             if field(params, "decision") != Some("approve") {
-                return fail("access_denied", "the user denied the request");
+                // The user saw the page naming the client and where the answer goes.
+                return answer("access_denied", "the user denied the request");
             }
         } else if !self.inner.auto_approve {
             return Ok(self.consent_page(key, params, &client, redirect_uri, &scope));
@@ -1398,10 +1452,13 @@ impl DevAuthorizationServer {
             .await?
             .is_none()
         {
-            return fail(
-                "temporarily_unavailable",
-                &Self::full("authorization codes", "max_codes", limits.codes).description,
-            );
+            let description =
+                Self::full("authorization codes", "max_codes", limits.codes).description;
+            return if submitted {
+                answer("temporarily_unavailable", &description)
+            } else {
+                fail("temporarily_unavailable", &description)
+            };
         }
         let code = random(32)?;
         let record = CodeRecord {
@@ -1452,15 +1509,7 @@ impl DevAuthorizationServer {
             })
             .collect();
         let name = client.client_name.as_deref().unwrap_or(&client.client_id);
-        let host = url::Url::parse(redirect_uri)
-            .ok()
-            .and_then(|u| {
-                u.host_str().map(|h| {
-                    u.port()
-                        .map_or_else(|| h.to_owned(), |p| format!("{h}:{p}"))
-                })
-            })
-            .unwrap_or_default();
+        let host = redirect_host(redirect_uri);
         html(
             StatusCode::OK,
             format!(
