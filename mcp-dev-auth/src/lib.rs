@@ -1,7 +1,7 @@
 //! A development authorization server: enough OAuth 2.1 to try and test a protected MCP
 //! server end to end, on the same address (mounted with
 //! [`HttpConfig::routes`](mcp_server::http::HttpConfig::routes), as a
-//! [`Routes`](mcp_server::http::Routes)). **A development and test tool, not an identity
+//! [`Routes`]). **A development and test tool, not an identity
 //! provider**: it authenticates no user (every approval is for one configured subject), and
 //! keeps its clients, codes, refresh tokens and signing key in the hub's state store.
 //!
@@ -268,7 +268,7 @@ impl DevAuthorizationServerBuilder {
     /// refused with 503 `temporarily_unavailable`. Default: 1,000.
     ///
     /// ```
-    /// use mcp_server::auth::DevAuthorizationServer;
+    /// use mcp_dev_auth::DevAuthorizationServer;
     ///
     /// let dev = DevAuthorizationServer::builder("http://127.0.0.1:8080")
     ///     .max_clients(100)
@@ -793,7 +793,7 @@ impl DevAuthorizationServer {
     /// [`max_request_bytes`](DevAuthorizationServerBuilder::max_request_bytes) it is refused).
     /// The source is unknown here, so every registration counts against one shared
     /// [`registrations_per_minute`](DevAuthorizationServerBuilder::registrations_per_minute)
-    /// (mounted on an endpoint as [`Routes`](mcp_server::http::Routes), it gets the peer's
+    /// (mounted on an endpoint as [`Routes`], it gets the peer's
     /// address).
     pub async fn handle(
         &self,
