@@ -24,6 +24,7 @@ mod hostile;
 mod http_client;
 mod http_fuzz;
 mod http_limits;
+mod http_routes;
 mod http_serve;
 mod http_session_fixes;
 mod http_sse_local;
