@@ -187,6 +187,32 @@ impl VerifiedProof {
     }
 }
 
+/// The key of a resource server's stateless DPoP nonces (RFC 9449 §8): an HMAC-SHA-256 key
+/// (ring's), so a nonce is a tag of a time window that any worker with the key can check.
+#[derive(Clone)]
+pub struct NonceKey(ring::hmac::Key);
+
+impl NonceKey {
+    /// A key from `secret` (any length; 32 random bytes is enough).
+    pub fn new(secret: &[u8]) -> Self {
+        Self(ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret))
+    }
+
+    /// The HMAC-SHA-256 tag of `data`.
+    pub fn tag(&self, data: &[u8]) -> [u8; 32] {
+        let mut tag = [0; 32];
+        tag.copy_from_slice(ring::hmac::sign(&self.0, data).as_ref());
+        tag
+    }
+}
+
+impl std::fmt::Debug for NonceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of logs.
+        f.debug_struct("NonceKey").finish_non_exhaustive()
+    }
+}
+
 /// The SHA-256 of an access token as a proof's `ath` carries it (base64url, no padding).
 pub fn access_token_hash(token: &str) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(token.as_bytes()))
@@ -830,5 +856,17 @@ mod tests {
             prop_assume!(!same);
             prop_assert!(DpopVerifier::new().verify(&changed, &request(jkt)).is_err());
         }
+    }
+
+    #[test]
+    fn nonce_keys_are_hmac_sha256() {
+        // RFC 4231, test case 2.
+        let tag = NonceKey::new(b"Jefe").tag(b"what do ya want for nothing?");
+        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert!(!format!("{:?}", NonceKey::new(b"Jefe")).contains("Jefe"));
     }
 }

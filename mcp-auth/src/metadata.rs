@@ -295,6 +295,21 @@ pub fn is_loopback(url: &Url) -> bool {
     }
 }
 
+/// The origin of an absolute URL (`scheme://host[:port]`, a default port left out), `None` for
+/// text that is not one. A resource server builds a DPoP proof's expected `htu` from it.
+///
+/// ```
+/// use mcp_auth::metadata::origin_of;
+///
+/// assert_eq!(origin_of("https://Example.com:443/mcp").as_deref(), Some("https://example.com"));
+/// assert_eq!(origin_of("http://127.0.0.1:8080/mcp").as_deref(), Some("http://127.0.0.1:8080"));
+/// assert_eq!(origin_of("not a url"), None);
+/// ```
+pub fn origin_of(url: &str) -> Option<String> {
+    let origin = Url::parse(url).ok()?.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
+}
+
 fn parse_url(text: &str) -> Result<Url, MetadataError> {
     let url = Url::parse(text).map_err(|e| MetadataError::Url(format!("{text}: {e}")))?;
     if !matches!(url.scheme(), "https" | "http") || url.host().is_none() {

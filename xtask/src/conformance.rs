@@ -450,7 +450,7 @@ impl Suite {
     /// server (a public client pre-registered with the suite's callback).
     fn authorization(&self, dir: &Path) -> Result<Outcome> {
         std::fs::create_dir_all(dir)?;
-        let demo = build_binary("everymcp-server", "mcp-demo")?;
+        let demo = build_binary("everymcp-demo", "mcp-demo")?;
         let callback_port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();

@@ -528,7 +528,7 @@ fn client_cell<const N: usize>(
 /// `mcp-demo --auth --auth-auto-approve` with its SDK's own OAuth client, over Streamable HTTP.
 /// `python` is empty when the Python SDK peer is skipped.
 fn oauth_cells(node: &Path, python: &Path, prefix: &Path) -> Result<Vec<Cell>> {
-    let demo = AuthDemo::start(&build_binary("everymcp-server", "mcp-demo")?)?;
+    let demo = AuthDemo::start(&build_binary("everymcp-demo", "mcp-demo")?)?;
     let url = demo.url.as_str();
     let mut cells = Vec::new();
     let mut push = |cell: Cell| {

@@ -83,6 +83,20 @@ const MATRIX: &[Layer] = &[
         ],
         forbidden_external: &[],
     },
+    // The development authorization server: mounted on the server's listener (its `Routes`
+    // seam) and verifying its own tokens as the server's `TokenVerifier`.
+    Layer {
+        name: "everymcp-dev-auth",
+        allowed_internal: &["everymcp-hub", "everymcp-auth", "everymcp-server"],
+        forbidden_external: &[],
+    },
+    // The `mcp-demo` binary: the demo server, with the development authorization server
+    // behind `--auth`.
+    Layer {
+        name: "everymcp-demo",
+        allowed_internal: &["everymcp-hub", "everymcp-server", "everymcp-dev-auth"],
+        forbidden_external: &[],
+    },
     Layer {
         name: "everymcp-client",
         allowed_internal: &[

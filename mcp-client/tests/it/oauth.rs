@@ -18,7 +18,8 @@ use mcp_client::oauth::{
     TokenSet, TokenStore,
 };
 use mcp_client::transport::BoxFuture;
-use mcp_server::auth::{DevAuthorizationServer, DevClient, JwtVerifier, ResourceServer};
+use mcp_dev_auth::{DevAuthorizationServer, DevClient};
+use mcp_server::auth::{JwtVerifier, ResourceServer};
 use mcp_server::http::{HttpConfig, HttpEndpoint};
 use mcp_server::{NoArgs, Server, Tool};
 
@@ -62,7 +63,7 @@ pub(crate) async fn protected_server_with(scoped: Tool) -> String {
         .tool(scoped.scopes(["mcp:deploy"]))
         .build()
         .unwrap();
-    let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
+    let config = HttpConfig::new().auth(auth).routes(dev);
     let endpoint = HttpEndpoint::new(server, config);
     tokio::spawn(mcp_server::http::serve_with_shutdown(
         listener,
@@ -549,7 +550,7 @@ async fn protected_server_over_https() -> (String, rustls::pki_types::Certificat
         .tool(Tool::new("publish", publish).scopes(["mcp:deploy"]))
         .build()
         .unwrap();
-    let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
+    let config = HttpConfig::new().auth(auth).routes(dev);
     let endpoint = HttpEndpoint::new(server, config);
     tokio::spawn(mcp_server::http::serve_tls_with_shutdown(
         listener,

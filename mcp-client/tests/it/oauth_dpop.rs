@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use mcp_client::Client;
 use mcp_client::oauth::{FollowRedirect, MemoryTokenStore, OAuthConfig, TokenStore};
-use mcp_server::auth::{DevAuthorizationServer, JwtVerifier, ResourceServer};
+use mcp_dev_auth::DevAuthorizationServer;
+use mcp_server::auth::{JwtVerifier, ResourceServer};
 use mcp_server::http::{HttpConfig, HttpEndpoint};
 use mcp_server::{NoArgs, Server, Tool};
 
@@ -43,7 +44,7 @@ async fn protected_server(
         .tool(Tool::new("add", add))
         .build()
         .unwrap();
-    let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
+    let config = HttpConfig::new().auth(auth).routes(dev);
     let endpoint = HttpEndpoint::new(server, config);
     tokio::spawn(mcp_server::http::serve_with_shutdown(
         listener,

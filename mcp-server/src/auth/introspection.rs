@@ -87,7 +87,7 @@ impl std::fmt::Debug for IntrospectionVerifier {
 
 /// RFC 6749 §2.3.1: the client id and secret are form-encoded before Basic.
 fn form_encoded(text: &str) -> String {
-    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 impl IntrospectionVerifier {
@@ -210,7 +210,7 @@ impl IntrospectionVerifier {
     }
 
     async fn introspect(&self, token: &str) -> Result<Claims, VerifyError> {
-        let body: String = url::form_urlencoded::Serializer::new(String::new())
+        let body: String = form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", "access_token")
             .finish();

@@ -86,13 +86,10 @@ pub use mcp_auth::{Claims, Principal, ScopeSet, TokenError, TokenRules};
 use mcp_hub::{Namespace, StateStore, StoreError};
 use sha2::{Digest, Sha256};
 
-mod cimd;
-pub mod dev;
 mod fetch;
 mod introspection;
 mod jwt;
 
-pub use dev::{DevAuthorizationServer, DevClient};
 pub use introspection::IntrospectionVerifier;
 pub use jwt::JwtVerifier;
 
@@ -448,7 +445,7 @@ impl ResourceServerBuilder {
             )
         });
         let nonce = self.dpop_nonce.map(|(secret, lifetime)| Nonces {
-            key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
+            key: mcp_auth::dpop::NonceKey::new(&secret),
             lifetime: lifetime.as_secs().max(1),
         });
         let algs = self.dpop.algorithm_names().join(" ");
@@ -506,19 +503,19 @@ struct Dpop {
 
 /// Stateless DPoP nonces: an HMAC of the time window.
 struct Nonces {
-    key: ring::hmac::Key,
+    key: mcp_auth::dpop::NonceKey,
     /// Seconds per window.
     lifetime: u64,
 }
 
 impl Nonces {
     fn at(&self, window: i64) -> String {
-        let tag = ring::hmac::sign(&self.key, &window.to_be_bytes());
+        let tag = self.key.tag(&window.to_be_bytes());
         format!(
             "{window}.{}",
             base64::Engine::encode(
                 &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-                &tag.as_ref()[..16]
+                &tag[..16]
             )
         )
     }
@@ -762,9 +759,9 @@ impl ResourceServer {
         }
         match &self.dpop.htu_base {
             Some(base) => format!("{base}{path}"),
-            None => match url::Url::parse(resource) {
-                Ok(url) => format!("{}{path}", url.origin().ascii_serialization()),
-                Err(_) => resource.to_owned(),
+            None => match mcp_auth::metadata::origin_of(resource) {
+                Some(origin) => format!("{origin}{path}"),
+                None => resource.to_owned(),
             },
         }
     }

@@ -97,7 +97,7 @@ pub(crate) enum Localhost {
 /// | [`namespace`](Self::namespace) | the root namespace |
 /// | [`legacy_sse`](Self::legacy_sse) | on (HTTP+SSE for the revisions that have a handshake) |
 /// | [`auth`](Self::auth) | none: no access token is asked for |
-/// | [`dev_authorization_server`](Self::dev_authorization_server) | none |
+/// | [`routes`](Self::routes) | none: every path but the MCP ones (and the resource server's metadata) gets 404 |
 /// | [`max_sessions`](Self::max_sessions) | 10,000 per endpoint; `initialize` beyond it gets 503 |
 /// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | with [`auth`](Self::auth): `max(16, max_sessions / 100)` (100 by default) per principal on all workers; one more gets 503 |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 64 calls of one session in flight; a request beyond it gets 503 |
@@ -129,7 +129,7 @@ pub struct HttpConfig {
     pub(crate) namespace: Namespace,
     pub(crate) legacy_sse: bool,
     pub(crate) auth: Option<crate::auth::ResourceServer>,
-    pub(crate) dev_authorization: Option<crate::auth::DevAuthorizationServer>,
+    pub(crate) routes: Vec<std::sync::Arc<dyn crate::http::Routes>>,
     pub(crate) max_sessions: usize,
     pub(crate) max_sessions_per_principal: Option<usize>,
     pub(crate) max_calls_per_session: usize,
@@ -167,7 +167,7 @@ impl HttpConfig {
             namespace: Namespace::root(),
             legacy_sse: true,
             auth: None,
-            dev_authorization: None,
+            routes: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_principal: None,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
@@ -377,12 +377,14 @@ impl HttpConfig {
         self
     }
 
-    /// Serves a [development authorization server](crate::auth::dev) on the same address
-    /// (its metadata, `/authorize`, `/token`, `/register`, `/jwks`, under its issuer's path).
-    /// For development and tests only. Default: none.
+    /// Serves more paths on the same listener, before MCP routing (see [`Routes`](crate::http::Routes)):
+    /// the paths `routes` claims are answered by it, after the `Host`/`Origin` checks and
+    /// with the body read within [`body_limit`](Self::body_limit). Repeatable: the routes are
+    /// asked in the order given. The development authorization server of the
+    /// `everymcp-dev-auth` crate mounts this way. Default: none.
     #[must_use]
-    pub fn dev_authorization_server(mut self, server: crate::auth::DevAuthorizationServer) -> Self {
-        self.dev_authorization = Some(server);
+    pub fn routes(mut self, routes: impl crate::http::Routes) -> Self {
+        self.routes.push(std::sync::Arc::new(routes));
         self
     }
 

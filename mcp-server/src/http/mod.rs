@@ -61,6 +61,7 @@ mod legacy;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod origin;
+mod routes;
 mod serve;
 mod streamable;
 
@@ -91,6 +92,7 @@ pub use config::{
 };
 #[cfg(feature = "metrics")]
 pub use metrics::serve_metrics;
+pub use routes::Routes;
 pub use serve::{
     HttpError, Tls, serve, serve_tls_with_shutdown, serve_with, serve_with_shutdown,
     shutdown_signal,
@@ -409,25 +411,21 @@ impl HttpEndpoint {
             };
             return shared.transport_failure(failure);
         }
-        if let Some(dev) = &shared.config.dev_authorization
-            && dev.owns(&parts.uri)
+        if let Some(routes) = shared
+            .config
+            .routes
+            .iter()
+            .find(|routes| routes.claims(&parts.method, &parts.uri))
         {
-            let bytes = if parts.method == Method::POST {
-                match read_body(shared, &parts.headers, body).await {
-                    Ok(bytes) => bytes,
-                    Err(err) => return shared.body_failure(err),
-                }
-            } else {
-                Bytes::new()
+            let bytes = match read_body(shared, &parts.headers, body).await {
+                Ok(bytes) => bytes,
+                Err(err) => return shared.body_failure(err),
             };
-            let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0.ip());
-            if let Some(response) = dev
-                .handle_from(peer, &parts.method, &parts.uri, &parts.headers, bytes)
+            let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
+            return routes
+                .serve(peer, Request::from_parts(parts, bytes))
                 .await
-            {
-                return response.map(|body| HttpBody::full(body.to_vec()));
-            }
-            return status_only(StatusCode::NOT_FOUND);
+                .map(HttpBody::full);
         }
         if let Some(auth) = &shared.config.auth {
             let path = parts.uri.path();

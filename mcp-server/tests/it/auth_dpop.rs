@@ -475,10 +475,10 @@ async fn the_metadata_advertises_dpop_and_required_dpop_refuses_bearer_tokens() 
 async fn with_dev_as() -> (Running, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let issuer = format!("http://{}", listener.local_addr().unwrap());
-    let dev = mcp_server::auth::DevAuthorizationServer::builder(&issuer)
+    let dev = mcp_dev_auth::DevAuthorizationServer::builder(&issuer)
         .scopes(["mcp:read"])
         .auto_approve(true)
-        .client(mcp_server::auth::DevClient {
+        .client(mcp_dev_auth::DevClient {
             client_id: "app".into(),
             client_secret: None,
             redirect_uris: vec!["http://127.0.0.1/callback".into()],
@@ -488,7 +488,7 @@ async fn with_dev_as() -> (Running, String) {
         .verifier(mcp_server::auth::JwtVerifier::fetch(dev.jwks_uri()))
         .build()
         .unwrap();
-    let config = HttpConfig::new().auth(auth).dev_authorization_server(dev);
+    let config = HttpConfig::new().auth(auth).routes(dev);
     (
         Running::start_listener(listener, server(None), config).await,
         issuer,
@@ -496,7 +496,7 @@ async fn with_dev_as() -> (Running, String) {
 }
 
 fn form(pairs: &[(&str, &str)]) -> Vec<u8> {
-    url::form_urlencoded::Serializer::new(String::new())
+    form_urlencoded::Serializer::new(String::new())
         .extend_pairs(pairs)
         .finish()
         .into_bytes()

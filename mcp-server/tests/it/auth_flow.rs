@@ -12,8 +12,9 @@ use mcp_auth::{
     AuthorizationServerMetadata, BearerChallenge, Challenge, PkceVerifier,
     ProtectedResourceMetadata, authorization_server_metadata_urls,
 };
+use mcp_dev_auth::{DevAuthorizationServer, DevClient};
 use mcp_hub::{Hub, HubConfig, MemoryHub, RedisConfig, RedisHub};
-use mcp_server::auth::{DevAuthorizationServer, DevClient, JwtVerifier, ResourceServer};
+use mcp_server::auth::{JwtVerifier, ResourceServer};
 use mcp_server::http::HttpConfig;
 use mcp_server::{NoArgs, Server, Tool};
 use raw_http::{RawRequest, RawResponse, Running};
@@ -77,7 +78,7 @@ async fn setup_on(listener: tokio::net::TcpListener, hub: Arc<dyn Hub>, issuer: 
     let config = HttpConfig::new()
         .session_cache(std::time::Duration::ZERO)
         .auth(auth)
-        .dev_authorization_server(dev);
+        .routes(dev);
     Setup {
         server: Running::start_listener(listener, server, config).await,
         hub,
@@ -101,7 +102,7 @@ async fn get(setup: &Setup, url: &str) -> RawResponse {
 }
 
 fn form(pairs: &[(&str, &str)]) -> Vec<u8> {
-    url::form_urlencoded::Serializer::new(String::new())
+    form_urlencoded::Serializer::new(String::new())
         .extend_pairs(pairs)
         .finish()
         .into_bytes()
@@ -413,7 +414,7 @@ async fn client_credentials_other_audiences_and_a_second_worker() {
 }
 
 fn url_encode(text: &str) -> String {
-    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// Two workers on one Redis (one key prefix), both named by the first one's address as a load
@@ -502,7 +503,7 @@ async fn two_workers_on_redis_share_the_authorization_server_and_the_sessions() 
         ];
         let setup_addr = setup.server.addr;
         async move {
-            let body = url::form_urlencoded::Serializer::new(String::new())
+            let body = form_urlencoded::Serializer::new(String::new())
                 .extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
                 .finish();
             RawRequest::new("POST", "/token")

@@ -209,7 +209,7 @@ async fn introspection_server(calls: Arc<AtomicUsize>) -> String {
                             .is_some_and(|v| v.to_str().unwrap() == expected);
                         let body = request.into_body().collect().await.unwrap().to_bytes();
                         let form: Vec<(String, String)> =
-                            url::form_urlencoded::parse(&body).into_owned().collect();
+                            form_urlencoded::parse(&body).into_owned().collect();
                         let token = form
                             .iter()
                             .find(|(k, _)| k == "token")

@@ -136,8 +136,8 @@ async fn plain_text_on_the_tls_port_gets_no_answer() {
 async fn a_protected_endpoint_and_its_authorization_server_work_behind_tls() {
     let server = start(|addr| {
         let base = format!("https://localhost:{}", addr.port());
-        let dev = mcp_server::auth::DevAuthorizationServer::builder(&base)
-            .client(mcp_server::auth::DevClient {
+        let dev = mcp_dev_auth::DevAuthorizationServer::builder(&base)
+            .client(mcp_dev_auth::DevClient {
                 client_id: "script".into(),
                 client_secret: Some("s3cret".into()),
                 redirect_uris: Vec::new(),
@@ -147,7 +147,7 @@ async fn a_protected_endpoint_and_its_authorization_server_work_behind_tls() {
             .verifier(dev.clone())
             .build()
             .unwrap();
-        HttpConfig::new().auth(auth).dev_authorization_server(dev)
+        HttpConfig::new().auth(auth).routes(dev)
     })
     .await;
     let base = format!("https://localhost:{}", server.addr.port());
@@ -173,7 +173,7 @@ async fn a_protected_endpoint_and_its_authorization_server_work_behind_tls() {
                 .header("authorization", "Basic c2NyaXB0OnMzY3JldA==")
                 .body(Full::new(Bytes::from(format!(
                     "grant_type=client_credentials&resource={}",
-                    url::form_urlencoded::byte_serialize(format!("{base}/mcp").as_bytes())
+                    form_urlencoded::byte_serialize(format!("{base}/mcp").as_bytes())
                         .collect::<String>()
                 ))))
                 .unwrap(),

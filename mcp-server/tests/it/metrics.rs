@@ -1,6 +1,7 @@
 //! The Prometheus endpoint (feature `metrics`): after calls on two revisions its text parses,
 //! counts what was served by revision, method and outcome, keeps made-up methods out of the
-//! label space, and its histograms agree with the counters; the demo serves it on `--metrics`.
+//! label space, and its histograms agree with the counters (that `mcp-demo` serves it on `--metrics` is tested in
+//! the everymcp-demo crate).
 #![cfg(feature = "metrics")]
 
 use crate::raw_http;
@@ -8,8 +9,6 @@ use crate::raw_http;
 include!("../../src/bin/demo/registry.rs");
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader as StdBufReader};
-use std::process::{Command, Stdio};
 
 use mcp_client::{Client, Revision};
 use mcp_server::Metrics;
@@ -180,53 +179,6 @@ async fn the_endpoint_counts_calls_by_revision_method_and_outcome() {
     assert!(raw.starts_with("HTTP/1.1 404"), "{raw}");
     stop.send(()).unwrap();
     served.await.unwrap().unwrap();
-}
-
-#[tokio::test]
-async fn the_demo_serves_metrics_on_its_flag() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
-        .args(["--addr", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = StdBufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let second = lines.next().unwrap().unwrap();
-    let mcp = first
-        .strip_prefix("mcp-demo listening on ")
-        .unwrap()
-        .to_owned();
-    let url = second.strip_prefix("mcp-demo metrics on http://").unwrap();
-    let addr: std::net::SocketAddr = url.trim_end_matches("/metrics").parse().unwrap();
-    let client = Client::builder()
-        .timeout(WAIT)
-        .connect_http(&format!("{mcp}/mcp"))
-        .await
-        .unwrap();
-    client
-        .call_tool("add", json!({"a": 1, "b": 2}))
-        .await
-        .unwrap();
-    let (status, _, body) = scrape(addr).await;
-    child.kill().unwrap();
-    let _ = child.wait();
-    assert_eq!(status, "HTTP/1.1 200 OK");
-    let s = samples(&body);
-    let revision = client.revision().as_str();
-    assert_eq!(
-        value(
-            &s,
-            "mcp_requests_total",
-            &[
-                ("revision", revision),
-                ("method", "tools/call"),
-                ("outcome", "ok")
-            ]
-        ),
-        1.0,
-        "{body}"
-    );
 }
 
 /// A state store whose `delete` always fails, as an unreachable backend would.

@@ -43,7 +43,7 @@ fn is_binary(message: &Value, bin: &str) -> bool {
         && message["profile"]["test"] == false
 }
 
-/// Builds `bin` of mcp-server with every feature (once per test binary) and returns its path, read from cargo's
+/// Builds the workspace binary `bin` with every feature (once per test binary) and returns its path, read from cargo's
 /// `compiler-artifact` messages.
 pub fn server_bin(bin: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();

@@ -4,7 +4,8 @@
 //! `client_credentials` is not for dynamic clients, everything stored is bounded, client ID
 //! metadata documents are never fetched from loopback or private addresses (and failures are
 //! cached), redirect URIs are https or loopback, a reused code revokes what it produced, `kid`
-//! is the RFC 7638 thumbprint, and the demo keeps secrets off its command line.
+//! is the RFC 7638 thumbprint (that the demo keeps secrets off its command line is tested in
+//! the everymcp-demo crate).
 
 use crate::raw_http;
 
@@ -13,9 +14,9 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_auth::PkceVerifier;
+use mcp_dev_auth::{DevAuthorizationServer, DevAuthorizationServerBuilder};
 use mcp_hub::{HubConfig, MemoryHub};
-use mcp_server::auth::dev::DevAuthorizationServerBuilder;
-use mcp_server::auth::{DevAuthorizationServer, ResourceServer};
+use mcp_server::auth::ResourceServer;
 use mcp_server::http::HttpConfig;
 use mcp_server::{NoArgs, Server, Tool};
 use raw_http::{RawRequest, RawResponse, Running};
@@ -65,7 +66,7 @@ async fn start(
     let config = HttpConfig::new()
         .session_cache(std::time::Duration::ZERO)
         .auth(auth)
-        .dev_authorization_server(dev);
+        .routes(dev);
     Setup {
         server: Running::start_listener(listener, server, config).await,
         issuer,
@@ -713,37 +714,139 @@ async fn kid_is_the_public_keys_thumbprint() {
     assert!(setup.issuer.starts_with("http://127.0.0.1:"));
 }
 
-/// Finding 15 and 2: the demo takes no client secret on its command line (a file instead),
-/// and refuses `--auth` on an address that is not loopback unless told it is unsafe.
+/// Issue 44's leftover (review finding 15, RFC 6749 §4.1.2.1, RFC 9700 §4.11.2): `/authorize`
+/// is never an open redirector. Errors before the client and its redirect URI are verified
+/// (no such client, a client ID metadata document not fetched or not in its form, a redirect
+/// URI the client did not register, a parameter sent twice) are shown on this server's page;
+/// and a bad parameter of a client anyone can register (dynamic registration here, a metadata
+/// document alike) whose redirect URI is not loopback is shown too, never redirected there
+/// without the user. A pre-registered client, and a loopback redirect, get the redirect.
 #[tokio::test]
-async fn the_demo_keeps_secrets_off_its_command_line_and_auth_on_loopback() {
-    // Each must end by itself, refusing to start: one that serves instead fails the test
-    // after the bound (and is killed), rather than hanging it.
-    let refused = |args: &'static [&'static str]| async move {
-        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
-            .args(args)
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(raw_http::WAIT, output)
-            .await
-            .unwrap_or_else(|_| panic!("mcp-demo {args:?} started instead of refusing"))
-            .unwrap();
-        assert!(!output.status.success(), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&output.stdout).is_empty(),
-            "{args:?}"
-        );
-        String::from_utf8_lossy(&output.stderr).into_owned()
-    };
-    let stderr = refused(&[
-        "--addr",
-        "127.0.0.1:0",
-        "--auth",
-        "--auth-client",
-        "script:s3cret=http://127.0.0.1/unused",
-    ])
+async fn authorize_errors_never_redirect_to_an_unverified_or_untrusted_uri() {
+    const ATTACKER: &str = "https://attacker.example/phish";
+    const TRUSTED: &str = "https://app.example/callback";
+    let setup = start(|b| {
+        b.client(mcp_dev_auth::DevClient {
+            client_id: "operator-app".into(),
+            client_secret: None,
+            redirect_uris: vec![TRUSTED.into()],
+        })
+    })
     .await;
-    assert!(stderr.contains("--auth-client-file"), "{stderr}");
-    let stderr = refused(&["--addr", "0.0.0.0:0", "--auth"]).await;
-    assert!(stderr.contains("--auth-allow-remote"), "{stderr}");
+    let loopback_client = public_client(&setup).await;
+    let registered = register(
+        &setup,
+        &json!({"redirect_uris": [ATTACKER], "token_endpoint_auth_method": "none",
+                "client_name": "Anyone"}),
+    )
+    .await;
+    assert_eq!(registered.status, 201, "{registered:?}");
+    let open_client = registered.json()["client_id"].as_str().unwrap().to_owned();
+    let on_page = |response: &RawResponse, case: &str| {
+        assert_eq!(response.status, 400, "{case}: {response:?}");
+        assert!(
+            response.header("location").is_none(),
+            "{case}: redirected: {response:?}"
+        );
+        assert!(
+            !page_text(response).contains("href"),
+            "{case}: no link: {response:?}"
+        );
+    };
+    // A bad parameter (response_type), for each kind of client id / redirect URI.
+    let bad = |client_id: &str, redirect_uri: &str| {
+        form(&[
+            ("response_type", "token"),
+            ("client_id", client_id),
+            ("redirect_uri", redirect_uri),
+            ("state", "st4te"),
+        ])
+    };
+
+    // Before the client and its redirect URI are verified: always the page.
+    for (case, query) in [
+        ("unknown client", bad("no-such-client", ATTACKER)),
+        (
+            "metadata document on a refused address",
+            bad("https://127.0.0.1:1/client.json", ATTACKER),
+        ),
+        (
+            "metadata document URL not in the CIMD form",
+            bad("https://attacker.example/", ATTACKER),
+        ),
+        (
+            "redirect URI not registered",
+            bad(&loopback_client, ATTACKER),
+        ),
+        (
+            "redirect URI not registered (pre-registered client)",
+            bad("operator-app", ATTACKER),
+        ),
+        (
+            "client_id sent twice",
+            format!("{}&client_id=operator-app", bad(&open_client, ATTACKER)),
+        ),
+    ] {
+        on_page(&get(&setup, &format!("/authorize?{query}")).await, case);
+    }
+
+    // A verified client anyone can register, with a redirect URI off this machine: every
+    // parameter error stays on the page, naming where the answer would have gone.
+    let verifier = PkceVerifier::generate().unwrap();
+    let challenge = verifier.challenge();
+    let valid = [
+        ("response_type", "code"),
+        ("client_id", open_client.as_str()),
+        ("redirect_uri", ATTACKER),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("state", "st4te"),
+    ];
+    let with = |name: &str, value: &str| {
+        let mut pairs: Vec<(&str, &str)> =
+            valid.iter().filter(|(k, _)| *k != name).copied().collect();
+        pairs.push((name, value));
+        form(&pairs)
+    };
+    for (case, query) in [
+        ("response_type", with("response_type", "token")),
+        ("code_challenge", with("code_challenge", "short")),
+        (
+            "code_challenge_method",
+            with("code_challenge_method", "plain"),
+        ),
+        ("scope", with("scope", "admin")),
+        ("resource", with("resource", "relative/mcp#fragment")),
+    ] {
+        let response = get(&setup, &format!("/authorize?{query}")).await;
+        on_page(&response, case);
+        assert!(
+            page_text(&response).contains("attacker.example"),
+            "{case}: names the host: {response:?}"
+        );
+    }
+    // Its valid request still reaches the consent page (the user decides there).
+    let consent = get(&setup, &format!("/authorize?{}", form(&valid))).await;
+    assert_eq!(consent.status, 200, "{consent:?}");
+    assert!(page_text(&consent).contains("attacker.example"));
+
+    // The operator's client, and a loopback redirect, get the error redirected with state.
+    for (client_id, redirect_uri) in [
+        ("operator-app", TRUSTED),
+        (loopback_client.as_str(), REDIRECT),
+    ] {
+        let response = get(
+            &setup,
+            &format!("/authorize?{}", bad(client_id, redirect_uri)),
+        )
+        .await;
+        assert_eq!(response.status, 302, "{client_id}: {response:?}");
+        let location = response.header("location").unwrap();
+        assert!(location.starts_with(redirect_uri), "{location}");
+        assert_eq!(
+            query_param(location, "error").as_deref(),
+            Some("unsupported_response_type")
+        );
+        assert_eq!(query_param(location, "state").as_deref(), Some("st4te"));
+    }
 }

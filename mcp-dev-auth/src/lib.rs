@@ -1,5 +1,7 @@
 //! A development authorization server: enough OAuth 2.1 to try and test a protected MCP
-//! server end to end, on the same address. **A development and test tool, not an identity
+//! server end to end, on the same address (mounted with
+//! [`HttpConfig::routes`](mcp_server::http::HttpConfig::routes), as a
+//! [`Routes`]). **A development and test tool, not an identity
 //! provider**: it authenticates no user (every approval is for one configured subject), and
 //! keeps its clients, codes, refresh tokens and signing key in the hub's state store.
 //!
@@ -41,6 +43,15 @@
 //!   (unsafe) says so.
 //! - Redirect URIs are `https` or `http` to a loopback host; a loopback redirect may use any
 //!   port (RFC 8252 §7.3) but must match in path and query.
+//! - `/authorize` is not an open redirector (RFC 6749 §4.1.2.1, RFC 9700 §4.11.2): an error
+//!   found before the client and its redirect URI are verified (unknown client, a client ID
+//!   metadata document not fetched or refused, a redirect URI not registered) is shown on its
+//!   own page, never redirected; and an error in the other parameters is redirected only to a
+//!   pre-registered client or a loopback redirect URI. A client anyone can create (dynamic
+//!   registration, a metadata document) with a redirect URI off the user's machine gets the
+//!   error on the page, naming where the answer would have gone. (With
+//!   [`auto_approve`](DevAuthorizationServerBuilder::auto_approve), a valid request of any
+//!   client is still answered with a code at once: a flag for tests.)
 //! - A reused authorization code revokes the grant it produced (RFC 6749 §4.1.2): its refresh
 //!   token, and its access tokens where this server verifies them itself (as `mcp-demo` does;
 //!   a worker that cached a token's verification accepts it until that entry ends, 5 minutes
@@ -68,7 +79,29 @@
 //! time ends (a registration's after 30 days); near a limit a request may be refused a little
 //! before it is reached exactly, never after.
 
-use std::net::IpAddr;
+//!
+//! ```no_run
+//! use mcp_dev_auth::DevAuthorizationServer;
+//! use mcp_server::auth::ResourceServer;
+//! use mcp_server::http::HttpConfig;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let base = "http://127.0.0.1:8080";
+//! let dev = DevAuthorizationServer::builder(base)
+//!     .scopes(["mcp:read"])
+//!     .build();
+//! let auth = ResourceServer::builder(format!("{base}/mcp"), base)
+//!     .required_scopes(["mcp:read"])
+//!     // It verifies its own tokens, and knows which grants were revoked.
+//!     .verifier(dev.clone())
+//!     .build()?;
+//! let config = HttpConfig::new().auth(auth).routes(dev);
+//! # let _ = config; Ok(()) }
+//! ```
+
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -84,12 +117,16 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_auth::{AuthorizationServerMetadata, pkce};
 use mcp_hub::{Namespace, StateStore, StoreError};
+use mcp_server::auth::{Claims, JwtVerifier, TokenError, TokenVerifier, VerifyError};
+use mcp_server::http::Routes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
-use super::cimd::{MetadataDocuments, Refusal};
+mod cimd;
+
+use crate::cimd::{MetadataDocuments, Refusal};
 
 /// A client registered ahead of time (the suite's "pre-registration", scripts with
 /// `client_credentials`).
@@ -231,7 +268,7 @@ impl DevAuthorizationServerBuilder {
     /// refused with 503 `temporarily_unavailable`. Default: 1,000.
     ///
     /// ```
-    /// use mcp_server::auth::DevAuthorizationServer;
+    /// use mcp_dev_auth::DevAuthorizationServer;
     ///
     /// let dev = DevAuthorizationServer::builder("http://127.0.0.1:8080")
     ///     .max_clients(100)
@@ -331,7 +368,7 @@ impl DevAuthorizationServerBuilder {
     }
 }
 
-/// The development authorization server: see the [module docs](self).
+/// The development authorization server: see the [crate docs](crate).
 #[derive(Clone)]
 pub struct DevAuthorizationServer {
     inner: Arc<Inner>,
@@ -606,6 +643,19 @@ fn html(status: StatusCode, body: String) -> Response<Bytes> {
     response
 }
 
+/// The host (and port, when given) a redirect URI sends the user to.
+fn redirect_host(redirect_uri: &str) -> String {
+    url::Url::parse(redirect_uri)
+        .ok()
+        .and_then(|u| {
+            u.host_str().map(|h| {
+                u.port()
+                    .map_or_else(|| h.to_owned(), |p| format!("{h}:{p}"))
+            })
+        })
+        .unwrap_or_default()
+}
+
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -743,7 +793,8 @@ impl DevAuthorizationServer {
     /// [`max_request_bytes`](DevAuthorizationServerBuilder::max_request_bytes) it is refused).
     /// The source is unknown here, so every registration counts against one shared
     /// [`registrations_per_minute`](DevAuthorizationServerBuilder::registrations_per_minute)
-    /// (the HTTP endpoint, served by this crate, passes the peer's address).
+    /// (mounted on an endpoint as [`Routes`], it gets the peer's
+    /// address).
     pub async fn handle(
         &self,
         method: &Method,
@@ -755,7 +806,7 @@ impl DevAuthorizationServer {
     }
 
     /// [`handle`](Self::handle) for a request from `peer`.
-    pub(crate) async fn handle_from(
+    async fn handle_from(
         &self,
         peer: Option<IpAddr>,
         method: &Method,
@@ -1310,7 +1361,9 @@ impl DevAuthorizationServer {
             return page_error("this client did not register the authorization code grant");
         }
         let state = field(params, "state");
-        let fail = |error: &str, description: &str| {
+        // An error answered to the client's redirect URI (RFC 6749 §4.1.2.1), once the client
+        // and that URI are known.
+        let answer = |error: &str, description: &str| {
             let mut query = vec![
                 ("error", error),
                 ("error_description", description),
@@ -1320,6 +1373,35 @@ impl DevAuthorizationServer {
                 query.push(("state", state));
             }
             Ok(redirect(&with_query(redirect_uri, &query)))
+        };
+        // Before the user has approved anything, an error is redirected only to a client the
+        // operator trusts (pre-registered) or to the user's own machine (a loopback redirect
+        // URI). Any other redirect URI is one anyone could have registered (dynamic
+        // registration, a client ID metadata document on any host): redirecting there without
+        // the user would make this server an open redirector (RFC 9700 §4.11.2), so the error
+        // is shown here instead, naming where the answer would have gone.
+        let trusted = self
+            .inner
+            .clients
+            .iter()
+            .any(|c| c.client_id == client.client_id)
+            || url::Url::parse(redirect_uri).is_ok_and(|u| is_loopback_host(&u));
+        let fail = |error: &str, description: &str| {
+            if trusted {
+                return answer(error, description);
+            }
+            Ok(html(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "<!doctype html><title>Authorization error</title><p>The application's \
+                     request was refused: {} (<code>{}</code>).</p><p>Its answer would go to \
+                     <strong>{}</strong>; this server does not send you there without your \
+                     approval. Return to the application yourself.</p>",
+                    escape(description),
+                    escape(error),
+                    escape(&redirect_host(redirect_uri)),
+                ),
+            ))
         };
         if field(params, "response_type") != Some("code") {
             return fail("unsupported_response_type", "response_type must be code");
@@ -1357,7 +1439,8 @@ impl DevAuthorizationServer {
                 ));
             }
             if field(params, "decision") != Some("approve") {
-                return fail("access_denied", "the user denied the request");
+                // The user saw the page naming the client and where the answer goes.
+                return answer("access_denied", "the user denied the request");
             }
         } else if !self.inner.auto_approve {
             return Ok(self.consent_page(key, params, &client, redirect_uri, &scope));
@@ -1369,10 +1452,13 @@ impl DevAuthorizationServer {
             .await?
             .is_none()
         {
-            return fail(
-                "temporarily_unavailable",
-                &Self::full("authorization codes", "max_codes", limits.codes).description,
-            );
+            let description =
+                Self::full("authorization codes", "max_codes", limits.codes).description;
+            return if submitted {
+                answer("temporarily_unavailable", &description)
+            } else {
+                fail("temporarily_unavailable", &description)
+            };
         }
         let code = random(32)?;
         let record = CodeRecord {
@@ -1423,15 +1509,7 @@ impl DevAuthorizationServer {
             })
             .collect();
         let name = client.client_name.as_deref().unwrap_or(&client.client_id);
-        let host = url::Url::parse(redirect_uri)
-            .ok()
-            .and_then(|u| {
-                u.host_str().map(|h| {
-                    u.port()
-                        .map_or_else(|| h.to_owned(), |p| format!("{h}:{p}"))
-                })
-            })
-            .unwrap_or_default();
+        let host = redirect_host(redirect_uri);
         html(
             StatusCode::OK,
             format!(
@@ -1916,32 +1994,59 @@ const GRANT_CLAIM: &str = "grant";
 
 /// The development authorization server verifies its own tokens in process (with its signing
 /// key, no fetch of its key set): what a server that runs it on its own address, over TLS
-/// with a private certificate say, uses as its [`TokenVerifier`](super::TokenVerifier). A
+/// with a private certificate say, uses as its [`TokenVerifier`]. A
 /// token of a revoked grant (its code was used twice, or a spent refresh token came again)
 /// is refused.
-impl super::TokenVerifier for DevAuthorizationServer {
+impl TokenVerifier for DevAuthorizationServer {
     fn verify<'a>(
         &'a self,
         token: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<super::Claims, super::VerifyError>> {
+    ) -> futures::future::BoxFuture<'a, Result<Claims, VerifyError>> {
         Box::pin(async move {
             let key = self
                 .signing_key()
                 .await
-                .map_err(|e| super::VerifyError::Unavailable(e.description))?;
+                .map_err(|e| VerifyError::Unavailable(e.description))?;
             let keys = JwkSet {
                 keys: vec![key.jwk.clone()],
             };
-            let claims = super::JwtVerifier::from_jwks(keys).verify(token).await?;
+            let claims = JwtVerifier::from_jwks(keys).verify(token).await?;
             if let Some(grant) = claims.extra.get(GRANT_CLAIM).and_then(Value::as_str)
                 && self
                     .revoked(grant)
                     .await
-                    .map_err(|e| super::VerifyError::Unavailable(e.to_string()))?
+                    .map_err(|e| VerifyError::Unavailable(e.to_string()))?
             {
-                return Err(super::VerifyError::Token(super::TokenError::Inactive));
+                return Err(VerifyError::Token(TokenError::Inactive));
             }
             Ok(claims)
+        })
+    }
+}
+
+/// Mounted on an MCP endpoint's listener: it claims its own paths (whatever the method: a
+/// wrong one gets 405 from it) and answers them with the peer's address, so registrations are
+/// counted per source.
+impl Routes for DevAuthorizationServer {
+    fn claims(&self, _: &Method, uri: &Uri) -> bool {
+        self.owns(uri)
+    }
+
+    fn serve(
+        &self,
+        peer: Option<SocketAddr>,
+        request: http::Request<Bytes>,
+    ) -> futures::future::BoxFuture<'_, Response<Bytes>> {
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let peer = peer.map(|p| p.ip());
+            self.handle_from(peer, &parts.method, &parts.uri, &parts.headers, body)
+                .await
+                .unwrap_or_else(|| {
+                    let mut response = Response::new(Bytes::new());
+                    *response.status_mut() = StatusCode::NOT_FOUND;
+                    response
+                })
         })
     }
 }

@@ -35,12 +35,14 @@
 //! `--tls-cert` and `--tls-key` (PEM files) serve HTTPS instead, HTTP/2 and HTTP/1.1 by ALPN;
 //! the first line then names an `https://` URL.
 
-include!("demo/registry.rs");
+// The demo registry is shared with mcp-server's `mcp-stdio-demo` (this crate is not published).
+include!("../../mcp-server/src/bin/demo/registry.rs");
 
 use std::io::Write as _;
 use std::sync::Arc;
 
-use mcp_server::auth::{DevAuthorizationServer, DevClient, ResourceServer};
+use mcp_dev_auth::{DevAuthorizationServer, DevClient};
+use mcp_server::auth::ResourceServer;
 use mcp_server::http::{
     HttpConfig, HttpEndpoint, Tls, serve_tls_with_shutdown, serve_with_shutdown, shutdown_signal,
 };
@@ -62,7 +64,7 @@ struct Options {
     metrics: Option<String>,
 }
 
-include!("demo/logging.rs");
+include!("../../mcp-server/src/bin/demo/logging.rs");
 
 /// `ID[:SECRET]=REDIRECT` (a secret only when `secret_allowed`: read from a file).
 fn client(spec: &str, secret_allowed: bool) -> Result<DevClient, String> {
@@ -123,9 +125,7 @@ fn protection(
         .verifier(dev.clone())
         .build()
         .map_err(|e| e.to_string())?;
-    Ok(HttpConfig::default()
-        .auth(auth)
-        .dev_authorization_server(dev))
+    Ok(HttpConfig::default().auth(auth).routes(dev))
 }
 
 fn options() -> Result<Options, String> {
@@ -199,7 +199,7 @@ fn print_schema() -> Result<(), String> {
         Ok(())
     }
     #[cfg(not(feature = "postgres"))]
-    Err("built without the `postgres` feature: cargo run -p everymcp-server --features demo --bin mcp-demo".into())
+    Err("built without the `postgres` feature: cargo run -p everymcp-demo --features demo".into())
 }
 
 /// The hub `--hub` names: `None` for the in-memory one.
@@ -209,7 +209,7 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
     }
     mcp_hub::connect(spec).await.map(Some).map_err(|e| match e {
         mcp_hub::ConnectError::NotBuilt { .. } => {
-            format!("{e}: cargo run -p everymcp-server --features demo --bin mcp-demo")
+            format!("{e}: cargo run -p everymcp-demo --features demo")
         }
         e => e.to_string(),
     })
@@ -260,7 +260,7 @@ async fn run(options: Options) -> Result<(), String> {
         #[cfg(not(feature = "metrics"))]
         return Err(format!(
             "--metrics {addr}: mcp-demo was built without the `metrics` feature \
-             (cargo run -p everymcp-server --features metrics --bin mcp-demo)"
+             (cargo run -p everymcp-demo --features metrics)"
         ));
     }
     let listener = tokio::net::TcpListener::bind(&options.addr)

@@ -330,7 +330,7 @@ impl MetadataDocuments {
                 items
                     .iter()
                     .filter_map(Value::as_str)
-                    .filter(|u| super::dev::redirect_uri_acceptable(u))
+                    .filter(|u| crate::redirect_uri_acceptable(u))
                     .take(16)
                     .map(str::to_owned)
                     .collect()

@@ -1,0 +1,17 @@
+//! The integration tests of `mcp-demo`, in one binary: the demo server as a process (its
+//! flags, its hubs across processes and restarts, its metrics, the deployment example). A new
+//! test file `NAME.rs` in this folder needs `mod NAME;` below.
+
+// The support modules are mcp-server's (one copy in the workspace).
+#[path = "../../../mcp-server/tests/it/support/backends.rs"]
+mod backends;
+#[path = "../../../mcp-server/tests/it/support/raw_http.rs"]
+mod raw_http;
+#[path = "../../../mcp-server/tests/it/support/mod.rs"]
+mod support;
+
+mod ask_workers;
+mod demo_auth;
+mod demo_metrics;
+mod demo_sqlite_restart;
+mod deploy_example;
