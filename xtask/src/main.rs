@@ -6,7 +6,8 @@
 //!   cargo-nextest's `ci` profile when `cargo nextest` is installed, else `cargo test`) and the
 //!   doctests; it prints the time of each step at the end, failed or not. `--timings` also asks
 //!   cargo for its HTML build timings of the test build (`target/cargo-timings/`).
-//! - `build-release`: the one release build `bench` and `soak` share (see `build.rs`).
+//! - `build-release [--quick]`: the one release build `bench` and `soak` share (see `build.rs`);
+//!   `--quick` builds it with the `ci-release` profile their `--quick` runs use.
 //! - `release-check`: the release checklist: every published crate packages and builds from its
 //!   tarball, has its metadata and licence files, cargo-deny accepts the licences, versions and
 //!   sources, and the MSRV is the toolchain in use (see `release.rs`).
@@ -52,7 +53,7 @@ fn run() -> Result<()> {
     let task = args.first().map(String::as_str).unwrap_or("help");
     match task {
         "ci" => ci(&args[1..]),
-        "build-release" => build::release(),
+        "build-release" => build_release(&args[1..]),
         "release-check" => release::run(&workspace_root()),
         "check-layers" => check_layers(),
         "bench" => bench::run(&args[1..]),
@@ -63,12 +64,25 @@ fn run() -> Result<()> {
         "schemas" => schemas::run(&workspace_root(), &args[1..]),
         "help" | "--help" | "-h" => {
             println!(
-                "usage: cargo xtask <ci [--timings] | build-release | release-check | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME] | schemas [--from DIR] [--to DIR] [--check]>"
+                "usage: cargo xtask <ci [--timings] | build-release [--quick] | release-check | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME] | schemas [--from DIR] [--to DIR] [--check]>"
             );
             Ok(())
         }
         other => bail!("unknown task `{other}`; try `cargo xtask help`"),
     }
+}
+
+/// `cargo xtask build-release [--quick]`: the shared optimized build of `bench` and `soak`, with
+/// the `release` profile, or with `ci-release` for their `--quick` runs.
+fn build_release(args: &[String]) -> Result<()> {
+    let mut quick = false;
+    for arg in args {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            other => bail!("unknown argument `{other}` for build-release; try `cargo xtask help`"),
+        }
+    }
+    build::release(build::Release::for_run(quick))
 }
 
 /// Runs every check CI runs, stopping at the first failure, and prints the time of each step.
