@@ -435,7 +435,7 @@ fn workspace_root() -> PathBuf {
 }
 
 pub(crate) fn target_dir(root: &Path) -> Result<PathBuf> {
-    let output = Command::new(crate::cargo_bin())
+    let output = crate::cargo_command()
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root)
         .output()
@@ -540,7 +540,7 @@ fn prepare_rmcp(root: &Path, cache: &Path, quick: bool) -> Result<PathBuf> {
     if locked {
         args.push("--locked");
     }
-    let status = Command::new(crate::cargo_bin())
+    let status = crate::cargo_command()
         .args(&args)
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", dir.join("target"))

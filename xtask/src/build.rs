@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
@@ -109,7 +109,7 @@ pub(crate) fn debug_binary(bin: &str) -> Result<PathBuf> {
 
 fn build_debug() -> Result<HashMap<String, PathBuf>> {
     eprintln!("xtask: cargo {}", DEBUG_ARGS.join(" "));
-    let output = Command::new(crate::cargo_bin())
+    let output = crate::cargo_command()
         .args(DEBUG_ARGS)
         .stderr(Stdio::inherit())
         .output()

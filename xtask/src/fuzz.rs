@@ -153,6 +153,7 @@ fn fuzz_command(fuzz: &Path, args: &[&str]) -> Command {
         .env_remove("RUSTUP_TOOLCHAIN")
         .env_remove("RUSTC")
         .env_remove("CARGO");
+    crate::without_crate_env(&mut command);
     command
 }
 

@@ -89,7 +89,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
 }
 
 fn metadata(root: &Path) -> Result<Value> {
-    let output = Command::new(crate::cargo_bin())
+    let output = crate::cargo_command()
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root)
         .output()
@@ -209,7 +209,7 @@ fn rustc_version() -> Result<String> {
 
 /// The files `cargo package` would put in `package`'s tarball.
 fn package_files(root: &Path, package: &str) -> Result<Vec<String>> {
-    let output = Command::new(crate::cargo_bin())
+    let output = crate::cargo_command()
         .args(["package", "--list", "--allow-dirty", "-p", package])
         .current_dir(root)
         .output()
@@ -248,7 +248,7 @@ fn deny(root: &Path) -> Result<()> {
 }
 
 fn deny_installed() -> bool {
-    Command::new(crate::cargo_bin())
+    crate::cargo_command()
         .args(["deny", "--version"])
         .output()
         .is_ok_and(|output| output.status.success())
@@ -256,7 +256,7 @@ fn deny_installed() -> bool {
 
 /// The cargo-deny command checking the workspace of `manifest` against `config`, offline.
 fn deny_command(manifest: &Path, config: &Path) -> Command {
-    let mut command = Command::new(crate::cargo_bin());
+    let mut command = crate::cargo_command();
     command
         .args(["deny", "--offline", "--manifest-path"])
         .arg(manifest)
