@@ -9,9 +9,8 @@
 //! 2. Its `rust-version` (the MSRV) is the toolchain this check runs with, the one CI builds with.
 //! 3. `cargo package` of every published crate together, in dependency order, each verified by
 //!    building it from its tarball (a crate depending on an unpublished sibling resolves it from
-//!    the other tarballs). The verification builds share one target folder,
-//!    `target/release-check` (not one folder per unpacked crate, cargo's default), without
-//!    debug info.
+//!    the other tarballs). The verification builds share one target folder of their own,
+//!    `target/release-check` (not the debug build's), without debug info.
 //! 4. `cargo deny check licenses bans sources` with `deny.toml` (offline: no advisory database):
 //!    a dependency under a licence not allowed there, a second version of a crate, or a source
 //!    other than crates.io fails. Without cargo-deny this step fails under `CI=true`, and is
@@ -63,14 +62,11 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     println!("release-check: metadata, licence files and MSRV ({rustc}) of every published crate");
 
     // Every published crate at once, so that cargo orders them by dependency and verifies each
-    // against the tarballs of its siblings. Cargo verifies a crate by building it from its
-    // unpacked tarball as a workspace of its own, whose target folder is, by default, inside the
-    // unpacked folder: one per crate, each compiling tokio, hyper, rustls, ... again. An explicit
-    // `--target-dir` makes the verification builds share one folder, so a dependency with the
-    // same features is compiled once for all of them. It is `target/release-check`, not the
-    // workspace's own folder, so that this task never waits on (or holds) the lock of the debug
-    // build that the suites `.ci/run` runs beside it use. No debug info: the build proves that
-    // the tarball compiles.
+    // against the tarballs of its siblings. The verification builds go to their own folder,
+    // `target/release-check`, not to `target/debug` (cargo's default), so that `.ci/run` can run
+    // this task beside the suites without either waiting on the other's cargo lock; they share
+    // it, so a dependency with the same features is compiled once for all of them. No debug
+    // info: the build proves that the tarball compiles.
     let target = crate::bench::target_dir(root)?.join("release-check");
     let target = target.to_string_lossy();
     let mut args = vec!["package", "--allow-dirty", "--target-dir", &*target];
