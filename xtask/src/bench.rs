@@ -113,10 +113,11 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     ensure_two_cores()?;
 
     let started = Instant::now();
-    cargo_build_bench()?;
+    let profile = crate::build::Release::for_run(settings.quick);
+    cargo_build_bench(profile)?;
     // Reported apart from the measuring: on a clean clone (CI) the release build is most of it.
     let build = started.elapsed();
-    let bin = target_dir.join("release");
+    let bin = target_dir.join(profile.profile());
     let cache = cache_dir(&root);
     let log_dir = target_dir.join("bench-logs");
     fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
@@ -434,7 +435,7 @@ fn workspace_root() -> PathBuf {
 }
 
 pub(crate) fn target_dir(root: &Path) -> Result<PathBuf> {
-    let output = Command::new(crate::cargo_bin())
+    let output = crate::cargo_command()
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root)
         .output()
@@ -465,11 +466,12 @@ fn ensure_two_cores() -> Result<()> {
 }
 
 /// Builds the harness, our client's rows (feature `client`) and our stdio server
-/// (`mcp-stdio-demo`), in release mode: the one release build `bench` shares with `soak`
+/// (`mcp-stdio-demo`), optimized: the one release build `bench` shares with `soak`
 /// (`crate::build::release`, the union of their packages and features), so either finds the
-/// other's build warm and `.ci/run` builds it once.
-fn cargo_build_bench() -> Result<()> {
-    crate::build::release()
+/// other's build warm and `.ci/run` builds it once. `--quick` builds with the `ci-release`
+/// profile (it measures nothing), the full run with `release`.
+fn cargo_build_bench(profile: crate::build::Release) -> Result<()> {
+    crate::build::release(profile)
 }
 
 fn cache_dir(root: &Path) -> PathBuf {
@@ -538,7 +540,7 @@ fn prepare_rmcp(root: &Path, cache: &Path, quick: bool) -> Result<PathBuf> {
     if locked {
         args.push("--locked");
     }
-    let status = Command::new(crate::cargo_bin())
+    let status = crate::cargo_command()
         .args(&args)
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", dir.join("target"))

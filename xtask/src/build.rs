@@ -1,9 +1,12 @@
 //! The builds several tasks share, so that CI builds each thing once.
 //!
-//! - [`release`]: one `cargo build --release` of every release binary `bench` and `soak` run,
-//!   with the union of their packages and features. Built apart, the two feature sets would
-//!   compile `mcp-server` and everything above it twice; `.ci/run` runs it once (`cargo xtask
-//!   build-release`) before both.
+//! - [`release`]: one optimized build of every binary `bench` and `soak` run, with the union of
+//!   their packages and features. Built apart, the two feature sets would compile `mcp-server`
+//!   and everything above it twice; `.ci/run` runs it once (`cargo xtask build-release --quick`)
+//!   before both. Two profiles ([`Release`]): `release` for the runs whose numbers are published
+//!   (`cargo xtask bench`, `cargo xtask soak`), and `ci-release` (root `Cargo.toml`: opt-level 1,
+//!   256 codegen units, no debug info) for the quick rounds CI runs (`--quick`), which prove that
+//!   every row and attack works and measure nothing, at a fraction of the compile time.
 //! - [`debug_binary`]: the debug binaries `conformance` and `interop` run come from one
 //!   `cargo build --workspace --all-features --bins --tests`: the packages, features and targets
 //!   of `cargo xtask ci`'s test build, so after `cargo xtask ci` it only checks that they are
@@ -12,15 +15,37 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
 
-/// The arguments of the one release build of `bench` and `soak`.
+/// The optimized build profile of `bench` and `soak`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// Cargo's `release` profile: for the runs whose figures are published.
+    Full,
+    /// The workspace's `ci-release` profile: for the `--quick` rounds CI runs.
+    Quick,
+}
+
+impl Release {
+    /// The profile for a run with (`quick`) or without `--quick`.
+    pub(crate) fn for_run(quick: bool) -> Self {
+        if quick { Self::Quick } else { Self::Full }
+    }
+
+    /// The cargo profile's name, which is also its folder under the target directory.
+    pub(crate) fn profile(self) -> &'static str {
+        match self {
+            Self::Full => "release",
+            Self::Quick => "ci-release",
+        }
+    }
+}
+
+/// The arguments of the one release build of `bench` and `soak`, after `build --profile NAME`.
 pub(crate) const RELEASE_ARGS: &[&str] = &[
-    "build",
-    "--release",
     "-p",
     "mcp-bench",
     "-p",
@@ -47,9 +72,12 @@ pub(crate) const RELEASE_ARGS: &[&str] = &[
     "mcp-demo",
 ];
 
-/// Builds every release binary `bench` and `soak` run, in one cargo invocation.
-pub(crate) fn release() -> Result<()> {
-    crate::cargo(RELEASE_ARGS, &[])
+/// Builds every binary `bench` and `soak` run with `profile`, in one cargo invocation; they are
+/// then in the target directory's folder named [`Release::profile`].
+pub(crate) fn release(profile: Release) -> Result<()> {
+    let mut args = vec!["build", "--profile", profile.profile()];
+    args.extend(RELEASE_ARGS);
+    crate::cargo(&args, &[])
 }
 
 /// The arguments of the one debug build of `conformance` and `interop`.
@@ -83,7 +111,7 @@ pub(crate) fn debug_binary(bin: &str) -> Result<PathBuf> {
 
 fn build_debug() -> Result<HashMap<String, PathBuf>> {
     eprintln!("xtask: cargo {}", DEBUG_ARGS.join(" "));
-    let output = Command::new(crate::cargo_bin())
+    let output = crate::cargo_command()
         .args(DEBUG_ARGS)
         .stderr(Stdio::inherit())
         .output()

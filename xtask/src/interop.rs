@@ -811,7 +811,7 @@ fn build_rmcp_tasks_peer(root: &Path, prefix: &Path) -> Result<PathBuf> {
         "xtask interop: building the rmcp tasks peer in {}",
         dir.display()
     );
-    let status = Command::new(crate::cargo_bin())
+    let status = crate::cargo_command()
         .args(["build", "--locked"])
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", dir.join("target"))

@@ -308,7 +308,7 @@ mod tests {
 
     #[test]
     fn the_real_workspace_respects_the_matrix() {
-        let output = std::process::Command::new(super::super::cargo_bin())
+        let output = super::super::cargo_command()
             .args(["metadata", "--format-version", "1", "--no-deps"])
             .output()
             .expect("cargo metadata runs");

@@ -6,7 +6,8 @@
 //!   cargo-nextest's `ci` profile when `cargo nextest` is installed, else `cargo test`) and the
 //!   doctests; it prints the time of each step at the end, failed or not. `--timings` also asks
 //!   cargo for its HTML build timings of the test build (`target/cargo-timings/`).
-//! - `build-release`: the one release build `bench` and `soak` share (see `build.rs`).
+//! - `build-release [--quick]`: the one release build `bench` and `soak` share (see `build.rs`);
+//!   `--quick` builds it with the `ci-release` profile their `--quick` runs use.
 //! - `release-check`: the release checklist: every published crate packages and builds from its
 //!   tarball, has its metadata and licence files, cargo-deny accepts the licences, versions and
 //!   sources, and the MSRV is the toolchain in use (see `release.rs`).
@@ -52,7 +53,7 @@ fn run() -> Result<()> {
     let task = args.first().map(String::as_str).unwrap_or("help");
     match task {
         "ci" => ci(&args[1..]),
-        "build-release" => build::release(),
+        "build-release" => build_release(&args[1..]),
         "release-check" => release::run(&workspace_root()),
         "check-layers" => check_layers(),
         "bench" => bench::run(&args[1..]),
@@ -63,12 +64,25 @@ fn run() -> Result<()> {
         "schemas" => schemas::run(&workspace_root(), &args[1..]),
         "help" | "--help" | "-h" => {
             println!(
-                "usage: cargo xtask <ci [--timings] | build-release | release-check | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME] | schemas [--from DIR] [--to DIR] [--check]>"
+                "usage: cargo xtask <ci [--timings] | build-release [--quick] | release-check | check-layers | bench [--quick] | conformance | interop | soak [--quick] [--seconds N] [--enforce] | fuzz [--build-only | --replay] [--seconds N] [--target NAME] | schemas [--from DIR] [--to DIR] [--check]>"
             );
             Ok(())
         }
         other => bail!("unknown task `{other}`; try `cargo xtask help`"),
     }
+}
+
+/// `cargo xtask build-release [--quick]`: the shared optimized build of `bench` and `soak`, with
+/// the `release` profile, or with `ci-release` for their `--quick` runs.
+fn build_release(args: &[String]) -> Result<()> {
+    let mut quick = false;
+    for arg in args {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            other => bail!("unknown argument `{other}` for build-release; try `cargo xtask help`"),
+        }
+    }
+    build::release(build::Release::for_run(quick))
 }
 
 /// Runs every check CI runs, stopping at the first failure, and prints the time of each step.
@@ -167,7 +181,7 @@ fn ci_steps(steps: &mut steps::Steps, timings: bool) -> Result<()> {
 
 /// Whether `cargo nextest` runs here.
 fn nextest_installed() -> bool {
-    Command::new(cargo_bin())
+    cargo_command()
         .args(["nextest", "--version"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -176,7 +190,7 @@ fn nextest_installed() -> bool {
 }
 
 fn check_layers() -> Result<()> {
-    let output = Command::new(cargo_bin())
+    let output = cargo_command()
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .output()
         .context("running cargo metadata")?;
@@ -234,9 +248,48 @@ fn cargo_bin() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
+/// Whether `name` is one of the variables cargo sets for a crate it compiles or runs
+/// (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...), which a program started by `cargo run` or
+/// `cargo test` inherits.
+pub(crate) fn is_crate_env(name: &str) -> bool {
+    ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        || [
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_TARGET_TMPDIR",
+            "CARGO_RUSTC_CURRENT_DIR",
+        ]
+        .contains(&name)
+}
+
+/// Removes from `command`'s environment the variables cargo set for xtask itself
+/// ([`is_crate_env`]). A nested cargo must not see them: some build scripts (ring's) ask to be
+/// rerun when `CARGO_PKG_NAME` or `CARGO_MANIFEST_DIR` changes, and cargo compares those with
+/// its own environment, so a build started from xtask (`CARGO_PKG_NAME=xtask`) and one started
+/// from a shell would each find ring stale and rebuild it and everything above it (rustls,
+/// hyper-rustls, every workspace crate and test binary) in turn.
+pub(crate) fn without_crate_env(command: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(is_crate_env) {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+/// A `cargo` command without xtask's crate variables ([`without_crate_env`]).
+pub(crate) fn cargo_command() -> Command {
+    let mut command = Command::new(cargo_bin());
+    without_crate_env(&mut command);
+    command
+}
+
 fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     eprintln!("xtask: cargo {}", args.join(" "));
-    let status = Command::new(cargo_bin())
+    let status = cargo_command()
         .args(args)
         .envs(env.iter().copied())
         .status()
@@ -245,4 +298,46 @@ fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
         bail!("cargo {} failed ({status})", args.join(" "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variables_cargo_sets_for_a_crate_are_not_passed_to_a_nested_cargo() {
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_LINKS",
+            "CARGO_BIN_EXE_mcp",
+            "CARGO_CRATE_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ] {
+            assert!(is_crate_env(name), "{name}");
+        }
+        // The user's settings reach it.
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+            "CARGO_BUILD_JOBS",
+            "CARGO_PROFILE_DEV_DEBUG",
+        ] {
+            assert!(!is_crate_env(name), "{name}");
+        }
+        // xtask runs under `cargo run`, which set CARGO_PKG_NAME for it: the command drops it.
+        let command = cargo_command();
+        let removed: Vec<_> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        if std::env::var_os("CARGO_PKG_NAME").is_some() {
+            assert!(removed.iter().any(|n| n == "CARGO_PKG_NAME"), "{removed:?}");
+        }
+        assert!(removed.iter().all(|n| is_crate_env(n)), "{removed:?}");
+    }
 }

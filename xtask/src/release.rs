@@ -9,7 +9,8 @@
 //! 2. Its `rust-version` (the MSRV) is the toolchain this check runs with, the one CI builds with.
 //! 3. `cargo package` of every published crate together, in dependency order, each verified by
 //!    building it from its tarball (a crate depending on an unpublished sibling resolves it from
-//!    the other tarballs).
+//!    the other tarballs). The verification builds share one target folder of their own,
+//!    `target/release-check` (not the debug build's), without debug info.
 //! 4. `cargo deny check licenses bans sources` with `deny.toml` (offline: no advisory database):
 //!    a dependency under a licence not allowed there, a second version of a crate, or a source
 //!    other than crates.io fails. Without cargo-deny this step fails under `CI=true`, and is
@@ -61,18 +62,30 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     println!("release-check: metadata, licence files and MSRV ({rustc}) of every published crate");
 
     // Every published crate at once, so that cargo orders them by dependency and verifies each
-    // against the tarballs of its siblings.
-    let mut args = vec!["package", "--allow-dirty"];
+    // against the tarballs of its siblings. The verification builds go to their own folder,
+    // `target/release-check`, not to `target/debug` (cargo's default), so that `.ci/run` can run
+    // this task beside the suites without either waiting on the other's cargo lock; they share
+    // it, so a dependency with the same features is compiled once for all of them. No debug
+    // info: the build proves that the tarball compiles.
+    let target = crate::bench::target_dir(root)?.join("release-check");
+    let target = target.to_string_lossy();
+    let mut args = vec!["package", "--allow-dirty", "--target-dir", &*target];
     for name in &names {
         args.extend(["-p", name]);
     }
-    crate::cargo(&args, &[])?;
+    crate::cargo(
+        &args,
+        &[
+            ("CARGO_PROFILE_DEV_DEBUG", "false"),
+            ("CARGO_INCREMENTAL", "0"),
+        ],
+    )?;
 
     deny(root)
 }
 
 fn metadata(root: &Path) -> Result<Value> {
-    let output = Command::new(crate::cargo_bin())
+    let output = crate::cargo_command()
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root)
         .output()
@@ -192,7 +205,7 @@ fn rustc_version() -> Result<String> {
 
 /// The files `cargo package` would put in `package`'s tarball.
 fn package_files(root: &Path, package: &str) -> Result<Vec<String>> {
-    let output = Command::new(crate::cargo_bin())
+    let output = crate::cargo_command()
         .args(["package", "--list", "--allow-dirty", "-p", package])
         .current_dir(root)
         .output()
@@ -231,7 +244,7 @@ fn deny(root: &Path) -> Result<()> {
 }
 
 fn deny_installed() -> bool {
-    Command::new(crate::cargo_bin())
+    crate::cargo_command()
         .args(["deny", "--version"])
         .output()
         .is_ok_and(|output| output.status.success())
@@ -239,7 +252,7 @@ fn deny_installed() -> bool {
 
 /// The cargo-deny command checking the workspace of `manifest` against `config`, offline.
 fn deny_command(manifest: &Path, config: &Path) -> Command {
-    let mut command = Command::new(crate::cargo_bin());
+    let mut command = crate::cargo_command();
     command
         .args(["deny", "--offline", "--manifest-path"])
         .arg(manifest)

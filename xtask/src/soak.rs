@@ -1,8 +1,9 @@
 //! `cargo xtask soak [--quick] [--seconds N] [--enforce] [--attacks a,b] [--out PATH]`: the soak
 //! and abuse harness (issue 27).
 //!
-//! 1. Builds `mcp-soak` (package `mcp-bench`), `mcp-demo` and `mcp-stdio-demo` in release mode,
-//!    in the one release build it shares with `cargo xtask bench` (`build::release`).
+//! 1. Builds `mcp-soak` (package `mcp-bench`), `mcp-demo` and `mcp-stdio-demo` optimized, in the
+//!    one release build it shares with `cargo xtask bench` (`build::release`; the `release`
+//!    profile, or `ci-release` with `--quick`).
 //! 2. Runs every attack as its own `mcp-soak --attack NAME` process (pinned to core 1 with
 //!    `taskset` when there are two cores; it pins the servers it starts to core 0). `mcp-soak`
 //!    starts fresh server processes for the attack (and its own `redis-server` on a free
@@ -126,9 +127,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let root = crate::workspace_root();
     let target = target_dir(&root)?;
     let started = Instant::now();
-    crate::build::release()?;
+    let profile = crate::build::Release::for_run(settings.quick);
+    crate::build::release(profile)?;
     let build = started.elapsed();
-    let bin = target.join("release");
+    let bin = target.join(profile.profile());
     let log_dir = target.join("soak-logs");
     fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
     let limits = limits(&root);

@@ -32,6 +32,38 @@ const WORKSPACE_BUILD: &[&str] = &[
     "--message-format=json",
 ];
 
+/// The workspace build ([`WORKSPACE_BUILD`]) as a command, without the variables cargo set for
+/// this test binary (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...). Some build scripts (ring's)
+/// ask to be rerun when those change, and cargo compares them with its own environment: with
+/// them, this build would find ring stale and rebuild it and everything above it (rustls, every
+/// workspace crate and test binary) inside the test, and the next build from a shell would
+/// rebuild it all again.
+fn workspace_build() -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args(WORKSPACE_BUILD)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let set_by_cargo = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+            || [
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+            ]
+            .contains(&name);
+        if set_by_cargo {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
 /// Whether a cargo JSON message is the artifact of the binary `bin` (not its unit-test build,
 /// which has the same target name).
 fn is_binary(message: &Value, bin: &str) -> bool {
@@ -52,14 +84,11 @@ pub fn server_bin(bin: &str) -> PathBuf {
     if let Some(path) = built.get(bin) {
         return path.clone();
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        // The packages, features and targets of the workspace's test build (`cargo xtask ci`):
-        // after it this only checks that the binaries are fresh. `-p everymcp-server --bin NAME`
-        // alone resolves other features and rebuilt the workspace and tokio, hyper, ... for
-        // minutes inside the first test that asked.
-        .args(WORKSPACE_BUILD)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    // The packages, features and targets of the workspace's test build (`cargo xtask ci`):
+    // after it this only checks that the binaries are fresh. `-p everymcp-server --bin NAME`
+    // alone resolves other features and rebuilt the workspace and tokio, hyper, ... for
+    // minutes inside the first test that asked.
+    let output = workspace_build()
         .stderr(Stdio::inherit())
         .output()
         .expect("cargo runs");
@@ -351,10 +380,7 @@ pub struct Target {
 impl Target {
     /// Builds and starts it; waits for its address.
     pub fn start() -> Self {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(cargo)
-            .args(WORKSPACE_BUILD)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+        let output = workspace_build()
             .stderr(Stdio::inherit())
             .output()
             .expect("cargo runs");
