@@ -468,8 +468,8 @@ fn ensure_two_cores() -> Result<()> {
 /// Builds the harness, our client's rows (feature `client`) and our stdio server
 /// (`mcp-stdio-demo`), optimized: the one release build `bench` shares with `soak`
 /// (`crate::build::release`, the union of their packages and features), so either finds the
-/// other's build warm and `.ci/run` builds it once. `--quick` builds with the `ci-release`
-/// profile (it measures nothing), the full run with `release`.
+/// other's build warm and `.ci/run` builds it once. `--quick` runs the debug binaries of
+/// the test build (it measures nothing), the full run builds with `release`.
 fn cargo_build_bench(profile: crate::build::Release) -> Result<()> {
     crate::build::release(profile)
 }

@@ -4,9 +4,10 @@
 //!   their packages and features. Built apart, the two feature sets would compile `mcp-server`
 //!   and everything above it twice; `.ci/run` runs it once (`cargo xtask build-release --quick`)
 //!   before both. Two profiles ([`Release`]): `release` for the runs whose numbers are published
-//!   (`cargo xtask bench`, `cargo xtask soak`), and `ci-release` (root `Cargo.toml`: opt-level 1,
-//!   256 codegen units, no debug info) for the quick rounds CI runs (`--quick`), which prove that
-//!   every row and attack works and measure nothing, at a fraction of the compile time.
+//!   (`cargo xtask bench`, `cargo xtask soak`), and, for the quick rounds CI runs (`--quick`),
+//!   which prove that every row and attack works and measure nothing, no optimized build at all:
+//!   they run the debug binaries of `cargo xtask ci`'s test build (the [`debug_binary`] build
+//!   below), so CI compiles the workspace once, not twice.
 //! - [`debug_binary`]: the debug binaries `conformance` and `interop` run come from one
 //!   `cargo build --workspace --all-features --bins --tests`: the packages, features and targets
 //!   of `cargo xtask ci`'s test build, so after `cargo xtask ci` it only checks that they are
@@ -25,7 +26,8 @@ use anyhow::{Context, Result, bail};
 pub(crate) enum Release {
     /// Cargo's `release` profile: for the runs whose figures are published.
     Full,
-    /// The workspace's `ci-release` profile: for the `--quick` rounds CI runs.
+    /// The debug binaries of the test build (folder `debug`): for the `--quick` rounds CI runs,
+    /// which measure nothing and only prove that every row and attack works.
     Quick,
 }
 
@@ -39,7 +41,7 @@ impl Release {
     pub(crate) fn profile(self) -> &'static str {
         match self {
             Self::Full => "release",
-            Self::Quick => "ci-release",
+            Self::Quick => "debug",
         }
     }
 }
@@ -75,6 +77,10 @@ pub(crate) const RELEASE_ARGS: &[&str] = &[
 /// Builds every binary `bench` and `soak` run with `profile`, in one cargo invocation; they are
 /// then in the target directory's folder named [`Release::profile`].
 pub(crate) fn release(profile: Release) -> Result<()> {
+    if profile == Release::Quick {
+        // The test build's packages, features and targets: fresh after `cargo xtask ci`.
+        return crate::cargo(&DEBUG_ARGS[..DEBUG_ARGS.len() - 1], &[]);
+    }
     let mut args = vec!["build", "--profile", profile.profile()];
     args.extend(RELEASE_ARGS);
     crate::cargo(&args, &[])

@@ -7,7 +7,7 @@
 //!   doctests; it prints the time of each step at the end, failed or not. `--timings` also asks
 //!   cargo for its HTML build timings of the test build (`target/cargo-timings/`).
 //! - `build-release [--quick]`: the one release build `bench` and `soak` share (see `build.rs`);
-//!   `--quick` builds it with the `ci-release` profile their `--quick` runs use.
+//!   with `--quick` only checks that the debug binaries their `--quick` runs use are built.
 //! - `release-check`: the release checklist: every published crate packages and builds from its
 //!   tarball, has its metadata and licence files, cargo-deny accepts the licences, versions and
 //!   sources, and the MSRV is the toolchain in use (see `release.rs`).
@@ -73,7 +73,7 @@ fn run() -> Result<()> {
 }
 
 /// `cargo xtask build-release [--quick]`: the shared optimized build of `bench` and `soak`, with
-/// the `release` profile, or with `ci-release` for their `--quick` runs.
+/// the `release` profile, or (`--quick`) the debug build their `--quick` runs use.
 fn build_release(args: &[String]) -> Result<()> {
     let mut quick = false;
     for arg in args {

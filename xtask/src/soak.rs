@@ -3,7 +3,7 @@
 //!
 //! 1. Builds `mcp-soak` (package `mcp-bench`), `mcp-demo` and `mcp-stdio-demo` optimized, in the
 //!    one release build it shares with `cargo xtask bench` (`build::release`; the `release`
-//!    profile, or `ci-release` with `--quick`).
+//!    profile, or with `--quick` the debug binaries of the test build).
 //! 2. Runs every attack as its own `mcp-soak --attack NAME` process (pinned to core 1 with
 //!    `taskset` when there are two cores; it pins the servers it starts to core 0). `mcp-soak`
 //!    starts fresh server processes for the attack (and its own `redis-server` on a free
