@@ -299,7 +299,7 @@ impl Served {
             ctx.principal().as_deref(),
         );
         let redeemed: Redeemed = match self
-            .registry
+            .settings()
             .states
             .redeem(ctx.namespace(), state_id, &bound)
             .await
@@ -390,7 +390,7 @@ impl Served {
     /// states nothing itself shares the connection's.
     fn exchange(&self, inv: &mut Invocation<'_>, resumed: Resumed) -> Exchange {
         let (adapter, call, ctx) = (inv.adapter, &mut *inv.call, inv.ctx);
-        let settings = &*self.registry;
+        let settings = self.settings();
         let stated = std::mem::take(&mut call.client);
         let client = if adapter.features().per_request_meta {
             CallClient::Own(stated)
@@ -464,7 +464,7 @@ impl Served {
                 let payload = saved.or_else(|| ex.state().cloned());
                 let bound = binding(&call.method, target, &call.arguments, ex.principal());
                 match self
-                    .registry
+                    .settings()
                     .states
                     .issue(&ex.inner.namespace, bound, asked, payload)
                     .await

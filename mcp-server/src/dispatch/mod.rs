@@ -181,7 +181,7 @@ impl Served {
     /// [`Server::handle`] on this registry.
     pub(crate) fn handle(self, input: Input, ctx: &Context) -> Reply {
         let server = self;
-        let (tx, rx) = crate::sink::queue(server.registry.max_queued);
+        let (tx, rx) = crate::sink::queue(server.settings().max_queued);
         let ctx = ctx.clone();
         // A decoded body's future is boxed on its own: it is the HTTP path, and the future
         // that also reads bytes is larger (an allocation the allocator serves more slowly).
@@ -195,7 +195,6 @@ impl Served {
     }
 
     async fn run(&self, input: Input, ctx: Context, sink: Sink) -> Option<Outgoing> {
-        let registry = &self.registry;
         let bytes = match input {
             Input::Bytes(bytes) => bytes,
             Input::Value(value) => serde_json::to_vec(&value).unwrap_or_default(),
@@ -210,13 +209,13 @@ impl Served {
             Some(adapter) => adapter,
             None => {
                 if let Decoded::Single(Err(jsonrpc::DecodeError::Parse { detail })) = &decoded {
-                    let adapter = registry.adapters.newest();
+                    let adapter = self.settings().adapters.newest();
                     return Some(Outgoing::Response(
                         adapter.encode_failure(None, &Failure::parse(detail)),
                     ));
                 }
                 let input = SelectionInput::from_body(&decoded);
-                match registry.adapters.select(&input) {
+                match self.settings().adapters.select(&input) {
                     Ok(selected) => selected.adapter,
                     Err(rejected) => {
                         let id = first_id(&decoded);
@@ -308,7 +307,7 @@ impl Served {
                 let traced = RequestSpan::open(adapter, &call, ctx);
                 #[cfg(feature = "metrics")]
                 let metered = self
-                    .registry
+                    .settings()
                     .metrics
                     .as_ref()
                     .map(|m| (m, std::time::Instant::now()));
@@ -383,7 +382,7 @@ impl Served {
         // Only to a question still waiting (its asker opened the topic): a reply to anything
         // else is discarded without storing it.
         match self
-            .registry
+            .settings()
             .log
             .publish_existing(&topic, encode_reply(&reply.outcome))
             .await

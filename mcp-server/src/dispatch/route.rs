@@ -14,7 +14,7 @@ use super::{Context, Done, declared_extension, panicked};
 use crate::completion::{Completion, CompletionRequest};
 use crate::exchange::CancelHandle;
 use crate::page::{ListKind, page};
-use crate::server::{Registry, Served};
+use crate::server::{Catalog, Served};
 use crate::sink::Sink;
 use crate::tool::panic_message;
 
@@ -124,11 +124,11 @@ impl Served {
 
     /// A method some extension adds; `-32601` when none does.
     async fn extension(&self, adapter: Adapter, call: &mut Call, ctx: &Context) -> Done {
-        let registry = &*self.registry;
-        let Some((index, handler)) = registry.extension_methods.get(&*call.method) else {
+        let settings = self.settings();
+        let Some((index, handler)) = settings.extension_methods.get(&*call.method) else {
             return Done::failure(Failure::unknown_method(&call.method));
         };
-        let extension = &registry.extensions[*index];
+        let extension = &settings.extensions[*index];
         let client_settings = declared_extension(adapter, call, ctx, &extension.id);
         if extension.required && client_settings.is_none() {
             return Done::failure(Failure::missing_capability(
@@ -166,7 +166,7 @@ impl Served {
     }
 
     fn describe(&self, adapter: Adapter, call: &mut Call, ctx: &Context) -> Done {
-        let registry = &*self.registry;
+        let (registry, settings) = (&*self.registry, self.settings());
         if adapter.has_handshake() {
             let mut connection = ctx.conn();
             // The handshake's revision holds for the rest of the connection.
@@ -178,16 +178,16 @@ impl Served {
         }
         let view = registry.view(adapter);
         let result = adapter.describe_result(
-            &registry.adapters,
-            &registry.server_info,
+            &settings.adapters,
+            &settings.server_info,
             &view.capabilities,
-            registry.instructions.as_deref(),
+            settings.instructions.as_deref(),
         );
-        Done::Send(Outcome::Value(result), registry.list_cache)
+        Done::Send(Outcome::Value(result), settings.list_cache)
     }
 
     async fn complete(&self, call: &Call) -> Done {
-        let Some(completer) = &self.registry.completer else {
+        let Some(completer) = &self.settings().completer else {
             return Done::value(Completion::default().to_value());
         };
         let Some(request) = CompletionRequest::from_params(&Value::Object(call.params.clone()))
@@ -207,14 +207,19 @@ impl Served {
 }
 
 fn list(
-    registry: &Registry,
+    registry: &Catalog,
     kind: ListKind,
     field: &str,
     entries: &[(String, Value)],
     call: &Call,
 ) -> Done {
     let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
-    let Ok((range, next)) = page(kind, &keys, call.cursor.as_deref(), registry.page_size) else {
+    let Ok((range, next)) = page(
+        kind,
+        &keys,
+        call.cursor.as_deref(),
+        registry.settings.page_size,
+    ) else {
         return Done::failure(Failure::invalid_params("unknown cursor"));
     };
     let mut result = serde_json::Map::new();
@@ -225,7 +230,10 @@ fn list(
     if let Some(next) = next {
         result.insert("nextCursor".into(), Value::String(next));
     }
-    Done::Send(Outcome::Value(Value::Object(result)), registry.list_cache)
+    Done::Send(
+        Outcome::Value(Value::Object(result)),
+        registry.settings.list_cache,
+    )
 }
 
 /// A handler call's [`Invocation`].

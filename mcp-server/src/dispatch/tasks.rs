@@ -90,7 +90,7 @@ impl TaskLayer {
         inv: &Invocation<'_>,
         tool: &Tool,
     ) -> Result<Self, Done> {
-        let Some(engine) = served.registry.tasks.as_ref() else {
+        let Some(engine) = served.settings().tasks.as_ref() else {
             return Ok(Self::Off);
         };
         let support = tool.task_support;
@@ -201,7 +201,7 @@ async fn run_deferred(
         Some(Ok(run)) => return Deferred::Ran(Some(run)),
         Some(Err(go)) => go,
     };
-    let Some(engine) = served.registry.tasks.as_ref() else {
+    let Some(engine) = served.settings().tasks.as_ref() else {
         return Deferred::Failed(Done::failure(Failure::internal("tasks are not offered")));
     };
     let (record, run) = match engine
