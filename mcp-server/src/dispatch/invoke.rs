@@ -143,17 +143,21 @@ impl Served {
         let (started, built) = self.start(&mut inv, resumed, layer.binding(), |exchange| {
             (entry.tool.call)(arguments, exchange)
         });
-        let tool = TaskTool {
-            adapter: inv.adapter,
-            structured,
-            name: &name,
-        };
-        let run = match layer
-            .run(self, &inv, tool, run_caught(started), built.as_ref())
-            .await
-        {
-            Where::Here(run) => run,
-            Where::Task(done) => return done,
+        let run = match layer {
+            TaskLayer::Off => self.run_handler(&inv, started).await,
+            // Boxed: a rare path that would otherwise make every call's future larger.
+            layer => {
+                let tool = TaskTool {
+                    adapter: inv.adapter,
+                    structured,
+                    name: &name,
+                };
+                let work = run_caught(started);
+                match Box::pin(layer.run(self, &inv, tool, work, built.as_ref())).await {
+                    Where::Here(run) => run,
+                    Where::Task(done) => return done,
+                }
+            }
         };
         if let Some(done) = self.settle(inv.call, &name, built.as_ref()).await {
             return done;
