@@ -91,7 +91,19 @@ pub(crate) struct ToolParts {
     /// `isError: true` (written only when set).
     pub(crate) is_error: bool,
     pub(crate) meta: Option<Map<String, Value>>,
+    /// Members the model does not name, written after the named ones (never in their
+    /// place: see [`ToolResult::with_extra`]).
+    pub(crate) extra: Map<String, Value>,
 }
+
+/// The members of a tool result the writer names itself: an extra member never replaces one.
+const NAMED_TOOL_MEMBERS: [&str; 5] = [
+    "content",
+    "structuredContent",
+    "isError",
+    "_meta",
+    "resultType",
+];
 
 impl ToolResult {
     /// A result with these content blocks (each a content block object, as the newest
@@ -165,6 +177,24 @@ impl ToolResult {
         }
     }
 
+    /// Adds members the model does not name (a tool result's unknown members, kept as they
+    /// are). A member of the same name as one the result names (`content`,
+    /// `structuredContent`, `isError`, `_meta`, `resultType`) is left out: the named one wins.
+    #[must_use]
+    pub fn with_extra(self, extra: Map<String, Value>) -> Self {
+        if extra.is_empty() {
+            return self;
+        }
+        let mut parts = self.into_parts();
+        parts.extra = extra;
+        parts
+            .extra
+            .retain(|key, _| !NAMED_TOOL_MEMBERS.contains(&key.as_str()));
+        Self {
+            body: ToolBody::Parts(parts),
+        }
+    }
+
     /// Whether the tool failed (`isError: true`).
     pub fn is_error(&self) -> bool {
         matches!(&self.body, ToolBody::Parts(parts) if parts.is_error)
@@ -205,6 +235,9 @@ impl ToolResult {
         if let Some(meta) = parts.meta {
             out.insert("_meta".into(), Value::Object(meta));
         }
+        for (key, value) in parts.extra {
+            out.entry(key).or_insert(value);
+        }
         Value::Object(out)
     }
 }
@@ -218,6 +251,7 @@ impl PartialEq for ToolResult {
                     && a.structured_content == b.structured_content
                     && a.is_error == b.is_error
                     && a.meta == b.meta
+                    && a.extra == b.extra
             }
             _ => self.clone().into_value() == other.clone().into_value(),
         }
@@ -459,6 +493,12 @@ fn write_tool_result(
             write_meta_with_server_info(out, None, info);
         }
         (None, None) => {}
+    }
+    for (key, value) in &result.extra {
+        out.push(b',');
+        write::write_str(out, key);
+        out.push(b':');
+        write::write_value(out, value);
     }
     if result_type {
         out.extend_from_slice(br#","resultType":"complete""#);

@@ -3,7 +3,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use mcp_adapters::Revision;
 use schemars::JsonSchema;
@@ -501,29 +500,6 @@ impl Tool {
             out.insert("_meta".into(), Value::Object(meta.clone()));
         }
         Value::Object(out)
-    }
-}
-
-/// Runs a tool's erased function: deserialization failures and panics are reported, the
-/// handler's own outcome is returned as it is.
-pub(crate) enum ToolRun {
-    /// The handler finished (successfully or with `isError`).
-    Done(ToolOutput),
-    /// The arguments passed the schema but did not deserialize into the handler's type.
-    BadArguments(String),
-    /// The handler panicked.
-    Panicked(String),
-}
-
-/// Awaits what a tool's erased function started (or reports why it did not start).
-pub(crate) async fn run_tool(started: Result<BoxFuture<'static, ToolOutput>, String>) -> ToolRun {
-    let fut = match started {
-        Ok(fut) => fut,
-        Err(message) => return ToolRun::BadArguments(message),
-    };
-    match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
-        Ok(result) => ToolRun::Done(result),
-        Err(panic) => ToolRun::Panicked(panic_message(&*panic)),
     }
 }
 

@@ -366,3 +366,39 @@ fn written_responses_keep_their_bytes() {
         r#"{"jsonrpc":"2.0","id":"x","result":{"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"cacheScope":"private","tools":[],"ttlMs":0,"resultType":"complete"}}"#
     );
 }
+
+/// A tool result's unknown members are written after the named ones, on every revision, as
+/// the `Value` form holds them; one named like a member the writer owns is left out.
+#[test]
+fn a_tool_results_extra_members_are_written() {
+    use mcp_adapters::ToolResult;
+    use mcp_wire::jsonrpc::Id;
+    let extra = json!({"vendor": {"x": [1, 2]}, "content": "no", "resultType": "no"});
+    let result = ToolResult::new(vec![json!({"type": "text", "text": "a"})])
+        .with_extra(extra.as_object().unwrap().clone());
+    assert_eq!(
+        result.clone().into_value(),
+        json!({"content": [{"type": "text", "text": "a"}], "vendor": {"x": [1, 2]}})
+    );
+    for revision in Revision::ALL {
+        let adapter = Adapter::new(revision);
+        let written = adapter
+            .encode_tool_result(Id::from(1), result.clone(), &ResultContext::default())
+            .to_value();
+        assert_eq!(
+            written["result"]["vendor"],
+            json!({"x": [1, 2]}),
+            "{revision}"
+        );
+        assert_eq!(
+            written["result"]["content"][0]["text"], "a",
+            "{revision}: {written}"
+        );
+        if adapter.features().result_envelope {
+            assert_eq!(written["result"]["resultType"], "complete", "{revision}");
+        }
+    }
+    // No extra member: the result is written as before.
+    let plain = ToolResult::new(Vec::new()).with_extra(serde_json::Map::new());
+    assert_eq!(plain, ToolResult::new(Vec::new()));
+}

@@ -101,6 +101,7 @@ pub(crate) fn outcome_of(
     match done {
         _ if cancelled => ("cancelled", None),
         Done::Silent => ("none", None),
+        Done::Extension(_) => ("ok", None),
         Done::Send(outcome, _) => match outcome {
             Outcome::Failure(failure) => ("error", Some(failure.mapping(adapter.revision()).code)),
             Outcome::InputRequired { .. } => ("input_required", None),

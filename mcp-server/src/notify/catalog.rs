@@ -1,4 +1,4 @@
-//! Changes to the registry at run time, announced to every listener.
+//! Changes to the catalog at run time, announced to every listener.
 
 use super::*;
 
@@ -7,15 +7,15 @@ impl Server {
     ///
     /// The tool is checked as [`ServerBuilder::build`](crate::ServerBuilder::build) checks it;
     /// a name already registered is refused. The per-revision views are rebuilt now, once, so
-    /// requests stay as cheap as before. Only this process's registry changes: every worker
+    /// requests stay as cheap as before. Only this process's catalog changes: every worker
     /// applies its own changes, while the notification reaches the listeners of all of them.
-    /// Calls in flight finish on the registry they started with.
+    /// Calls in flight finish on the catalog they started with.
     pub async fn add_tool(&self, tool: Tool) -> Result<(), ChangeError> {
-        self.change(Change::ToolsListChanged, |registry| {
+        self.change(Change::ToolsListChanged, |catalog| {
             let mut added = build_tools(vec![tool])?;
-            let mut tools = registry.tools.clone();
+            let mut tools = catalog.tools.clone();
             let entry = added.pop().expect("one tool built");
-            if registry.tool(&entry.tool.name).is_some() {
+            if catalog.tool(&entry.tool.name).is_some() {
                 return Err(RegistrationError::Duplicate {
                     kind: "tool",
                     name: entry.tool.name,
@@ -24,11 +24,11 @@ impl Server {
             }
             tools.push(entry);
             tools.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
-            Ok(registry.with_catalog(
+            Ok(catalog.with_catalog(
                 tools,
-                registry.prompts.clone(),
-                registry.resources.clone(),
-                registry.templates.clone(),
+                catalog.prompts.clone(),
+                catalog.resources.clone(),
+                catalog.templates.clone(),
             ))
         })
         .await
@@ -37,18 +37,18 @@ impl Server {
     /// Removes the tool `name` at run time, then publishes
     /// `notifications/tools/list_changed`. See [`add_tool`](Self::add_tool).
     pub async fn remove_tool(&self, name: &str) -> Result<(), ChangeError> {
-        self.change(Change::ToolsListChanged, |registry| {
-            let before = registry.tools.len();
-            let mut tools = registry.tools.clone();
+        self.change(Change::ToolsListChanged, |catalog| {
+            let before = catalog.tools.len();
+            let mut tools = catalog.tools.clone();
             tools.retain(|t| t.tool.name != name);
             if tools.len() == before {
                 return Err(not_registered("tool", name));
             }
-            Ok(registry.with_catalog(
+            Ok(catalog.with_catalog(
                 tools,
-                registry.prompts.clone(),
-                registry.resources.clone(),
-                registry.templates.clone(),
+                catalog.prompts.clone(),
+                catalog.resources.clone(),
+                catalog.templates.clone(),
             ))
         })
         .await
@@ -57,24 +57,24 @@ impl Server {
     /// Adds a prompt at run time, then publishes `notifications/prompts/list_changed`. See
     /// [`add_tool`](Self::add_tool).
     pub async fn add_prompt(&self, prompt: Prompt) -> Result<(), ChangeError> {
-        self.change(Change::PromptsListChanged, |registry| {
+        self.change(Change::PromptsListChanged, |catalog| {
             let mut added = build_prompts(vec![prompt])?;
             let entry = added.pop().expect("one prompt built");
-            if registry.prompt(&entry.prompt.name).is_some() {
+            if catalog.prompt(&entry.prompt.name).is_some() {
                 return Err(RegistrationError::Duplicate {
                     kind: "prompt",
                     name: entry.prompt.name,
                 }
                 .into());
             }
-            let mut prompts = registry.prompts.clone();
+            let mut prompts = catalog.prompts.clone();
             prompts.push(entry);
             prompts.sort_by(|a, b| a.prompt.name.cmp(&b.prompt.name));
-            Ok(registry.with_catalog(
-                registry.tools.clone(),
+            Ok(catalog.with_catalog(
+                catalog.tools.clone(),
                 prompts,
-                registry.resources.clone(),
-                registry.templates.clone(),
+                catalog.resources.clone(),
+                catalog.templates.clone(),
             ))
         })
         .await
@@ -83,17 +83,17 @@ impl Server {
     /// Removes the prompt `name` at run time, then publishes
     /// `notifications/prompts/list_changed`. See [`add_tool`](Self::add_tool).
     pub async fn remove_prompt(&self, name: &str) -> Result<(), ChangeError> {
-        self.change(Change::PromptsListChanged, |registry| {
-            let mut prompts = registry.prompts.clone();
+        self.change(Change::PromptsListChanged, |catalog| {
+            let mut prompts = catalog.prompts.clone();
             prompts.retain(|p| p.prompt.name != name);
-            if prompts.len() == registry.prompts.len() {
+            if prompts.len() == catalog.prompts.len() {
                 return Err(not_registered("prompt", name));
             }
-            Ok(registry.with_catalog(
-                registry.tools.clone(),
+            Ok(catalog.with_catalog(
+                catalog.tools.clone(),
                 prompts,
-                registry.resources.clone(),
-                registry.templates.clone(),
+                catalog.resources.clone(),
+                catalog.templates.clone(),
             ))
         })
         .await
@@ -102,24 +102,24 @@ impl Server {
     /// Adds a resource at a fixed URI at run time, then publishes
     /// `notifications/resources/list_changed`. See [`add_tool`](Self::add_tool).
     pub async fn add_resource(&self, resource: Resource) -> Result<(), ChangeError> {
-        self.change(Change::ResourcesListChanged, |registry| {
+        self.change(Change::ResourcesListChanged, |catalog| {
             let (mut added, _) = build_resources(vec![resource], Vec::new())?;
             let resource = added.pop().expect("one resource built");
-            if registry.resource_index.contains_key(&resource.uri) {
+            if catalog.resource_index.contains_key(&resource.uri) {
                 return Err(RegistrationError::Duplicate {
                     kind: "resource",
                     name: resource.uri,
                 }
                 .into());
             }
-            let mut resources = registry.resources.clone();
+            let mut resources = catalog.resources.clone();
             resources.push(resource);
             resources.sort_by(|a, b| a.uri.cmp(&b.uri));
-            Ok(registry.with_catalog(
-                registry.tools.clone(),
-                registry.prompts.clone(),
+            Ok(catalog.with_catalog(
+                catalog.tools.clone(),
+                catalog.prompts.clone(),
                 resources,
-                registry.templates.clone(),
+                catalog.templates.clone(),
             ))
         })
         .await
@@ -131,10 +131,10 @@ impl Server {
         &self,
         template: ResourceTemplate,
     ) -> Result<(), ChangeError> {
-        self.change(Change::ResourcesListChanged, |registry| {
+        self.change(Change::ResourcesListChanged, |catalog| {
             let (_, mut added) = build_resources(Vec::new(), vec![template])?;
             let entry = added.pop().expect("one template built");
-            if registry
+            if catalog
                 .templates
                 .iter()
                 .any(|t| t.template.template == entry.template.template)
@@ -145,13 +145,13 @@ impl Server {
                 }
                 .into());
             }
-            let mut templates = registry.templates.clone();
+            let mut templates = catalog.templates.clone();
             templates.push(entry);
             templates.sort_by(|a, b| a.template.template.cmp(&b.template.template));
-            Ok(registry.with_catalog(
-                registry.tools.clone(),
-                registry.prompts.clone(),
-                registry.resources.clone(),
+            Ok(catalog.with_catalog(
+                catalog.tools.clone(),
+                catalog.prompts.clone(),
+                catalog.resources.clone(),
                 templates,
             ))
         })
@@ -162,19 +162,19 @@ impl Server {
     /// then publishes `notifications/resources/list_changed`. See
     /// [`add_tool`](Self::add_tool).
     pub async fn remove_resource(&self, uri: &str) -> Result<(), ChangeError> {
-        self.change(Change::ResourcesListChanged, |registry| {
-            let mut resources = registry.resources.clone();
+        self.change(Change::ResourcesListChanged, |catalog| {
+            let mut resources = catalog.resources.clone();
             resources.retain(|r| r.uri != uri);
-            let mut templates = registry.templates.clone();
+            let mut templates = catalog.templates.clone();
             templates.retain(|t| t.template.template != uri);
-            if resources.len() == registry.resources.len()
-                && templates.len() == registry.templates.len()
+            if resources.len() == catalog.resources.len()
+                && templates.len() == catalog.templates.len()
             {
                 return Err(not_registered("resource", uri));
             }
-            Ok(registry.with_catalog(
-                registry.tools.clone(),
-                registry.prompts.clone(),
+            Ok(catalog.with_catalog(
+                catalog.tools.clone(),
+                catalog.prompts.clone(),
                 resources,
                 templates,
             ))
@@ -182,11 +182,11 @@ impl Server {
         .await
     }
 
-    /// Rebuilds the registry with `edit`, swaps it in, and publishes `change`.
+    /// Builds the next catalog with `edit` (the settings stay shared), swaps it in, and publishes `change`.
     async fn change(
         &self,
         change: Change,
-        edit: impl FnOnce(&Registry) -> Result<Registry, ChangeError>,
+        edit: impl FnOnce(&Catalog) -> Result<Catalog, ChangeError>,
     ) -> Result<(), ChangeError> {
         {
             let _serial = self

@@ -90,7 +90,7 @@ impl Served {
         // the request declared the extension.
         let mut task_ids = BTreeSet::new();
         if let (Some(engine), Some(requested_ids)) =
-            (&self.registry.tasks, requested["taskIds"].as_array())
+            (&self.settings().tasks, requested["taskIds"].as_array())
             && crate::dispatch::declared_extension(adapter, call, ctx, crate::TASKS_EXTENSION)
                 .is_some()
         {
@@ -122,7 +122,7 @@ impl Served {
         }
         // Take the position before the acknowledgement, so every change after it is delivered.
         let mut events = match Subscription::start(
-            self.registry.log.clone(),
+            self.settings().log.clone(),
             ctx.namespace().topic(TOPIC),
             None,
         )

@@ -26,7 +26,7 @@ use crate::error::RegistrationError;
 use crate::exchange::CancelHandle;
 use crate::prompt::Prompt;
 use crate::resource::{Resource, ResourceTemplate};
-use crate::server::{Registry, Server, build_prompts, build_resources, build_tools};
+use crate::server::{Catalog, Server, build_prompts, build_resources, build_tools};
 use crate::tool::Tool;
 
 mod catalog;

@@ -3,6 +3,8 @@
 use crate::FastMap;
 use std::fmt;
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 use std::time::Duration;
 
 use mcp_adapters::{Adapter, AdapterSet, PerRevision};
@@ -485,22 +487,10 @@ impl ServerBuilder {
             engine
         });
         let extension_methods = build_extensions(&extensions)?;
-        let registry = Registry {
+        let settings = Arc::new(Settings {
             server_info: self.identity.to_value(),
             identity: self.identity,
             instructions: self.instructions,
-            tool_index: index(tools.iter().map(|t| t.tool.name.as_str())),
-            tools,
-            resource_index: index(resources.iter().map(|r| r.uri.as_str())),
-            resources,
-            template_order: {
-                let mut order: Vec<usize> = (0..templates.len()).collect();
-                order.sort_by_key(|&i| std::cmp::Reverse(templates[i].parsed.literal_len()));
-                order
-            },
-            templates,
-            prompt_index: index(prompts.iter().map(|p| p.prompt.name.as_str())),
-            prompts,
             completer: self.completer,
             page_size: self.page_size,
             ask_timeout: self.ask_timeout,
@@ -520,10 +510,10 @@ impl ServerBuilder {
             }),
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
-            views: Default::default(),
-        };
+        });
+        let catalog = Catalog::new(settings.clone(), tools, prompts, resources, templates);
         Ok(Server {
-            live: Arc::new(Live::new(Arc::new(registry))),
+            live: Arc::new(Live::new(settings, Arc::new(catalog))),
         })
     }
 }
@@ -779,20 +769,13 @@ pub(crate) fn build_resources(
     Ok((fixed, parsed))
 }
 
-/// The registry behind a [`Server`].
-pub(crate) struct Registry {
+/// What a [`Server`] was built with that no runtime change touches: identity, revisions,
+/// stores, limits, extensions, metrics. Built once and shared (one `Arc`) by every
+/// [`Catalog`] the server has over its life: a catalog change copies none of it.
+pub(crate) struct Settings {
     pub(crate) identity: Identity,
     pub(crate) server_info: Value,
     pub(crate) instructions: Option<String>,
-    pub(crate) tools: Vec<ToolEntry>,
-    pub(crate) tool_index: FastMap<String, usize>,
-    pub(crate) resources: Vec<Resource>,
-    pub(crate) resource_index: FastMap<String, usize>,
-    pub(crate) templates: Vec<TemplateEntry>,
-    /// Template indices, most literal text first: the most specific template matches first.
-    pub(crate) template_order: Vec<usize>,
-    pub(crate) prompts: Vec<PromptEntry>,
-    pub(crate) prompt_index: FastMap<String, usize>,
     pub(crate) completer: Option<Completer>,
     pub(crate) page_size: usize,
     pub(crate) ask_timeout: Duration,
@@ -815,10 +798,55 @@ pub(crate) struct Registry {
     pub(crate) declares_resources: bool,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
+}
+
+/// What a [`Server`] offers now: its tools, resources and prompts, and what each revision is
+/// shown of them (computed once per revision). A runtime change builds the next catalog and
+/// swaps it in whole ([`Live::replace`]); a request is served from the catalog it started
+/// with.
+pub(crate) struct Catalog {
+    /// The server's settings, shared with every other catalog of the server.
+    pub(crate) settings: Arc<Settings>,
+    pub(crate) tools: Vec<ToolEntry>,
+    pub(crate) tool_index: FastMap<String, usize>,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) resource_index: FastMap<String, usize>,
+    pub(crate) templates: Vec<TemplateEntry>,
+    /// Template indices, most literal text first: the most specific template matches first.
+    pub(crate) template_order: Vec<usize>,
+    pub(crate) prompts: Vec<PromptEntry>,
+    pub(crate) prompt_index: FastMap<String, usize>,
     views: PerRevision<project::RevisionView>,
 }
 
-impl Registry {
+impl Catalog {
+    /// A catalog of these entries (each list sorted as `build` sorts it); the per-revision
+    /// views are computed on first use.
+    pub(crate) fn new(
+        settings: Arc<Settings>,
+        tools: Vec<ToolEntry>,
+        prompts: Vec<PromptEntry>,
+        resources: Vec<Resource>,
+        templates: Vec<TemplateEntry>,
+    ) -> Self {
+        Self {
+            settings,
+            tool_index: index(tools.iter().map(|t| t.tool.name.as_str())),
+            tools,
+            resource_index: index(resources.iter().map(|r| r.uri.as_str())),
+            resources,
+            template_order: {
+                let mut order: Vec<usize> = (0..templates.len()).collect();
+                order.sort_by_key(|&i| std::cmp::Reverse(templates[i].parsed.literal_len()));
+                order
+            },
+            templates,
+            prompt_index: index(prompts.iter().map(|p| p.prompt.name.as_str())),
+            prompts,
+            views: Default::default(),
+        }
+    }
+
     /// What `adapter`'s revision is shown, computed on first use and kept.
     pub(crate) fn view(&self, adapter: Adapter) -> &project::RevisionView {
         self.views.get_or_init(adapter.revision(), || {
@@ -834,8 +862,8 @@ impl Registry {
         self.prompt_index.get(name).map(|&i| &self.prompts[i])
     }
 
-    /// A copy of this registry with another catalog (each list sorted as `build` sorts it),
-    /// and every per-revision view computed now, so no request pays for the change.
+    /// The next catalog: these entries with the same settings (shared, not copied), and
+    /// every per-revision view computed now, so no request pays for the change.
     pub(crate) fn with_catalog(
         &self,
         tools: Vec<ToolEntry>,
@@ -843,44 +871,11 @@ impl Registry {
         resources: Vec<Resource>,
         templates: Vec<TemplateEntry>,
     ) -> Self {
-        let registry = Self {
-            identity: self.identity.clone(),
-            server_info: self.server_info.clone(),
-            instructions: self.instructions.clone(),
-            tool_index: index(tools.iter().map(|t| t.tool.name.as_str())),
-            tools,
-            resource_index: index(resources.iter().map(|r| r.uri.as_str())),
-            resources,
-            template_order: {
-                let mut order: Vec<usize> = (0..templates.len()).collect();
-                order.sort_by_key(|&i| std::cmp::Reverse(templates[i].parsed.literal_len()));
-                order
-            },
-            templates,
-            prompt_index: index(prompts.iter().map(|p| p.prompt.name.as_str())),
-            prompts,
-            completer: self.completer.clone(),
-            page_size: self.page_size,
-            ask_timeout: self.ask_timeout,
-            max_queued: self.max_queued,
-            list_cache: self.list_cache,
-            adapters: self.adapters.clone(),
-            states: self.states.clone(),
-            log: self.log.clone(),
-            tool_schemas: self.tool_schemas,
-            extensions: self.extensions.clone(),
-            extension_methods: self.extension_methods.clone(),
-            tasks: self.tasks.clone(),
-            declares_resources: self.declares_resources,
-            shared: self.shared.clone(),
-            #[cfg(feature = "metrics")]
-            metrics: self.metrics.clone(),
-            views: Default::default(),
-        };
-        for adapter in registry.adapters.adapters() {
-            registry.view(*adapter);
+        let catalog = Self::new(self.settings.clone(), tools, prompts, resources, templates);
+        for adapter in catalog.settings.adapters.adapters() {
+            catalog.view(*adapter);
         }
-        registry
+        catalog
     }
 }
 
@@ -923,7 +918,7 @@ impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let registry = self.live.current();
         f.debug_struct("Server")
-            .field("name", &registry.identity.name)
+            .field("name", &registry.settings.identity.name)
             .field("tools", &registry.tools.len())
             .field("resources", &registry.resources.len())
             .field("templates", &registry.templates.len())
@@ -964,7 +959,7 @@ impl Server {
     }
 
     /// The settings no catalog change touches (see [`Live::settings`]).
-    pub(crate) fn settings(&self) -> &Registry {
+    pub(crate) fn settings(&self) -> &Settings {
         self.live.settings()
     }
 
@@ -995,7 +990,7 @@ impl Server {
 
 /// [`Server::tool_headers`]: the bindings of one revision's tools in one registry.
 struct ToolHeadersNow {
-    registry: Arc<Registry>,
+    registry: Arc<Catalog>,
     adapter: Adapter,
 }
 
@@ -1005,63 +1000,127 @@ impl mcp_adapters::ToolHeaders for ToolHeadersNow {
     }
 }
 
-/// One request's view of a [`Server`]: the registry as it was when the request came in (one
-/// reference count), and the server's shared part. Crate-private: users hold a [`Server`].
+/// One request's view of a [`Server`]: the catalog as it was when the request came in (one
+/// reference count; its settings come with it), and the server's shared part. Crate-private:
+/// users hold a [`Server`].
 #[derive(Clone)]
 pub(crate) struct Served {
-    /// The registry this request is served from.
-    pub(crate) registry: Arc<Registry>,
+    /// The catalog this request is served from.
+    pub(crate) registry: Arc<Catalog>,
     /// What every clone of the server shares.
     pub(crate) live: Arc<Live>,
 }
 
-/// What every clone of a [`Server`] shares: the current registry, the registry as built, the
-/// shutdown signal.
+impl Served {
+    /// The server's settings (the same for every catalog).
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.registry.settings
+    }
+}
+
+/// What every clone of a [`Server`] shares: the settings, the current catalog, the shutdown
+/// signal.
 pub(crate) struct Live {
-    current: std::sync::RwLock<Arc<Registry>>,
-    /// The registry as built. Only what catalog changes never touch is read from it (identity,
-    /// revisions, stores, limits, metrics): without taking the lock.
-    built: Arc<Registry>,
+    /// Read without a lock: no runtime change touches them.
+    settings: Arc<Settings>,
+    /// The catalog now: a runtime change swaps this one `Arc` (readers never wait for a
+    /// writer, and a request holds the catalog it started with).
+    current: ArcSwap<Catalog>,
     /// Serialises runtime changes (read, rebuild, swap).
     pub(crate) edit: std::sync::Mutex<()>,
     pub(crate) closed: crate::notifier::Closer,
 }
 
 impl Live {
-    pub(crate) fn new(registry: Arc<Registry>) -> Self {
+    pub(crate) fn new(settings: Arc<Settings>, catalog: Arc<Catalog>) -> Self {
         Self {
-            current: std::sync::RwLock::new(registry.clone()),
-            built: registry,
+            settings,
+            current: ArcSwap::new(catalog),
             edit: std::sync::Mutex::new(()),
             closed: crate::notifier::Closer::default(),
         }
     }
 
-    /// The registry now.
-    pub(crate) fn current(&self) -> Arc<Registry> {
-        self.current
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    /// The catalog now.
+    pub(crate) fn current(&self) -> Arc<Catalog> {
+        self.current.load_full()
     }
 
     /// Swaps in `next` (the caller holds [`edit`](Self::edit)).
-    pub(crate) fn replace(&self, next: Arc<Registry>) {
-        *self
-            .current
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+    pub(crate) fn replace(&self, next: Arc<Catalog>) {
+        debug_assert!(
+            Arc::ptr_eq(&next.settings, &self.settings),
+            "a catalog change keeps the settings"
+        );
+        self.current.store(next);
     }
 
-    /// The settings no catalog change touches: identity, revisions, stores, limits, metrics.
-    pub(crate) fn settings(&self) -> &Registry {
-        &self.built
+    /// The settings no catalog change touches: identity, revisions, stores, limits,
+    /// extensions, metrics.
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A runtime change swaps the catalog (one `Arc`) and copies no setting: the next catalog
+    /// holds the very same settings, a request that took the catalog before the change keeps
+    /// it, and the change is announced as before (`notifications/tools/list_changed`).
+    #[tokio::test]
+    async fn a_catalog_change_swaps_the_catalog_and_shares_the_settings() {
+        use futures::StreamExt as _;
+        async fn hello() -> String {
+            "hello".into()
+        }
+        let server = Server::builder("swap", "1").build().unwrap();
+        let adapter = server.revisions().newest();
+        let mut changes = server
+            .notifications(
+                &mcp_hub::Namespace::root(),
+                adapter,
+                crate::NotificationFilter::all_list_changes(),
+                None,
+            )
+            .await
+            .unwrap();
+        let settings: *const Settings = server.settings();
+        let before = server.served();
+        assert!(before.registry.view(adapter).tools.is_empty());
+
+        server.add_tool(Tool::new("added", hello)).await.unwrap();
+        let after = server.served();
+        assert!(!Arc::ptr_eq(&before.registry, &after.registry), "swapped");
+        assert!(
+            Arc::ptr_eq(&before.registry.settings, &after.registry.settings),
+            "the next catalog shares the settings"
+        );
+        assert!(std::ptr::eq(settings, server.settings()));
+        assert!(std::ptr::eq(after.settings(), server.settings()));
+        // The request served from the earlier catalog still sees it; a new one sees the tool.
+        assert!(before.registry.tool("added").is_none());
+        assert!(before.registry.view(adapter).tools.is_empty());
+        assert!(after.registry.tool("added").is_some());
+        assert_eq!(after.registry.view(adapter).tools[0].0, "added");
+
+        let (_, changed) = tokio::time::timeout(Duration::from_secs(10), changes.next())
+            .await
+            .expect("a notification in time")
+            .expect("the stream goes on")
+            .expect("no error");
+        assert_eq!(changed["method"], "notifications/tools/list_changed");
+
+        // Removing it swaps again, with the same settings.
+        server.remove_tool("added").await.unwrap();
+        let last = server.served();
+        assert!(last.registry.tool("added").is_none());
+        assert!(Arc::ptr_eq(
+            &last.registry.settings,
+            &before.registry.settings
+        ));
+    }
 
     #[test]
     fn tool_names_follow_the_guidance() {

@@ -7,7 +7,7 @@ use mcp_adapters::{Adapter, ToolDefinition, ToolHeaders, ToolView};
 use mcp_schema::HeaderBinding;
 use serde_json::{Value, json};
 
-use crate::server::Registry;
+use crate::server::Catalog;
 
 /// Everything list and describe answers need for one revision.
 #[derive(Debug)]
@@ -28,10 +28,11 @@ pub(crate) struct RevisionView {
 }
 
 impl RevisionView {
-    pub(crate) fn build(registry: &Registry, adapter: Adapter) -> Self {
+    pub(crate) fn build(catalog: &Catalog, adapter: Adapter) -> Self {
+        let settings = &*catalog.settings;
         let mut tools = Vec::new();
         let mut tool_views = FastMap::default();
-        for entry in &registry.tools {
+        for entry in &catalog.tools {
             let tool = &entry.tool;
             if tool
                 .min_revision
@@ -40,7 +41,7 @@ impl RevisionView {
                 continue;
             }
             let definition = tool.definition(&tool.input_schema, entry.output_schema.as_ref());
-            let profile = match registry.tool_schemas {
+            let profile = match settings.tool_schemas {
                 crate::ToolSchemas::Projected => adapter.schema_profile(),
                 crate::ToolSchemas::Native => adapter.schema_profile().native(),
             };
@@ -61,12 +62,12 @@ impl RevisionView {
                 ),
             }
         }
-        let resources = registry
+        let resources = catalog
             .resources
             .iter()
             .map(|r| (r.uri.clone(), adapter.project_resource(&r.definition())))
             .collect();
-        let templates = registry
+        let templates = catalog
             .templates
             .iter()
             .map(|t| {
@@ -76,7 +77,7 @@ impl RevisionView {
                 )
             })
             .collect();
-        let prompts = registry
+        let prompts = catalog
             .prompts
             .iter()
             .map(|p| {
@@ -92,24 +93,24 @@ impl RevisionView {
         if !tools.is_empty() {
             capabilities.insert("tools".into(), json!({"listChanged": true}));
         }
-        if !registry.resources.is_empty()
-            || !registry.templates.is_empty()
-            || registry.declares_resources
+        if !catalog.resources.is_empty()
+            || !catalog.templates.is_empty()
+            || settings.declares_resources
         {
             capabilities.insert(
                 "resources".into(),
                 json!({"subscribe": true, "listChanged": true}),
             );
         }
-        if !registry.prompts.is_empty() {
+        if !catalog.prompts.is_empty() {
             capabilities.insert("prompts".into(), json!({"listChanged": true}));
         }
-        if registry.completer.is_some() {
+        if settings.completer.is_some() {
             capabilities.insert("completions".into(), json!({}));
         }
         capabilities.insert("logging".into(), json!({}));
-        if !registry.extensions.is_empty() {
-            let extensions: serde_json::Map<String, Value> = registry
+        if !settings.extensions.is_empty() {
+            let extensions: serde_json::Map<String, Value> = settings
                 .extensions
                 .iter()
                 .map(|e| (e.id.clone(), e.settings.clone()))
@@ -123,7 +124,7 @@ impl RevisionView {
             templates,
             prompts,
             capabilities: Value::Object(capabilities),
-            server_info: adapter.project_implementation(&registry.server_info),
+            server_info: adapter.project_implementation(&settings.server_info),
         }
     }
 }
