@@ -412,7 +412,7 @@ fn scope_refusal(
         .adapter;
     let items = adapter.decode(decoded);
     let (id, refusal) = shared.missing_scope(parts.uri.path(), &items, principal)?;
-    Some(crate::http::auth_refusal(adapter, id, &refusal))
+    Some(crate::http::auth_refusal(adapter, id, false, &refusal))
 }
 
 /// Serves one posted message and sends what it produces to the stream: through its local

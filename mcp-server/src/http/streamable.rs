@@ -20,8 +20,8 @@ use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::cancel::{self, Registered};
 use crate::http::session::{Loaded, SessionError, SessionRecord};
 use crate::http::{
-    Accepts, BodyError, SESSION_HEADER, Shared, failure_response, first_id, is_json,
-    session_header, sse_response, status_only,
+    Accepts, BodyError, SESSION_HEADER, Shared, bodiless_failure, failure_response, first_id,
+    is_json, session_header, sse_response, status_only,
 };
 use crate::notify::Change;
 
@@ -106,7 +106,7 @@ pub(crate) async fn post(
         if let Some((id, refusal)) =
             shared.missing_scope_in(&server, parts.uri.path(), &items, principal)
         {
-            return crate::http::auth_refusal(adapter, id, &refusal);
+            return crate::http::auth_refusal(adapter, id, false, &refusal);
         }
     }
     if let Some(Loaded { id, .. }) = &bound.session {
@@ -436,11 +436,10 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     if !set.adapters().iter().any(|a| a.features().has_get_stream) {
         return allow_post_only();
     }
-    let render = session_render(set);
+    let render = session_render(set, &parts.headers);
     if !Accepts::of(&parts.headers).sse {
-        return failure_response(
+        return bodiless_failure(
             render,
-            None,
             &Failure::new(
                 FailureKind::NotAcceptable,
                 "the GET stream is text/event-stream",
@@ -457,9 +456,8 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         if named.is_some_and(|a| !a.features().has_get_stream) {
             return allow_post_only();
         }
-        return failure_response(
+        return bodiless_failure(
             render,
-            None,
             &Failure::new(
                 FailureKind::SessionRequired,
                 "the GET stream needs the Mcp-Session-Id header that initialize returned",
@@ -470,9 +468,9 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     let loaded = match shared.sessions.load(id).await {
         Ok(loaded) if !loaded.record.sse && loaded.record.owner == owner => loaded,
         Ok(_) | Err(SessionError::NotFound) => {
-            return failure_response(render, None, &Failure::session_not_found());
+            return bodiless_failure(render, &Failure::session_not_found());
         }
-        Err(err) => return store_failure(render, None, &err),
+        Err(err) => return bodiless_store_failure(render, &err),
     };
     let adapter = loaded
         .record
@@ -484,7 +482,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         return allow_post_only();
     }
     let Some(slot) = shared.streams.take(id) else {
-        return failure_response(adapter, None, &shared.streams.full());
+        return bodiless_failure(adapter, &shared.streams.full());
     };
     // The server's notifications (`Notifier`, runtime registry changes): list changes the
     // capabilities announce, and updates of the URIs the session subscribed to, read from its
@@ -536,9 +534,8 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
             }
             Err(err) => {
                 tracing::error!(%err, "event log failure");
-                return failure_response(
+                return bodiless_failure(
                     adapter,
-                    None,
                     &Failure::unavailable("the event log is unavailable"),
                 );
             }
@@ -597,14 +594,25 @@ fn missed_changes(
     .chain(subscribed.map(|uri| Change::ResourceUpdated { uri }))
 }
 
-/// The adapter that renders session failures of requests that name no revision: the newest
-/// served one with sessions (404 for a lost session is theirs).
-fn session_render(set: &AdapterSet) -> Adapter {
-    set.adapters()
-        .iter()
-        .copied()
-        .find(Adapter::has_sessions)
+/// The adapter that renders failures of a `GET` or `DELETE`: the served revision its
+/// `MCP-Protocol-Version` names if it has sessions, else the newest served one with sessions (404 for a lost
+/// session is theirs).
+fn session_render(set: &AdapterSet, headers: &http::HeaderMap) -> Adapter {
+    headers
+        .get(header_names::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| set.by_version(v))
+        .filter(Adapter::has_sessions)
+        .or_else(|| set.adapters().iter().copied().find(Adapter::has_sessions))
         .unwrap_or_else(|| set.newest())
+}
+
+/// [`store_failure`] for a request without a JSON-RPC message.
+fn bodiless_store_failure(adapter: Adapter, err: &SessionError) -> Response<HttpBody> {
+    if !matches!(err, SessionError::Full(_) | SessionError::PrincipalFull(_)) {
+        tracing::error!(%err, "session store failure");
+    }
+    bodiless_failure(adapter, &err.failure())
 }
 
 fn allow_post_only() -> Response<HttpBody> {
@@ -623,11 +631,10 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
     if !set.adapters().iter().any(Adapter::has_sessions) {
         return allow_post_only();
     }
-    let render = session_render(set);
+    let render = session_render(set, &parts.headers);
     let Some(id) = session_header(&parts.headers) else {
-        return failure_response(
+        return bodiless_failure(
             render,
-            None,
             &Failure::new(
                 FailureKind::SessionRequired,
                 "DELETE needs the Mcp-Session-Id header of the session to end",
@@ -640,9 +647,9 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
         match shared.sessions.load(id).await {
             Ok(loaded) if loaded.record.owner == owner => {}
             Ok(_) | Err(SessionError::NotFound) => {
-                return failure_response(render, None, &Failure::session_not_found());
+                return bodiless_failure(render, &Failure::session_not_found());
             }
-            Err(err) => return store_failure(render, None, &err),
+            Err(err) => return bodiless_store_failure(render, &err),
         }
     }
     match shared.sessions.delete(id).await {
@@ -652,7 +659,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
             let _ = shared.server.settings().log.delete(&topic).await;
             status_only(StatusCode::NO_CONTENT)
         }
-        Ok(false) => failure_response(render, None, &Failure::session_not_found()),
-        Err(err) => store_failure(render, None, &err),
+        Ok(false) => bodiless_failure(render, &Failure::session_not_found()),
+        Err(err) => bodiless_store_failure(render, &err),
     }
 }
