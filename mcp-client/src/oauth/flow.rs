@@ -1100,6 +1100,20 @@ impl OAuth {
     }
 }
 
+/// Runs a change of the token store on the runtime's blocking pool: a store may wait there (a
+/// [`FileTokenStore`](super::FileTokenStore) polls for another process's lock file, up to its
+/// lock timeout), which must never hold up the runtime's threads (on a current-thread runtime,
+/// every other task of the process, the server that would answer included).
+async fn off_runtime<T: Send + 'static>(
+    store: &Arc<dyn super::TokenStore>,
+    change: impl FnOnce(&dyn super::TokenStore) -> Result<T, OAuthError> + Send + 'static,
+) -> Result<T, OAuthError> {
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || change(store.as_ref()))
+        .await
+        .map_err(|e| OAuthError::Store(format!("the token store's task ended: {e}")))?
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1176,18 +1190,4 @@ mod tests {
             assert!(!text.contains(secret), "{text}");
         }
     }
-}
-
-/// Runs a change of the token store on the runtime's blocking pool: a store may wait there (a
-/// [`FileTokenStore`](super::FileTokenStore) polls for another process's lock file, up to its
-/// lock timeout), which must never hold up the runtime's threads (on a current-thread runtime,
-/// every other task of the process, the server that would answer included).
-async fn off_runtime<T: Send + 'static>(
-    store: &Arc<dyn super::TokenStore>,
-    change: impl FnOnce(&dyn super::TokenStore) -> Result<T, OAuthError> + Send + 'static,
-) -> Result<T, OAuthError> {
-    let store = Arc::clone(store);
-    tokio::task::spawn_blocking(move || change(store.as_ref()))
-        .await
-        .map_err(|e| OAuthError::Store(format!("the token store's task ended: {e}")))?
 }
