@@ -793,6 +793,11 @@ pub(crate) fn auth_refusal(
     {
         response.headers_mut().insert("dpop-nonce", nonce);
     }
+    if let Some(seconds) = refusal.retry_after {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
     response
 }
 
