@@ -10,7 +10,7 @@ use crate::support;
 use std::io::Write;
 use std::path::PathBuf;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use support::Demo;
 use support::console::Console;
 use support::webdriver::Browser;
@@ -380,7 +380,7 @@ fn a_page_on_another_local_port_gets_neither_the_token_nor_the_console() {
             .recv_timeout(std::time::Duration::from_secs(30))
             .expect("the other page reports");
         if what.starts_with("/report") {
-            report = Some(serde_json::from_str::<serde_json::Value>(&body).unwrap());
+            report = Some(serde_json::from_str::<Value>(&body).unwrap());
         }
         requests.push(what);
     }
@@ -475,4 +475,79 @@ fn many_waiting_calls_do_not_block_the_answers() {
         "answering {CALLS} waiting calls took {elapsed:?}"
     );
     b.screenshot("20-many-waiting-calls");
+}
+
+/// Issue 44, the stall as its report had it: the revision lens replays `deploy` on every
+/// revision at once (five calls, each waiting for its question on the revisions that can ask),
+/// while three more deploy calls wait on the current connection: more waiting calls than the
+/// browser's six connections per host. Every question is answered from the dialog and every
+/// revision's card ends with the call's result.
+#[test]
+fn the_lens_replay_of_deploy_on_every_revision_does_not_block_the_answers() {
+    let Some(b) = browser() else { return };
+    let demo = Demo::start();
+    let console = Console::start(&[&demo.mcp()]);
+    b.go(&console.url);
+    b.wait_text("#server-revision", "2026-07-28");
+    b.click("#tab-lens");
+    b.click("#lens-open");
+    b.wait_text("#lens-table", "2024-11-05");
+    b.click("#lens-tool-deploy");
+    let fields = b.find_all("#lens-detail form input[type=text], #lens-detail form textarea");
+    assert!(!fields.is_empty(), "the replay form has the service field");
+    b.fill_element(&fields[0], "lens");
+    // The replay first (the questions' dialog would cover its button), then three more.
+    b.click("#lens-replay-call");
+    const EXTRA: usize = 3;
+    b.script(
+        "window.results = [];
+         const conn = [...S.conns.values()].find((s) => !s.lens).conn;
+         for (let i = 0; i < arguments[0]; i++)
+           api('/api/call', { conn, name: 'deploy', arguments: { service: `x${i}` } })
+             .then((r) => window.results.push(r.content[0].text), (e) => window.results.push(`failed: ${e.message}`));",
+        json!([EXTRA]),
+    );
+    let started = std::time::Instant::now();
+    let mut answered: Vec<Value> = Vec::new();
+    loop {
+        assert!(answered.len() <= 5 + EXTRA, "more questions than calls");
+        let next = b.wait_for(
+            "const cards = [...document.querySelectorAll('#lens-replay [data-revision]')];
+             const finished = cards.length === 5 && cards.every((c) => !c.textContent.includes('calling…'))
+               && window.results.length === args[1];
+             if (finished) return 'done';
+             const d = document.getElementById('ask');
+             if (d.open && S.asking && !args[0].includes(S.asking.ask)) return S.asking.ask;
+             return null;",
+            json!([answered, EXTRA]),
+        );
+        if next == json!("done") {
+            break;
+        }
+        answered.push(next);
+        b.click("#ask-accept");
+    }
+    let elapsed = started.elapsed();
+    // Every revision's call asked, was answered from the dialog, and deployed.
+    assert_eq!(answered.len(), REVISIONS.len() + EXTRA, "{answered:?}");
+    for revision in REVISIONS {
+        b.wait_text(
+            &format!("#lens-replay [data-revision='{revision}']"),
+            "deployed lens",
+        );
+    }
+    let mut results: Vec<String> = b
+        .script("return window.results;", json!([]))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_owned())
+        .collect();
+    results.sort();
+    assert_eq!(results, ["deployed x0", "deployed x1", "deployed x2"]);
+    assert!(
+        elapsed < std::time::Duration::from_secs(15),
+        "answering the replay's questions took {elapsed:?}"
+    );
+    b.screenshot("21-lens-replay-deploy");
 }

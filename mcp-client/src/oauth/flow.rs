@@ -174,7 +174,7 @@ impl OAuth {
             // assertion or credentials) is reported, not tried again.
             Err(e) if e.is_invalid_grant() && held.refresh_token.is_some() => {
                 tracing::info!("the refresh token was refused; authorizing again");
-                self.forget(&held)?;
+                self.forget(&held).await?;
                 Ok(None)
             }
             Err(e) => Err(e),
@@ -186,19 +186,24 @@ impl OAuth {
         self.inner.config.grant != Grant::AuthorizationCode
     }
 
-    fn forget(&self, held: &TokenSet) -> Result<(), OAuthError> {
-        let mut current = lock(&self.inner.current);
-        if current
-            .as_ref()
-            .is_some_and(|c| c.access_token == held.access_token)
+    async fn forget(&self, held: &TokenSet) -> Result<(), OAuthError> {
         {
-            *current = None;
+            let mut current = lock(&self.inner.current);
+            if current
+                .as_ref()
+                .is_some_and(|c| c.access_token == held.access_token)
+            {
+                *current = None;
+            }
         }
-        drop(current);
         if let Some(stored) = self.inner.config.store.load_tokens(&self.inner.server)?
             && stored.access_token == held.access_token
         {
-            self.inner.config.store.remove_tokens(&self.inner.server)?;
+            let server = self.inner.server.clone();
+            off_runtime(&self.inner.config.store, move |store| {
+                store.remove_tokens(&server)
+            })
+            .await?;
         }
         Ok(())
     }
@@ -292,7 +297,7 @@ impl OAuth {
         }) {
             match self.refresh(&held).await {
                 Ok(_) => return Ok(true),
-                Err(e) if e.is_invalid_grant() => self.forget(&held)?,
+                Err(e) if e.is_invalid_grant() => self.forget(&held).await?,
                 Err(e) => return Err(e),
             }
         }
@@ -596,7 +601,8 @@ impl OAuth {
             client_secret,
             token_endpoint_auth_method: method,
         };
-        config.store.save_client(&registration)?;
+        let saved = registration.clone();
+        off_runtime(&config.store, move |store| store.save_client(&saved)).await?;
         Ok(registration)
     }
 
@@ -962,7 +968,11 @@ impl OAuth {
             return Err(OAuthError::Http("no token response".into()));
         };
         let tokens = self.read_tokens(base, &response)?;
-        self.inner.config.store.save_tokens(&tokens)?;
+        let saved = tokens.clone();
+        off_runtime(&self.inner.config.store, move |store| {
+            store.save_tokens(&saved)
+        })
+        .await?;
         *lock(&self.inner.current) = Some(tokens.clone());
         Ok(tokens)
     }
@@ -1088,6 +1098,20 @@ impl OAuth {
         }
         Ok(Some(token))
     }
+}
+
+/// Runs a change of the token store on the runtime's blocking pool: a store may wait there (a
+/// [`FileTokenStore`](super::FileTokenStore) polls for another process's lock file, up to its
+/// lock timeout), which must never hold up the runtime's threads (on a current-thread runtime,
+/// every other task of the process, the server that would answer included).
+async fn off_runtime<T: Send + 'static>(
+    store: &Arc<dyn super::TokenStore>,
+    change: impl FnOnce(&dyn super::TokenStore) -> Result<T, OAuthError> + Send + 'static,
+) -> Result<T, OAuthError> {
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || change(store.as_ref()))
+        .await
+        .map_err(|e| OAuthError::Store(format!("the token store's task ended: {e}")))?
 }
 
 #[cfg(test)]

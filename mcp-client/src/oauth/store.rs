@@ -146,6 +146,12 @@ fn held_lock_files() -> &'static Mutex<Vec<PathBuf>> {
 /// Tokens are kept by MCP server URL (each [`TokenSet`] names the authorization server that
 /// issued it, and is used only with that one), registrations by authorization server issuer. [`TokenStore::lock`] serialises refreshes
 /// among everyone sharing the store.
+///
+/// The methods but [`lock`](TokenStore::lock) are synchronous and may wait (a
+/// [`FileTokenStore`] writes under a lock file another process may hold, polling up to 90 s):
+/// the OAuth client calls the ones that change the store (`save_tokens`, `remove_tokens`,
+/// `save_client`) on the runtime's blocking pool, never on a runtime thread. Code of your own
+/// that calls them from async code should do the same (`tokio::task::spawn_blocking`).
 pub trait TokenStore: fmt::Debug + Send + Sync + 'static {
     /// The tokens saved for the MCP server at `resource` (its URL), if any.
     fn load_tokens(&self, resource: &str) -> Result<Option<TokenSet>, OAuthError>;

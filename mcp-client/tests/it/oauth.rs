@@ -617,3 +617,80 @@ async fn every_revision_logs_in_over_https_and_steps_up() {
     // stored tokens.
     assert_eq!(redirect.logins.load(Ordering::SeqCst), 4);
 }
+
+/// A file store whose lock file another process holds (made here, fresh): registering the
+/// client waits in `save_client` for it to go. That wait is on the blocking pool, so this
+/// current-thread runtime (which also runs the server the login talks to and this test) keeps
+/// running: the test sees the store wait, removes the lock file, and the login completes. When
+/// the wait blocked the runtime's thread, nothing else ran until the store's timeout.
+#[tokio::test]
+async fn a_store_waiting_for_another_processes_lock_does_not_block_the_runtime() {
+    #[derive(Debug)]
+    struct Watched {
+        inner: FileTokenStore,
+        waiting: tokio::sync::mpsc::UnboundedSender<()>,
+    }
+    impl TokenStore for Watched {
+        fn load_tokens(&self, resource: &str) -> Result<Option<TokenSet>, OAuthError> {
+            self.inner.load_tokens(resource)
+        }
+        fn save_tokens(&self, tokens: &TokenSet) -> Result<(), OAuthError> {
+            self.inner.save_tokens(tokens)
+        }
+        fn remove_tokens(&self, resource: &str) -> Result<(), OAuthError> {
+            self.inner.remove_tokens(resource)
+        }
+        fn load_client(&self, issuer: &str) -> Result<Option<ClientRegistration>, OAuthError> {
+            self.inner.load_client(issuer)
+        }
+        fn save_client(&self, client: &ClientRegistration) -> Result<(), OAuthError> {
+            let _ = self.waiting.send(());
+            self.inner.save_client(client)
+        }
+        fn lock(&self, resource: &str) -> BoxFuture<'_, Result<StoreLock, OAuthError>> {
+            self.inner.lock(resource)
+        }
+    }
+    let url = protected_server().await;
+    let path = temp_file("tokens.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(
+            path.parent().unwrap(),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
+    }
+    let lock_file = path.with_file_name("tokens.json.lock");
+    std::fs::write(&lock_file, b"").unwrap();
+    let (waiting, mut waits) = tokio::sync::mpsc::unbounded_channel();
+    let redirect = Counted::default();
+    let config = OAuthConfig::new(redirect.clone()).store(Watched {
+        inner: FileTokenStore::new(&path),
+        waiting,
+    });
+    let login = {
+        let url = url.clone();
+        tokio::spawn(async move { Client::builder().oauth(config).connect_http(&url).await })
+    };
+    // The store waits for the lock file; this task runs meanwhile and lets it go (still there:
+    // nobody took it over as stale).
+    waits.recv().await.unwrap();
+    std::fs::remove_file(&lock_file).unwrap();
+    let client = login.await.unwrap().unwrap();
+    client
+        .call_tool("add", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(redirect.logins.load(Ordering::SeqCst), 1);
+    assert!(
+        FileTokenStore::new(&path)
+            .load_tokens(&url)
+            .unwrap()
+            .is_some(),
+        "the tokens were saved once the lock was gone"
+    );
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}

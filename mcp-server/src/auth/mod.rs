@@ -178,6 +178,8 @@ pub struct AuthRefusal {
     pub reason: String,
     /// The nonce a `use_dpop_nonce` refusal sends in the `DPoP-Nonce` header.
     pub dpop_nonce: Option<String>,
+    /// Seconds a 503 tells the client to wait (`Retry-After`), when known.
+    pub retry_after: Option<u64>,
 }
 
 impl AuthRefusal {
@@ -191,6 +193,7 @@ impl AuthRefusal {
 /// The defaults of [`ResourceServerBuilder`].
 const DEFAULT_CACHE_ENTRIES: usize = 10_000;
 const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(300);
+const DEFAULT_DPOP_REPLAY_LIMIT: usize = 100_000;
 /// The longest token the verification cache keeps (see [`ResourceServerBuilder::cache`]).
 const MAX_CACHED_TOKEN: usize = 4096;
 
@@ -211,6 +214,7 @@ pub struct ResourceServerBuilder {
     dpop_required: bool,
     dpop_nonce: Option<(Vec<u8>, Duration)>,
     dpop_replay: Option<(Arc<dyn StateStore>, Namespace)>,
+    dpop_replay_limit: usize,
 }
 
 impl fmt::Debug for ResourceServerBuilder {
@@ -404,6 +408,20 @@ impl ResourceServerBuilder {
         self
     }
 
+    /// The most DPoP replay records this resource server keeps live in the replay store at
+    /// once: each accepted proof's `jti` is recorded for the proof's `iat` window (66 s by
+    /// default), so this bounds the store's records from this worker to `limit` (and the
+    /// hub's to `limit` times the number of workers), whatever the request rate. At the limit a
+    /// request with a DPoP proof gets 503 with `Retry-After` (the seconds until this worker's
+    /// oldest record expires) and is not served; bearer tokens are unaffected. Default:
+    /// 100,000 (a sustained 1,500 DPoP requests per second per worker with the default window,
+    /// about 15 MB of 64-character keys in Redis); at least 1.
+    #[must_use]
+    pub fn dpop_replay_limit(mut self, limit: usize) -> Self {
+        self.dpop_replay_limit = limit.max(1);
+        self
+    }
+
     /// `resource_name` in the metadata.
     #[must_use]
     pub fn resource_name(mut self, name: impl Into<String>) -> Self {
@@ -449,6 +467,10 @@ impl ResourceServerBuilder {
             lifetime: lifetime.as_secs().max(1),
         });
         let algs = self.dpop.algorithm_names().join(" ");
+        let budget = Arc::new(ReplayBudget::new(
+            self.dpop_replay_limit,
+            self.dpop.window(),
+        ));
         Ok(ResourceServer {
             endpoints: Arc::new([Endpoint::new(metadata, rules, Vec::new())]),
             dpop: Arc::new(Dpop {
@@ -459,6 +481,7 @@ impl ResourceServerBuilder {
                 replay: store,
                 namespace,
                 replay_set,
+                budget,
                 htu_base: None,
             }),
             inner: Arc::new(Inner {
@@ -496,9 +519,72 @@ struct Dpop {
     namespace: Namespace,
     /// Whether the replay store was configured (else the endpoint's server's store is used).
     replay_set: bool,
+    /// This worker's live replay records, bounded (shared by the endpoints' copies).
+    budget: Arc<ReplayBudget>,
     /// The resource URL up to the endpoint's path: a request's `htu` is this and its path.
     /// `None` before the resource server is set on an endpoint: then the resource's origin.
     htu_base: Option<String>,
+}
+
+/// The DPoP replay records this worker created that are still live, counted per second of
+/// creation: at most `limit` at once (see [`ResourceServerBuilder::dpop_replay_limit`]).
+struct ReplayBudget {
+    limit: usize,
+    /// A record's lifetime, in whole seconds rounded up.
+    window: i64,
+    /// (second of creation, records created in it), oldest first, and their total.
+    live: Mutex<(std::collections::VecDeque<(i64, usize)>, usize)>,
+}
+
+impl ReplayBudget {
+    fn new(limit: usize, window: Duration) -> Self {
+        let secs = window.as_secs() + u64::from(window.subsec_nanos() > 0);
+        Self {
+            limit: limit.max(1),
+            window: i64::try_from(secs).unwrap_or(i64::MAX).max(1),
+            live: Mutex::new((std::collections::VecDeque::new(), 0)),
+        }
+    }
+
+    /// Counts one record created at `now`; at the limit, the seconds until the oldest
+    /// expires instead.
+    fn reserve(&self, now: i64) -> Result<(), u64> {
+        let mut guard = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let (seconds, total) = &mut *guard;
+        while let Some(&(at, count)) = seconds.front() {
+            if at.saturating_add(self.window) > now {
+                break;
+            }
+            seconds.pop_front();
+            *total -= count;
+        }
+        if *total >= self.limit {
+            let oldest = seconds.front().map_or(now, |&(at, _)| at);
+            let wait = oldest
+                .saturating_add(self.window)
+                .saturating_sub(now)
+                .max(1);
+            return Err(u64::try_from(wait).unwrap_or(1));
+        }
+        match seconds.back_mut() {
+            Some((at, count)) if *at == now => *count += 1,
+            _ => seconds.push_back((now, 1)),
+        }
+        *total += 1;
+        Ok(())
+    }
+
+    /// Forgets a record counted at `at` that was not created after all.
+    fn release(&self, at: i64) {
+        let mut guard = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let (seconds, total) = &mut *guard;
+        if let Some((_, count)) = seconds.iter_mut().rev().find(|(second, _)| *second == at)
+            && *count > 0
+        {
+            *count -= 1;
+            *total -= 1;
+        }
+    }
 }
 
 /// Stateless DPoP nonces: an HMAC of the time window.
@@ -683,6 +769,7 @@ impl ResourceServer {
             dpop_required: false,
             dpop_nonce: None,
             dpop_replay: None,
+            dpop_replay_limit: DEFAULT_DPOP_REPLAY_LIMIT,
         }
     }
 
@@ -744,6 +831,7 @@ impl ResourceServer {
                 replay,
                 namespace,
                 replay_set: dpop.replay_set,
+                budget: dpop.budget.clone(),
                 htu_base,
             }),
             inner: self.inner.clone(),
@@ -852,6 +940,7 @@ impl ResourceServer {
             challenge: Some(Box::new(challenge)),
             reason,
             dpop_nonce: None,
+            retry_after: None,
         }
     }
 
@@ -873,6 +962,7 @@ impl ResourceServer {
             challenge: Some(Box::new(challenge)),
             reason: error.to_string(),
             dpop_nonce,
+            retry_after: None,
         }
     }
 
@@ -934,12 +1024,28 @@ impl ResourceServer {
             .dpop
             .namespace
             .key(&format!("dpop-jti/{}", verified.replay_key()));
-        match self
+        if let Err(wait) = self.dpop.budget.reserve(now) {
+            tracing::warn!(
+                limit = self.dpop.budget.limit,
+                "DPoP replay records at their limit; proofs refused for now"
+            );
+            return Err(AuthRefusal {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                challenge: None,
+                reason: "too many DPoP proofs to record for replay checks now; retry later".into(),
+                dpop_nonce: None,
+                retry_after: Some(wait),
+            });
+        }
+        let created = self
             .dpop
             .replay
             .create(&key, Bytes::new(), self.dpop.verifier.window())
-            .await
-        {
+            .await;
+        if created.is_err() {
+            self.dpop.budget.release(now);
+        }
+        match created {
             Ok(_) => Ok(()),
             Err(StoreError::AlreadyExists) => {
                 Err(self.dpop_refusal(path, &DpopError::Replayed, now))
@@ -951,6 +1057,7 @@ impl ResourceServer {
                     challenge: None,
                     reason: "access tokens cannot be verified now".into(),
                     dpop_nonce: None,
+                    retry_after: None,
                 })
             }
         }
@@ -1046,6 +1153,7 @@ impl ResourceServer {
                     challenge: None,
                     reason: "access tokens cannot be verified now".into(),
                     dpop_nonce: None,
+                    retry_after: None,
                 });
             }
         };
@@ -1230,6 +1338,7 @@ impl ResourceServer {
             )),
             reason: format!("the access token lacks the scope {missing}"),
             dpop_nonce: None,
+            retry_after: None,
         })
     }
 }
@@ -1358,6 +1467,33 @@ mod tests {
     use mcp_auth::{Audience, Challenge};
 
     use super::*;
+
+    #[test]
+    fn the_replay_budget_holds_at_most_its_limit_until_records_expire() {
+        let budget = ReplayBudget::new(3, Duration::from_secs(66));
+        assert_eq!(budget.reserve(100), Ok(()));
+        assert_eq!(budget.reserve(101), Ok(()));
+        assert_eq!(budget.reserve(101), Ok(()));
+        // Full: the oldest record (made at 100) expires at 166.
+        assert_eq!(budget.reserve(102), Err(64));
+        // A record that was not created after all frees its place.
+        budget.release(101);
+        assert_eq!(budget.reserve(102), Ok(()));
+        assert_eq!(budget.reserve(165), Err(1));
+        // The first second's record expired: one place.
+        assert_eq!(budget.reserve(166), Ok(()));
+        assert_eq!(budget.reserve(166), Err(1));
+        // Everything expired.
+        for _ in 0..3 {
+            assert_eq!(budget.reserve(1000), Ok(()));
+        }
+        assert!(budget.reserve(1000).is_err());
+        // A window of a fraction of a second still lasts one second; a limit is at least 1.
+        let tiny = ReplayBudget::new(0, Duration::from_millis(1));
+        assert_eq!(tiny.reserve(5), Ok(()));
+        assert_eq!(tiny.reserve(5), Err(1));
+        assert_eq!(tiny.reserve(6), Ok(()));
+    }
 
     #[test]
     fn token68_bytes() {

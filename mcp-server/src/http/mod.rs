@@ -448,7 +448,7 @@ impl HttpEndpoint {
                             && let Err(refusal) =
                                 auth.check_scopes_at(path, &principal, auth.required())
                         {
-                            return shared.auth_failure(&parts.headers, None, &refusal);
+                            return shared.auth_failure(&parts.headers, None, true, &refusal);
                         }
                         // The handlers of the path read it from the request's extensions.
                         // One extension: the principal with what was computed of it.
@@ -466,7 +466,8 @@ impl HttpEndpoint {
                         } else {
                             None
                         };
-                        return shared.auth_failure(&parts.headers, id, &refusal);
+                        let bodiless = parts.method != Method::POST;
+                        return shared.auth_failure(&parts.headers, id, bodiless, &refusal);
                     }
                 }
             }
@@ -632,6 +633,7 @@ impl Shared {
         &self,
         headers: &HeaderMap,
         id: Option<Id>,
+        bodiless: bool,
         refusal: &crate::auth::AuthRefusal,
     ) -> Response<HttpBody> {
         let served = self.server.revisions();
@@ -643,7 +645,7 @@ impl Shared {
                 |v| served.by_version(v),
             )
             .unwrap_or_else(|| served.newest());
-        auth_refusal(adapter, id, refusal)
+        auth_refusal(adapter, id, bodiless, refusal)
     }
 
     /// The session pipeline of this endpoint.
@@ -690,6 +692,25 @@ pub(crate) fn failure_response(
     json_response(encoded.status, encoded.to_bytes())
 }
 
+/// The failure of a request that carries no JSON-RPC message (`GET`, `DELETE`), so there is
+/// no request id to answer: a JSON-RPC error without an id on the revisions whose schema allows
+/// one (2025-11-25 and later), and on the others (whose schemas require an id on every error,
+/// and `null` is no id) the same HTTP status with the message as plain text, which is no
+/// JSON-RPC message at all rather than one their schema refuses.
+pub(crate) fn bodiless_failure(adapter: Adapter, failure: &Failure) -> Response<HttpBody> {
+    let encoded = adapter.encode_failure(None, failure);
+    if adapter.features().error_id_optional {
+        return json_response(encoded.status, encoded.to_bytes());
+    }
+    let mut response = Response::new(HttpBody::full(failure.message.clone().into_bytes()));
+    *response.status_mut() = encoded.status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
 pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response<HttpBody> {
     let mut response = Response::new(HttpBody::full(body));
     *response.status_mut() = status;
@@ -734,16 +755,19 @@ pub(crate) fn refusal_response(refusal: &crate::session::Refusal) -> Response<Ht
             failure_response(refusal.adapter, refusal.id.clone(), failure)
         }
         crate::session::Refused::Scope(auth) => {
-            auth_refusal(refusal.adapter, refusal.id.clone(), auth)
+            auth_refusal(refusal.adapter, refusal.id.clone(), false, auth)
         }
     }
 }
 
 /// The response to a request the resource server refused, rendered by `adapter`: the
-/// refusal's status, its `WWW-Authenticate` challenge, and the revision's JSON-RPC error.
+/// refusal's status, its `WWW-Authenticate` challenge, and the revision's JSON-RPC error
+/// (for a `bodiless` request, one without a JSON-RPC message, as [`bodiless_failure`] renders
+/// it).
 pub(crate) fn auth_refusal(
     adapter: Adapter,
     id: Option<Id>,
+    bodiless: bool,
     refusal: &crate::auth::AuthRefusal,
 ) -> Response<HttpBody> {
     let kind = match refusal.status {
@@ -751,7 +775,12 @@ pub(crate) fn auth_refusal(
         StatusCode::SERVICE_UNAVAILABLE => FailureKind::Unavailable,
         _ => FailureKind::Unauthorized,
     };
-    let mut response = failure_response(adapter, id, &Failure::new(kind, refusal.reason.clone()));
+    let failure = Failure::new(kind, refusal.reason.clone());
+    let mut response = match id {
+        Some(id) => failure_response(adapter, Some(id), &failure),
+        None if bodiless => bodiless_failure(adapter, &failure),
+        None => failure_response(adapter, None, &failure),
+    };
     if let Some(challenge) = refusal.www_authenticate() {
         response
             .headers_mut()
@@ -763,6 +792,11 @@ pub(crate) fn auth_refusal(
         .and_then(|n| HeaderValue::from_str(n).ok())
     {
         response.headers_mut().insert("dpop-nonce", nonce);
+    }
+    if let Some(seconds) = refusal.retry_after {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
 }

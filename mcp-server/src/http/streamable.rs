@@ -16,8 +16,8 @@ use mcp_wire::names::headers as header_names;
 use crate::dispatch::{Outgoing, Reply};
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::{
-    Accepts, BodyError, SESSION_HEADER, Shared, failure_response, posted_json, refusal_response,
-    session_header, sse_response, status_only,
+    Accepts, BodyError, SESSION_HEADER, Shared, bodiless_failure, failure_response, posted_json,
+    refusal_response, session_header, sse_response, status_only,
 };
 use crate::notify::Change;
 use crate::session::{self, Bound, Caller, Inbound, Named, Refusal, SessionError};
@@ -182,16 +182,6 @@ fn frame(item: &Outgoing) -> Bytes {
     body::event(None, None, &item.to_bytes())
 }
 
-/// The session store failed: 503 (the client may retry), with the request's id when it has
-/// one.
-fn store_failure(
-    adapter: Adapter,
-    id: Option<jsonrpc::Id>,
-    err: &SessionError,
-) -> Response<HttpBody> {
-    refusal_response(&Refusal::store(adapter, id, err))
-}
-
 fn add_session_header(response: &mut Response<HttpBody>, id: Option<&str>) {
     if let Some(value) = id.and_then(|id| HeaderValue::from_str(id).ok()) {
         response.headers_mut().insert(SESSION_HEADER, value);
@@ -206,11 +196,10 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     if !set.adapters().iter().any(|a| a.features().has_get_stream) {
         return allow_post_only();
     }
-    let render = session_render(set);
+    let render = session_render(set, &parts.headers);
     if !Accepts::of(&parts.headers).sse {
-        return failure_response(
+        return bodiless_failure(
             render,
-            None,
             &Failure::new(
                 FailureKind::NotAcceptable,
                 "the GET stream is text/event-stream",
@@ -227,9 +216,8 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         if named.is_some_and(|a| !a.features().has_get_stream) {
             return allow_post_only();
         }
-        return failure_response(
+        return bodiless_failure(
             render,
-            None,
             &Failure::new(
                 FailureKind::SessionRequired,
                 "the GET stream needs the Mcp-Session-Id header that initialize returned",
@@ -239,7 +227,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     let owner = crate::auth::owner_of(parts);
     let loaded = match session::load_own(&shared.sessions, id, owner.as_ref(), false).await {
         Ok(loaded) => loaded,
-        Err(err) => return store_failure(render, None, &err),
+        Err(err) => return bodiless_store_failure(render, &err),
     };
     let adapter = loaded
         .record
@@ -251,7 +239,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         return allow_post_only();
     }
     let Some(slot) = shared.streams.take(id) else {
-        return failure_response(adapter, None, &shared.streams.full());
+        return bodiless_failure(adapter, &shared.streams.full());
     };
     // The server's notifications (`Notifier`, runtime registry changes): list changes the
     // capabilities announce, and updates of the URIs the session subscribed to, read from its
@@ -303,9 +291,8 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
             }
             Err(err) => {
                 tracing::error!(%err, "event log failure");
-                return failure_response(
+                return bodiless_failure(
                     adapter,
-                    None,
                     &Failure::unavailable("the event log is unavailable"),
                 );
             }
@@ -364,14 +351,28 @@ fn missed_changes(
     .chain(subscribed.map(|uri| Change::ResourceUpdated { uri }))
 }
 
-/// The adapter that renders session failures of requests that name no revision: the newest
-/// served one with sessions (404 for a lost session is theirs).
-fn session_render(set: &AdapterSet) -> Adapter {
-    set.adapters()
-        .iter()
-        .copied()
-        .find(Adapter::has_sessions)
+/// The adapter that renders failures of a `GET` or `DELETE`: the served revision its
+/// `MCP-Protocol-Version` names if it has sessions, else the newest served one with sessions (404 for a lost
+/// session is theirs).
+fn session_render(set: &AdapterSet, headers: &http::HeaderMap) -> Adapter {
+    headers
+        .get(header_names::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| set.by_version(v))
+        .filter(Adapter::has_sessions)
+        .or_else(|| set.adapters().iter().copied().find(Adapter::has_sessions))
         .unwrap_or_else(|| set.newest())
+}
+
+/// A session store failure of a request without a JSON-RPC message (`GET`, `DELETE`).
+fn bodiless_store_failure(adapter: Adapter, err: &SessionError) -> Response<HttpBody> {
+    if !matches!(
+        err,
+        SessionError::NotFound | SessionError::Full(_) | SessionError::PrincipalFull(_)
+    ) {
+        tracing::error!(%err, "session store failure");
+    }
+    bodiless_failure(adapter, &err.failure())
 }
 
 fn allow_post_only() -> Response<HttpBody> {
@@ -390,11 +391,10 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
     if !set.adapters().iter().any(Adapter::has_sessions) {
         return allow_post_only();
     }
-    let render = session_render(set);
+    let render = session_render(set, &parts.headers);
     let Some(id) = session_header(&parts.headers) else {
-        return failure_response(
+        return bodiless_failure(
             render,
-            None,
             &Failure::new(
                 FailureKind::SessionRequired,
                 "DELETE needs the Mcp-Session-Id header of the session to end",
@@ -407,9 +407,9 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
         match shared.sessions.load(id).await {
             Ok(loaded) if loaded.record.owner == owner => {}
             Ok(_) | Err(SessionError::NotFound) => {
-                return failure_response(render, None, &Failure::session_not_found());
+                return bodiless_failure(render, &Failure::session_not_found());
             }
-            Err(err) => return store_failure(render, None, &err),
+            Err(err) => return bodiless_store_failure(render, &err),
         }
     }
     match shared.sessions.delete(id).await {
@@ -419,7 +419,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
             let _ = shared.server.settings().log.delete(&topic).await;
             status_only(StatusCode::NO_CONTENT)
         }
-        Ok(false) => failure_response(render, None, &Failure::session_not_found()),
-        Err(err) => store_failure(render, None, &err),
+        Ok(false) => bodiless_failure(render, &Failure::session_not_found()),
+        Err(err) => bodiless_store_failure(render, &err),
     }
 }

@@ -640,3 +640,53 @@ async fn the_development_authorization_server_binds_tokens_and_their_refresh_to_
     );
     running.stop().await;
 }
+
+/// The replay records one resource server keeps live are bounded
+/// (`dpop_replay_limit`): past the limit a DPoP request gets 503 with `Retry-After` within the
+/// proof window, a refused replay takes no place, and bearer tokens are still served.
+#[tokio::test]
+async fn replay_records_stop_at_their_limit_with_503_and_retry_after() {
+    let key = es256();
+    let running = start(
+        resource_server(&key).dpop_replay_limit(2).build().unwrap(),
+        None,
+    )
+    .await;
+    let url = format!("{BASE}/mcp");
+    let first = sign(&key, &proof_claims("POST", &url, "bound"));
+    assert_eq!(
+        post_mcp(&running, "DPoP bound", Some(&first)).await.status,
+        200
+    );
+    // A replay is refused and records nothing.
+    refused_as(
+        &post_mcp(&running, "DPoP bound", Some(&first)).await,
+        "invalid_token",
+    );
+    let second = sign(&key, &proof_claims("POST", &url, "bound"));
+    assert_eq!(
+        post_mcp(&running, "DPoP bound", Some(&second)).await.status,
+        200
+    );
+    // The third live record would pass the limit.
+    let third = sign(&key, &proof_claims("POST", &url, "bound"));
+    let full = post_mcp(&running, "DPoP bound", Some(&third)).await;
+    assert_eq!(full.status, 503, "{full:?}");
+    let wait: u64 = full
+        .header("retry-after")
+        .unwrap_or_else(|| panic!("Retry-After: {full:?}"))
+        .parse()
+        .unwrap();
+    assert!((1..=66).contains(&wait), "{wait}");
+    let body = full.json();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too many DPoP proofs"),
+        "{body}"
+    );
+    // Bearer tokens record nothing and are not limited.
+    assert_eq!(post_mcp(&running, "Bearer plain", None).await.status, 200);
+    running.stop().await;
+}

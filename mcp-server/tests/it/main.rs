@@ -16,6 +16,7 @@ mod auth_http;
 mod auth_jwt;
 mod auth_sse;
 mod axum_mount;
+mod bodiless_refusals;
 mod client_context;
 mod dispatch;
 mod extensions;
