@@ -20,7 +20,7 @@ use crate::http::{
     refusal_response, session_header, sse_response, status_only,
 };
 use crate::notify::Change;
-use crate::session::{self, Bound, Caller, Inbound, Named, Refusal, SessionError};
+use crate::session::{self, Bound, Caller, Inbound, Named, SessionError};
 
 /// `POST`: one message or batch in, JSON or SSE out.
 pub(crate) async fn post(
