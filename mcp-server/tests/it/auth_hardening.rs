@@ -185,7 +185,7 @@ fn insufficient(revision: Revision, response: &RawResponse, scope: &str, id: Opt
         support::check(revision, "JSONRPCMessage", &body);
         assert_eq!(body["id"], id, "{revision}: {body}");
     } else {
-        response.check_bodiless_refusal(revision);
+        support::check_bodiless_refusal(response, revision);
     }
 }
 

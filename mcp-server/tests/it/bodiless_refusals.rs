@@ -78,7 +78,7 @@ async fn get_and_delete_refusals_fit_each_revisions_schema() {
                 .send(running.addr)
                 .await;
             assert_eq!(response.status, status, "{revision} {method} {session:?}");
-            response.check_bodiless_refusal(revision);
+            crate::support::check_bodiless_refusal(&response, revision);
         }
         running.stop().await;
     }
@@ -90,7 +90,7 @@ async fn get_and_delete_refusals_fit_each_revisions_schema() {
                 .send(running.addr)
                 .await;
             assert_eq!(response.status, status, "{revision} {method} {session:?}");
-            let code = response.check_bodiless_refusal(revision);
+            let code = crate::support::check_bodiless_refusal(&response, revision);
             if revision >= Revision::V2025_11_25 {
                 assert!(code.is_some(), "{revision} {method}: {response:?}");
             }
@@ -135,7 +135,7 @@ async fn get_and_delete_without_a_token_are_401_in_each_revisions_shape() {
                 .await;
             assert_eq!(response.status, 401, "{revision} {method}");
             assert!(response.header("www-authenticate").is_some());
-            response.check_bodiless_refusal(revision);
+            crate::support::check_bodiless_refusal(&response, revision);
         }
     }
     running.stop().await;

@@ -293,3 +293,28 @@ impl Client {
 pub async fn next(reply: &mut mcp_server::Reply) -> Value {
     reply.next().await.expect("another message").to_value()
 }
+
+/// Checks the refusal of a request that carries no JSON-RPC message (`GET`, `DELETE`)
+/// against `revision`'s schema: a valid JSON-RPC error without an id where that schema
+/// allows one (2025-11-25 on), plain text naming the problem where it requires an id
+/// (never an error with `"id": null`, which those schemas refuse). Returns the error
+/// code of a JSON body.
+pub fn check_bodiless_refusal(
+    response: &crate::raw_http::RawResponse,
+    revision: Revision,
+) -> Option<i64> {
+    assert!(response.status >= 400, "{revision}: {response:?}");
+    if revision >= Revision::V2025_11_25 {
+        let body = response.json();
+        check(revision, "JSONRPCMessage", &body);
+        assert!(body.get("id").is_none(), "{revision}: {body}");
+        return body["error"]["code"].as_i64();
+    }
+    assert!(response.is_plain_text(), "{revision}: {response:?}");
+    assert!(!response.body.is_empty(), "{revision}: {response:?}");
+    assert!(
+        serde_json::from_slice::<Value>(&response.body).is_err(),
+        "{revision}: {response:?}"
+    );
+    None
+}

@@ -139,28 +139,6 @@ impl RawResponse {
         self.header("content-type")
             .is_some_and(|c| c.starts_with("text/plain"))
     }
-
-    /// Checks the refusal of a request that carries no JSON-RPC message (`GET`, `DELETE`)
-    /// against `revision`'s schema: a valid JSON-RPC error without an id where that schema
-    /// allows one (2025-11-25 on), plain text naming the problem where it requires an id
-    /// (never an error with `"id": null`, which those schemas refuse). Returns the error
-    /// code of a JSON body.
-    pub fn check_bodiless_refusal(&self, revision: mcp_server::Revision) -> Option<i64> {
-        assert!(self.status >= 400, "{revision}: {self:?}");
-        if revision >= mcp_server::Revision::V2025_11_25 {
-            let body = self.json();
-            crate::support::check(revision, "JSONRPCMessage", &body);
-            assert!(body.get("id").is_none(), "{revision}: {body}");
-            return body["error"]["code"].as_i64();
-        }
-        assert!(self.is_plain_text(), "{revision}: {self:?}");
-        assert!(!self.body.is_empty(), "{revision}: {self:?}");
-        assert!(
-            serde_json::from_slice::<Value>(&self.body).is_err(),
-            "{revision}: {self:?}"
-        );
-        None
-    }
 }
 
 /// One SSE event.
