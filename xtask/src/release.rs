@@ -13,8 +13,9 @@
 //!    `target/release-check` (not the debug build's), without debug info.
 //! 4. `cargo deny check licenses bans sources` with `deny.toml` (offline: no advisory database):
 //!    a dependency under a licence not allowed there, a second version of a crate, or a source
-//!    other than crates.io fails. Without cargo-deny this step fails under `CI=true`, and is
-//!    skipped with a warning otherwise.
+//!    other than crates.io fails. Then the proof that the rule bites: a throwaway workspace
+//!    with a GPL-3.0-only dependency must fail it and the same under MIT pass. Without
+//!    cargo-deny this step fails under `CI=true`, and is skipped with a warning otherwise.
 
 use std::path::Path;
 use std::process::Command;
@@ -81,7 +82,12 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         ],
     )?;
 
-    deny(root)
+    deny(root)?;
+    // The proof that the licence rule bites, not only that today's tree passes it.
+    if deny_installed() {
+        deny_refuses_a_foreign_licence(root)?;
+    }
+    Ok(())
 }
 
 fn metadata(root: &Path) -> Result<Value> {
@@ -243,6 +249,49 @@ fn deny(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The demonstration that `deny.toml` does its job: a throwaway workspace whose path dependency
+/// is GPL-3.0-only fails `cargo deny` (naming the licence), and the same workspace under MIT
+/// passes, checked by the real cargo-deny, offline.
+fn deny_refuses_a_foreign_licence(root: &Path) -> Result<()> {
+    let config = root.join("deny.toml");
+    let check = |licence: &str| -> Result<(bool, String)> {
+        let dir = std::env::temp_dir().join(format!(
+            "xtask-deny-{}-{}",
+            licence.replace(['.', ' '], "_"),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let app = "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2024\"\nlicense = \"MIT\"\n\n[dependencies]\ndep = { path = \"../dep\", version = \"0.1.0\" }\n";
+        let dep = format!(
+            "[package]\nname = \"dep\"\nversion = \"0.1.0\"\nedition = \"2024\"\nlicense = \"{licence}\"\n"
+        );
+        for (name, body) in [("app", app), ("dep", dep.as_str())] {
+            let src = dir.join(name).join("src");
+            std::fs::create_dir_all(&src).with_context(|| format!("creating {}", src.display()))?;
+            std::fs::write(dir.join(name).join("Cargo.toml"), body)?;
+            std::fs::write(src.join("lib.rs"), "")?;
+        }
+        let output = deny_command(&dir.join("app/Cargo.toml"), &config)
+            .output()
+            .context("running cargo deny")?;
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok((
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        ))
+    };
+    let (ok, log) = check("GPL-3.0-only")?;
+    if ok || !log.contains("GPL-3.0") {
+        bail!("deny.toml let a GPL-3.0-only dependency pass:\n{log}");
+    }
+    let (ok, log) = check("MIT")?;
+    if !ok {
+        bail!("deny.toml refused an MIT dependency:\n{log}");
+    }
+    println!("release-check: deny.toml refuses a GPL-3.0-only dependency and accepts an MIT one");
+    Ok(())
+}
+
 fn deny_installed() -> bool {
     crate::cargo_command()
         .args(["deny", "--version"])
@@ -345,56 +394,17 @@ mod tests {
         assert!(problem.contains("rust-version 1.95"), "{problem}");
     }
 
-    /// The workspace's `deny.toml` refuses a dependency under a licence it does not allow, and
-    /// accepts the same dependency under MIT: a throwaway workspace with a path dependency,
-    /// checked by the real cargo-deny (offline). Needs cargo-deny: under `CI=true` its absence
-    /// fails the test.
+    /// `deny.toml` refuses a GPL-3.0-only dependency and accepts an MIT one, where cargo-deny
+    /// is installed; `cargo xtask release-check` (which CI runs after installing cargo-deny,
+    /// and where its absence under `CI=true` is a failure) runs the same demonstration.
     #[test]
     fn deny_toml_refuses_a_dependency_whose_licence_is_not_allowed() {
         if !deny_installed() {
-            assert!(
-                !std::env::var("CI").is_ok_and(|v| v == "true"),
-                "cargo-deny is not installed"
+            eprintln!(
+                "cargo-deny is not installed here; `cargo xtask release-check` runs this demonstration"
             );
-            eprintln!("cargo-deny is not installed; skipping");
             return;
         }
-        let config = crate::workspace_root().join("deny.toml");
-        let check = |licence: &str| {
-            let dir = std::env::temp_dir().join(format!(
-                "xtask-deny-{}-{}",
-                licence.replace(['.', ' '], "_"),
-                std::process::id()
-            ));
-            let _ = std::fs::remove_dir_all(&dir);
-            for (name, body) in [
-                (
-                    "app",
-                    "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2024\"\nlicense = \"MIT\"\n\n[dependencies]\ndep = { path = \"../dep\", version = \"0.1.0\" }\n",
-                ),
-                (
-                    "dep",
-                    &format!(
-                        "[package]\nname = \"dep\"\nversion = \"0.1.0\"\nedition = \"2024\"\nlicense = \"{licence}\"\n"
-                    ),
-                ),
-            ] {
-                std::fs::create_dir_all(dir.join(name).join("src")).unwrap();
-                std::fs::write(dir.join(name).join("Cargo.toml"), body).unwrap();
-                std::fs::write(dir.join(name).join("src/lib.rs"), "").unwrap();
-            }
-            let output = deny_command(&dir.join("app/Cargo.toml"), &config)
-                .output()
-                .unwrap();
-            (
-                output.status.success(),
-                String::from_utf8_lossy(&output.stderr).into_owned(),
-            )
-        };
-        let (ok, log) = check("GPL-3.0-only");
-        assert!(!ok, "a GPL-3.0-only dependency passed:\n{log}");
-        assert!(log.contains("GPL-3.0"), "{log}");
-        let (ok, log) = check("MIT");
-        assert!(ok, "an MIT dependency failed:\n{log}");
+        deny_refuses_a_foreign_licence(&crate::workspace_root()).unwrap();
     }
 }
