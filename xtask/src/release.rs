@@ -239,6 +239,11 @@ fn deny(root: &Path) -> Result<()> {
         );
         return Ok(());
     }
+    // cargo-deny runs offline (no advisory database is reachable here), and its `cargo metadata`
+    // reads the manifest of every package in the lock file, the other platforms' ones too
+    // (anstyle-wincon, windows-sys, ...), which a Linux build never downloads: fetch them first
+    // (from the registry, which is reachable).
+    crate::cargo(&["fetch", "--locked"], &[]).context("cargo fetch before cargo deny")?;
     let config = root.join("deny.toml");
     let status = deny_command(&root.join("Cargo.toml"), &config)
         .status()
