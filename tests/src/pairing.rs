@@ -194,25 +194,30 @@ fn sqlite_path(place: &str) -> PathBuf {
     std::env::temp_dir().join(format!("{place}.sqlite"))
 }
 
-/// A hub on `store` at `place` (the name the `place` helper gives), as one more worker: PostgreSQL and SQLite
-/// only; `None` for the others.
+/// A hub on `store` for the case at `place` (Redis keys under the prefix `place`, PostgreSQL
+/// tables under it, a SQLite file of its own), opened by URL through `mcp_hub::ConnectOptions`
+/// as every binary opens its hub; `None` for the memory store (the server's own hub).
+pub async fn hub(store: Store, place: &str) -> Result<Option<Arc<dyn Hub>>, String> {
+    let url = match store {
+        Store::Memory => return Ok(None),
+        Store::Redis => redis_url(),
+        Store::Postgres => postgres_url(),
+        Store::Sqlite => format!("sqlite:{}", sqlite_path(place).display()),
+    };
+    mcp_hub::ConnectOptions::new()
+        .prefix(place)
+        .connect(&url)
+        .await
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// A hub on `store` at `place` (the name the `place` helper gives), as one more worker:
+/// PostgreSQL and SQLite only; `None` for the others.
 pub async fn sql_hub(store: Store, place: &str) -> Result<Option<Arc<dyn Hub>>, String> {
     match store {
-        Store::Postgres => {
-            let config = mcp_hub::PostgresConfig::new().table_prefix(place);
-            let hub = mcp_hub::PostgresHub::connect(&postgres_url(), config)
-                .await
-                .map_err(|e| format!("PostgreSQL at {}: {e}", postgres_url()))?;
-            Ok(Some(Arc::new(hub)))
-        }
-        Store::Sqlite => {
-            let path = sqlite_path(place);
-            let hub = mcp_hub::SqliteHub::open(&path, mcp_hub::SqliteConfig::new())
-                .await
-                .map_err(|e| format!("SQLite at {}: {e}", path.display()))?;
-            Ok(Some(Arc::new(hub)))
-        }
-        _ => Ok(None),
+        Store::Postgres | Store::Sqlite => hub(store, place).await,
+        Store::Memory | Store::Redis => Ok(None),
     }
 }
 
@@ -294,17 +299,11 @@ pub fn unique_prefix() -> String {
 /// Whether Redis answers. Outside CI an unreachable Redis is `false` (after a notice); with
 /// `CI=true` it is a panic, never a silent skip.
 pub async fn redis_available() -> bool {
-    let config = mcp_hub::RedisConfig::new().key_prefix(unique_prefix());
-    match tokio::time::timeout(
-        Duration::from_secs(10),
-        mcp_hub::RedisHub::connect(&redis_url(), config),
-    )
-    .await
-    {
+    match tokio::time::timeout(Duration::from_secs(10), hub(Store::Redis, &unique_prefix())).await {
         Ok(Ok(_)) => true,
         outcome => {
             let why = match outcome {
-                Ok(Err(e)) => e.to_string(),
+                Ok(Err(e)) => e,
                 _ => "no answer within 10 s".to_owned(),
             };
             assert!(
@@ -361,17 +360,10 @@ pub async fn backing(store: Store) -> Result<fixture::Backing, String> {
             }
         }
         Store::Memory => Ok(fixture::Backing::default()),
-        Store::Redis => {
-            let config = mcp_hub::RedisConfig::new().key_prefix(unique_prefix());
-            let hub = mcp_hub::RedisHub::connect(&redis_url(), config)
-                .await
-                .map_err(|e| format!("Redis at {}: {e}", redis_url()))?;
-            let hub = Arc::new(hub);
-            Ok(fixture::Backing {
-                store: Some(hub.clone()),
-                log: Some(hub),
-            })
-        }
+        Store::Redis => match hub(store, &unique_prefix()).await? {
+            Some(hub) => Ok(backing_of(hub)),
+            None => Err("no hub for redis".to_owned()),
+        },
     }
 }
 

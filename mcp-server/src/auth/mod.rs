@@ -1378,11 +1378,11 @@ pub(crate) struct Owner {
 
 /// The owner digest of a request's principal: the one the resource server left in the
 /// request's extensions, else computed from the principal; `None` without authorization.
-pub(crate) fn owner_of(parts: &http::request::Parts) -> Option<String> {
+pub(crate) fn owner_of(parts: &http::request::Parts) -> Option<Arc<str>> {
     parts
         .extensions
         .get::<Owner>()
-        .map(|owner| owner.digest.to_string())
+        .map(|owner| owner.digest.clone())
 }
 
 /// The binding of a request's principal (see [`Principal::binding`]), as the resource

@@ -58,7 +58,7 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
     }
     let record = SessionRecord {
         sse: true,
-        owner: crate::auth::owner_of(parts),
+        owner: crate::auth::owner_of(parts).as_deref().map(str::to_owned),
         ..SessionRecord::default()
     };
     let id = match shared.sessions.create(&record).await {
@@ -343,7 +343,8 @@ pub(crate) async fn post(
         );
     };
     let caller = Caller::of(parts);
-    let loaded = match session::load_own(&shared.sessions, id, caller.owner.as_ref(), true).await {
+    let loaded = match session::load_own(&shared.sessions, id, caller.owner.as_deref(), true).await
+    {
         Ok(loaded) => loaded,
         Err(SessionError::NotFound) => {
             return failure_response(render, None, &Failure::session_not_found());

@@ -225,7 +225,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         );
     };
     let owner = crate::auth::owner_of(parts);
-    let loaded = match session::load_own(&shared.sessions, id, owner.as_ref(), false).await {
+    let loaded = match session::load_own(&shared.sessions, id, owner.as_deref(), false).await {
         Ok(loaded) => loaded,
         Err(err) => return bodiless_store_failure(render, &err),
     };
@@ -405,7 +405,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
     if owner.is_some() {
         // Only the session's principal may end it; to anyone else it does not exist.
         match shared.sessions.load(id).await {
-            Ok(loaded) if loaded.record.owner == owner => {}
+            Ok(loaded) if loaded.record.owner.as_deref() == owner.as_deref() => {}
             Ok(_) | Err(SessionError::NotFound) => {
                 return bodiless_failure(render, &Failure::session_not_found());
             }

@@ -62,7 +62,7 @@ pub(crate) enum Named<'a> {
 #[derive(Default)]
 pub(crate) struct Caller {
     pub(crate) principal: Option<(Arc<mcp_auth::Principal>, Arc<str>)>,
-    pub(crate) owner: Option<String>,
+    pub(crate) owner: Option<Arc<str>>,
 }
 
 impl Caller {
@@ -160,7 +160,7 @@ pub(crate) struct Bound {
     /// The id of such an `initialize`, for the failure when its session cannot be stored.
     id: Option<Id>,
     /// The request's principal, as session records keep it.
-    owner: Option<String>,
+    owner: Option<Arc<str>>,
     /// Keeps the calls reachable by `notifications/cancelled` while they run.
     _registered: Option<Registered>,
 }
@@ -313,7 +313,7 @@ where
             ),
         )));
     };
-    let loaded = load_own(pipeline.sessions, id, caller.owner.as_ref(), false)
+    let loaded = load_own(pipeline.sessions, id, caller.owner.as_deref(), false)
         .await
         .map_err(|err| Box::new(Refusal::store(selected.adapter, first_id(decoded), &err)))?;
     // The session speaks the revision it negotiated, and only that one.
@@ -329,11 +329,11 @@ where
 pub(crate) async fn load_own(
     sessions: &Sessions,
     id: &str,
-    owner: Option<&String>,
+    owner: Option<&str>,
     sse: bool,
 ) -> Result<Loaded, SessionError> {
     match sessions.load(id).await {
-        Ok(loaded) if loaded.record.sse == sse && loaded.record.owner.as_ref() == owner => {
+        Ok(loaded) if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner => {
             Ok(loaded)
         }
         Ok(_) => Err(SessionError::NotFound),
@@ -375,7 +375,7 @@ impl Bound {
         if self.initialize {
             let succeeded = matches!(response, Outgoing::Response(e) if !e.is_error());
             let mut record = SessionRecord {
-                owner: self.owner.clone(),
+                owner: self.owner.as_deref().map(str::to_owned),
                 ..SessionRecord::default()
             };
             let with_sessions = self.ctx.inspect_session(|now| {

@@ -10,10 +10,7 @@
 //! revisions served (default: all). `--store postgres` (on `MCP_POSTGRES_URL`) and `--store sqlite`
 //! (a file in the temporary folder) keep them under `PLACE`, the case's own table prefix or file.
 
-use std::sync::Arc;
-
 use mcp_adapters::{AdapterSet, Revision};
-use mcp_hub::{RedisConfig, RedisHub};
 use mcp_tests::fixture::{self, Backing};
 
 fn usage(problem: &str) -> ! {
@@ -58,14 +55,15 @@ async fn main() {
     }
     let backing = match store.as_str() {
         "memory" => Backing::default(),
-        "redis" => match RedisHub::connect(&url, RedisConfig::new().key_prefix(prefix)).await {
-            Ok(hub) => {
-                let hub = Arc::new(hub);
-                Backing {
-                    store: Some(hub.clone()),
-                    log: Some(hub),
-                }
-            }
+        "redis" => match mcp_hub::ConnectOptions::new()
+            .prefix(prefix)
+            .connect(&url)
+            .await
+        {
+            Ok(hub) => Backing {
+                store: Some(hub.clone()),
+                log: Some(hub),
+            },
             Err(err) => {
                 eprintln!("pairing-server: Redis at {url}: {err}");
                 std::process::exit(1);
