@@ -395,19 +395,8 @@ impl HttpEndpoint {
         B::Data: Send,
         B::Error: std::error::Error + Send + Sync + 'static,
     {
-        let (mut parts, body) = request.into_parts();
-        let mut response = self.answer(&mut parts, body).await;
-        reuse_header_map(parts.headers, response.headers_mut());
-        response
-    }
-
-    async fn answer<B>(&self, parts: &mut http::request::Parts, body: B) -> Response<HttpBody>
-    where
-        B: hyper::body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: std::error::Error + Send + Sync + 'static,
-    {
         let shared = &self.shared;
+        let (mut parts, body) = request.into_parts();
         if let Err(refusal) = origin::check(&shared.config, &parts.headers, &parts.uri) {
             let failure = match refusal {
                 origin::Refusal::Origin => {
@@ -434,14 +423,7 @@ impl HttpEndpoint {
             };
             let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
             return routes
-                .serve(
-                    peer,
-                    // The routes take the request whole (nothing is reused of an empty head).
-                    Request::from_parts(
-                        std::mem::replace(parts, Request::new(()).into_parts().0),
-                        bytes,
-                    ),
-                )
+                .serve(peer, Request::from_parts(parts, bytes))
                 .await
                 .map(HttpBody::full);
         }
@@ -495,24 +477,24 @@ impl HttpEndpoint {
         if path == config.path {
             return match parts.method {
                 Method::POST => {
-                    streamable::post(shared, parts, read_body(shared, &parts.headers, body)).await
+                    streamable::post(shared, &parts, read_body(shared, &parts.headers, body)).await
                 }
-                Method::GET => streamable::get(shared, parts).await,
-                Method::DELETE => streamable::delete(shared, parts).await,
+                Method::GET => streamable::get(shared, &parts).await,
+                Method::DELETE => streamable::delete(shared, &parts).await,
                 _ => method_not_allowed("GET, POST, DELETE"),
             };
         }
         if shared.legacy.is_some() {
             if path == config.sse_path {
                 return match parts.method {
-                    Method::GET => legacy::open(shared, parts).await,
+                    Method::GET => legacy::open(shared, &parts).await,
                     _ => method_not_allowed("GET"),
                 };
             }
             if path == config.message_path {
                 return match parts.method {
                     Method::POST => {
-                        legacy::post(shared, parts, read_body(shared, &parts.headers, body)).await
+                        legacy::post(shared, &parts, read_body(shared, &parts.headers, body)).await
                     }
                     _ => method_not_allowed("POST"),
                 };
@@ -953,55 +935,9 @@ pub(crate) fn session_header(headers: &HeaderMap) -> Option<&str> {
     headers.get(NAME).and_then(|v| v.to_str().ok())
 }
 
-/// Keeps the request's header map for the response when it is the larger of the two.
-///
-/// hyper parses a connection's next request into the header map of the response it has just
-/// written. A request with more headers than our responses carry (a bearer token, a browser's
-/// usual set) would otherwise grow that map on every request, an allocation above glibc's
-/// small-chunk sizes that costs a heap consolidation each time; handing the request's map
-/// back keeps the larger table going round the connection instead.
-fn reuse_header_map(mut request: HeaderMap, response: &mut HeaderMap) {
-    if request.capacity() <= response.capacity() {
-        return;
-    }
-    request.clear();
-    request.extend(response.drain());
-    *response = request;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_larger_request_header_map_carries_the_response_headers_unchanged() {
-        let mut request = HeaderMap::with_capacity(12);
-        request.insert("authorization", HeaderValue::from_static("Bearer secret"));
-        request.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        let mut response = HeaderMap::new();
-        response.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        response.append("vary", HeaderValue::from_static("origin"));
-        response.append("vary", HeaderValue::from_static("accept"));
-        let expected = response.clone();
-        let capacity = request.capacity();
-        assert!(capacity > response.capacity());
-        reuse_header_map(request, &mut response);
-        // The request's table, holding exactly the response's headers (repeated names kept in
-        // order) and none of the request's.
-        assert_eq!(response, expected);
-        assert_eq!(response.capacity(), capacity);
-        assert!(response.get("authorization").is_none());
-        let vary: Vec<_> = response.get_all("vary").iter().collect();
-        assert_eq!(vary, ["origin", "accept"]);
-
-        // A smaller request map leaves the response's own.
-        let mut response = HeaderMap::with_capacity(12);
-        response.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-        let capacity = response.capacity();
-        reuse_header_map(HeaderMap::new(), &mut response);
-        assert_eq!(response.capacity(), capacity);
-        assert_eq!(response.len(), 1);
-    }
 
     fn accepts(value: &str) -> Accepts {
         let mut headers = HeaderMap::new();

@@ -809,6 +809,9 @@ pub(crate) struct Catalog {
     pub(crate) settings: Arc<Settings>,
     pub(crate) tools: Vec<ToolEntry>,
     pub(crate) tool_index: FastMap<String, usize>,
+    /// Some tool names scopes of its own: only then does a protected `tools/call` look its
+    /// tool up before dispatch to check them.
+    pub(crate) scoped_tools: bool,
     pub(crate) resources: Vec<Resource>,
     pub(crate) resource_index: FastMap<String, usize>,
     pub(crate) templates: Vec<TemplateEntry>,
@@ -832,6 +835,7 @@ impl Catalog {
         Self {
             settings,
             tool_index: index(tools.iter().map(|t| t.tool.name.as_str())),
+            scoped_tools: tools.iter().any(|t| !t.tool.scopes.is_empty()),
             tools,
             resource_index: index(resources.iter().map(|r| r.uri.as_str())),
             resources,

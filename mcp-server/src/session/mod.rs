@@ -429,7 +429,7 @@ pub(crate) fn missing_scope(
         let mcp_adapters::Incoming::Call(call) = item else {
             return None;
         };
-        let tool = (call.operation == mcp_adapters::Operation::CallTool)
+        let tool = (call.operation == mcp_adapters::Operation::CallTool && registry.scoped_tools)
             .then(|| call.target.as_deref().and_then(|name| registry.tool(name)))
             .flatten()
             .map(|entry| &entry.tool.scopes);
