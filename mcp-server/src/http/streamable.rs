@@ -239,7 +239,13 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         return allow_post_only();
     }
     let Some(slot) = shared.streams.take(id) else {
-        return bodiless_failure(adapter, &shared.streams.full());
+        let failure = shared.streams.full();
+        shared.refused(
+            crate::refusal::Reason::MaxStreamsPerSession,
+            parts,
+            format_args!("{}", failure.message),
+        );
+        return bodiless_failure(adapter, &failure);
     };
     // The server's notifications (`Notifier`, runtime registry changes): list changes the
     // capabilities announce, and updates of the URIs the session subscribed to, read from its

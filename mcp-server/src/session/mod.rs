@@ -209,6 +209,11 @@ where
         let hide = pipeline.auth.is_some_and(|a| a.hides_tools());
         if let Some((id, refusal)) = missing_scope(pipeline.auth, &served, path, &items, &principal)
         {
+            pipeline.server.settings().refusals.note(
+                crate::refusal::Reason::InsufficientScope,
+                None,
+                format_args!("{}", refusal.reason),
+            );
             return Err(Refusal {
                 adapter,
                 id,
@@ -230,7 +235,14 @@ where
             let (count, first) = cancel::requests(&items);
             match pipeline.cancels.register(log, topic, id, &ctx, count).await {
                 Ok(registered) => Some(registered),
-                Err(busy) => return Err(Refusal::failure(adapter, first, busy.failure())),
+                Err(busy) => {
+                    pipeline.server.settings().refusals.note(
+                        crate::refusal::Reason::MaxCallsPerSession,
+                        None,
+                        format_args!("{busy}"),
+                    );
+                    return Err(Refusal::failure(adapter, first, busy.failure()));
+                }
             }
         }
         _ => None,
