@@ -121,11 +121,11 @@ pub(crate) enum Localhost {
 /// | [`hub_label`](Self::hub_label) | `unnamed`: what the start and shutdown log lines call the hub |
 ///
 /// The connection settings from [`header_read_timeout`](Self::header_read_timeout) to
-/// [`max_connections`](Self::max_connections), and [`drain_period`](Self::drain_period), apply
-/// when the endpoint runs on its own socket
+/// [`max_connections`](Self::max_connections) apply when the endpoint runs on its own socket
 /// ([`serve_with_shutdown`](crate::http::serve_with_shutdown)); a mounted endpoint gets
-/// the connection handling of the server it is mounted in (and drains with
-/// [`HttpEndpoint::drain`](crate::http::HttpEndpoint::drain)).
+/// the connection handling of the server it is mounted in, and its
+/// [`drain_period`](Self::drain_period) through
+/// [`HttpEndpoint::shutdown_on`](crate::http::HttpEndpoint::shutdown_on).
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
     pub(crate) path: String,
@@ -248,7 +248,8 @@ impl HttpConfig {
     }
 
     /// How long the endpoint keeps serving once draining began (the shutdown signal of
-    /// [`serve_with_shutdown`](crate::http::serve_with_shutdown) resolved, or
+    /// [`serve_with_shutdown`](crate::http::serve_with_shutdown) or
+    /// [`HttpEndpoint::shutdown_on`](crate::http::HttpEndpoint::shutdown_on) resolved, or
     /// [`HttpEndpoint::drain`](crate::http::HttpEndpoint::drain) was called): the readiness
     /// probe answers 503 at once, so a load balancer stops sending new clients, while the
     /// listener keeps accepting and serving for this long; then shutdown proceeds as without

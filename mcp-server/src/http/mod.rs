@@ -403,7 +403,10 @@ impl HttpEndpoint {
     /// `with_graceful_shutdown`, hyper-util's `GracefulShutdown`). Such servers wait for every
     /// response to end, and an SSE stream (`GET /mcp`, `GET /sse`, `subscriptions/listen`)
     /// only ends when the client leaves: without this, shutdown waits for the clients.
-    /// [`serve_with_shutdown`] does this by itself.
+    /// [`serve_with_shutdown`] does this by itself. When `signal` resolves the endpoint
+    /// begins draining ([`drain`](Self::drain)): the future resolves
+    /// [`HttpConfig::drain_period`] later (at once by default), so the server keeps accepting
+    /// meanwhile while the readiness probe (if routed to this endpoint) reports not ready.
     ///
     /// ```no_run
     /// use mcp_server::http::{HttpConfig, HttpEndpoint, shutdown_signal};
@@ -426,6 +429,11 @@ impl HttpEndpoint {
         let endpoint = self.clone();
         async move {
             signal.await;
+            endpoint.drain();
+            let period = endpoint.shared.config.drain_period;
+            if !period.is_zero() {
+                tokio::time::sleep(period).await;
+            }
             endpoint.close_streams();
         }
     }

@@ -231,7 +231,7 @@ async fn serve_on(
         tls = tls.is_some(),
         path = %config.path,
         hub = %config.hub_label,
-        issuer = issuer.as_deref().unwrap_or("none"),
+        issuer = %issuer.as_deref().unwrap_or("none"),
         "MCP endpoint listening"
     );
     let limits = Limits {
@@ -285,7 +285,7 @@ async fn serve_on(
     tracing::info!(
         addr = %local,
         hub = %config.hub_label,
-        issuer = issuer.as_deref().unwrap_or("none"),
+        issuer = %issuer.as_deref().unwrap_or("none"),
         "MCP endpoint stopped"
     );
     Ok(())
