@@ -40,7 +40,8 @@ pub(crate) enum Reason {
     MaxStreamsPerSession,
     /// 429: a rate limit of a mounted route (the development authorization server's).
     RateLimited,
-    /// 503: the hub (event log, state store) or the token verifier is unavailable.
+    /// 503: the hub (event log, state store) or the token verifier is unavailable (logged
+    /// at WARN).
     Unavailable,
 }
 
@@ -157,6 +158,45 @@ impl Refusals {
         peer: Option<SocketAddr>,
         detail: fmt::Arguments<'_>,
     ) {
+        let Some(suppressed) = self.admit(reason) else {
+            return;
+        };
+        let peer = peer.map(tracing::field::display);
+        tracing::info!(
+            target: "mcp_server::refusal",
+            reason = reason.label(),
+            status = reason.status(),
+            peer,
+            suppressed,
+            "request refused: {detail}"
+        );
+    }
+
+    /// [`note`](Self::note) for a refusal caused by a failure of the server's own (the hub
+    /// is unavailable): logged at WARN.
+    pub(crate) fn note_failure(
+        &self,
+        reason: Reason,
+        peer: Option<SocketAddr>,
+        detail: fmt::Arguments<'_>,
+    ) {
+        let Some(suppressed) = self.admit(reason) else {
+            return;
+        };
+        let peer = peer.map(tracing::field::display);
+        tracing::warn!(
+            target: "mcp_server::refusal",
+            reason = reason.label(),
+            status = reason.status(),
+            peer,
+            suppressed,
+            "request refused: {detail}"
+        );
+    }
+
+    /// Counts a refusal of `reason`; `Some(left out since the last line)` when a line may be
+    /// written now.
+    fn admit(&self, reason: Reason) -> Option<u64> {
         #[cfg(feature = "metrics")]
         if let Some(counters) = &self.counters {
             counters[reason.slot()].inc();
@@ -179,18 +219,9 @@ impl Refusals {
                 .is_err()
         {
             slot.suppressed.fetch_add(1, Ordering::Relaxed);
-            return;
+            return None;
         }
-        let suppressed = slot.suppressed.swap(0, Ordering::Relaxed);
-        let peer = peer.map(tracing::field::display);
-        tracing::info!(
-            target: "mcp_server::refusal",
-            reason = reason.label(),
-            status = reason.status(),
-            peer,
-            suppressed,
-            "request refused: {detail}"
-        );
+        Some(slot.suppressed.swap(0, Ordering::Relaxed))
     }
 }
 

@@ -711,6 +711,20 @@ impl Shared {
         self.server.settings().refusals.note(reason, peer, detail);
     }
 
+    /// [`refused`](Self::refused) for a failure of the server's own (the hub): at WARN.
+    pub(crate) fn refused_failure(
+        &self,
+        reason: Reason,
+        parts: &http::request::Parts,
+        detail: fmt::Arguments<'_>,
+    ) {
+        let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
+        self.server
+            .settings()
+            .refusals
+            .note_failure(reason, peer, detail);
+    }
+
     /// Notes a refusal of the resource server: 401, 403 or 503 (its reason is a fixed
     /// sentence, never the token or the verifier's detail).
     fn refused_auth(&self, parts: &http::request::Parts, refusal: &crate::auth::AuthRefusal) {

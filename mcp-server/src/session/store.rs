@@ -486,6 +486,11 @@ impl Sessions {
         self
     }
 
+    /// Where refusals of these sessions are noted.
+    pub(crate) fn refusals(&self) -> &crate::refusal::Refusals {
+        &self.refusals
+    }
+
     /// The same sessions, counted into `metrics`.
     #[cfg(feature = "metrics")]
     pub(crate) fn metered(mut self, metrics: Option<crate::Metrics>) -> Self {
