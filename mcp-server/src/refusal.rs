@@ -50,6 +50,7 @@ impl Reason {
     pub(crate) const COUNT: usize = 11;
 
     /// Every reason, in the order of their slots.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) const ALL: [Self; Self::COUNT] = [
         Self::Unauthorized,
         Self::InsufficientScope,
