@@ -1,5 +1,6 @@
 //! The liveness and readiness probes (`/healthz`, `/readyz`) and draining, on real sockets:
-//! both probes answer outside the Host check, readiness reports a hub that fails and a
+//! both probes answer outside the Host check, readiness reports a hub that fails (and reads
+//! the hub once for a storm of probes) and a
 //! draining endpoint, and a draining endpoint keeps accepting (and reports not ready) until
 //! its drain period ends, then stops accepting.
 
@@ -185,4 +186,61 @@ async fn drain_on_the_endpoint_handle_stops_the_listener_after_the_period() {
         .unwrap()
         .unwrap();
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+/// The memory hub's state store, counting reads.
+struct CountingStore {
+    inner: mcp_hub::MemoryHub,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl StateStore for CountingStore {
+    fn create<'a>(
+        &'a self,
+        key: &'a Key,
+        value: bytes::Bytes,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        self.inner.create(key, value, ttl)
+    }
+    fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.get(key)
+    }
+    fn save<'a>(
+        &'a self,
+        key: &'a Key,
+        value: bytes::Bytes,
+        version: u64,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        self.inner.save(key, value, version, ttl)
+    }
+    fn touch<'a>(&'a self, key: &'a Key, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.touch(key, ttl)
+    }
+    fn delete<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.inner.delete(key)
+    }
+}
+
+#[tokio::test]
+async fn a_storm_of_probes_reads_the_hub_once_per_interval() {
+    let store = Arc::new(CountingStore {
+        inner: mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()),
+        reads: Default::default(),
+    });
+    let server = Server::builder("health", "1")
+        .state_store(store.clone())
+        .build()
+        .unwrap();
+    let running = Running::start(server, HttpConfig::new()).await;
+    let probes = (0..50).map(|_| get(running.addr, "/readyz"));
+    for ready in futures::future::join_all(probes).await {
+        assert_eq!(ready.status, 200, "{ready:?}");
+    }
+    // One read answers every probe of the same second (two if the storm straddled one).
+    let reads = store.reads.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=2).contains(&reads), "{reads} hub reads for 50 probes");
+    running.stop().await;
 }
