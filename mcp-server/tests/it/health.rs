@@ -1,8 +1,7 @@
 //! The liveness and readiness probes (`/healthz`, `/readyz`) and draining, on real sockets:
-//! both probes answer outside the Host check, readiness reports a hub that fails (and reads
-//! the hub once for a storm of probes) and a
-//! draining endpoint, and a draining endpoint keeps accepting (and reports not ready) until
-//! its drain period ends, then stops accepting.
+//! both probes answer outside the Host check; readiness reports a hub that fails, and reads
+//! the hub once for a storm of probes; a draining endpoint keeps accepting (and reports not
+//! ready) until its drain period ends, then stops accepting.
 
 use std::sync::Arc;
 use std::time::Duration;
