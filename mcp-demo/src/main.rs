@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT]
+//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT] [--drain-period SECS]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -31,6 +31,12 @@
 //! `http://HOST:PORT/metrics` and prints that URL as the second line. `RUST_LOG` sets what is
 //! logged to stderr (default `info` for the MCP crates; `RUST_LOG=mcp_server=debug` adds a
 //! span per request) and `--log-format json` writes JSON lines.
+//!
+//! The worker answers `GET /healthz` (alive) and `GET /readyz` (the hub answers and the worker
+//! is not draining) for load balancers. On SIGTERM or Ctrl-C it drains: `/readyz` answers 503
+//! at once while it keeps serving for `--drain-period SECS` (default 5), then it stops
+//! accepting, lets calls finish and exits. Start and stop each log one line naming the
+//! address, the hub (without credentials) and the authorization server.
 //!
 //! `--tls-cert` and `--tls-key` (PEM files) serve HTTPS instead, HTTP/2 and HTTP/1.1 by ALPN;
 //! the first line then names an `https://` URL.
@@ -62,6 +68,24 @@ struct Options {
     log_format: LogFormat,
     /// `--metrics ADDR`: where `GET /metrics` is served (feature `metrics`).
     metrics: Option<String>,
+    /// `--drain-period SECS`: how long the worker keeps serving, not ready, after SIGTERM.
+    drain_period: std::time::Duration,
+}
+
+/// The default `--drain-period`: 5 s.
+const DRAIN_PERIOD: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What the log calls the hub `spec` names: the URL without its user, password and query
+/// (which may hold credentials).
+fn hub_label(spec: &str) -> String {
+    let Some((scheme, rest)) = spec.split_once("://") else {
+        return spec.to_owned();
+    };
+    // Everything up to the last `@` may be a user and password (even one with a `/` that
+    // was not percent-encoded): dropped whole.
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    format!("{scheme}://{rest}")
 }
 
 include!("../../mcp-server/src/bin/demo/logging.rs");
@@ -143,6 +167,7 @@ fn options() -> Result<Options, String> {
         tls_key: None,
         log_format: LogFormat::Text,
         metrics: None,
+        drain_period: DRAIN_PERIOD,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -163,6 +188,14 @@ fn options() -> Result<Options, String> {
             "--metrics" => {
                 options.metrics = Some(args.next().ok_or("--metrics needs HOST:PORT")?);
             }
+            "--drain-period" => {
+                let secs = args.next().ok_or("--drain-period needs SECS")?;
+                options.drain_period = secs
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(|| format!("--drain-period needs SECS (a number), not {secs:?}"))?;
+            }
             "--log-format" => {
                 options.log_format =
                     LogFormat::parse(&args.next().ok_or("--log-format needs text or json")?)?;
@@ -178,7 +211,7 @@ fn options() -> Result<Options, String> {
             "--auth-allow-remote" => options.allow_remote = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT]"
+                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT] [--drain-period SECS]"
                 );
                 std::process::exit(0);
             }
@@ -243,6 +276,8 @@ async fn run(options: Options) -> Result<(), String> {
     // Printed after the first line (which names the MCP endpoint).
     #[cfg_attr(not(feature = "metrics"), allow(unused_mut))]
     let mut metrics_line: Option<String> = None;
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     if let Some(addr) = &options.metrics {
         #[cfg(feature = "metrics")]
         {
@@ -251,10 +286,13 @@ async fn run(options: Options) -> Result<(), String> {
                 .map_err(|e| format!("--metrics: cannot listen on {addr}: {e}"))?;
             let bound = listener.local_addr().map_err(|e| e.to_string())?;
             metrics_line = Some(format!("mcp-demo metrics on http://{bound}/metrics"));
+            // Scraped until the MCP endpoint stopped (through its drain period too).
             tokio::spawn(mcp_server::http::serve_metrics(
                 listener,
                 metrics.clone(),
-                shutdown_signal(),
+                async move {
+                    let _ = metrics_stopped.await;
+                },
             ));
         }
         #[cfg(not(feature = "metrics"))]
@@ -294,12 +332,17 @@ async fn run(options: Options) -> Result<(), String> {
     } else {
         HttpConfig::default()
     };
+    let config = config
+        .drain_period(options.drain_period)
+        .hub_label(hub_label(options.hub.as_deref().unwrap_or("memory")));
     let endpoint = HttpEndpoint::new(server, config);
-    match tls {
+    // SIGTERM or Ctrl-C: not ready, serve for the drain period, then stop.
+    let served = match tls {
         Some(tls) => serve_tls_with_shutdown(listener, endpoint, tls, shutdown_signal()).await,
         None => serve_with_shutdown(listener, endpoint, shutdown_signal()).await,
-    }
-    .map_err(|e| e.to_string())
+    };
+    drop(metrics_stop);
+    served.map_err(|e| e.to_string())
 }
 
 #[tokio::main]
@@ -311,5 +354,29 @@ async fn main() {
     if let Err(err) = result {
         eprintln!("mcp-demo: {err}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hub_label;
+
+    #[test]
+    fn the_hub_label_keeps_no_credentials() {
+        assert_eq!(
+            hub_label("redis://user:pa@ss@cache:6379/0?password=x"),
+            "redis://cache:6379/0"
+        );
+        assert_eq!(
+            hub_label("postgres://mcp:secret@db/mcp?sslmode=require"),
+            "postgres://db/mcp"
+        );
+        assert_eq!(hub_label("rediss://cache:6380"), "rediss://cache:6380");
+        assert_eq!(
+            hub_label("sqlite:/var/lib/mcp.db"),
+            "sqlite:/var/lib/mcp.db"
+        );
+        assert_eq!(hub_label("redis://u:p/w@cache"), "redis://cache");
+        assert_eq!(hub_label("memory"), "memory");
     }
 }

@@ -199,6 +199,7 @@ mod notifier;
 mod notify;
 mod page;
 mod prompt;
+mod refusal;
 mod resource;
 mod schema;
 mod server;

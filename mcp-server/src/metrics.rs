@@ -7,12 +7,15 @@
 //!
 //! | metric | kind | labels |
 //! | --- | --- | --- |
-//! | `mcp_requests_total` | counter | `revision`, `method`, `outcome` |
-//! | `mcp_request_duration_seconds` | histogram | `method` |
+//! | `mcp_requests_total` | counter | `revision`, `method`, `outcome`, `tool` |
+//! | `mcp_request_duration_seconds` | histogram (50 µs to about 14 min) | `method`, `tool` |
 //! | `mcp_sessions_created_total` | counter | |
 //! | `mcp_sessions_ended_total` | counter | |
 //! | `mcp_limit_refusals_total` | counter | `limit` |
+//! | `mcp_refusals_total` | counter | `reason`: `unauthorized` (401), `insufficient_scope` (403), `host`, `origin` (403), `body_limit` (413), `max_sessions`, `max_sessions_per_principal`, `max_calls_per_session`, `max_streams_per_session` (503), `rate_limited` (429), `unavailable` (503: hub or token verifier) |
 //! | `mcp_questions_pending` | gauge | |
+//! | `mcp_question_wait_seconds` | histogram (10 ms to about 43 min) | |
+//! | `mcp_build_info` | gauge, always 1 | `version` (of `everymcp-server`) |
 //! | `mcp_open_streams` | gauge | `kind`: `get` (Streamable HTTP GET), `post` (a request's event stream, `subscriptions/listen` included), `sse` (HTTP+SSE) |
 //! | `mcp_hub_operations_total` | counter | `operation`: `publish`, `publish_existing`, `position`, `poll`, `delete_topic`, `create`, `get`, `save`, `touch`, `delete` |
 //! | `mcp_hub_errors_total` | counter | `operation`, as above |
@@ -24,10 +27,21 @@
 //! `outcome` is `ok`, `tool_error`, `input_required`, `error`, `cancelled` or `none` (a
 //! notification). Label values come from fixed sets: a method outside the spec's names is
 //! counted as `other`, so a client sending made-up methods cannot grow the label space, and
-//! tool names or URIs are never labels. Counting a call costs one lookup in a small table
-//! (under a read lock), two atomic additions, the histogram's lock and a clock read; with no
-//! `Metrics` on the server it costs a branch.
+//! URIs are never labels. `tool` is the tool's name on `tools/call` when the server's registry
+//! has that tool, `other` when it has not (so made-up names cannot grow the label space
+//! either), and empty on other methods. Counting a call costs one lookup in a small table
+//! (under a read lock, plus a lookup of the tool name on `tools/call`), two atomic additions,
+//! the histogram's lock and a clock read; with no `Metrics` on the server it costs a branch.
+//!
+//! `mcp_request_duration_seconds` of a call that asked its user something (a pushed question
+//! or an elicitation) includes the time the user took to answer; that wait is measured apart
+//! in `mcp_question_wait_seconds`, from the moment a question is pushed to the client until
+//! it is answered, refused or given up. Every refusal also writes one INFO log line (target
+//! `mcp_server::refusal`, at most one per reason per second, then a count of those left out).
+//! Process metrics (CPU, memory, descriptors) are not exported: `prometheus-client` has no
+//! collector for them; node or container exporters report them.
 
+use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -43,8 +57,29 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use mcp_hub::{Cursor, Event, EventLog, Key, LogError, Record, StateStore, StoreError, Topic};
 
-type Labels3 = [(&'static str, &'static str); 3];
+type Labels4 = [(&'static str, Cow<'static, str>); 4];
+type Labels2 = [(&'static str, Cow<'static, str>); 2];
 type Labels1 = [(&'static str, &'static str); 1];
+
+/// The `tool` label of a request.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ToolLabel<'a> {
+    /// Not a tool call: empty.
+    None,
+    /// A tool call naming a tool the registry lacks: `other`.
+    Other,
+    /// A tool call of this registered tool: its name.
+    Registered(&'a str),
+}
+
+/// The handles of one (revision, method, outcome): the series without a tool name (and
+/// `other`), and those of registered tools by name.
+#[derive(Default)]
+struct Handles {
+    plain: Option<(Counter, Histogram)>,
+    other: Option<(Counter, Histogram)>,
+    tools: FastMap<Box<str>, (Counter, Histogram)>,
+}
 
 /// A set of server metrics and the registry that renders them. Cheap to clone: clones share
 /// the counters.
@@ -64,23 +99,27 @@ pub struct Metrics {
 
 struct Inner {
     registry: Registry,
-    requests: Family<Labels3, Counter>,
-    durations: Family<Labels1, Histogram, fn() -> Histogram>,
+    requests: Family<Labels4, Counter>,
+    durations: Family<Labels2, Histogram, fn() -> Histogram>,
     sessions_created: Counter,
     sessions_ended: Counter,
     limits: Family<Labels1, Counter>,
     questions: Gauge,
+    question_wait: Histogram,
+    refusals: Family<Labels1, Counter>,
     streams: Family<Labels1, Gauge>,
     hub_operations: Family<Labels1, Counter>,
     hub_errors: Family<Labels1, Counter>,
     /// The counter and histogram of each (revision, method, outcome) seen, by the addresses
     /// and lengths of those static texts: a call finds its handles with one seeded hash of
     /// six words instead of hashing the label texts in the families. Bounded by the number
-    /// of static label texts (and capped at [`MAX_HANDLES`]).
-    handles: RwLock<FastMap<[usize; 6], (Counter, Histogram)>>,
+    /// of static label texts (and capped at [`MAX_HANDLES`]), and the tools of each by the
+    /// registry's names.
+    handles: RwLock<FastMap<[usize; 6], Handles>>,
 }
 
-/// The most cached handle pairs (far above the fixed label sets' product).
+/// The most cached handle pairs (far above the fixed label sets' product), and the most
+/// tools of one (revision, method, outcome) with handles of their own.
 const MAX_HANDLES: usize = 4096;
 
 fn text_key(text: &'static str) -> [usize; 2] {
@@ -100,17 +139,40 @@ impl Default for Metrics {
 }
 
 fn duration_histogram() -> Histogram {
-    // 50 us to about 3.3 s, by factors of 4.
-    Histogram::new(exponential_buckets(0.000_05, 4.0, 9))
+    // 50 us to about 14 min (839 s), by factors of 4: a call that waits for a person or a
+    // long task still lands in a bucket.
+    Histogram::new(exponential_buckets(0.000_05, 4.0, 13))
 }
 
 impl Metrics {
     /// A fresh set of metrics, all at zero.
     pub fn new() -> Self {
         let mut registry = Registry::default();
-        let requests = Family::<Labels3, Counter>::default();
-        let durations = Family::<Labels1, Histogram, fn() -> Histogram>::new_with_constructor(
+        let requests = Family::<Labels4, Counter>::default();
+        let durations = Family::<Labels2, Histogram, fn() -> Histogram>::new_with_constructor(
             duration_histogram,
+        );
+        // 10 ms to about 43 min, by factors of 4.
+        let question_wait = Histogram::new(exponential_buckets(0.01, 4.0, 11));
+        let refusals = Family::<Labels1, Counter>::default();
+        let build_info = Family::<Labels1, Gauge>::default();
+        build_info
+            .get_or_create(&[("version", env!("CARGO_PKG_VERSION"))])
+            .set(1);
+        registry.register(
+            "mcp_build_info",
+            "The server library's version (the value is always 1)",
+            build_info,
+        );
+        registry.register(
+            "mcp_refusals",
+            "Requests refused, by reason (401, 403, 413, 429, 503 and each limit)",
+            refusals.clone(),
+        );
+        registry.register(
+            "mcp_question_wait_seconds",
+            "Time from pushing a question to its user until it is answered or given up",
+            question_wait.clone(),
         );
         let sessions_created = Counter::default();
         let sessions_ended = Counter::default();
@@ -173,6 +235,8 @@ impl Metrics {
                 sessions_ended,
                 limits,
                 questions,
+                question_wait,
+                refusals,
                 streams,
                 hub_operations,
                 hub_errors,
@@ -189,11 +253,14 @@ impl Metrics {
         text
     }
 
+    /// Counts a call. The usual call costs lookups in this cache only (the tool's name
+    /// hashed once on `tools/call`), and allocates nothing.
     pub(crate) fn request(
         &self,
         revision: &'static str,
         method: &'static str,
         outcome: &'static str,
+        tool: ToolLabel<'_>,
         took: Duration,
     ) {
         let [r0, r1] = text_key(revision);
@@ -201,37 +268,64 @@ impl Metrics {
         let [o0, o1] = text_key(outcome);
         let key = [r0, r1, m0, m1, o0, o1];
         let seconds = took.as_secs_f64();
+        let observe = |(counter, histogram): &(Counter, Histogram)| {
+            counter.inc();
+            histogram.observe(seconds);
+        };
         {
             let handles = self.inner.handles.read().unwrap_or_else(|e| e.into_inner());
-            if let Some((counter, histogram)) = handles.get(&key) {
-                counter.inc();
-                histogram.observe(seconds);
-                return;
+            if let Some(handles) = handles.get(&key) {
+                let found = match tool {
+                    ToolLabel::None => handles.plain.as_ref(),
+                    ToolLabel::Other => handles.other.as_ref(),
+                    ToolLabel::Registered(name) => handles.tools.get(name),
+                };
+                if let Some(pair) = found {
+                    observe(pair);
+                    return;
+                }
             }
         }
+        // First time for these labels.
+        let label = match tool {
+            ToolLabel::None => Cow::Borrowed(""),
+            ToolLabel::Other => Cow::Borrowed("other"),
+            ToolLabel::Registered(name) => Cow::Owned(name.to_owned()),
+        };
         let counter = self
             .inner
             .requests
             .get_or_create(&[
-                ("revision", revision),
-                ("method", method),
-                ("outcome", outcome),
+                ("revision", Cow::Borrowed(revision)),
+                ("method", Cow::Borrowed(method)),
+                ("outcome", Cow::Borrowed(outcome)),
+                ("tool", label.clone()),
             ])
             .clone();
         let histogram = self
             .inner
             .durations
-            .get_or_create(&[("method", method)])
+            .get_or_create(&[("method", Cow::Borrowed(method)), ("tool", label)])
             .clone();
-        counter.inc();
-        histogram.observe(seconds);
+        let pair = (counter, histogram);
+        observe(&pair);
         let mut handles = self
             .inner
             .handles
             .write()
             .unwrap_or_else(|e| e.into_inner());
-        if handles.len() < MAX_HANDLES {
-            handles.insert(key, (counter, histogram));
+        if handles.len() >= MAX_HANDLES && !handles.contains_key(&key) {
+            return;
+        }
+        let entry = handles.entry(key).or_default();
+        match tool {
+            ToolLabel::None => entry.plain = Some(pair),
+            ToolLabel::Other => entry.other = Some(pair),
+            ToolLabel::Registered(name) => {
+                if entry.tools.len() < MAX_HANDLES {
+                    entry.tools.insert(name.into(), pair);
+                }
+            }
         }
     }
 
@@ -247,10 +341,26 @@ impl Metrics {
         self.inner.limits.get_or_create(&[("limit", limit)]).inc();
     }
 
-    /// Counts a pushed question until the returned guard drops.
+    /// Counts a pushed question until the returned guard drops, and then observes how long
+    /// it waited.
     pub(crate) fn question(&self) -> QuestionGuard {
         self.inner.questions.inc();
-        QuestionGuard(self.inner.questions.clone())
+        QuestionGuard {
+            pending: self.inner.questions.clone(),
+            wait: self.inner.question_wait.clone(),
+            since: std::time::Instant::now(),
+        }
+    }
+
+    /// The counters of `mcp_refusals_total`, one per [`Reason::ALL`](crate::refusal::Reason::ALL)
+    /// in order, created at once (so every reason is exported, at zero until it happens).
+    pub(crate) fn refusal_counters(&self) -> [Counter; crate::refusal::Reason::COUNT] {
+        crate::refusal::Reason::ALL.map(|reason| {
+            self.inner
+                .refusals
+                .get_or_create(&[("reason", reason.label())])
+                .clone()
+        })
     }
 }
 
@@ -455,11 +565,17 @@ impl StateStore for MeteredStore {
     }
 }
 
-/// Keeps a question counted in `mcp_questions_pending` while it lives.
-pub(crate) struct QuestionGuard(Gauge);
+/// Keeps a question counted in `mcp_questions_pending` while it lives; observes its wait in
+/// `mcp_question_wait_seconds` when it drops.
+pub(crate) struct QuestionGuard {
+    pending: Gauge,
+    wait: Histogram,
+    since: std::time::Instant,
+}
 
 impl Drop for QuestionGuard {
     fn drop(&mut self) {
-        self.0.dec();
+        self.pending.dec();
+        self.wait.observe(self.since.elapsed().as_secs_f64());
     }
 }

@@ -12,6 +12,7 @@ mod support;
 
 mod ask_workers;
 mod demo_auth;
+mod demo_drain;
 mod demo_metrics;
 mod demo_sqlite_restart;
 mod deploy_example;

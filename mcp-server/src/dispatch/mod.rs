@@ -305,24 +305,39 @@ impl Served {
                 // Dropping the reply stream mid-call cancels it: the handler's signal fires.
                 let on_drop = CancelOnDrop(Some(cancel.clone()));
                 let traced = RequestSpan::open(adapter, &call, ctx);
+                // The tool's place in this request's registry, before the call takes its
+                // name: the `tool` label is read from the registry afterwards.
                 #[cfg(feature = "metrics")]
-                let metered = self
-                    .settings()
-                    .metrics
-                    .as_ref()
-                    .map(|m| (m, std::time::Instant::now()));
+                let metered = self.settings().metrics.as_ref().map(|m| {
+                    let tool = match (call.operation, call.target.as_deref()) {
+                        (Operation::CallTool, Some(name)) => {
+                            Some(self.registry.tool_index.get(name).copied())
+                        }
+                        _ => None,
+                    };
+                    (m, std::time::Instant::now(), tool)
+                });
                 let done = self
                     .call(adapter, &mut call, ctx, sink, &cancel)
                     .instrument(traced.span.clone())
                     .await;
                 traced.close(adapter, &done, cancel.is_cancelled());
                 #[cfg(feature = "metrics")]
-                if let Some((metrics, started)) = metered {
+                if let Some((metrics, started, tool)) = metered {
                     let (outcome, _) = telemetry::outcome_of(adapter, &done, cancel.is_cancelled());
+                    let tool = match tool {
+                        None => crate::metrics::ToolLabel::None,
+                        Some(index) => index
+                            .and_then(|i| self.registry.tools.get(i))
+                            .map_or(crate::metrics::ToolLabel::Other, |entry| {
+                                crate::metrics::ToolLabel::Registered(&entry.tool.name)
+                            }),
+                    };
                     metrics.request(
                         adapter.version(),
                         telemetry::method_label(&call.method),
                         outcome,
+                        tool,
                         started.elapsed(),
                     );
                 }

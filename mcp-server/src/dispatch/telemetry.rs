@@ -8,13 +8,19 @@
 //! | --- | --- |
 //! | `revision` | the revision the call is served on |
 //! | `method` | the JSON-RPC method |
-//! | `name` | the tool or prompt name, or the resource URI, when the method has one |
+//! | `gen_ai.tool.name` | the tool's name, on `tools/call` |
+//! | `gen_ai.prompt.name` | the prompt's name, on `prompts/get` |
+//! | `mcp.resource.uri` | the resource's URI, on `resources/read`, `resources/subscribe` and `resources/unsubscribe` |
 //! | `id` | the JSON-RPC id (none for a notification) |
 //! | `session` | the first 8 characters of the session id (`Mcp-Session-Id`, the HTTP+SSE `sessionId`): enough to correlate, never the whole id, which is a credential |
 //! | `principal` | the subject of the verified access token, on a protected server |
 //! | `outcome` | `ok`, `tool_error`, `input_required`, `error`, `cancelled` or `none` |
 //! | `error_code` | the JSON-RPC error code, when `outcome` is `error` |
 //! | `duration_us` | microseconds from dispatch to the outcome |
+//!
+//! The target's field names are those of the OpenTelemetry semantic conventions for MCP
+//! (none of them is `name`, which a JSON formatter also writes for the span's own name: a
+//! JSON parser would keep only one of the two).
 //!
 //! With no subscriber, or one whose level filter leaves DEBUG out for this target, the span
 //! is disabled: nothing is formatted, no clock is read and no lock is taken, so the request
@@ -24,7 +30,7 @@
 
 use std::time::Instant;
 
-use mcp_adapters::{Adapter, Call, Outcome};
+use mcp_adapters::{Adapter, Call, Operation, Outcome};
 use tracing::Span;
 use tracing::field::{Empty, display};
 
@@ -49,7 +55,9 @@ impl RequestSpan {
             "mcp.request",
             revision = adapter.version(),
             method = &*call.method,
-            name = Empty,
+            gen_ai.tool.name = Empty,
+            gen_ai.prompt.name = Empty,
+            mcp.resource.uri = Empty,
             id = Empty,
             session = Empty,
             principal = Empty,
@@ -63,8 +71,13 @@ impl RequestSpan {
                 started: None,
             };
         }
-        if let Some(name) = &call.target {
-            span.record("name", name.as_str());
+        if let Some(target) = &call.target {
+            let field = match call.operation {
+                Operation::CallTool => "gen_ai.tool.name",
+                Operation::GetPrompt => "gen_ai.prompt.name",
+                _ => "mcp.resource.uri",
+            };
+            span.record(field, target.as_str());
         }
         if let Some(id) = &call.id {
             span.record("id", display(id));

@@ -53,6 +53,15 @@ pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 4;
 /// The default maximum of connections served at once: 4,096.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
+/// The default path of the liveness probe: `/healthz`.
+pub const DEFAULT_LIVENESS_PATH: &str = "/healthz";
+
+/// The default path of the readiness probe: `/readyz`.
+pub const DEFAULT_READINESS_PATH: &str = "/readyz";
+
+/// The default drain period: none (shutdown begins when the signal resolves).
+pub const DEFAULT_DRAIN_PERIOD: Duration = Duration::ZERO;
+
 /// Whether localhost origins and hosts are trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Localhost {
@@ -106,10 +115,17 @@ pub(crate) enum Localhost {
 /// | [`idle_timeout`](Self::idle_timeout) | 60 s without a request in flight, then the connection is closed |
 /// | [`http2_keep_alive`](Self::http2_keep_alive) | a ping every 30 s on HTTP/2 connections |
 /// | [`max_connections`](Self::max_connections) | 4,096; more wait in the listen backlog |
+/// | [`liveness_path`](Self::liveness_path) | `/healthz`: 200 while the process serves |
+/// | [`readiness_path`](Self::readiness_path) | `/readyz`: 200 when the hub answers within 1 s (checked at most once a second) and the endpoint is not draining, else 503 |
+/// | [`drain_period`](Self::drain_period) | none: on the shutdown signal, shutdown begins at once |
+/// | [`hub_label`](Self::hub_label) | `unnamed`: what the start and shutdown log lines call the hub |
 ///
-/// The last four apply when the endpoint runs on its own socket
+/// The connection settings from [`header_read_timeout`](Self::header_read_timeout) to
+/// [`max_connections`](Self::max_connections) apply when the endpoint runs on its own socket
 /// ([`serve_with_shutdown`](crate::http::serve_with_shutdown)); a mounted endpoint gets
-/// the connection handling of the server it is mounted in.
+/// the connection handling of the server it is mounted in, and its
+/// [`drain_period`](Self::drain_period) through
+/// [`HttpEndpoint::shutdown_on`](crate::http::HttpEndpoint::shutdown_on).
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
     pub(crate) path: String,
@@ -138,6 +154,10 @@ pub struct HttpConfig {
     pub(crate) idle_timeout: Duration,
     pub(crate) http2_keep_alive: Option<Duration>,
     pub(crate) max_connections: usize,
+    pub(crate) liveness_path: Option<String>,
+    pub(crate) readiness_path: Option<String>,
+    pub(crate) drain_period: Duration,
+    pub(crate) hub_label: String,
 }
 
 impl Default for HttpConfig {
@@ -176,7 +196,94 @@ impl HttpConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             http2_keep_alive: Some(DEFAULT_HTTP2_KEEP_ALIVE),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            liveness_path: Some(DEFAULT_LIVENESS_PATH.to_owned()),
+            readiness_path: Some(DEFAULT_READINESS_PATH.to_owned()),
+            drain_period: DEFAULT_DRAIN_PERIOD,
+            hub_label: "unnamed".to_owned(),
         }
+    }
+
+    /// The path of the liveness probe (`GET` or `HEAD`): `200 ok` whenever the process
+    /// serves requests at all; `None` turns it off (the path then gets 404 like any other).
+    /// Default is `/healthz` ([`DEFAULT_LIVENESS_PATH`]).
+    ///
+    /// The probes are answered before the `Host` and `Origin` checks, authorization, the
+    /// session machinery and [`routes`](Self::routes) (unless a mounted route claims the
+    /// path itself): load balancers and orchestrators probe a worker by its address, which
+    /// an [`allowed_host`](Self::allowed_host) list of public names does not hold, and the
+    /// answers carry nothing a DNS-rebinding page could use (no data, no effect; a readiness
+    /// check costs at most one hub read a second whatever the number of probes).
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().liveness_path(Some("/livez")).readiness_path(None);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn liveness_path(mut self, path: Option<&str>) -> Self {
+        self.liveness_path = path.map(str::to_owned);
+        self
+    }
+
+    /// The path of the readiness probe (`GET` or `HEAD`): `200` with `{"ready":true}` when
+    /// the hub's state store answers a read within 1 s and the endpoint is not draining,
+    /// else `503` with `{"ready":false,"reason":"..."}` (`draining`, or which way the hub
+    /// failed; the backend's own message is logged at WARN, never sent). The hub's answer is
+    /// kept for 1 s and one probe at a time asks it, so a storm of probes costs at most one
+    /// hub read a second. `None` turns it off. Default is `/readyz`
+    /// ([`DEFAULT_READINESS_PATH`]). Answered before the `Host`, `Origin` and authorization
+    /// checks, like [`liveness_path`](Self::liveness_path).
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().readiness_path(Some("/ready"));
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn readiness_path(mut self, path: Option<&str>) -> Self {
+        self.readiness_path = path.map(str::to_owned);
+        self
+    }
+
+    /// How long the endpoint keeps serving once draining began (the shutdown signal of
+    /// [`serve_with_shutdown`](crate::http::serve_with_shutdown) or
+    /// [`HttpEndpoint::shutdown_on`](crate::http::HttpEndpoint::shutdown_on) resolved, or
+    /// [`HttpEndpoint::drain`](crate::http::HttpEndpoint::drain) was called): the readiness
+    /// probe answers 503 at once, so a load balancer stops sending new clients, while the
+    /// listener keeps accepting and serving for this long; then shutdown proceeds as without
+    /// it (stop accepting, end streams, wait [`shutdown_deadline`](Self::shutdown_deadline)
+    /// for calls). Set it a little above the load balancer's probe interval times its
+    /// failure threshold. Default: none ([`DEFAULT_DRAIN_PERIOD`]); the demo uses 5 s.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().drain_period(Duration::from_secs(5));
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn drain_period(mut self, period: Duration) -> Self {
+        self.drain_period = period;
+        self
+    }
+
+    /// What the start and shutdown log lines of
+    /// [`serve_with_shutdown`](crate::http::serve_with_shutdown) call the server's hub, say
+    /// `redis://cache:6379`. Never put a password here: it is logged. Default `unnamed`.
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().hub_label("redis://cache:6379");
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn hub_label(mut self, label: impl Into<String>) -> Self {
+        self.hub_label = label.into();
+        self
     }
 
     /// The most sessions this endpoint (one worker) mints and holds at once, Streamable HTTP

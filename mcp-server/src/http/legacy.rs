@@ -65,7 +65,11 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
         Ok(id) => id,
         Err(err) => {
             if !matches!(err, SessionError::Full(_) | SessionError::PrincipalFull(_)) {
-                tracing::error!(%err, "session store failure");
+                shared.refused_failure(
+                    crate::refusal::Reason::Unavailable,
+                    parts,
+                    format_args!("the session store failed: {err}"),
+                );
             }
             return failure_response(set.newest(), None, &err.failure());
         }
@@ -76,7 +80,11 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
     let subscription = match Subscription::start(log, topic.clone(), None).await {
         Ok(subscription) => subscription,
         Err(err) => {
-            tracing::error!(%err, "event log failure");
+            shared.refused_failure(
+                crate::refusal::Reason::Unavailable,
+                parts,
+                format_args!("the event log failed: {err}"),
+            );
             let _ = shared.sessions.delete(&id).await;
             return failure_response(
                 set.newest(),
@@ -350,7 +358,11 @@ pub(crate) async fn post(
             return failure_response(render, None, &Failure::session_not_found());
         }
         Err(err) => {
-            tracing::error!(%err, "session store failure");
+            shared.refused_failure(
+                crate::refusal::Reason::Unavailable,
+                parts,
+                format_args!("the session store failed: {err}"),
+            );
             return failure_response(
                 render,
                 None,

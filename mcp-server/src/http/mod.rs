@@ -27,6 +27,7 @@
 //! | `GET /mcp` | the session's SSE stream (revisions with a GET stream); `405` on a server that serves only revisions without one |
 //! | `DELETE /mcp` | ends the session (`204`) |
 //! | `GET /sse`, `POST /messages?session_id=...` | HTTP+SSE: an `endpoint` event, then every answer on the stream: straight in when this worker holds it, through the hub when it is another's |
+//! | `GET /healthz`, `GET /readyz` | the liveness probe (200 `ok`) and the readiness probe (200, or 503 when the hub fails or the endpoint drains), before every check below ([`HttpConfig::liveness_path`], [`HttpConfig::readiness_path`], [`HttpEndpoint::drain`]) |
 //!
 //! Transport failures, checked in this order: `Host` and `Origin` (403), method (405),
 //! `Content-Type` (415), `Accept` (406), body size (413), then the revision's own checks
@@ -57,6 +58,7 @@
 
 mod body;
 mod config;
+mod health;
 mod legacy;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -80,15 +82,16 @@ use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_wire::jsonrpc::Id;
 use tokio::sync::{Notify, watch};
 
+use crate::refusal::Reason;
 use crate::server::Server;
 
 pub use body::HttpBody;
 pub use config::{
-    DEFAULT_BODY_LIMIT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_HTTP2_KEEP_ALIVE,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_CALLS_PER_SESSION,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_STREAMS_PER_SESSION,
-    DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS,
-    HttpConfig,
+    DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_PERIOD, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_HTTP2_KEEP_ALIVE, DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LIVENESS_PATH,
+    DEFAULT_MAX_CALLS_PER_SESSION, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_STREAMS_PER_SESSION, DEFAULT_READINESS_PATH, DEFAULT_SESSION_CACHE,
+    DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS, HttpConfig,
 };
 #[cfg(feature = "metrics")]
 pub use metrics::serve_metrics;
@@ -163,6 +166,9 @@ pub(crate) struct Shared {
     pub(crate) local_streams: legacy::LocalStreams,
     /// The open GET streams of each session on this endpoint.
     pub(crate) streams: Arc<StreamSlots>,
+    /// Draining, and the hub's last readiness answer (shared with the copy
+    /// [`HttpEndpoint::bound_to`] makes, so [`HttpEndpoint::drain`] reaches the listener).
+    pub(crate) health: Arc<health::Health>,
 }
 
 /// The open Streamable HTTP GET streams of each session on this endpoint, at most
@@ -270,7 +276,11 @@ impl HttpEndpoint {
     ///
     /// Sessions live in the server's state store and HTTP+SSE messages travel through its event
     /// log, so endpoints of servers that share a hub serve each other's clients.
-    pub fn new(server: Server, mut config: HttpConfig) -> Self {
+    pub fn new(server: Server, config: HttpConfig) -> Self {
+        Self::with_health(server, config, Arc::default())
+    }
+
+    fn with_health(server: Server, mut config: HttpConfig, health: Arc<health::Health>) -> Self {
         if let Some(auth) = &config.auth {
             // The HTTP+SSE endpoint is a resource of its own, with its own metadata.
             let legacy = config
@@ -302,6 +312,7 @@ impl HttpEndpoint {
             config.sessions_per_principal(),
             cancels.clone(),
         );
+        let sessions = sessions.noting(server.settings().refusals.clone());
         #[cfg(feature = "metrics")]
         let sessions = sessions.metered(server.settings().metrics.clone());
         Self {
@@ -317,6 +328,7 @@ impl HttpEndpoint {
                 cancels,
                 local_streams: legacy::LocalStreams::default(),
                 streams,
+                health,
             }),
         }
     }
@@ -336,7 +348,54 @@ impl HttpEndpoint {
     pub(crate) fn bound_to(&self, addr: std::net::SocketAddr) -> Self {
         let mut config = self.shared.config.clone();
         config.bound_loopback = addr.ip().is_loopback();
-        Self::new(self.shared.server.clone(), config)
+        Self::with_health(
+            self.shared.server.clone(),
+            config,
+            self.shared.health.clone(),
+        )
+    }
+
+    /// Begins draining: from now on the readiness probe
+    /// ([`HttpConfig::readiness_path`]) answers 503 `draining`, so load balancers send no
+    /// new clients, while requests are served as before. An endpoint run by
+    /// [`serve_with_shutdown`] (or its siblings) then keeps serving for
+    /// [`HttpConfig::drain_period`] and shuts down as on its shutdown signal, which begins
+    /// draining the same way. A mounted endpoint only reports it: stop the server it is
+    /// mounted in yourself. Draining cannot be undone.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
+    /// use mcp_server::Server;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HttpConfig::new().drain_period(Duration::from_secs(5));
+    /// let endpoint = HttpEndpoint::new(Server::builder("demo", "1.0").build()?, config);
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// let serving = tokio::spawn(serve_with_shutdown(listener, endpoint.clone(), std::future::pending()));
+    /// // Later, on a deployment's signal: not ready at once, stopped 5 s later.
+    /// endpoint.drain();
+    /// serving.await??;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn drain(&self) {
+        if self.shared.health.drain() {
+            tracing::info!(
+                period = ?self.shared.config.drain_period,
+                "draining: the readiness probe reports not ready"
+            );
+        }
+    }
+
+    /// Whether the endpoint drains (see [`drain`](Self::drain)).
+    pub fn is_draining(&self) -> bool {
+        self.shared.health.is_draining()
+    }
+
+    /// Resolves once draining began.
+    pub(crate) async fn drained(&self) {
+        self.shared.health.drained().await;
     }
 
     /// Resolves when `signal` does, after ending the endpoint's long-lived streams: pass it as
@@ -344,7 +403,10 @@ impl HttpEndpoint {
     /// `with_graceful_shutdown`, hyper-util's `GracefulShutdown`). Such servers wait for every
     /// response to end, and an SSE stream (`GET /mcp`, `GET /sse`, `subscriptions/listen`)
     /// only ends when the client leaves: without this, shutdown waits for the clients.
-    /// [`serve_with_shutdown`] does this by itself.
+    /// [`serve_with_shutdown`] does this by itself. When `signal` resolves the endpoint
+    /// begins draining ([`drain`](Self::drain)): the future resolves
+    /// [`HttpConfig::drain_period`] later (at once by default), so the server keeps accepting
+    /// meanwhile while the readiness probe (if routed to this endpoint) reports not ready.
     ///
     /// ```no_run
     /// use mcp_server::http::{HttpConfig, HttpEndpoint, shutdown_signal};
@@ -367,6 +429,11 @@ impl HttpEndpoint {
         let endpoint = self.clone();
         async move {
             signal.await;
+            endpoint.drain();
+            let period = endpoint.shared.config.drain_period;
+            if !period.is_zero() {
+                tokio::time::sleep(period).await;
+            }
             endpoint.close_streams();
         }
     }
@@ -397,18 +464,26 @@ impl HttpEndpoint {
     {
         let shared = &self.shared;
         let (mut parts, body) = request.into_parts();
+        if health::Health::claims(shared, &parts) {
+            // Boxed: the probe's state does not enlarge every request's future.
+            return Box::pin(shared.health.answer(shared, &parts)).await;
+        }
         if let Err(refusal) = origin::check(&shared.config, &parts.headers, &parts.uri) {
-            let failure = match refusal {
-                origin::Refusal::Origin => {
-                    Failure::new(FailureKind::OriginRejected, "Origin not allowed")
-                }
-                origin::Refusal::Host => {
-                    Failure::new(FailureKind::OriginRejected, "Host not allowed")
-                }
-                origin::Refusal::BadHost => {
-                    Failure::invalid_request("the request has more than one Host header")
-                }
+            let (reason, failure) = match refusal {
+                origin::Refusal::Origin => (
+                    Reason::Origin,
+                    Failure::new(FailureKind::OriginRejected, "Origin not allowed"),
+                ),
+                origin::Refusal::Host => (
+                    Reason::Host,
+                    Failure::new(FailureKind::OriginRejected, "Host not allowed"),
+                ),
+                origin::Refusal::BadHost => (
+                    Reason::Host,
+                    Failure::invalid_request("the request has more than one Host header"),
+                ),
             };
+            shared.refused(reason, &parts, format_args!("{}", failure.message));
             return shared.transport_failure(failure);
         }
         if let Some(routes) = shared
@@ -422,10 +497,15 @@ impl HttpEndpoint {
                 Err(err) => return shared.body_failure(err),
             };
             let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
-            return routes
-                .serve(peer, Request::from_parts(parts, bytes))
-                .await
-                .map(HttpBody::full);
+            let response = routes.serve(peer, Request::from_parts(parts, bytes)).await;
+            if response.status() == StatusCode::TOO_MANY_REQUESTS {
+                shared.server.settings().refusals.note(
+                    Reason::RateLimited,
+                    peer,
+                    format_args!("a mounted route's rate limit was reached"),
+                );
+            }
+            return response.map(HttpBody::full);
         }
         if let Some(auth) = &shared.config.auth {
             let path = parts.uri.path();
@@ -448,6 +528,7 @@ impl HttpEndpoint {
                             && let Err(refusal) =
                                 auth.check_scopes_at(path, &principal, auth.required())
                         {
+                            shared.refused_auth(&parts, &refusal);
                             return shared.auth_failure(&parts.headers, None, true, &refusal);
                         }
                         // The handlers of the path read it from the request's extensions.
@@ -455,6 +536,7 @@ impl HttpEndpoint {
                         parts.extensions.insert(owner);
                     }
                     Err(refusal) => {
+                        shared.refused_auth(&parts, &refusal);
                         // A POST's error names its request (the body is read within the
                         // body limit, as any POST's would be), so it fits the revision's
                         // schema; other methods have no id to give.
@@ -618,6 +700,42 @@ where
 }
 
 impl Shared {
+    /// Notes a refusal of the request `parts` (its peer, when known, goes into the log line).
+    pub(crate) fn refused(
+        &self,
+        reason: Reason,
+        parts: &http::request::Parts,
+        detail: fmt::Arguments<'_>,
+    ) {
+        let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
+        self.server.settings().refusals.note(reason, peer, detail);
+    }
+
+    /// [`refused`](Self::refused) for a failure of the server's own (the hub): at WARN.
+    pub(crate) fn refused_failure(
+        &self,
+        reason: Reason,
+        parts: &http::request::Parts,
+        detail: fmt::Arguments<'_>,
+    ) {
+        let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
+        self.server
+            .settings()
+            .refusals
+            .note_failure(reason, peer, detail);
+    }
+
+    /// Notes a refusal of the resource server: 401, 403 or 503 (its reason is a fixed
+    /// sentence, never the token or the verifier's detail).
+    fn refused_auth(&self, parts: &http::request::Parts, refusal: &crate::auth::AuthRefusal) {
+        let reason = match refusal.status {
+            StatusCode::FORBIDDEN => Reason::InsufficientScope,
+            StatusCode::SERVICE_UNAVAILABLE => Reason::Unavailable,
+            _ => Reason::Unauthorized,
+        };
+        self.refused(reason, parts, format_args!("{}", refusal.reason));
+    }
+
     /// A failure before any revision was chosen, rendered by the newest served adapter.
     /// Whether `path` is one of the endpoint's MCP paths (the ones authorization protects).
     fn is_mcp_path(&self, path: &str) -> bool {
@@ -668,6 +786,16 @@ impl Shared {
         #[cfg(feature = "metrics")]
         if let (BodyError::TooLarge, Some(metrics)) = (&error, &self.server.settings().metrics) {
             metrics.limit_hit("body_limit");
+        }
+        if let BodyError::TooLarge = error {
+            self.server.settings().refusals.note(
+                Reason::BodyLimit,
+                None,
+                format_args!(
+                    "the body exceeds the limit of {} bytes",
+                    self.config.body_limit
+                ),
+            );
         }
         self.transport_failure(match error {
             BodyError::TooLarge => Failure::new(

@@ -8,7 +8,9 @@ use http::{Method, Request, Response, Uri};
 
 /// Paths that an [`HttpEndpoint`](crate::http::HttpEndpoint) serves beside MCP, on the same
 /// listener: an OAuth authorization server for development (the `everymcp-dev-auth` crate
-/// implements this trait), a status page, a webhook. Mount one with
+/// implements this trait), a status page, a webhook. (The health probes are built in: see
+/// [`HttpConfig::liveness_path`](crate::http::HttpConfig::liveness_path); a route that
+/// claims their path answers it instead.) Mount one with
 /// [`HttpConfig::routes`](crate::http::HttpConfig::routes).
 ///
 /// Every request first passes the endpoint's `Host` and `Origin` checks. Then each mounted
@@ -27,11 +29,11 @@ use http::{Method, Request, Response, Uri};
 /// use mcp_server::http::{HttpConfig, Routes};
 ///
 /// #[derive(Debug)]
-/// struct Health;
+/// struct Status;
 ///
-/// impl Routes for Health {
+/// impl Routes for Status {
 ///     fn claims(&self, _: &Method, uri: &Uri) -> bool {
-///         uri.path() == "/healthz"
+///         uri.path() == "/status"
 ///     }
 ///
 ///     fn serve(
@@ -43,7 +45,7 @@ use http::{Method, Request, Response, Uri};
 ///     }
 /// }
 ///
-/// let config = HttpConfig::new().routes(Health);
+/// let config = HttpConfig::new().routes(Status);
 /// # let _ = config;
 /// ```
 pub trait Routes: std::fmt::Debug + Send + Sync + 'static {

@@ -185,9 +185,13 @@ pub async fn shutdown_signal() {
 /// pinged every [`HttpConfig::http2_keep_alive`]. A failing `accept` (out of descriptors)
 /// pauses accepting, from 5 ms doubling up to 1 s, instead of spinning.
 ///
-/// Shutdown: stop accepting, end the long-lived SSE streams, let calls in flight finish for
-/// up to [`HttpConfig::shutdown_deadline`], then cancel what is left and close every
-/// connection.
+/// Shutdown: when `signal` resolves (or [`HttpEndpoint::drain`] is called), the endpoint
+/// drains: its readiness probe answers 503 at once while it keeps accepting and serving for
+/// [`HttpConfig::drain_period`] (none by default). Then it stops accepting, ends the
+/// long-lived SSE streams, lets calls in flight finish for up to
+/// [`HttpConfig::shutdown_deadline`], then cancels what is left and closes every
+/// connection. Start and stop each log one INFO line with the address, the hub
+/// ([`HttpConfig::hub_label`]) and the authorization server (issuer), if any.
 pub async fn serve_with_shutdown(
     listener: TcpListener,
     endpoint: HttpEndpoint,
@@ -218,10 +222,16 @@ async fn serve_on(
     let local = listener.local_addr()?;
     let endpoint = endpoint.bound_to(local);
     let config = endpoint.config();
+    let issuer = config
+        .auth
+        .as_ref()
+        .map(|auth| auth.metadata().authorization_servers.join(" "));
     tracing::info!(
         addr = %local,
         tls = tls.is_some(),
         path = %config.path,
+        hub = %config.hub_label,
+        issuer = %issuer.as_deref().unwrap_or("none"),
         "MCP endpoint listening"
     );
     let limits = Limits {
@@ -231,7 +241,21 @@ async fn serve_on(
         max_connections: config.max_connections,
     };
     let deadline = config.shutdown_deadline;
+    let drain_period = config.drain_period;
     let handler = endpoint.clone();
+    // The signal (or `HttpEndpoint::drain`) begins draining: not ready at once, still
+    // accepting for the drain period, then the shutdown below.
+    let draining = endpoint.clone();
+    let signal = async move {
+        let signal = pin!(signal);
+        tokio::select! {
+            () = signal => draining.drain(),
+            () = draining.drained() => {}
+        }
+        if !drain_period.is_zero() {
+            tokio::time::sleep(drain_period).await;
+        }
+    };
     let mut connections = accept(
         listener,
         limits,
@@ -258,6 +282,12 @@ async fn serve_on(
         connections.abort();
     }
     connections.join().await;
+    tracing::info!(
+        addr = %local,
+        hub = %config.hub_label,
+        issuer = %issuer.as_deref().unwrap_or("none"),
+        "MCP endpoint stopped"
+    );
     Ok(())
 }
 

@@ -227,7 +227,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     let owner = crate::auth::owner_of(parts);
     let loaded = match session::load_own(&shared.sessions, id, owner.as_deref(), false).await {
         Ok(loaded) => loaded,
-        Err(err) => return bodiless_store_failure(render, &err),
+        Err(err) => return bodiless_store_failure(shared, parts, render, &err),
     };
     let adapter = loaded
         .record
@@ -239,7 +239,13 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         return allow_post_only();
     }
     let Some(slot) = shared.streams.take(id) else {
-        return bodiless_failure(adapter, &shared.streams.full());
+        let failure = shared.streams.full();
+        shared.refused(
+            crate::refusal::Reason::MaxStreamsPerSession,
+            parts,
+            format_args!("{}", failure.message),
+        );
+        return bodiless_failure(adapter, &failure);
     };
     // The server's notifications (`Notifier`, runtime registry changes): list changes the
     // capabilities announce, and updates of the URIs the session subscribed to, read from its
@@ -290,7 +296,11 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
                 changes
             }
             Err(err) => {
-                tracing::error!(%err, "event log failure");
+                shared.refused_failure(
+                    crate::refusal::Reason::Unavailable,
+                    parts,
+                    format_args!("the event log failed: {err}"),
+                );
                 return bodiless_failure(
                     adapter,
                     &Failure::unavailable("the event log is unavailable"),
@@ -365,12 +375,21 @@ fn session_render(set: &AdapterSet, headers: &http::HeaderMap) -> Adapter {
 }
 
 /// A session store failure of a request without a JSON-RPC message (`GET`, `DELETE`).
-fn bodiless_store_failure(adapter: Adapter, err: &SessionError) -> Response<HttpBody> {
+fn bodiless_store_failure(
+    shared: &Shared,
+    parts: &Parts,
+    adapter: Adapter,
+    err: &SessionError,
+) -> Response<HttpBody> {
     if !matches!(
         err,
         SessionError::NotFound | SessionError::Full(_) | SessionError::PrincipalFull(_)
     ) {
-        tracing::error!(%err, "session store failure");
+        shared.refused_failure(
+            crate::refusal::Reason::Unavailable,
+            parts,
+            format_args!("the session store failed: {err}"),
+        );
     }
     bodiless_failure(adapter, &err.failure())
 }
@@ -409,7 +428,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
             Ok(_) | Err(SessionError::NotFound) => {
                 return bodiless_failure(render, &Failure::session_not_found());
             }
-            Err(err) => return bodiless_store_failure(render, &err),
+            Err(err) => return bodiless_store_failure(shared, parts, render, &err),
         }
     }
     match shared.sessions.delete(id).await {
@@ -420,6 +439,6 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
             status_only(StatusCode::NO_CONTENT)
         }
         Ok(false) => bodiless_failure(render, &Failure::session_not_found()),
-        Err(err) => bodiless_store_failure(render, &err),
+        Err(err) => bodiless_store_failure(shared, parts, render, &err),
     }
 }

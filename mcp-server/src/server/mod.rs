@@ -509,6 +509,12 @@ impl ServerBuilder {
                 log: log.clone(),
             }),
             #[cfg(feature = "metrics")]
+            refusals: Arc::new(crate::refusal::Refusals::counted(
+                self.metrics.as_ref().map(crate::Metrics::refusal_counters),
+            )),
+            #[cfg(not(feature = "metrics"))]
+            refusals: Arc::default(),
+            #[cfg(feature = "metrics")]
             metrics: self.metrics,
         });
         let catalog = Catalog::new(settings.clone(), tools, prompts, resources, templates);
@@ -796,6 +802,8 @@ pub(crate) struct Settings {
     /// The `resources` capability is declared even with no resource (an empty skills
     /// catalog: the Skills extension requires the capability).
     pub(crate) declares_resources: bool,
+    /// Refused requests: rate-limited log lines and `mcp_refusals_total`.
+    pub(crate) refusals: Arc<crate::refusal::Refusals>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
 }

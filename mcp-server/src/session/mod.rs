@@ -118,13 +118,23 @@ impl Refusal {
         }
     }
 
-    /// The session store failed: 503 (the client may retry).
-    pub(crate) fn store(adapter: Adapter, id: Option<Id>, err: &SessionError) -> Self {
+    /// The session store failed: 503 (the client may retry), noted in `refusals` (a limit
+    /// was noted where it was hit).
+    pub(crate) fn store(
+        adapter: Adapter,
+        id: Option<Id>,
+        err: &SessionError,
+        refusals: &crate::refusal::Refusals,
+    ) -> Self {
         if !matches!(
             err,
             SessionError::NotFound | SessionError::Full(_) | SessionError::PrincipalFull(_)
         ) {
-            tracing::error!(%err, "session store failure");
+            refusals.note_failure(
+                crate::refusal::Reason::Unavailable,
+                None,
+                format_args!("the session store failed: {err}"),
+            );
         }
         Self::failure(adapter, id, err.failure())
     }
@@ -209,6 +219,11 @@ where
         let hide = pipeline.auth.is_some_and(|a| a.hides_tools());
         if let Some((id, refusal)) = missing_scope(pipeline.auth, &served, path, &items, &principal)
         {
+            pipeline.server.settings().refusals.note(
+                crate::refusal::Reason::InsufficientScope,
+                None,
+                format_args!("{}", refusal.reason),
+            );
             return Err(Refusal {
                 adapter,
                 id,
@@ -230,7 +245,14 @@ where
             let (count, first) = cancel::requests(&items);
             match pipeline.cancels.register(log, topic, id, &ctx, count).await {
                 Ok(registered) => Some(registered),
-                Err(busy) => return Err(Refusal::failure(adapter, first, busy.failure())),
+                Err(busy) => {
+                    pipeline.server.settings().refusals.note(
+                        crate::refusal::Reason::MaxCallsPerSession,
+                        None,
+                        format_args!("{busy}"),
+                    );
+                    return Err(Refusal::failure(adapter, first, busy.failure()));
+                }
             }
         }
         _ => None,
@@ -315,7 +337,15 @@ where
     };
     let loaded = load_own(pipeline.sessions, id, caller.owner.as_deref(), false)
         .await
-        .map_err(|err| Box::new(Refusal::store(selected.adapter, first_id(decoded), &err)))?;
+        .map_err(|err| {
+            let refusals = &pipeline.server.settings().refusals;
+            Box::new(Refusal::store(
+                selected.adapter,
+                first_id(decoded),
+                &err,
+                refusals,
+            ))
+        })?;
     // The session speaks the revision it negotiated, and only that one.
     let adapter = set
         .confirm_session(selected, loaded.record.version.as_deref())
@@ -387,7 +417,12 @@ impl Bound {
             }
             return match sessions.create(&record).await {
                 Ok(id) => Ok(Some(id)),
-                Err(err) => Err(Refusal::store(self.adapter, self.id.clone(), &err)),
+                Err(err) => Err(Refusal::store(
+                    self.adapter,
+                    self.id.clone(),
+                    &err,
+                    sessions.refusals(),
+                )),
             };
         }
         let Some(loaded) = &self.session else {
@@ -595,7 +630,12 @@ mod tests {
     #[test]
     fn a_refusal_is_encoded_by_its_adapter() {
         let adapter = AdapterSet::all().get(Revision::V2025_03_26).unwrap();
-        let refusal = Refusal::store(adapter, Some(Id::Number(3)), &SessionError::NotFound);
+        let refusal = Refusal::store(
+            adapter,
+            Some(Id::Number(3)),
+            &SessionError::NotFound,
+            &crate::refusal::Refusals::default(),
+        );
         let message: serde_json::Value =
             serde_json::from_slice(&refusal.encode().to_bytes()).unwrap();
         assert_eq!(message["id"], 3);

@@ -433,6 +433,8 @@ pub(crate) struct Sessions {
     feed: Arc<Feed>,
     /// Dropped with the last clone: the feed task ends.
     alive: Arc<watch::Sender<()>>,
+    /// Where sessions refused at a limit are logged and counted by reason.
+    refusals: Arc<crate::refusal::Refusals>,
     /// Where sessions created, ended and refused are counted.
     #[cfg(feature = "metrics")]
     metrics: Option<crate::Metrics>,
@@ -472,9 +474,21 @@ impl Sessions {
                 seen: watch::channel((false, 0)).0,
             }),
             alive: Arc::new(watch::channel(()).0),
+            refusals: Arc::default(),
             #[cfg(feature = "metrics")]
             metrics: None,
         }
+    }
+
+    /// The same sessions, noting refusals at a limit in `refusals` (the server's).
+    pub(crate) fn noting(mut self, refusals: Arc<crate::refusal::Refusals>) -> Self {
+        self.refusals = refusals;
+        self
+    }
+
+    /// Where refusals of these sessions are noted.
+    pub(crate) fn refusals(&self) -> &crate::refusal::Refusals {
+        &self.refusals
     }
 
     /// The same sessions, counted into `metrics`.
@@ -728,9 +742,13 @@ impl Sessions {
     /// maximum of sessions.
     pub(crate) async fn create(&self, record: &SessionRecord) -> Result<String, SessionError> {
         if self.lock_touched().minted >= self.max_sessions {
-            tracing::warn!(
-                limit = self.max_sessions,
-                "session limit reached; a new session is refused"
+            self.refusals.note(
+                crate::refusal::Reason::MaxSessions,
+                None,
+                format_args!(
+                    "this worker holds its maximum of {} sessions; a new session is refused",
+                    self.max_sessions
+                ),
             );
             #[cfg(feature = "metrics")]
             if let Some(metrics) = &self.metrics {
@@ -759,9 +777,14 @@ impl Sessions {
                             tracing::warn!(%store, "could not remove a refused session's record");
                         }
                         if matches!(err, SessionError::PrincipalFull(_)) {
-                            tracing::info!(
-                                limit = self.max_per_owner,
-                                "per-principal session limit reached; a new session is refused"
+                            self.refusals.note(
+                                crate::refusal::Reason::MaxSessionsPerPrincipal,
+                                None,
+                                format_args!(
+                                    "the principal holds its maximum of {} sessions; a new \
+                                     session is refused",
+                                    self.max_per_owner
+                                ),
                             );
                             #[cfg(feature = "metrics")]
                             if let Some(metrics) = &self.metrics {

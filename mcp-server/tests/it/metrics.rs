@@ -155,10 +155,26 @@ async fn the_endpoint_counts_calls_by_revision_method_and_outcome() {
         &[("method", "tools/call")],
     );
     assert_eq!(count, total, "{body}");
+    // Tool names are labels when the registry has the tool; made-up ones are `other`.
+    let of_tool = |tool| {
+        value(
+            &s,
+            "mcp_requests_total",
+            &[("method", "tools/call"), ("tool", tool)],
+        )
+    };
+    assert_eq!(of_tool("add"), 6.0, "{body}");
+    assert_eq!(of_tool("boom"), 2.0, "{body}");
+    assert_eq!(of_tool("other"), 2.0, "{body}");
+    assert!(!body.contains("no-such-tool"), "{body}");
+    // One histogram per method and tool (the `add` one here).
+    let total = of_tool("add");
     let mut buckets: Vec<(f64, f64)> = s
         .iter()
         .filter(|(k, _)| {
-            k.starts_with("mcp_request_duration_seconds_bucket{") && k.contains("tools/call")
+            k.starts_with("mcp_request_duration_seconds_bucket{")
+                && k.contains("tools/call")
+                && k.contains("tool=\"add\"")
         })
         .map(|(k, v)| {
             let le = k.split("le=\"").nth(1).unwrap().split('"').next().unwrap();
@@ -168,6 +184,11 @@ async fn the_endpoint_counts_calls_by_revision_method_and_outcome() {
     buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
     assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{buckets:?}");
     assert_eq!(buckets.last().unwrap(), &(f64::INFINITY, total));
+    // Buckets reach minutes: a call that waited for a person still lands in one.
+    assert!(
+        buckets.iter().any(|(le, _)| le.is_finite() && *le >= 600.0),
+        "{buckets:?}"
+    );
     // Elsewhere: 404.
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream

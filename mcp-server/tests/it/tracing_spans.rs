@@ -101,7 +101,7 @@ async fn request_span(tool: &str) -> Closed {
                 .find(|c| {
                     c.name == "mcp.request"
                         && c.fields.get("method").map(String::as_str) == Some("tools/call")
-                        && c.fields.get("name").map(String::as_str) == Some(tool)
+                        && c.fields.get("gen_ai.tool.name").map(String::as_str) == Some(tool)
                 })
                 .cloned();
             if let Some(hit) = hit {
@@ -118,7 +118,7 @@ fn assert_fields(span: &Closed, revision: &str, tool: &str, session: bool) {
     let f = &span.fields;
     assert_eq!(f["revision"], revision, "{span:?}");
     assert_eq!(f["method"], "tools/call", "{span:?}");
-    assert_eq!(f["name"], tool, "{span:?}");
+    assert_eq!(f["gen_ai.tool.name"], tool, "{span:?}");
     assert!(f.contains_key("id"), "{span:?}");
     assert_eq!(f["outcome"], "ok", "{span:?}");
     assert!(f["duration_us"].parse::<u64>().is_ok(), "{span:?}");

@@ -29,8 +29,11 @@ fn init_logging(format: LogFormat, default_filter: &str) {
         use tracing_subscriber::fmt::format::FmtSpan;
         let filter = EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| EnvFilter::new(default_filter));
+        // Colours only for a person at a terminal: a file or a log collector gets none.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(ansi)
             .with_writer(std::io::stderr)
             .with_span_events(FmtSpan::CLOSE);
         let installed = match format {
