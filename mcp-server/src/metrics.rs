@@ -11,6 +11,7 @@
 //! | `mcp_request_duration_seconds` | histogram | `method` |
 //! | `mcp_sessions_created_total` | counter | |
 //! | `mcp_sessions_ended_total` | counter | |
+//! | `mcp_sessions_evicted_total` | counter | `reason`: `cap` (this worker held its maximum of sessions), `peer_quota` (the client address held its maximum) |
 //! | `mcp_limit_refusals_total` | counter | `limit` |
 //! | `mcp_questions_pending` | gauge | |
 //! | `mcp_open_streams` | gauge | `kind`: `get` (Streamable HTTP GET), `post` (a request's event stream, `subscriptions/listen` included), `sse` (HTTP+SSE) |
@@ -68,6 +69,7 @@ struct Inner {
     durations: Family<Labels1, Histogram, fn() -> Histogram>,
     sessions_created: Counter,
     sessions_ended: Counter,
+    sessions_evicted: Family<Labels1, Counter>,
     limits: Family<Labels1, Counter>,
     questions: Gauge,
     streams: Family<Labels1, Gauge>,
@@ -114,6 +116,7 @@ impl Metrics {
         );
         let sessions_created = Counter::default();
         let sessions_ended = Counter::default();
+        let sessions_evicted = Family::<Labels1, Counter>::default();
         let limits = Family::<Labels1, Counter>::default();
         let questions = Gauge::default();
         let streams = Family::<Labels1, Gauge>::default();
@@ -155,6 +158,11 @@ impl Metrics {
             sessions_ended.clone(),
         );
         registry.register(
+            "mcp_sessions_evicted",
+            "Idle sessions this worker ended to make room for a new one, by the limit reached",
+            sessions_evicted.clone(),
+        );
+        registry.register(
             "mcp_limit_refusals",
             "Requests refused at a configured limit",
             limits.clone(),
@@ -171,6 +179,7 @@ impl Metrics {
                 durations,
                 sessions_created,
                 sessions_ended,
+                sessions_evicted,
                 limits,
                 questions,
                 streams,
@@ -241,6 +250,13 @@ impl Metrics {
 
     pub(crate) fn session_ended(&self) {
         self.inner.sessions_ended.inc();
+    }
+
+    pub(crate) fn session_evicted(&self, reason: &'static str) {
+        self.inner
+            .sessions_evicted
+            .get_or_create(&[("reason", reason)])
+            .inc();
     }
 
     pub(crate) fn limit_hit(&self, limit: &'static str) {

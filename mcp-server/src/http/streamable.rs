@@ -58,10 +58,14 @@ pub(crate) async fn post(
         path: parts.uri.path(),
     };
     drop(bytes);
-    let prepared = match session::prepare(shared.pipeline(), inbound).await {
+    let mut prepared = match session::prepare(shared.pipeline(), inbound).await {
         Ok(prepared) => prepared,
         Err(refusal) => return refusal_response(&refusal),
     };
+    if prepared.bound.is_initialize() {
+        // The session it mints is counted for the client's address.
+        prepared.bound.peer = shared.peer_of(parts);
+    }
     let (mut reply, bound) = prepared.run();
     let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
     let Some(first) = reply.next().await else {
@@ -225,6 +229,8 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         );
     };
     let owner = crate::auth::owner_of(parts);
+    // The session is busy (never evicted) while its stream is open.
+    let hold = shared.sessions.hold(id);
     let loaded = match session::load_own(&shared.sessions, id, owner.as_deref(), false).await {
         Ok(loaded) => loaded,
         Err(err) => return bodiless_store_failure(render, &err),
@@ -324,9 +330,10 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         });
     let source = stream::iter(priming.into_iter().chain(missed))
         .chain(events)
-        // The stream holds its slot among the session's GET streams until it ends.
+        // The stream holds its slot among the session's GET streams, and keeps the session
+        // busy, until it ends.
         .map(move |frame| {
-            let _held = &slot;
+            let _held = (&slot, &hold);
             frame
         })
         .boxed();
@@ -366,10 +373,7 @@ fn session_render(set: &AdapterSet, headers: &http::HeaderMap) -> Adapter {
 
 /// A session store failure of a request without a JSON-RPC message (`GET`, `DELETE`).
 fn bodiless_store_failure(adapter: Adapter, err: &SessionError) -> Response<HttpBody> {
-    if !matches!(
-        err,
-        SessionError::NotFound | SessionError::Full(_) | SessionError::PrincipalFull(_)
-    ) {
+    if !err.is_expected() {
         tracing::error!(%err, "session store failure");
     }
     bodiless_failure(adapter, &err.failure())

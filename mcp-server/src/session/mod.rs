@@ -21,6 +21,7 @@
 //! Nothing here knows HTTP: the transports frame the bytes and render [`Refusal`]s.
 
 pub(crate) mod cancel;
+pub(crate) mod held;
 pub(crate) mod store;
 
 use std::sync::Arc;
@@ -35,7 +36,8 @@ use crate::dispatch::{Context, Outgoing, Reply};
 use crate::server::{Served, Server};
 
 pub(crate) use cancel::{Cancels, Registered};
-pub(crate) use store::{Loaded, SessionError, SessionRecord, Sessions};
+pub(crate) use held::PeerKey;
+pub(crate) use store::{Hold, Loaded, SessionError, SessionRecord, Sessions};
 
 /// What the pipeline works with: the server, its sessions and this worker's running calls,
 /// and the resource server that checks scopes (protected endpoints only).
@@ -98,6 +100,8 @@ pub(crate) struct Refusal {
     pub(crate) adapter: Adapter,
     pub(crate) id: Option<Id>,
     pub(crate) why: Refused,
+    /// The seconds the client is told to wait before it retries (`Retry-After`), if any.
+    pub(crate) retry_after: Option<u64>,
 }
 
 /// What a [`Refusal`] says.
@@ -115,18 +119,19 @@ impl Refusal {
             adapter,
             id,
             why: Refused::Failure(failure),
+            retry_after: None,
         }
     }
 
     /// The session store failed: 503 (the client may retry).
     pub(crate) fn store(adapter: Adapter, id: Option<Id>, err: &SessionError) -> Self {
-        if !matches!(
-            err,
-            SessionError::NotFound | SessionError::Full(_) | SessionError::PrincipalFull(_)
-        ) {
+        if !err.is_expected() {
             tracing::error!(%err, "session store failure");
         }
-        Self::failure(adapter, id, err.failure())
+        Self {
+            retry_after: err.retry_after(),
+            ..Self::failure(adapter, id, err.failure())
+        }
     }
 
     /// The failure as one JSON-RPC message (a scope refusal without its challenge).
@@ -161,8 +166,14 @@ pub(crate) struct Bound {
     id: Option<Id>,
     /// The request's principal, as session records keep it.
     owner: Option<Arc<str>>,
+    /// The client's address, which a session minted without a principal is counted for;
+    /// set by the transport for an `initialize` only (see [`Bound::is_initialize`]).
+    pub(crate) peer: Option<PeerKey>,
     /// Keeps the calls reachable by `notifications/cancelled` while they run.
     _registered: Option<Registered>,
+    /// Keeps the session busy (never evicted) while the request runs; `None` when another
+    /// worker minted the session.
+    _hold: Option<Hold>,
 }
 
 /// Selects, loads, confirms, decodes, binds and registers one request (see the module
@@ -183,9 +194,10 @@ where
         can_push,
         path,
     } = inbound;
-    let (adapter, session, initialize) = bind(pipeline, set, headers, named, &caller, &decoded)
-        .await
-        .map_err(|refusal| *refusal)?;
+    let (adapter, session, initialize, hold) =
+        bind(pipeline, set, headers, named, &caller, &decoded)
+            .await
+            .map_err(|refusal| *refusal)?;
     let id = initialize.then(|| first_id(&decoded)).flatten();
     if let Some(Loaded { id, .. }) = &session {
         // A call of this session runs in an earlier request, here or on another worker.
@@ -213,6 +225,7 @@ where
                 adapter,
                 id,
                 why: Refused::Scope(refusal),
+                retry_after: None,
             });
         }
         ctx = ctx.with_auth_binding(principal, binding, hide);
@@ -243,7 +256,9 @@ where
             initialize,
             id,
             owner: caller.owner,
+            peer: None,
             _registered: registered,
+            _hold: hold,
         },
         body: items,
         served,
@@ -259,7 +274,7 @@ async fn bind<H>(
     named: Named<'_>,
     caller: &Caller,
     decoded: &Decoded,
-) -> Result<(Adapter, Option<Loaded>, bool), Box<Refusal>>
+) -> Result<(Adapter, Option<Loaded>, bool, Option<Hold>), Box<Refusal>>
 where
     H: HeaderSource + ?Sized,
 {
@@ -282,7 +297,8 @@ where
                 .select_http(decoded, headers, None, Some(stored))
                 .map_err(reject)?
                 .adapter;
-            return Ok((adapter, Some(loaded), false));
+            // The transport holds the session while its stream is open.
+            return Ok((adapter, Some(loaded), false, None));
         }
         Named::Header(named) => named,
     };
@@ -297,11 +313,11 @@ where
             .map_err(reject)?;
     }
     if selected.by == SelectedBy::Initialize {
-        return Ok((selected.adapter, None, true));
+        return Ok((selected.adapter, None, true, None));
     }
     if !selected.adapter.has_sessions() {
         // 2026-07-28: a session header is ignored.
-        return Ok((selected.adapter, None, false));
+        return Ok((selected.adapter, None, false, None));
     }
     let Some(id) = named else {
         return Err(Box::new(Refusal::failure(
@@ -313,6 +329,8 @@ where
             ),
         )));
     };
+    // Busy from before it is loaded: a session a request is reading is not evicted.
+    let hold = pipeline.sessions.hold(id);
     let loaded = load_own(pipeline.sessions, id, caller.owner.as_deref(), false)
         .await
         .map_err(|err| Box::new(Refusal::store(selected.adapter, first_id(decoded), &err)))?;
@@ -320,7 +338,7 @@ where
     let adapter = set
         .confirm_session(selected, loaded.record.version.as_deref())
         .map_err(reject)?;
-    Ok((adapter, Some(loaded), false))
+    Ok((adapter, Some(loaded), false, hold))
 }
 
 /// Loads session `id` for a request of `owner` over a transport with (`sse`) or without an
@@ -385,7 +403,7 @@ impl Bound {
             if !succeeded || !with_sessions {
                 return Ok(None);
             }
-            return match sessions.create(&record).await {
+            return match sessions.create(&record, self.peer).await {
                 Ok(id) => Ok(Some(id)),
                 Err(err) => Err(Refusal::store(self.adapter, self.id.clone(), &err)),
             };
@@ -509,7 +527,9 @@ mod tests {
             initialize,
             id: None,
             owner: None,
+            peer: None,
             _registered: None,
+            _hold: None,
         }
     }
 
@@ -540,7 +560,7 @@ mod tests {
                 version: Some(adapter.version().to_owned()),
                 ..SessionRecord::default()
             };
-            let id = sessions.create(&record).await.unwrap();
+            let id = sessions.create(&record, None).await.unwrap();
             let loaded = sessions.load(&id).await.unwrap();
             assert_eq!(loaded.record.log_level, None);
             let bound = bound(adapter, Some(loaded), false, true);

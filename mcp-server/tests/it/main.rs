@@ -41,6 +41,7 @@ mod panics;
 mod postgres_fault;
 mod readme;
 mod registration;
+mod session_flood;
 mod session_pipeline;
 mod session_quota;
 mod skills;
