@@ -230,11 +230,11 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
     };
     let owner = crate::auth::owner_of(parts);
     // The session is busy (never evicted) while its stream is open.
-    let hold = shared.sessions.hold(id);
-    let loaded = match session::load_own(&shared.sessions, id, owner.as_deref(), false).await {
-        Ok(loaded) => loaded,
-        Err(err) => return bodiless_store_failure(render, &err),
-    };
+    let (loaded, hold) =
+        match session::load_own_held(&shared.sessions, id, owner.as_deref(), false).await {
+            Ok(loaded) => loaded,
+            Err(err) => return bodiless_store_failure(render, &err),
+        };
     let adapter = loaded
         .record
         .version

@@ -329,9 +329,8 @@ where
             ),
         )));
     };
-    // Busy from before it is loaded: a session a request is reading is not evicted.
-    let hold = pipeline.sessions.hold(id);
-    let loaded = load_own(pipeline.sessions, id, caller.owner.as_deref(), false)
+    // Busy from before it is read: a session a request is using is never evicted.
+    let (loaded, hold) = load_own_held(pipeline.sessions, id, caller.owner.as_deref(), false)
         .await
         .map_err(|err| Box::new(Refusal::store(selected.adapter, first_id(decoded), &err)))?;
     // The session speaks the revision it negotiated, and only that one.
@@ -353,6 +352,22 @@ pub(crate) async fn load_own(
     match sessions.load(id).await {
         Ok(loaded) if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner => {
             Ok(loaded)
+        }
+        Ok(_) => Err(SessionError::NotFound),
+        Err(err) => Err(err),
+    }
+}
+
+/// [`load_own`], the session busy on this worker (never evicted) until the hold drops.
+pub(crate) async fn load_own_held(
+    sessions: &Sessions,
+    id: &str,
+    owner: Option<&str>,
+    sse: bool,
+) -> Result<(Loaded, Option<Hold>), SessionError> {
+    match sessions.load_held(id).await {
+        Ok((loaded, hold)) if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner => {
+            Ok((loaded, hold))
         }
         Ok(_) => Err(SessionError::NotFound),
         Err(err) => Err(err),

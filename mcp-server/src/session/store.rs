@@ -609,6 +609,7 @@ impl Sessions {
     /// Marks session `id` busy on this worker until the returned hold drops (a request of it
     /// runs, a stream of it is open): a busy session is never evicted. `None` when this
     /// worker did not mint the session (it is not counted here).
+    #[cfg(test)]
     pub(crate) fn hold(&self, id: &str) -> Option<Hold> {
         let place = self.lock_touched().held.hold(id)?;
         Some(Hold {
@@ -1072,9 +1073,39 @@ impl Sessions {
     /// The live session `id`: a trusted record from this worker's cache, else one store read;
     /// renews its TTL when this worker has not done so for a quarter of the TTL.
     pub(crate) async fn load(&self, id: &str) -> Result<Loaded, SessionError> {
+        self.load_inner(id, false).await.map(|(loaded, _)| loaded)
+    }
+
+    /// [`load`](Self::load), the session busy on this worker (never evicted) from before it is
+    /// read until the returned hold drops (`None` when another worker minted it). One lock
+    /// serves both the renewal check and the hold.
+    pub(crate) async fn load_held(&self, id: &str) -> Result<(Loaded, Option<Hold>), SessionError> {
+        self.load_inner(id, true).await
+    }
+
+    async fn load_inner(
+        &self,
+        id: &str,
+        hold: bool,
+    ) -> Result<(Loaded, Option<Hold>), SessionError> {
         if !Self::plausible(id) {
             return Err(SessionError::NotFound);
         }
+        let (due, hold) = {
+            let mut touched = self.lock_touched();
+            let due = touched
+                .by_id
+                .get(id)
+                .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4);
+            let place = if hold { touched.held.hold(id) } else { None };
+            (
+                due,
+                place.map(|place| Hold {
+                    touched: self.touched.clone(),
+                    place,
+                }),
+            )
+        };
         self.start_feed();
         let loaded = match self.trusted(id) {
             Some(loaded) => loaded,
@@ -1088,11 +1119,11 @@ impl Sessions {
                         Ok(Ok(found)) => found,
                         Ok(Err(err)) => {
                             tracing::warn!(%err, "session store failed; serving this worker's copy");
-                            return Ok(copy);
+                            return Ok((copy, hold));
                         }
                         Err(_) => {
                             tracing::debug!("session store slow; serving this worker's copy");
-                            return Ok(copy);
+                            return Ok((copy, hold));
                         }
                     },
                     None => read.await?,
@@ -1104,7 +1135,7 @@ impl Sessions {
                 self.decode(id, record, epoch)?
             }
         };
-        if self.due(id) {
+        if due {
             match self.store.touch(&self.key(id), self.ttl).await {
                 Ok(()) => {
                     self.remember_touch(id);
@@ -1117,7 +1148,7 @@ impl Sessions {
                 Err(err) => tracing::warn!(%err, "could not renew a session's TTL"),
             }
         }
-        Ok(loaded)
+        Ok((loaded, hold))
     }
 
     /// Saves what a call changed in the connection state of `ctx` (log level, subscriptions,
@@ -1357,14 +1388,6 @@ impl Sessions {
             Ok(()) | Err(StoreError::NotFound) => {}
             Err(err) => tracing::warn!(%err, "could not renew a principal's session index"),
         }
-    }
-
-    fn due(&self, id: &str) -> bool {
-        let touched = self.lock_touched();
-        touched
-            .by_id
-            .get(id)
-            .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4)
     }
 
     fn remember_touch(&self, id: &str) {
