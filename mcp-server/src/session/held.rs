@@ -118,6 +118,9 @@ impl Eviction {
     }
 }
 
+/// A session chosen to make room, and why.
+pub(crate) type Evicted = (Arc<str>, Eviction);
+
 /// A place reserved for a session being minted: counted against the cap (and its peer's
 /// quota) until it is [`filled`](Held::fill) or [`given back`](Held::unreserve).
 #[derive(Debug)]
@@ -158,7 +161,7 @@ impl Held {
         peer: Option<PeerKey>,
         max: usize,
         per_peer: usize,
-    ) -> Result<(Reservation, Option<(Arc<str>, Eviction)>), Full> {
+    ) -> Result<(Reservation, Option<Evicted>), Full> {
         let mut evicted = None;
         if let Some(peer) = peer {
             let count = self.peers.get(&peer).map_or(0, |p| p.count);
