@@ -229,7 +229,12 @@ impl Held {
                 index
             }
             None => {
-                let index = u32::try_from(self.slots.len()).unwrap_or(NIL - 1);
+                // Beyond 2^32 - 1 places (no such memory) a session is not tracked: never
+                // evicted, and freed by its end as any other.
+                let Some(index) = u32::try_from(self.slots.len()).ok().filter(|i| *i < NIL) else {
+                    self.uncount_peer(peer);
+                    return;
+                };
                 self.slots.push(Slot {
                     generation: 0,
                     node: Some(node),

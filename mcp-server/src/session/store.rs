@@ -386,7 +386,13 @@ impl Touches {
         if !minted && self.by_id.len() >= cap {
             return false;
         }
-        let key: Arc<str> = Arc::from(id);
+        self.insert(Arc::from(id), now, ttl, minted);
+        true
+    }
+
+    /// Starts tracking session `key` (not tracked yet), renewed at `now`.
+    fn insert(&mut self, key: Arc<str>, now: Instant, ttl: Duration, minted: bool) {
+        let ticket = self.next_ticket;
         self.next_ticket += 1;
         self.minted += usize::from(minted);
         self.by_id.insert(
@@ -399,7 +405,6 @@ impl Touches {
             },
         );
         self.checks.push_back((later(now, ttl), ticket, key));
-        true
     }
 
     /// Forgets `id` (it ended).
@@ -930,18 +935,21 @@ impl Sessions {
                         }
                         return Err(err);
                     }
-                    let mut hold = None;
-                    if let Some(reservation) = reservation.reservation.take() {
+                    // Tracked for renewal and held for eviction under one shared id.
+                    let key: Arc<str> = Arc::from(id.as_str());
+                    let hold = {
                         let mut touched = self.lock_touched();
-                        touched.held.fill(reservation, Arc::from(id.as_str()));
-                        if held {
-                            hold = touched.held.hold(&id).map(|place| Hold {
-                                touched: self.touched.clone(),
-                                place,
-                            });
+                        if let Some(reservation) = reservation.reservation.take() {
+                            touched.held.fill(reservation, key.clone());
                         }
-                    }
-                    self.remember_renewal(&id, true);
+                        touched.insert(key, Instant::now(), self.ttl, true);
+                        let place = if held { touched.held.hold(&id) } else { None };
+                        place.map(|place| Hold {
+                            touched: self.touched.clone(),
+                            place,
+                        })
+                    };
+                    self.start_sweep();
                     // A new id: no other worker holds it, so it is trusted as written.
                     let epoch = self.trust_epoch();
                     self.remember(&id, version, value, Arc::new(record.clone()), epoch);
@@ -1049,11 +1057,13 @@ impl Sessions {
         if let Some(suppressed) = throttle.permit(Instant::now()) {
             match why {
                 Eviction::Cap => tracing::warn!(
+                    reason = why.label(),
                     limit = self.max_sessions,
                     suppressed,
                     "session limit reached; the least recently used idle session was ended for a new one"
                 ),
                 Eviction::PeerQuota => tracing::info!(
+                    reason = why.label(),
                     limit = self.max_per_peer,
                     peer = ?peer,
                     suppressed,
