@@ -15,7 +15,7 @@
 use crate::raw_http;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -30,6 +30,9 @@ use mcp_server::{Metrics, NoArgs, Server, Tool};
 use raw_http::{RawRequest, RawStream, Running, WAIT};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt as _};
 
 const VERSION: &str = "2025-11-25";
 
@@ -520,4 +523,84 @@ async fn twelve_thousand_sessions_from_one_address_leave_everyone_else_served() 
     client.call_tool("echo", json!({})).await.unwrap();
     assert_ne!(client.session_id().unwrap(), first);
     assert!(held(&metrics) <= cap);
+}
+
+/// The fields of one log event, as text.
+#[derive(Default)]
+struct Line(Vec<(String, String)>);
+
+impl Visit for Line {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push((field.name().to_owned(), format!("{value:?}")));
+    }
+}
+
+impl Line {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// Keeps every event of `mcp_server` (this thread's subscriber only).
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<Line>>>);
+
+impl<S: tracing::Subscriber> Layer<S> for Lines {
+    fn on_event(&self, event: &tracing::Event<'_>, _: LayerContext<'_, S>) {
+        if event.metadata().target().starts_with("mcp_server") {
+            let mut line = Line::default();
+            event.record(&mut line);
+            self.0.lock().unwrap().push(line);
+        }
+    }
+}
+
+/// A flood is visible in the log without flooding it: one line per cause per 5 s, the count
+/// suppressed since in the next, and never a session id.
+#[tokio::test]
+async fn a_flood_is_logged_at_most_once_per_cause_and_period_without_session_ids() {
+    let lines = Lines::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
+    let (gate, metrics) = (gate(), Metrics::new());
+    let config = HttpConfig::new().max_sessions(50).max_sessions_per_peer(2);
+    let running = Running::start(server_on(&gate, &metrics, None), config).await;
+    let started = std::time::Instant::now();
+    let mut ids = Vec::new();
+    for _ in 0..30 {
+        ids.push(open(running.addr).await);
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(evicted(&metrics, "peer_quota"), 28);
+    let lines = lines.0.lock().unwrap();
+    let evictions: Vec<&Line> = lines
+        .iter()
+        .filter(|line| line.get("reason") == Some("\"peer_quota\""))
+        .collect();
+    // One line, plus one per 5 s the flood took on a slow machine.
+    let bound = 1 + usize::try_from(elapsed.as_secs() / 5).unwrap();
+    assert!(
+        !evictions.is_empty() && evictions.len() <= bound,
+        "{} lines in {elapsed:?}",
+        evictions.len()
+    );
+    assert_eq!(evictions[0].get("suppressed"), Some("0"));
+    assert!(
+        evictions[0]
+            .get("message")
+            .is_some_and(|m| m.contains("least recently used idle session")),
+        "{:?}",
+        evictions[0].0
+    );
+    for line in lines.iter() {
+        for (_, value) in &line.0 {
+            assert!(
+                !ids.iter().any(|id| value.contains(id.as_str())),
+                "a session id in the log: {value}"
+            );
+        }
+    }
 }
