@@ -366,7 +366,9 @@ pub(crate) async fn load_own_held(
     sse: bool,
 ) -> Result<(Loaded, Option<Hold>), SessionError> {
     match sessions.load_held(id).await {
-        Ok((loaded, hold)) if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner => {
+        Ok((loaded, hold))
+            if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner =>
+        {
             Ok((loaded, hold))
         }
         Ok(_) => Err(SessionError::NotFound),
