@@ -11,6 +11,7 @@
 //! | `mcp_request_duration_seconds` | histogram (50 µs to about 14 min) | `method`, `tool` |
 //! | `mcp_sessions_created_total` | counter | |
 //! | `mcp_sessions_ended_total` | counter | |
+//! | `mcp_sessions_evicted_total` | counter | `reason`: `cap` (this worker held its maximum of sessions), `peer_quota` (the client address held its maximum) |
 //! | `mcp_limit_refusals_total` | counter | `limit` |
 //! | `mcp_refusals_total` | counter | `reason`: `unauthorized` (401), `insufficient_scope` (403), `host`, `origin` (403), `body_limit` (413), `max_sessions`, `max_sessions_per_principal`, `max_calls_per_session`, `max_streams_per_session` (503), `rate_limited` (429), `unavailable` (503: hub or token verifier) |
 //! | `mcp_questions_pending` | gauge | |
@@ -103,6 +104,7 @@ struct Inner {
     durations: Family<Labels2, Histogram, fn() -> Histogram>,
     sessions_created: Counter,
     sessions_ended: Counter,
+    sessions_evicted: Family<Labels1, Counter>,
     limits: Family<Labels1, Counter>,
     questions: Gauge,
     question_wait: Histogram,
@@ -176,6 +178,7 @@ impl Metrics {
         );
         let sessions_created = Counter::default();
         let sessions_ended = Counter::default();
+        let sessions_evicted = Family::<Labels1, Counter>::default();
         let limits = Family::<Labels1, Counter>::default();
         let questions = Gauge::default();
         let streams = Family::<Labels1, Gauge>::default();
@@ -217,6 +220,11 @@ impl Metrics {
             sessions_ended.clone(),
         );
         registry.register(
+            "mcp_sessions_evicted",
+            "Idle sessions this worker ended to make room for a new one, by the limit reached",
+            sessions_evicted.clone(),
+        );
+        registry.register(
             "mcp_limit_refusals",
             "Requests refused at a configured limit",
             limits.clone(),
@@ -233,6 +241,7 @@ impl Metrics {
                 durations,
                 sessions_created,
                 sessions_ended,
+                sessions_evicted,
                 limits,
                 questions,
                 question_wait,
@@ -335,6 +344,13 @@ impl Metrics {
 
     pub(crate) fn session_ended(&self) {
         self.inner.sessions_ended.inc();
+    }
+
+    pub(crate) fn session_evicted(&self, reason: &'static str) {
+        self.inner
+            .sessions_evicted
+            .get_or_create(&[("reason", reason)])
+            .inc();
     }
 
     pub(crate) fn limit_hit(&self, limit: &'static str) {

@@ -34,6 +34,9 @@ pub(crate) enum Reason {
     MaxSessions,
     /// 503: the principal holds its maximum of sessions.
     MaxSessionsPerPrincipal,
+    /// 503: the client address holds its maximum of sessions without a principal, every one
+    /// of them busy.
+    MaxSessionsPerPeer,
     /// 503: the session has its maximum of calls in flight.
     MaxCallsPerSession,
     /// 503: the session has its maximum of GET streams open.
@@ -47,7 +50,7 @@ pub(crate) enum Reason {
 
 impl Reason {
     /// How many reasons there are.
-    pub(crate) const COUNT: usize = 11;
+    pub(crate) const COUNT: usize = 12;
 
     /// Every reason, in the order of their slots.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -59,6 +62,7 @@ impl Reason {
         Self::BodyLimit,
         Self::MaxSessions,
         Self::MaxSessionsPerPrincipal,
+        Self::MaxSessionsPerPeer,
         Self::MaxCallsPerSession,
         Self::MaxStreamsPerSession,
         Self::RateLimited,
@@ -75,6 +79,7 @@ impl Reason {
             Self::BodyLimit => "body_limit",
             Self::MaxSessions => "max_sessions",
             Self::MaxSessionsPerPrincipal => "max_sessions_per_principal",
+            Self::MaxSessionsPerPeer => "max_sessions_per_peer",
             Self::MaxCallsPerSession => "max_calls_per_session",
             Self::MaxStreamsPerSession => "max_streams_per_session",
             Self::RateLimited => "rate_limited",
@@ -92,6 +97,7 @@ impl Reason {
             Self::RateLimited => 429,
             Self::MaxSessions
             | Self::MaxSessionsPerPrincipal
+            | Self::MaxSessionsPerPeer
             | Self::MaxCallsPerSession
             | Self::MaxStreamsPerSession
             | Self::Unavailable => 503,

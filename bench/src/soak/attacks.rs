@@ -426,8 +426,15 @@ async fn session_churn(addr: SocketAddr, options: &Options) -> Res<Outcome> {
     })
 }
 
-/// Defect 4: many `initialize` handshakes, sessions left open.
+/// Defect 4: many `initialize` handshakes, sessions left open, from another loopback address
+/// (127.0.0.2) than the probe's and the fresh client's: the server's per-address quota makes
+/// the flood end only its own sessions (issue 47), so both must be served throughout.
 async fn session_flood(addr: SocketAddr, options: &Options) -> Res<Outcome> {
+    let source = if addr.ip().is_loopback() && addr.is_ipv4() {
+        std::net::IpAddr::from([127, 0, 0, 2])
+    } else {
+        addr.ip()
+    };
     let end = deadline(options);
     let target: u64 = if options.quick { 10_000 } else { 50_000 };
     let workers = 8u64;
@@ -440,7 +447,7 @@ async fn session_flood(addr: SocketAddr, options: &Options) -> Res<Outcome> {
             while Instant::now() < end && created < target / workers {
                 let step = async {
                     if conn.is_none() {
-                        conn = Some(Conn::open(addr).await?);
+                        conn = Some(Conn::open_from(addr, source).await?);
                     }
                     let Some(c) = conn.as_mut() else {
                         return Err("no connection".to_owned());
@@ -474,7 +481,9 @@ async fn session_flood(addr: SocketAddr, options: &Options) -> Res<Outcome> {
         notes.push(format!("first failure: {error}"));
     }
     Ok(Outcome {
-        what: format!("up to {target} `initialize` handshakes (8 connections), sessions left open"),
+        what: format!(
+            "up to {target} `initialize` handshakes (8 connections from {source}), sessions left open"
+        ),
         connections_opened: Some(workers),
         sessions: Some(created),
         notes,

@@ -41,6 +41,29 @@ impl Conn {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect: {e}"))?;
+        Self::over(stream, addr).await
+    }
+
+    /// A connection to `addr` from the local address `source` (another loopback address, so
+    /// that the server counts it as another client than the probe's).
+    pub(crate) async fn open_from(addr: SocketAddr, source: std::net::IpAddr) -> Res<Self> {
+        let socket = if source.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()
+        } else {
+            tokio::net::TcpSocket::new_v6()
+        }
+        .map_err(|e| format!("socket: {e}"))?;
+        socket
+            .bind(SocketAddr::new(source, 0))
+            .map_err(|e| format!("bind {source}: {e}"))?;
+        let stream = socket
+            .connect(addr)
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        Self::over(stream, addr).await
+    }
+
+    async fn over(stream: TcpStream, addr: SocketAddr) -> Res<Self> {
         let _ = stream.set_nodelay(true);
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await

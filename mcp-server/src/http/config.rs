@@ -107,7 +107,9 @@ pub(crate) enum Localhost {
 /// | [`legacy_sse`](Self::legacy_sse) | on (HTTP+SSE for the revisions that have a handshake) |
 /// | [`auth`](Self::auth) | none: no access token is asked for |
 /// | [`routes`](Self::routes) | none: every path but the MCP ones (and the resource server's metadata) gets 404 |
-/// | [`max_sessions`](Self::max_sessions) | 10,000 per endpoint; `initialize` beyond it gets 503 |
+/// | [`max_sessions`](Self::max_sessions) | 10,000 per endpoint; a new session beyond it ends the least recently used idle one (whose client is told to initialize again), and gets 503 with `Retry-After` only when every session is in use |
+/// | [`max_sessions_per_peer`](Self::max_sessions_per_peer) | sessions without a principal: `max(16, max_sessions / 100)` (100 by default) per client address on this endpoint; a new one beyond it ends that address's own least recently used idle session, and gets 503 with `Retry-After` only when all of them are in use |
+/// | [`trusted_proxies`](Self::trusted_proxies) | none: the client address is the connection's, `Forwarded` and `X-Forwarded-For` are never read |
 /// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | with [`auth`](Self::auth): `max(16, max_sessions / 100)` (100 by default) per principal on all workers; one more gets 503 |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 64 calls of one session in flight; a request beyond it gets 503 |
 /// | [`max_streams_per_session`](Self::max_streams_per_session) | 4 GET streams open per session; another GET gets 503 |
@@ -148,6 +150,8 @@ pub struct HttpConfig {
     pub(crate) routes: Vec<std::sync::Arc<dyn crate::http::Routes>>,
     pub(crate) max_sessions: usize,
     pub(crate) max_sessions_per_principal: Option<usize>,
+    pub(crate) max_sessions_per_peer: Option<usize>,
+    pub(crate) trusted_proxies: Vec<crate::http::TrustedProxy>,
     pub(crate) max_calls_per_session: usize,
     pub(crate) max_streams_per_session: usize,
     pub(crate) header_read_timeout: Duration,
@@ -190,6 +194,8 @@ impl HttpConfig {
             routes: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_principal: None,
+            max_sessions_per_peer: None,
+            trusted_proxies: Vec::new(),
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
             max_streams_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
@@ -289,12 +295,27 @@ impl HttpConfig {
     /// The most sessions this endpoint (one worker) mints and holds at once, Streamable HTTP
     /// and HTTP+SSE together. Default is 10,000 ([`DEFAULT_MAX_SESSIONS`]).
     ///
-    /// At the limit, an `initialize` that would mint a session gets HTTP 503 with the
-    /// revision's JSON-RPC error for an unavailable server (`-32603`, naming the request's
-    /// id), and `GET /sse` gets 503: the client may retry later. A session frees its place
-    /// when it is deleted here, or when this worker notices that it ended (expired, or was
-    /// deleted on another worker): at most one [`session_ttl`](Self::session_ttl) after that.
-    /// Values below 1 count as 1.
+    /// At the limit, a new session takes the place of the least recently used *idle* session
+    /// of this worker: one with no request running and no stream open here (an HTTP+SSE
+    /// session is busy as long as its stream is open). That session is ended (its record
+    /// deleted from the hub's state store, so no worker serves it any more, and its hub
+    /// topics go with it), and its client's next request gets the revision's answer for an
+    /// unknown session (404 on Streamable HTTP), which every revision answers by initializing
+    /// again (the `mcp-client` crate does so by itself and retries the request). A session in
+    /// use is never ended: only when every session this worker holds is busy does an
+    /// `initialize` that would mint one get HTTP 503 with `Retry-After: 2` and the revision's
+    /// JSON-RPC error for an unavailable server (`-32603`, naming the request's id), and
+    /// `GET /sse` 503. So a flood of sessions costs its own sessions, and never locks new
+    /// clients out for a TTL. Finding the session to end is O(1) (a least-recently-used list).
+    ///
+    /// The limit counts the sessions this worker minted. Whether a session is in use is known
+    /// per worker: with workers sharing a hub and no sticky routing, a session minted here and
+    /// in use only on another worker counts as idle here (a call running there finishes, its
+    /// session's next request gets 404 and the client initializes again). A session frees its
+    /// place when it is deleted here, or when this worker notices that it ended (expired, or
+    /// was deleted on another worker): at most one [`session_ttl`](Self::session_ttl) after
+    /// that. Every eviction is counted (`mcp_sessions_evicted_total{reason="cap"}`) and logged
+    /// (at most one line per 5 s, with the number not logged since). Values below 1 count as 1.
     ///
     /// ```
     /// use mcp_server::http::HttpConfig;
@@ -338,6 +359,78 @@ impl HttpConfig {
     #[must_use]
     pub fn max_sessions_per_principal(mut self, max: usize) -> Self {
         self.max_sessions_per_principal = Some(max.max(1));
+        self
+    }
+
+    /// The most sessions without a principal (no [`auth`](Self::auth)) one client address
+    /// holds on this endpoint (one worker) at once, Streamable HTTP and HTTP+SSE together.
+    /// Default: `max(16, max_sessions / 100)`, 100 with the default
+    /// [`max_sessions`](Self::max_sessions), and no limit when `max_sessions` is `usize::MAX`;
+    /// values below 1 count as 1, and `usize::MAX` turns the limit off. Authenticated
+    /// sessions are counted per principal instead
+    /// ([`max_sessions_per_principal`](Self::max_sessions_per_principal)).
+    ///
+    /// The client address is the connection's, or, when the connection comes from one of the
+    /// [`trusted_proxies`](Self::trusted_proxies), the address they report; IPv6 addresses
+    /// count by their /64 network (one host commonly has a whole /64), IPv4-mapped ones as
+    /// IPv4. A mounted endpoint (not run by [`serve`](crate::http::serve) and its siblings)
+    /// does not know the connection's address, and this limit does not apply there.
+    ///
+    /// At the limit, the address's new session takes the place of its own least recently
+    /// used idle session (ended as at [`max_sessions`](Self::max_sessions), and counted as
+    /// `mcp_sessions_evicted_total{reason="peer_quota"}`), so a client that floods the server
+    /// with sessions only ends its own; only when every session of the address is in use does
+    /// its `initialize` get HTTP 503 with `Retry-After: 2` and the revision's JSON-RPC error
+    /// (counted as `mcp_limit_refusals_total{limit="max_sessions_per_peer"}`). The count is
+    /// per worker (in memory, no hub operation per `initialize`): across `n` workers one
+    /// address holds at most `n` times the limit. The addresses tracked are at most the
+    /// sessions held.
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().max_sessions_per_peer(50);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn max_sessions_per_peer(mut self, max: usize) -> Self {
+        self.max_sessions_per_peer = Some(max.max(1));
+        self
+    }
+
+    /// The per-address session limit in force (see
+    /// [`max_sessions_per_peer`](Self::max_sessions_per_peer)).
+    pub(crate) fn sessions_per_peer(&self) -> usize {
+        match self.max_sessions_per_peer {
+            Some(max) => max,
+            None if self.max_sessions == usize::MAX => usize::MAX,
+            None => (self.max_sessions / 100).max(16),
+        }
+    }
+
+    /// Proxies (addresses or CIDR networks) whose client address headers are believed:
+    /// when a connection comes from one of them, the client address that
+    /// [`max_sessions_per_peer`](Self::max_sessions_per_peer) counts is the right-most
+    /// address of `Forwarded` (RFC 7239, its `for=`; read when the request has the header)
+    /// or else `X-Forwarded-For` that is not itself a trusted proxy (the left-most when every
+    /// hop is trusted; the last trusted hop when the next one is hidden, `unknown` or
+    /// malformed). Headers from any other peer are never read: a client cannot pick its own
+    /// address. Repeatable; each call adds to the list. Default: none.
+    ///
+    /// ```
+    /// use mcp_server::http::{HttpConfig, TrustedProxy};
+    ///
+    /// let balancer: TrustedProxy = "10.0.0.0/8".parse()?;
+    /// let config = HttpConfig::new().trusted_proxies([balancer]);
+    /// # let _ = config;
+    /// # Ok::<(), mcp_server::http::InvalidProxy>(())
+    /// ```
+    #[must_use]
+    pub fn trusted_proxies(
+        mut self,
+        proxies: impl IntoIterator<Item = crate::http::TrustedProxy>,
+    ) -> Self {
+        self.trusted_proxies.extend(proxies);
         self
     }
 
@@ -670,6 +763,16 @@ mod tests {
             ),
         ] {
             assert_eq!(config.sessions_per_principal(), limit, "{config:?}");
+            // The per-address limit follows the same rule.
+            let config = match config.max_sessions_per_principal {
+                Some(max) => HttpConfig {
+                    max_sessions_per_principal: None,
+                    ..config
+                }
+                .max_sessions_per_peer(max),
+                None => config,
+            };
+            assert_eq!(config.sessions_per_peer(), limit, "{config:?}");
         }
     }
 }

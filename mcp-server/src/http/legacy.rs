@@ -61,17 +61,24 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
         owner: crate::auth::owner_of(parts).as_deref().map(str::to_owned),
         ..SessionRecord::default()
     };
-    let id = match shared.sessions.create(&record).await {
-        Ok(id) => id,
+    // Busy from the start: the session is in use as long as its stream is open.
+    let (id, hold) = match shared
+        .sessions
+        .create_held(&record, shared.peer_of(parts))
+        .await
+    {
+        Ok(minted) => minted,
         Err(err) => {
-            if !matches!(err, SessionError::Full(_) | SessionError::PrincipalFull(_)) {
+            if !err.is_expected() {
                 shared.refused_failure(
                     crate::refusal::Reason::Unavailable,
                     parts,
                     format_args!("the session store failed: {err}"),
                 );
             }
-            return failure_response(set.newest(), None, &err.failure());
+            let mut response = failure_response(set.newest(), None, &err.failure());
+            crate::http::with_retry_after(&mut response, err.retry_after());
+            return response;
         }
     };
     let topic = shared.sessions.stream_topic(&id);
@@ -137,6 +144,7 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
         id,
         topic,
         renew,
+        _hold: hold,
     };
     // The sources, each polled only when it woke (`select_all`; a `select` would poll the idle
     // ones, such as the hub subscription and the change feed, at every event). An event is
@@ -308,6 +316,8 @@ struct Cleanup {
     id: String,
     topic: Topic,
     renew: tokio::task::JoinHandle<()>,
+    /// Keeps the session busy (never evicted) while its stream is open.
+    _hold: Option<session::Hold>,
 }
 
 impl Drop for Cleanup {

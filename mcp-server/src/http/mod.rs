@@ -46,7 +46,9 @@
 //!
 //! Every resource a client can make the endpoint hold is bounded by a setting of
 //! [`HttpConfig`] with a safe default: sessions per endpoint
-//! ([`max_sessions`](HttpConfig::max_sessions), 503 beyond it), calls in flight and GET
+//! ([`max_sessions`](HttpConfig::max_sessions)) and per client address
+//! ([`max_sessions_per_peer`](HttpConfig::max_sessions_per_peer)), where a new session ends the
+//! least recently used idle one and gets 503 only when every one is in use, calls in flight and GET
 //! streams per session ([`max_calls_per_session`](HttpConfig::max_calls_per_session),
 //! [`max_streams_per_session`](HttpConfig::max_streams_per_session), 503 beyond them), and,
 //! when the endpoint runs on its own socket, connections
@@ -63,6 +65,7 @@ mod legacy;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod origin;
+mod peer;
 mod routes;
 mod serve;
 mod streamable;
@@ -95,6 +98,7 @@ pub use config::{
 };
 #[cfg(feature = "metrics")]
 pub use metrics::serve_metrics;
+pub use peer::{InvalidProxy, TrustedProxy};
 pub use routes::Routes;
 pub use serve::{
     HttpError, Tls, serve, serve_tls_with_shutdown, serve_with, serve_with_shutdown,
@@ -310,6 +314,7 @@ impl HttpEndpoint {
         .limited(
             config.max_sessions,
             config.sessions_per_principal(),
+            config.sessions_per_peer(),
             cancels.clone(),
         );
         let sessions = sessions.noting(server.settings().refusals.clone());
@@ -766,6 +771,15 @@ impl Shared {
         auth_refusal(adapter, id, bodiless, refusal)
     }
 
+    /// The client address a session without a principal is counted for (see
+    /// [`HttpConfig::max_sessions_per_peer`]): `None` on a mounted endpoint, which does not
+    /// know the connection's address. Read for the requests that mint a session only.
+    pub(crate) fn peer_of(&self, parts: &http::request::Parts) -> Option<crate::session::PeerKey> {
+        let peer = parts.extensions.get::<PeerAddr>()?.0.ip();
+        let client = peer::client_address(peer, &parts.headers, &self.config.trusted_proxies);
+        Some(crate::session::PeerKey::of(client))
+    }
+
     /// The session pipeline of this endpoint.
     pub(crate) fn pipeline(&self) -> Pipeline<'_> {
         Pipeline {
@@ -878,13 +892,24 @@ pub(crate) fn posted_json<'a>(
 
 /// A request the session pipeline refused, as its adapter renders it.
 pub(crate) fn refusal_response(refusal: &crate::session::Refusal) -> Response<HttpBody> {
-    match &refusal.why {
+    let mut response = match &refusal.why {
         crate::session::Refused::Failure(failure) => {
             failure_response(refusal.adapter, refusal.id.clone(), failure)
         }
         crate::session::Refused::Scope(auth) => {
             auth_refusal(refusal.adapter, refusal.id.clone(), false, auth)
         }
+    };
+    with_retry_after(&mut response, refusal.retry_after);
+    response
+}
+
+/// Adds `Retry-After: seconds` when there are any.
+pub(crate) fn with_retry_after(response: &mut Response<HttpBody>, seconds: Option<u64>) {
+    if let Some(seconds) = seconds {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
     }
 }
 

@@ -58,10 +58,14 @@ pub(crate) async fn post(
         path: parts.uri.path(),
     };
     drop(bytes);
-    let prepared = match session::prepare(shared.pipeline(), inbound).await {
+    let mut prepared = match session::prepare(shared.pipeline(), inbound).await {
         Ok(prepared) => prepared,
         Err(refusal) => return refusal_response(&refusal),
     };
+    if prepared.bound.is_initialize() {
+        // The session it mints is counted for the client's address.
+        prepared.bound.peer = shared.peer_of(parts);
+    }
     let (mut reply, bound) = prepared.run();
     let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
     let Some(first) = reply.next().await else {
@@ -225,10 +229,12 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         );
     };
     let owner = crate::auth::owner_of(parts);
-    let loaded = match session::load_own(&shared.sessions, id, owner.as_deref(), false).await {
-        Ok(loaded) => loaded,
-        Err(err) => return bodiless_store_failure(shared, parts, render, &err),
-    };
+    // The session is busy (never evicted) while its stream is open.
+    let (loaded, hold) =
+        match session::load_own_held(&shared.sessions, id, owner.as_deref(), false).await {
+            Ok(loaded) => loaded,
+            Err(err) => return bodiless_store_failure(shared, parts, render, &err),
+        };
     let adapter = loaded
         .record
         .version
@@ -334,9 +340,10 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         });
     let source = stream::iter(priming.into_iter().chain(missed))
         .chain(events)
-        // The stream holds its slot among the session's GET streams until it ends.
+        // The stream holds its slot among the session's GET streams, and keeps the session
+        // busy, until it ends.
         .map(move |frame| {
-            let _held = &slot;
+            let _held = (&slot, &hold);
             frame
         })
         .boxed();
@@ -381,10 +388,7 @@ fn bodiless_store_failure(
     adapter: Adapter,
     err: &SessionError,
 ) -> Response<HttpBody> {
-    if !matches!(
-        err,
-        SessionError::NotFound | SessionError::Full(_) | SessionError::PrincipalFull(_)
-    ) {
+    if !err.is_expected() {
         shared.refused_failure(
             crate::refusal::Reason::Unavailable,
             parts,

@@ -21,6 +21,7 @@
 //! Nothing here knows HTTP: the transports frame the bytes and render [`Refusal`]s.
 
 pub(crate) mod cancel;
+pub(crate) mod held;
 pub(crate) mod store;
 
 use std::sync::Arc;
@@ -35,7 +36,8 @@ use crate::dispatch::{Context, Outgoing, Reply};
 use crate::server::{Served, Server};
 
 pub(crate) use cancel::{Cancels, Registered};
-pub(crate) use store::{Loaded, SessionError, SessionRecord, Sessions};
+pub(crate) use held::PeerKey;
+pub(crate) use store::{Hold, Loaded, SessionError, SessionRecord, Sessions};
 
 /// What the pipeline works with: the server, its sessions and this worker's running calls,
 /// and the resource server that checks scopes (protected endpoints only).
@@ -98,6 +100,8 @@ pub(crate) struct Refusal {
     pub(crate) adapter: Adapter,
     pub(crate) id: Option<Id>,
     pub(crate) why: Refused,
+    /// The seconds the client is told to wait before it retries (`Retry-After`), if any.
+    pub(crate) retry_after: Option<u64>,
 }
 
 /// What a [`Refusal`] says.
@@ -115,6 +119,7 @@ impl Refusal {
             adapter,
             id,
             why: Refused::Failure(failure),
+            retry_after: None,
         }
     }
 
@@ -126,17 +131,17 @@ impl Refusal {
         err: &SessionError,
         refusals: &crate::refusal::Refusals,
     ) -> Self {
-        if !matches!(
-            err,
-            SessionError::NotFound | SessionError::Full(_) | SessionError::PrincipalFull(_)
-        ) {
+        if !err.is_expected() {
             refusals.note_failure(
                 crate::refusal::Reason::Unavailable,
                 None,
                 format_args!("the session store failed: {err}"),
             );
         }
-        Self::failure(adapter, id, err.failure())
+        Self {
+            retry_after: err.retry_after(),
+            ..Self::failure(adapter, id, err.failure())
+        }
     }
 
     /// The failure as one JSON-RPC message (a scope refusal without its challenge).
@@ -171,8 +176,14 @@ pub(crate) struct Bound {
     id: Option<Id>,
     /// The request's principal, as session records keep it.
     owner: Option<Arc<str>>,
+    /// The client's address, which a session minted without a principal is counted for;
+    /// set by the transport for an `initialize` only (see [`Bound::is_initialize`]).
+    pub(crate) peer: Option<PeerKey>,
     /// Keeps the calls reachable by `notifications/cancelled` while they run.
     _registered: Option<Registered>,
+    /// Keeps the session busy (never evicted) while the request runs; `None` when another
+    /// worker minted the session.
+    _hold: Option<Hold>,
 }
 
 /// Selects, loads, confirms, decodes, binds and registers one request (see the module
@@ -193,9 +204,10 @@ where
         can_push,
         path,
     } = inbound;
-    let (adapter, session, initialize) = bind(pipeline, set, headers, named, &caller, &decoded)
-        .await
-        .map_err(|refusal| *refusal)?;
+    let (adapter, session, initialize, hold) =
+        bind(pipeline, set, headers, named, &caller, &decoded)
+            .await
+            .map_err(|refusal| *refusal)?;
     let id = initialize.then(|| first_id(&decoded)).flatten();
     if let Some(Loaded { id, .. }) = &session {
         // A call of this session runs in an earlier request, here or on another worker.
@@ -228,6 +240,7 @@ where
                 adapter,
                 id,
                 why: Refused::Scope(refusal),
+                retry_after: None,
             });
         }
         ctx = ctx.with_auth_binding(principal, binding, hide);
@@ -265,7 +278,9 @@ where
             initialize,
             id,
             owner: caller.owner,
+            peer: None,
             _registered: registered,
+            _hold: hold,
         },
         body: items,
         served,
@@ -281,7 +296,7 @@ async fn bind<H>(
     named: Named<'_>,
     caller: &Caller,
     decoded: &Decoded,
-) -> Result<(Adapter, Option<Loaded>, bool), Box<Refusal>>
+) -> Result<(Adapter, Option<Loaded>, bool, Option<Hold>), Box<Refusal>>
 where
     H: HeaderSource + ?Sized,
 {
@@ -304,7 +319,8 @@ where
                 .select_http(decoded, headers, None, Some(stored))
                 .map_err(reject)?
                 .adapter;
-            return Ok((adapter, Some(loaded), false));
+            // The transport holds the session while its stream is open.
+            return Ok((adapter, Some(loaded), false, None));
         }
         Named::Header(named) => named,
     };
@@ -319,11 +335,11 @@ where
             .map_err(reject)?;
     }
     if selected.by == SelectedBy::Initialize {
-        return Ok((selected.adapter, None, true));
+        return Ok((selected.adapter, None, true, None));
     }
     if !selected.adapter.has_sessions() {
         // 2026-07-28: a session header is ignored.
-        return Ok((selected.adapter, None, false));
+        return Ok((selected.adapter, None, false, None));
     }
     let Some(id) = named else {
         return Err(Box::new(Refusal::failure(
@@ -335,7 +351,8 @@ where
             ),
         )));
     };
-    let loaded = load_own(pipeline.sessions, id, caller.owner.as_deref(), false)
+    // Busy from before it is read: a session a request is using is never evicted.
+    let (loaded, hold) = load_own_held(pipeline.sessions, id, caller.owner.as_deref(), false)
         .await
         .map_err(|err| {
             let refusals = &pipeline.server.settings().refusals;
@@ -350,7 +367,7 @@ where
     let adapter = set
         .confirm_session(selected, loaded.record.version.as_deref())
         .map_err(reject)?;
-    Ok((adapter, Some(loaded), false))
+    Ok((adapter, Some(loaded), false, hold))
 }
 
 /// Loads session `id` for a request of `owner` over a transport with (`sse`) or without an
@@ -365,6 +382,24 @@ pub(crate) async fn load_own(
     match sessions.load(id).await {
         Ok(loaded) if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner => {
             Ok(loaded)
+        }
+        Ok(_) => Err(SessionError::NotFound),
+        Err(err) => Err(err),
+    }
+}
+
+/// [`load_own`], the session busy on this worker (never evicted) until the hold drops.
+pub(crate) async fn load_own_held(
+    sessions: &Sessions,
+    id: &str,
+    owner: Option<&str>,
+    sse: bool,
+) -> Result<(Loaded, Option<Hold>), SessionError> {
+    match sessions.load_held(id).await {
+        Ok((loaded, hold))
+            if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner =>
+        {
+            Ok((loaded, hold))
         }
         Ok(_) => Err(SessionError::NotFound),
         Err(err) => Err(err),
@@ -415,7 +450,7 @@ impl Bound {
             if !succeeded || !with_sessions {
                 return Ok(None);
             }
-            return match sessions.create(&record).await {
+            return match sessions.create(&record, self.peer).await {
                 Ok(id) => Ok(Some(id)),
                 Err(err) => Err(Refusal::store(
                     self.adapter,
@@ -544,7 +579,9 @@ mod tests {
             initialize,
             id: None,
             owner: None,
+            peer: None,
             _registered: None,
+            _hold: None,
         }
     }
 
@@ -575,7 +612,7 @@ mod tests {
                 version: Some(adapter.version().to_owned()),
                 ..SessionRecord::default()
             };
-            let id = sessions.create(&record).await.unwrap();
+            let id = sessions.create(&record, None).await.unwrap();
             let loaded = sessions.load(&id).await.unwrap();
             assert_eq!(loaded.record.log_level, None);
             let bound = bound(adapter, Some(loaded), false, true);

@@ -19,6 +19,8 @@ use tokio::sync::watch;
 use crate::dispatch::Context;
 use crate::dispatch::session::{Session, stated_nothing};
 
+use super::held::{Eviction, Full, Held, PeerKey, Place, Reservation};
+
 /// The longest session id accepted from a client; longer ones cannot be ours.
 const MAX_ID_LEN: usize = 128;
 
@@ -239,6 +241,11 @@ pub(crate) enum SessionError {
     /// sessions already, on all workers together.
     #[error("this principal holds its maximum of {0} sessions")]
     PrincipalFull(usize),
+    /// The peer (a client address) holds
+    /// [`HttpConfig::max_sessions_per_peer`](crate::http::HttpConfig::max_sessions_per_peer)
+    /// sessions on this worker already, every one of them busy.
+    #[error("this client address holds its maximum of {0} sessions, all in use")]
+    PeerFull(usize),
     /// The store failed.
     #[error("session store: {0}")]
     Store(#[from] StoreError),
@@ -256,14 +263,68 @@ impl SessionError {
         match self {
             Self::NotFound => mcp_adapters::Failure::session_not_found(),
             Self::Full(_) => mcp_adapters::Failure::unavailable(
-                "the server holds its maximum number of sessions; retry later",
+                "the server holds its maximum number of sessions, all in use; retry later",
             ),
             Self::PrincipalFull(max) => mcp_adapters::Failure::unavailable(format!(
                 "this principal holds its maximum of {max} sessions; end one (DELETE) or retry once one expired"
             )),
+            Self::PeerFull(max) => mcp_adapters::Failure::unavailable(format!(
+                "this client address holds its maximum of {max} sessions, all in use; end one (DELETE) or retry later"
+            )),
             _ => mcp_adapters::Failure::unavailable("the session store is unavailable"),
         }
     }
+
+    /// A refusal the client is expected to meet (a limit, an unknown session), not a failure
+    /// of the server worth an error line.
+    pub(crate) fn is_expected(&self) -> bool {
+        matches!(
+            self,
+            Self::NotFound | Self::Full(_) | Self::PrincipalFull(_) | Self::PeerFull(_)
+        )
+    }
+
+    /// The seconds a refused client is told to wait (`Retry-After`) before it tries again:
+    /// for a session limit whose sessions are all in use.
+    pub(crate) fn retry_after(&self) -> Option<u64> {
+        matches!(self, Self::Full(_) | Self::PeerFull(_)).then_some(SESSION_RETRY_AFTER)
+    }
+}
+
+/// The `Retry-After` (seconds) of an `initialize` refused because every session it could take
+/// the place of is in use: calls are usually short.
+pub(crate) const SESSION_RETRY_AFTER: u64 = 2;
+
+/// At most one log line per cause of a flood (an eviction, a refusal at a session limit) in
+/// this time; the line says how many were not logged since the previous one.
+const FLOOD_LOG_EVERY: Duration = Duration::from_secs(5);
+
+/// A rate limit for the log lines of one cause.
+#[derive(Default)]
+pub(crate) struct Throttle {
+    last: Mutex<Option<Instant>>,
+    suppressed: AtomicU64,
+}
+
+impl Throttle {
+    /// `Some(n)` when a line may be written at `now` (`n` lines were suppressed since the
+    /// previous one), `None` when it is suppressed.
+    pub(crate) fn permit(&self, now: Instant) -> Option<u64> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|at| now.saturating_duration_since(at) < FLOOD_LOG_EVERY) {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        *last = Some(now);
+        Some(self.suppressed.swap(0, Ordering::Relaxed))
+    }
+}
+
+/// The log throttles of a worker's sessions, one per cause.
+#[derive(Default)]
+struct FloodLog {
+    evicted_cap: Throttle,
+    evicted_peer: Throttle,
 }
 
 /// This worker's bookkeeping of the sessions it minted or renewed: when it last renewed each
@@ -284,6 +345,8 @@ struct Touches {
     next_ticket: u64,
     /// The sessions this worker minted that it has not seen end.
     minted: usize,
+    /// The same sessions, busy or idle in least recently used order, for eviction.
+    held: Held,
 }
 
 struct Touch {
@@ -320,7 +383,13 @@ impl Touches {
         if !minted && self.by_id.len() >= cap {
             return false;
         }
-        let key: Arc<str> = Arc::from(id);
+        self.insert(Arc::from(id), now, ttl, minted);
+        true
+    }
+
+    /// Starts tracking session `key` (not tracked yet), renewed at `now`.
+    fn insert(&mut self, key: Arc<str>, now: Instant, ttl: Duration, minted: bool) {
+        let ticket = self.next_ticket;
         self.next_ticket += 1;
         self.minted += usize::from(minted);
         self.by_id.insert(
@@ -333,7 +402,6 @@ impl Touches {
             },
         );
         self.checks.push_back((later(now, ttl), ticket, key));
-        true
     }
 
     /// Forgets `id` (it ended).
@@ -341,6 +409,7 @@ impl Touches {
         if let Some(touch) = self.by_id.remove(id) {
             self.minted -= usize::from(touch.minted);
         }
+        self.held.forget(id);
     }
 
     /// The checks due at `now` that are still the sessions' pending ones (at most `max`).
@@ -388,6 +457,37 @@ impl Touches {
     }
 }
 
+/// A session kept busy on this worker (a request of it runs, or a stream of it is open):
+/// never evicted while any hold of it lives.
+pub(crate) struct Hold {
+    touched: Arc<Mutex<Touches>>,
+    place: Place,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.touched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .held
+            .release(self.place);
+    }
+}
+
+/// A place reserved for a session being minted, given back when dropped unfilled.
+struct Reserved<'a> {
+    sessions: &'a Sessions,
+    reservation: Option<Reservation>,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if let Some(reservation) = self.reservation.take() {
+            self.sessions.lock_touched().held.unreserve(reservation);
+        }
+    }
+}
+
 /// `now + ttl`, or a year from now when that cannot be represented.
 fn later(now: Instant, ttl: Duration) -> Instant {
     now.checked_add(ttl)
@@ -416,6 +516,11 @@ pub(crate) struct Sessions {
     /// The most sessions one principal holds on all workers together (`usize::MAX`: no
     /// limit), counted in an index record per principal in the store.
     max_per_owner: usize,
+    /// The most sessions without a principal one peer holds on this worker (`usize::MAX`:
+    /// no limit).
+    max_per_peer: usize,
+    /// The rate limits of the log lines of evictions and refusals.
+    flood: Arc<FloodLog>,
     /// The event log of the per-session topics (HTTP+SSE streams, cancellations), deleted
     /// with the session; `None` in tests of the cache alone.
     topics: Option<Arc<dyn EventLog>>,
@@ -461,6 +566,8 @@ impl Sessions {
             touched: Arc::new(Mutex::new(Touches::default())),
             max_sessions: usize::MAX,
             max_per_owner: usize::MAX,
+            max_per_peer: usize::MAX,
+            flood: Arc::default(),
             topics: cache.as_ref().map(|(log, _)| log.clone()),
             cancels: None,
             sweeping: Arc::new(AtomicBool::new(false)),
@@ -498,19 +605,39 @@ impl Sessions {
         self
     }
 
-    /// The same sessions, holding at most `max` sessions minted here and `per_owner` sessions
-    /// of one principal on all workers, and stopping `cancels`' listeners of a session when it
-    /// ends.
+    /// The same sessions, holding at most `max` sessions minted here, `per_owner` sessions
+    /// of one principal on all workers and `per_peer` sessions without a principal of one
+    /// peer here, and stopping `cancels`' listeners of a session when it ends.
     pub(crate) fn limited(
         mut self,
         max: usize,
         per_owner: usize,
+        per_peer: usize,
         cancels: Arc<super::cancel::Cancels>,
     ) -> Self {
         self.max_sessions = max.max(1);
         self.max_per_owner = per_owner.max(1);
+        self.max_per_peer = per_peer.max(1);
         self.cancels = Some(cancels);
         self
+    }
+
+    /// Marks session `id` busy on this worker until the returned hold drops (a request of it
+    /// runs, a stream of it is open): a busy session is never evicted. `None` when this
+    /// worker did not mint the session (it is not counted here).
+    #[cfg(test)]
+    pub(crate) fn hold(&self, id: &str) -> Option<Hold> {
+        let place = self.lock_touched().held.hold(id)?;
+        Some(Hold {
+            touched: self.touched.clone(),
+            place,
+        })
+    }
+
+    /// How many sessions this worker holds (minted and not seen end, or being minted).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.lock_touched().held.count()
     }
 
     /// How many sessions this worker minted and has not seen end.
@@ -738,23 +865,61 @@ impl Sessions {
                 .fold(true, |visible, b| visible & (b.wrapping_sub(0x21) < 0x5e))
     }
 
-    /// Mints a session holding `record`; [`SessionError::Full`] when this worker holds its
-    /// maximum of sessions.
-    pub(crate) async fn create(&self, record: &SessionRecord) -> Result<String, SessionError> {
-        if self.lock_touched().minted >= self.max_sessions {
-            self.refusals.note(
-                crate::refusal::Reason::MaxSessions,
-                None,
-                format_args!(
-                    "this worker holds its maximum of {} sessions; a new session is refused",
-                    self.max_sessions
-                ),
-            );
-            #[cfg(feature = "metrics")]
-            if let Some(metrics) = &self.metrics {
-                metrics.limit_hit("max_sessions");
-            }
-            return Err(SessionError::Full(self.max_sessions));
+    /// Mints a session holding `record`, for `peer` (the client's address, counted only for a
+    /// session without a principal).
+    ///
+    /// At this worker's maximum of sessions the least recently used idle one is ended to make
+    /// room, and at the peer's maximum the peer's own least recently used idle one;
+    /// [`SessionError::Full`] or [`SessionError::PeerFull`] when every candidate is busy.
+    pub(crate) async fn create(
+        &self,
+        record: &SessionRecord,
+        peer: Option<PeerKey>,
+    ) -> Result<String, SessionError> {
+        self.mint(record, peer, false).await.map(|(id, _)| id)
+    }
+
+    /// [`create`](Self::create), the new session busy from the start until the returned hold
+    /// drops (an HTTP+SSE session, in use while its stream is open).
+    pub(crate) async fn create_held(
+        &self,
+        record: &SessionRecord,
+        peer: Option<PeerKey>,
+    ) -> Result<(String, Option<Hold>), SessionError> {
+        self.mint(record, peer, true).await
+    }
+
+    async fn mint(
+        &self,
+        record: &SessionRecord,
+        peer: Option<PeerKey>,
+        held: bool,
+    ) -> Result<(String, Option<Hold>), SessionError> {
+        let peer = peer.filter(|_| record.owner.is_none() && self.max_per_peer != usize::MAX);
+        // A principal at its own limit is refused before anything is evicted for it (else each
+        // of its refused attempts would end someone's idle session).
+        let at_cap = self.lock_touched().held.count() >= self.max_sessions;
+        if let Some(owner) = self.quota_owner(record.owner.as_deref())
+            && at_cap
+            && self.owner_full(owner).await?
+        {
+            return Err(self.refuse_principal());
+        }
+        let reserved = self
+            .lock_touched()
+            .held
+            .reserve(peer, self.max_sessions, self.max_per_peer);
+        let (reservation, evicted) = match reserved {
+            Ok(reserved) => reserved,
+            Err(full) => return Err(self.refuse(full, peer)),
+        };
+        // Given back if the session is not minted (a store failure, the request dropped).
+        let mut reservation = Reserved {
+            sessions: self,
+            reservation: Some(reservation),
+        };
+        if let Some((victim, why)) = evicted {
+            self.evict(&victim, why, peer).await;
         }
         self.start_feed();
         let value = record.to_bytes();
@@ -777,23 +942,25 @@ impl Sessions {
                             tracing::warn!(%store, "could not remove a refused session's record");
                         }
                         if matches!(err, SessionError::PrincipalFull(_)) {
-                            self.refusals.note(
-                                crate::refusal::Reason::MaxSessionsPerPrincipal,
-                                None,
-                                format_args!(
-                                    "the principal holds its maximum of {} sessions; a new \
-                                     session is refused",
-                                    self.max_per_owner
-                                ),
-                            );
-                            #[cfg(feature = "metrics")]
-                            if let Some(metrics) = &self.metrics {
-                                metrics.limit_hit("max_sessions_per_principal");
-                            }
+                            return Err(self.refuse_principal());
                         }
                         return Err(err);
                     }
-                    self.remember_renewal(&id, true);
+                    // Tracked for renewal and held for eviction under one shared id.
+                    let key: Arc<str> = Arc::from(id.as_str());
+                    let hold = {
+                        let mut touched = self.lock_touched();
+                        if let Some(reservation) = reservation.reservation.take() {
+                            touched.held.fill(reservation, key.clone());
+                        }
+                        touched.insert(key, Instant::now(), self.ttl, true);
+                        let place = if held { touched.held.hold(&id) } else { None };
+                        place.map(|place| Hold {
+                            touched: self.touched.clone(),
+                            place,
+                        })
+                    };
+                    self.start_sweep();
                     // A new id: no other worker holds it, so it is trusted as written.
                     let epoch = self.trust_epoch();
                     self.remember(&id, version, value, Arc::new(record.clone()), epoch);
@@ -806,7 +973,7 @@ impl Sessions {
                     if let Some(metrics) = &self.metrics {
                         metrics.session_created();
                     }
-                    return Ok(id);
+                    return Ok((id, hold));
                 }
                 Err(StoreError::AlreadyExists) => continue,
                 Err(err) => return Err(err.into()),
@@ -814,12 +981,155 @@ impl Sessions {
         }
     }
 
+    /// The refusal of a principal's new session at its limit: counted, and logged at most
+    /// once per [`FLOOD_LOG_EVERY`].
+    fn refuse_principal(&self) -> SessionError {
+        self.refusals.note(
+            crate::refusal::Reason::MaxSessionsPerPrincipal,
+            None,
+            format_args!(
+                "the principal holds its maximum of {} sessions; a new session is refused",
+                self.max_per_owner
+            ),
+        );
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            metrics.limit_hit("max_sessions_per_principal");
+        }
+        SessionError::PrincipalFull(self.max_per_owner)
+    }
+
+    /// Whether `owner` holds its maximum of live sessions (its index read, and at the limit
+    /// each listed session looked up, as [`claim`](Self::claim) does).
+    async fn owner_full(&self, owner: &str) -> Result<bool, SessionError> {
+        let Some(index) = self.store.get(&self.owner_key(owner)).await? else {
+            return Ok(false);
+        };
+        let ids: Vec<String> = serde_json::from_slice(&index.value).unwrap_or_default();
+        if ids.len() < self.max_per_owner {
+            return Ok(false);
+        }
+        let reads = ids.iter().map(|id| {
+            let key = self.key(id);
+            async move { self.store.get(&key).await.map(|r| r.is_some()) }
+        });
+        let mut live = 0;
+        for found in futures::future::join_all(reads).await {
+            live += usize::from(found?);
+        }
+        Ok(live >= self.max_per_owner)
+    }
+
+    /// The refusal of a new session at a limit whose sessions are all busy: counted, and
+    /// logged at most once per [`FLOOD_LOG_EVERY`].
+    fn refuse(&self, full: Full, peer: Option<PeerKey>) -> SessionError {
+        match full {
+            Full::Cap => {
+                self.refusals.note(
+                    crate::refusal::Reason::MaxSessions,
+                    None,
+                    format_args!(
+                        "this worker holds its maximum of {} sessions, every one in use; a new \
+                         session is refused",
+                        self.max_sessions
+                    ),
+                );
+                #[cfg(feature = "metrics")]
+                if let Some(metrics) = &self.metrics {
+                    metrics.limit_hit("max_sessions");
+                }
+                SessionError::Full(self.max_sessions)
+            }
+            Full::Peer => {
+                self.refusals.note(
+                    crate::refusal::Reason::MaxSessionsPerPeer,
+                    None,
+                    format_args!(
+                        "the client address {peer:?} holds its maximum of {} sessions, every one \
+                         in use; a new session is refused",
+                        self.max_per_peer
+                    ),
+                );
+                #[cfg(feature = "metrics")]
+                if let Some(metrics) = &self.metrics {
+                    metrics.limit_hit("max_sessions_per_peer");
+                }
+                SessionError::PeerFull(self.max_per_peer)
+            }
+        }
+    }
+
+    /// Ends session `id`, idle and chosen to make room for a new one of `peer`: its record
+    /// goes from the store (so no worker serves it any more: its client's next request gets
+    /// the revision's unknown-session answer), with its hub topics and its place in its
+    /// principal's count. Counted, and logged at most once per [`FLOOD_LOG_EVERY`] per cause.
+    async fn evict(&self, id: &str, why: Eviction, peer: Option<PeerKey>) {
+        let throttle = match why {
+            Eviction::Cap => &self.flood.evicted_cap,
+            Eviction::PeerQuota => &self.flood.evicted_peer,
+        };
+        if let Some(suppressed) = throttle.permit(Instant::now()) {
+            match why {
+                Eviction::Cap => tracing::warn!(
+                    reason = why.label(),
+                    limit = self.max_sessions,
+                    suppressed,
+                    "session limit reached; the least recently used idle session was ended for a new one"
+                ),
+                Eviction::PeerQuota => tracing::info!(
+                    reason = why.label(),
+                    limit = self.max_per_peer,
+                    peer = ?peer,
+                    suppressed,
+                    "per-client-address session limit reached; the address's least recently used idle session was ended for its new one"
+                ),
+            }
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            metrics.session_evicted(why.label());
+        }
+        if let Err(err) = self.end(id).await {
+            tracing::warn!(%err, "could not remove an evicted session's record; it expires with its TTL");
+        }
+    }
+
     /// The live session `id`: a trusted record from this worker's cache, else one store read;
     /// renews its TTL when this worker has not done so for a quarter of the TTL.
     pub(crate) async fn load(&self, id: &str) -> Result<Loaded, SessionError> {
+        self.load_inner(id, false).await.map(|(loaded, _)| loaded)
+    }
+
+    /// [`load`](Self::load), the session busy on this worker (never evicted) from before it is
+    /// read until the returned hold drops (`None` when another worker minted it). One lock
+    /// serves both the renewal check and the hold.
+    pub(crate) async fn load_held(&self, id: &str) -> Result<(Loaded, Option<Hold>), SessionError> {
+        self.load_inner(id, true).await
+    }
+
+    async fn load_inner(
+        &self,
+        id: &str,
+        hold: bool,
+    ) -> Result<(Loaded, Option<Hold>), SessionError> {
         if !Self::plausible(id) {
             return Err(SessionError::NotFound);
         }
+        let (due, hold) = {
+            let mut touched = self.lock_touched();
+            let due = touched
+                .by_id
+                .get(id)
+                .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4);
+            let place = if hold { touched.held.hold(id) } else { None };
+            (
+                due,
+                place.map(|place| Hold {
+                    touched: self.touched.clone(),
+                    place,
+                }),
+            )
+        };
         self.start_feed();
         let loaded = match self.trusted(id) {
             Some(loaded) => loaded,
@@ -833,11 +1143,11 @@ impl Sessions {
                         Ok(Ok(found)) => found,
                         Ok(Err(err)) => {
                             tracing::warn!(%err, "session store failed; serving this worker's copy");
-                            return Ok(copy);
+                            return Ok((copy, hold));
                         }
                         Err(_) => {
                             tracing::debug!("session store slow; serving this worker's copy");
-                            return Ok(copy);
+                            return Ok((copy, hold));
                         }
                     },
                     None => read.await?,
@@ -849,7 +1159,7 @@ impl Sessions {
                 self.decode(id, record, epoch)?
             }
         };
-        if self.due(id) {
+        if due {
             match self.store.touch(&self.key(id), self.ttl).await {
                 Ok(()) => {
                     self.remember_touch(id);
@@ -862,7 +1172,7 @@ impl Sessions {
                 Err(err) => tracing::warn!(%err, "could not renew a session's TTL"),
             }
         }
-        Ok(loaded)
+        Ok((loaded, hold))
     }
 
     /// Saves what a call changed in the connection state of `ctx` (log level, subscriptions,
@@ -937,9 +1247,25 @@ impl Sessions {
         }
     }
 
-    /// Ends session `id`; returns whether it was live. The session's hub topics (its
-    /// HTTP+SSE stream, its cancellations) go with it.
+    /// Ends session `id` for its client; returns whether it was live. The session's hub
+    /// topics (its HTTP+SSE stream, its cancellations) go with it.
     pub(crate) async fn delete(&self, id: &str) -> Result<bool, SessionError> {
+        let deleted = self.end(id).await?;
+        if deleted {
+            tracing::debug!(
+                session = crate::dispatch::telemetry::session_tag(id),
+                "session ended"
+            );
+            #[cfg(feature = "metrics")]
+            if let Some(metrics) = &self.metrics {
+                metrics.session_ended();
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Ends session `id` (see [`delete`](Self::delete)), uncounted.
+    async fn end(&self, id: &str) -> Result<bool, SessionError> {
         if !Self::plausible(id) {
             return Ok(false);
         }
@@ -957,14 +1283,6 @@ impl Sessions {
             self.release(owner, id).await;
         }
         if deleted {
-            tracing::debug!(
-                session = crate::dispatch::telemetry::session_tag(id),
-                "session ended"
-            );
-            #[cfg(feature = "metrics")]
-            if let Some(metrics) = &self.metrics {
-                metrics.session_ended();
-            }
             drop_topics(
                 self.topics.as_ref(),
                 self.cancels.as_ref(),
@@ -1094,14 +1412,6 @@ impl Sessions {
             Ok(()) | Err(StoreError::NotFound) => {}
             Err(err) => tracing::warn!(%err, "could not renew a principal's session index"),
         }
-    }
-
-    fn due(&self, id: &str) -> bool {
-        let touched = self.lock_touched();
-        touched
-            .by_id
-            .get(id)
-            .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4)
     }
 
     fn remember_touch(&self, id: &str) {
@@ -1444,7 +1754,7 @@ mod tests {
         let (store, a, b) = workers(Duration::from_secs(60));
         a.feed_seen(0).await;
         b.feed_seen(0).await;
-        let id = a.create(&SessionRecord::default()).await.unwrap();
+        let id = a.create(&SessionRecord::default(), None).await.unwrap();
         a.load(&id).await.unwrap();
         a.load(&id).await.unwrap();
         assert_eq!(gets(&store), 0, "the creating worker trusts what it wrote");
@@ -1518,18 +1828,18 @@ mod tests {
     async fn a_principals_sessions_that_ended_unseen_free_their_places() {
         let (store, a, b) = workers(Duration::ZERO);
         let (a, b) = (
-            a.limited(100, 2, Arc::default()),
-            b.limited(100, 2, Arc::default()),
+            a.limited(100, 2, usize::MAX, Arc::default()),
+            b.limited(100, 2, usize::MAX, Arc::default()),
         );
         let owned = |owner: &str| SessionRecord {
             owner: Some(owner.to_owned()),
             ..SessionRecord::default()
         };
-        let first = a.create(&owned("o")).await.unwrap();
-        let second = b.create(&owned("o")).await.unwrap();
+        let first = a.create(&owned("o"), None).await.unwrap();
+        let second = b.create(&owned("o"), None).await.unwrap();
         for worker in [&a, &b] {
             assert!(matches!(
-                worker.create(&owned("o")).await,
+                worker.create(&owned("o"), None).await,
                 Err(SessionError::PrincipalFull(2))
             ));
         }
@@ -1538,9 +1848,9 @@ mod tests {
         let ids: Vec<String> = serde_json::from_slice(&index.value).unwrap();
         assert_eq!(ids, [first.clone(), second.clone()]);
         // Another owner, and sessions without one, are not counted against "o".
-        b.create(&owned("p")).await.unwrap();
+        b.create(&owned("p"), None).await.unwrap();
         for _ in 0..3 {
-            a.create(&SessionRecord::default()).await.unwrap();
+            a.create(&SessionRecord::default(), None).await.unwrap();
         }
         // A session whose record went without its index knowing (it expired) is dropped
         // from the index when the owner reaches the limit.
@@ -1549,7 +1859,7 @@ mod tests {
                 .await
                 .unwrap()
         );
-        let third = b.create(&owned("o")).await.unwrap();
+        let third = b.create(&owned("o"), None).await.unwrap();
         let index = store.hub.get(&a.owner_key("o")).await.unwrap().unwrap();
         let ids: Vec<String> = serde_json::from_slice(&index.value).unwrap();
         assert_eq!(ids, [second.clone(), third]);
@@ -1558,23 +1868,66 @@ mod tests {
         let index = store.hub.get(&a.owner_key("o")).await.unwrap().unwrap();
         let ids: Vec<String> = serde_json::from_slice(&index.value).unwrap();
         assert_eq!(ids.len(), 1);
-        a.create(&owned("o")).await.unwrap();
+        a.create(&owned("o"), None).await.unwrap();
     }
 
     #[tokio::test]
-    async fn at_the_limit_no_session_is_minted_until_one_ends() {
+    async fn at_the_limit_the_least_recently_used_idle_session_makes_room() {
         let hub = Arc::new(MemoryHub::default());
         let sessions = Sessions::new(hub, Namespace::root(), Duration::from_secs(60), None)
-            .limited(2, usize::MAX, Arc::default());
-        let first = sessions.create(&SessionRecord::default()).await.unwrap();
-        sessions.create(&SessionRecord::default()).await.unwrap();
+            .limited(2, usize::MAX, usize::MAX, Arc::default());
+        let first = sessions
+            .create(&SessionRecord::default(), None)
+            .await
+            .unwrap();
+        let second = sessions
+            .create(&SessionRecord::default(), None)
+            .await
+            .unwrap();
+        // Both busy: refused, and nothing ended.
+        let holds = (
+            sessions.hold(&first).unwrap(),
+            sessions.hold(&second).unwrap(),
+        );
         assert!(matches!(
-            sessions.create(&SessionRecord::default()).await,
+            sessions.create(&SessionRecord::default(), None).await,
             Err(SessionError::Full(2))
         ));
+        assert_eq!(sessions.held(), 2);
+        // The first is used last, so the second is the least recently used once both are idle.
+        drop(holds.1);
+        drop(holds.0);
+        let third = sessions
+            .create(&SessionRecord::default(), None)
+            .await
+            .unwrap();
+        assert!(matches!(
+            sessions.load(&second).await,
+            Err(SessionError::NotFound)
+        ));
+        sessions.load(&first).await.unwrap();
+        sessions.load(&third).await.unwrap();
+        assert_eq!((sessions.held(), sessions.minted()), (2, 2));
+        // A deleted session frees its place without an eviction.
         assert!(sessions.delete(&first).await.unwrap());
         assert_eq!(sessions.minted(), 1);
-        sessions.create(&SessionRecord::default()).await.unwrap();
+        sessions
+            .create(&SessionRecord::default(), None)
+            .await
+            .unwrap();
+        sessions.load(&third).await.unwrap();
+    }
+
+    #[test]
+    fn flood_log_lines_are_one_per_period_with_the_count_suppressed() {
+        let throttle = Throttle::default();
+        let start = Instant::now();
+        assert_eq!(throttle.permit(start), Some(0));
+        for n in 1..=10 {
+            assert_eq!(throttle.permit(start + Duration::from_millis(n)), None);
+        }
+        assert_eq!(throttle.permit(start + FLOOD_LOG_EVERY), Some(10));
+        assert_eq!(throttle.permit(start + FLOOD_LOG_EVERY), None);
     }
 
     #[tokio::test]
@@ -1584,7 +1937,7 @@ mod tests {
             if !trust.is_zero() {
                 a.feed_seen(0).await;
             }
-            let id = a.create(&SessionRecord::default()).await.unwrap();
+            let id = a.create(&SessionRecord::default(), None).await.unwrap();
             a.load(&id).await.unwrap();
             a.load(&id).await.unwrap();
             assert_eq!(gets(&store), 2, "trust {trust:?}");
@@ -1596,7 +1949,7 @@ mod tests {
         let (store, a, b) = workers(Duration::from_secs(60));
         a.feed_seen(0).await;
         b.feed_seen(0).await;
-        let id = b.create(&SessionRecord::default()).await.unwrap();
+        let id = b.create(&SessionRecord::default(), None).await.unwrap();
         // A reads with the epoch from before a change that B makes meanwhile.
         let epoch = a.trust_epoch();
         let record = store.get(&a.key(&id)).await.unwrap().unwrap();

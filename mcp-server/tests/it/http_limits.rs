@@ -1,5 +1,6 @@
 //! The HTTP server's limits under hostile clients (issue 27, defects 3, 4, 5 and 10), on real
-//! sockets on 127.0.0.1: header-read and idle timeouts, the connection cap, the session cap,
+//! sockets on 127.0.0.1: header-read and idle timeouts, the connection cap, the session cap
+//! with every session in use,
 //! per-session hub topics removed with the session (DELETE and expiry, on the memory hub and
 //! on the Redis at `MCP_REDIS_URL`), and the `Host` checks.
 //!
@@ -295,13 +296,20 @@ async fn connections_beyond_the_limit_wait_while_the_open_ones_are_served() {
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
 }
 
+/// At the limit an idle session makes room (`session_flood.rs`); with every session in use
+/// (here: each has its GET stream open) a new one is refused until one ends.
 #[tokio::test]
-async fn initialize_beyond_the_session_limit_gets_503_until_one_ends() {
+async fn initialize_beyond_the_session_limit_with_every_session_in_use_gets_503_until_one_ends() {
     let running = Running::start(server(), HttpConfig::new().max_sessions(2)).await;
     let first = open_session(running.addr).await;
-    let _second = open_session(running.addr).await;
+    let second = open_session(running.addr).await;
+    let _streams = (
+        get_stream(&first).open(running.addr).await,
+        get_stream(&second).open(running.addr).await,
+    );
     let refused = post(None, &initialize(42)).send(running.addr).await;
     assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("retry-after"), Some("2"));
     let body = refused.json();
     assert_eq!(body["id"], 42, "{body}");
     assert_eq!(body["error"]["code"], -32603, "{body}");

@@ -43,6 +43,7 @@ mod postgres_fault;
 mod readme;
 mod refusals;
 mod registration;
+mod session_flood;
 mod session_pipeline;
 mod session_quota;
 mod skills;

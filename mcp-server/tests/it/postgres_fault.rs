@@ -381,7 +381,14 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
         builder.state_store(hub.clone()).event_log(hub.clone())
     })
     .unwrap();
-    let at = Running::start(server, HttpConfig::new().session_cache(Duration::ZERO)).await;
+    // Sessions are minted in a loop from one address for the whole outage: every one must
+    // stay, so the per-address quota (which would end the oldest idle ones) is off.
+    let config = || {
+        HttpConfig::new()
+            .session_cache(Duration::ZERO)
+            .max_sessions_per_peer(usize::MAX)
+    };
+    let at = Running::start(server, config()).await;
     // A second worker with its own hub: after recovery, answers and updates are made there,
     // so what A waits for can only reach it through NOTIFY (or a 30 s fallback poll).
     let hub_b = Arc::new(
@@ -396,7 +403,7 @@ async fn fault_row(cluster: &Cluster, fault: Fault) {
         builder.state_store(hub_b.clone()).event_log(hub_b)
     })
     .unwrap();
-    let b = Running::start(server_b, HttpConfig::new().session_cache(Duration::ZERO)).await;
+    let b = Running::start(server_b, config()).await;
 
     // (b) A session subscribed to config://app, its GET stream, two updates read.
     let main = session(&at).await;
