@@ -1,5 +1,5 @@
 //! Refusals an operator can see: after a 401, a 403 `insufficient_scope`, a 413 and a limit
-//! hit (`max_sessions`), the JSON log holds one INFO line for each with its reason and no
+//! hit (`max_sessions_per_principal`), the JSON log holds one INFO line for each with its reason and no
 //! token, `mcp_refusals_total` counts each by reason (feature `metrics`), and the JSON line
 //! of a `tools/call` parses with the tool's name in its span (no duplicate `name` key).
 
@@ -148,14 +148,14 @@ async fn refusals_are_logged_once_each_without_secrets_and_counted_by_reason() {
     let server = builder.build().unwrap();
     let config = HttpConfig::new()
         .auth(auth)
-        .max_sessions(1)
+        .max_sessions_per_principal(1)
         .body_limit(4096);
     let running = Running::start_listener(listener, server, config).await;
     let addr = running.addr;
 
     // 401: no token.
     status(&post(None, None, &initialize()).send(addr).await, 401);
-    // A session: the worker's only one.
+    // A session: the principal's only one.
     let init = post(Some(TOKEN), None, &initialize()).send(addr).await;
     status(&init, 200);
     let session = init.header("mcp-session-id").unwrap().to_owned();
@@ -166,7 +166,8 @@ async fn refusals_are_logged_once_each_without_secrets_and_counted_by_reason() {
             .await,
         202,
     );
-    // 503: the session limit.
+    // 503: the principal's session limit (an idle session is never evicted for a principal at
+    // its own limit).
     status(
         &post(Some(TOKEN), None, &initialize()).send(addr).await,
         503,
@@ -206,7 +207,7 @@ async fn refusals_are_logged_once_each_without_secrets_and_counted_by_reason() {
         .collect();
     for (reason, code) in [
         ("unauthorized", 401),
-        ("max_sessions", 503),
+        ("max_sessions_per_principal", 503),
         ("insufficient_scope", 403),
         ("body_limit", 413),
     ] {
@@ -237,7 +238,7 @@ async fn refusals_are_logged_once_each_without_secrets_and_counted_by_reason() {
         let rendered = metrics.render();
         for reason in [
             "unauthorized",
-            "max_sessions",
+            "max_sessions_per_principal",
             "insufficient_scope",
             "body_limit",
         ] {
