@@ -11,7 +11,9 @@ mod raw_http;
 mod support;
 
 mod ask_workers;
+mod auth_workers;
 mod demo_auth;
+mod demo_flags;
 mod demo_metrics;
 mod demo_sqlite_restart;
 mod deploy_example;
