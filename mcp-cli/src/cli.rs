@@ -5,7 +5,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Printed under `mcp --help`.
 pub(crate) const AFTER_HELP: &str = "\
 Target: a URL (http://host:port/mcp or https://host/mcp, or the /sse URL with --transport sse), \
-or --stdio CMD to spawn a server. https:// trusts the bundled web PKI roots and --cacert FILE; \
+or --stdio CMD to spawn a server. https:// trusts the bundled web PKI roots and --cacert FILE (a CA, or the server's own \
+self-signed certificate); \
 HTTPS_PROXY and NO_PROXY are honoured. A server that asks for authorization (OAuth) gets it: \
 the browser opens (or --no-browser prints the URL), and tokens are kept in --token-file.
 
@@ -92,7 +93,8 @@ pub(crate) struct Global {
     #[arg(short = 'H', long = "header", global = true, value_name = "HEADER")]
     pub(crate) headers: Vec<String>,
     /// Also trust the CA certificates of this PEM file for https:// URLs (beside the bundled
-    /// web PKI roots)
+    /// web PKI roots); a server presenting one of them as its own (a self-signed certificate)
+    /// is accepted too
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) cacert: Option<std::path::PathBuf>,
     /// Where OAuth tokens are kept (mode 0600): default $MCP_TOKEN_FILE, else

@@ -1,7 +1,7 @@
 //! The CLI's failures, their one-line rendering and their exit codes.
 
 use mcp_client::ErrorKind;
-use mcp_client::transport::TransportError;
+use mcp_client::transport::{CertificateRefusal, TransportError};
 
 use crate::exit;
 
@@ -167,6 +167,30 @@ impl CliError {
                 return Some("the server's pipes failed: is it still running?");
             }
             Some(TransportError::Http(_)) => return Some("is the server running at that address?"),
+            Some(TransportError::Certificate { refusal, .. }) => {
+                return Some(match refusal {
+                    CertificateRefusal::CaUsedAsServerCertificate => {
+                        "the server presents a CA certificate (CA:TRUE) as its own and it is not \
+                         pinned here: pass that very certificate with --cacert FILE to accept \
+                         exactly it"
+                    }
+                    CertificateRefusal::WrongName => {
+                        "the server's certificate is not for this host name: check the URL's \
+                         host against the certificate's subject alternative names"
+                    }
+                    CertificateRefusal::Expired => {
+                        "the server's certificate has expired or is not valid yet"
+                    }
+                    CertificateRefusal::NotTrusted => {
+                        "the server's certificate is not trusted here: pass its CA, or the \
+                         server's own certificate, with --cacert FILE"
+                    }
+                    _ => {
+                        "the server's certificate was refused: pass its CA, or the server's own \
+                         certificate, with --cacert FILE, and check the URL's host"
+                    }
+                });
+            }
             _ => {}
         }
         if source.http_status().is_some_and(|s| s >= 500) {

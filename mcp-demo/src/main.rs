@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT] [--drain-period SECS]
+//! mcp-demo [--addr HOST:PORT] [--public-url URL] [--allowed-host NAME]... [--trusted-proxy ADDR]... [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT] [--drain-period SECS] [--version] [--help]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -9,13 +9,25 @@
 //! hub holds sessions unless `--hub` (or the `MCP_DEMO_HUB` environment variable) names another:
 //! `redis://…` (several processes share sessions; `--redis URL` and `MCP_DEMO_REDIS` are
 //! aliases), `postgres://…` (the same on PostgreSQL; tables `mcp_*` created on start), or
-//! `sqlite:PATH` (one file: sessions survive a restart, processes of one machine share them).
-//! `--print-schema` prints the PostgreSQL tables' SQL for a DBA and exits. Stops on Ctrl-C or
-//! SIGTERM.
+//! `sqlite:PATH` (one file: sessions survive a restart, processes of one machine share them;
+//! `sqlite:` without a path is refused). `--print-schema` prints the PostgreSQL tables' SQL for
+//! a DBA and exits. Stops on Ctrl-C or SIGTERM. `--version` prints the version, `--help` every
+//! flag with its default and the environment variables read.
+//!
+//! `--public-url URL` (or `MCP_DEMO_PUBLIC_URL`) is the origin clients reach the demo at, when
+//! it is not the bound address (behind a load balancer, in a container): `--auth`'s issuer,
+//! resource and metadata URLs are made from it, so every worker behind one name issues and
+//! accepts the same tokens, and its host is allowed by the `Host` check (against DNS
+//! rebinding). `--allowed-host NAME` allows another `Host` (repeatable; `NAME` or
+//! `NAME:PORT`, with `*` wildcards as `HttpConfig::allowed_host`). Once a host is allowed this
+//! way, every other host is refused with 403, except localhost names on a loopback address.
 //!
 //! `--auth` protects `/mcp` and `/sse` with an OAuth 2.1 resource server and serves the
-//! development authorization server on the same address (issuer `http://HOST:PORT`): every
-//! request needs `mcp:read`, `deploy` needs `mcp:deploy` too, so step-up can be tried by hand.
+//! development authorization server on the same address (issuer `--public-url`, else
+//! `http://HOST:PORT` of the bound address): every request needs `mcp:read`, `deploy` needs
+//! `mcp:deploy` too, so step-up can be tried by hand. Its clients, codes, refresh tokens and
+//! signing key live in the hub, so workers sharing a hub (and a `--public-url`) verify each
+//! other's tokens.
 //! Its consent page approves for `demo-user`; `--auth-auto-approve` skips it (for tests).
 //! `--auth-client ID=REDIRECT` registers a public client ahead of time (repeatable);
 //! `--auth-client-file FILE` registers the clients of FILE, one `ID[:SECRET]=REDIRECT` a line
@@ -27,10 +39,11 @@
 //! `--auth` on an address that is not loopback (anyone who reaches it can approve requests
 //! as `demo-user`: without the flag the demo refuses to start).
 //!
-//! `--metrics HOST:PORT` (built with the `metrics` feature) serves Prometheus metrics at
-//! `http://HOST:PORT/metrics` and prints that URL as the second line. `RUST_LOG` sets what is
-//! logged to stderr (default `info` for the MCP crates; `RUST_LOG=mcp_server=debug` adds a
-//! span per request) and `--log-format json` writes JSON lines.
+//! `--metrics HOST:PORT` (the `metrics` feature, a default feature) serves Prometheus metrics
+//! at `http://HOST:PORT/metrics` and prints that URL as the second line. `RUST_LOG` sets what
+//! is logged to stderr (default `info` for the MCP crates; `RUST_LOG=mcp_server=debug` adds a
+//! span per request) and `--log-format json` writes JSON lines (the `demo-logging` feature,
+//! part of the default `demo` feature).
 //!
 //! The worker answers `GET /healthz` (alive) and `GET /readyz` (the hub answers and the worker
 //! is not draining) for load balancers. On SIGTERM or Ctrl-C it drains: `/readyz` answers 503
@@ -55,6 +68,12 @@ use mcp_server::http::{
 
 struct Options {
     addr: String,
+    /// `--public-url`: the origin clients use, without a trailing `/`.
+    public_url: Option<String>,
+    /// `--allowed-host` (repeatable).
+    allowed_hosts: Vec<String>,
+    /// `--trusted-proxy` (repeatable): whose `Forwarded` / `X-Forwarded-For` name the client.
+    trusted_proxies: Vec<mcp_server::http::TrustedProxy>,
     hub: Option<String>,
     auth: bool,
     auto_approve: bool,
@@ -152,12 +171,96 @@ fn protection(
     Ok(HttpConfig::default().auth(auth).routes(dev))
 }
 
+/// The environment variable `name`, when set and not empty.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// `--help`.
+const HELP: &str = "\
+mcp-demo: the demo MCP server over HTTP (Streamable HTTP at /mcp, HTTP+SSE at /sse)
+
+usage: mcp-demo [OPTIONS]
+
+  --addr HOST:PORT          where to listen [default: 127.0.0.1:8080; port 0 picks one]
+  --public-url URL          the origin clients reach this server at (behind a load balancer):
+                            --auth's issuer and resource come from it, and its host is
+                            allowed by the Host check [default: the bound address;
+                            env MCP_DEMO_PUBLIC_URL]
+  --allowed-host NAME       also accept this Host header (NAME or NAME:PORT, * wildcards;
+                            repeatable) [default: any host, only localhost names when
+                            listening on loopback]
+  --trusted-proxy ADDR      a load balancer or proxy (an address or CIDR; repeatable) whose
+                            Forwarded / X-Forwarded-For header names the client, for the
+                            per-client session quota [default: none: the peer is the client]
+  --hub URL                 where sessions, request state and cross-worker messages live:
+                            memory, redis://HOST:PORT, postgres://USER@HOST/DB, sqlite:PATH
+                            [default: memory; env MCP_DEMO_HUB]
+  --redis URL               alias of --hub [env MCP_DEMO_REDIS]
+  --print-schema            print the PostgreSQL tables' SQL and exit
+  --tls-cert PEM            serve HTTPS with this certificate chain (with --tls-key)
+  --tls-key PEM             the certificate's private key (with --tls-cert)
+  --auth                    protect /mcp and /sse with OAuth 2.1 and serve the development
+                            authorization server on the same address [default: off]
+  --auth-auto-approve       approve every authorization request without the consent page
+  --auth-client ID=REDIRECT register a public client (repeatable)
+  --auth-client-file FILE   register the clients of FILE, one ID[:SECRET]=REDIRECT a line
+  --auth-allow-private-addresses
+                            fetch client ID metadata documents from private addresses (unsafe)
+  --auth-allow-remote       allow --auth on an address that is not loopback (unsafe)
+  --log-format text|json    the log lines' format on stderr [default: text]
+  --metrics HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics
+                            [default: off; needs the `metrics` feature, a default feature]
+  --drain-period SECS       on SIGTERM or Ctrl-C, answer /readyz with 503 and keep serving
+                            this long before stopping [default: 5]
+  --version                 print the version and exit
+  -h, --help                print this help and exit
+
+environment:
+  RUST_LOG                  what is logged to stderr [default: warn,mcp_server=info,mcp_hub=info]
+  MCP_DEMO_HUB              as --hub
+  MCP_DEMO_REDIS            as --redis
+  MCP_DEMO_PUBLIC_URL       as --public-url
+";
+
+/// The origin of `--public-url`: `http` or `https`, a host, an optional port, no path (or
+/// `/`), no query, fragment or user information.
+fn public_url(text: &str) -> Result<String, String> {
+    let bad = |why: &str| format!("--public-url {text:?}: {why}");
+    let url = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("the scheme must be http or https"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("a host is needed"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("no user information"));
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(bad(
+            "an origin only (scheme://host[:port]): the demo serves /mcp and /sse under it",
+        ));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+/// The host of an origin made by [`public_url`] (IPv6 in brackets, no port).
+fn public_host(origin: &str) -> Option<String> {
+    let url = url::Url::parse(origin).ok()?;
+    match url.host()? {
+        url::Host::Ipv6(ip) => Some(format!("[{ip}]")),
+        host => Some(host.to_string()),
+    }
+}
+
 fn options() -> Result<Options, String> {
     let mut options = Options {
         addr: "127.0.0.1:8080".to_owned(),
-        hub: ["MCP_DEMO_HUB", "MCP_DEMO_REDIS"]
-            .iter()
-            .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty())),
+        public_url: None,
+        allowed_hosts: Vec::new(),
+        trusted_proxies: Vec::new(),
+        hub: env("MCP_DEMO_HUB").or_else(|| env("MCP_DEMO_REDIS")),
         auth: false,
         auto_approve: false,
         clients: Vec::new(),
@@ -169,10 +272,25 @@ fn options() -> Result<Options, String> {
         metrics: None,
         drain_period: DRAIN_PERIOD,
     };
+    let mut public = env("MCP_DEMO_PUBLIC_URL");
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--addr" => options.addr = args.next().ok_or("--addr needs HOST:PORT")?,
+            "--public-url" => public = Some(args.next().ok_or("--public-url needs a URL")?),
+            "--allowed-host" => options
+                .allowed_hosts
+                .push(args.next().ok_or("--allowed-host needs a NAME")?),
+            "--trusted-proxy" => {
+                let proxy = args
+                    .next()
+                    .ok_or("--trusted-proxy needs an ADDRESS or CIDR")?;
+                options.trusted_proxies.push(
+                    proxy
+                        .parse()
+                        .map_err(|e| format!("--trusted-proxy {proxy}: {e}"))?,
+                );
+            }
             "--hub" => options.hub = Some(args.next().ok_or("--hub needs memory or a URL")?),
             "--redis" => options.hub = Some(args.next().ok_or("--redis needs a URL")?),
             "--print-schema" => {
@@ -209,16 +327,72 @@ fn options() -> Result<Options, String> {
             )?),
             "--auth-allow-private-addresses" => options.allow_private_addresses = true,
             "--auth-allow-remote" => options.allow_remote = true,
-            "-h" | "--help" => {
-                println!(
-                    "usage: mcp-demo [--addr HOST:PORT] [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT] [--drain-period SECS]"
-                );
+            "-V" | "--version" => {
+                println!("mcp-demo {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0);
             }
-            other => return Err(format!("unknown argument {other:?}")),
+            "-h" | "--help" => {
+                print!("{HELP}");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
     }
+    options.public_url = public.as_deref().map(public_url).transpose()?;
+    if let Some(hub) = &options.hub {
+        check_hub(hub)?;
+    }
     Ok(options)
+}
+
+/// Refuses a `--hub` that would quietly not do what it says: `sqlite:` without a path (SQLite
+/// would open a temporary database that vanishes with the process).
+fn check_hub(spec: &str) -> Result<(), String> {
+    match spec.strip_prefix("sqlite:") {
+        Some(path) if path.trim().is_empty() => Err(format!(
+            "--hub {spec:?}: sqlite: needs a file path, say sqlite:mcp-demo.db (a path-less \
+             SQLite database is temporary: sessions would not survive or be shared)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// An error with every cause below it (`a: b: c`), skipping a cause its parent already says.
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The TLS configuration of `--tls-cert` and `--tls-key`; an error names the flag and the file.
+fn tls(cert: &str, key: &str) -> Result<Tls, String> {
+    use rustls::pki_types::pem::{self, PemObject as _};
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(|e| match e {
+            pem::Error::Io(e) => format!("cannot read {cert} (--tls-cert): {e}"),
+            e => format!("{cert} (--tls-cert) is not a PEM certificate chain: {e}"),
+        })?;
+    if chain.is_empty() {
+        return Err(format!("no certificate in {cert} (--tls-cert)"));
+    }
+    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| match e {
+        pem::Error::NoItemsFound => format!("no private key in {key} (--tls-key)"),
+        pem::Error::Io(e) => format!("cannot read {key} (--tls-key): {e}"),
+        e => format!("{key} (--tls-key) is not a PEM private key: {e}"),
+    })?;
+    Tls::from_der(chain, private).map_err(|e| {
+        format!("the key in {key} (--tls-key) does not serve the certificate in {cert} (--tls-cert): {e}")
+    })
 }
 
 /// `--print-schema`: the PostgreSQL tables under the default prefix.
@@ -232,7 +406,11 @@ fn print_schema() -> Result<(), String> {
         Ok(())
     }
     #[cfg(not(feature = "postgres"))]
-    Err("built without the `postgres` feature: cargo run -p everymcp-demo --features demo".into())
+    Err(
+        "built without the `postgres` feature: build with the default features \
+         (cargo run -p everymcp-demo), or --features demo"
+            .into(),
+    )
 }
 
 /// The hub `--hub` names: `None` for the in-memory one.
@@ -241,10 +419,10 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
         return Ok(None);
     }
     mcp_hub::connect(spec).await.map(Some).map_err(|e| match e {
-        mcp_hub::ConnectError::NotBuilt { .. } => {
-            format!("{e}: cargo run -p everymcp-demo --features demo")
-        }
-        e => e.to_string(),
+        mcp_hub::ConnectError::NotBuilt { .. } => format!(
+            "{e}: build with the default features (cargo run -p everymcp-demo), or --features demo"
+        ),
+        e => with_causes(&e),
     })
 }
 
@@ -297,8 +475,8 @@ async fn run(options: Options) -> Result<(), String> {
         }
         #[cfg(not(feature = "metrics"))]
         return Err(format!(
-            "--metrics {addr}: mcp-demo was built without the `metrics` feature \
-             (cargo run -p everymcp-demo --features metrics)"
+            "--metrics {addr}: mcp-demo was built without the `metrics` feature: build with the \
+             default features (cargo run -p everymcp-demo), or --features demo,metrics"
         ));
     }
     let listener = tokio::net::TcpListener::bind(&options.addr)
@@ -313,25 +491,40 @@ async fn run(options: Options) -> Result<(), String> {
         ));
     }
     let tls = match (&options.tls_cert, &options.tls_key) {
-        (Some(cert), Some(key)) => Some(Tls::from_pem_files(cert, key).map_err(|e| e.to_string())?),
+        (Some(cert), Some(key)) => Some(tls(cert, key)?),
         (None, None) => None,
         _ => return Err("--tls-cert and --tls-key go together".into()),
     };
-    let base = match tls {
+    let listening = match tls {
         Some(_) => format!("https://{bound}"),
         None => format!("http://{bound}"),
     };
+    // The origin clients use: the issuer and resource of --auth are made from it.
+    let base = options
+        .public_url
+        .clone()
+        .unwrap_or_else(|| listening.clone());
     let mut stdout = std::io::stdout();
-    let _ = writeln!(stdout, "mcp-demo listening on {base}");
+    let _ = writeln!(stdout, "mcp-demo listening on {listening}");
     if let Some(line) = metrics_line {
         let _ = writeln!(stdout, "{line}");
     }
     let _ = stdout.flush();
-    let config = if options.auth {
+    let mut config = if options.auth {
         protection(&base, &options, store)?
     } else {
         HttpConfig::default()
     };
+    if let Some(public) = &options.public_url {
+        if let Some(host) = public_host(public) {
+            config = config.allowed_host(&host);
+        }
+        config = config.allowed_origin(public);
+    }
+    for host in &options.allowed_hosts {
+        config = config.allowed_host(host);
+    }
+    config = config.trusted_proxies(options.trusted_proxies.iter().copied());
     let config = config
         .drain_period(options.drain_period)
         .hub_label(hub_label(options.hub.as_deref().unwrap_or("memory")));

@@ -59,3 +59,22 @@ fn ctrl_c_cancels_the_task_on_the_server() {
     });
     assert_eq!(status, mcp_client::TaskStatus::Cancelled, "task {id}");
 }
+
+/// The README's line: the demo's `slow` tool is a task on 2026-07-28, so `mcp call` shows its
+/// status while it works, then its result.
+#[test]
+fn the_demo_slow_tool_runs_as_a_task() {
+    let demo = support::Demo::start_with(&[]);
+    let run = mcp(&[
+        "call",
+        &demo.mcp(),
+        "slow",
+        "seconds=0.3",
+        "--revision",
+        "2026-07-28",
+        "--timeout",
+        "30",
+    ]);
+    assert!(run.ok().contains("worked 0.3s"), "{}", run.stdout);
+    assert!(run.stderr.contains(": working"), "{}", run.stderr);
+}

@@ -42,7 +42,7 @@ pub(crate) use observe::{MessageFn, Observed};
 pub use router::{DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, Router};
 pub use stdio::{DEFAULT_STDERR_TAIL, Stderr, Stdio, StdioBuilder};
 pub use streamable::{DEFAULT_MAX_MESSAGE_SIZE, StreamableHttp, StreamableHttpBuilder};
-pub use tls::{DEFAULT_HANDSHAKE_TIMEOUT, Https, Proxy};
+pub use tls::{CertificateRefusal, DEFAULT_HANDSHAKE_TIMEOUT, Https, Proxy};
 
 /// Locks `mutex`, going on after a panic elsewhere: nothing the crate keeps under a lock can be
 /// left half-changed by one.
@@ -289,6 +289,17 @@ pub enum TransportError {
     Tls {
         /// The server's host name or address (or the CA file that could not be read).
         host: String,
+        /// What went wrong, as rustls says it.
+        cause: String,
+    },
+    /// The server's TLS certificate was refused: why ([`CertificateRefusal`]: not trusted, a
+    /// CA certificate used as the server's own, another host name, expired), and rustls's words.
+    #[error("TLS with {host} failed: {cause}")]
+    Certificate {
+        /// The server's host name or address.
+        host: String,
+        /// Why the certificate was refused.
+        refusal: CertificateRefusal,
         /// What went wrong, as rustls says it.
         cause: String,
     },

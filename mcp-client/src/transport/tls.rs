@@ -1,6 +1,6 @@
 //! HTTPS for the HTTP transports: rustls (ring) with the bundled web PKI roots, extra CA
-//! certificates, SNI from the URL's host, HTTP/2 or HTTP/1.1 chosen by ALPN, a bounded handshake,
-//! and an `HTTPS_PROXY` tunnel (HTTP `CONNECT`).
+//! certificates, pinned server certificates, SNI from the URL's host, HTTP/2 or HTTP/1.1 chosen
+//! by ALPN, a bounded handshake, and an `HTTPS_PROXY` tunnel (HTTP `CONNECT`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,8 +22,18 @@ const MAX_PROXY_ANSWER: usize = 8 * 1024;
 /// How `https://` URLs are reached.
 ///
 /// Defaults: the bundled web PKI roots (Mozilla's, from `webpki-roots`) are trusted, no extra CA,
-/// a handshake bounded by [`DEFAULT_HANDSHAKE_TIMEOUT`], HTTP/2 offered before HTTP/1.1 by ALPN,
-/// and the proxy from the environment ([`Proxy::from_env`]). Plain `http://` URLs ignore it.
+/// no pinned certificate, a handshake bounded by [`DEFAULT_HANDSHAKE_TIMEOUT`], HTTP/2 offered
+/// before HTTP/1.1 by ALPN, and the proxy from the environment ([`Proxy::from_env`]). Plain
+/// `http://` URLs ignore it.
+///
+/// A pinned certificate ([`Https::pin_certificate_der`], and every certificate of
+/// [`Https::add_ca_file`]) is accepted when the server presents exactly it (the same DER bytes)
+/// as its own, whether or not a CA signed it: a self-signed certificate made with
+/// `openssl req -x509 ...` (which marks it `CA:TRUE`, so the web PKI rules refuse it as a
+/// server's own) works when given to the client. The handshake signature is still verified with
+/// the certificate's key, and its subject alternative names must name the host; its validity
+/// dates are not checked (the bytes are what is trusted). Any other certificate is verified
+/// against the roots as usual.
 ///
 /// ```no_run
 /// # fn run() -> Result<(), mcp_client::transport::TransportError> {
@@ -39,6 +49,8 @@ const MAX_PROXY_ANSWER: usize = 8 * 1024;
 pub struct Https {
     web_pki_roots: bool,
     extra_roots: Vec<CertificateDer<'static>>,
+    /// Accepted as the server's own certificate when presented byte for byte.
+    pinned: Vec<CertificateDer<'static>>,
     handshake_timeout: Duration,
     http2: bool,
     proxy: Proxy,
@@ -49,6 +61,7 @@ impl Default for Https {
         Self {
             web_pki_roots: true,
             extra_roots: Vec::new(),
+            pinned: Vec::new(),
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             http2: true,
             proxy: Proxy::from_env(),
@@ -62,7 +75,10 @@ impl Https {
         Self::default()
     }
 
-    /// Also trusts the CA certificates of a PEM file (one or more `CERTIFICATE` blocks).
+    /// Also trusts the certificates of a PEM file (one or more `CERTIFICATE` blocks): each as a
+    /// CA, and each pinned as a server's own certificate (see [`Https`]), so the file may hold
+    /// the CA that signed the server's certificate or the server's self-signed certificate
+    /// itself (what `curl --cacert` accepts too).
     ///
     /// # Errors
     ///
@@ -76,12 +92,45 @@ impl Https {
         let mut found = 0;
         for cert in CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))? {
             let cert = cert.map_err(|e| bad(e.to_string()))?;
-            self = self.add_ca_der(cert).map_err(|e| bad(e.to_string()))?;
+            self = self
+                .add_ca_der(cert.clone())
+                .map_err(|e| bad(e.to_string()))?;
+            self.pinned.push(cert);
             found += 1;
         }
         if found == 0 {
             return Err(bad("no CERTIFICATE in the file".into()));
         }
+        Ok(self)
+    }
+
+    /// Accepts exactly this certificate (DER) when a server presents it as its own, still
+    /// checking the handshake signature and that it names the host (see [`Https`]). Unlike a CA,
+    /// it vouches for no other certificate.
+    ///
+    /// ```no_run
+    /// # fn run() -> Result<(), mcp_client::transport::TransportError> {
+    /// use mcp_client::transport::Https;
+    /// use rustls::pki_types::CertificateDer;
+    /// use rustls::pki_types::pem::PemObject as _;
+    ///
+    /// let own = CertificateDer::from_pem_file("server.pem").expect("a PEM certificate");
+    /// let https = Https::new().pin_certificate_der(own)?;
+    /// # let _ = https; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::Tls`] when the bytes are not an X.509 certificate.
+    pub fn pin_certificate_der(
+        mut self,
+        cert: CertificateDer<'static>,
+    ) -> Result<Self, TransportError> {
+        rustls::server::ParsedCertificate::try_from(&cert).map_err(|e| TransportError::Tls {
+            host: "pinned certificate".into(),
+            cause: e.to_string(),
+        })?;
+        self.pinned.push(cert);
         Ok(self)
     }
 
@@ -139,9 +188,14 @@ impl Https {
             let _ = roots.add(cert.clone());
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = Arc::new(Verifier::new(roots, self.pinned.clone(), &provider));
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map(|b| b.with_root_certificates(roots).with_no_client_auth())
+            .map(|b| {
+                b.dangerous()
+                    .with_custom_certificate_verifier(verifier)
+                    .with_no_client_auth()
+            })
             .unwrap_or_else(|_| {
                 // The ring provider supports the default versions; never reached.
                 rustls::ClientConfig::builder()
@@ -351,12 +405,164 @@ impl Connector {
                 host: bare.to_string(),
                 cause: format!("handshake timed out after {:?}", self.handshake_timeout),
             })?
-            .map_err(|e| TransportError::Tls {
-                host: bare.to_string(),
-                cause: e.to_string(),
-            })?;
+            .map_err(|e| handshake_error(bare, e))?;
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
         Ok((tls, h2))
+    }
+}
+
+/// A failed handshake: [`TransportError::Certificate`] when the server's certificate was
+/// refused, [`TransportError::Tls`] otherwise.
+fn handshake_error(host: &str, error: std::io::Error) -> TransportError {
+    let refusal = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .and_then(|error| match error {
+            rustls::Error::InvalidCertificate(certificate) => {
+                Some(CertificateRefusal::of(certificate))
+            }
+            _ => None,
+        });
+    match refusal {
+        Some(refusal) => TransportError::Certificate {
+            host: host.to_owned(),
+            refusal,
+            cause: error.to_string(),
+        },
+        None => TransportError::Tls {
+            host: host.to_owned(),
+            cause: error.to_string(),
+        },
+    }
+}
+
+/// Why a server's certificate was refused ([`TransportError::Certificate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CertificateRefusal {
+    /// No trusted CA signed it, and it is not a pinned certificate: pass its CA, or the
+    /// certificate itself, to [`Https::add_ca_file`].
+    NotTrusted,
+    /// The server presents a CA certificate (`CA:TRUE`, as `openssl req -x509` makes by default)
+    /// as its own, and it is not pinned: pass that very certificate to [`Https::add_ca_file`]
+    /// (or [`Https::pin_certificate_der`]) to accept exactly it.
+    CaUsedAsServerCertificate,
+    /// It does not name the host of the URL (its subject alternative names).
+    WrongName,
+    /// It has expired or is not valid yet.
+    Expired,
+    /// Anything else: a bad signature or encoding, revoked, an unsupported algorithm.
+    Other,
+}
+
+impl CertificateRefusal {
+    fn of(error: &rustls::CertificateError) -> Self {
+        use rustls::CertificateError as E;
+        match error {
+            E::UnknownIssuer => Self::NotTrusted,
+            E::NotValidForName | E::NotValidForNameContext { .. } => Self::WrongName,
+            E::Expired
+            | E::ExpiredContext { .. }
+            | E::NotValidYet
+            | E::NotValidYetContext { .. } => Self::Expired,
+            E::Other(other)
+                if matches!(
+                    other.0.downcast_ref::<webpki::Error>(),
+                    Some(webpki::Error::CaUsedAsEndEntity)
+                ) =>
+            {
+                Self::CaUsedAsServerCertificate
+            }
+            _ => Self::Other,
+        }
+    }
+}
+
+/// The server certificate verifier: a pinned certificate, presented byte for byte, is accepted
+/// once it names the host; any other goes through rustls's web PKI verifier with the roots.
+/// Handshake signatures are verified with the provider's algorithms either way.
+#[derive(Debug)]
+struct Verifier {
+    /// `None` when there are no roots at all (web PKI roots off, no CA): only pins then.
+    webpki: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    pinned: Vec<CertificateDer<'static>>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl Verifier {
+    fn new(
+        roots: rustls::RootCertStore,
+        pinned: Vec<CertificateDer<'static>>,
+        provider: &Arc<rustls::crypto::CryptoProvider>,
+    ) -> Self {
+        let webpki = (!roots.is_empty())
+            .then(|| {
+                rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider.clone(),
+                )
+                .build()
+                .ok()
+            })
+            .flatten();
+        Self {
+            webpki,
+            pinned,
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+}
+
+impl rustls::client::danger::ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if self
+            .pinned
+            .iter()
+            .any(|pinned| pinned.as_ref() == end_entity.as_ref())
+        {
+            let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_name(&parsed, server_name)?;
+            return Ok(rustls::client::danger::ServerCertVerified::assertion());
+        }
+        match &self.webpki {
+            Some(webpki) => webpki.verify_server_cert(
+                end_entity,
+                intermediates,
+                server_name,
+                ocsp_response,
+                now,
+            ),
+            None => Err(rustls::CertificateError::UnknownIssuer.into()),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algorithms.supported_schemes()
     }
 }
 

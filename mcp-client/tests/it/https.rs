@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_adapters::AdapterSet;
-use mcp_client::transport::{Https, Proxy, StreamableHttp};
+use mcp_client::transport::{CertificateRefusal, Https, Proxy, StreamableHttp, TransportError};
 use mcp_client::{Client, ErrorKind, Revision};
 use mcp_server::http::{HttpConfig, HttpEndpoint, Tls, serve_tls_with_shutdown};
 use mcp_server::{NoArgs, Server, Tool};
@@ -49,6 +49,30 @@ async fn start(revisions: AdapterSet, names: &[&str]) -> Running {
             .unwrap();
     let ca = certified.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    start_with(revisions, ca, key).await
+}
+
+/// A self-signed certificate marked `CA:TRUE` for `names`, as `openssl req -x509` makes it, and
+/// its key.
+fn self_signed_ca(names: &[&str]) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
+    let mut params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    (
+        cert.der().clone(),
+        PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+}
+
+/// Our server over TLS on 127.0.0.1:0 with this certificate and key.
+async fn start_with(
+    revisions: AdapterSet,
+    ca: CertificateDer<'static>,
+    key: PrivateKeyDer<'static>,
+) -> Running {
     let tls = Tls::from_der(vec![ca.clone()], key).unwrap();
     let server = Server::builder("https-test", "1")
         .tool(Tool::new("ping", ping))
@@ -158,6 +182,83 @@ async fn refused_without_the_ca_and_on_a_name_mismatch() {
     assert!(mismatch.is_tls(), "{mismatch}");
     let text = format!("{:?}", std::error::Error::source(&mismatch));
     assert!(text.contains("not valid for name"), "{text}");
+}
+
+/// The certificate refused, by why (`TransportError::Certificate`).
+fn refusal(error: &mcp_client::Error) -> Option<CertificateRefusal> {
+    match std::error::Error::source(error)?.downcast_ref::<TransportError>()? {
+        TransportError::Certificate { refusal, .. } => Some(*refusal),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_pinned_certificate_is_accepted_exactly_and_only_for_its_names() {
+    // A CA certificate used as the server's own: refused by the web PKI rules, even as a CA.
+    let (own, key) = self_signed_ca(&["127.0.0.1"]);
+    let running = start_with(AdapterSet::all(), own.clone(), key).await;
+    let as_ca = within(
+        builder()
+            .https(running.https())
+            .connect_http(&running.url("127.0.0.1", "/mcp")),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refusal(&as_ca),
+        Some(CertificateRefusal::CaUsedAsServerCertificate),
+        "{as_ca:?}"
+    );
+    // Pinned, it is accepted (the handshake signature is still verified by its key).
+    let pinned = || {
+        Https::new()
+            .web_pki_roots(false)
+            .proxy(Proxy::none())
+            .pin_certificate_der(own.clone())
+            .unwrap()
+    };
+    let client = within(
+        builder()
+            .https(pinned())
+            .connect_http(&running.url("127.0.0.1", "/mcp")),
+    )
+    .await
+    .unwrap();
+    ping_through(&client).await;
+    // Another host name than the certificate's: refused although pinned.
+    let mismatch = within(
+        builder()
+            .https(pinned())
+            .connect_http(&running.url("localhost", "/mcp")),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refusal(&mismatch),
+        Some(CertificateRefusal::WrongName),
+        "{mismatch:?}"
+    );
+    // A server presenting another certificate (same names) is not trusted by the pin.
+    let (other, other_key) = self_signed_ca(&["127.0.0.1"]);
+    let impostor = start_with(AdapterSet::all(), other, other_key).await;
+    let refused = within(
+        builder()
+            .https(pinned())
+            .connect_http(&impostor.url("127.0.0.1", "/mcp")),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refusal(&refused),
+        Some(CertificateRefusal::NotTrusted),
+        "{refused:?}"
+    );
+    // Not a certificate at all: refused when given.
+    assert!(
+        Https::new()
+            .pin_certificate_der(CertificateDer::from(b"not DER".to_vec()))
+            .is_err()
+    );
 }
 
 #[tokio::test]

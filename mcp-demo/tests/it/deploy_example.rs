@@ -155,3 +155,75 @@ async fn three_workers_of_the_compose_example_share_a_session() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The compose file builds its workers' image from the Dockerfile at the repository root, and
+/// that Dockerfile builds this package's binary with the workspace's toolchain: a renamed
+/// package, binary or a raised rust-version fails here rather than in someone's `docker
+/// compose up` (Docker itself is not needed).
+#[test]
+fn the_compose_file_builds_the_dockerfile_of_this_workspace() {
+    let compose = include_str!("../../../docs/deploy/compose.yaml");
+    let dockerfile = include_str!("../../../Dockerfile");
+    let workspace = include_str!("../../../Cargo.toml");
+    let package = include_str!("../../Cargo.toml");
+    // Every mcp-demo worker is built, from the repository root (two folders up from
+    // docs/deploy) with its Dockerfile.
+    // The services: each starts at a line indented by two spaces.
+    let mut services: Vec<String> = Vec::new();
+    for line in compose.lines() {
+        if line.starts_with("  ") && !line.starts_with("   ") {
+            services.push(String::new());
+        }
+        if let Some(service) = services.last_mut() {
+            service.push_str(line);
+            service.push('\n');
+        }
+    }
+    let workers: Vec<&String> = services
+        .iter()
+        .filter(|service| service.contains(r#"command: ["mcp-demo""#))
+        .collect();
+    assert_eq!(workers.len(), 3, "{compose}");
+    for worker in workers {
+        assert!(
+            worker.contains("build: {context: ../.., dockerfile: Dockerfile}"),
+            "{worker}"
+        );
+    }
+    // The package and binary the Dockerfile builds are this package and its binary.
+    let field = |toml: &str, key: &str| {
+        toml.lines()
+            .find_map(|line| {
+                line.strip_prefix(key)?
+                    .trim()
+                    .strip_prefix('=')?
+                    .trim()
+                    .strip_prefix('"')?
+                    .strip_suffix('"')
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| panic!("no {key} in {toml}"))
+    };
+    assert_eq!(field(package, "name"), "everymcp-demo");
+    assert!(
+        package.contains("[[bin]]\nname = \"mcp-demo\""),
+        "{package}"
+    );
+    assert!(
+        dockerfile.contains("cargo build --locked --release -p everymcp-demo --bin mcp-demo"),
+        "{dockerfile}"
+    );
+    assert!(
+        dockerfile
+            .contains("COPY --from=build /src/target/release/mcp-demo /usr/local/bin/mcp-demo"),
+        "{dockerfile}"
+    );
+    // The builder image is the workspace's rust-version (an older one cannot build it).
+    let rust_version = field(workspace, "rust-version");
+    assert!(
+        dockerfile.contains(&format!("FROM rust:{rust_version}-")),
+        "the Dockerfile's builder is not rust {rust_version}: {dockerfile}"
+    );
+    // The image's command is the binary the compose commands run.
+    assert!(dockerfile.contains(r#"CMD ["mcp-demo""#), "{dockerfile}");
+}

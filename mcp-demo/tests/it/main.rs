@@ -11,8 +11,10 @@ mod raw_http;
 mod support;
 
 mod ask_workers;
+mod auth_workers;
 mod demo_auth;
 mod demo_drain;
+mod demo_flags;
 mod demo_metrics;
 mod demo_sqlite_restart;
 mod deploy_example;

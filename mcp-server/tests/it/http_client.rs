@@ -65,7 +65,7 @@ async fn exercise(client: &Client) {
         .await
         .unwrap();
     assert!(prompt["messages"].is_array(), "{revision}");
-    assert_eq!(client.list_tools().await.unwrap().len(), 8, "{revision}");
+    assert_eq!(client.list_tools().await.unwrap().len(), 9, "{revision}");
 }
 
 #[tokio::test]

@@ -321,7 +321,7 @@ async fn sessions_lost_missing_and_deleted() {
                 .as_array()
                 .unwrap()
                 .len(),
-            8
+            9
         );
         let deleted = RawRequest::new("DELETE", "/mcp")
             .header("Mcp-Session-Id", &session)

@@ -96,7 +96,7 @@ async fn session_row(place: &Place) {
     assert_eq!(list.status, 200);
     let tools = list.json();
     support::check(Revision::V2025_11_25, "JSONRPCResponse", &tools);
-    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 9);
     // The log level set on B holds on A.
     set_level(&b, &session, 2).await;
     assert_eq!(logs_of_count(&a, &session, 3).await, 2);

@@ -139,7 +139,7 @@ async fn every_revision_over_pipes() {
         }
         let tools = peer.result("tools/list", json!({}), &caps).await;
         check(revision, "ListToolsResult", &tools);
-        assert_eq!(tools["tools"].as_array().unwrap().len(), 8);
+        assert_eq!(tools["tools"].as_array().unwrap().len(), 9);
         let sum = peer
             .result(
                 "tools/call",

@@ -1,14 +1,14 @@
 // The demo registry, shared by `mcp-demo` (HTTP) and `mcp-stdio-demo`: every feature a user
 // wants to try, under the names the README and other MCP clients use.
 //
-// tools: add, echo, deploy, rename, count, routed, touch, boom
+// tools: add, echo, deploy, rename, count, routed, touch, boom, slow (a task on 2026-07-28)
 // resources: config://app, res://public (cache hints), res://items/{id}
 // prompt: greet (with completion of its argument)
 
 use mcp_server::{
-    AnswerAction, CacheScope, Completer, CompletionRequest, Exchange, Json, LogLevel, NoArgs,
-    Prompt, Question, Resource, ResourceError, ResourceRequest, ResourceTemplate, Server,
-    ServerBuilder, Tool, ToolError,
+    AnswerAction, CacheScope, Completer, CompletionRequest, Exchange, Interrupt, Json, LogLevel,
+    NoArgs, Prompt, Question, Resource, ResourceError, ResourceRequest, ResourceTemplate, Server,
+    ServerBuilder, TaskSupport, Tool, ToolError,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -156,6 +156,30 @@ async fn boom(_: NoArgs) -> Result<String, ToolError> {
     Err(ToolError::new("boom: this tool always fails"))
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct SlowArgs {
+    /// How long to work, in seconds (at most 600).
+    seconds: f64,
+}
+
+/// Works for `seconds`, then answers; a task for the clients that ask for one (2026-07-28
+/// with the Tasks extension), so `mcp call` shows its status and Ctrl-C cancels it. Ends early
+/// when cancelled.
+// Included by tests that import `Duration` and by binaries that do not: the full path is kept.
+#[allow(unused_qualifications)]
+async fn slow(args: SlowArgs, ex: Exchange) -> Result<String, ToolError> {
+    let seconds = if args.seconds.is_finite() {
+        args.seconds.clamp(0.0, 600.0)
+    } else {
+        0.0
+    };
+    tokio::select! {
+        () = tokio::time::sleep(std::time::Duration::from_secs_f64(seconds)) => {}
+        () = ex.cancelled() => return Err(Interrupt::Cancelled.into()),
+    }
+    Ok(format!("worked {seconds}s"))
+}
+
 async fn config(_: ResourceRequest) -> String {
     r#"{"mode":"demo","features":["tools","resources","prompts"]}"#.to_owned()
 }
@@ -213,6 +237,7 @@ fn demo_builder(name: &str) -> ServerBuilder {
         .tool(Tool::new("routed", routed).description("Routed by region (header Mcp-Param-Region).").header("region", "Region").read_only())
         .tool(Tool::new("touch", touch).description("Marks config://app as updated: subscribers get notifications/resources/updated."))
         .tool(Tool::new("boom", boom).description("Always fails."))
+        .tool(Tool::new("slow", slow).description("Works for `seconds` (at most 600); a task when the client asks for one (2026-07-28), cancellable.").read_only().task_support(TaskSupport::Optional))
         .resource(Resource::new("config://app", "config", config).mime_type("application/json"))
         .resource(Resource::new("res://public", "public", public).mime_type("text/plain").cache(60_000, CacheScope::Public))
         .resource_template(ResourceTemplate::new("res://items/{id}", "item", item).mime_type("text/plain"))
