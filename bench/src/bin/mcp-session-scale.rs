@@ -130,6 +130,8 @@ async fn run(options: Options) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let config = HttpConfig::new()
         .max_sessions(options.large + options.batch + 1)
+        // One client makes every session: no per-address quota.
+        .max_sessions_per_peer(usize::MAX)
         .session_ttl(Duration::from_secs(3600));
     let endpoint = HttpEndpoint::new(server, config);
     let mut open = 0;
