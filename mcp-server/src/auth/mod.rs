@@ -1366,9 +1366,9 @@ struct Presented<'a> {
     dpop_scheme: bool,
 }
 
-/// What the resource server computes once per verified token and leaves in a request's
-/// extensions (one extension, a clone of three `Arc`s): the principal, its owner digest (see [`owner_digest`]) and its binding
-/// (see [`Principal::binding`]).
+/// What the resource server computes once per verified token and leaves with a request (in
+/// its [`RequestFacts`], a clone of three `Arc`s): the principal, its owner digest (see
+/// [`owner_digest`]) and its binding (see [`Principal::binding`]).
 #[derive(Clone)]
 pub(crate) struct Owner {
     principal: Arc<Principal>,
@@ -1376,19 +1376,52 @@ pub(crate) struct Owner {
     binding: Arc<str>,
 }
 
+/// What a request carries for the endpoint in one extension (one allocation per request, not
+/// one per fact): the connection's peer address, set by the listener, and the principal the
+/// resource server accepted, with what was computed of it.
+#[derive(Clone, Default)]
+pub(crate) struct RequestFacts {
+    pub(crate) peer: Option<std::net::SocketAddr>,
+    owner: Option<Owner>,
+}
+
+impl RequestFacts {
+    /// The facts of a request from `peer`, before authorization.
+    pub(crate) fn from_peer(peer: std::net::SocketAddr) -> Self {
+        Self {
+            peer: Some(peer),
+            owner: None,
+        }
+    }
+
+    /// Records the principal the resource server accepted.
+    pub(crate) fn set_owner(extensions: &mut http::Extensions, owner: Owner) {
+        match extensions.get_mut::<Self>() {
+            Some(facts) => facts.owner = Some(owner),
+            None => {
+                extensions.insert(Self {
+                    peer: None,
+                    owner: Some(owner),
+                });
+            }
+        }
+    }
+
+    fn owner(parts: &http::request::Parts) -> Option<&Owner> {
+        parts.extensions.get::<Self>()?.owner.as_ref()
+    }
+}
+
 /// The owner digest of a request's principal: the one the resource server left in the
-/// request's extensions, else computed from the principal; `None` without authorization.
+/// request's extensions; `None` without authorization.
 pub(crate) fn owner_of(parts: &http::request::Parts) -> Option<Arc<str>> {
-    parts
-        .extensions
-        .get::<Owner>()
-        .map(|owner| owner.digest.clone())
+    RequestFacts::owner(parts).map(|owner| owner.digest.clone())
 }
 
 /// The binding of a request's principal (see [`Principal::binding`]), as the resource
 /// server left it, else built from `principal`.
 pub(crate) fn binding_of(parts: &http::request::Parts, principal: &Principal) -> Arc<str> {
-    match parts.extensions.get::<Owner>() {
+    match RequestFacts::owner(parts) {
         Some(owner) => owner.binding.clone(),
         None => Arc::from(principal.binding()),
     }
@@ -1396,10 +1429,7 @@ pub(crate) fn binding_of(parts: &http::request::Parts, principal: &Principal) ->
 
 /// The principal of a request, as the resource server left it in the request's extensions.
 pub(crate) fn of_request(parts: &http::request::Parts) -> Option<&Arc<Principal>> {
-    parts
-        .extensions
-        .get::<Owner>()
-        .map(|owner| &owner.principal)
+    RequestFacts::owner(parts).map(|owner| &owner.principal)
 }
 
 /// What a session record keeps of its principal: a SHA-256 digest of the principal's

@@ -146,9 +146,14 @@ impl fmt::Debug for HttpEndpoint {
 }
 
 /// The address a request came from, set by our serve loops (not by a server that mounts the
-/// endpoint): per-source limits use it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PeerAddr(pub(crate) std::net::SocketAddr);
+/// endpoint): per-source limits use it. It travels in the request's one extension of ours,
+/// [`RequestFacts`](crate::auth::RequestFacts), with the principal.
+pub(crate) fn peer_addr(parts: &http::request::Parts) -> Option<std::net::SocketAddr> {
+    parts
+        .extensions
+        .get::<crate::auth::RequestFacts>()
+        .and_then(|facts| facts.peer)
+}
 
 pub(crate) struct Shared {
     pub(crate) server: Server,
@@ -501,7 +506,7 @@ impl HttpEndpoint {
                 Ok(bytes) => bytes,
                 Err(err) => return shared.body_failure(err),
             };
-            let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
+            let peer = peer_addr(&parts);
             let response = routes.serve(peer, Request::from_parts(parts, bytes)).await;
             if response.status() == StatusCode::TOO_MANY_REQUESTS {
                 shared.server.settings().refusals.note(
@@ -538,7 +543,7 @@ impl HttpEndpoint {
                         }
                         // The handlers of the path read it from the request's extensions.
                         // One extension: the principal with what was computed of it.
-                        parts.extensions.insert(owner);
+                        crate::auth::RequestFacts::set_owner(&mut parts.extensions, owner);
                     }
                     Err(refusal) => {
                         shared.refused_auth(&parts, &refusal);
@@ -712,7 +717,7 @@ impl Shared {
         parts: &http::request::Parts,
         detail: fmt::Arguments<'_>,
     ) {
-        let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
+        let peer = peer_addr(parts);
         self.server.settings().refusals.note(reason, peer, detail);
     }
 
@@ -723,7 +728,7 @@ impl Shared {
         parts: &http::request::Parts,
         detail: fmt::Arguments<'_>,
     ) {
-        let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0);
+        let peer = peer_addr(parts);
         self.server
             .settings()
             .refusals
@@ -775,7 +780,7 @@ impl Shared {
     /// [`HttpConfig::max_sessions_per_peer`]): `None` on a mounted endpoint, which does not
     /// know the connection's address. Read for the requests that mint a session only.
     pub(crate) fn peer_of(&self, parts: &http::request::Parts) -> Option<crate::session::PeerKey> {
-        let peer = parts.extensions.get::<PeerAddr>()?.0.ip();
+        let peer = peer_addr(parts)?.ip();
         let client = peer::client_address(peer, &parts.headers, &self.config.trusted_proxies);
         Some(crate::session::PeerKey::of(client))
     }

@@ -262,7 +262,9 @@ async fn serve_on(
         tls,
         move |mut request: hyper::Request<Incoming>, peer| {
             // The peer, for per-source limits (the development authorization server's).
-            request.extensions_mut().insert(super::PeerAddr(peer));
+            request
+                .extensions_mut()
+                .insert(crate::auth::RequestFacts::from_peer(peer));
             let endpoint = handler.clone();
             async move { endpoint.handle(request).await }
         },
