@@ -161,6 +161,9 @@ pub(crate) struct Bound {
     id: Option<Id>,
     /// The request's principal, as session records keep it.
     owner: Option<String>,
+    /// The id of the body's first request, in a session (what a resumed POST stream names
+    /// when the worker running the call stopped).
+    pub(crate) call_id: Option<Id>,
     /// Keeps the calls reachable by `notifications/cancelled` while they run.
     _registered: Option<Registered>,
 }
@@ -223,17 +226,17 @@ where
     }
     // While the call runs, a `notifications/cancelled` of its session reaches it (a body
     // without a request has nothing to cancel).
-    let registered = match &session {
+    let (registered, call_id) = match &session {
         Some(Loaded { id, .. }) if cancel::has_request(&items) => {
             let topic = || pipeline.sessions.cancel_topic(id);
             let log = &pipeline.server.settings().log;
             let (count, first) = cancel::requests(&items);
             match pipeline.cancels.register(log, topic, id, &ctx, count).await {
-                Ok(registered) => Some(registered),
+                Ok(registered) => (Some(registered), first),
                 Err(busy) => return Err(Refusal::failure(adapter, first, busy.failure())),
             }
         }
-        _ => None,
+        _ => (None, None),
     };
     Ok(Prepared {
         bound: Bound {
@@ -243,6 +246,7 @@ where
             initialize,
             id,
             owner: caller.owner,
+            call_id,
             _registered: registered,
         },
         body: items,
@@ -411,6 +415,11 @@ impl Bound {
     pub(crate) fn is_initialize(&self) -> bool {
         self.initialize
     }
+
+    /// The id of the stored session the request runs in, if any.
+    pub(crate) fn session_id(&self) -> Option<&Arc<str>> {
+        self.session.as_ref().map(|loaded| &loaded.id)
+    }
 }
 
 /// The first call of `items` the principal lacks a scope for (the resource server's
@@ -509,6 +518,7 @@ mod tests {
             initialize,
             id: None,
             owner: None,
+            call_id: None,
             _registered: None,
         }
     }
