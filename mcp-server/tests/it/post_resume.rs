@@ -393,3 +393,87 @@ async fn the_client_library_finishes_a_call_whose_post_stream_was_closed() {
     client.close().await.unwrap();
     running.stop().await;
 }
+
+/// A TCP proxy in front of `upstream` that cuts the first connection whose responses carry a
+/// second `notifications/progress` (no clean end of the body: the socket closes mid-stream),
+/// then lets the gate's other 8 steps go.
+async fn cutting_proxy(
+    upstream: std::net::SocketAddr,
+    gate: Gate,
+) -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cut = Arc::new(AtomicBool::new(false));
+    let flag = cut.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let server = tokio::net::TcpStream::connect(upstream).await.unwrap();
+            let (mut client_read, mut client_write) = client.into_split();
+            let (mut server_read, mut server_write) = server.into_split();
+            let up = tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+            });
+            let cut = flag.clone();
+            let gate = gate.clone();
+            tokio::spawn(async move {
+                let mut seen = 0;
+                let mut buffer = vec![0u8; 16 * 1024];
+                loop {
+                    let n = match server_read.read(&mut buffer).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if client_write.write_all(&buffer[..n]).await.is_err() {
+                        break;
+                    }
+                    let text = String::from_utf8_lossy(&buffer[..n]);
+                    seen += text.matches("notifications/progress").count();
+                    if seen >= 2 && !cut.swap(true, Ordering::SeqCst) {
+                        // Both halves dropped: the client's connection closes mid-body.
+                        up.abort();
+                        drop(client_write);
+                        gate.0.add_permits(8);
+                        return;
+                    }
+                }
+                up.abort();
+            });
+        }
+    });
+    (addr, cut)
+}
+
+#[tokio::test]
+async fn the_client_library_finishes_a_call_whose_connection_was_cut() {
+    let gate = Gate(Arc::new(Semaphore::new(2)));
+    let hub: Arc<dyn Hub> = Arc::new(MemoryHub::new(HubConfig::new()));
+    let running = Running::start(server(hub, &gate), config().sse_retry(10)).await;
+    let (proxy, cut) = cutting_proxy(running.addr, gate.clone()).await;
+    let client = mcp_client::Client::builder()
+        .timeout(WAIT)
+        .revision(mcp_client::Revision::V2025_11_25)
+        .connect_http(&format!("http://{proxy}/mcp"))
+        .await
+        .unwrap();
+    let seen = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counter = seen.clone();
+    let result = client
+        .call_tool_with(
+            "paced",
+            json!({"n": 10}),
+            mcp_client::CallOptions::new().on_progress(move |_| {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }),
+        )
+        .await
+        .unwrap();
+    assert!(
+        cut.load(std::sync::atomic::Ordering::SeqCst),
+        "the proxy cut the stream"
+    );
+    assert_eq!(result["content"][0]["text"], "paced 10");
+    assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 10);
+    running.stop().await;
+}
