@@ -283,8 +283,9 @@ impl HttpConfig {
     /// Another GET of the session gets HTTP 503 with the revision's JSON-RPC error for an
     /// unavailable server (`-32603`); the open streams go on, and a stream's slot is free
     /// again once it ended (the client closed it and the server noticed, at the latest at
-    /// the next [`keep_alive`](Self::keep_alive) comment). HTTP+SSE streams are one per
-    /// session by construction.
+    /// the next [`keep_alive`](Self::keep_alive) comment). A `GET` that resumes a call's POST
+    /// stream (see [`post_stream_lease`](Self::post_stream_lease)) counts as one until the
+    /// call ends. HTTP+SSE streams are one per session by construction.
     ///
     /// ```
     /// use mcp_server::http::HttpConfig;

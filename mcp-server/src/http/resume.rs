@@ -316,6 +316,8 @@ pub(crate) fn detached(
                 let _ = tx.try_send(body::event(None, id.as_deref(), &error));
             }
         }
+        // The client's stream ends with the reply, not after the bookkeeping below.
+        driver.out = None;
         if let Some(call) = &driver.call {
             call.finish().await;
         }
