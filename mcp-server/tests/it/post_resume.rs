@@ -329,33 +329,38 @@ impl Doomed {
 #[tokio::test]
 async fn a_call_whose_worker_died_ends_with_an_error() {
     for meeting in meetings().await {
-        eprintln!("row: {}", meeting.name());
-        let revision = "2025-11-25";
-        let gate = Gate(Arc::new(Semaphore::new(0)));
-        let doomed = Doomed::start(&meeting, &gate).await;
-        let b = Running::start(server(meeting.hub().await, &gate), config()).await;
-        let a = doomed.running.as_ref().unwrap();
-        let session = initialize(a, revision).await;
-        let last = start_and_drop(a, revision, &session, &gate).await;
-        let mut resumed = get(revision, &session, &last).open(b.addr).await;
-        assert_eq!(resumed.status, 200);
-        let killed = Instant::now();
-        doomed.kill();
-        let (event, error) = next_message(&mut resumed).await.unwrap();
-        let waited = killed.elapsed();
-        assert_eq!(error["id"], 7, "{error}");
-        assert_eq!(error["error"]["code"], -32603, "{error}");
-        assert!(event.id.is_none());
-        // The documented bound (1.5 leases), with room for a loaded machine.
-        assert!(
-            waited < LEASE * 3 / 2 + Duration::from_secs(3),
-            "the error came after {waited:?}"
-        );
-        assert!(resumed.event().await.is_none());
-        // Nothing is left waiting on the gate.
-        gate.0.close();
-        b.stop().await;
+        for revision in REVISIONS {
+            eprintln!("row: {} {revision}", meeting.name());
+            dead_worker_row(&meeting, revision).await;
+        }
     }
+}
+
+async fn dead_worker_row(meeting: &Meeting, revision: &str) {
+    let gate = Gate(Arc::new(Semaphore::new(0)));
+    let doomed = Doomed::start(meeting, &gate).await;
+    let b = Running::start(server(meeting.hub().await, &gate), config()).await;
+    let a = doomed.running.as_ref().unwrap();
+    let session = initialize(a, revision).await;
+    let last = start_and_drop(a, revision, &session, &gate).await;
+    let mut resumed = get(revision, &session, &last).open(b.addr).await;
+    assert_eq!(resumed.status, 200);
+    let killed = Instant::now();
+    doomed.kill();
+    let (event, error) = next_message(&mut resumed).await.unwrap();
+    let waited = killed.elapsed();
+    assert_eq!(error["id"], 7, "{revision}: {error}");
+    assert_eq!(error["error"]["code"], -32603, "{revision}: {error}");
+    assert!(event.id.is_none());
+    // The documented bound (1.5 leases), with room for a loaded machine.
+    assert!(
+        waited < LEASE * 3 / 2 + Duration::from_secs(3),
+        "the error came after {waited:?}"
+    );
+    assert!(resumed.event().await.is_none());
+    // Nothing is left waiting on the gate.
+    gate.0.close();
+    b.stop().await;
 }
 
 #[tokio::test]
