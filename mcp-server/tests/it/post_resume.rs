@@ -482,3 +482,40 @@ async fn the_client_library_finishes_a_call_whose_connection_was_cut() {
     assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 10);
     running.stop().await;
 }
+
+#[tokio::test]
+async fn with_poll_after_a_post_stream_ends_after_its_priming_event_and_get_reads_the_rest() {
+    let revision = "2025-11-25";
+    let gate = Gate(Arc::new(Semaphore::new(1)));
+    let hub: Arc<dyn Hub> = Arc::new(MemoryHub::new(HubConfig::new()));
+    let running = Running::start(
+        server(hub, &gate),
+        config().post_stream_poll_after(Some(Duration::ZERO)),
+    )
+    .await;
+    let session = initialize(&running, revision).await;
+    let posted = post(revision, Some(&session), &call(9, 3))
+        .send(running.addr)
+        .await;
+    assert_eq!(posted.status, 200);
+    // The whole body: the priming event alone, whose id the client resumes from.
+    let events = posted.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(events[0].data.is_empty() && events[0].retry.is_some());
+    let priming = events[0].id.clone().unwrap();
+    gate.0.add_permits(2);
+    let mut rest = get(revision, &session, &priming).open(running.addr).await;
+    for step in 1..=3 {
+        let (event, message) = next_message(&mut rest).await.unwrap();
+        assert_eq!(
+            message["params"]["progress"].as_f64(),
+            Some(f64::from(step))
+        );
+        assert!(event.id.is_some());
+    }
+    let (_, done) = next_message(&mut rest).await.unwrap();
+    assert_eq!(done["id"], 9);
+    assert_eq!(done["result"]["content"][0]["text"], "paced 3");
+    assert!(rest.event().await.is_none());
+    running.stop().await;
+}
