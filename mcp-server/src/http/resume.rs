@@ -36,8 +36,6 @@ use tokio::sync::{mpsc, watch};
 use crate::http::Shared;
 use crate::http::body;
 
-/// The priming event's marker: the first event of a call's topic when the revision primes.
-const TAG_START: u8 = b's';
 /// A message of the call (progress, log, question, response).
 const TAG_MESSAGE: u8 = b'm';
 /// The call's reply ended: nothing follows.
@@ -102,9 +100,8 @@ struct CallLog {
 }
 
 impl CallLog {
-    /// Opens the call's record (the lease); `None` when the store refuses (the stream then
-    /// goes on without ids, as it would without a hub).
-    async fn open(shared: &Shared, session: &str, id: Option<Id>) -> Option<Self> {
+    /// The call's names in the hub (no I/O yet); `None` without randomness for its token.
+    fn new(shared: &Shared, session: &str, id: Option<Id>) -> Option<Self> {
         let mut bytes = [0u8; TOKEN_LEN / 2];
         if let Err(err) = getrandom::fill(&mut bytes) {
             tracing::warn!(%err, "no randomness for a call's token; its stream cannot resume");
@@ -112,7 +109,7 @@ impl CallLog {
         }
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let (topic, key) = names(shared.sessions.namespace(), session, &token);
-        let call = Self {
+        Some(Self {
             token,
             topic,
             key,
@@ -121,15 +118,29 @@ impl CallLog {
             store: shared.server.settings().states.store().clone(),
             lease: shared.config.post_stream_lease,
             done_ttl: shared.config.session_ttl,
-        };
-        match call
-            .store
-            .create(&call.key, record_value(call.id.as_ref(), false), call.lease)
-            .await
-        {
-            Ok(_) => Some(call),
+        })
+    }
+
+    /// Takes the call's lease (its record); `false` when the store refuses (the stream then
+    /// goes on without ids, as it would without a hub).
+    async fn open(&self) -> bool {
+        let value = record_value(self.id.as_ref(), false);
+        match self.store.create(&self.key, value, self.lease).await {
+            Ok(_) => true,
             Err(err) => {
                 tracing::warn!(%err, "could not record a call in the hub; its stream cannot resume");
+                false
+            }
+        }
+    }
+
+    /// The id of the priming event: the topic's position before anything is logged on it (a
+    /// read, not a write), after which every event of the call comes.
+    async fn start(&self) -> Option<String> {
+        match self.log.position(&self.topic).await {
+            Ok(cursor) => Some(event_id(&self.token, cursor)),
+            Err(err) => {
+                tracing::warn!(%err, "event log failure; a call's stream cannot resume");
                 None
             }
         }
@@ -241,13 +252,31 @@ pub(crate) fn detached(
     let shared = shared.clone();
     tokio::spawn(async move {
         let _guard = guard;
-        let call = CallLog::open(&shared, &session, call_id.clone()).await;
+        let polling = adapter.features().sse_polling;
+        let call = CallLog::new(&shared, &session, call_id.clone());
+        // The priming id first (a read), then the lease and the first event written at once:
+        // what the client waits for costs one read and one write's time.
+        let (call, priming_id, first_id) = match call {
+            Some(call) => {
+                let start = if polling {
+                    call.start().await
+                } else {
+                    Some(String::new())
+                };
+                let (opened, first_id) =
+                    futures::join!(call.open(), call.publish(TAG_MESSAGE, &first));
+                match (opened, start) {
+                    (true, Some(start)) => (Some(call), Some(start), first_id),
+                    _ => (None, None, None),
+                }
+            }
+            None => (None, None, None),
+        };
         let lease = shared.config.post_stream_lease;
         let mut renew = tokio::time::interval((lease / 3).max(Duration::from_millis(1)));
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // The first tick is now, and the lease was just taken.
         renew.tick().await;
-        let polling = adapter.features().sse_polling;
         // Closing the POST stream early only makes sense where the client is told it may poll.
         let poll_after = shared
             .config
@@ -261,19 +290,20 @@ pub(crate) fn detached(
         };
         let mut live = true;
         if polling {
-            let id = match &driver.call {
-                Some(call) => call.publish(TAG_START, b"").await,
-                None => None,
-            };
-            let priming = body::priming(id.as_deref().unwrap_or("0"), shared.config.sse_retry_ms);
-            live = driver.deliver(priming).await;
+            let id = priming_id.as_deref().unwrap_or("0");
+            live = driver
+                .deliver(body::priming(id, shared.config.sse_retry_ms))
+                .await;
         }
         let close_at = poll_after.map(|after| tokio::time::Instant::now() + after);
         if poll_after == Some(Duration::ZERO) {
             // The client reads the rest with GET.
             driver.out = None;
         }
-        live = live && driver.message(&first).await;
+        live = live
+            && driver
+                .deliver(body::event(None, first_id.as_deref(), &first))
+                .await;
         drop(first);
         let close = async move {
             match close_at {
