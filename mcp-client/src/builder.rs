@@ -537,6 +537,15 @@ impl ClientBuilder {
     /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`), falling back to
     /// `initialize` and then to HTTP+SSE as the spec's dual-era client does. The whole connect,
     /// fallbacks included, has one [`ClientBuilder::timeout`].
+    ///
+    /// A request's SSE stream that ends or breaks before its response, after an event with an
+    /// id, is resumed by the client itself on revisions whose streams resume (2025-03-26 and
+    /// later): it waits the server's `retry` (at most 30 s) and sends `GET` with that id as
+    /// `Last-Event-ID`, so a load balancer that cuts a long call, or a server that closes the
+    /// stream for the client to poll, loses nothing. A resume that fails on the connection or
+    /// with a 5xx is tried again after the same pause (1 s when the server named none); a
+    /// request is resumed 16 times at most, and the call's
+    /// [`timeout`](ClientBuilder::timeout) bounds it all.
     pub async fn connect_http(self, url: &str) -> Result<Client, Error> {
         let deadline = Instant::now() + self.timeout;
         let uri: Uri = url

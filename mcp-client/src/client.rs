@@ -208,6 +208,8 @@ impl Drop for Inner {
 const MAX_RESUMES: u32 = 16;
 /// The longest `retry:` pause honoured, in milliseconds.
 const MAX_RETRY_MS: u64 = 30_000;
+/// The pause before resuming again after a failed resume, when the server named no `retry`.
+const DEFAULT_RETRY_MS: u64 = 1000;
 
 /// `Mcp-Method: tools/call`, checked once at compile time (`HeaderValue::from_static` outside
 /// a constant checks the text on every call).
@@ -665,15 +667,10 @@ impl Inner {
                     && self.info.request_streams
                     && resumed < MAX_RESUMES =>
                 {
-                    resumed += 1;
-                    if let Some(ms) = retry_ms {
-                        tokio::time::sleep(Duration::from_millis(ms.min(MAX_RETRY_MS))).await;
-                    }
-                    let headers = self.headers(adapter, None, ParamsRef::Value(None), false)?;
-                    stream = self
-                        .transport
-                        .open_stream(headers, Some(last_event_id))
-                        .await?;
+                    // Boxed, as the other rare paths of a call.
+                    let resume =
+                        Box::pin(self.resume(adapter, last_event_id, retry_ms, &mut resumed));
+                    stream = resume.await?;
                     continue;
                 }
                 Err(e) => return Err(e.into()),
@@ -706,6 +703,44 @@ impl Inner {
         Err(Error::from(TransportError::Protocol(
             "the stream ended before the response".into(),
         )))
+    }
+
+    /// Opens the `GET` that resumes a request's stream after `last_event_id`, waiting the
+    /// server's `retry` first. A resume that fails for a reason that may pass (the connection,
+    /// a 5xx from a worker that is shutting down) is tried again after the same pause (one
+    /// second when the server named none), each try counting against [`MAX_RESUMES`].
+    async fn resume(
+        self: &Arc<Self>,
+        adapter: Adapter,
+        last_event_id: String,
+        retry_ms: Option<u64>,
+        resumed: &mut u32,
+    ) -> Result<MessageStream, Error> {
+        let pause = Duration::from_millis(retry_ms.unwrap_or(DEFAULT_RETRY_MS).min(MAX_RETRY_MS));
+        loop {
+            *resumed += 1;
+            if retry_ms.is_some() || *resumed > 1 {
+                tokio::time::sleep(pause).await;
+            }
+            let headers = self.headers(adapter, None, ParamsRef::Value(None), false)?;
+            match self
+                .transport
+                .open_stream(headers, Some(last_event_id.clone()))
+                .await
+            {
+                Ok(stream) => return Ok(stream),
+                Err(
+                    TransportError::Http(_)
+                    | TransportError::Io(_)
+                    | TransportError::Status {
+                        status: 500..=599, ..
+                    },
+                ) if *resumed < MAX_RESUMES => {
+                    tracing::debug!("resuming a request's stream failed; trying again");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Answers a request the server pushed (`elicitation/create`, `sampling/createMessage`,

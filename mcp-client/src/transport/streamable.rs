@@ -484,6 +484,18 @@ pub(crate) fn sse_stream(body: PooledBody, limit: usize) -> MessageStream {
                 }
                 Some(Err(e)) => {
                     s.done = true;
+                    // A stream whose events carry ids may be resumed after a dropped
+                    // connection as after a clean end (what is buffered of a cut event is
+                    // sent again after the last id).
+                    let last = s.decoder.last_event_id();
+                    if !last.is_empty() {
+                        tracing::debug!(error = %error_chain(&e), "an SSE stream was cut after an event id");
+                        let error = TransportError::Interrupted {
+                            last_event_id: last.to_owned(),
+                            retry_ms: s.decoder.retry(),
+                        };
+                        return Some((Err(error), s));
+                    }
                     return Some((Err(TransportError::Http(error_chain(&e))), s));
                 }
                 None => {

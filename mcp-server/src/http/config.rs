@@ -26,6 +26,10 @@ pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 /// The default `retry` (milliseconds) of the priming event on revisions with SSE polling.
 pub const DEFAULT_SSE_RETRY_MS: u64 = 1000;
 
+/// The default lease of a running call on its resumable POST stream: 10 s (see
+/// [`HttpConfig::post_stream_lease`]).
+pub const DEFAULT_POST_STREAM_LEASE: Duration = Duration::from_secs(10);
+
 /// The default maximum of sessions one endpoint (worker) mints and holds at once: 10,000
 /// (about 8 MiB of session records on the memory store).
 pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
@@ -102,6 +106,8 @@ pub(crate) enum Localhost {
 /// | [`keep_alive`](Self::keep_alive) | a comment every 15 s on idle SSE streams |
 /// | [`prefer_sse`](Self::prefer_sse) | off: JSON unless the call sends something before its result |
 /// | [`sse_retry`](Self::sse_retry) | 1000 ms in the priming event (revisions with SSE polling) |
+/// | [`post_stream_lease`](Self::post_stream_lease) | 10 s: a resumed POST stream whose call's worker stopped ends with an error within 1.5 times this |
+/// | [`post_stream_poll_after`](Self::post_stream_poll_after) | off: a POST stream stays open until its call ends |
 /// | [`shutdown_deadline`](Self::shutdown_deadline) | 10 s |
 /// | [`namespace`](Self::namespace) | the root namespace |
 /// | [`legacy_sse`](Self::legacy_sse) | on (HTTP+SSE for the revisions that have a handshake) |
@@ -143,6 +149,8 @@ pub struct HttpConfig {
     pub(crate) keep_alive: Duration,
     pub(crate) prefer_sse: bool,
     pub(crate) sse_retry_ms: u64,
+    pub(crate) post_stream_lease: Duration,
+    pub(crate) post_stream_poll_after: Option<Duration>,
     pub(crate) shutdown_deadline: Duration,
     pub(crate) namespace: Namespace,
     pub(crate) legacy_sse: bool,
@@ -187,6 +195,8 @@ impl HttpConfig {
             keep_alive: DEFAULT_KEEP_ALIVE,
             prefer_sse: false,
             sse_retry_ms: DEFAULT_SSE_RETRY_MS,
+            post_stream_lease: DEFAULT_POST_STREAM_LEASE,
+            post_stream_poll_after: None,
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
             namespace: Namespace::root(),
             legacy_sse: true,
@@ -473,8 +483,9 @@ impl HttpConfig {
     /// Another GET of the session gets HTTP 503 with the revision's JSON-RPC error for an
     /// unavailable server (`-32603`); the open streams go on, and a stream's slot is free
     /// again once it ended (the client closed it and the server noticed, at the latest at
-    /// the next [`keep_alive`](Self::keep_alive) comment). HTTP+SSE streams are one per
-    /// session by construction.
+    /// the next [`keep_alive`](Self::keep_alive) comment). A `GET` that resumes a call's POST
+    /// stream (see [`post_stream_lease`](Self::post_stream_lease)) counts as one until the
+    /// call ends. HTTP+SSE streams are one per session by construction.
     ///
     /// ```
     /// use mcp_server::http::HttpConfig;
@@ -485,6 +496,55 @@ impl HttpConfig {
     #[must_use]
     pub fn max_streams_per_session(mut self, max: usize) -> Self {
         self.max_streams_per_session = max.max(1);
+        self
+    }
+
+    /// How long the worker running a call holds its lease on the call's POST stream, renewed
+    /// every third of it. Default is 10 s ([`DEFAULT_POST_STREAM_LEASE`]); values below 3 ms
+    /// count as 3 ms.
+    ///
+    /// On the revisions whose SSE streams resume (2025-03-26, 2025-06-18, 2025-11-25), every
+    /// event of a call's POST stream (once the call sends something before its result) gets an
+    /// id from the hub's event log, and a `GET` of the same session with that id as
+    /// `Last-Event-ID`, on any worker sharing the hub, replays what the client missed and
+    /// follows the call to its result. If the worker running the call stops (a crash, a lost
+    /// machine) the lease lapses, and a stream following the call ends with the revision's
+    /// internal error (`-32603`) for the call's request, at most 1.5 times this after the
+    /// worker stopped. A shorter lease finds a dead worker sooner and costs one state-store
+    /// write per third of it per running call; a hub pause longer than the lease ends the
+    /// streams that follow a call although its worker lives.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().post_stream_lease(Duration::from_secs(5));
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn post_stream_lease(mut self, lease: Duration) -> Self {
+        self.post_stream_lease = lease.max(Duration::from_millis(3));
+        self
+    }
+
+    /// Closes a call's POST stream this long after it started (after its priming event with
+    /// `Duration::ZERO`), on the revisions with SSE polling (2025-11-25): the client reads the
+    /// rest with `GET` and the last event id, as the priming event's `retry` tells it, so a
+    /// load balancer's read timeout shorter than a long call stops mattering. Default is off
+    /// (`None`): the stream stays open until the call ends. Only streams that resume (see
+    /// [`post_stream_lease`](Self::post_stream_lease)) are closed, so a call whose result is
+    /// its first message is never affected.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().post_stream_poll_after(Some(Duration::from_secs(20)));
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn post_stream_poll_after(mut self, after: Option<Duration>) -> Self {
+        self.post_stream_poll_after = after;
         self
     }
 

@@ -15,6 +15,7 @@ use mcp_wire::names::headers as header_names;
 
 use crate::dispatch::{Outgoing, Reply};
 use crate::http::body::{self, HttpBody, SseStream};
+use crate::http::resume;
 use crate::http::{
     Accepts, BodyError, SESSION_HEADER, Shared, bodiless_failure, failure_response, posted_json,
     refusal_response, session_header, sse_response, status_only,
@@ -112,7 +113,8 @@ pub(crate) async fn post(
 
 /// The events of a call answered as SSE: the priming event (SSE polling), what the call sends,
 /// its response. On revisions where closing the stream does not cancel, the call runs on in
-/// its own task when the client goes away.
+/// its own task when the client goes away; where such streams also resume, and the call
+/// outlives its first message, every event goes through the hub first (`resume.rs`).
 fn call_stream(
     shared: &Arc<Shared>,
     bound: Bound,
@@ -120,37 +122,53 @@ fn call_stream(
     reply: Reply,
 ) -> BoxStream<'static, Bytes> {
     let adapter = bound.adapter;
-    // POST streams are not resumable here; the priming id only tells the client so.
-    let priming = adapter
-        .features()
-        .sse_polling
-        .then(|| body::priming("0", shared.config.sse_retry_ms));
-    let head = stream::iter(priming.into_iter().chain([frame(&first)]));
+    let features = adapter.features();
+    let detached = !features.stream_close_cancels;
+    // Only a call that outlives its first message is logged: a short call's stream (its
+    // result first) costs the hub nothing.
+    let resumable = detached && features.sse_resumable && !first.is_response();
+    let session = bound.session_id().filter(|_| resumable).cloned();
+    let call_id = session.as_ref().and_then(|_| bound.call_id.clone());
     // A session is minted only with the response's headers: after the first event, a
     // response is settled but mints nothing.
     let settled = first.is_response() || bound.is_initialize();
-    let detached = !adapter.features().stream_close_cancels;
-    let guard = detached.then(|| shared.call_guard());
-    let mut cancelling = shared.cancelling.subscribe();
     let rest = stream::unfold(
         (reply, shared.clone(), bound, settled),
         |(mut reply, shared, bound, settled)| async move {
             let item = reply.next().await?;
-            let mut bytes = None;
+            let mut json = None;
             if item.is_response() && !settled {
                 // A change the store did not take is not reported as done: the client gets
                 // the store failure (503's JSON-RPC error, with the request's id) instead.
                 if let Err(refusal) = bound.settle(&shared.sessions, &item).await {
-                    bytes = Some(body::event(None, None, &refusal.encode().to_bytes()));
+                    json = Some(refusal.encode().to_bytes());
                 }
             }
-            let bytes = bytes.unwrap_or_else(|| frame(&item));
-            Some((bytes, (reply, shared, bound, true)))
+            let json = json.unwrap_or_else(|| item.to_bytes());
+            Some((json, (reply, shared, bound, true)))
         },
     );
+    if let Some(session) = session {
+        return resume::detached(
+            shared,
+            adapter,
+            session,
+            call_id,
+            first.to_bytes(),
+            rest.boxed(),
+        );
+    }
+    // A POST stream that does not resume: the priming id only tells the client so.
+    let priming = features
+        .sse_polling
+        .then(|| body::priming("0", shared.config.sse_retry_ms));
+    let head = stream::iter(priming.into_iter().chain([frame(&first)]));
+    let rest = rest.map(|json| body::event(None, None, &json));
     if !detached {
         return head.chain(rest).boxed();
     }
+    let guard = shared.call_guard();
+    let mut cancelling = shared.cancelling.subscribe();
     // Disconnecting is not cancelling on this revision: the call runs to its end (or to the
     // shutdown deadline) whatever the client does.
     // Bounded: a client that reads slowly holds the call back (its progress coalesces, its
@@ -263,9 +281,26 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         .headers
         .get("last-event-id")
         .filter(|_| adapter.features().sse_resumable);
-    let after = last_event_id
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<Cursor>().ok());
+    let last_text = last_event_id.and_then(|v| v.to_str().ok());
+    if let Some((token, after)) = last_text.and_then(resume::parse_id) {
+        // The id of an event of a call's POST stream: replay and follow that call.
+        return match resume::follow(shared, adapter, id, token, after).await {
+            Ok(source) => {
+                let source = source
+                    .map(move |frame| {
+                        let _held = &slot;
+                        frame
+                    })
+                    .boxed();
+                let stream = SseStream::new(source, shared.config.keep_alive)
+                    .until_closing(shared.closing.subscribe())
+                    .counted(&shared.server, "get");
+                sse_response(HttpBody::sse(stream))
+            }
+            Err(why) => bodiless_failure(adapter, &why.failure()),
+        };
+    }
+    let after = last_text.and_then(|v| v.parse::<Cursor>().ok());
     if let Some(after) = after {
         tracing::debug!(after = %after, "GET stream resumed after Last-Event-ID");
     }

@@ -179,6 +179,9 @@ pub(crate) struct Bound {
     /// The client's address, which a session minted without a principal is counted for;
     /// set by the transport for an `initialize` only (see [`Bound::is_initialize`]).
     pub(crate) peer: Option<PeerKey>,
+    /// The id of the body's first request, in a session (what a resumed POST stream names
+    /// when the worker running the call stopped).
+    pub(crate) call_id: Option<Id>,
     /// Keeps the calls reachable by `notifications/cancelled` while they run.
     _registered: Option<Registered>,
     /// Keeps the session busy (never evicted) while the request runs; `None` when another
@@ -251,13 +254,13 @@ where
     }
     // While the call runs, a `notifications/cancelled` of its session reaches it (a body
     // without a request has nothing to cancel).
-    let registered = match &session {
+    let (registered, call_id) = match &session {
         Some(Loaded { id, .. }) if cancel::has_request(&items) => {
             let topic = || pipeline.sessions.cancel_topic(id);
             let log = &pipeline.server.settings().log;
             let (count, first) = cancel::requests(&items);
             match pipeline.cancels.register(log, topic, id, &ctx, count).await {
-                Ok(registered) => Some(registered),
+                Ok(registered) => (Some(registered), first),
                 Err(busy) => {
                     pipeline.server.settings().refusals.note(
                         crate::refusal::Reason::MaxCallsPerSession,
@@ -268,7 +271,7 @@ where
                 }
             }
         }
-        _ => None,
+        _ => (None, None),
     };
     Ok(Prepared {
         bound: Bound {
@@ -279,6 +282,7 @@ where
             id,
             owner: caller.owner,
             peer: None,
+            call_id,
             _registered: registered,
             _hold: hold,
         },
@@ -481,6 +485,11 @@ impl Bound {
     pub(crate) fn is_initialize(&self) -> bool {
         self.initialize
     }
+
+    /// The id of the stored session the request runs in, if any.
+    pub(crate) fn session_id(&self) -> Option<&Arc<str>> {
+        self.session.as_ref().map(|loaded| &loaded.id)
+    }
 }
 
 /// The first call of `items` the principal lacks a scope for (the resource server's
@@ -580,6 +589,7 @@ mod tests {
             id: None,
             owner: None,
             peer: None,
+            call_id: None,
             _registered: None,
             _hold: None,
         }

@@ -39,6 +39,7 @@ mod notify_http;
 mod notify_stdio;
 mod notify_workers;
 mod panics;
+mod post_resume;
 mod postgres_fault;
 mod readme;
 mod refusals;
