@@ -266,7 +266,10 @@ async fn serve_on(
                 .extensions_mut()
                 .insert(crate::auth::RequestFacts::from_peer(peer));
             let endpoint = handler.clone();
-            async move { endpoint.handle(request).await }
+            // Boxed: hyper moves the service's future into its connection state, a copy of
+            // the whole future (every branch of `handle`, some kilobytes) on each request;
+            // a box is moved as a pointer.
+            Box::pin(async move { endpoint.handle(request).await })
         },
         signal,
     )

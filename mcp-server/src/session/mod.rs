@@ -454,7 +454,9 @@ impl Bound {
             if !succeeded || !with_sessions {
                 return Ok(None);
             }
-            return match sessions.create(&record, self.peer).await {
+            // Boxed: minting (and evicting to make room) is rare, and its state would otherwise
+            // enlarge the future of every request.
+            return match Box::pin(sessions.create(&record, self.peer)).await {
                 Ok(id) => Ok(Some(id)),
                 Err(err) => Err(Refusal::store(
                     self.adapter,

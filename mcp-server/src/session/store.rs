@@ -901,7 +901,7 @@ impl Sessions {
         let at_cap = self.lock_touched().held.count() >= self.max_sessions;
         if let Some(owner) = self.quota_owner(record.owner.as_deref())
             && at_cap
-            && self.owner_full(owner).await?
+            && Box::pin(self.owner_full(owner)).await?
         {
             return Err(self.refuse_principal());
         }
@@ -919,7 +919,7 @@ impl Sessions {
             reservation: Some(reservation),
         };
         if let Some((victim, why)) = evicted {
-            self.evict(&victim, why, peer).await;
+            Box::pin(self.evict(&victim, why, peer)).await;
         }
         self.start_feed();
         let value = record.to_bytes();
