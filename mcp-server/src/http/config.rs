@@ -106,6 +106,7 @@ pub(crate) enum Localhost {
 /// | [`keep_alive`](Self::keep_alive) | a comment every 15 s on idle SSE streams |
 /// | [`prefer_sse`](Self::prefer_sse) | off: JSON unless the call sends something before its result |
 /// | [`sse_retry`](Self::sse_retry) | 1000 ms in the priming event (revisions with SSE polling) |
+/// | [`resumable_post_streams`](Self::resumable_post_streams) | off: a POST stream's events carry no ids of the hub's log (turn on for load balancers that cut long calls) |
 /// | [`post_stream_lease`](Self::post_stream_lease) | 10 s: a resumed POST stream whose call's worker stopped ends with an error within 1.5 times this |
 /// | [`post_stream_poll_after`](Self::post_stream_poll_after) | off: a POST stream stays open until its call ends |
 /// | [`shutdown_deadline`](Self::shutdown_deadline) | 10 s |
@@ -149,6 +150,7 @@ pub struct HttpConfig {
     pub(crate) keep_alive: Duration,
     pub(crate) prefer_sse: bool,
     pub(crate) sse_retry_ms: u64,
+    pub(crate) resumable_post_streams: bool,
     pub(crate) post_stream_lease: Duration,
     pub(crate) post_stream_poll_after: Option<Duration>,
     pub(crate) shutdown_deadline: Duration,
@@ -195,6 +197,7 @@ impl HttpConfig {
             keep_alive: DEFAULT_KEEP_ALIVE,
             prefer_sse: false,
             sse_retry_ms: DEFAULT_SSE_RETRY_MS,
+            resumable_post_streams: false,
             post_stream_lease: DEFAULT_POST_STREAM_LEASE,
             post_stream_poll_after: None,
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
@@ -499,12 +502,35 @@ impl HttpConfig {
         self
     }
 
+    /// Logs a call's POST stream on the hub so it resumes on any worker (see
+    /// [`post_stream_lease`](Self::post_stream_lease)): on the revisions whose SSE streams
+    /// resume, a call that sends something before its result gets event ids from the hub's log,
+    /// and a client (or ours, by itself) that lost the stream reads the rest with `GET` and
+    /// `Last-Event-ID` on any worker. Default: off, so such a call's events carry no ids and a
+    /// dropped POST stream loses what the call sends after the drop. It is off until a stall is
+    /// fixed: with the SQLite hub shared by two processes, a question pushed on a logged stream
+    /// and answered through the other process was not delivered in time (the Redis,
+    /// PostgreSQL and memory hubs pass the same tests).
+    ///
+    /// ```
+    /// use mcp_server::http::HttpConfig;
+    ///
+    /// let config = HttpConfig::new().resumable_post_streams(true);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn resumable_post_streams(mut self, on: bool) -> Self {
+        self.resumable_post_streams = on;
+        self
+    }
+
     /// How long the worker running a call holds its lease on the call's POST stream, renewed
     /// every third of it. Default is 10 s ([`DEFAULT_POST_STREAM_LEASE`]); values below 3 ms
     /// count as 3 ms.
     ///
-    /// On the revisions whose SSE streams resume (2025-03-26, 2025-06-18, 2025-11-25), every
-    /// event of a call's POST stream (once the call sends something before its result) gets an
+    /// With [`resumable_post_streams`](Self::resumable_post_streams), on the revisions whose
+    /// SSE streams resume (2025-03-26, 2025-06-18, 2025-11-25), every event of a call's POST
+    /// stream (once the call sends something before its result) gets an
     /// id from the hub's event log, and a `GET` of the same session with that id as
     /// `Last-Event-ID`, on any worker sharing the hub, replays what the client missed and
     /// follows the call to its result. If the worker running the call stops (a crash, a lost

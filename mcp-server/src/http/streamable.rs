@@ -126,7 +126,10 @@ fn call_stream(
     let detached = !features.stream_close_cancels;
     // Only a call that outlives its first message is logged: a short call's stream (its
     // result first) costs the hub nothing.
-    let resumable = detached && features.sse_resumable && !first.is_response();
+    let resumable = detached
+        && features.sse_resumable
+        && !first.is_response()
+        && shared.config.resumable_post_streams;
     let session = bound.session_id().filter(|_| resumable).cloned();
     let call_id = session.as_ref().and_then(|_| bound.call_id.clone());
     // A session is minted only with the response's headers: after the first event, a

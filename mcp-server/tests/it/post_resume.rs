@@ -58,6 +58,7 @@ fn server(hub: Arc<dyn Hub>, gate: &Gate) -> Server {
 
 fn config() -> HttpConfig {
     HttpConfig::new()
+        .resumable_post_streams(true)
         .session_cache(Duration::ZERO)
         .post_stream_lease(LEASE)
 }
