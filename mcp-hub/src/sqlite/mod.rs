@@ -148,9 +148,11 @@ CREATE INDEX IF NOT EXISTS {p}_records_expires ON {p}_records (expires_at);
 ///   the process loses nothing committed; a power loss may lose the last transactions. Each
 ///   write is one `BEGIN IMMEDIATE` transaction, so sequence numbers are assigned in commit
 ///   order. Cursors are `<generation>-<seq>` as on PostgreSQL.
-/// - **Threads.** Each hub holds one connection; operations queue for it asynchronously and run
-///   on Tokio's blocking pool, one at a time, never on the async threads. Another process
-///   holding the write lock makes an operation wait up to
+/// - **Threads.** Each hub holds one connection, owned by a thread of its own that runs the
+///   hub's operations one at a time, in the order they were asked, never on the async threads.
+///   A caller holds no lock while it waits for its answer, so a caller whose future is not
+///   polled for a while (a stream its consumer is not reading) never holds up the others.
+///   Another process holding the write lock makes an operation wait up to
 ///   [`busy_timeout`](SqliteConfig::busy_timeout), then fail with a timeout.
 /// - **Waiting.** Every hub of the process opened on the same file shares one registry of
 ///   waiting polls, woken by the publish itself. Writes by other processes are noticed by one
@@ -167,11 +169,58 @@ pub struct SqliteHub {
 }
 
 struct Inner {
-    connection: Arc<tokio::sync::Mutex<Connection>>,
+    /// The queue of the connection's thread; the thread ends when the hub is dropped.
+    jobs: std::sync::mpsc::Sender<Job>,
     waiters: Arc<Waiters>,
-    sql: Arc<Statements>,
     config: SqliteConfig,
     path: PathBuf,
+}
+
+/// One operation for the connection's thread; it sends its own answer.
+type Job = Box<dyn FnOnce(&mut Connection, &Statements) + Send>;
+
+/// The connection's thread: opens the file, reports how that went, then runs the queued
+/// operations until every hub holding the queue is gone.
+fn connection_thread(
+    path: PathBuf,
+    config: &SqliteConfig,
+    opened: tokio::sync::oneshot::Sender<Result<(), BackendError>>,
+    jobs: std::sync::mpsc::Receiver<Job>,
+) {
+    let schema = schema(&config.table_prefix);
+    let connection = (|| {
+        let connection = Connection::open(&path).map_err(|e| classify("opening", e))?;
+        connection
+            .busy_timeout(config.busy_timeout)
+            .map_err(|e| classify("opening", e))?;
+        connection
+            .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+            .map_err(|e| classify("switching to WAL", e))?;
+        connection
+            .execute_batch(&format!("BEGIN IMMEDIATE; {schema} COMMIT;"))
+            .map_err(|e| classify("creating tables", e))?;
+        Ok::<_, BackendError>(connection)
+    })();
+    let mut connection = match connection {
+        Ok(connection) => {
+            if opened.send(Ok(())).is_err() {
+                return;
+            }
+            connection
+        }
+        Err(err) => {
+            let _ = opened.send(Err(err));
+            return;
+        }
+    };
+    let sql = Statements::new(&config.table_prefix);
+    while let Ok(job) = jobs.recv() {
+        // A panicking operation answers nobody (its caller sees the thread's answer dropped)
+        // and leaves the connection to the next one.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            job(&mut connection, &sql);
+        }));
+    }
 }
 
 struct Statements {
@@ -292,29 +341,25 @@ impl SqliteHub {
     pub async fn open(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, BackendError> {
         sql::check_prefix(&config.table_prefix)?;
         let path = path.as_ref().to_owned();
-        let schema = schema(&config.table_prefix);
-        let busy = config.busy_timeout;
-        let opened = path.clone();
-        let connection = tokio::task::spawn_blocking(move || {
-            let connection = Connection::open(&opened).map_err(|e| classify("opening", e))?;
-            connection
-                .busy_timeout(busy)
-                .map_err(|e| classify("opening", e))?;
-            connection
-                .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
-                .map_err(|e| classify("switching to WAL", e))?;
-            connection
-                .execute_batch(&format!("BEGIN IMMEDIATE; {schema} COMMIT;"))
-                .map_err(|e| classify("creating tables", e))?;
-            Ok::<_, BackendError>(connection)
-        })
-        .await
-        .map_err(joined)??;
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let (opened, open_result) = tokio::sync::oneshot::channel();
+        let thread_path = path.clone();
+        let thread_config = config.clone();
+        std::thread::Builder::new()
+            .name("mcp-hub-sqlite".to_owned())
+            .spawn(move || connection_thread(thread_path, &thread_config, opened, queue))
+            .map_err(|e| {
+                BackendError::with_source(
+                    BackendErrorKind::Unexpected,
+                    "could not start the SQLite connection's thread",
+                    e,
+                )
+            })?;
+        open_result.await.map_err(|_| gone())??;
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         let inner = Arc::new(Inner {
-            connection: Arc::new(tokio::sync::Mutex::new(connection)),
+            jobs,
             waiters: registry(&canonical),
-            sql: Arc::new(Statements::new(&config.table_prefix)),
             config,
             path,
         });
@@ -385,16 +430,18 @@ fn now_ms() -> i64 {
 }
 
 impl Inner {
-    /// Runs `job` on the connection, on the blocking pool, after the operations queued before.
+    /// Runs `job` on the connection's thread, after the operations queued before. Waiting
+    /// holds nothing: a caller that stops polling delays only itself.
     async fn run<T: Send + 'static>(
         &self,
         job: impl FnOnce(&mut Connection, &Statements) -> Result<T, BackendError> + Send + 'static,
     ) -> Result<T, BackendError> {
-        let mut connection = Arc::clone(&self.connection).lock_owned().await;
-        let sql = Arc::clone(&self.sql);
-        tokio::task::spawn_blocking(move || job(&mut connection, &sql))
-            .await
-            .map_err(joined)?
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |connection, sql| {
+            let _ = answer.send(job(connection, sql));
+        });
+        self.jobs.send(job).map_err(|_| gone())?;
+        answered.await.map_err(|_| gone())?
     }
 
     async fn append(
@@ -733,12 +780,9 @@ fn to_version(raw: i64) -> Result<u64, BackendError> {
     u64::try_from(raw).map_err(|_| BackendError::unexpected("a record has a negative version"))
 }
 
-fn joined(err: tokio::task::JoinError) -> BackendError {
-    BackendError::with_source(
-        BackendErrorKind::Unexpected,
-        "a SQLite operation did not complete",
-        err,
-    )
+/// The connection's thread did not answer (it stopped, or the operation panicked).
+fn gone() -> BackendError {
+    BackendError::unexpected("a SQLite operation did not complete")
 }
 
 /// Classifies a driver error: a busy or locked database (another process held the write lock

@@ -106,7 +106,7 @@ pub(crate) enum Localhost {
 /// | [`keep_alive`](Self::keep_alive) | a comment every 15 s on idle SSE streams |
 /// | [`prefer_sse`](Self::prefer_sse) | off: JSON unless the call sends something before its result |
 /// | [`sse_retry`](Self::sse_retry) | 1000 ms in the priming event (revisions with SSE polling) |
-/// | [`resumable_post_streams`](Self::resumable_post_streams) | off: a POST stream's events carry no ids of the hub's log (turn on for load balancers that cut long calls) |
+/// | [`resumable_post_streams`](Self::resumable_post_streams) | on: a call's POST stream that outlives its first message is logged on the hub and resumes on any worker |
 /// | [`post_stream_lease`](Self::post_stream_lease) | 10 s: a resumed POST stream whose call's worker stopped ends with an error within 1.5 times this |
 /// | [`post_stream_poll_after`](Self::post_stream_poll_after) | off: a POST stream stays open until its call ends |
 /// | [`shutdown_deadline`](Self::shutdown_deadline) | 10 s |
@@ -197,7 +197,7 @@ impl HttpConfig {
             keep_alive: DEFAULT_KEEP_ALIVE,
             prefer_sse: false,
             sse_retry_ms: DEFAULT_SSE_RETRY_MS,
-            resumable_post_streams: false,
+            resumable_post_streams: true,
             post_stream_lease: DEFAULT_POST_STREAM_LEASE,
             post_stream_poll_after: None,
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
@@ -506,16 +506,15 @@ impl HttpConfig {
     /// [`post_stream_lease`](Self::post_stream_lease)): on the revisions whose SSE streams
     /// resume, a call that sends something before its result gets event ids from the hub's log,
     /// and a client (or ours, by itself) that lost the stream reads the rest with `GET` and
-    /// `Last-Event-ID` on any worker. Default: off, so such a call's events carry no ids and a
-    /// dropped POST stream loses what the call sends after the drop. It is off until a stall is
-    /// fixed: with the SQLite hub shared by two processes, a question pushed on a logged stream
-    /// and answered through the other process was not delivered in time (the Redis,
-    /// PostgreSQL and memory hubs pass the same tests).
+    /// `Last-Event-ID` on any worker. Default: on. Each event of such a call costs one append
+    /// to the hub before it goes out (a plain JSON reply, and a call whose result is its first
+    /// message, cost nothing); off, a call's events carry no ids and a dropped POST stream
+    /// loses what the call sends after the drop.
     ///
     /// ```
     /// use mcp_server::http::HttpConfig;
     ///
-    /// let config = HttpConfig::new().resumable_post_streams(true);
+    /// let config = HttpConfig::new().resumable_post_streams(false);
     /// # let _ = config;
     /// ```
     #[must_use]
