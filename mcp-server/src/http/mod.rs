@@ -176,74 +176,10 @@ pub(crate) struct Shared {
     /// The HTTP+SSE streams this worker holds, for answers to POSTs that land here.
     pub(crate) local_streams: legacy::LocalStreams,
     /// The open GET streams of each session on this endpoint.
-    pub(crate) streams: Arc<StreamSlots>,
+    pub(crate) streams: Arc<crate::session::streams::StreamSlots>,
     /// Draining, and the hub's last readiness answer (shared with the copy
     /// [`HttpEndpoint::bound_to`] makes, so [`HttpEndpoint::drain`] reaches the listener).
     pub(crate) health: Arc<health::Health>,
-}
-
-/// The open Streamable HTTP GET streams of each session on this endpoint, at most
-/// [`HttpConfig::max_streams_per_session`] each. Taken once per GET, not per request.
-pub(crate) struct StreamSlots {
-    open: std::sync::Mutex<crate::FastMap<Arc<str>, usize>>,
-    max: usize,
-}
-
-/// One open GET stream of a session; dropping it frees the slot.
-pub(crate) struct StreamSlot {
-    slots: Arc<StreamSlots>,
-    session: Arc<str>,
-}
-
-impl StreamSlots {
-    fn new(max: usize) -> Self {
-        Self {
-            open: std::sync::Mutex::default(),
-            max: max.max(1),
-        }
-    }
-
-    /// A slot for one more GET stream of `session`, or `None` when it has its maximum open.
-    pub(crate) fn take(self: &Arc<Self>, session: &str) -> Option<StreamSlot> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((key, count)) = open.get_key_value(session) {
-            if *count >= self.max {
-                return None;
-            }
-            let key = key.clone();
-            *open.get_mut(&key)? += 1;
-            return Some(StreamSlot {
-                slots: self.clone(),
-                session: key,
-            });
-        }
-        let key: Arc<str> = Arc::from(session);
-        open.insert(key.clone(), 1);
-        Some(StreamSlot {
-            slots: self.clone(),
-            session: key,
-        })
-    }
-
-    /// The failure a GET beyond the limit gets: 503, retry later.
-    pub(crate) fn full(&self) -> Failure {
-        Failure::unavailable(format!(
-            "the session has its maximum of {} GET streams open; close one or retry later",
-            self.max
-        ))
-    }
-}
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        let mut open = self.slots.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = open.get_mut(&*self.session) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&*self.session);
-            }
-        }
-    }
 }
 
 /// Counts calls running outside a request future (HTTP+SSE), so shutdown can wait for them.
@@ -265,6 +201,18 @@ impl Drop for CallGuard {
 }
 
 impl Shared {
+    /// Where this endpoint's calls log their resumable streams.
+    pub(crate) fn call_hub(&self) -> crate::session::resume::CallHub {
+        let settings = self.server.settings();
+        crate::session::resume::CallHub {
+            namespace: self.sessions.namespace().clone(),
+            log: settings.log.clone(),
+            store: settings.states.store().clone(),
+            lease: self.config.post_stream_lease,
+            done_ttl: self.config.session_ttl,
+        }
+    }
+
     pub(crate) fn call_guard(self: &Arc<Self>) -> CallGuard {
         self.calls.running.fetch_add(1, Ordering::AcqRel);
         CallGuard(self.clone())
@@ -311,7 +259,9 @@ impl HttpEndpoint {
             None
         };
         let cancels = Arc::new(Cancels::new(config.max_calls_per_session));
-        let streams = Arc::new(StreamSlots::new(config.max_streams_per_session));
+        let streams = Arc::new(crate::session::streams::StreamSlots::new(
+            config.max_streams_per_session,
+        ));
         let sessions = Sessions::new(
             server.settings().states.store().clone(),
             config.namespace.clone(),

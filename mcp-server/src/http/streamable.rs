@@ -285,14 +285,15 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
         .get("last-event-id")
         .filter(|_| adapter.features().sse_resumable);
     let last_text = last_event_id.and_then(|v| v.to_str().ok());
-    if let Some((token, after)) = last_text.and_then(resume::parse_id) {
+    if let Some((token, after)) = last_text.and_then(session::resume::parse_id) {
         // The id of an event of a call's POST stream: replay and follow that call.
-        return match resume::follow(shared, adapter, id, token, after).await {
+        let hub = shared.call_hub();
+        return match session::resume::follow(&hub, adapter, id, token, after).await {
             Ok(source) => {
                 let source = source
                     .map(move |frame| {
                         let _held = &slot;
-                        frame
+                        body::event(None, frame.id.as_deref(), &frame.json)
                     })
                     .boxed();
                 let stream = SseStream::new(source, shared.config.keep_alive)

@@ -22,7 +22,9 @@
 
 pub(crate) mod cancel;
 pub(crate) mod held;
+pub(crate) mod resume;
 pub(crate) mod store;
+pub(crate) mod streams;
 
 use std::sync::Arc;
 
