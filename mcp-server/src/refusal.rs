@@ -119,6 +119,25 @@ struct Slot {
     suppressed: AtomicU64,
 }
 
+/// One rate-limited refusal line at `$level` (a constant), after counting it.
+macro_rules! refusal_line {
+    ($refusals:expr, $level:expr, $reason:expr, $peer:expr, $detail:expr) => {{
+        if let Some(suppressed) = $refusals.admit($reason) {
+            let peer = $peer.map(tracing::field::display);
+            tracing::event!(
+                target: "mcp_server::refusal",
+                $level,
+                reason = $reason.label(),
+                status = $reason.status(),
+                peer,
+                suppressed,
+                "request refused: {}",
+                $detail
+            );
+        }
+    }};
+}
+
 /// The refusals of one server: rate-limited log lines and (feature `metrics`) counters.
 pub(crate) struct Refusals {
     base: Instant,
@@ -165,18 +184,7 @@ impl Refusals {
         peer: Option<SocketAddr>,
         detail: fmt::Arguments<'_>,
     ) {
-        let Some(suppressed) = self.admit(reason) else {
-            return;
-        };
-        let peer = peer.map(tracing::field::display);
-        tracing::info!(
-            target: "mcp_server::refusal",
-            reason = reason.label(),
-            status = reason.status(),
-            peer,
-            suppressed,
-            "request refused: {detail}"
-        );
+        refusal_line!(self, tracing::Level::INFO, reason, peer, detail);
     }
 
     /// [`note`](Self::note) for a refusal caused by a failure of the server's own (the hub
@@ -187,18 +195,7 @@ impl Refusals {
         peer: Option<SocketAddr>,
         detail: fmt::Arguments<'_>,
     ) {
-        let Some(suppressed) = self.admit(reason) else {
-            return;
-        };
-        let peer = peer.map(tracing::field::display);
-        tracing::warn!(
-            target: "mcp_server::refusal",
-            reason = reason.label(),
-            status = reason.status(),
-            peer,
-            suppressed,
-            "request refused: {detail}"
-        );
+        refusal_line!(self, tracing::Level::WARN, reason, peer, detail);
     }
 
     /// Counts a refusal of `reason`; `Some(left out since the last line)` when a line may be
