@@ -20,11 +20,11 @@
 #![cfg(all(feature = "redis", feature = "postgres", feature = "sqlite"))]
 
 use crate::backends;
+use crate::demo_process::DemoProcess;
 use crate::raw_http;
 use crate::support;
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +37,6 @@ use raw_http::{RawRequest, RawResponse, WAIT};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::Notify;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -56,39 +55,8 @@ macro_rules! per_backend {
 }
 
 /// One `mcp-demo` process on 127.0.0.1:0 with `--hub` on a place; killed when dropped.
-struct Worker {
-    addr: SocketAddr,
-    _child: tokio::process::Child,
-}
-
-impl Worker {
-    async fn spawn(place: &Place) -> Self {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
-            .args(["--addr", "127.0.0.1:0", "--hub", &place.demo_hub()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("mcp-demo starts");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("mcp-demo prints its address in time")
-            .unwrap()
-            .expect("a first line");
-        let addr = line
-            .strip_prefix("mcp-demo listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .unwrap();
-        // Keep reading stdout so the process never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self {
-            addr,
-            _child: child,
-        }
-    }
+async fn worker(place: &Place) -> DemoProcess {
+    DemoProcess::start(&["--addr", "127.0.0.1:0", "--hub", &place.demo_hub()], &[]).await
 }
 
 fn post(revision: Revision, session: Option<&str>, body: &Value) -> RawRequest<'static> {
@@ -149,7 +117,7 @@ async fn a_pushed_question_is_answered_through_the_other_process() {
 }
 
 async fn pushed_question_row(place: &Place) {
-    let (a, b) = (Worker::spawn(place).await, Worker::spawn(place).await);
+    let (a, b) = (worker(place).await, worker(place).await);
     let revision = Revision::V2025_11_25;
     // The session is made on B and used on A: it lives in the shared hub only.
     let session = open_session(b.addr, revision).await;
@@ -210,7 +178,7 @@ async fn an_mrtr_retry_lands_on_the_other_process_and_its_state_is_single_use() 
 }
 
 async fn mrtr_row(place: &Place) {
-    let (a, b) = (Worker::spawn(place).await, Worker::spawn(place).await);
+    let (a, b) = (worker(place).await, worker(place).await);
     let revision = Revision::V2026_07_28;
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
@@ -350,7 +318,7 @@ async fn touch(worker: SocketAddr, revision: Revision, session: &str) {
 }
 
 async fn resume_row(place: &Place) {
-    let (a, b) = (Worker::spawn(place).await, Worker::spawn(place).await);
+    let (a, b) = (worker(place).await, worker(place).await);
     let revision = Revision::V2025_11_25;
     let session = open_session(a.addr, revision).await;
     let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",

@@ -5,21 +5,15 @@
 //! is refused by the other: the control that shows the flag is what makes it work.
 #![cfg(feature = "redis")]
 
-use std::net::SocketAddr;
-use std::process::Stdio;
-
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt as _;
 
-use crate::raw_http::{RawRequest, RawResponse, WAIT};
+use crate::demo_process::DemoProcess;
+use crate::raw_http::{RawRequest, RawResponse};
 
 const PUBLIC: &str = "http://localhost:8080";
 
 /// An `mcp-demo --auth` worker on 127.0.0.1:0; killed when dropped.
-struct Worker {
-    addr: SocketAddr,
-    _child: tokio::process::Child,
-}
+struct Worker(DemoProcess);
 
 impl Worker {
     async fn start(redis: &str, clients: &str, public: Option<&str>) -> Self {
@@ -35,30 +29,7 @@ impl Worker {
         if let Some(public) = public {
             args.extend(["--public-url", public]);
         }
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
-            .args(&args)
-            .env_remove("MCP_DEMO_PUBLIC_URL")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("mcp-demo starts");
-        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("the worker prints its address in time")
-            .unwrap()
-            .expect("a first line");
-        let addr = line
-            .strip_prefix("mcp-demo listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .unwrap();
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self {
-            addr,
-            _child: child,
-        }
+        Self(DemoProcess::start(&args, &["MCP_DEMO_PUBLIC_URL"]).await)
     }
 
     /// A `client_credentials` token for `resource` from this worker's token endpoint.
@@ -70,7 +41,7 @@ impl Worker {
         let response = RawRequest::new("POST", "/token")
             .header("Content-Type", "application/x-www-form-urlencoded")
             .body(form)
-            .send(self.addr)
+            .send(self.0.addr)
             .await;
         assert_eq!(
             response.status,
@@ -94,7 +65,7 @@ impl Worker {
                 "protocolVersion": "2025-06-18", "capabilities": {},
                 "clientInfo": {"name": "auth-workers", "version": "1"}}}),
             )
-            .send(self.addr)
+            .send(self.0.addr)
             .await
     }
 }
@@ -132,7 +103,7 @@ async fn a_token_from_one_worker_works_on_another_with_a_public_url() {
 
     // Both describe the same resource and authorization server: the public one.
     let metadata = RawRequest::new("GET", "/.well-known/oauth-protected-resource/mcp")
-        .send(b.addr)
+        .send(b.0.addr)
         .await;
     assert_eq!(metadata.status, 200);
     let metadata = metadata.json();
@@ -143,14 +114,14 @@ async fn a_token_from_one_worker_works_on_another_with_a_public_url() {
         "{metadata}"
     );
     let issuer = RawRequest::new("GET", "/.well-known/oauth-authorization-server")
-        .send(a.addr)
+        .send(a.0.addr)
         .await
         .json();
     assert_eq!(issuer["issuer"], PUBLIC, "{issuer}");
     let challenge = RawRequest::new("POST", "/mcp")
         .header("Accept", "application/json, text/event-stream")
         .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
-        .send(b.addr)
+        .send(b.0.addr)
         .await;
     assert_eq!(challenge.status, 401);
     let www = challenge.header("www-authenticate").unwrap_or_default();
@@ -177,7 +148,7 @@ async fn without_a_public_url_each_worker_is_its_own_issuer() {
     let clients_arg = clients.display().to_string();
     let a = Worker::start(&redis(), &clients_arg, None).await;
     let b = Worker::start(&redis(), &clients_arg, None).await;
-    let from_a = a.token(&format!("http://{}/mcp", a.addr)).await;
+    let from_a = a.token(&format!("http://{}/mcp", a.0.addr)).await;
     // Valid where it was issued...
     assert!(initialized(&a.initialize(&from_a).await));
     // ...and refused by the other worker, whose issuer and resource differ.

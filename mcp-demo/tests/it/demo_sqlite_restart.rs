@@ -4,90 +4,18 @@
 //! published before the restart that it had not read, then the new ones, each exactly once.
 #![cfg(feature = "sqlite")]
 
+use crate::demo_process::DemoProcess;
 use crate::raw_http;
 
-use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::Duration;
 
 use raw_http::{RawRequest, RawStream};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 /// A demo process on `--hub sqlite:PATH`, killed when dropped.
-struct Demo {
-    addr: SocketAddr,
-    _child: tokio::process::Child,
-}
-
-impl Demo {
-    async fn start(path: &Path) -> Self {
-        let hub = format!("sqlite:{}", path.display());
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
-            .args(["--addr", "127.0.0.1:0", "--hub", &hub])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("mcp-demo starts");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("mcp-demo prints its address in time")
-            .unwrap()
-            .expect("a first line");
-        let addr = line
-            .strip_prefix("mcp-demo listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .unwrap();
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self {
-            addr,
-            _child: child,
-        }
-    }
-
-    /// POSTs `body` to `/mcp`; returns the status, the session id header and the body.
-    async fn post(&self, session: Option<&str>, body: &str) -> (u16, Option<String>, String) {
-        let mut stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        let mut request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
-             Connection: close\r\n",
-            self.addr,
-            body.len()
-        );
-        if let Some(session) = session {
-            request.push_str(&format!(
-                "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
-            ));
-        }
-        request.push_str("\r\n");
-        request.push_str(body);
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = String::new();
-        tokio::time::timeout(WAIT, stream.read_to_string(&mut response))
-            .await
-            .expect("the demo answers in time")
-            .unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|code| code.parse().ok())
-            .unwrap_or(0);
-        let session = head.lines().find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        });
-        (status, session, body.to_owned())
-    }
+async fn demo(path: &Path) -> DemoProcess {
+    let hub = format!("sqlite:{}", path.display());
+    DemoProcess::start(&["--addr", "127.0.0.1:0", "--hub", &hub], &[]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,20 +24,22 @@ async fn a_demo_restarted_on_the_same_sqlite_file_keeps_its_sessions() {
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"restart-test","version":"1"}}}"#;
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let session = {
-        let demo = Demo::start(&path).await;
-        let (status, session, _) = demo.post(None, initialize).await;
+        let demo = demo(&path).await;
+        let (status, session, _) = demo.send("POST", None, initialize).await;
         assert_eq!(status, 200);
         let session = session.expect("a session id");
-        let (status, _, body) = demo.post(Some(&session), list).await;
+        let (status, _, body) = demo.send("POST", Some(&session), list).await;
         assert_eq!(status, 200, "{body}");
         session
     };
     // The first process is gone (killed on drop); a new one opens the same file.
-    let demo = Demo::start(&path).await;
-    let (status, _, body) = demo.post(Some(&session), list).await;
+    let demo = demo(&path).await;
+    let (status, _, body) = demo.send("POST", Some(&session), list).await;
     assert_eq!(status, 200, "the session survives the restart: {body}");
     assert!(body.contains("\"tools\""), "{body}");
-    let (status, _, _) = demo.post(Some("not-a-session-of-this-file"), list).await;
+    let (status, _, _) = demo
+        .send("POST", Some("not-a-session-of-this-file"), list)
+        .await;
     assert_eq!(status, 404, "an unknown session is still refused");
     drop(demo);
     for suffix in ["", "-wal", "-shm"] {
@@ -129,7 +59,7 @@ fn post(session: &str, body: &Value) -> RawRequest<'static> {
 }
 
 /// Opens the session's GET stream, resuming after `last_event_id` when given.
-async fn get_stream(demo: &Demo, session: &str, last_event_id: Option<&str>) -> RawStream {
+async fn get_stream(demo: &DemoProcess, session: &str, last_event_id: Option<&str>) -> RawStream {
     let mut request = RawRequest::new("GET", "/mcp")
         .header("Accept", "text/event-stream")
         .header("MCP-Protocol-Version", "2025-06-18")
@@ -156,7 +86,7 @@ async fn next_update(stream: &mut RawStream) -> (Option<String>, Value) {
 
 /// Calls `touch` (which publishes `notifications/resources/updated` for `config://app`) and
 /// checks the publish was acknowledged.
-async fn touch(demo: &Demo, session: &str, id: u64) {
+async fn touch(demo: &DemoProcess, session: &str, id: u64) {
     let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "touch", "arguments": {}}});
     let done = post(session, &call).send(demo.addr).await;
@@ -176,8 +106,8 @@ async fn a_get_stream_resumes_with_last_event_id_after_the_demo_restarts() {
     ));
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"restart-test","version":"1"}}}"#;
     let (session, seen, unread) = {
-        let demo = Demo::start(&path).await;
-        let (status, session, _) = demo.post(None, initialize).await;
+        let demo = demo(&path).await;
+        let (status, session, _) = demo.send("POST", None, initialize).await;
         assert_eq!(status, 200);
         let session = session.expect("a session id");
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
@@ -203,7 +133,7 @@ async fn a_get_stream_resumes_with_last_event_id_after_the_demo_restarts() {
         (session, seen, ids)
         // The stream and the process end here (killed on drop).
     };
-    let demo = Demo::start(&path).await;
+    let demo = demo(&path).await;
     let mut resumed = get_stream(&demo, &session, Some(&seen)).await;
     // The two updates published before the restart after `seen`, under the same ids, and
     // nothing before them (a resync would come first and without an id).

@@ -5,13 +5,9 @@
 //! on the first.
 #![cfg(feature = "redis")]
 
-use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-
-const WAIT: Duration = Duration::from_secs(20);
+use crate::demo_process::DemoProcess;
 
 /// The `command:` arrays of the worker services of the compose file.
 fn worker_commands() -> Vec<Vec<String>> {
@@ -26,87 +22,16 @@ fn worker_commands() -> Vec<Vec<String>> {
 }
 
 /// A worker started from its compose command, killed when dropped.
-struct Worker {
-    addr: SocketAddr,
-    _child: tokio::process::Child,
-}
-
-impl Worker {
-    async fn start(command: &[String], redis: &str) -> Self {
-        let args: Vec<String> = command[1..]
-            .iter()
-            .map(|arg| match arg.as_str() {
-                "0.0.0.0:8080" => "127.0.0.1:0".to_owned(),
-                "redis://redis:6379" => redis.to_owned(),
-                other => other.to_owned(),
-            })
-            .collect();
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-demo"))
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("mcp-demo starts");
-        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("the worker prints its address in time")
-            .unwrap()
-            .expect("a first line");
-        let addr = line
-            .strip_prefix("mcp-demo listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .unwrap();
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self {
-            addr,
-            _child: child,
-        }
-    }
-
-    /// One request to `/mcp` (2025-06-18); the status, the session id header and the body.
-    async fn send(
-        &self,
-        method: &str,
-        session: Option<&str>,
-        body: &str,
-    ) -> (u16, Option<String>, String) {
-        let mut request = format!(
-            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
-             Connection: close\r\n",
-            self.addr,
-            body.len()
-        );
-        if let Some(session) = session {
-            request.push_str(&format!(
-                "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
-            ));
-        }
-        request.push_str("\r\n");
-        request.push_str(body);
-        let mut stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = String::new();
-        tokio::time::timeout(WAIT, stream.read_to_string(&mut response))
-            .await
-            .expect("the worker answers in time")
-            .unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|code| code.parse().ok())
-            .unwrap_or(0);
-        let session = head.lines().find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        });
-        (status, session, body.to_owned())
-    }
+async fn worker(command: &[String], redis: &str) -> DemoProcess {
+    let args: Vec<String> = command[1..]
+        .iter()
+        .map(|arg| match arg.as_str() {
+            "0.0.0.0:8080" => "127.0.0.1:0".to_owned(),
+            "redis://redis:6379" => redis.to_owned(),
+            other => other.to_owned(),
+        })
+        .collect();
+    DemoProcess::start(&args, &[]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,7 +46,7 @@ async fn three_workers_of_the_compose_example_share_a_session() {
     let mut workers = Vec::new();
     for command in &commands {
         assert!(command.iter().any(|a| a == "--hub"), "{command:?}");
-        workers.push(Worker::start(command, &redis).await);
+        workers.push(worker(command, &redis).await);
     }
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"deploy-test","version":"1"}}}"#;
     let (status, session, body) = workers[0].send("POST", None, initialize).await;

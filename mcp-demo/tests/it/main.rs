@@ -16,5 +16,6 @@ mod demo_auth;
 mod demo_drain;
 mod demo_flags;
 mod demo_metrics;
+mod demo_process;
 mod demo_sqlite_restart;
 mod deploy_example;
