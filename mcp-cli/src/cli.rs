@@ -12,7 +12,9 @@ the browser opens (or --no-browser prints the URL), and tokens are kept in --tok
 
 Tool arguments: a JSON object, or key=value words (the value is JSON when it parses: n=3, \
 ok=true, tags=[\"a\"]; a string otherwise: name=Ada). key:=value always sends a string \
-(zip:=01234).
+(zip:=01234). key=@FILE sends the text of FILE as a string (key=@@x sends \"@x\"); \
+mcp call --args-json - reads the JSON object from stdin, --args-json @FILE from a file \
+(64 MiB in all).
 
 Questions from the server: asked on the terminal, one prompt per field (accept, decline or \
 cancel first). --answer answers without asking: accept, decline, cancel, a JSON object of \
@@ -35,6 +37,11 @@ Arguments: a JSON object ('{\"a\": 1}'), or key=value words: the value is JSON w
 (n=3, ok=true, tags=[\"a\"], opts={\"x\":1}) and a string otherwise (name=Ada); key:=value \
 always sends a string (zip:=01234). Objects and words can be mixed; a key given twice is an \
 error.
+
+From files and stdin (for values too long for a command line): key=@FILE sends the text of \
+FILE (UTF-8) as a string, and key=@@text the literal string \"@text\"; --args-json - reads \
+the JSON object from stdin, --args-json @FILE from a file. What is read for one command is \
+capped at 64 MiB in all; a larger file is refused, naming it.
 
 Questions the tool asks are prompted on a terminal, or answered with --answer (repeatable). \
 Exit codes are listed by `mcp --help`.";
@@ -161,7 +168,7 @@ pub(crate) enum Command {
         override_usage = "mcp call [OPTIONS] <URL | --stdio CMD> <TOOL> [JSON | KEY=VALUE | KEY:=STRING]...",
         after_help = CALL_HELP
     )]
-    Call(Rest),
+    Call(CallArgs),
     /// List the server's resources and resource templates
     #[command(override_usage = "mcp resources [OPTIONS] <URL | --stdio CMD>")]
     Resources(Rest),
@@ -215,6 +222,18 @@ pub(crate) struct Rest {
     /// [URL] then the command's own arguments
     #[arg(value_name = "ARGS", allow_hyphen_values = false)]
     pub(crate) words: Vec<String>,
+}
+
+/// `mcp call`.
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    #[command(flatten)]
+    pub(crate) rest: Rest,
+    /// The arguments as a JSON object: `-` reads it from stdin, @FILE from a file, anything
+    /// else is the JSON text itself; merged with the KEY=VALUE words (a key given in both is
+    /// an error). Files and stdin are read up to 64 MiB in all
+    #[arg(long, value_name = "JSON | - | @FILE", allow_hyphen_values = true)]
+    pub(crate) args_json: Option<String>,
 }
 
 /// `mcp listen`.

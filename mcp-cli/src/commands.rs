@@ -12,8 +12,8 @@ use mcp_client::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::args::{prompt_arguments, tool_arguments};
-use crate::cli::{AuthCommand, Command, Global, ListenArgs, TransportChoice};
+use crate::args::{Sources, prompt_arguments, tool_arguments};
+use crate::cli::{AuthCommand, CallArgs, Command, Global, ListenArgs, TransportChoice};
 use crate::connect::{Session, Target};
 use crate::error::{CliError, one_line};
 use crate::output::{self, table, text_of};
@@ -29,12 +29,24 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             no_more(&words, "tools")?;
             with_client(&session, Bound::Whole, |c, _| tools(&session, c)).await
         }
-        Command::Call(r) => {
-            let (session, words) = open(global, r.words)?;
+        Command::Call(CallArgs { rest, args_json }) => {
+            let (session, words) = open(global, rest.words)?;
             let Some((tool, rest)) = words.split_first() else {
                 return Err(CliError::Usage("mcp call needs the tool's name".into()));
             };
-            let arguments = tool_arguments(rest)?;
+            if args_json.as_deref() == Some("-") && global.interactive {
+                return Err(CliError::Usage(
+                    "--args-json - reads stdin, so --interactive cannot prompt on it: \
+                     answer with --answer, or give the arguments in a file (--args-json @FILE)"
+                        .into(),
+                ));
+            }
+            let mut sources = Sources::default();
+            let json = match &args_json {
+                Some(given) => Some(sources.args_json(given)?),
+                None => None,
+            };
+            let arguments = tool_arguments(rest, json, &mut sources)?;
             crate::auth::doing(tool);
             with_client(&session, Bound::Whole, |c, _| {
                 call(&session, c, tool, arguments)
@@ -63,7 +75,7 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             let Some((name, rest)) = words.split_first() else {
                 return Err(CliError::Usage("mcp prompt needs the prompt's name".into()));
             };
-            let arguments = prompt_arguments(rest)?;
+            let arguments = prompt_arguments(rest, &mut Sources::default())?;
             with_client(&session, Bound::Whole, |c, _| {
                 prompt(&session, c, name, arguments)
             })
@@ -434,11 +446,20 @@ async fn prompt(
 
 /// How one connection's listen ended.
 enum Listened {
-    /// Done: the count was reached, or the server ended the subscription.
+    /// Done: the count was reached.
     Done,
     /// The connection was lost: reconnect and listen again.
     Lost(String),
+    /// The server ended the subscription cleanly while the user had not asked to stop: a
+    /// server shutting down (a SIGTERM drain, a rolling restart) does this. Reconnect and
+    /// listen again, as after a loss (a stdio server's end is final).
+    Ended,
 }
+
+/// How long a reconnected listen must stay up (or deliver a notification) before a later loss
+/// opens a fresh `--reconnect-for` window: a server that ends every subscription at once is
+/// given up on when the first window passes, instead of being reconnected to forever.
+const RECOVERED_AFTER: Duration = Duration::from_secs(10);
 
 /// `mcp listen`: listens, and when the server goes away, reconnects (a new session, subscribed
 /// again) for up to `reconnect_for` before giving up. `--count` counts across reconnections.
@@ -453,6 +474,7 @@ async fn listen_until_done(
     let mut lost: Option<(Instant, String, Duration)> = None;
     loop {
         let outcome = std::cell::RefCell::new(Listened::Done);
+        let (started, seen_before) = (Instant::now(), seen.get());
         let attempt = with_client(session, Bound::UntilListening, |c, deadline| {
             let reconnected = lost.is_some();
             let (seen, outcome) = (&seen, &outcome);
@@ -474,11 +496,33 @@ async fn listen_until_done(
                     tried: Duration::ZERO,
                 });
             }
-            (Ok(()), Listened::Lost(why)) => {
-                session.ui.note(&format!(
-                    "lost the connection to the server ({why}); reconnecting"
-                ));
-                lost = Some((Instant::now(), why, Duration::from_millis(200)));
+            (Ok(()), Listened::Ended) if matches!(session.target, Target::Stdio(_)) => {
+                session.ui.note("the server ended the subscription");
+                return Ok(());
+            }
+            (Ok(()), ended) => {
+                let why = match ended {
+                    Listened::Lost(why) => {
+                        session.ui.note(&format!(
+                            "lost the connection to the server ({why}); reconnecting"
+                        ));
+                        why
+                    }
+                    _ => {
+                        session.ui.note(
+                            "the server ended the subscription (shutting down or restarting?); \
+                             reconnecting",
+                        );
+                        "the server ended the subscription".to_owned()
+                    }
+                };
+                // A connection that held (or delivered something) recovered: a fresh window.
+                // One that ended at once keeps the window of the first loss.
+                let recovered =
+                    seen.get() > seen_before || started.elapsed() >= RECOVERED_AFTER;
+                if recovered || lost.is_none() {
+                    lost = Some((Instant::now(), why, Duration::from_millis(200)));
+                }
             }
             // Still away: try again while the window lasts.
             (Err(CliError::Connect { .. } | CliError::Deadline { .. }), _) if lost.is_some() => {}
@@ -620,10 +664,9 @@ async fn listen(
     }
     match listener.end() {
         Some(ListenEnd::Lost(why)) => Ok(Listened::Lost(one_line(why))),
-        _ => {
-            session.ui.note("the server ended the subscription");
-            Ok(Listened::Done)
-        }
+        // The user did not ask to stop (no --count reached, no Ctrl-C): a clean end is a
+        // server going away on purpose.
+        _ => Ok(Listened::Ended),
     }
 }
 

@@ -65,6 +65,28 @@ pub(crate) enum CliError {
         /// How long reconnecting was tried.
         tried: std::time::Duration,
     },
+    /// A file (or stdin) named for an argument (`key=@FILE`, `--args-json -`) could not be
+    /// read.
+    #[error("cannot read {name} for {argument}: {source}")]
+    ArgumentFile {
+        /// The file (`the file "x.txt"`) or `stdin`.
+        name: String,
+        /// The argument that named it, as typed.
+        argument: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file (or stdin) named for an argument is larger than `mcp` reads for arguments.
+    #[error("{name} (for {argument}) is larger than {cap} bytes, the most mcp reads for one command's arguments")]
+    ArgumentTooLarge {
+        /// The file (`the file "x.txt"`) or `stdin`.
+        name: String,
+        /// The argument that named it, as typed.
+        argument: String,
+        /// The cap ([`crate::args::MAX_ARGUMENT_BYTES`]).
+        cap: u64,
+    },
     /// The user pressed Ctrl-C; the request in flight was cancelled.
     #[error("interrupted; the request in flight was cancelled")]
     Interrupted,
@@ -77,7 +99,9 @@ impl CliError {
     /// The process exit code (see [`crate::exit`]).
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
-            Self::Usage(_) => exit::USAGE,
+            Self::Usage(_) | Self::ArgumentFile { .. } | Self::ArgumentTooLarge { .. } => {
+                exit::USAGE
+            }
             Self::Connect { source, .. } | Self::Request { source, .. } => kind_code(source.kind()),
             Self::ToolFailed { .. } => exit::TOOL_ERROR,
             Self::Unanswered { .. } => exit::UNANSWERED,
@@ -91,6 +115,7 @@ impl CliError {
     fn label(&self) -> String {
         match self {
             Self::Usage(_) => "usage".into(),
+            Self::ArgumentFile { .. } | Self::ArgumentTooLarge { .. } => "input".into(),
             Self::Connect { source, .. } | Self::Request { source, .. } => {
                 match (source.code(), source.http_status()) {
                     (Some(code), _) => code.to_string(),
@@ -111,6 +136,14 @@ impl CliError {
     fn hint(&self) -> Option<&'static str> {
         let source = match self {
             Self::Usage(_) => return Some("see `mcp --help` or `mcp <COMMAND> --help`"),
+            Self::ArgumentFile { .. } => {
+                return Some(
+                    "check the file's path; a value that starts with @ itself is written @@ (name=@@ada)",
+                );
+            }
+            Self::ArgumentTooLarge { .. } => {
+                return Some("pass a smaller file, or give the server the data another way (a resource, a URL)");
+            }
             Self::ToolFailed { message, .. } => {
                 return message.contains("argument").then_some(
                     "check the arguments against `mcp tools` (--json shows the schemas)",

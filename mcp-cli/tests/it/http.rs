@@ -248,6 +248,43 @@ fn listen_reconnects_and_subscribes_again_after_a_restart() {
     }
 }
 
+/// Issue 47: a server stopped with SIGTERM drains and ends the subscription cleanly (on
+/// 2026-07-28 it answers `subscriptions/listen`; on the handshake revisions it closes the
+/// streams); the user did not ask to stop, so `listen` reconnects to the server started in its
+/// place instead of exiting 0, and gets the next update there.
+#[test]
+fn listen_reconnects_after_a_sigterm_drain() {
+    for (revision, sse) in [
+        ("2026-07-28", false),
+        ("2025-06-18", false),
+        ("2024-11-05", true),
+    ] {
+        let demo = Demo::start_with(&["--drain-period", "0"]);
+        let port = demo.port();
+        let url = if sse { demo.sse() } else { demo.mcp() };
+        let listener = listen_to_config(&url, revision, sse, &[]);
+        listener.wait_for_stderr("listening for");
+        demo.terminate();
+        let demo = Demo::start_on(port, &["--drain-period", "0"]);
+        let line = listener.wait_for_stderr("reconnected;");
+        assert!(
+            line.contains("updates of config://app"),
+            "{revision}: {line}"
+        );
+        let touched = run("call", &demo.mcp(), &["touch"]);
+        assert_eq!(touched.code, 0, "{revision}: {touched:?}");
+        let done = listener.finish();
+        assert_eq!(done.code, 0, "{revision}: {done:?}");
+        let update: serde_json::Value =
+            serde_json::from_str(done.stdout.trim()).expect("one JSON line");
+        assert_eq!(
+            update["method"], "notifications/resources/updated",
+            "{revision}: {done:?}"
+        );
+        assert_eq!(update["params"]["uri"], "config://app", "{revision}");
+    }
+}
+
 /// Newcomer point 5: a server that stays away ends `listen` with exit code 3 once
 /// `--reconnect-for` has passed, instead of claiming to listen forever.
 #[test]
