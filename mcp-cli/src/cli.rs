@@ -296,4 +296,9 @@ pub(crate) struct ConsoleArgs {
     /// HTTP connections from browsers at once; more are closed
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub(crate) max_http_connections: usize,
+    /// The largest request the page may send to the console, in bytes (a tool call's
+    /// arguments, a resource to read); a larger one is refused (413) with a message naming
+    /// this limit and flag. Default 4 MiB
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub(crate) max_body: usize,
 }

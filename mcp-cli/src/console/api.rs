@@ -28,6 +28,15 @@ pub(crate) enum ApiError {
     /// The console does not do this for the page (a command not given with `--stdio`).
     #[error("{0}")]
     Forbidden(String),
+    /// The request body is larger than the console reads (`mcp console --max-body`).
+    #[error(
+        "the request body is larger than the console's limit of {limit} bytes; \
+         start it with `mcp console --max-body BYTES` to raise it"
+    )]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The MCP client failed (connecting, the request).
     #[error("{what}: {source}")]
     Client {
@@ -47,6 +56,7 @@ impl ApiError {
             Self::NotFound(_) => 404,
             Self::Limit(_) => 429,
             Self::Forbidden(_) => 403,
+            Self::TooLarge { .. } => 413,
             Self::Client { .. } => 502,
         }
     }

@@ -625,3 +625,37 @@ fn actions_run_as_bounded_jobs() {
     let third = start(&json!({"conn": conn, "name": "add", "arguments": {"a": 1, "b": 2}}));
     assert_eq!(third.status, 202, "{}", third.body);
 }
+
+/// Issue 47: a request over the console's body cap is refused with 413, and the answer names
+/// the cap and the flag that raises it (`--max-body`), which `mcp console --help` documents.
+#[test]
+fn an_oversized_request_names_the_cap_and_its_flag() {
+    let demo = Demo::start();
+    let padding = "x".repeat(5000);
+    let body = json!({"url": demo.mcp(), "padding": padding});
+    // The default cap (4 MiB): a 5 MB body is refused, naming 4194304 bytes.
+    let console = Console::start(&[]);
+    let huge = json!({"url": demo.mcp(), "padding": "y".repeat(5_000_000)});
+    let refused = console.post("/api/connect", &huge);
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    let message = refused.json()["error"]["message"]
+        .as_str()
+        .expect("a message")
+        .to_owned();
+    assert!(message.contains("4194304 bytes"), "{message}");
+    assert!(message.contains("mcp console --max-body BYTES"), "{message}");
+    // Under the cap the same request goes through.
+    console.ok("/api/connect", &body);
+    drop(console);
+
+    // A lower cap refuses what the default took, and says so.
+    let console = Console::start(&["--max-body", "2048"]);
+    let refused = console.post("/api/connect", &body);
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    assert!(refused.body.contains("2048 bytes"), "{}", refused.body);
+    assert!(refused.body.contains("--max-body"), "{}", refused.body);
+    console.ok("/api/connect", &json!({"url": demo.mcp()}));
+
+    let help = support::mcp(&["console", "--help"]);
+    assert!(help.ok().contains("--max-body <BYTES>"), "{}", help.stdout);
+}
