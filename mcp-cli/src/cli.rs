@@ -81,8 +81,8 @@ pub(crate) struct Global {
     #[arg(long, global = true)]
     pub(crate) json: bool,
     /// Time limit of the whole command, in seconds: connecting, the request, every page of a list
-    /// and closing share it (questions answered on the terminal count); `listen` is bounded by
-    /// it until it is listening
+    /// and closing share it (the time a person spends answering a question on the terminal is
+    /// not counted); `listen` is bounded by it until it is listening
     #[arg(long, global = true, value_name = "SECS", default_value_t = 60.0)]
     pub(crate) timeout: f64,
     /// Answer the server's next question without asking: accept, decline, cancel, a JSON object

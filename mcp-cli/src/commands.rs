@@ -18,6 +18,11 @@ use crate::connect::{Session, Target};
 use crate::error::{CliError, one_line};
 use crate::output::{self, table, text_of};
 
+/// The client's timeout of a call that may ask a person on the terminal: the command's own
+/// deadline bounds such a call without counting the time the person takes, and this bounds a
+/// person who never answers.
+const HUMAN_BACKSTOP: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// The longest one revision probe of `mcp discover` may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -176,11 +181,14 @@ where
     };
     // Ctrl-C drops the command's future, which cancels its request on the server, and the
     // session is still closed below.
+    // Time spent waiting for the person to answer a question is not counted: the deadline
+    // moves later by it, and never passes while a prompt is on the screen.
     let command = async {
         match bound {
-            Bound::Whole => tokio::time::timeout_at(deadline, f(client.clone(), deadline))
-                .await
-                .unwrap_or_else(|_| Err(session.deadline_passed("the request"))),
+            Bound::Whole => tokio::select! {
+                done = f(client.clone(), deadline) => done,
+                () = session.asker.deadline(deadline) => Err(session.deadline_passed("the request")),
+            },
             Bound::UntilListening => f(client.clone(), deadline).await,
         }
     };
@@ -190,7 +198,10 @@ where
     };
     session.ui.finish();
     let closing = match bound {
-        Bound::Whole => deadline.saturating_duration_since(Instant::now()),
+        Bound::Whole => session
+            .asker
+            .extended(deadline)
+            .saturating_duration_since(Instant::now()),
         Bound::UntilListening => session.timeout,
     };
     if !closing.is_zero() {
@@ -287,7 +298,13 @@ async fn call(
     arguments: Value,
 ) -> Result<(), CliError> {
     let ui = session.ui.clone();
-    let options = CallOptions::new().on_progress(move |p| ui.progress(&p));
+    let mut options = CallOptions::new().on_progress(move |p| ui.progress(&p));
+    if session.asker.asks_a_person() {
+        // A person may be asked and take their time: the client's own per-call timeout is
+        // then only a backstop, and the command's deadline (which does not count the time
+        // spent answering) bounds the call.
+        options = options.timeout(HUMAN_BACKSTOP);
+    }
     let call = client
         .call_tool_as_task_with(tool, arguments, options)
         .await

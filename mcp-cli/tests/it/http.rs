@@ -460,3 +460,36 @@ fn ctrl_c_at_a_prompt_exits() {
     assert_eq!(run.code, 130, "{}", run.stderr);
     assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
 }
+
+/// Issue 47: `--timeout` bounds the machines, not the person: the time spent reading and
+/// answering a question on the terminal is not counted, on either kind of question (a
+/// 2026-07-28 input-required round, a pushed request on 2025-06-18).
+#[test]
+fn the_timeout_does_not_count_the_time_spent_answering() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    for revision in ["2026-07-28", "2025-06-18"] {
+        let mut running = Running::start_with_stdin(
+            &[
+                "--interactive",
+                "call",
+                &url,
+                "deploy",
+                "service=web",
+                "--revision",
+                revision,
+                "--timeout",
+                "2",
+            ],
+            std::process::Stdio::piped(),
+        );
+        running.wait_for_stderr("? The server asks: Deploy web?");
+        // The person reads for longer than the whole --timeout: this pause is the time under
+        // test (a slow human), not a synchronisation.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        running.type_in("a\n");
+        let run = running.finish();
+        assert_eq!(run.code, 0, "{revision}: {run:?}");
+        assert_eq!(run.stdout, "deployed web\n", "{revision}: {run:?}");
+    }
+}

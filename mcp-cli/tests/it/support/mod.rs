@@ -245,6 +245,13 @@ impl Running {
         }
     }
 
+    /// Writes `text` on its stdin (started with [`Stdio::piped`]).
+    pub fn type_in(&mut self, text: &str) {
+        let stdin = self.child.stdin.as_mut().expect("a piped stdin");
+        stdin.write_all(text.as_bytes()).expect("write stdin");
+        stdin.flush().expect("flush stdin");
+    }
+
     /// Sends SIGINT, as Ctrl-C on a terminal would.
     pub fn interrupt(&self) {
         let status = Command::new("kill")
