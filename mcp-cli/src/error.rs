@@ -1,8 +1,9 @@
 //! The CLI's failures, their one-line rendering and their exit codes.
 
-use mcp_client::ErrorKind;
 use mcp_client::transport::{CertificateRefusal, TransportError};
+use mcp_client::{ErrorKind, Revision};
 
+use crate::cli::TransportChoice;
 use crate::exit;
 
 /// Everything that makes `mcp` exit with a non-zero status.
@@ -18,6 +19,10 @@ pub(crate) enum CliError {
         target: String,
         /// The target is a command spoken to on stdio (not a URL).
         stdio: bool,
+        /// The HTTP transport asked for (`--transport`), for the hints of a mix-up.
+        transport: TransportChoice,
+        /// The revision pinned (`--revision`), if any.
+        revision: Option<Revision>,
         /// What the client said.
         #[source]
         source: mcp_client::Error,
@@ -155,7 +160,10 @@ impl CliError {
                 );
             }
             Self::Deadline { .. } => {
-                return Some("raise --timeout, or check the server is answering");
+                return Some(
+                    "raise --timeout, or check the server is answering (the time spent answering \
+                     its questions on the terminal is not counted)",
+                );
             }
             Self::Output(_) | Self::Interrupted => return None,
             Self::Lost { .. } => {
@@ -168,6 +176,18 @@ impl CliError {
                 stdio: true,
                 ..
             } => return stdio_hint(source),
+            Self::Connect {
+                source,
+                transport: TransportChoice::Sse,
+                revision,
+                target,
+                ..
+            } => {
+                if let Some(hint) = sse_mix_up(source, *revision, target) {
+                    return Some(hint);
+                }
+                source
+            }
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
         };
         if matches!(source.http_status(), Some(401)) && login_was_needed() {
@@ -200,6 +220,9 @@ impl CliError {
                 return Some("the server's pipes failed: is it still running?");
             }
             Some(TransportError::Http(_)) => return Some("is the server running at that address?"),
+            Some(TransportError::PlainHttp { .. }) => {
+                return Some("the server speaks plain HTTP; use http:// instead of https://");
+            }
             Some(TransportError::Certificate { refusal, .. }) => {
                 return Some(match refusal {
                     CertificateRefusal::CaUsedAsServerCertificate => {
@@ -345,6 +368,35 @@ fn kind_label(kind: ErrorKind) -> &'static str {
 /// `text` with every run of whitespace (newlines included) collapsed to one space.
 pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What to try when `--transport sse` could not connect and the cause is a mix-up: a revision
+/// HTTP+SSE does not carry, or a URL that is not an HTTP+SSE stream (a Streamable HTTP `/mcp`
+/// endpoint refuses the bare GET).
+fn sse_mix_up(
+    source: &mcp_client::Error,
+    revision: Option<Revision>,
+    target: &str,
+) -> Option<&'static str> {
+    if revision.is_some_and(|r| !r.features().has_handshake) {
+        return Some(
+            "HTTP+SSE carries only the revisions with an initialize handshake (2024-11-05 to \
+             2025-11-25), not this one: drop --transport sse and give the Streamable HTTP URL \
+             (usually /mcp), or pin --revision 2025-11-25",
+        );
+    }
+    let status = source.http_status()?;
+    if !(400..500).contains(&status) || matches!(status, 401 | 403) {
+        return None;
+    }
+    let path = target.split(['?', '#']).next().unwrap_or(target);
+    Some(if path.trim_end_matches('/').ends_with("/mcp") {
+        "this is a Streamable HTTP endpoint (/mcp), not an HTTP+SSE stream: drop --transport \
+         sse (or use --transport streamable); HTTP+SSE servers are usually at /sse"
+    } else {
+        "the URL did not open an HTTP+SSE stream: for a Streamable HTTP endpoint (usually /mcp) \
+         drop --transport sse; HTTP+SSE servers are usually at /sse"
+    })
 }
 
 /// What to try when a command given with `--stdio` could not be spoken to: the URL hints

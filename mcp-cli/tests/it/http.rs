@@ -493,3 +493,55 @@ fn the_timeout_does_not_count_the_time_spent_answering() {
         assert_eq!(run.stdout, "deployed web\n", "{revision}: {run:?}");
     }
 }
+
+/// The one error line of a failed run, asserted to be a single line with `label`.
+fn error_line(out: &support::Run, label: &str) -> String {
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].starts_with(&format!("mcp: error [{label}]: ")),
+        "{}",
+        lines[0]
+    );
+    lines[0].to_owned()
+}
+
+/// Issue 47: the hints of a transport or revision mix-up point the right way.
+#[test]
+fn mix_ups_get_hints_that_point_the_right_way() {
+    let demo = Demo::start();
+    // --transport sse aimed at the Streamable HTTP endpoint.
+    let out = run("tools", &demo.mcp(), &["--transport", "sse"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let line = error_line(&out, "http 400");
+    assert!(
+        line.contains("(try: this is a Streamable HTTP endpoint (/mcp), not an HTTP+SSE stream: drop --transport sse"),
+        "{line}"
+    );
+    // 2026-07-28 over HTTP+SSE, at the /sse URL or at /mcp.
+    for url in [demo.sse(), demo.mcp()] {
+        let out = run(
+            "tools",
+            &url,
+            &["--transport", "sse", "--revision", "2026-07-28"],
+        );
+        assert_ne!(out.code, 0, "{out:?}");
+        let line = out.stderr.trim();
+        assert!(
+            line.contains("(try: HTTP+SSE carries only the revisions with an initialize handshake"),
+            "{line}"
+        );
+        assert!(line.contains("drop --transport sse"), "{line}");
+        assert!(!line.contains("mcp tools`)"), "{line}");
+    }
+    // https:// to the plain-HTTP demo.
+    let https = demo.mcp().replacen("http://", "https://", 1);
+    let out = run("tools", &https, &[]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let line = error_line(&out, "tls");
+    assert!(line.contains("answered in plain HTTP, not TLS"), "{line}");
+    assert!(
+        line.contains("(try: the server speaks plain HTTP; use http:// instead of https://)"),
+        "{line}"
+    );
+}
