@@ -181,6 +181,12 @@ pub(crate) enum Command {
     /// Get a prompt with its arguments
     #[command(override_usage = "mcp prompt [OPTIONS] <URL | --stdio CMD> <NAME> [KEY=VALUE]...")]
     Prompt(Rest),
+    /// Ask the server to complete a prompt's argument or a resource template's variable
+    #[command(
+        override_usage = "mcp complete [OPTIONS] <URL | --stdio CMD> <--prompt NAME | --resource-template URI> --arg NAME=VALUE...",
+        after_help = COMPLETE_HELP
+    )]
+    Complete(CompleteArgs),
     /// Show what the server is and probe which protocol revisions it speaks
     #[command(override_usage = "mcp discover [OPTIONS] <URL | --stdio CMD>")]
     Discover(Rest),
@@ -222,6 +228,41 @@ pub(crate) struct Rest {
     /// [URL] then the command's own arguments
     #[arg(value_name = "ARGS", allow_hyphen_values = false)]
     pub(crate) words: Vec<String>,
+}
+
+/// Printed under `mcp complete --help`.
+const COMPLETE_HELP: &str = "\
+Examples:
+  mcp complete URL --prompt greet --arg name=Al
+  mcp complete URL --resource-template 'res://items/{id}' --arg id=1
+  mcp complete URL --prompt travel --arg country=France --arg city=Pa
+
+The last --arg is the one completed (its value is what is typed so far, possibly empty: \
+--arg name=); the ones before it are sent as the context, the arguments already filled in \
+(2025-06-18 and later). The values are printed one per line (at most 100; a note on stderr \
+says how many more the server has); --json prints the server's whole completion object.";
+
+/// `mcp complete`.
+#[derive(Debug, Args)]
+pub(crate) struct CompleteArgs {
+    #[command(flatten)]
+    pub(crate) rest: Rest,
+    /// The prompt whose argument is completed
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "resource_template",
+        required_unless_present = "resource_template"
+    )]
+    pub(crate) prompt: Option<String>,
+    /// The resource template whose variable is completed: its URI template as listed by
+    /// `mcp resources` (e.g. res://items/{id})
+    #[arg(long, value_name = "URI")]
+    pub(crate) resource_template: Option<String>,
+    /// NAME=VALUE: the argument to complete and what is typed so far (repeatable: the last is
+    /// completed, the ones before it are the context)
+    #[arg(long = "arg", value_name = "NAME=VALUE", required = true)]
+    pub(crate) args: Vec<String>,
 }
 
 /// `mcp call`.

@@ -13,7 +13,9 @@ use mcp_client::{
 use serde_json::{Map, Value, json};
 
 use crate::args::{Sources, prompt_arguments, tool_arguments};
-use crate::cli::{AuthCommand, CallArgs, Command, Global, ListenArgs, TransportChoice};
+use crate::cli::{
+    AuthCommand, CallArgs, Command, CompleteArgs, Global, ListenArgs, TransportChoice,
+};
 use crate::connect::{Session, Target};
 use crate::error::{CliError, one_line};
 use crate::output::{self, table, text_of};
@@ -83,6 +85,52 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             let arguments = prompt_arguments(rest, &mut Sources::default())?;
             with_client(&session, Bound::Whole, |c, _| {
                 prompt(&session, c, name, arguments)
+            })
+            .await
+        }
+        Command::Complete(CompleteArgs {
+            rest,
+            prompt,
+            resource_template,
+            args,
+        }) => {
+            let (session, words) = open(global, rest.words)?;
+            no_more(&words, "complete")?;
+            let reference = match (prompt, resource_template) {
+                (Some(name), None) => json!({"type": "ref/prompt", "name": name}),
+                (None, Some(uri)) => json!({"type": "ref/resource", "uri": uri}),
+                _ => {
+                    return Err(CliError::Usage(
+                        "mcp complete needs --prompt NAME or --resource-template URI".into(),
+                    ));
+                }
+            };
+            let mut pairs = Vec::with_capacity(args.len());
+            for arg in &args {
+                let Some((name, value)) = arg.split_once('=') else {
+                    return Err(CliError::Usage(format!(
+                        "--arg is NAME=VALUE (the value may be empty: --arg name=), got {arg:?}"
+                    )));
+                };
+                if name.is_empty() {
+                    return Err(CliError::Usage(format!("--arg {arg:?} has no name before '='")));
+                }
+                pairs.push((name.to_owned(), value.to_owned()));
+            }
+            let Some((name, value)) = pairs.pop() else {
+                return Err(CliError::Usage(
+                    "mcp complete needs --arg NAME=VALUE: the argument to complete".into(),
+                ));
+            };
+            let context = (!pairs.is_empty()).then(|| {
+                let filled: Map<String, Value> = pairs
+                    .into_iter()
+                    .map(|(name, value)| (name, Value::String(value)))
+                    .collect();
+                json!({"arguments": filled})
+            });
+            with_client(&session, Bound::Whole, |c, _| {
+                complete(&session, c, reference, name, value, context)
             })
             .await
         }
@@ -459,6 +507,54 @@ async fn prompt(
         return print_json(&result);
     }
     print(&output::prompt_messages(&result))
+}
+
+/// `mcp complete`: the values, one per line (at most [`output::MAX_COMPLETIONS`]), and a note
+/// of how many more the server has.
+async fn complete(
+    session: &Session,
+    client: Client,
+    reference: Value,
+    argument: String,
+    value: String,
+    context: Option<Value>,
+) -> Result<(), CliError> {
+    let what = match reference.get("name").or_else(|| reference.get("uri")) {
+        Some(Value::String(of)) => format!("completion/complete {of:?} {argument:?}"),
+        _ => "completion/complete".to_owned(),
+    };
+    let mut result = client
+        .complete(reference, &argument, &value, context)
+        .await
+        .map_err(failed(what))?;
+    output::bound_completion(&mut result);
+    if session.json {
+        return print_json(&result);
+    }
+    let completion = result.get("completion").cloned().unwrap_or(Value::Null);
+    let values: Vec<&str> = completion
+        .get("values")
+        .and_then(Value::as_array)
+        .map(|values| values.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut text = String::new();
+    for value in &values {
+        text.push_str(&one_line(value));
+        text.push('\n');
+    }
+    print(&text)?;
+    let total = completion.get("total").and_then(Value::as_u64);
+    let has_more = completion.get("hasMore").and_then(Value::as_bool) == Some(true);
+    let shown = values.len() as u64;
+    match total {
+        Some(total) if total > shown => session
+            .ui
+            .note(&format!("{} more (total {total})", total - shown)),
+        _ if has_more => session.ui.note("the server has more"),
+        _ if values.is_empty() => session.ui.note("no completions"),
+        _ => {}
+    }
+    Ok(())
 }
 
 /// How one connection's listen ended.

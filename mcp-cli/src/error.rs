@@ -207,6 +207,10 @@ impl CliError {
                 -32602 if what.starts_with("prompts/") => {
                     Some("check the name and arguments against `mcp prompts`")
                 }
+                -32602 if what.starts_with("completion/") => Some(
+                    "check the prompt's name and arguments against `mcp prompts`, or the \
+                     template's URI against `mcp resources`",
+                ),
                 -32602 => Some("check the name and arguments against `mcp tools`"),
                 _ => None,
             };

@@ -7,6 +7,7 @@
 //! mcp read      <URL | --stdio CMD> URI              read a resource
 //! mcp prompts   <URL | --stdio CMD>                  the prompts
 //! mcp prompt    <URL | --stdio CMD> NAME [k=v]...    get a prompt
+//! mcp complete  <URL | --stdio CMD> --prompt NAME --arg k=v   complete an argument
 //! mcp discover  <URL | --stdio CMD>                  what the server is, which revisions it speaks
 //! mcp listen    <URL | --stdio CMD> [--resource URI] notifications as they come
 //! mcp login     <URL>                                authorize with a protected server now

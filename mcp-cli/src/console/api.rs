@@ -553,16 +553,32 @@ pub(crate) async fn prompt(state: Arc<State>, body: Value) -> Result<Value, ApiE
 /// `POST /api/complete`: `{conn, ref, argument: {name, value}}`.
 pub(crate) async fn complete(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
     let (_, connection) = connection(&state, &body)?;
-    let params = json!({"ref": body.get("ref"), "argument": body.get("argument")});
-    connection
+    let reference = match body.get("ref") {
+        Some(Value::Object(reference)) => Value::Object(reference.clone()),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "the field \"ref\" (an object: ref/prompt or ref/resource) is missing".into(),
+            ));
+        }
+    };
+    let argument = body.get("argument").cloned().unwrap_or(Value::Null);
+    let name = argument.get("name").and_then(Value::as_str).ok_or_else(|| {
+        ApiError::BadRequest("the field \"argument\" needs a \"name\" (a string)".into())
+    })?;
+    let value = argument.get("value").and_then(Value::as_str).unwrap_or("");
+    let context = body.get("context").filter(|c| c.is_object()).cloned();
+    let mut result = connection
         .client
-        .request("completion/complete", Some(params))
+        .complete(reference, name, value, context)
         .await
         .map_err(|source| ApiError::Client {
             what: "completion/complete".into(),
             source,
-        })
+        })?;
+    crate::output::bound_completion(&mut result);
+    Ok(result)
 }
+
 
 /// `POST /api/log-level`: `{conn, level}`.
 pub(crate) async fn log_level(state: Arc<State>, body: Value) -> Result<Value, ApiError> {

@@ -659,3 +659,45 @@ fn an_oversized_request_names_the_cap_and_its_flag() {
     let help = support::mcp(&["console", "--help"]);
     assert!(help.ok().contains("--max-body <BYTES>"), "{}", help.stdout);
 }
+
+/// Issue 47: the prompt forms' completion goes through `/api/complete`: a prompt argument with
+/// the other filled arguments as context, a template variable, on each revision; bad requests
+/// are refused with 400.
+#[test]
+fn completion_of_prompt_arguments_through_the_api() {
+    let demo = Demo::start();
+    let console = Console::start(&[]);
+    for revision in ["2026-07-28", "2025-06-18", "2025-03-26"] {
+        let conn = console.ok(
+            "/api/connect",
+            &json!({"url": demo.mcp(), "revision": revision}),
+        )["conn"]
+            .clone();
+        let answer = console.ok(
+            "/api/complete",
+            &json!({"conn": conn, "ref": {"type": "ref/prompt", "name": "greet"},
+                    "argument": {"name": "name", "value": "Al"},
+                    "context": {"arguments": {"tone": "warm"}}}),
+        );
+        assert_eq!(
+            answer["completion"]["values"],
+            json!(["Alice", "Albert"]),
+            "{revision}: {answer}"
+        );
+        let answer = console.ok(
+            "/api/complete",
+            &json!({"conn": conn, "ref": {"type": "ref/resource", "uri": "res://items/{id}"},
+                    "argument": {"name": "id", "value": "B"}}),
+        );
+        assert_eq!(answer["completion"]["values"], json!(["Bob"]), "{revision}");
+        let bad = console.post(
+            "/api/complete",
+            &json!({"conn": conn, "argument": {"name": "name", "value": "Al"}}),
+        );
+        assert_eq!(bad.status, 400, "{}", bad.body);
+    }
+    // The page asks as the user types in a prompt's argument fields, debounced.
+    let page = support::console::http(&console.addr, "GET", "/", &[], None).body;
+    assert!(page.contains("ref/prompt"), "the prompt forms ask for completions");
+    assert!(page.contains("COMPLETE_DELAY"), "the asking is debounced");
+}

@@ -545,3 +545,55 @@ fn mix_ups_get_hints_that_point_the_right_way() {
         "{line}"
     );
 }
+
+/// Issue 47: `mcp complete` reaches the demo's completion of `greet` (the README lists it) and
+/// of the `res://items/{id}` template, on every revision.
+#[test]
+fn complete_a_prompt_argument_and_a_template_variable() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    for revision in REVISIONS {
+        let out = run(
+            "complete",
+            &url,
+            &["--revision", revision, "--prompt", "greet", "--arg", "name=Al"],
+        );
+        assert_eq!(out.ok(), "Alice\nAlbert\n", "{revision}: {out:?}");
+        let json = run(
+            "complete",
+            &url,
+            &[
+                "--revision",
+                revision,
+                "--resource-template",
+                "res://items/{id}",
+                "--arg",
+                "id=B",
+                "--json",
+            ],
+        )
+        .json();
+        assert_eq!(
+            json["completion"]["values"],
+            serde_json::json!(["Bob"]),
+            "{revision}: {json}"
+        );
+    }
+    // Earlier --args are the context; an empty value lists everything.
+    let out = run(
+        "complete",
+        &url,
+        &["--prompt", "greet", "--arg", "tone=warm", "--arg", "name="],
+    );
+    assert_eq!(out.ok(), "Alice\nAlbert\nBob\n", "{out:?}");
+    // Nothing matches: empty stdout, a note on stderr.
+    let none = run("complete", &url, &["--prompt", "greet", "--arg", "name=Zed"]);
+    assert_eq!(none.ok(), "");
+    assert!(none.stderr.contains("no completions"), "{}", none.stderr);
+    // Usage: neither --prompt nor --resource-template, or a bad --arg.
+    let usage = run("complete", &url, &["--arg", "name=Al"]);
+    assert_eq!(usage.code, 2, "{usage:?}");
+    let usage = run("complete", &url, &["--prompt", "greet", "--arg", "nameAl"]);
+    assert_eq!(usage.code, 2, "{usage:?}");
+    assert!(usage.stderr.contains("NAME=VALUE"), "{}", usage.stderr);
+}
