@@ -47,7 +47,11 @@ impl Sources {
         if file.metadata().map_err(unreadable)?.len() > self.left {
             return Err(self.too_large(format!("the file {path:?}"), argument));
         }
-        let bytes = self.read(file.take(self.left + 1), format!("the file {path:?}"), argument)?;
+        let bytes = self.read(
+            file.take(self.left + 1),
+            format!("the file {path:?}"),
+            argument,
+        )?;
         String::from_utf8(bytes).map_err(|_| {
             unreadable(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -389,14 +393,23 @@ mod tests {
             args,
             json!({"j": true, "text": text, "raw": text, "handle": "@ada", "n": 3})
         );
-        let prompt =
-            prompt_arguments(&words(&[&format!("name=@{path}"), "x=@@y"]), &mut Sources::default())
-                .unwrap();
+        let prompt = prompt_arguments(
+            &words(&[&format!("name=@{path}"), "x=@@y"]),
+            &mut Sources::default(),
+        )
+        .unwrap();
         assert_eq!(prompt, json!({"name": text, "x": "@y"}));
         // A missing file names itself; a bare @ is a usage error.
         let missing = tool_arguments_of(&words(&["text=@/no/such/file"])).unwrap_err();
-        assert!(matches!(missing, CliError::ArgumentFile { .. }), "{missing:?}");
-        assert!(missing.line().contains("\"/no/such/file\""), "{}", missing.line());
+        assert!(
+            matches!(missing, CliError::ArgumentFile { .. }),
+            "{missing:?}"
+        );
+        assert!(
+            missing.line().contains("\"/no/such/file\""),
+            "{}",
+            missing.line()
+        );
         assert!(missing.line().contains("@@"), "{}", missing.line());
         assert!(matches!(
             tool_arguments_of(&words(&["text=@"])),
@@ -414,7 +427,10 @@ mod tests {
         let mut sources = Sources::with_cap(64);
         let refused =
             tool_arguments(&words(&[&format!("t=@{path}")]), None, &mut sources).unwrap_err();
-        assert!(matches!(refused, CliError::ArgumentTooLarge { .. }), "{refused:?}");
+        assert!(
+            matches!(refused, CliError::ArgumentTooLarge { .. }),
+            "{refused:?}"
+        );
         assert!(refused.line().contains("big.txt"), "{}", refused.line());
         // The cap counts every file of the command together.
         let small = temp_file("small.txt", &[b'y'; 40]);
@@ -504,7 +520,11 @@ mod tests {
     #[test]
     fn prompt_arguments_are_strings() {
         assert_eq!(
-            prompt_arguments(&words(&["name=Ada", "n=3", "s:=x"]), &mut Sources::default()).unwrap(),
+            prompt_arguments(
+                &words(&["name=Ada", "n=3", "s:=x"]),
+                &mut Sources::default()
+            )
+            .unwrap(),
             json!({"name": "Ada", "n": "3", "s": "x"})
         );
         assert!(prompt_arguments(&words(&["x"]), &mut Sources::default()).is_err());

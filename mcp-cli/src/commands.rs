@@ -113,7 +113,9 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
                     )));
                 };
                 if name.is_empty() {
-                    return Err(CliError::Usage(format!("--arg {arg:?} has no name before '='")));
+                    return Err(CliError::Usage(format!(
+                        "--arg {arg:?} has no name before '='"
+                    )));
                 }
                 pairs.push((name.to_owned(), value.to_owned()));
             }
@@ -631,8 +633,7 @@ async fn listen_until_done(
                 };
                 // A connection that held (or delivered something) recovered: a fresh window.
                 // One that ended at once keeps the window of the first loss.
-                let recovered =
-                    seen.get() > seen_before || started.elapsed() >= RECOVERED_AFTER;
+                let recovered = seen.get() > seen_before || started.elapsed() >= RECOVERED_AFTER;
                 if recovered || lost.is_none() {
                     lost = Some((Instant::now(), why, Duration::from_millis(200)));
                 }

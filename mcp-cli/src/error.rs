@@ -83,7 +83,9 @@ pub(crate) enum CliError {
         source: std::io::Error,
     },
     /// A file (or stdin) named for an argument is larger than `mcp` reads for arguments.
-    #[error("{name} (for {argument}) is larger than {cap} bytes, the most mcp reads for one command's arguments")]
+    #[error(
+        "{name} (for {argument}) is larger than {cap} bytes, the most mcp reads for one command's arguments"
+    )]
     ArgumentTooLarge {
         /// The file (`the file "x.txt"`) or `stdin`.
         name: String,
@@ -147,7 +149,9 @@ impl CliError {
                 );
             }
             Self::ArgumentTooLarge { .. } => {
-                return Some("pass a smaller file, or give the server the data another way (a resource, a URL)");
+                return Some(
+                    "pass a smaller file, or give the server the data another way (a resource, a URL)",
+                );
             }
             Self::ToolFailed { message, .. } => {
                 return message.contains("argument").then_some(

@@ -218,7 +218,9 @@ pub(crate) fn bound_completion(result: &mut Value) {
     let all = values.len();
     values.truncate(MAX_COMPLETIONS);
     completion.insert("hasMore".into(), Value::Bool(true));
-    completion.entry("total").or_insert_with(|| serde_json::json!(all));
+    completion
+        .entry("total")
+        .or_insert_with(|| serde_json::json!(all));
 }
 
 #[cfg(test)]

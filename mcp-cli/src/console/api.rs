@@ -562,9 +562,12 @@ pub(crate) async fn complete(state: Arc<State>, body: Value) -> Result<Value, Ap
         }
     };
     let argument = body.get("argument").cloned().unwrap_or(Value::Null);
-    let name = argument.get("name").and_then(Value::as_str).ok_or_else(|| {
-        ApiError::BadRequest("the field \"argument\" needs a \"name\" (a string)".into())
-    })?;
+    let name = argument
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ApiError::BadRequest("the field \"argument\" needs a \"name\" (a string)".into())
+        })?;
     let value = argument.get("value").and_then(Value::as_str).unwrap_or("");
     let context = body.get("context").filter(|c| c.is_object()).cloned();
     let mut result = connection
@@ -578,7 +581,6 @@ pub(crate) async fn complete(state: Arc<State>, body: Value) -> Result<Value, Ap
     crate::output::bound_completion(&mut result);
     Ok(result)
 }
-
 
 /// `POST /api/log-level`: `{conn, level}`.
 pub(crate) async fn log_level(state: Arc<State>, body: Value) -> Result<Value, ApiError> {

@@ -306,7 +306,9 @@ async fn read_json(request: Request<Incoming>, limit: usize) -> Result<Value, Ap
         .collect()
         .await
         .map_err(|e| {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
                 ApiError::TooLarge { limit }
             } else {
                 ApiError::BadRequest(format!("cannot read the body: {e}"))

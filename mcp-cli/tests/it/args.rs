@@ -47,7 +47,9 @@ impl BigServer {
                     .await
                     .expect("bind");
                 let addr = listener.local_addr().expect("addr");
-                ready.send(format!("http://{addr}/mcp")).expect("the test waits");
+                ready
+                    .send(format!("http://{addr}/mcp"))
+                    .expect("the test waits");
                 let endpoint = HttpEndpoint::new(server, config);
                 let _ = serve_with_shutdown(listener, endpoint, async {
                     let _ = stopped.await;
@@ -105,15 +107,30 @@ fn a_five_megabyte_value_from_a_file_or_stdin() {
         "60",
     ]);
     assert_eq!(from_file.code, 0, "{}", from_file.stderr);
-    assert_eq!(from_file.json()["content"][0]["text"], Value::String(big.clone()));
+    assert_eq!(
+        from_file.json()["content"][0]["text"],
+        Value::String(big.clone())
+    );
 
     let object = json!({ "text": big }).to_string();
     let from_stdin = mcp_with_input(
-        &["call", &server.url, "echo", "--args-json", "-", "--json", "--timeout", "60"],
+        &[
+            "call",
+            &server.url,
+            "echo",
+            "--args-json",
+            "-",
+            "--json",
+            "--timeout",
+            "60",
+        ],
         &object,
     );
     assert_eq!(from_stdin.code, 0, "{}", from_stdin.stderr);
-    assert_eq!(from_stdin.json()["content"][0]["text"], Value::String(big.clone()));
+    assert_eq!(
+        from_stdin.json()["content"][0]["text"],
+        Value::String(big.clone())
+    );
 
     let json_path = support::scratch("five-mb-json");
     std::fs::write(&json_path, &object).expect("write the JSON file");
@@ -128,7 +145,10 @@ fn a_five_megabyte_value_from_a_file_or_stdin() {
         "60",
     ]);
     assert_eq!(from_json_file.code, 0, "{}", from_json_file.stderr);
-    assert_eq!(from_json_file.json()["content"][0]["text"], Value::String(big));
+    assert_eq!(
+        from_json_file.json()["content"][0]["text"],
+        Value::String(big)
+    );
 
     // @@ sends a literal leading @.
     let literal = mcp(&["call", &server.url, "echo", "text=@@ada"]);
@@ -165,7 +185,9 @@ fn files_past_the_cap_and_missing_files_are_refused_by_name() {
     let missing = mcp(&["call", url, "echo", "text=@/no/such/file.txt"]);
     assert_eq!(missing.code, 2, "{missing:?}");
     assert!(
-        missing.stderr.contains("cannot read the file \"/no/such/file.txt\" for text=@/no/such/file.txt"),
+        missing
+            .stderr
+            .contains("cannot read the file \"/no/such/file.txt\" for text=@/no/such/file.txt"),
         "{}",
         missing.stderr
     );
@@ -175,5 +197,11 @@ fn files_past_the_cap_and_missing_files_are_refused_by_name() {
     let over = "x".repeat(64 * 1024 * 1024 + 1);
     let refused = mcp_with_input(&["call", url, "echo", "--args-json", "-"], &over);
     assert_eq!(refused.code, 2, "{refused:?}");
-    assert!(refused.stderr.contains("stdin (for --args-json -) is larger than"), "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("stdin (for --args-json -) is larger than"),
+        "{}",
+        refused.stderr
+    );
 }

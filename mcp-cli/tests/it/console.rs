@@ -643,7 +643,10 @@ fn an_oversized_request_names_the_cap_and_its_flag() {
         .expect("a message")
         .to_owned();
     assert!(message.contains("4194304 bytes"), "{message}");
-    assert!(message.contains("mcp console --max-body BYTES"), "{message}");
+    assert!(
+        message.contains("mcp console --max-body BYTES"),
+        "{message}"
+    );
     // Under the cap the same request goes through.
     console.ok("/api/connect", &body);
     drop(console);
@@ -697,7 +700,10 @@ fn completion_of_prompt_arguments_through_the_api() {
         assert_eq!(bad.status, 400, "{}", bad.body);
     }
     // The page asks as the user types in a prompt's argument fields, debounced.
-    let page = support::console::http(&console.addr, "GET", "/", &[], None).body;
-    assert!(page.contains("ref/prompt"), "the prompt forms ask for completions");
+    let page = http(&console.addr, "GET", "/", &[], None).body;
+    assert!(
+        page.contains("ref/prompt"),
+        "the prompt forms ask for completions"
+    );
     assert!(page.contains("COMPLETE_DELAY"), "the asking is debounced");
 }

@@ -556,7 +556,14 @@ fn complete_a_prompt_argument_and_a_template_variable() {
         let out = run(
             "complete",
             &url,
-            &["--revision", revision, "--prompt", "greet", "--arg", "name=Al"],
+            &[
+                "--revision",
+                revision,
+                "--prompt",
+                "greet",
+                "--arg",
+                "name=Al",
+            ],
         );
         assert_eq!(out.ok(), "Alice\nAlbert\n", "{revision}: {out:?}");
         let json = run(
@@ -587,7 +594,11 @@ fn complete_a_prompt_argument_and_a_template_variable() {
     );
     assert_eq!(out.ok(), "Alice\nAlbert\nBob\n", "{out:?}");
     // Nothing matches: empty stdout, a note on stderr.
-    let none = run("complete", &url, &["--prompt", "greet", "--arg", "name=Zed"]);
+    let none = run(
+        "complete",
+        &url,
+        &["--prompt", "greet", "--arg", "name=Zed"],
+    );
     assert_eq!(none.ok(), "");
     assert!(none.stderr.contains("no completions"), "{}", none.stderr);
     // Usage: neither --prompt nor --resource-template, or a bad --arg.

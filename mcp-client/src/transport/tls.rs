@@ -428,13 +428,10 @@ fn handshake_error(host: &str, error: std::io::Error) -> TransportError {
             host: host.to_owned(),
         };
     }
-    let refusal = rustls_error
-        .and_then(|error| match error {
-            rustls::Error::InvalidCertificate(certificate) => {
-                Some(CertificateRefusal::of(certificate))
-            }
-            _ => None,
-        });
+    let refusal = rustls_error.and_then(|error| match error {
+        rustls::Error::InvalidCertificate(certificate) => Some(CertificateRefusal::of(certificate)),
+        _ => None,
+    });
     match refusal {
         Some(refusal) => TransportError::Certificate {
             host: host.to_owned(),
