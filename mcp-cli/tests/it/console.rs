@@ -158,7 +158,8 @@ fn foreign_origins_and_hosts_are_refused() {
     }
     let huge = format!("{{\"url\": \"{}\"}}", "x".repeat(4 * 1024 * 1024));
     let answer = http(addr, "POST", "/api/connect", &json_type, Some(&huge));
-    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    assert!(answer.body.contains("--max-body"), "{}", answer.body);
     let answer = http(addr, "POST", "/api/nothing", &json_type, Some("{}"));
     assert_eq!(answer.status, 404);
     assert_eq!(console.get("/api/connections").status, 200, "still serving");
