@@ -12,6 +12,8 @@ pub(crate) const MAX_ARGUMENT_BYTES: u64 = 64 * 1024 * 1024;
 /// Reads the files and stdin named by arguments, within [`MAX_ARGUMENT_BYTES`] in all.
 #[derive(Debug)]
 pub(crate) struct Sources {
+    /// Bytes allowed in all.
+    cap: u64,
     /// Bytes still allowed.
     left: u64,
     /// Stdin was read already (it can be read once).
@@ -28,9 +30,15 @@ impl Sources {
     /// Sources that may read `cap` bytes in all.
     pub(crate) fn with_cap(cap: u64) -> Self {
         Self {
+            cap,
             left: cap,
             stdin_read: false,
         }
+    }
+
+    /// The bytes read so far (files and stdin).
+    pub(crate) fn read_so_far(&self) -> u64 {
+        self.cap - self.left
     }
 
     /// The text of the file at `path` (UTF-8), for the argument `argument`.
@@ -104,7 +112,7 @@ impl Sources {
         CliError::ArgumentTooLarge {
             name,
             argument: argument.to_owned(),
-            cap: MAX_ARGUMENT_BYTES,
+            cap: self.cap,
         }
     }
 

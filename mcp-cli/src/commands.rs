@@ -54,6 +54,10 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
                 None => None,
             };
             let arguments = tool_arguments(rest, json, &mut sources)?;
+            if sources.read_so_far() > 0 {
+                // A long value from a file: a failure may be the server refusing its size.
+                crate::error::note_request_size(arguments.to_string().len());
+            }
             crate::auth::doing(tool);
             with_client(&session, Bound::Whole, |c, _| {
                 call(&session, c, tool, arguments)

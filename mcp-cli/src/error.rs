@@ -198,6 +198,16 @@ impl CliError {
             // The server wants a login and nobody was there to do it (no terminal).
             return Some(LOGIN_HINT);
         }
+        let large = REQUEST_SIZE.load(std::sync::atomic::Ordering::SeqCst) >= LARGE_REQUEST;
+        let dropped = matches!(
+            transport_error(source),
+            Some(TransportError::Http(_) | TransportError::Io(_) | TransportError::TooLarge { .. })
+        );
+        if matches!(source.http_status(), Some(413))
+            || (large && (dropped || source.code() == Some(-32600)))
+        {
+            return Some(TOO_LARGE_HINT);
+        }
         if let Some(code) = source.code() {
             let what = match self {
                 Self::Request { what, .. } => what.as_str(),
@@ -437,6 +447,24 @@ fn stdio_hint(source: &mcp_client::Error) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// The size of a request built from files or stdin (`key=@FILE`, `--args-json`), for the hint
+/// of a server that refuses or drops a request that large.
+static REQUEST_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Records the size of the arguments read from files or stdin.
+pub(crate) fn note_request_size(bytes: usize) {
+    REQUEST_SIZE.store(bytes, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Requests this large are said to be a likely cause when the server drops the connection
+/// while the body is sent (a server that answers 413 early and closes).
+const LARGE_REQUEST: usize = 1024 * 1024;
+
+/// What to try when a large request failed: the server's body limit.
+const TOO_LARGE_HINT: &str = "the request may be larger than the server accepts (mcp-server's \
+    default limit is 4 MiB, HttpConfig::body_limit; for stdio, StdioConfig::max_line): send \
+    less, or raise the server's limit";
 
 /// Set when a login was needed and could not run in this process (no terminal).
 static LOGIN_NEEDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -205,3 +205,28 @@ fn files_past_the_cap_and_missing_files_are_refused_by_name() {
         refused.stderr
     );
 }
+
+/// A value past the demo's 4 MiB request limit: whether the server answers 413 or drops the
+/// connection while the body is sent, the hint names the server's limit (over HTTP and stdio).
+#[test]
+fn a_value_past_the_servers_limit_gets_a_hint_naming_it() {
+    let demo = support::Demo::start();
+    let path = support::scratch("past-the-limit");
+    std::fs::write(&path, five_megabytes()).expect("write the file");
+    let text = format!("text=@{}", path.display());
+    let stdio = support::stdio_demo().display().to_string();
+    for target in [vec![demo.mcp()], vec!["--stdio".to_owned(), stdio]] {
+        let mut args: Vec<&str> = vec!["call"];
+        args.extend(target.iter().map(String::as_str));
+        args.extend(["echo", &text, "--timeout", "60"]);
+        let out = mcp(&args);
+        assert_ne!(out.code, 0, "{out:?}");
+        let line = out.stderr.lines().last().unwrap_or_default();
+        assert!(
+            line.contains("(try: the request may be larger than the server accepts"),
+            "{target:?}: {}",
+            out.stderr
+        );
+    }
+    let _ = std::fs::remove_file(&path);
+}
