@@ -82,9 +82,10 @@ pub(crate) enum CliError {
         #[source]
         source: std::io::Error,
     },
-    /// A file (or stdin) named for an argument is larger than `mcp` reads for arguments.
+    /// A file (or stdin) named for an argument would take what `mcp` reads for one command's
+    /// arguments past its cap.
     #[error(
-        "{name} (for {argument}) is larger than {cap} bytes, the most mcp reads for one command's arguments"
+        "{name} (for {argument}) is too large: mcp reads at most {cap} bytes for one command's arguments"
     )]
     ArgumentTooLarge {
         /// The file (`the file "x.txt"`) or `stdin`.

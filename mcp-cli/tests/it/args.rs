@@ -179,7 +179,11 @@ fn files_past_the_cap_and_missing_files_are_refused_by_name() {
         &format!("@{}", path.display()),
     ]);
     assert_eq!(refused.code, 2, "{refused:?}");
-    assert!(refused.stderr.contains("larger than"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("is too large"),
+        "{}",
+        refused.stderr
+    );
     let _ = std::fs::remove_file(&path);
 
     let missing = mcp(&["call", url, "echo", "text=@/no/such/file.txt"]);
@@ -200,7 +204,7 @@ fn files_past_the_cap_and_missing_files_are_refused_by_name() {
     assert!(
         refused
             .stderr
-            .contains("stdin (for --args-json -) is larger than"),
+            .contains("stdin (for --args-json -) is too large"),
         "{}",
         refused.stderr
     );
