@@ -4,6 +4,9 @@
 use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcp_client::{Answer, ErrorObject, Question, QuestionKind};
 use serde_json::{Map, Number, Value};
@@ -26,6 +29,25 @@ pub(crate) struct Asker {
     ui: Arc<Ui>,
     /// The message of the first question nobody could answer.
     unanswered: Mutex<Option<String>>,
+    /// The time spent waiting for the person at the terminal, which `--timeout` does not count.
+    clock: tokio::sync::watch::Sender<HumanClock>,
+}
+
+/// The time a person spent answering prompts: `--timeout` bounds the machines, not the human.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct HumanClock {
+    /// Prompts finished: their time in all.
+    waited: Duration,
+    /// Prompts on the screen now, and since when the first of them waits.
+    prompting: usize,
+    since: Option<Instant>,
+}
+
+impl HumanClock {
+    /// Everything waited so far, the prompt on the screen included.
+    fn total(&self) -> Duration {
+        self.waited + self.since.map_or(Duration::ZERO, |since| since.elapsed())
+    }
 }
 
 impl Asker {
@@ -36,7 +58,53 @@ impl Asker {
             interactive,
             ui,
             unanswered: Mutex::new(None),
+            clock: tokio::sync::watch::Sender::new(HumanClock::default()),
         }
+    }
+
+    /// Whether a person may be asked on the terminal (the call then waits for them).
+    pub(crate) fn asks_a_person(&self) -> bool {
+        self.canned.is_empty() && self.interactive
+    }
+
+    /// `deadline` moved later by the time spent waiting for the person so far.
+    pub(crate) fn extended(&self, deadline: Instant) -> Instant {
+        deadline + self.clock.borrow().total()
+    }
+
+    /// Resolves when `deadline`, moved later by every moment a prompt waited for the person,
+    /// has passed; never while a prompt is on the screen.
+    pub(crate) async fn deadline(&self, deadline: Instant) {
+        let mut clock = self.clock.subscribe();
+        loop {
+            let now = *clock.borrow_and_update();
+            if now.since.is_some() {
+                // A person is reading: the clock stands still until the prompt ends.
+                if clock.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+                continue;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline + now.waited) => return,
+                changed = clock.changed() => {
+                    if changed.is_err() {
+                        return std::future::pending().await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Marks a prompt on the screen (the clock stops) until the returned guard is dropped.
+    fn prompting(self: &Arc<Self>) -> Prompting {
+        self.clock.send_modify(|clock| {
+            if clock.prompting == 0 {
+                clock.since = Some(Instant::now());
+            }
+            clock.prompting += 1;
+        });
+        Prompting(self.clone())
     }
 
     /// The first question nobody could answer, if any.
@@ -61,6 +129,7 @@ impl Asker {
         if self.interactive && is_elicitation(question.kind()) {
             let me = self.clone();
             let asked = Asked::from_question(&question);
+            let _prompting = self.prompting();
             let prompted = tokio::task::spawn_blocking(move || {
                 me.ui.suspend(|| {
                     let stdin = io::stdin();
@@ -81,6 +150,22 @@ impl Asker {
             NO_ANSWER_CODE,
             "the user could not be asked (no terminal and no --answer)",
         ))
+    }
+}
+
+/// A prompt on the screen; dropped when it is answered (or the wait for it is dropped).
+struct Prompting(Arc<Asker>);
+
+impl Drop for Prompting {
+    fn drop(&mut self) {
+        self.0.clock.send_modify(|clock| {
+            clock.prompting = clock.prompting.saturating_sub(1);
+            if clock.prompting == 0
+                && let Some(since) = clock.since.take()
+            {
+                clock.waited += since.elapsed();
+            }
+        });
     }
 }
 

@@ -12,7 +12,9 @@ the browser opens (or --no-browser prints the URL), and tokens are kept in --tok
 
 Tool arguments: a JSON object, or key=value words (the value is JSON when it parses: n=3, \
 ok=true, tags=[\"a\"]; a string otherwise: name=Ada). key:=value always sends a string \
-(zip:=01234).
+(zip:=01234). key=@FILE sends the text of FILE as a string (key=@@x sends \"@x\"); \
+mcp call --args-json - reads the JSON object from stdin, --args-json @FILE from a file \
+(64 MiB in all).
 
 Questions from the server: asked on the terminal, one prompt per field (accept, decline or \
 cancel first). --answer answers without asking: accept, decline, cancel, a JSON object of \
@@ -35,6 +37,11 @@ Arguments: a JSON object ('{\"a\": 1}'), or key=value words: the value is JSON w
 (n=3, ok=true, tags=[\"a\"], opts={\"x\":1}) and a string otherwise (name=Ada); key:=value \
 always sends a string (zip:=01234). Objects and words can be mixed; a key given twice is an \
 error.
+
+From files and stdin (for values too long for a command line): key=@FILE sends the text of \
+FILE (UTF-8) as a string, and key=@@text the literal string \"@text\"; --args-json - reads \
+the JSON object from stdin, --args-json @FILE from a file. What is read for one command is \
+capped at 64 MiB in all; a larger file is refused, naming it.
 
 Questions the tool asks are prompted on a terminal, or answered with --answer (repeatable). \
 Exit codes are listed by `mcp --help`.";
@@ -74,8 +81,8 @@ pub(crate) struct Global {
     #[arg(long, global = true)]
     pub(crate) json: bool,
     /// Time limit of the whole command, in seconds: connecting, the request, every page of a list
-    /// and closing share it (questions answered on the terminal count); `listen` is bounded by
-    /// it until it is listening
+    /// and closing share it (the time a person spends answering a question on the terminal is
+    /// not counted); `listen` is bounded by it until it is listening
     #[arg(long, global = true, value_name = "SECS", default_value_t = 60.0)]
     pub(crate) timeout: f64,
     /// Answer the server's next question without asking: accept, decline, cancel, a JSON object
@@ -161,7 +168,7 @@ pub(crate) enum Command {
         override_usage = "mcp call [OPTIONS] <URL | --stdio CMD> <TOOL> [JSON | KEY=VALUE | KEY:=STRING]...",
         after_help = CALL_HELP
     )]
-    Call(Rest),
+    Call(CallArgs),
     /// List the server's resources and resource templates
     #[command(override_usage = "mcp resources [OPTIONS] <URL | --stdio CMD>")]
     Resources(Rest),
@@ -174,6 +181,12 @@ pub(crate) enum Command {
     /// Get a prompt with its arguments
     #[command(override_usage = "mcp prompt [OPTIONS] <URL | --stdio CMD> <NAME> [KEY=VALUE]...")]
     Prompt(Rest),
+    /// Ask the server to complete a prompt's argument or a resource template's variable
+    #[command(
+        override_usage = "mcp complete [OPTIONS] <URL | --stdio CMD> <--prompt NAME | --resource-template URI> --arg NAME=VALUE...",
+        after_help = COMPLETE_HELP
+    )]
+    Complete(CompleteArgs),
     /// Show what the server is and probe which protocol revisions it speaks
     #[command(override_usage = "mcp discover [OPTIONS] <URL | --stdio CMD>")]
     Discover(Rest),
@@ -215,6 +228,53 @@ pub(crate) struct Rest {
     /// [URL] then the command's own arguments
     #[arg(value_name = "ARGS", allow_hyphen_values = false)]
     pub(crate) words: Vec<String>,
+}
+
+/// Printed under `mcp complete --help`.
+const COMPLETE_HELP: &str = "\
+Examples:
+  mcp complete URL --prompt greet --arg name=Al
+  mcp complete URL --resource-template 'res://items/{id}' --arg id=1
+  mcp complete URL --prompt travel --arg country=France --arg city=Pa
+
+The last --arg is the one completed (its value is what is typed so far, possibly empty: \
+--arg name=); the ones before it are sent as the context, the arguments already filled in \
+(2025-06-18 and later). The values are printed one per line (at most 100; a note on stderr \
+says how many more the server has); --json prints the server's whole completion object.";
+
+/// `mcp complete`.
+#[derive(Debug, Args)]
+pub(crate) struct CompleteArgs {
+    #[command(flatten)]
+    pub(crate) rest: Rest,
+    /// The prompt whose argument is completed
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "resource_template",
+        required_unless_present = "resource_template"
+    )]
+    pub(crate) prompt: Option<String>,
+    /// The resource template whose variable is completed: its URI template as listed by
+    /// `mcp resources` (e.g. res://items/{id})
+    #[arg(long, value_name = "URI")]
+    pub(crate) resource_template: Option<String>,
+    /// NAME=VALUE: the argument to complete and what is typed so far (repeatable: the last is
+    /// completed, the ones before it are the context)
+    #[arg(long = "arg", value_name = "NAME=VALUE", required = true)]
+    pub(crate) args: Vec<String>,
+}
+
+/// `mcp call`.
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    #[command(flatten)]
+    pub(crate) rest: Rest,
+    /// The arguments as a JSON object: `-` reads it from stdin, @FILE from a file, anything
+    /// else is the JSON text itself; merged with the KEY=VALUE words (a key given in both is
+    /// an error). Files and stdin are read up to 64 MiB in all
+    #[arg(long, value_name = "JSON | - | @FILE", allow_hyphen_values = true)]
+    pub(crate) args_json: Option<String>,
 }
 
 /// `mcp listen`.
@@ -277,4 +337,9 @@ pub(crate) struct ConsoleArgs {
     /// HTTP connections from browsers at once; more are closed
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub(crate) max_http_connections: usize,
+    /// The largest request the page may send to the console, in bytes (a tool call's
+    /// arguments, a resource to read); a larger one is refused (413) with a message naming
+    /// this limit and flag. Default 4 MiB
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub(crate) max_body: usize,
 }

@@ -12,11 +12,18 @@ use mcp_client::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::args::{prompt_arguments, tool_arguments};
-use crate::cli::{AuthCommand, Command, Global, ListenArgs, TransportChoice};
+use crate::args::{Sources, prompt_arguments, tool_arguments};
+use crate::cli::{
+    AuthCommand, CallArgs, Command, CompleteArgs, Global, ListenArgs, TransportChoice,
+};
 use crate::connect::{Session, Target};
 use crate::error::{CliError, one_line};
 use crate::output::{self, table, text_of};
+
+/// The client's timeout of a call that may ask a person on the terminal: the command's own
+/// deadline bounds such a call without counting the time the person takes, and this bounds a
+/// person who never answers.
+const HUMAN_BACKSTOP: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The longest one revision probe of `mcp discover` may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -29,12 +36,28 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             no_more(&words, "tools")?;
             with_client(&session, Bound::Whole, |c, _| tools(&session, c)).await
         }
-        Command::Call(r) => {
-            let (session, words) = open(global, r.words)?;
+        Command::Call(CallArgs { rest, args_json }) => {
+            let (session, words) = open(global, rest.words)?;
             let Some((tool, rest)) = words.split_first() else {
                 return Err(CliError::Usage("mcp call needs the tool's name".into()));
             };
-            let arguments = tool_arguments(rest)?;
+            if args_json.as_deref() == Some("-") && global.interactive {
+                return Err(CliError::Usage(
+                    "--args-json - reads stdin, so --interactive cannot prompt on it: \
+                     answer with --answer, or give the arguments in a file (--args-json @FILE)"
+                        .into(),
+                ));
+            }
+            let mut sources = Sources::default();
+            let json = match &args_json {
+                Some(given) => Some(sources.args_json(given)?),
+                None => None,
+            };
+            let arguments = tool_arguments(rest, json, &mut sources)?;
+            if sources.read_so_far() > 0 {
+                // A long value from a file: a failure may be the server refusing its size.
+                crate::error::note_request_size(arguments.to_string().len());
+            }
             crate::auth::doing(tool);
             with_client(&session, Bound::Whole, |c, _| {
                 call(&session, c, tool, arguments)
@@ -63,9 +86,57 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             let Some((name, rest)) = words.split_first() else {
                 return Err(CliError::Usage("mcp prompt needs the prompt's name".into()));
             };
-            let arguments = prompt_arguments(rest)?;
+            let arguments = prompt_arguments(rest, &mut Sources::default())?;
             with_client(&session, Bound::Whole, |c, _| {
                 prompt(&session, c, name, arguments)
+            })
+            .await
+        }
+        Command::Complete(CompleteArgs {
+            rest,
+            prompt,
+            resource_template,
+            args,
+        }) => {
+            let (session, words) = open(global, rest.words)?;
+            no_more(&words, "complete")?;
+            let reference = match (prompt, resource_template) {
+                (Some(name), None) => json!({"type": "ref/prompt", "name": name}),
+                (None, Some(uri)) => json!({"type": "ref/resource", "uri": uri}),
+                _ => {
+                    return Err(CliError::Usage(
+                        "mcp complete needs --prompt NAME or --resource-template URI".into(),
+                    ));
+                }
+            };
+            let mut pairs = Vec::with_capacity(args.len());
+            for arg in &args {
+                let Some((name, value)) = arg.split_once('=') else {
+                    return Err(CliError::Usage(format!(
+                        "--arg is NAME=VALUE (the value may be empty: --arg name=), got {arg:?}"
+                    )));
+                };
+                if name.is_empty() {
+                    return Err(CliError::Usage(format!(
+                        "--arg {arg:?} has no name before '='"
+                    )));
+                }
+                pairs.push((name.to_owned(), value.to_owned()));
+            }
+            let Some((name, value)) = pairs.pop() else {
+                return Err(CliError::Usage(
+                    "mcp complete needs --arg NAME=VALUE: the argument to complete".into(),
+                ));
+            };
+            let context = (!pairs.is_empty()).then(|| {
+                let filled: Map<String, Value> = pairs
+                    .into_iter()
+                    .map(|(name, value)| (name, Value::String(value)))
+                    .collect();
+                json!({"arguments": filled})
+            });
+            with_client(&session, Bound::Whole, |c, _| {
+                complete(&session, c, reference, name, value, context)
             })
             .await
         }
@@ -164,11 +235,14 @@ where
     };
     // Ctrl-C drops the command's future, which cancels its request on the server, and the
     // session is still closed below.
+    // Time spent waiting for the person to answer a question is not counted: the deadline
+    // moves later by it, and never passes while a prompt is on the screen.
     let command = async {
         match bound {
-            Bound::Whole => tokio::time::timeout_at(deadline, f(client.clone(), deadline))
-                .await
-                .unwrap_or_else(|_| Err(session.deadline_passed("the request"))),
+            Bound::Whole => tokio::select! {
+                done = f(client.clone(), deadline) => done,
+                () = session.asker.deadline(deadline) => Err(session.deadline_passed("the request")),
+            },
             Bound::UntilListening => f(client.clone(), deadline).await,
         }
     };
@@ -178,7 +252,10 @@ where
     };
     session.ui.finish();
     let closing = match bound {
-        Bound::Whole => deadline.saturating_duration_since(Instant::now()),
+        Bound::Whole => session
+            .asker
+            .extended(deadline)
+            .saturating_duration_since(Instant::now()),
         Bound::UntilListening => session.timeout,
     };
     if !closing.is_zero() {
@@ -275,7 +352,13 @@ async fn call(
     arguments: Value,
 ) -> Result<(), CliError> {
     let ui = session.ui.clone();
-    let options = CallOptions::new().on_progress(move |p| ui.progress(&p));
+    let mut options = CallOptions::new().on_progress(move |p| ui.progress(&p));
+    if session.asker.asks_a_person() {
+        // A person may be asked and take their time: the client's own per-call timeout is
+        // then only a backstop, and the command's deadline (which does not count the time
+        // spent answering) bounds the call.
+        options = options.timeout(HUMAN_BACKSTOP);
+    }
     let call = client
         .call_tool_as_task_with(tool, arguments, options)
         .await
@@ -432,13 +515,70 @@ async fn prompt(
     print(&output::prompt_messages(&result))
 }
 
+/// `mcp complete`: the values, one per line (at most [`output::MAX_COMPLETIONS`]), and a note
+/// of how many more the server has.
+async fn complete(
+    session: &Session,
+    client: Client,
+    reference: Value,
+    argument: String,
+    value: String,
+    context: Option<Value>,
+) -> Result<(), CliError> {
+    let what = match reference.get("name").or_else(|| reference.get("uri")) {
+        Some(Value::String(of)) => format!("completion/complete {of:?} {argument:?}"),
+        _ => "completion/complete".to_owned(),
+    };
+    let mut result = client
+        .complete(reference, &argument, &value, context)
+        .await
+        .map_err(failed(what))?;
+    output::bound_completion(&mut result);
+    if session.json {
+        return print_json(&result);
+    }
+    let completion = result.get("completion").cloned().unwrap_or(Value::Null);
+    let values: Vec<&str> = completion
+        .get("values")
+        .and_then(Value::as_array)
+        .map(|values| values.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut text = String::new();
+    for value in &values {
+        text.push_str(&one_line(value));
+        text.push('\n');
+    }
+    print(&text)?;
+    let total = completion.get("total").and_then(Value::as_u64);
+    let has_more = completion.get("hasMore").and_then(Value::as_bool) == Some(true);
+    let shown = values.len() as u64;
+    match total {
+        Some(total) if total > shown => session
+            .ui
+            .note(&format!("{} more (total {total})", total - shown)),
+        _ if has_more => session.ui.note("the server has more"),
+        _ if values.is_empty() => session.ui.note("no completions"),
+        _ => {}
+    }
+    Ok(())
+}
+
 /// How one connection's listen ended.
 enum Listened {
-    /// Done: the count was reached, or the server ended the subscription.
+    /// Done: the count was reached.
     Done,
     /// The connection was lost: reconnect and listen again.
     Lost(String),
+    /// The server ended the subscription cleanly while the user had not asked to stop: a
+    /// server shutting down (a SIGTERM drain, a rolling restart) does this. Reconnect and
+    /// listen again, as after a loss (a stdio server's end is final).
+    Ended,
 }
+
+/// How long a reconnected listen must stay up (or deliver a notification) before a later loss
+/// opens a fresh `--reconnect-for` window: a server that ends every subscription at once is
+/// given up on when the first window passes, instead of being reconnected to forever.
+const RECOVERED_AFTER: Duration = Duration::from_secs(10);
 
 /// `mcp listen`: listens, and when the server goes away, reconnects (a new session, subscribed
 /// again) for up to `reconnect_for` before giving up. `--count` counts across reconnections.
@@ -453,6 +593,7 @@ async fn listen_until_done(
     let mut lost: Option<(Instant, String, Duration)> = None;
     loop {
         let outcome = std::cell::RefCell::new(Listened::Done);
+        let (started, seen_before) = (Instant::now(), seen.get());
         let attempt = with_client(session, Bound::UntilListening, |c, deadline| {
             let reconnected = lost.is_some();
             let (seen, outcome) = (&seen, &outcome);
@@ -474,11 +615,32 @@ async fn listen_until_done(
                     tried: Duration::ZERO,
                 });
             }
-            (Ok(()), Listened::Lost(why)) => {
-                session.ui.note(&format!(
-                    "lost the connection to the server ({why}); reconnecting"
-                ));
-                lost = Some((Instant::now(), why, Duration::from_millis(200)));
+            (Ok(()), Listened::Ended) if matches!(session.target, Target::Stdio(_)) => {
+                session.ui.note("the server ended the subscription");
+                return Ok(());
+            }
+            (Ok(()), ended) => {
+                let why = match ended {
+                    Listened::Lost(why) => {
+                        session.ui.note(&format!(
+                            "lost the connection to the server ({why}); reconnecting"
+                        ));
+                        why
+                    }
+                    _ => {
+                        session.ui.note(
+                            "the server ended the subscription (shutting down or restarting?); \
+                             reconnecting",
+                        );
+                        "the server ended the subscription".to_owned()
+                    }
+                };
+                // A connection that held (or delivered something) recovered: a fresh window.
+                // One that ended at once keeps the window of the first loss.
+                let recovered = seen.get() > seen_before || started.elapsed() >= RECOVERED_AFTER;
+                if recovered || lost.is_none() {
+                    lost = Some((Instant::now(), why, Duration::from_millis(200)));
+                }
             }
             // Still away: try again while the window lasts.
             (Err(CliError::Connect { .. } | CliError::Deadline { .. }), _) if lost.is_some() => {}
@@ -620,10 +782,9 @@ async fn listen(
     }
     match listener.end() {
         Some(ListenEnd::Lost(why)) => Ok(Listened::Lost(one_line(why))),
-        _ => {
-            session.ui.note("the server ended the subscription");
-            Ok(Listened::Done)
-        }
+        // The user did not ask to stop (no --count reached, no Ctrl-C): a clean end is a
+        // server going away on purpose.
+        _ => Ok(Listened::Ended),
     }
 }
 

@@ -253,6 +253,8 @@ impl Session {
         connected.map_err(|source| CliError::Connect {
             target: self.target.name(),
             stdio: matches!(self.target, Target::Stdio(_)),
+            transport,
+            revision,
             source,
         })
     }

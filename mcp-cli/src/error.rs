@@ -1,8 +1,9 @@
 //! The CLI's failures, their one-line rendering and their exit codes.
 
-use mcp_client::ErrorKind;
 use mcp_client::transport::{CertificateRefusal, TransportError};
+use mcp_client::{ErrorKind, Revision};
 
+use crate::cli::TransportChoice;
 use crate::exit;
 
 /// Everything that makes `mcp` exit with a non-zero status.
@@ -18,6 +19,10 @@ pub(crate) enum CliError {
         target: String,
         /// The target is a command spoken to on stdio (not a URL).
         stdio: bool,
+        /// The HTTP transport asked for (`--transport`), for the hints of a mix-up.
+        transport: TransportChoice,
+        /// The revision pinned (`--revision`), if any.
+        revision: Option<Revision>,
         /// What the client said.
         #[source]
         source: mcp_client::Error,
@@ -65,6 +70,31 @@ pub(crate) enum CliError {
         /// How long reconnecting was tried.
         tried: std::time::Duration,
     },
+    /// A file (or stdin) named for an argument (`key=@FILE`, `--args-json -`) could not be
+    /// read.
+    #[error("cannot read {name} for {argument}: {source}")]
+    ArgumentFile {
+        /// The file (`the file "x.txt"`) or `stdin`.
+        name: String,
+        /// The argument that named it, as typed.
+        argument: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file (or stdin) named for an argument would take what `mcp` reads for one command's
+    /// arguments past its cap.
+    #[error(
+        "{name} (for {argument}) is too large: mcp reads at most {cap} bytes for one command's arguments"
+    )]
+    ArgumentTooLarge {
+        /// The file (`the file "x.txt"`) or `stdin`.
+        name: String,
+        /// The argument that named it, as typed.
+        argument: String,
+        /// The cap ([`crate::args::MAX_ARGUMENT_BYTES`]).
+        cap: u64,
+    },
     /// The user pressed Ctrl-C; the request in flight was cancelled.
     #[error("interrupted; the request in flight was cancelled")]
     Interrupted,
@@ -77,7 +107,9 @@ impl CliError {
     /// The process exit code (see [`crate::exit`]).
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
-            Self::Usage(_) => exit::USAGE,
+            Self::Usage(_) | Self::ArgumentFile { .. } | Self::ArgumentTooLarge { .. } => {
+                exit::USAGE
+            }
             Self::Connect { source, .. } | Self::Request { source, .. } => kind_code(source.kind()),
             Self::ToolFailed { .. } => exit::TOOL_ERROR,
             Self::Unanswered { .. } => exit::UNANSWERED,
@@ -91,6 +123,7 @@ impl CliError {
     fn label(&self) -> String {
         match self {
             Self::Usage(_) => "usage".into(),
+            Self::ArgumentFile { .. } | Self::ArgumentTooLarge { .. } => "input".into(),
             Self::Connect { source, .. } | Self::Request { source, .. } => {
                 match (source.code(), source.http_status()) {
                     (Some(code), _) => code.to_string(),
@@ -111,6 +144,16 @@ impl CliError {
     fn hint(&self) -> Option<&'static str> {
         let source = match self {
             Self::Usage(_) => return Some("see `mcp --help` or `mcp <COMMAND> --help`"),
+            Self::ArgumentFile { .. } => {
+                return Some(
+                    "check the file's path; a value that starts with @ itself is written @@ (name=@@ada)",
+                );
+            }
+            Self::ArgumentTooLarge { .. } => {
+                return Some(
+                    "pass a smaller file, or give the server the data another way (a resource, a URL)",
+                );
+            }
             Self::ToolFailed { message, .. } => {
                 return message.contains("argument").then_some(
                     "check the arguments against `mcp tools` (--json shows the schemas)",
@@ -122,7 +165,10 @@ impl CliError {
                 );
             }
             Self::Deadline { .. } => {
-                return Some("raise --timeout, or check the server is answering");
+                return Some(
+                    "raise --timeout, or check the server is answering (the time spent answering \
+                     its questions on the terminal is not counted)",
+                );
             }
             Self::Output(_) | Self::Interrupted => return None,
             Self::Lost { .. } => {
@@ -135,11 +181,33 @@ impl CliError {
                 stdio: true,
                 ..
             } => return stdio_hint(source),
+            Self::Connect {
+                source,
+                transport: TransportChoice::Sse,
+                revision,
+                target,
+                ..
+            } => {
+                if let Some(hint) = sse_mix_up(source, *revision, target) {
+                    return Some(hint);
+                }
+                source
+            }
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
         };
         if matches!(source.http_status(), Some(401)) && login_was_needed() {
             // The server wants a login and nobody was there to do it (no terminal).
             return Some(LOGIN_HINT);
+        }
+        let large = REQUEST_SIZE.load(std::sync::atomic::Ordering::SeqCst) >= LARGE_REQUEST;
+        let dropped = matches!(
+            transport_error(source),
+            Some(TransportError::Http(_) | TransportError::Io(_) | TransportError::TooLarge { .. })
+        );
+        if matches!(source.http_status(), Some(413))
+            || (large && (dropped || source.code() == Some(-32600)))
+        {
+            return Some(TOO_LARGE_HINT);
         }
         if let Some(code) = source.code() {
             let what = match self {
@@ -154,6 +222,10 @@ impl CliError {
                 -32602 if what.starts_with("prompts/") => {
                     Some("check the name and arguments against `mcp prompts`")
                 }
+                -32602 if what.starts_with("completion/") => Some(
+                    "check the prompt's name and arguments against `mcp prompts`, or the \
+                     template's URI against `mcp resources`",
+                ),
                 -32602 => Some("check the name and arguments against `mcp tools`"),
                 _ => None,
             };
@@ -167,6 +239,9 @@ impl CliError {
                 return Some("the server's pipes failed: is it still running?");
             }
             Some(TransportError::Http(_)) => return Some("is the server running at that address?"),
+            Some(TransportError::PlainHttp { .. }) => {
+                return Some("the server speaks plain HTTP; use http:// instead of https://");
+            }
             Some(TransportError::Certificate { refusal, .. }) => {
                 return Some(match refusal {
                     CertificateRefusal::CaUsedAsServerCertificate => {
@@ -314,6 +389,35 @@ pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// What to try when `--transport sse` could not connect and the cause is a mix-up: a revision
+/// HTTP+SSE does not carry, or a URL that is not an HTTP+SSE stream (a Streamable HTTP `/mcp`
+/// endpoint refuses the bare GET).
+fn sse_mix_up(
+    source: &mcp_client::Error,
+    revision: Option<Revision>,
+    target: &str,
+) -> Option<&'static str> {
+    if revision.is_some_and(|r| !r.features().has_handshake) {
+        return Some(
+            "HTTP+SSE carries only the revisions with an initialize handshake (2024-11-05 to \
+             2025-11-25), not this one: drop --transport sse and give the Streamable HTTP URL \
+             (usually /mcp), or pin --revision 2025-11-25",
+        );
+    }
+    let status = source.http_status()?;
+    if !(400..500).contains(&status) || matches!(status, 401 | 403) {
+        return None;
+    }
+    let path = target.split(['?', '#']).next().unwrap_or(target);
+    Some(if path.trim_end_matches('/').ends_with("/mcp") {
+        "this is a Streamable HTTP endpoint (/mcp), not an HTTP+SSE stream: drop --transport \
+         sse (or use --transport streamable); HTTP+SSE servers are usually at /sse"
+    } else {
+        "the URL did not open an HTTP+SSE stream: for a Streamable HTTP endpoint (usually /mcp) \
+         drop --transport sse; HTTP+SSE servers are usually at /sse"
+    })
+}
+
 /// What to try when a command given with `--stdio` could not be spoken to: the URL hints
 /// (paths, `--transport sse`) do not apply.
 fn stdio_hint(source: &mcp_client::Error) -> Option<&'static str> {
@@ -344,6 +448,24 @@ fn stdio_hint(source: &mcp_client::Error) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// The size of a request built from files or stdin (`key=@FILE`, `--args-json`), for the hint
+/// of a server that refuses or drops a request that large.
+static REQUEST_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Records the size of the arguments read from files or stdin.
+pub(crate) fn note_request_size(bytes: usize) {
+    REQUEST_SIZE.store(bytes, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Requests this large are said to be a likely cause when the server drops the connection
+/// while the body is sent (a server that answers 413 early and closes).
+const LARGE_REQUEST: usize = 1024 * 1024;
+
+/// What to try when a large request failed: the server's body limit.
+const TOO_LARGE_HINT: &str = "the request may be larger than the server accepts (mcp-server's \
+    default limit is 4 MiB, HttpConfig::body_limit; for stdio, StdioConfig::max_line): send \
+    less, or raise the server's limit";
 
 /// Set when a login was needed and could not run in this process (no terminal).
 static LOGIN_NEEDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

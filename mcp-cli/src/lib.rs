@@ -7,6 +7,7 @@
 //! mcp read      <URL | --stdio CMD> URI              read a resource
 //! mcp prompts   <URL | --stdio CMD>                  the prompts
 //! mcp prompt    <URL | --stdio CMD> NAME [k=v]...    get a prompt
+//! mcp complete  <URL | --stdio CMD> --prompt NAME --arg k=v   complete an argument
 //! mcp discover  <URL | --stdio CMD>                  what the server is, which revisions it speaks
 //! mcp listen    <URL | --stdio CMD> [--resource URI] notifications as they come
 //! mcp login     <URL>                                authorize with a protected server now
@@ -19,7 +20,8 @@
 //! the spec's dual-era client does), `--json` (one JSON document on stdout; `listen` prints one
 //! line per notification), `--transport auto|streamable|sse` (default `auto`: Streamable HTTP,
 //! falling back to HTTP+SSE), `--timeout SECS` (the whole command, connecting
-//! included: one deadline, default 60), `--log-level LEVEL`
+//! included: one deadline, default 60; the time a person spends answering a question on the
+//! terminal is not counted), `--log-level LEVEL`
 //! (asked of the server, default `info`), `-H "Name: value"` (HTTP headers) and `--answer`.
 //!
 //! **Output.** Results go to stdout: aligned tables for lists, the text of a tool result,

@@ -198,6 +198,31 @@ pub(crate) fn prompt_messages(result: &Value) -> String {
     out
 }
 
+/// The most completion values shown (`mcp complete`) or passed to the console's page: the
+/// spec caps a server's answer at 100; a server that sends more is cut here, and `hasMore`
+/// says so.
+pub(crate) const MAX_COMPLETIONS: usize = 100;
+
+/// Cuts `completion.values` of a `completion/complete` result to [`MAX_COMPLETIONS`], setting
+/// `hasMore` and keeping (or setting) `total` when it cut.
+pub(crate) fn bound_completion(result: &mut Value) {
+    let Some(completion) = result.get_mut("completion").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let Some(values) = completion.get_mut("values").and_then(Value::as_array_mut) else {
+        return;
+    };
+    if values.len() <= MAX_COMPLETIONS {
+        return;
+    }
+    let all = values.len();
+    values.truncate(MAX_COMPLETIONS);
+    completion.insert("hasMore".into(), Value::Bool(true));
+    completion
+        .entry("total")
+        .or_insert_with(|| serde_json::json!(all));
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

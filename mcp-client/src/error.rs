@@ -252,7 +252,9 @@ impl From<TransportError> for Error {
             | TransportError::Http(_)
             | TransportError::Interrupted { .. } => ErrorKind::Transport,
             TransportError::Unsupported(_) => ErrorKind::Unsupported,
-            TransportError::Tls { .. } | TransportError::Certificate { .. } => ErrorKind::Tls,
+            TransportError::Tls { .. }
+            | TransportError::Certificate { .. }
+            | TransportError::PlainHttp { .. } => ErrorKind::Tls,
             TransportError::Authorization(_) => ErrorKind::Authorization,
         };
         let status = match &error {

@@ -28,6 +28,15 @@ pub(crate) enum ApiError {
     /// The console does not do this for the page (a command not given with `--stdio`).
     #[error("{0}")]
     Forbidden(String),
+    /// The request body is larger than the console reads (`mcp console --max-body`).
+    #[error(
+        "the request body is larger than the console's limit of {limit} bytes; \
+         start it with `mcp console --max-body BYTES` to raise it"
+    )]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The MCP client failed (connecting, the request).
     #[error("{what}: {source}")]
     Client {
@@ -47,6 +56,7 @@ impl ApiError {
             Self::NotFound(_) => 404,
             Self::Limit(_) => 429,
             Self::Forbidden(_) => 403,
+            Self::TooLarge { .. } => 413,
             Self::Client { .. } => 502,
         }
     }
@@ -543,15 +553,33 @@ pub(crate) async fn prompt(state: Arc<State>, body: Value) -> Result<Value, ApiE
 /// `POST /api/complete`: `{conn, ref, argument: {name, value}}`.
 pub(crate) async fn complete(state: Arc<State>, body: Value) -> Result<Value, ApiError> {
     let (_, connection) = connection(&state, &body)?;
-    let params = json!({"ref": body.get("ref"), "argument": body.get("argument")});
-    connection
+    let reference = match body.get("ref") {
+        Some(Value::Object(reference)) => Value::Object(reference.clone()),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "the field \"ref\" (an object: ref/prompt or ref/resource) is missing".into(),
+            ));
+        }
+    };
+    let argument = body.get("argument").cloned().unwrap_or(Value::Null);
+    let name = argument
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ApiError::BadRequest("the field \"argument\" needs a \"name\" (a string)".into())
+        })?;
+    let value = argument.get("value").and_then(Value::as_str).unwrap_or("");
+    let context = body.get("context").filter(|c| c.is_object()).cloned();
+    let mut result = connection
         .client
-        .request("completion/complete", Some(params))
+        .complete(reference, name, value, context)
         .await
         .map_err(|source| ApiError::Client {
             what: "completion/complete".into(),
             source,
-        })
+        })?;
+    crate::output::bound_completion(&mut result);
+    Ok(result)
 }
 
 /// `POST /api/log-level`: `{conn, level}`.

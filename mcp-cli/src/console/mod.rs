@@ -62,6 +62,9 @@ pub(crate) struct Limits {
     /// Actions of the page running at once (`?async=1` jobs: calls waiting for their answer,
     /// connections logging in); more are refused (429) until one ends. Default 64.
     pub(crate) max_actions: usize,
+    /// The largest request body the page may send to the console's API (`--max-body`), in
+    /// bytes; a larger one is refused with 413, naming this limit and the flag. Default 4 MiB.
+    pub(crate) max_body: usize,
     /// The client timeout of every MCP request, questions included (`--request-timeout`,
     /// default 300 s: a person answers them).
     pub(crate) timeout: Duration,
@@ -102,6 +105,7 @@ pub(crate) async fn run(global: &Global, args: ConsoleArgs) -> Result<(), CliErr
         max_listeners: args.max_listeners,
         max_http_connections: args.max_http_connections.max(2),
         max_actions: args.max_actions.max(1),
+        max_body: args.max_body.max(1024),
         timeout,
     };
     let transport = match global.transport {

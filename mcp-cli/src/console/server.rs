@@ -16,9 +16,6 @@ use super::state::State;
 /// The page: HTML, CSS and JS in one file, embedded in the binary.
 const PAGE: &str = include_str!("page.html");
 
-/// The largest request body the API reads.
-const MAX_BODY: usize = 4 * 1024 * 1024;
-
 /// What a request must carry and where it must come from.
 #[derive(Debug)]
 pub(crate) struct Guard {
@@ -231,7 +228,7 @@ async fn route(state: Arc<State>, guard: &Guard, request: Request<Incoming>) -> 
             let Some(action) = api::Action::of(route) else {
                 return text(StatusCode::NOT_FOUND, "not found\n");
             };
-            let body = match read_json(request).await {
+            let body = match read_json(request, state.limits.max_body).await {
                 Ok(body) => body,
                 Err(e) => return error_response(&e),
             };
@@ -283,7 +280,9 @@ fn error_response(error: &ApiError) -> Response<Body> {
     json_response(status, error.body().to_string())
 }
 
-async fn read_json(request: Request<Incoming>) -> Result<Value, ApiError> {
+/// The request's JSON body, read within `limit` bytes (`--max-body`): a larger one is refused
+/// with 413, naming the limit and the flag.
+async fn read_json(request: Request<Incoming>, limit: usize) -> Result<Value, ApiError> {
     let json_type = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -295,10 +294,26 @@ async fn read_json(request: Request<Incoming>) -> Result<Value, ApiError> {
             "the API takes Content-Type: application/json".into(),
         ));
     }
-    let collected = Limited::new(request.into_body(), MAX_BODY)
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(ApiError::TooLarge { limit });
+    }
+    let collected = Limited::new(request.into_body(), limit)
         .collect()
         .await
-        .map_err(|e| ApiError::BadRequest(format!("cannot read the body: {e}")))?;
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                ApiError::TooLarge { limit }
+            } else {
+                ApiError::BadRequest(format!("cannot read the body: {e}"))
+            }
+        })?;
     serde_json::from_slice(&collected.to_bytes())
         .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {e}")))
 }

@@ -518,6 +518,7 @@ mod tests {
             max_listeners: 1,
             max_http_connections: 2,
             max_actions: 2,
+            max_body: 4096,
             timeout: Duration::from_secs(1),
         }
     }

@@ -193,6 +193,18 @@ fn the_console_in_a_browser() {
         "same as declared",
     );
 
+    // The greet prompt's form offers the server's completions as the user types (issue 47):
+    // the suggestions fill the field, and the prompt is got with the chosen value.
+    b.click("#tab-prompts");
+    b.click("#prompt-greet");
+    b.fill("#prompt-form input", "Al");
+    b.wait_text("#prompt-form .suggestions", "Albert");
+    assert_eq!(b.find_all("#prompt-form .suggestion").len(), 2);
+    b.screenshot("12-prompt-completion");
+    b.click("#prompt-form .suggestion");
+    b.click("#get-prompt");
+    b.wait_text("#prompt-result", "Please greet Alice warmly.");
+
     // Dark, and a narrow window.
     b.color_scheme("dark");
     b.click("#tab-tools");

@@ -158,7 +158,8 @@ fn foreign_origins_and_hosts_are_refused() {
     }
     let huge = format!("{{\"url\": \"{}\"}}", "x".repeat(4 * 1024 * 1024));
     let answer = http(addr, "POST", "/api/connect", &json_type, Some(&huge));
-    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    assert!(answer.body.contains("--max-body"), "{}", answer.body);
     let answer = http(addr, "POST", "/api/nothing", &json_type, Some("{}"));
     assert_eq!(answer.status, 404);
     assert_eq!(console.get("/api/connections").status, 200, "still serving");
@@ -624,4 +625,86 @@ fn actions_run_as_bounded_jobs() {
     // Its place is free again.
     let third = start(&json!({"conn": conn, "name": "add", "arguments": {"a": 1, "b": 2}}));
     assert_eq!(third.status, 202, "{}", third.body);
+}
+
+/// Issue 47: a request over the console's body cap is refused with 413, and the answer names
+/// the cap and the flag that raises it (`--max-body`), which `mcp console --help` documents.
+#[test]
+fn an_oversized_request_names_the_cap_and_its_flag() {
+    let demo = Demo::start();
+    let padding = "x".repeat(5000);
+    let body = json!({"url": demo.mcp(), "padding": padding});
+    // The default cap (4 MiB): a 5 MB body is refused, naming 4194304 bytes.
+    let console = Console::start(&[]);
+    let huge = json!({"url": demo.mcp(), "padding": "y".repeat(5_000_000)});
+    let refused = console.post("/api/connect", &huge);
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    let message = refused.json()["error"]["message"]
+        .as_str()
+        .expect("a message")
+        .to_owned();
+    assert!(message.contains("4194304 bytes"), "{message}");
+    assert!(
+        message.contains("mcp console --max-body BYTES"),
+        "{message}"
+    );
+    // Under the cap the same request goes through.
+    console.ok("/api/connect", &body);
+    drop(console);
+
+    // A lower cap refuses what the default took, and says so.
+    let console = Console::start(&["--max-body", "2048"]);
+    let refused = console.post("/api/connect", &body);
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    assert!(refused.body.contains("2048 bytes"), "{}", refused.body);
+    assert!(refused.body.contains("--max-body"), "{}", refused.body);
+    console.ok("/api/connect", &json!({"url": demo.mcp()}));
+
+    let help = support::mcp(&["console", "--help"]);
+    assert!(help.ok().contains("--max-body <BYTES>"), "{}", help.stdout);
+}
+
+/// Issue 47: the prompt forms' completion goes through `/api/complete`: a prompt argument with
+/// the other filled arguments as context, a template variable, on each revision; bad requests
+/// are refused with 400.
+#[test]
+fn completion_of_prompt_arguments_through_the_api() {
+    let demo = Demo::start();
+    let console = Console::start(&[]);
+    for revision in ["2026-07-28", "2025-06-18", "2025-03-26"] {
+        let conn = console.ok(
+            "/api/connect",
+            &json!({"url": demo.mcp(), "revision": revision}),
+        )["conn"]
+            .clone();
+        let answer = console.ok(
+            "/api/complete",
+            &json!({"conn": conn, "ref": {"type": "ref/prompt", "name": "greet"},
+                    "argument": {"name": "name", "value": "Al"},
+                    "context": {"arguments": {"tone": "warm"}}}),
+        );
+        assert_eq!(
+            answer["completion"]["values"],
+            json!(["Alice", "Albert"]),
+            "{revision}: {answer}"
+        );
+        let answer = console.ok(
+            "/api/complete",
+            &json!({"conn": conn, "ref": {"type": "ref/resource", "uri": "res://items/{id}"},
+                    "argument": {"name": "id", "value": "B"}}),
+        );
+        assert_eq!(answer["completion"]["values"], json!(["Bob"]), "{revision}");
+        let bad = console.post(
+            "/api/complete",
+            &json!({"conn": conn, "argument": {"name": "name", "value": "Al"}}),
+        );
+        assert_eq!(bad.status, 400, "{}", bad.body);
+    }
+    // The page asks as the user types in a prompt's argument fields, debounced.
+    let page = http(&console.addr, "GET", "/", &[], None).body;
+    assert!(
+        page.contains("ref/prompt"),
+        "the prompt forms ask for completions"
+    );
+    assert!(page.contains("COMPLETE_DELAY"), "the asking is debounced");
 }

@@ -248,6 +248,43 @@ fn listen_reconnects_and_subscribes_again_after_a_restart() {
     }
 }
 
+/// Issue 47: a server stopped with SIGTERM drains and ends the subscription cleanly (on
+/// 2026-07-28 it answers `subscriptions/listen`; on the handshake revisions it closes the
+/// streams); the user did not ask to stop, so `listen` reconnects to the server started in its
+/// place instead of exiting 0, and gets the next update there.
+#[test]
+fn listen_reconnects_after_a_sigterm_drain() {
+    for (revision, sse) in [
+        ("2026-07-28", false),
+        ("2025-06-18", false),
+        ("2024-11-05", true),
+    ] {
+        let demo = Demo::start_with(&["--drain-period", "0"]);
+        let port = demo.port();
+        let url = if sse { demo.sse() } else { demo.mcp() };
+        let listener = listen_to_config(&url, revision, sse, &[]);
+        listener.wait_for_stderr("listening for");
+        demo.terminate();
+        let demo = Demo::start_on(port, &["--drain-period", "0"]);
+        let line = listener.wait_for_stderr("reconnected;");
+        assert!(
+            line.contains("updates of config://app"),
+            "{revision}: {line}"
+        );
+        let touched = run("call", &demo.mcp(), &["touch"]);
+        assert_eq!(touched.code, 0, "{revision}: {touched:?}");
+        let done = listener.finish();
+        assert_eq!(done.code, 0, "{revision}: {done:?}");
+        let update: serde_json::Value =
+            serde_json::from_str(done.stdout.trim()).expect("one JSON line");
+        assert_eq!(
+            update["method"], "notifications/resources/updated",
+            "{revision}: {done:?}"
+        );
+        assert_eq!(update["params"]["uri"], "config://app", "{revision}");
+    }
+}
+
 /// Newcomer point 5: a server that stays away ends `listen` with exit code 3 once
 /// `--reconnect-for` has passed, instead of claiming to listen forever.
 #[test]
@@ -422,4 +459,152 @@ fn ctrl_c_at_a_prompt_exits() {
     let run = running.finish();
     assert_eq!(run.code, 130, "{}", run.stderr);
     assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
+}
+
+/// Issue 47: `--timeout` bounds the machines, not the person: the time spent reading and
+/// answering a question on the terminal is not counted, on either kind of question (a
+/// 2026-07-28 input-required round, a pushed request on 2025-06-18).
+#[test]
+fn the_timeout_does_not_count_the_time_spent_answering() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    for revision in ["2026-07-28", "2025-06-18"] {
+        let mut running = Running::start_with_stdin(
+            &[
+                "--interactive",
+                "call",
+                &url,
+                "deploy",
+                "service=web",
+                "--revision",
+                revision,
+                "--timeout",
+                "2",
+            ],
+            std::process::Stdio::piped(),
+        );
+        running.wait_for_stderr("? The server asks: Deploy web?");
+        // The person reads for longer than the whole --timeout: this pause is the time under
+        // test (a slow human), not a synchronisation.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        running.type_in("a\n");
+        let run = running.finish();
+        assert_eq!(run.code, 0, "{revision}: {run:?}");
+        assert_eq!(run.stdout, "deployed web\n", "{revision}: {run:?}");
+    }
+}
+
+/// The one error line of a failed run, asserted to be a single line with `label`.
+fn error_line(out: &support::Run, label: &str) -> String {
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].starts_with(&format!("mcp: error [{label}]: ")),
+        "{}",
+        lines[0]
+    );
+    lines[0].to_owned()
+}
+
+/// Issue 47: the hints of a transport or revision mix-up point the right way.
+#[test]
+fn mix_ups_get_hints_that_point_the_right_way() {
+    let demo = Demo::start();
+    // --transport sse aimed at the Streamable HTTP endpoint.
+    let out = run("tools", &demo.mcp(), &["--transport", "sse"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let line = error_line(&out, "http 400");
+    assert!(
+        line.contains("(try: this is a Streamable HTTP endpoint (/mcp), not an HTTP+SSE stream: drop --transport sse"),
+        "{line}"
+    );
+    // 2026-07-28 over HTTP+SSE, at the /sse URL or at /mcp.
+    for url in [demo.sse(), demo.mcp()] {
+        let out = run(
+            "tools",
+            &url,
+            &["--transport", "sse", "--revision", "2026-07-28"],
+        );
+        assert_ne!(out.code, 0, "{out:?}");
+        let line = out.stderr.trim();
+        assert!(
+            line.contains("(try: HTTP+SSE carries only the revisions with an initialize handshake"),
+            "{line}"
+        );
+        assert!(line.contains("drop --transport sse"), "{line}");
+        assert!(!line.contains("mcp tools`)"), "{line}");
+    }
+    // https:// to the plain-HTTP demo.
+    let https = demo.mcp().replacen("http://", "https://", 1);
+    let out = run("tools", &https, &[]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let line = error_line(&out, "tls");
+    assert!(line.contains("answered in plain HTTP, not TLS"), "{line}");
+    assert!(
+        line.contains("(try: the server speaks plain HTTP; use http:// instead of https://)"),
+        "{line}"
+    );
+}
+
+/// Issue 47: `mcp complete` reaches the demo's completion of `greet` (the README lists it) and
+/// of the `res://items/{id}` template, on every revision.
+#[test]
+fn complete_a_prompt_argument_and_a_template_variable() {
+    let demo = Demo::start();
+    let url = demo.mcp();
+    for revision in REVISIONS {
+        let out = run(
+            "complete",
+            &url,
+            &[
+                "--revision",
+                revision,
+                "--prompt",
+                "greet",
+                "--arg",
+                "name=Al",
+            ],
+        );
+        assert_eq!(out.ok(), "Alice\nAlbert\n", "{revision}: {out:?}");
+        let json = run(
+            "complete",
+            &url,
+            &[
+                "--revision",
+                revision,
+                "--resource-template",
+                "res://items/{id}",
+                "--arg",
+                "id=B",
+                "--json",
+            ],
+        )
+        .json();
+        assert_eq!(
+            json["completion"]["values"],
+            serde_json::json!(["Bob"]),
+            "{revision}: {json}"
+        );
+    }
+    // Earlier --args are the context; an empty value lists everything.
+    let out = run(
+        "complete",
+        &url,
+        &["--prompt", "greet", "--arg", "tone=warm", "--arg", "name="],
+    );
+    assert_eq!(out.ok(), "Alice\nAlbert\nBob\n", "{out:?}");
+    // Nothing matches: empty stdout, a note on stderr.
+    let none = run(
+        "complete",
+        &url,
+        &["--prompt", "greet", "--arg", "name=Zed"],
+    );
+    assert_eq!(none.ok(), "");
+    assert!(none.stderr.contains("no completions"), "{}", none.stderr);
+    // Usage: neither --prompt nor --resource-template, or a bad --arg.
+    let usage = run("complete", &url, &["--arg", "name=Al"]);
+    assert_eq!(usage.code, 2, "{usage:?}");
+    let usage = run("complete", &url, &["--prompt", "greet", "--arg", "nameAl"]);
+    assert_eq!(usage.code, 2, "{usage:?}");
+    assert!(usage.stderr.contains("NAME=VALUE"), "{}", usage.stderr);
 }

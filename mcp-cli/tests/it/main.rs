@@ -4,6 +4,7 @@
 
 mod support;
 
+mod args;
 mod auth;
 mod browser;
 mod console;

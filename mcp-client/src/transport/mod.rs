@@ -292,6 +292,13 @@ pub enum TransportError {
         /// What went wrong, as rustls says it.
         cause: String,
     },
+    /// An `https://` URL reached a server that answered the TLS handshake in plain HTTP (it
+    /// serves `http://` on that port): the URL's scheme should be `http://`.
+    #[error("TLS with {host} failed: the server answered in plain HTTP, not TLS")]
+    PlainHttp {
+        /// The server's host name or address.
+        host: String,
+    },
     /// The server's TLS certificate was refused: why ([`CertificateRefusal`]: not trusted, a
     /// CA certificate used as the server's own, another host name, expired), and rustls's words.
     #[error("TLS with {host} failed: {cause}")]

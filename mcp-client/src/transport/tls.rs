@@ -412,17 +412,26 @@ impl Connector {
 }
 
 /// A failed handshake: [`TransportError::Certificate`] when the server's certificate was
-/// refused, [`TransportError::Tls`] otherwise.
+/// refused, [`TransportError::PlainHttp`] when the server answered in plain HTTP (its first
+/// bytes, `HTTP/1.1 400`, are no TLS record), [`TransportError::Tls`] otherwise.
 fn handshake_error(host: &str, error: std::io::Error) -> TransportError {
-    let refusal = error
+    let rustls_error = error
         .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .and_then(|error| match error {
-            rustls::Error::InvalidCertificate(certificate) => {
-                Some(CertificateRefusal::of(certificate))
-            }
-            _ => None,
-        });
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    if matches!(
+        rustls_error,
+        Some(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType
+        ))
+    ) {
+        return TransportError::PlainHttp {
+            host: host.to_owned(),
+        };
+    }
+    let refusal = rustls_error.and_then(|error| match error {
+        rustls::Error::InvalidCertificate(certificate) => Some(CertificateRefusal::of(certificate)),
+        _ => None,
+    });
     match refusal {
         Some(refusal) => TransportError::Certificate {
             host: host.to_owned(),

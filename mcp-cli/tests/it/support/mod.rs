@@ -245,6 +245,13 @@ impl Running {
         }
     }
 
+    /// Writes `text` on its stdin (started with [`Stdio::piped`]).
+    pub fn type_in(&mut self, text: &str) {
+        let stdin = self.child.stdin.as_mut().expect("a piped stdin");
+        stdin.write_all(text.as_bytes()).expect("write stdin");
+        stdin.flush().expect("flush stdin");
+    }
+
     /// Sends SIGINT, as Ctrl-C on a terminal would.
     pub fn interrupt(&self) {
         let status = Command::new("kill")
@@ -296,7 +303,7 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// A running `mcp-demo` (HTTP) on 127.0.0.1 with a port of its own; killed on drop.
 pub struct Demo {
-    child: Child,
+    child: Option<Child>,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
 }
@@ -340,7 +347,15 @@ impl Demo {
             .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
             .trim()
             .to_owned();
-        Self { child, base }
+        Self {
+            child: Some(child),
+            base,
+        }
+    }
+
+    /// The process id.
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
     }
 
     /// The Streamable HTTP endpoint.
@@ -351,6 +366,25 @@ impl Demo {
     /// The HTTP+SSE stream endpoint.
     pub fn sse(&self) -> String {
         format!("{}/sse", self.base)
+    }
+
+    /// Sends SIGTERM (as an orchestrator stopping the worker does: it drains for its
+    /// `--drain-period`, ends its streams cleanly and stops) and waits until it has exited.
+    pub fn terminate(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -TERM failed");
+        let (tx, rx) = mpsc::channel();
+        let mut child = self.child.take().expect("the demo runs");
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let exited = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("mcp-demo stops after SIGTERM");
+        assert!(exited.is_ok(), "waiting for mcp-demo failed: {exited:?}");
     }
 
     /// The port it listens on.
@@ -365,8 +399,10 @@ impl Demo {
 
 impl Drop for Demo {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
