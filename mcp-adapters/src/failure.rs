@@ -72,6 +72,10 @@ pub enum FailureKind {
     /// flight). `-32603`, 503 on every revision: an HTTP client retries later, and the
     /// JSON-RPC error still names the request (`id`).
     Unavailable,
+    /// A rate limit of the server refused the call: no handler ran. `-31429` (outside
+    /// JSON-RPC's reserved block, so no revision forbids it), 429 on every revision, `data:
+    /// {"retryAfterMs": N, "limit": NAME}` (see `mcp_server::RateLimit`).
+    RateLimited,
 }
 
 /// The JSON-RPC error code and HTTP status of a [`FailureKind`] on one revision.
@@ -106,6 +110,8 @@ pub mod codes {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// 2026-07-28 `UnsupportedProtocolVersion`.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// A server's rate limit refused the call (this workspace's code, on every revision).
+    pub const RATE_LIMITED: i64 = -31429;
 }
 
 impl FailureKind {
@@ -142,6 +148,7 @@ impl FailureKind {
             Self::PayloadTooLarge => (INVALID_REQUEST, StatusCode::PAYLOAD_TOO_LARGE),
             Self::Internal => (INTERNAL_ERROR, StatusCode::OK),
             Self::Unavailable => (INTERNAL_ERROR, StatusCode::SERVICE_UNAVAILABLE),
+            Self::RateLimited => (RATE_LIMITED, StatusCode::TOO_MANY_REQUESTS),
             Self::Unauthorized => (INVALID_REQUEST, StatusCode::UNAUTHORIZED),
             Self::InsufficientScope => (INVALID_REQUEST, StatusCode::FORBIDDEN),
         };

@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--public-url URL] [--allowed-host NAME]... [--trusted-proxy ADDR]... [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT] [--drain-period SECS] [--version] [--help]
+//! mcp-demo [--addr HOST:PORT] [--public-url URL] [--allowed-host NAME]... [--trusted-proxy ADDR]... [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT] [--drain-period SECS] [--rate-limit NAME=COUNT/PERIOD]... [--version] [--help]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -89,6 +89,8 @@ struct Options {
     metrics: Option<String>,
     /// `--drain-period SECS`: how long the worker keeps serving, not ready, after SIGTERM.
     drain_period: std::time::Duration,
+    /// `--rate-limit NAME=COUNT/PERIOD` (repeatable).
+    rate_limits: Vec<mcp_server::RateLimit>,
 }
 
 /// The default `--drain-period`: 5 s.
@@ -213,6 +215,11 @@ usage: mcp-demo [OPTIONS]
                             [default: off; needs the `metrics` feature, a default feature]
   --drain-period SECS       on SIGTERM or Ctrl-C, answer /readyz with 503 and keep serving
                             this long before stopping [default: 5]
+  --rate-limit NAME=COUNT/PERIOD
+                            allow COUNT calls per PERIOD (10s, 1m, 1h) per principal, or per
+                            client address when anonymous, shared by every worker on the hub;
+                            NAME is a method (tools/call, initialize), a tool (deploy) or *
+                            (repeatable) [default: none]
   --version                 print the version and exit
   -h, --help                print this help and exit
 
@@ -271,6 +278,7 @@ fn options() -> Result<Options, String> {
         log_format: LogFormat::Text,
         metrics: None,
         drain_period: DRAIN_PERIOD,
+        rate_limits: Vec::new(),
     };
     let mut public = env("MCP_DEMO_PUBLIC_URL");
     let mut args = std::env::args().skip(1);
@@ -289,6 +297,13 @@ fn options() -> Result<Options, String> {
                     proxy
                         .parse()
                         .map_err(|e| format!("--trusted-proxy {proxy}: {e}"))?,
+                );
+            }
+            "--rate-limit" => {
+                let spec = args.next().ok_or("--rate-limit needs NAME=COUNT/PERIOD")?;
+                options.rate_limits.push(
+                    mcp_server::RateLimit::parse(&spec)
+                        .map_err(|e| format!("--rate-limit {spec}: {e}"))?,
                 );
             }
             "--hub" => options.hub = Some(args.next().ok_or("--hub needs memory or a URL")?),
@@ -438,7 +453,11 @@ async fn run(options: Options) -> Result<(), String> {
     };
     #[cfg(feature = "metrics")]
     let metrics = mcp_server::Metrics::new();
+    let rate_limits = options.rate_limits.clone();
     let server = build_demo("mcp-demo", |builder| {
+        let builder = rate_limits
+            .into_iter()
+            .fold(builder, ServerBuilder::rate_limit);
         #[cfg(feature = "metrics")]
         let builder = if options.metrics.is_some() {
             builder.metrics(&metrics)

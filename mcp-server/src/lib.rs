@@ -193,6 +193,7 @@ mod extension;
 mod handler;
 pub mod http;
 mod icon;
+mod limit;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod notifier;
@@ -224,6 +225,9 @@ pub use handler::{
     WithInputAndExchange,
 };
 pub use icon::Icon;
+pub use limit::{
+    DEFAULT_RATE_LIMIT_LEASE, OnHubFailure, RATE_LIMITED_CODE, RateLimit, RateLimitError,
+};
 /// What handlers return: the shared model of `mcp_wire::model`, which our client reads too.
 pub use mcp_wire::model::{
     CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ResourceContents, Role,

@@ -227,6 +227,15 @@ impl Served {
             }
         };
         let body = adapter.decode(decoded);
+        if let Some(limiter) = &self.settings().limiter {
+            // stdio and the socket-free entry: one budget for the connection's caller (HTTP
+            // checks its callers in the session pipeline, before this).
+            let key = || std::sync::Arc::<str>::from("anonymous");
+            if let Some((id, verdict, method)) = limiter.first_refused(&body, key).await {
+                let (failure, _) = verdict.refusal(&self.settings().refusals, &method);
+                return Some(Outgoing::Response(adapter.encode_failure(id, &failure)));
+            }
+        }
         self.serve_items(adapter, body, &ctx, &sink).await
     }
 

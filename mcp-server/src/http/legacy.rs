@@ -27,9 +27,7 @@ use crate::http::{
     Accepts, BodyError, Shared, failure_response, posted_json, refusal_response, sse_response,
     status_only,
 };
-use crate::session::{
-    self, Caller, Inbound, Named, Prepared, Refused, SessionError, SessionRecord,
-};
+use crate::session::{self, Inbound, Named, Prepared, Refused, SessionError, SessionRecord};
 
 /// The revision an HTTP+SSE session speaks before `initialize` says otherwise: the served one
 /// whose own transport this is, else the oldest served.
@@ -360,7 +358,7 @@ pub(crate) async fn post(
             ),
         );
     };
-    let caller = Caller::of(parts);
+    let caller = shared.caller_of(parts);
     let loaded = match session::load_own(&shared.sessions, id, caller.owner.as_deref(), true).await
     {
         Ok(loaded) => loaded,
@@ -403,6 +401,12 @@ pub(crate) async fn post(
         // 403 challenge names the scopes and this endpoint's metadata, so the client can step
         // up (the stream would carry no challenge).
         Err(refusal) if matches!(refusal.why, Refused::Scope(_)) => {
+            return refusal_response(&refusal);
+        }
+        // So is a call over a rate limit: its 429 and `Retry-After` tell an HTTP client to
+        // wait before it posts again (the JSON-RPC error is the body).
+        Err(refusal) if matches!(&refusal.why, Refused::Failure(f) if f.kind == FailureKind::RateLimited) =>
+        {
             return refusal_response(&refusal);
         }
         prepared => prepared,

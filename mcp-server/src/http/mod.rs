@@ -737,6 +737,15 @@ impl Shared {
         Some(crate::session::PeerKey::of(client))
     }
 
+    /// Who sends a request: its principal, and its address when rate limits key by it.
+    pub(crate) fn caller_of(&self, parts: &http::request::Parts) -> crate::session::Caller {
+        let mut caller = crate::session::Caller::of(parts);
+        if caller.owner.is_none() && self.server.settings().limiter.is_some() {
+            caller.peer = self.peer_of(parts);
+        }
+        caller
+    }
+
     /// The session pipeline of this endpoint.
     pub(crate) fn pipeline(&self) -> Pipeline<'_> {
         Pipeline {

@@ -21,7 +21,7 @@ use crate::http::{
     refusal_response, session_header, sse_response, status_only,
 };
 use crate::notify::Change;
-use crate::session::{self, Bound, Caller, Inbound, Named, SessionError};
+use crate::session::{self, Bound, Inbound, Named, SessionError};
 
 /// `POST`: one message or batch in, JSON or SSE out.
 pub(crate) async fn post(
@@ -54,7 +54,7 @@ pub(crate) async fn post(
         decoded: jsonrpc::decode(&bytes),
         headers: &parts.headers,
         named: Named::Header(session_header(&parts.headers)),
-        caller: Caller::of(parts),
+        caller: shared.caller_of(parts),
         can_push: accepts.sse,
         path: parts.uri.path(),
     };

@@ -61,6 +61,9 @@ pub struct ServerBuilder {
     extensions: Vec<crate::Extension>,
     tasks: Option<crate::Tasks>,
     skills: Option<crate::Skills>,
+    rate_limits: Vec<crate::RateLimit>,
+    rate_limit_lease: u32,
+    rate_limit_on_hub_failure: crate::OnHubFailure,
     /// The shared state handlers extract with [`State`](crate::State), and its type.
     app_state: Option<(
         Arc<dyn std::any::Any + Send + Sync>,
@@ -137,6 +140,9 @@ impl ServerBuilder {
             extensions: Vec::new(),
             tasks: None,
             skills: None,
+            rate_limits: Vec::new(),
+            rate_limit_lease: crate::limit::DEFAULT_RATE_LIMIT_LEASE,
+            rate_limit_on_hub_failure: crate::OnHubFailure::Open,
             app_state: None,
             #[cfg(feature = "metrics")]
             metrics: None,
@@ -374,6 +380,53 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a rate limit: a budget of calls per period for each caller (the principal of an
+    /// authenticated request, else the client's address), to every call (`*`), a method
+    /// (`tools/call`, `initialize`) or a tool (`deploy`); repeatable, every rule that applies
+    /// to a call must admit it. Default: none (no limiter on the request path at all).
+    ///
+    /// The budgets live in the server's [state store](Self::state_store), so every worker on
+    /// the hub spends the same one, within `workers × lease` calls per period (see
+    /// [`rate_limit_lease`](Self::rate_limit_lease)). A refused call runs no handler: it gets
+    /// the JSON-RPC error `-31429` with `data: {"retryAfterMs", "limit"}` on every revision,
+    /// and on HTTP status 429 with `Retry-After`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_server::{RateLimit, Server};
+    ///
+    /// let server = Server::builder("demo", "1.0")
+    ///     .rate_limit(RateLimit::parse("tools/call=600/1m").unwrap())
+    ///     .rate_limit(RateLimit::new("deploy", 5, Duration::from_secs(60)).unwrap())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn rate_limit(mut self, limit: crate::RateLimit) -> Self {
+        self.rate_limits.push(limit);
+        self
+    }
+
+    /// The most tokens a worker takes from a shared budget at once and spends without asking
+    /// the store again (for at most a second, and never more than a tenth of the rule's
+    /// budget). Default 10 ([`DEFAULT_RATE_LIMIT_LEASE`](crate::DEFAULT_RATE_LIMIT_LEASE)); 1
+    /// makes every limited call a round trip to the store and every budget exact.
+    #[must_use]
+    pub fn rate_limit_lease(mut self, tokens: u32) -> Self {
+        self.rate_limit_lease = tokens.max(1);
+        self
+    }
+
+    /// What the rate limits do while the state store fails. Default
+    /// [`OnHubFailure::Open`](crate::OnHubFailure::Open): each worker limits by a budget of
+    /// its own, logged at WARN.
+    #[must_use]
+    pub fn rate_limit_on_hub_failure(mut self, mode: crate::OnHubFailure) -> Self {
+        self.rate_limit_on_hub_failure = mode;
+        self
+    }
+
     /// Sets the cache hint of `server/discover` and the list results (2026-07-28). Default is
     /// `ttlMs: 0`, `cacheScope: "private"`.
     #[must_use]
@@ -487,7 +540,16 @@ impl ServerBuilder {
             engine
         });
         let extension_methods = build_extensions(&extensions)?;
+        let limiter = (!self.rate_limits.is_empty()).then(|| {
+            Arc::new(crate::limit::Limiter::new(
+                self.rate_limits,
+                self.rate_limit_lease,
+                self.rate_limit_on_hub_failure,
+                store.clone(),
+            ))
+        });
         let settings = Arc::new(Settings {
+            limiter,
             server_info: self.identity.to_value(),
             identity: self.identity,
             instructions: self.instructions,
@@ -804,6 +866,8 @@ pub(crate) struct Settings {
     pub(crate) declares_resources: bool,
     /// Refused requests: rate-limited log lines and `mcp_refusals_total`.
     pub(crate) refusals: Arc<crate::refusal::Refusals>,
+    /// The rate limits, when the builder set any.
+    pub(crate) limiter: Option<Arc<crate::limit::Limiter>>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::Metrics>,
 }

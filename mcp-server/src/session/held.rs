@@ -26,6 +26,11 @@ const NIL: u32 = u32::MAX;
 pub(crate) struct PeerKey(IpAddr);
 
 impl PeerKey {
+    /// The address (IPv6: its /64 network) this key stands for.
+    pub(crate) fn ip(&self) -> IpAddr {
+        self.0
+    }
+
     /// The key of a client at `ip`.
     pub(crate) fn of(ip: IpAddr) -> Self {
         match ip {

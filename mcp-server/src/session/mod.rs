@@ -67,6 +67,9 @@ pub(crate) enum Named<'a> {
 pub(crate) struct Caller {
     pub(crate) principal: Option<(Arc<mcp_auth::Principal>, Arc<str>)>,
     pub(crate) owner: Option<Arc<str>>,
+    /// The client's address (behind trusted proxies, the one they report), which rate limits
+    /// key an anonymous caller by; set only when the server has rate limits.
+    pub(crate) peer: Option<PeerKey>,
 }
 
 impl Caller {
@@ -77,6 +80,7 @@ impl Caller {
         Self {
             principal,
             owner: crate::auth::owner_of(parts),
+            peer: None,
         }
     }
 }
@@ -250,6 +254,12 @@ where
         }
         ctx = ctx.with_auth_binding(principal, binding, hide);
     }
+    if let Some(limiter) = &pipeline.server.settings().limiter {
+        // Before anything runs or is registered: a refused call costs no handler and no task.
+        let refusals = &pipeline.server.settings().refusals;
+        let who = (caller.owner.as_ref(), caller.peer);
+        limited(limiter, adapter, &items, who, refusals).await?;
+    }
     if let Some(Loaded { id, .. }) = &session {
         // Replies to questions pushed in this session are accepted only from this session.
         ctx = ctx.with_shared_session(id.clone());
@@ -291,6 +301,36 @@ where
         body: items,
         served,
     })
+}
+
+/// The refusal of the first call of `items` a rate limit refuses, if any.
+async fn limited(
+    limiter: &crate::limit::Limiter,
+    adapter: Adapter,
+    items: &DecodedBody,
+    who: (Option<&Arc<str>>, Option<PeerKey>),
+    refusals: &crate::refusal::Refusals,
+) -> Result<(), Refusal> {
+    let Some((id, verdict, method)) = limiter.first_refused(items, || limit_key(who)).await else {
+        return Ok(());
+    };
+    let (failure, seconds) = verdict.refusal(refusals, &method);
+    Err(Refusal {
+        adapter,
+        id,
+        why: Refused::Failure(failure),
+        retry_after: Some(seconds),
+    })
+}
+
+/// Whose budget a call spends: the principal's, else the address's, else the one budget of
+/// every anonymous caller without an address.
+fn limit_key((owner, peer): (Option<&Arc<str>>, Option<PeerKey>)) -> Arc<str> {
+    match (owner, peer) {
+        (Some(owner), _) => owner.clone(),
+        (None, Some(peer)) => Arc::from(format!("ip:{}", peer.ip())),
+        (None, None) => Arc::from("anonymous"),
+    }
 }
 
 /// Picks the adapter and the session of a request: one selection, at most one store read,

@@ -41,6 +41,7 @@ mod notify_workers;
 mod panics;
 mod post_resume;
 mod postgres_fault;
+mod rate_limits;
 mod readme;
 mod refusals;
 mod registration;

@@ -1,0 +1,619 @@
+//! Rate limits shared by every worker of a hub (issue 50).
+//!
+//! Each [`RateLimit`] is a budget of calls over a period, per caller: the principal of an
+//! authenticated request, else the client's address (behind trusted proxies, the address
+//! they report), else one budget for every anonymous caller of the process (stdio). A rule
+//! applies to every call (`*`), to a method (`tools/call`, `initialize`: by operation, so a
+//! rule on `resources/subscribe` also covers 2026-07-28's `subscriptions/listen`), or to one
+//! tool by name (`deploy`).
+//!
+//! The budget is a GCRA (a token bucket that holds `count` tokens and refills one every
+//! `period / count`) kept in the server's state store, so every worker on the hub spends the
+//! same budget. A worker takes a small batch of tokens at once (its lease: at most
+//! [`ServerBuilder::rate_limit_lease`](crate::ServerBuilder::rate_limit_lease), and at most a
+//! tenth of the budget) and spends it locally for up to a second, so most calls cost no round
+//! trip. The batch is what a worker can admit beyond the budget: in any period, a caller gets
+//! at most `count + workers × lease` calls through. The take is a compare-and-set on the
+//! store's record, so it needs nothing of a backend beyond the state store contract.
+//!
+//! If the store fails, the limiter fails open (default: each worker keeps a budget of its own
+//! with the same rules, logged at WARN at most every 10 s) or closed (the call is refused
+//! with 503), see [`OnHubFailure`].
+//!
+//! A refused call runs no handler and creates no task: it is answered with the JSON-RPC error
+//! `-31429` (outside JSON-RPC's reserved block, so no revision forbids it), `data:
+//! {"retryAfterMs": N, "limit": NAME}`, and on HTTP with status 429 and `Retry-After`.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use mcp_adapters::{Call, Failure, FailureKind, Operation};
+use mcp_hub::{Namespace, StateStore, StoreError};
+
+use crate::FastMap;
+
+/// The JSON-RPC error code of a rate-limited call, on every revision.
+pub const RATE_LIMITED_CODE: i64 = -31429;
+
+/// The default lease: the most tokens a worker takes from the shared budget at once.
+pub const DEFAULT_RATE_LIMIT_LEASE: u32 = 10;
+
+/// At most this many (rule, caller) pairs are remembered per worker for leases; past it the
+/// expired ones are dropped, then all of them (a lease given up costs only a hub round trip).
+const MAX_LOCAL_KEYS: usize = 10_000;
+
+/// Compare-and-set attempts on the shared record before the store counts as failing.
+const MAX_ATTEMPTS: usize = 8;
+
+/// A budget of calls per period, per caller, for [`ServerBuilder::rate_limit`].
+///
+/// The caller is the principal of an authenticated request, else the client's address (behind
+/// [trusted proxies](crate::http::HttpConfig::trusted_proxies), the one they report), else one
+/// budget for every anonymous caller of the process (stdio). A rule applies to every request
+/// (`*`), to a method (`tools/call`, `initialize`: by operation, so a rule on
+/// `resources/subscribe` also covers 2026-07-28's `subscriptions/listen`), or to one tool by
+/// name (`deploy`). The budget is a token bucket of `count` tokens refilled over `period`,
+/// kept in the server's state store so every worker on the hub spends the same one (within
+/// `workers × lease`, see [`ServerBuilder::rate_limit_lease`]). A refused request runs no
+/// handler and gets the JSON-RPC error [`RATE_LIMITED_CODE`] with `data: {"retryAfterMs",
+/// "limit"}`, and on HTTP status 429 with `Retry-After`.
+///
+/// [`ServerBuilder::rate_limit`]: crate::ServerBuilder::rate_limit
+/// [`ServerBuilder::rate_limit_lease`]: crate::ServerBuilder::rate_limit_lease
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_server::RateLimit;
+///
+/// let calls = RateLimit::parse("tools/call=600/1m").unwrap();
+/// assert_eq!((calls.name(), calls.count(), calls.period()), ("tools/call", 600, Duration::from_secs(60)));
+/// let deploy = RateLimit::new("deploy", 5, Duration::from_secs(60)).unwrap();
+/// assert_eq!(deploy.name(), "deploy");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateLimit {
+    name: String,
+    target: Target,
+    count: u32,
+    period: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Target {
+    /// Every call.
+    Every,
+    /// A method of some revision, by the operation every revision maps it to.
+    Operation(Operation),
+    /// An extension method, by name.
+    Method(String),
+    /// One tool's calls.
+    Tool(String),
+}
+
+/// Why a [`RateLimit`] cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RateLimitError {
+    /// The text is not `NAME=COUNT/PERIOD`.
+    #[error("{0:?} is not NAME=COUNT/PERIOD (say tools/call=600/1m or deploy=5/1m)")]
+    Syntax(String),
+    /// The period is not a number with a unit (`ms`, `s`, `m`, `h`).
+    #[error("{0:?} is not a period (say 10s, 1m or 1h)")]
+    Period(String),
+    /// A budget of zero calls, or a zero period.
+    #[error("a rate limit needs at least one call per non-zero period")]
+    Empty,
+    /// A name with a `/` that no revision defines as a method.
+    #[error("{0:?} is no method of any revision (a name without '/' names a tool)")]
+    UnknownMethod(String),
+}
+
+impl RateLimit {
+    /// `count` calls per `period` for `name`: `*` (every call), a method (`tools/call`,
+    /// `initialize`, `resources/read`, any revision's name), or a tool's name.
+    pub fn new(
+        name: impl Into<String>,
+        count: u32,
+        period: Duration,
+    ) -> Result<Self, RateLimitError> {
+        let name = name.into();
+        if count == 0 || period.is_zero() {
+            return Err(RateLimitError::Empty);
+        }
+        let target = target_of(&name)?;
+        Ok(Self {
+            name,
+            target,
+            count,
+            period,
+        })
+    }
+
+    /// A rate limit written `NAME=COUNT/PERIOD`, the period a number and a unit (`ms`, `s`,
+    /// `m`, `h`; `1m` and `m` alike): `tools/call=600/1m`, `deploy=5/1m`, `*=100/10s`.
+    pub fn parse(spec: &str) -> Result<Self, RateLimitError> {
+        let syntax = || RateLimitError::Syntax(spec.to_owned());
+        let (name, budget) = spec.rsplit_once('=').ok_or_else(syntax)?;
+        let (count, period) = budget.split_once('/').ok_or_else(syntax)?;
+        let count: u32 = count.trim().parse().map_err(|_| syntax())?;
+        if name.trim().is_empty() {
+            return Err(syntax());
+        }
+        Self::new(name.trim(), count, parse_period(period.trim())?)
+    }
+
+    /// The name the rule was given (what it applies to), as refusals name it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The calls allowed per period.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    fn applies_to(&self, call: &Call) -> bool {
+        match &self.target {
+            Target::Every => true,
+            Target::Operation(operation) => call.operation == *operation,
+            Target::Method(method) => {
+                call.operation == Operation::Extension && call.method.as_ref() == method.as_str()
+            }
+            Target::Tool(tool) => {
+                call.operation == Operation::CallTool
+                    && call.target.as_deref() == Some(tool.as_str())
+            }
+        }
+    }
+}
+
+impl fmt::Display for RateLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}/{:?}", self.name, self.count, self.period)
+    }
+}
+
+fn target_of(name: &str) -> Result<Target, RateLimitError> {
+    if name == "*" {
+        return Ok(Target::Every);
+    }
+    let operation = mcp_adapters::Revision::ALL.iter().find_map(|revision| {
+        revision
+            .descriptor()
+            .methods
+            .iter()
+            .find(|(method, _)| *method == name)
+            .map(|(_, operation)| *operation)
+    });
+    match operation {
+        Some(operation) => Ok(Target::Operation(operation)),
+        None if name.contains('/') => {
+            if name.starts_with("tasks/") {
+                Ok(Target::Method(name.to_owned()))
+            } else {
+                Err(RateLimitError::UnknownMethod(name.to_owned()))
+            }
+        }
+        None => Ok(Target::Tool(name.to_owned())),
+    }
+}
+
+fn parse_period(text: &str) -> Result<Duration, RateLimitError> {
+    let bad = || RateLimitError::Period(text.to_owned());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: f64 = if number.is_empty() {
+        1.0
+    } else {
+        number.parse().map_err(|_| bad())?
+    };
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return Err(bad()),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| bad())
+}
+
+/// What the limiter does when the state store that holds the budgets fails.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnHubFailure {
+    /// Admit by a budget of this worker's own with the same rules (the default): a hub
+    /// outage does not take the server down, and each worker still limits what it serves.
+    #[default]
+    Open,
+    /// Refuse every call a rule applies to with 503 until the store answers again.
+    Closed,
+}
+
+/// What the limiter says of one call.
+pub(crate) enum Verdict {
+    Admit,
+    /// Refused by `rule`; the budget has room again after `retry_after`.
+    Limited {
+        rule: String,
+        retry_after: Duration,
+    },
+    /// The store failed and the limiter fails closed.
+    Unavailable,
+}
+
+impl Verdict {
+    /// The failure a refused call gets and the `Retry-After` seconds, noted in `refusals`.
+    pub(crate) fn refusal(
+        &self,
+        refusals: &crate::refusal::Refusals,
+        method: &str,
+    ) -> (Failure, u64) {
+        let (failure, seconds) = self
+            .failure()
+            .unwrap_or_else(|| (Failure::internal("admitted"), 0));
+        let reason = match self {
+            Self::Unavailable => crate::refusal::Reason::Unavailable,
+            _ => crate::refusal::Reason::RateLimited,
+        };
+        refusals.note(reason, None, format_args!("{} ({method})", failure.message));
+        (failure, seconds)
+    }
+
+    /// The failure a refused call gets, and the `Retry-After` seconds.
+    pub(crate) fn failure(&self) -> Option<(Failure, u64)> {
+        match self {
+            Self::Admit => None,
+            Self::Limited { rule, retry_after } => {
+                let ms = u64::try_from(retry_after.as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1);
+                let failure = Failure::new(
+                    FailureKind::RateLimited,
+                    format!("rate limited by {rule}: retry in {ms} ms"),
+                )
+                .with_data(serde_json::json!({ "retryAfterMs": ms, "limit": rule }));
+                Some((failure, ms.div_ceil(1000)))
+            }
+            Self::Unavailable => Some((
+                Failure::unavailable("the rate limits cannot be checked now; retry later"),
+                1,
+            )),
+        }
+    }
+}
+
+struct Rule {
+    limit: RateLimit,
+    /// Microseconds between two tokens.
+    interval: i64,
+    /// Microseconds of the period.
+    period: i64,
+    /// The most tokens a worker takes at once.
+    batch: u32,
+    /// The rule's part of the store's key names.
+    tag: String,
+}
+
+struct Leased {
+    tokens: u32,
+    until: Instant,
+}
+
+/// The rate limits of a server. See the [module documentation](self).
+pub(crate) struct Limiter {
+    rules: Vec<Rule>,
+    store: Arc<dyn StateStore>,
+    namespace: Namespace,
+    on_failure: OnHubFailure,
+    leases: Mutex<FastMap<(usize, Arc<str>), Leased>>,
+    /// The per-worker budgets used while the store fails (fail-open): the GCRA's state.
+    own: Mutex<FastMap<(usize, Arc<str>), i64>>,
+    /// When the last line about a failing store was written (ms since `base`).
+    last_warning: AtomicU64,
+    base: Instant,
+}
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// The GCRA: from the bucket's theoretical arrival time `tat`, take up to `want` tokens at
+/// `now`. `Ok((granted, new tat))` or `Err(wait)`.
+fn take(tat: i64, now: i64, want: u32, interval: i64, period: i64) -> Result<(u32, i64), i64> {
+    let base = tat.max(now);
+    let room = (now + period - base) / interval;
+    if room <= 0 {
+        return Err(base + interval - (now + period));
+    }
+    let granted = u32::try_from(room).unwrap_or(u32::MAX).min(want);
+    Ok((granted, base + i64::from(granted) * interval))
+}
+
+impl Limiter {
+    pub(crate) fn new(
+        limits: Vec<RateLimit>,
+        lease: u32,
+        on_failure: OnHubFailure,
+        store: Arc<dyn StateStore>,
+    ) -> Self {
+        let rules = limits
+            .into_iter()
+            .map(|limit| {
+                let period = i64::try_from(limit.period.as_micros()).unwrap_or(i64::MAX);
+                let interval = (period / i64::from(limit.count)).max(1);
+                let batch = lease.clamp(1, (limit.count / 10).max(1));
+                let tag = format!(
+                    "{}/{}/{}",
+                    limit.name,
+                    limit.count,
+                    limit.period.as_millis()
+                );
+                Rule {
+                    limit,
+                    interval,
+                    period,
+                    batch,
+                    tag,
+                }
+            })
+            .collect();
+        Self {
+            rules,
+            store,
+            namespace: Namespace::new("mcp-rate"),
+            on_failure,
+            leases: Mutex::default(),
+            own: Mutex::default(),
+            last_warning: AtomicU64::new(0),
+            base: Instant::now(),
+        }
+    }
+
+    /// Whether any rule applies to `call` (most calls of a server with only a `deploy` rule
+    /// cost one comparison per rule).
+    pub(crate) fn applies(&self, call: &Call) -> bool {
+        self.rules.iter().any(|rule| rule.limit.applies_to(call))
+    }
+
+    /// The first call of `items` a rule refuses for the caller `key` makes (built only when a
+    /// rule applies), with the verdict and the call's method.
+    pub(crate) async fn first_refused(
+        &self,
+        items: &mcp_adapters::DecodedBody,
+        key: impl FnOnce() -> Arc<str>,
+    ) -> Option<(Option<mcp_wire::jsonrpc::Id>, Verdict, String)> {
+        let mut key = Some(key);
+        let mut caller: Option<Arc<str>> = None;
+        for item in items.items() {
+            let mcp_adapters::Incoming::Call(call) = item else {
+                continue;
+            };
+            // Requests only: a notification has no answer a refusal could ride on.
+            if call.id.is_none() || !self.applies(call) {
+                continue;
+            }
+            let caller = match &caller {
+                Some(caller) => caller.clone(),
+                None => {
+                    let made = key
+                        .take()
+                        .map_or_else(|| Arc::from("anonymous"), |key| key());
+                    caller.insert(made).clone()
+                }
+            };
+            let verdict = self.check(call, &caller).await;
+            if !matches!(verdict, Verdict::Admit) {
+                return Some((call.id.clone(), verdict, call.method.to_string()));
+            }
+        }
+        None
+    }
+
+    /// Takes a token of every rule that applies to `call` for `caller`.
+    pub(crate) async fn check(&self, call: &Call, caller: &Arc<str>) -> Verdict {
+        for (index, rule) in self.rules.iter().enumerate() {
+            if !rule.limit.applies_to(call) {
+                continue;
+            }
+            let verdict = self.take_one(index, rule, caller).await;
+            if !matches!(verdict, Verdict::Admit) {
+                return verdict;
+            }
+        }
+        Verdict::Admit
+    }
+
+    async fn take_one(&self, index: usize, rule: &Rule, caller: &Arc<str>) -> Verdict {
+        let key = (index, caller.clone());
+        {
+            let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(leased) = leases.get_mut(&key)
+                && leased.tokens > 0
+                && leased.until > Instant::now()
+            {
+                leased.tokens -= 1;
+                return Verdict::Admit;
+            }
+        }
+        match self.take_shared(rule, caller).await {
+            Ok(Ok(granted)) => {
+                if granted > 1 {
+                    let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+                    if leases.len() >= MAX_LOCAL_KEYS {
+                        let now = Instant::now();
+                        leases.retain(|_, leased| leased.until > now && leased.tokens > 0);
+                        if leases.len() >= MAX_LOCAL_KEYS {
+                            leases.clear();
+                        }
+                    }
+                    let hold = rule.limit.period.min(Duration::from_secs(1));
+                    leases.insert(
+                        key,
+                        Leased {
+                            tokens: granted - 1,
+                            until: Instant::now() + hold,
+                        },
+                    );
+                }
+                Verdict::Admit
+            }
+            Ok(Err(wait)) => Verdict::Limited {
+                rule: rule.limit.name.clone(),
+                retry_after: Duration::from_micros(u64::try_from(wait).unwrap_or(1).max(1)),
+            },
+            Err(err) => {
+                self.warn(&err);
+                match self.on_failure {
+                    OnHubFailure::Closed => Verdict::Unavailable,
+                    OnHubFailure::Open => self.take_own(key, rule),
+                }
+            }
+        }
+    }
+
+    /// One compare-and-set take on the shared record: the tokens granted, or the wait.
+    async fn take_shared(&self, rule: &Rule, caller: &str) -> Result<Result<u32, i64>, StoreError> {
+        let key = self.namespace.key(&format!("{}/{caller}", rule.tag));
+        for _ in 0..MAX_ATTEMPTS {
+            let current = self.store.get(&key).await?;
+            let now = now_us();
+            let tat = current
+                .as_ref()
+                .and_then(|record| std::str::from_utf8(&record.value).ok()?.parse::<i64>().ok())
+                .unwrap_or(now);
+            let (granted, next) = match take(tat, now, rule.batch, rule.interval, rule.period) {
+                Ok(taken) => taken,
+                Err(wait) => return Ok(Err(wait)),
+            };
+            // The record is worth keeping until the bucket is full again.
+            let ttl = Duration::from_micros(u64::try_from(next - now).unwrap_or(0))
+                + Duration::from_secs(1);
+            let value = Bytes::from(next.to_string());
+            let written = match &current {
+                Some(record) => self.store.save(&key, value, record.version, ttl).await,
+                None => self.store.create(&key, value, ttl).await,
+            };
+            match written {
+                Ok(_) => return Ok(Ok(granted)),
+                Err(
+                    StoreError::VersionConflict { .. }
+                    | StoreError::NotFound
+                    | StoreError::AlreadyExists,
+                ) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Err(StoreError::Backend(mcp_hub::BackendError::timeout(
+            "the shared rate-limit record kept changing under this worker",
+        )))
+    }
+
+    /// A token of this worker's own budget (fail-open while the store fails).
+    fn take_own(&self, key: (usize, Arc<str>), rule: &Rule) -> Verdict {
+        let mut own = self.own.lock().unwrap_or_else(PoisonError::into_inner);
+        if own.len() >= MAX_LOCAL_KEYS {
+            own.clear();
+        }
+        let now = now_us();
+        let tat = own.get(&key).copied().unwrap_or(now);
+        match take(tat, now, 1, rule.interval, rule.period) {
+            Ok((_, next)) => {
+                own.insert(key, next);
+                Verdict::Admit
+            }
+            Err(wait) => Verdict::Limited {
+                rule: rule.limit.name.clone(),
+                retry_after: Duration::from_micros(u64::try_from(wait).unwrap_or(1).max(1)),
+            },
+        }
+    }
+
+    fn warn(&self, err: &StoreError) {
+        let now = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX) + 1;
+        let last = self.last_warning.load(Ordering::Relaxed);
+        if (last == 0 || now.saturating_sub(last) >= 10_000)
+            && self
+                .last_warning
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let mode = match self.on_failure {
+                OnHubFailure::Open => "each worker limits by a budget of its own",
+                OnHubFailure::Closed => "calls under a rate limit are refused",
+            };
+            tracing::warn!(%err, "the rate limits' store failed; {mode}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse() {
+        let limit = RateLimit::parse("tools/call=600/1m").unwrap();
+        assert_eq!(limit.target, Target::Operation(Operation::CallTool));
+        assert_eq!(limit.period, Duration::from_secs(60));
+        let limit = RateLimit::parse("deploy=5/m").unwrap();
+        assert_eq!(limit.target, Target::Tool("deploy".into()));
+        assert_eq!(
+            RateLimit::parse("*=10/500ms").unwrap().target,
+            Target::Every
+        );
+        // 2026-07-28's name for the same operation.
+        assert_eq!(
+            RateLimit::parse("subscriptions/listen=1/1h")
+                .unwrap()
+                .target,
+            RateLimit::parse("resources/subscribe=1/1h").unwrap().target
+        );
+        for bad in [
+            "deploy",
+            "deploy=5",
+            "=5/1m",
+            "deploy=x/1m",
+            "deploy=5/1w",
+            "deploy=0/1m",
+        ] {
+            assert!(RateLimit::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            RateLimit::parse("nosuch/method=1/1s"),
+            Err(RateLimitError::UnknownMethod("nosuch/method".into()))
+        );
+    }
+
+    #[test]
+    fn the_bucket_holds_count_tokens_and_refills_one_per_interval() {
+        // 10 per 1000 us: one token every 100 us.
+        let (interval, period) = (100, 1000);
+        let mut tat = 0;
+        let mut granted = 0;
+        while let Ok((g, next)) = take(tat, 0, 3, interval, period) {
+            granted += g;
+            tat = next;
+        }
+        assert_eq!(granted, 10);
+        assert_eq!(take(tat, 0, 1, interval, period), Err(100));
+        // One interval later, one more.
+        assert_eq!(take(tat, 100, 5, interval, period).map(|(g, _)| g), Ok(1));
+        // Idle for a whole period: full again, never more.
+        assert_eq!(
+            take(tat, 5000, 50, interval, period).map(|(g, _)| g),
+            Ok(10)
+        );
+    }
+}

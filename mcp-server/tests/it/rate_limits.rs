@@ -1,0 +1,479 @@
+//! Rate limits (issue 50): every revision refuses a call past its budget with the documented
+//! JSON-RPC error and runs no handler; HTTP answers 429 with `Retry-After`; the budget is
+//! shared by every worker on a hub, within the documented lease bound, and one caller's
+//! budget leaves another's alone.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_server::http::{HttpConfig, TrustedProxy};
+use mcp_server::{RATE_LIMITED_CODE, RateLimit, Revision, Server, Tool};
+use raw_http::{RawRequest, Running};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::backends::{Backend, Place};
+use crate::{raw_http, support};
+
+#[derive(Deserialize, JsonSchema)]
+struct Empty {}
+
+/// A server whose `count` tool counts its runs, under `limits`, with `lease`.
+fn server(
+    runs: &Arc<AtomicUsize>,
+    limits: &[&str],
+    lease: u32,
+    hub: Option<Arc<dyn mcp_hub::Hub>>,
+) -> Server {
+    let counted = runs.clone();
+    let mut builder = Server::builder("limited", "1.0")
+        .tool(Tool::new("count", move |_: Empty| {
+            let counted = counted.clone();
+            async move { counted.fetch_add(1, Ordering::SeqCst).to_string() }
+        }))
+        .tool(Tool::new("other", |_: Empty| async { "other".to_owned() }))
+        .rate_limit_lease(lease);
+    for limit in limits {
+        builder = builder.rate_limit(RateLimit::parse(limit).unwrap());
+    }
+    if let Some(hub) = hub {
+        builder = builder.state_store(hub.clone()).event_log(hub);
+    }
+    builder.build().unwrap()
+}
+
+fn assert_rate_limited(error: &Value, limit: &str) {
+    assert_eq!(error["code"], json!(RATE_LIMITED_CODE), "{error}");
+    assert_eq!(error["data"]["limit"], json!(limit), "{error}");
+    let wait = error["data"]["retryAfterMs"]
+        .as_u64()
+        .expect("retryAfterMs");
+    assert!(wait > 0 && wait <= 3_600_000, "{error}");
+}
+
+#[tokio::test]
+async fn every_revision_refuses_past_the_budget_and_runs_no_handler() {
+    for revision in Revision::ALL {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let server = server(&runs, &["tools/call=2/1m"], 1, None);
+        let mut client = support::Client::new(&server, revision, json!({})).await;
+        for _ in 0..2 {
+            client
+                .ok("tools/call", json!({"name": "count", "arguments": {}}))
+                .await;
+        }
+        // The third is refused (the message is schema-checked by the client as a JSON-RPC
+        // error of this revision), and the tool does not run.
+        let error = client
+            .err("tools/call", json!({"name": "count", "arguments": {}}))
+            .await;
+        assert_rate_limited(&error, "tools/call");
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "{revision}");
+        // Another method has no rule: served.
+        client.ok("tools/list", json!({})).await;
+    }
+}
+
+#[tokio::test]
+async fn a_tool_rule_applies_to_that_tool_only() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let server = server(&runs, &["count=1/1h"], 1, None);
+    let mut client = support::Client::new(&server, Revision::V2025_11_25, json!({})).await;
+    client
+        .ok("tools/call", json!({"name": "count", "arguments": {}}))
+        .await;
+    let error = client
+        .err("tools/call", json!({"name": "count", "arguments": {}}))
+        .await;
+    assert_rate_limited(&error, "count");
+    for _ in 0..3 {
+        client
+            .ok("tools/call", json!({"name": "other", "arguments": {}}))
+            .await;
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+const ACCEPT: &str = "application/json, text/event-stream";
+
+/// A `tools/call count` POST of `revision` (2025-11-25 with `session`, or 2026-07-28), from
+/// the client address `client` as a trusted proxy reports it.
+fn call(revision: Revision, session: Option<&str>, client: &str) -> RawRequest<'static> {
+    let mut params = json!({"name": "count", "arguments": {}});
+    let mut request = RawRequest::new("POST", "/mcp")
+        .header("Accept", ACCEPT)
+        .header("MCP-Protocol-Version", revision.as_str())
+        .header("X-Forwarded-For", client);
+    if revision == Revision::V2026_07_28 {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": revision.as_str(),
+            "io.modelcontextprotocol/clientCapabilities": {}});
+        request = request
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", "count");
+    }
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    request.json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}))
+}
+
+async fn open_session(addr: std::net::SocketAddr, client: &str) -> String {
+    let init = RawRequest::new("POST", "/mcp")
+        .header("Accept", ACCEPT)
+        .header("X-Forwarded-For", client)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        )
+        .send(addr)
+        .await;
+    assert_eq!(init.status, 200);
+    let session = init.header("mcp-session-id").unwrap().to_owned();
+    let done = RawRequest::new("POST", "/mcp")
+        .header("Accept", ACCEPT)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("Mcp-Session-Id", &session)
+        .header("X-Forwarded-For", client)
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send(addr)
+        .await;
+    assert_eq!(done.status, 202);
+    session
+}
+
+fn config() -> HttpConfig {
+    HttpConfig::new().trusted_proxies(["127.0.0.1".parse::<TrustedProxy>().unwrap()])
+}
+
+#[tokio::test]
+async fn http_answers_429_with_retry_after_and_each_address_has_its_own_budget() {
+    for revision in [Revision::V2025_11_25, Revision::V2026_07_28] {
+        let runs = Arc::new(AtomicUsize::new(0));
+        // `initialize` counts too on 2025-11-25: the budget leaves room for it.
+        let running = Running::start(server(&runs, &["*=3/1m"], 1, None), config()).await;
+        let stateless = revision == Revision::V2026_07_28;
+        let session = if stateless {
+            None
+        } else {
+            Some(open_session(running.addr, "10.0.0.1").await)
+        };
+        let mut statuses = Vec::new();
+        for _ in 0..4 {
+            let response = call(revision, session.as_deref(), "10.0.0.1")
+                .send(running.addr)
+                .await;
+            statuses.push(response.status);
+            if response.status == 429 {
+                let seconds: u64 = response.header("retry-after").unwrap().parse().unwrap();
+                assert!((1..=60).contains(&seconds), "{seconds}");
+                let body = response.json();
+                support::check(revision, "JSONRPCMessage", &body);
+                assert_rate_limited(&body["error"], "*");
+                assert_eq!(body["id"], json!(9));
+            }
+        }
+        // On 2025-11-25 `initialize` took one of the three.
+        let admitted = if stateless { 3 } else { 2 };
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 200).count(),
+            admitted,
+            "{revision}: {statuses:?}"
+        );
+        assert_eq!(statuses.last(), Some(&429), "{revision}: {statuses:?}");
+        assert_eq!(runs.load(Ordering::SeqCst), admitted, "{revision}");
+        // Another address behind the same proxy: a budget of its own.
+        let session = if stateless {
+            None
+        } else {
+            Some(open_session(running.addr, "10.0.0.2").await)
+        };
+        let other = call(revision, session.as_deref(), "10.0.0.2")
+            .send(running.addr)
+            .await;
+        assert_eq!(other.status, 200, "{revision}");
+    }
+}
+
+#[tokio::test]
+async fn http_sse_refuses_the_post_with_429() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let running = Running::start(server(&runs, &["tools/call=1/1m"], 1, None), config()).await;
+    let mut stream = RawRequest::new("GET", "/sse")
+        .header("Accept", "text/event-stream")
+        .header("X-Forwarded-For", "10.0.0.3")
+        .open(running.addr)
+        .await;
+    let endpoint = stream.event().await.expect("the endpoint event");
+    let path = endpoint.data.trim().to_owned();
+    let post = |body: Value| {
+        RawRequest::new("POST", &path)
+            .header("X-Forwarded-For", "10.0.0.3")
+            .json(&body)
+    };
+    let init = post(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    )
+    .send(running.addr)
+    .await;
+    assert_eq!(init.status, 202);
+    stream.event().await.expect("the initialize result");
+    let done = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send(running.addr)
+        .await;
+    assert_eq!(done.status, 202);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "count", "arguments": {}}});
+    assert_eq!(post(body.clone()).send(running.addr).await.status, 202);
+    let refused = post(body).send(running.addr).await;
+    assert_eq!(refused.status, 429);
+    assert!(refused.header("retry-after").is_some());
+    assert_rate_limited(&refused.json()["error"], "tools/call");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// Three workers on one place; one address sends as fast as it can through all three for
+/// `RUN`; the admitted calls stay within the budget over the run plus three leases, and
+/// another address is served meanwhile.
+async fn shared_budget_row(hubs: [Arc<dyn mcp_hub::Hub>; 3]) {
+    const RUN: Duration = Duration::from_secs(10);
+    const COUNT: u64 = 100;
+    const PERIOD: Duration = Duration::from_secs(5);
+    const LEASE: u32 = 5;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let spec = format!("count={COUNT}/{}s", PERIOD.as_secs());
+    let mut workers = Vec::new();
+    for hub in hubs {
+        workers.push(
+            Running::start(server(&runs, &[spec.as_str()], LEASE, Some(hub)), config()).await,
+        );
+    }
+    let addrs: Vec<_> = workers.iter().map(|w| w.addr).collect();
+    let started = Instant::now();
+    let mut admitted = 0u64;
+    let mut refused = 0u64;
+    let mut i = 0;
+    while started.elapsed() < RUN {
+        let status = call(Revision::V2026_07_28, None, "10.1.0.1")
+            .send(addrs[i % 3])
+            .await
+            .status;
+        i += 1;
+        match status {
+            200 => admitted += 1,
+            429 => refused += 1,
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    let elapsed = started.elapsed();
+    // The bucket starts full and refills COUNT per PERIOD; each worker may hold one lease.
+    let refilled = (elapsed.as_secs_f64() / PERIOD.as_secs_f64() * COUNT as f64).ceil() as u64;
+    let bound = COUNT + refilled + 3 * u64::from(LEASE);
+    assert!(
+        admitted <= bound,
+        "{admitted} admitted in {elapsed:?}, bound {bound} ({refused} refused)"
+    );
+    assert!(
+        refused > 0,
+        "the budget was never reached ({admitted} admitted)"
+    );
+    // At least the budget the run allows, minus the leases left unspent.
+    assert!(
+        admitted + 3 * u64::from(LEASE) >= COUNT + refilled.saturating_sub(COUNT),
+        "{admitted} admitted in {elapsed:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst) as u64, admitted);
+    // Another address is unaffected.
+    for addr in &addrs {
+        let status = call(Revision::V2026_07_28, None, "10.1.0.2")
+            .send(*addr)
+            .await
+            .status;
+        assert_eq!(status, 200);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_share_one_budget_on_the_memory_hub() {
+    let hub: Arc<dyn mcp_hub::Hub> =
+        Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()));
+    shared_budget_row([hub.clone(), hub.clone(), hub]).await;
+}
+
+async fn place_row(place: &Place) {
+    shared_budget_row([place.hub().await, place.hub().await, place.hub().await]).await;
+}
+
+macro_rules! backend_test {
+    ($name:ident, $backend:literal) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let backend = Backend::all()
+                .find(|b| format!("{b:?}") == $backend)
+                .expect("the backend exists");
+            if let Some(place) = backend.place().await {
+                place_row(&place).await;
+            }
+        }
+    };
+}
+
+backend_test!(three_workers_share_one_budget_on_redis, "redis");
+backend_test!(three_workers_share_one_budget_on_postgres, "postgres");
+backend_test!(three_workers_share_one_budget_on_sqlite, "sqlite");
+
+#[tokio::test]
+async fn limits_are_written_name_count_period() {
+    for good in [
+        "tools/call=600/1m",
+        "deploy=5/1m",
+        "initialize=30/1m",
+        "*=10/10s",
+    ] {
+        RateLimit::parse(good).unwrap();
+    }
+    let err = RateLimit::parse("tools/call=600").unwrap_err();
+    assert!(err.to_string().contains("NAME=COUNT/PERIOD"), "{err}");
+}
+
+/// A state store that fails every operation while `down` is set, else the memory hub's.
+struct Flaky {
+    inner: mcp_hub::MemoryHub,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl Flaky {
+    fn fail<T>(&self) -> Option<Result<T, mcp_hub::StoreError>> {
+        self.down.load(Ordering::SeqCst).then(|| {
+            Err(mcp_hub::StoreError::Backend(
+                mcp_hub::BackendError::connection("the store is stopped"),
+            ))
+        })
+    }
+}
+
+impl mcp_hub::StateStore for Flaky {
+    fn create<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+        value: bytes::Bytes,
+        ttl: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<u64, mcp_hub::StoreError>> {
+        Box::pin(async move {
+            match self.fail() {
+                Some(failed) => failed,
+                None => self.inner.create(key, value, ttl).await,
+            }
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+    ) -> futures::future::BoxFuture<'a, Result<Option<mcp_hub::Record>, mcp_hub::StoreError>> {
+        Box::pin(async move {
+            match self.fail() {
+                Some(failed) => failed,
+                None => self.inner.get(key).await,
+            }
+        })
+    }
+
+    fn save<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+        value: bytes::Bytes,
+        expected_version: u64,
+        ttl: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<u64, mcp_hub::StoreError>> {
+        Box::pin(async move {
+            match self.fail() {
+                Some(failed) => failed,
+                None => self.inner.save(key, value, expected_version, ttl).await,
+            }
+        })
+    }
+
+    fn touch<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+        ttl: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<(), mcp_hub::StoreError>> {
+        Box::pin(async move {
+            match self.fail() {
+                Some(failed) => failed,
+                None => self.inner.touch(key, ttl).await,
+            }
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        key: &'a mcp_hub::Key,
+    ) -> futures::future::BoxFuture<'a, Result<bool, mcp_hub::StoreError>> {
+        Box::pin(async move {
+            match self.fail() {
+                Some(failed) => failed,
+                None => self.inner.delete(key).await,
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn with_the_store_down_the_limits_fail_open_by_default_or_closed_when_asked() {
+    use mcp_server::OnHubFailure;
+    for mode in [OnHubFailure::Open, OnHubFailure::Closed] {
+        let store = Arc::new(Flaky {
+            inner: mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()),
+            down: std::sync::atomic::AtomicBool::new(false),
+        });
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = runs.clone();
+        let server = Server::builder("limited", "1.0")
+            .tool(Tool::new("count", move |_: Empty| {
+                let counted = counted.clone();
+                async move { counted.fetch_add(1, Ordering::SeqCst).to_string() }
+            }))
+            .rate_limit(RateLimit::parse("tools/call=2/1m").unwrap())
+            .rate_limit_lease(1)
+            .rate_limit_on_hub_failure(mode)
+            .state_store(store.clone())
+            .build()
+            .unwrap();
+        // 2026-07-28: nothing else of the request touches the store.
+        let mut client = support::Client::new(&server, Revision::V2026_07_28, json!({})).await;
+        let count = json!({"name": "count", "arguments": {}});
+        store.down.store(true, Ordering::SeqCst);
+        match mode {
+            OnHubFailure::Open => {
+                // The worker's own budget, with the same rule: two, then refused.
+                client.ok("tools/call", count.clone()).await;
+                client.ok("tools/call", count.clone()).await;
+                let error = client.err("tools/call", count.clone()).await;
+                assert_rate_limited(&error, "tools/call");
+                assert_eq!(runs.load(Ordering::SeqCst), 2);
+            }
+            _ => {
+                let error = client.err("tools/call", count.clone()).await;
+                assert_ne!(error["code"], json!(RATE_LIMITED_CODE), "{error}");
+                assert!(
+                    error["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("cannot be checked"),
+                    "{error}"
+                );
+                assert_eq!(runs.load(Ordering::SeqCst), 0);
+            }
+        }
+        // The store is back: the shared budget (untouched while it was down) serves again.
+        store.down.store(false, Ordering::SeqCst);
+        client.ok("tools/call", count).await;
+    }
+}
