@@ -302,6 +302,23 @@ struct Rule {
     batch: u32,
     /// The rule's part of the store's key names.
     tag: String,
+    /// `mcp_rate_limited_total{limit}` of this rule.
+    #[cfg(feature = "metrics")]
+    refused: Option<prometheus_client::metrics::counter::Counter>,
+}
+
+impl Rule {
+    /// The verdict of a refusal by this rule, counted.
+    fn limited(&self, wait_us: i64) -> Verdict {
+        #[cfg(feature = "metrics")]
+        if let Some(counter) = &self.refused {
+            counter.inc();
+        }
+        Verdict::Limited {
+            rule: self.limit.name.clone(),
+            retry_after: Duration::from_micros(u64::try_from(wait_us).unwrap_or(1).max(1)),
+        }
+    }
 }
 
 struct Leased {
@@ -366,6 +383,8 @@ impl Limiter {
                     period,
                     batch,
                     tag,
+                    #[cfg(feature = "metrics")]
+                    refused: None,
                 }
             })
             .collect();
@@ -379,6 +398,17 @@ impl Limiter {
             last_warning: AtomicU64::new(0),
             base: Instant::now(),
         }
+    }
+
+    /// Counts each rule's refusals in `metrics` (`mcp_rate_limited_total{limit}`).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn counted(mut self, metrics: Option<&crate::Metrics>) -> Self {
+        if let Some(metrics) = metrics {
+            for rule in &mut self.rules {
+                rule.refused = Some(metrics.rate_limited_counter(&rule.limit.name));
+            }
+        }
+        self
     }
 
     /// Whether any rule applies to `call` (most calls of a server with only a `deploy` rule
@@ -469,10 +499,7 @@ impl Limiter {
                 }
                 Verdict::Admit
             }
-            Ok(Err(wait)) => Verdict::Limited {
-                rule: rule.limit.name.clone(),
-                retry_after: Duration::from_micros(u64::try_from(wait).unwrap_or(1).max(1)),
-            },
+            Ok(Err(wait)) => rule.limited(wait),
             Err(err) => {
                 self.warn(&err);
                 match self.on_failure {
@@ -533,10 +560,7 @@ impl Limiter {
                 own.insert(key, next);
                 Verdict::Admit
             }
-            Err(wait) => Verdict::Limited {
-                rule: rule.limit.name.clone(),
-                retry_after: Duration::from_micros(u64::try_from(wait).unwrap_or(1).max(1)),
-            },
+            Err(wait) => rule.limited(wait),
         }
     }
 

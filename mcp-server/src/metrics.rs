@@ -13,6 +13,7 @@
 //! | `mcp_sessions_ended_total` | counter | |
 //! | `mcp_sessions_evicted_total` | counter | `reason`: `cap` (this worker held its maximum of sessions), `peer_quota` (the client address held its maximum) |
 //! | `mcp_limit_refusals_total` | counter | `limit` |
+//! | `mcp_rate_limited_total` | counter | `limit`: the name of the rate limit that refused the call (one of the server's configured rules) |
 //! | `mcp_refusals_total` | counter | `reason`: `unauthorized` (401), `insufficient_scope` (403), `host`, `origin` (403), `body_limit` (413), `max_sessions`, `max_sessions_per_principal`, `max_calls_per_session`, `max_streams_per_session` (503), `rate_limited` (429), `unavailable` (503: hub or token verifier) |
 //! | `mcp_questions_pending` | gauge | |
 //! | `mcp_question_wait_seconds` | histogram (10 ms to about 43 min) | |
@@ -106,6 +107,8 @@ struct Inner {
     sessions_ended: Counter,
     sessions_evicted: Family<Labels1, Counter>,
     limits: Family<Labels1, Counter>,
+    /// By the configured rules' names (bounded by the configuration).
+    rate_limited: Family<[(&'static str, String); 1], Counter>,
     questions: Gauge,
     question_wait: Histogram,
     refusals: Family<Labels1, Counter>,
@@ -229,6 +232,12 @@ impl Metrics {
             "Requests refused at a configured limit",
             limits.clone(),
         );
+        let rate_limited = Family::<[(&'static str, String); 1], Counter>::default();
+        registry.register(
+            "mcp_rate_limited",
+            "Requests refused by a rate limit, by the limit's name",
+            rate_limited.clone(),
+        );
         registry.register(
             "mcp_questions_pending",
             "Questions pushed to clients and not yet answered",
@@ -243,6 +252,7 @@ impl Metrics {
                 sessions_ended,
                 sessions_evicted,
                 limits,
+                rate_limited,
                 questions,
                 question_wait,
                 refusals,
@@ -366,6 +376,15 @@ impl Metrics {
             wait: self.inner.question_wait.clone(),
             since: std::time::Instant::now(),
         }
+    }
+
+    /// The counter of `mcp_rate_limited_total` for the rate limit named `limit` (created at
+    /// once, so a configured limit is exported at zero until it refuses).
+    pub(crate) fn rate_limited_counter(&self, limit: &str) -> Counter {
+        self.inner
+            .rate_limited
+            .get_or_create(&[("limit", limit.to_owned())])
+            .clone()
     }
 
     /// The counters of `mcp_refusals_total`, one per [`Reason::ALL`](crate::refusal::Reason::ALL)

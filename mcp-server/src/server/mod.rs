@@ -541,12 +541,15 @@ impl ServerBuilder {
         });
         let extension_methods = build_extensions(&extensions)?;
         let limiter = (!self.rate_limits.is_empty()).then(|| {
-            Arc::new(crate::limit::Limiter::new(
+            let limiter = crate::limit::Limiter::new(
                 self.rate_limits,
                 self.rate_limit_lease,
                 self.rate_limit_on_hub_failure,
                 store.clone(),
-            ))
+            );
+            #[cfg(feature = "metrics")]
+            let limiter = limiter.counted(self.metrics.as_ref());
+            Arc::new(limiter)
         });
         let settings = Arc::new(Settings {
             limiter,

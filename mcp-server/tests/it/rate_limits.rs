@@ -477,3 +477,41 @@ async fn with_the_store_down_the_limits_fail_open_by_default_or_closed_when_aske
         client.ok("tools/call", count).await;
     }
 }
+
+#[cfg(feature = "metrics")]
+#[tokio::test]
+async fn refusals_are_counted_by_limit() {
+    let metrics = mcp_server::Metrics::new();
+    let server = Server::builder("limited", "1.0")
+        .tool(Tool::new("other", |_: Empty| async { "other".to_owned() }))
+        .rate_limit(RateLimit::parse("tools/call=1/1m").unwrap())
+        .rate_limit(RateLimit::parse("deploy=1/1m").unwrap())
+        .rate_limit_lease(1)
+        .metrics(&metrics)
+        .build()
+        .unwrap();
+    // Every configured limit is exported from the start.
+    let text = metrics.render();
+    assert!(
+        text.contains(r#"mcp_rate_limited_total{limit="tools/call"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"mcp_rate_limited_total{limit="deploy"} 0"#),
+        "{text}"
+    );
+    let mut client = support::Client::new(&server, Revision::V2026_07_28, json!({})).await;
+    let call = json!({"name": "other", "arguments": {}});
+    client.ok("tools/call", call.clone()).await;
+    client.err("tools/call", call.clone()).await;
+    client.err("tools/call", call).await;
+    let text = metrics.render();
+    assert!(
+        text.contains(r#"mcp_rate_limited_total{limit="tools/call"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"mcp_refusals_total{reason="rate_limited"} 2"#),
+        "{text}"
+    );
+}
