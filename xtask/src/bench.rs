@@ -57,8 +57,10 @@
 //! writes at start sent by `mcp-load --bearer`), `ours-dpop` (the same with a DPoP-bound token,
 //! `mcp-bench-server --auth-dpop`: `mcp-load --dpop-key` signs a proof per request, the server
 //! checks one proof signature and records one `jti` per request) and `ours-metrics` (the memory store counting
-//! into Prometheus metrics, `mcp-bench-server --metrics`, issue 33). They take no part in the
-//! idle-sessions step.
+//! into Prometheus metrics, `mcp-bench-server --metrics`, issue 33), and `ours-limits` /
+//! `ours-limits-redis` (the memory and Redis stores with rate limits on `tools/call` and on the
+//! `add` tool that the load never reaches, `mcp-bench-server --rate-limit`, issue 50: the
+//! Redis one is read against our Redis row). They take no part in the idle-sessions step.
 //!
 //! Options: `--quick`, `--no-peers`, `--rounds N`, `--warmup SECS`, `--measure SECS`,
 //! `--revisions A,B`, `--concurrency 1,32`, `--sessions N` (idle sessions per server, 0 to
@@ -138,6 +140,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         RowSpec::jwt(&bin),
         RowSpec::dpop(&bin),
         RowSpec::metrics(&bin),
+        RowSpec::limits(&bin, Store::Memory),
+        RowSpec::limits(&bin, Store::Redis),
     ];
     if let Some(keep) = &settings.rows {
         rows.retain(|r| {
@@ -588,12 +592,14 @@ enum Store {
 }
 
 /// The target rows (`RowSpec::focus`): measured in a few cells only, left out of the headline.
-const FOCUS_KEYS: [&str; 5] = [
+const FOCUS_KEYS: [&str; 7] = [
     "ours-postgres",
     "ours-sqlite",
     "ours-jwt",
     "ours-dpop",
     "ours-metrics",
+    "ours-limits",
+    "ours-limits-redis",
 ];
 
 /// The PostgreSQL of our PostgreSQL row: `MCP_POSTGRES_URL`, as in the tests and `.ci/run`.
@@ -781,6 +787,34 @@ impl RowSpec {
         Self {
             key: "ours-metrics",
             label: "mcp-server, memory store, Prometheus metrics on".to_owned(),
+            focus: true,
+            ask: AskMode::None,
+            ..row
+        }
+    }
+
+    /// Our memory or Redis row with rate limits the load never reaches
+    /// (`mcp-bench-server --rate-limit`): one on every `tools/call`, one on the `add` tool,
+    /// each with the default lease, so the row measures what checking them costs.
+    fn limits(bin: &Path, store: Store) -> Self {
+        let (key, name) = if store == Store::Redis {
+            ("ours-limits-redis", "Redis")
+        } else {
+            ("ours-limits", "memory")
+        };
+        let mut row = Self::ours(bin, store);
+        row.args.extend(
+            [
+                "--rate-limit",
+                "tools/call=1000000000/1m",
+                "--rate-limit",
+                "add=1000000000/1m",
+            ]
+            .map(str::to_owned),
+        );
+        Self {
+            key,
+            label: format!("mcp-server, {name} store, rate limits on (never reached)"),
             focus: true,
             ask: AskMode::None,
             ..row
@@ -2001,7 +2035,7 @@ struct Report<'a> {
 }
 
 /// Row order and labels in the tables (taken from the first cell that has the row).
-const ROW_ORDER: [&str; 11] = [
+const ROW_ORDER: [&str; 13] = [
     "floor",
     "ours-memory",
     "ours-redis",
@@ -2010,6 +2044,8 @@ const ROW_ORDER: [&str; 11] = [
     "ours-jwt",
     "ours-dpop",
     "ours-metrics",
+    "ours-limits",
+    "ours-limits-redis",
     "rmcp-session",
     "rmcp-stateless",
     "tiny",
@@ -2128,7 +2164,7 @@ impl Report<'_> {
              \"of floor\" and \"vs rmcp\" are ratios taken within each round, then the median: \"vs rmcp\" divides by the faster rmcp mode of that round.\n\
              - Our Redis rows use a `redis-server` the harness starts for them (`--save \"\" --appendonly no`, a free port), pinned to core 0 with the server it serves, \
              so the store's work costs the server's core as the memory store's does and the load generator keeps core 1.\n\
-             - The target rows (`ours-postgres`, `ours-sqlite`, `ours-jwt`, `ours-dpop`, `ours-metrics`) run at c=32 on {} only and are read as a ratio to our memory row in the same round. \
+             - The target rows (`ours-postgres`, `ours-sqlite`, `ours-jwt`, `ours-dpop`, `ours-metrics`, `ours-limits`, `ours-limits-redis`) run at c=32 on {} only and are read as a ratio to our memory row in the same round (`ours-limits-redis` to our Redis row). \
              PostgreSQL is the one at `MCP_POSTGRES_URL` (not started by the harness: it shares core 0 or 1 with whatever it is scheduled on, and it persists what it is given); \
              SQLite is a fresh file in the target folder; `ours-jwt` is the memory store behind `mcp_server::auth::ResourceServer` with a `JwtVerifier` on a fixed local key set \
              (ES256, generated at start) and every request carries `Authorization: Bearer` with a token signed by that key (verified once, then cached by the server); \
@@ -2513,6 +2549,17 @@ impl Report<'_> {
                 "Server with Prometheus metrics on (memory store)",
                 Some(0.97),
             ),
+            self.store_target(
+                "ours-limits",
+                "Server with rate limits on, never reached (memory store)",
+                Some(0.97),
+            ),
+            self.base_target(
+                "ours-limits-redis",
+                "ours-redis",
+                "Server with rate limits on, never reached (Redis store), against the Redis store",
+                Some(0.90),
+            ),
             self.idle_target(),
             self.scale_target(),
             self.stdio_target(),
@@ -2601,13 +2648,23 @@ impl Report<'_> {
     /// A target row against our memory row at c=32, same round, in each of its cells;
     /// `goal` is the lowest ratio that meets the target (`None`: measured, no target).
     fn store_target(&self, key: &str, what: &str, goal: Option<f64>) -> String {
+        self.base_target(key, "ours-memory", what, goal)
+    }
+
+    /// `key`'s calls/s against `base`'s in the same round, at c=32 on the focus revisions.
+    fn base_target(&self, key: &str, base: &str, what: &str, goal: Option<f64>) -> String {
+        let against = if base == "ours-memory" {
+            "the memory store"
+        } else {
+            base
+        };
         let target = match goal {
             Some(goal) => format!(
-                "{what} within {:.0}% of the memory store at c={FOCUS_CONCURRENCY} ({key} / ours-memory calls/s, same round)",
+                "{what} within {:.0}% of {against} at c={FOCUS_CONCURRENCY} ({key} / {base} calls/s, same round)",
                 (1.0 - goal) * 100.0
             ),
             None => format!(
-                "{what} against the memory store at c={FOCUS_CONCURRENCY} ({key} / ours-memory calls/s, same round)"
+                "{what} against {against} at c={FOCUS_CONCURRENCY} ({key} / {base} calls/s, same round)"
             ),
         };
         if let Some(why) = self.unavailable(key) {
@@ -2621,10 +2678,7 @@ impl Report<'_> {
             .iter()
             .filter(|((_, c), _)| *c == FOCUS_CONCURRENCY)
             .filter_map(|((revision, _), cell)| {
-                Some((
-                    (*revision).to_owned(),
-                    same_round_ratio(cell, key, "ours-memory")?,
-                ))
+                Some(((*revision).to_owned(), same_round_ratio(cell, key, base)?))
             })
             .collect();
         let Some(worst) = lowest(&ratios) else {

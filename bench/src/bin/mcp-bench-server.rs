@@ -86,6 +86,8 @@ struct Options {
     /// `--metrics`: count into Prometheus metrics (rendered by nobody: the row measures the
     /// counting).
     metrics: bool,
+    /// `--rate-limit NAME=COUNT/PERIOD` (repeatable): rate limits, in the hub's store.
+    rate_limits: Vec<mcp_server::RateLimit>,
 }
 
 fn options() -> Result<Options, String> {
@@ -96,6 +98,7 @@ fn options() -> Result<Options, String> {
     let mut token_file = None;
     let mut metrics = false;
     let mut dpop = false;
+    let mut rate_limits = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -116,6 +119,13 @@ fn options() -> Result<Options, String> {
                 dpop = true;
             }
             "--metrics" => metrics = true,
+            "--rate-limit" => {
+                let spec = value("--rate-limit")?;
+                rate_limits.push(
+                    mcp_server::RateLimit::parse(&spec)
+                        .map_err(|e| format!("--rate-limit {spec}: {e}"))?,
+                );
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -132,6 +142,7 @@ fn options() -> Result<Options, String> {
         token_file,
         dpop,
         metrics,
+        rate_limits,
     })
 }
 
@@ -149,6 +160,9 @@ async fn run(options: Options) -> Result<(), String> {
                 .ttl(std::time::Duration::from_secs(10))
                 .max_retained(2_000_000),
         );
+    for limit in &options.rate_limits {
+        builder = builder.rate_limit(limit.clone());
+    }
     let metrics = mcp_server::Metrics::new();
     if options.metrics {
         builder = builder.metrics(&metrics);
