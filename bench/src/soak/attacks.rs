@@ -426,15 +426,22 @@ async fn session_churn(addr: SocketAddr, options: &Options) -> Res<Outcome> {
     })
 }
 
+/// The address the attacks that hold many sessions come from: another loopback address
+/// (127.0.0.2) than the probe's and the fresh client's, so the server's per-address session
+/// quota (issue 47) counts them as another client, as it would a real one.
+fn attacker_source(addr: SocketAddr) -> std::net::IpAddr {
+    if addr.ip().is_loopback() && addr.is_ipv4() {
+        std::net::IpAddr::from([127, 0, 0, 2])
+    } else {
+        addr.ip()
+    }
+}
+
 /// Defect 4: many `initialize` handshakes, sessions left open, from another loopback address
 /// (127.0.0.2) than the probe's and the fresh client's: the server's per-address quota makes
 /// the flood end only its own sessions (issue 47), so both must be served throughout.
 async fn session_flood(addr: SocketAddr, options: &Options) -> Res<Outcome> {
-    let source = if addr.ip().is_loopback() && addr.is_ipv4() {
-        std::net::IpAddr::from([127, 0, 0, 2])
-    } else {
-        addr.ip()
-    };
+    let source = attacker_source(addr);
     let end = deadline(options);
     let target: u64 = if options.quick { 10_000 } else { 50_000 };
     let workers = 8u64;
@@ -631,12 +638,15 @@ async fn slowloris(addr: SocketAddr, options: &Options) -> Res<Outcome> {
 /// every subscriber) every 5 ms.
 async fn slow_readers(addr: SocketAddr, options: &Options) -> Res<Outcome> {
     let sessions = if options.quick { 20 } else { 100 };
+    // From another address than the probe's: 100 sessions of one client address are that
+    // address's whole quota, and a new one would end the probe's idle session.
+    let source = attacker_source(addr);
     let mut held_streams = Vec::new();
     let mut failures = 0u64;
     let mut first_error = None;
     for k in 0..sessions {
         let opened = async {
-            let mut conn = Conn::open(addr).await?;
+            let mut conn = Conn::open_from(addr, source).await?;
             let peer = client::handshake(&mut conn, "2025-11-25").await?;
             let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
                 "params": {"uri": "config://app"}});
@@ -652,7 +662,7 @@ async fn slow_readers(addr: SocketAddr, options: &Options) -> Res<Outcome> {
             )
             .await
             .map_err(|_| "GET: no reply within 5 s".to_owned())??;
-            let mut call_conn = Conn::open(addr).await?;
+            let mut call_conn = Conn::open_from(addr, source).await?;
             let call = client::tool_call(
                 &json!(2),
                 "count",
@@ -683,7 +693,7 @@ async fn slow_readers(addr: SocketAddr, options: &Options) -> Res<Outcome> {
     let opened = held_streams.len() as u64;
     let end = deadline(options);
     let mut touches = 0u64;
-    let mut conn = Conn::open(addr).await?;
+    let mut conn = Conn::open_from(addr, source).await?;
     let peer = client::handshake(&mut conn, "2025-11-25").await?;
     while Instant::now() < end && touches < 100_000 {
         let call = client::tool_call(&json!(touches), "touch", json!({}), None);
@@ -694,7 +704,7 @@ async fn slow_readers(addr: SocketAddr, options: &Options) -> Res<Outcome> {
         {
             touches += 1;
         } else {
-            conn = Conn::open(addr).await?;
+            conn = Conn::open_from(addr, source).await?;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

@@ -237,32 +237,94 @@ async fn http_sse_refuses_the_post_with_429() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
-/// Three workers on one place; one address sends as fast as it can through all three for
-/// `RUN`; the admitted calls stay within the budget over the run plus three leases, and
-/// another address is served meanwhile.
-async fn shared_budget_row(hubs: [Arc<dyn mcp_hub::Hub>; 3]) {
+/// Who sends in [`shared_budget_row`]: a principal by its token (every worker verifies it),
+/// or an address a trusted proxy reports.
+#[derive(Clone, Copy)]
+enum Sender {
+    Principal(&'static str),
+    Address(&'static str),
+}
+
+/// A `tools/call count` of 2026-07-28 from `sender`.
+fn call_as(sender: Sender) -> RawRequest<'static> {
+    match sender {
+        Sender::Principal(token) => call(Revision::V2026_07_28, None, "10.9.9.9")
+            .header("Authorization", &format!("Bearer {token}")),
+        Sender::Address(address) => call(Revision::V2026_07_28, None, address),
+    }
+}
+
+const ISSUER: &str = "https://auth.example.test";
+
+/// A resource server for `resource` that knows the tokens `alice` and `bob` (each the
+/// principal of that name), valid for every resource in `audience`.
+fn auth(resource: &str, audience: &[String]) -> mcp_server::auth::ResourceServer {
+    use mcp_auth::{Audience, Claims, ScopeSet};
+    let exp = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+        + 3600;
+    let claims = |sub: &str| Claims {
+        iss: Some(ISSUER.into()),
+        sub: Some(sub.into()),
+        aud: Some(Audience::Many(audience.to_vec())),
+        exp: Some(exp),
+        scope: ScopeSet::parse("mcp:read"),
+        ..Claims::default()
+    };
+    mcp_server::auth::ResourceServer::builder(resource, ISSUER)
+        .verifier(
+            mcp_server::auth::StaticTokens::new()
+                .token("alice", claims("alice"))
+                .token("bob", claims("bob")),
+        )
+        .build()
+        .unwrap()
+}
+
+/// Three workers on one place; one caller (a principal through all three, or an address) sends
+/// as fast as it can through all three for `RUN`; the admitted calls stay within the budget
+/// over the run plus three leases, and another caller is served meanwhile.
+async fn shared_budget_row(hubs: [Arc<dyn mcp_hub::Hub>; 3], principals: bool) {
     const RUN: Duration = Duration::from_secs(10);
     const COUNT: u64 = 100;
     const PERIOD: Duration = Duration::from_secs(5);
     const LEASE: u32 = 5;
     let runs = Arc::new(AtomicUsize::new(0));
     let spec = format!("count={COUNT}/{}s", PERIOD.as_secs());
-    let mut workers = Vec::new();
-    for hub in hubs {
-        workers.push(
-            Running::start(server(&runs, &[spec.as_str()], LEASE, Some(hub)), config()).await,
-        );
+    let mut listeners = Vec::new();
+    for _ in 0..3 {
+        listeners.push(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap());
     }
+    let resources: Vec<String> = listeners
+        .iter()
+        .map(|l| format!("http://{}/mcp", l.local_addr().unwrap()))
+        .collect();
+    let mut workers = Vec::new();
+    for ((hub, listener), resource) in hubs.into_iter().zip(listeners).zip(&resources) {
+        let mut config = config();
+        if principals {
+            config = config.auth(auth(resource, &resources));
+        }
+        let server = server(&runs, &[spec.as_str()], LEASE, Some(hub));
+        workers.push(Running::start_listener(listener, server, config).await);
+    }
+    let (first, second) = if principals {
+        (Sender::Principal("alice"), Sender::Principal("bob"))
+    } else {
+        (Sender::Address("10.1.0.1"), Sender::Address("10.1.0.2"))
+    };
     let addrs: Vec<_> = workers.iter().map(|w| w.addr).collect();
     let started = Instant::now();
     let mut admitted = 0u64;
     let mut refused = 0u64;
     let mut i = 0;
     while started.elapsed() < RUN {
-        let status = call(Revision::V2026_07_28, None, "10.1.0.1")
-            .send(addrs[i % 3])
-            .await
-            .status;
+        let status = call_as(first).send(addrs[i % 3]).await.status;
         i += 1;
         match status {
             200 => admitted += 1,
@@ -278,23 +340,16 @@ async fn shared_budget_row(hubs: [Arc<dyn mcp_hub::Hub>; 3]) {
         admitted <= bound,
         "{admitted} admitted in {elapsed:?}, bound {bound} ({refused} refused)"
     );
-    assert!(
-        refused > 0,
-        "the budget was never reached ({admitted} admitted)"
-    );
+    assert!(refused > 0, "the budget was never reached ({admitted} admitted)");
     // At least the budget the run allows, minus the leases left unspent.
     assert!(
         admitted + 3 * u64::from(LEASE) >= COUNT + refilled.saturating_sub(COUNT),
         "{admitted} admitted in {elapsed:?}"
     );
     assert_eq!(runs.load(Ordering::SeqCst) as u64, admitted);
-    // Another address is unaffected.
+    // Another caller is unaffected, on every worker.
     for addr in &addrs {
-        let status = call(Revision::V2026_07_28, None, "10.1.0.2")
-            .send(*addr)
-            .await
-            .status;
-        assert_eq!(status, 200);
+        assert_eq!(call_as(second).send(*addr).await.status, 200);
     }
 }
 
@@ -302,11 +357,13 @@ async fn shared_budget_row(hubs: [Arc<dyn mcp_hub::Hub>; 3]) {
 async fn three_workers_share_one_budget_on_the_memory_hub() {
     let hub: Arc<dyn mcp_hub::Hub> =
         Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()));
-    shared_budget_row([hub.clone(), hub.clone(), hub]).await;
+    shared_budget_row([hub.clone(), hub.clone(), hub.clone()], false).await;
+    shared_budget_row([hub.clone(), hub.clone(), hub], true).await;
 }
 
 async fn place_row(place: &Place) {
-    shared_budget_row([place.hub().await, place.hub().await, place.hub().await]).await;
+    let hubs = [place.hub().await, place.hub().await, place.hub().await];
+    shared_budget_row(hubs, true).await;
 }
 
 macro_rules! backend_test {
