@@ -207,12 +207,18 @@ impl Client {
                     status,
                     content_type,
                     body,
+                    retry_after,
                     ..
                 }) => {
                     inner.remove_listener(slot);
                     let error = refusal(content_type.as_deref(), &body);
                     let said = crate::transport::excerpt(&body);
-                    return Err(Error::refused(error, Some(status), said.as_deref()));
+                    return Err(Error::refused(
+                        error,
+                        Some(status),
+                        said.as_deref(),
+                        retry_after,
+                    ));
                 }
                 Err(e) => {
                     inner.remove_listener(slot);
