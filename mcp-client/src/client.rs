@@ -634,7 +634,7 @@ impl Inner {
                 status,
                 content_type,
                 body,
-                retry_after,
+                retry_after_secs,
                 ..
             }) => {
                 let error = refusal(content_type.as_deref(), &body);
@@ -646,7 +646,7 @@ impl Inner {
                     error,
                     status: Some(status),
                     said,
-                    retry_after,
+                    retry_after: crate::rate_limit::retry_after_wait(retry_after_secs),
                 }))
             }
             Err(e) => Err(e.into()),

@@ -323,7 +323,7 @@ impl From<TransportError> for Error {
             status: 429,
             content_type,
             body,
-            retry_after,
+            retry_after_secs,
             ..
         } = &error
         {
@@ -332,7 +332,8 @@ impl From<TransportError> for Error {
                 .is_none()
                 .then(|| crate::transport::excerpt(body))
                 .flatten();
-            return Self::refused(rpc, Some(429), said.as_deref(), *retry_after);
+            let wait = crate::rate_limit::retry_after_wait(*retry_after_secs);
+            return Self::refused(rpc, Some(429), said.as_deref(), wait);
         }
         let status = match &error {
             TransportError::Status { status, .. } => Some(*status),

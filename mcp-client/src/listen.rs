@@ -207,7 +207,7 @@ impl Client {
                     status,
                     content_type,
                     body,
-                    retry_after,
+                    retry_after_secs,
                     ..
                 }) => {
                     inner.remove_listener(slot);
@@ -217,7 +217,7 @@ impl Client {
                         error,
                         Some(status),
                         said.as_deref(),
-                        retry_after,
+                        crate::rate_limit::retry_after_wait(retry_after_secs),
                     ));
                 }
                 Err(e) => {

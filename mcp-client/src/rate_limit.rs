@@ -11,9 +11,8 @@
 //! On Streamable HTTP and HTTP+SSE the refusal of a POST also has the HTTP status 429 and a
 //! `Retry-After` header in whole seconds. A 429 without that JSON-RPC error (a proxy's) is
 //! understood too: the wait is `Retry-After`'s, the limit unknown. Either way the client's
-//! [`Error`](crate::Error) is [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited), with
-//! [`Error::retry_after`](crate::Error::retry_after) and
-//! [`Error::rate_limit`](crate::Error::rate_limit).
+//! [`crate::Error`] is [`crate::ErrorKind::RateLimited`], with [`crate::Error::retry_after`]
+//! and [`crate::Error::rate_limit`].
 
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
@@ -75,15 +74,20 @@ pub(crate) fn classify(
     })
 }
 
-/// A `Retry-After` header's wait: delay-seconds (RFC 9110 §10.2.3). An HTTP date is not read
-/// (the wait is then unknown).
-pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
+/// A `Retry-After` header's wait in delay-seconds (RFC 9110 §10.2.3), at most a day. An HTTP
+/// date is not read (the wait is then unknown).
+pub(crate) fn parse_retry_after(value: &str) -> Option<u32> {
     let value = value.trim();
     if value.is_empty() || value.len() > 12 || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let seconds: u64 = value.parse().ok()?;
-    Some(Duration::from_secs(seconds).min(MAX_READ_WAIT))
+    u32::try_from(seconds.min(MAX_READ_WAIT.as_secs())).ok()
+}
+
+/// The wait of a `Retry-After` read by [`parse_retry_after`].
+pub(crate) fn retry_after_wait(seconds: Option<u32>) -> Option<Duration> {
+    seconds.map(|s| Duration::from_secs(u64::from(s)))
 }
 
 /// A wait as people read it: `250 ms` under a second, else whole seconds rounded up (`2 s`).
@@ -394,10 +398,10 @@ mod tests {
 
     #[test]
     fn odd_values_are_bounded_or_ignored() {
-        assert_eq!(parse_retry_after(" 3 "), Some(Duration::from_secs(3)));
+        assert_eq!(parse_retry_after(" 3 "), Some(3));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("-1"), None);
-        assert_eq!(parse_retry_after("99999999999"), Some(MAX_READ_WAIT));
+        assert_eq!(parse_retry_after("99999999999"), Some(24 * 60 * 60));
         let e = rpc(
             RATE_LIMITED,
             Some(json!({"retryAfterMs": "soon", "limit": "x".repeat(500)})),

@@ -362,7 +362,7 @@ pub(crate) async fn status_error(
         .and_then(|v| v.to_str().ok())
         .filter(|v| v.len() <= 1024)
         .map(str::to_owned);
-    let retry_after = response
+    let retry_after_secs = response
         .headers()
         .get(http::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
@@ -376,7 +376,7 @@ pub(crate) async fn status_error(
         body,
         www_authenticate,
         dpop_nonce,
-        retry_after,
+        retry_after_secs,
     }
 }
 
@@ -621,7 +621,7 @@ impl Transport for StreamableHttp {
                     body: Bytes::new(),
                     www_authenticate: www_authenticate(response_headers),
                     dpop_nonce: None,
-                    retry_after: None,
+                    retry_after_secs: None,
                 })
             }
         })
