@@ -132,3 +132,39 @@ fn help_lists_the_exit_code() {
     let help = mcp(&["--help"]);
     assert!(help.ok().contains("8  rate limited"), "{}", help.stdout);
 }
+
+#[test]
+fn the_console_shows_retries_and_a_rate_limited_call_with_its_wait() {
+    use crate::support::console::Console;
+
+    let console = Console::start(&[]);
+    // A retried listing: the page hears of the retry as an event.
+    let (url, seen) = limited("tools/list", 1);
+    let conn = console.ok("/api/connect", &json!({"url": url}))["conn"].clone();
+    let tools = console.ok("/api/list", &json!({"conn": conn, "kind": "tools"}));
+    assert_eq!(seen.load(Ordering::SeqCst), 2, "{tools}");
+    let event = console.wait_event(0, |e| e["type"] == "rate-limited");
+    assert_eq!(event["limit"], "tools/list");
+    assert_eq!(event["retryAfterMs"], 50);
+    let message = event["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with("rate limited by the server (tools/list), retrying in"),
+        "{event}"
+    );
+    // A tool call that stays refused: the error says so, with the wait.
+    let (url, _) = limited("tools/call", usize::MAX);
+    let conn = console.ok("/api/connect", &json!({"url": url}))["conn"].clone();
+    let answer = console.post(
+        "/api/call",
+        &json!({"conn": conn, "name": "deploy", "arguments": {}}),
+    );
+    let body = answer.json();
+    assert_eq!(body["error"]["kind"], "RateLimited", "{body}");
+    assert_eq!(body["error"]["rateLimited"]["retryAfterMs"], 50, "{body}");
+    assert_eq!(
+        body["error"]["rateLimited"]["limit"], "tools/call",
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("the server asked to wait 50 ms"), "{body}");
+}
