@@ -1,5 +1,5 @@
 //! Issue 50's retry contract, from the client's side, against a small hyper server on 127.0.0.1
-//! (Streamable HTTP, 2025-11-25): it answers the first N POSTs of one method with a refusal
+//! (Streamable HTTP, 2025-11-25; HTTP+SSE, 2024-11-05, at `/sse`): it answers the first N POSTs of one method with a refusal
 //! (429 + `Retry-After` + the JSON-RPC error `-31429`, or a bare 429) and then serves normally.
 //! The client waits and succeeds, gives up past its bounds with `RateLimited`, reads a bare 429,
 //! and does not retry a tool call it cannot tell is safe to repeat.
@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -22,6 +23,9 @@ use mcp_client::rate_limit::RATE_LIMITED;
 use mcp_client::{Client, ErrorKind, RateLimitRetry, Revision};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+type Body = BoxBody<Bytes, Infallible>;
 
 /// A guard against hangs: far longer than anything below takes.
 async fn within<F: Future>(f: F) -> F::Output {
@@ -48,6 +52,8 @@ struct Stub {
     refusal: Refusal,
     /// Every JSON-RPC method POSTed, in order.
     seen: Mutex<Vec<String>>,
+    /// The open HTTP+SSE stream, where the answers to `/messages` POSTs go.
+    sse: Mutex<Option<mpsc::UnboundedSender<Bytes>>>,
 }
 
 impl Stub {
@@ -59,6 +65,7 @@ impl Stub {
             refusals: AtomicUsize::new(refusals),
             refusal,
             seen: Mutex::new(Vec::new()),
+            sse: Mutex::new(None),
         });
         let serving = stub.clone();
         tokio::spawn(async move {
@@ -88,7 +95,28 @@ impl Stub {
             .count()
     }
 
-    async fn answer(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    /// The HTTP+SSE stream's URL.
+    fn sse_url(&self) -> String {
+        self.url.replace("/mcp", "/sse")
+    }
+
+    async fn answer(&self, request: Request<Incoming>) -> Response<Body> {
+        let path = request.uri().path().to_owned();
+        if request.method() == hyper::Method::GET && path == "/sse" {
+            // HTTP+SSE: the stream opens with the endpoint the client POSTs to.
+            let (tx, rx) = mpsc::unbounded_channel();
+            let _ = tx.send(Bytes::from_static(b"event: endpoint\ndata: /messages\n\n"));
+            *self.sse.lock().unwrap() = Some(tx);
+            let frames = futures::stream::unfold(rx, |mut rx| async move {
+                let data = rx.recv().await?;
+                Some((Ok::<_, Infallible>(hyper::body::Frame::data(data)), rx))
+            });
+            let mut response = Response::new(StreamBody::new(frames).boxed());
+            response
+                .headers_mut()
+                .insert("content-type", "text/event-stream".parse().unwrap());
+            return response;
+        }
         if request.method() != hyper::Method::POST {
             return reply(StatusCode::METHOD_NOT_ALLOWED, &[], Bytes::new());
         }
@@ -122,6 +150,14 @@ impl Stub {
             _ => json!({}),
         };
         let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if path == "/messages" {
+            // HTTP+SSE: the answer comes on the stream; the POST is only accepted.
+            let event = format!("event: message\ndata: {body}\n\n");
+            if let Some(tx) = self.sse.lock().unwrap().as_ref() {
+                let _ = tx.send(Bytes::from(event));
+            }
+            return reply(StatusCode::ACCEPTED, &[], Bytes::new());
+        }
         reply(
             StatusCode::OK,
             &[("content-type", "application/json")],
@@ -129,7 +165,7 @@ impl Stub {
         )
     }
 
-    fn refuse(&self, id: &Value) -> Response<Full<Bytes>> {
+    fn refuse(&self, id: &Value) -> Response<Body> {
         match self.refusal {
             Refusal::Contract { retry_after_ms } => {
                 let seconds = retry_after_ms.div_ceil(1000).to_string();
@@ -159,12 +195,12 @@ impl Stub {
     }
 }
 
-fn reply(status: StatusCode, headers: &[(&str, &str)], body: Bytes) -> Response<Full<Bytes>> {
+fn reply(status: StatusCode, headers: &[(&str, &str)], body: Bytes) -> Response<Body> {
     let mut response = Response::builder().status(status);
     for (name, value) in headers {
         response = response.header(*name, *value);
     }
-    response.body(Full::new(body)).unwrap()
+    response.body(Full::new(body).boxed()).unwrap()
 }
 
 const FIFTY_MS: Refusal = Refusal::Contract { retry_after_ms: 50 };
@@ -350,6 +386,35 @@ async fn other_requests_and_the_handshake_are_retried() {
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::RateLimited);
         assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn over_http_sse_a_refused_post_is_retried_and_then_given_up() {
+    within(async {
+        // The refusal of a POST to the endpoint: 429 and the error as its body.
+        let stub = Stub::start("tools/call", 1, FIFTY_MS).await;
+        let client = Client::builder()
+            .rate_limit_retry(RateLimitRetry::new().retry_tool_calls(true))
+            .connect_sse(&stub.sse_url())
+            .await
+            .unwrap();
+        let result = client.call_tool("deploy", json!({})).await.unwrap();
+        assert_eq!(result["content"][0]["text"], "done");
+        assert_eq!(stub.count("tools/call"), 2);
+        // Refused every time: RateLimited, with the wait and the limit.
+        let stub = Stub::start("tools/call", 10, FIFTY_MS).await;
+        let client = Client::builder()
+            .rate_limit_retry(RateLimitRetry::new().max_attempts(2).retry_tool_calls(true))
+            .connect_sse(&stub.sse_url())
+            .await
+            .unwrap();
+        let error = client.call_tool("deploy", json!({})).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::RateLimited);
+        assert_eq!(error.retry_after(), Some(Duration::from_millis(50)));
+        assert_eq!(error.rate_limit(), Some("tools/call"));
+        assert_eq!(stub.count("tools/call"), 2);
     })
     .await;
 }
