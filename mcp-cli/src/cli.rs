@@ -29,6 +29,8 @@ Exit codes:
   5  protocol: no revision in common, an unreadable reply, not offered on this revision
   6  timeout
   7  the server asked a question nobody could answer (no terminal, no --answer)
+  8  rate limited: the server still said \"not now\" after --retry-rate-limited retries (the \
+wait it asked for is on the error line)
   130  interrupted by Ctrl-C (the request is cancelled on the server; listen exits 0)";
 
 /// Printed under `mcp call --help`.
@@ -96,6 +98,16 @@ pub(crate) struct Global {
     /// emergency); its log messages are printed on stderr
     #[arg(long, global = true, value_name = "LEVEL", default_value = "info")]
     pub(crate) log_level: String,
+    /// How many times a request the server rate limits is sent again, each after the wait the
+    /// server asks for (its waits count against --timeout); 0 never retries. A tools/call is
+    /// retried only when the tool is annotated idempotent or read-only, or with
+    /// --retry-tool-calls
+    #[arg(long, global = true, value_name = "N", default_value_t = 2)]
+    pub(crate) retry_rate_limited: u32,
+    /// Also retry a rate-limited tools/call of a tool not annotated idempotent or read-only
+    /// (the server ran nothing for the refused call; sending it again is your decision)
+    #[arg(long, global = true)]
+    pub(crate) retry_tool_calls: bool,
     /// An HTTP header sent with every request, "Name: value" (repeatable)
     #[arg(short = 'H', long = "header", global = true, value_name = "HEADER")]
     pub(crate) headers: Vec<String>,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 use mcp_client::oauth::{OAuth, OAuthConfig, OAuthTransport};
 use mcp_client::transport::{Https, Stderr, Stdio, StreamableHttp};
-use mcp_client::{Asks, Client, ClientBuilder, LogLevel, Revision};
+use mcp_client::{Asks, Client, ClientBuilder, LogLevel, RateLimitRetry, Revision};
 
 use crate::args::{Canned, canned_answer, split_command};
 use crate::ask::Asker;
@@ -42,6 +42,10 @@ pub(crate) struct Session {
     pub(crate) json: bool,
     pub(crate) timeout: Duration,
     pub(crate) log_level: LogLevel,
+    /// `--retry-rate-limited`: retries of a rate-limited request.
+    retry_rate_limited: u32,
+    /// `--retry-tool-calls`: retry rate-limited tool calls not annotated idempotent.
+    retry_tool_calls: bool,
     headers: Vec<(HeaderName, HeaderValue)>,
     https: Option<Https>,
     /// OAuth for a URL target.
@@ -155,6 +159,8 @@ impl Session {
             json: global.json,
             timeout,
             log_level,
+            retry_rate_limited: global.retry_rate_limited,
+            retry_tool_calls: global.retry_tool_calls,
             headers,
             https,
             ui,
@@ -176,6 +182,7 @@ impl Session {
             });
         // Tools the server runs as tasks (the Tasks extension) are followed to their result.
         builder = builder.tasks(mcp_client::TaskPolling::new());
+        builder = builder.rate_limit_retry(self.rate_limit_retry());
         if let Some(revision) = revision {
             builder = builder.revision(revision);
         }
@@ -189,6 +196,17 @@ impl Session {
             builder = builder.oauth(oauth.clone());
         }
         builder
+    }
+
+    /// How rate-limited requests are retried: `--retry-rate-limited` times, the waits within
+    /// `--timeout`, each announced on stderr.
+    fn rate_limit_retry(&self) -> RateLimitRetry {
+        let ui = self.ui.clone();
+        RateLimitRetry::new()
+            .max_attempts(self.retry_rate_limited.saturating_add(1))
+            .max_wait(self.timeout)
+            .retry_tool_calls(self.retry_tool_calls)
+            .on_retry(move |error, wait| ui.note(&retry_note(error, wait)))
     }
 
     /// The error of a command whose `--timeout` passed while `doing` (connecting, the request).
@@ -258,4 +276,17 @@ impl Session {
             source,
         })
     }
+}
+
+/// The line printed when a rate-limited request will be sent again:
+/// `rate limited by the server (LIMIT), retrying in 2 s`.
+pub(crate) fn retry_note(error: &mcp_client::Error, wait: Duration) -> String {
+    let limit = error
+        .rate_limit()
+        .map(|name| format!(" ({name})"))
+        .unwrap_or_default();
+    format!(
+        "rate limited by the server{limit}, retrying in {}",
+        mcp_client::rate_limit::wait_text(wait)
+    )
 }

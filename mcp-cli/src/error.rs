@@ -124,6 +124,11 @@ impl CliError {
         match self {
             Self::Usage(_) => "usage".into(),
             Self::ArgumentFile { .. } | Self::ArgumentTooLarge { .. } => "input".into(),
+            Self::Connect { source, .. } | Self::Request { source, .. }
+                if source.is_rate_limited() =>
+            {
+                kind_label(source.kind()).into()
+            }
             Self::Connect { source, .. } | Self::Request { source, .. } => {
                 match (source.code(), source.http_status()) {
                     (Some(code), _) => code.to_string(),
@@ -195,6 +200,17 @@ impl CliError {
             }
             Self::Connect { source, .. } | Self::Request { source, .. } => source,
         };
+        if source.is_rate_limited() {
+            let tool_call =
+                matches!(self, Self::Request { what, .. } if what.starts_with("tools/call"));
+            return Some(if tool_call {
+                "try again after the wait the server asked for; to have mcp wait and retry this \
+                 tool call, pass --retry-tool-calls (and --retry-rate-limited N, --timeout)"
+            } else {
+                "try again after the wait the server asked for, or let mcp wait longer: \
+                 --retry-rate-limited N and --timeout SECS"
+            });
+        }
         if matches!(source.http_status(), Some(401)) && login_was_needed() {
             // The server wants a login and nobody was there to do it (no terminal).
             return Some(LOGIN_HINT);
@@ -363,6 +379,7 @@ fn kind_code(kind: ErrorKind) -> u8 {
         ErrorKind::Transport | ErrorKind::Closed | ErrorKind::Tls => exit::TRANSPORT,
         ErrorKind::InputRequired | ErrorKind::TooManyRounds => exit::UNANSWERED,
         ErrorKind::InvalidInput => exit::USAGE,
+        ErrorKind::RateLimited => exit::RATE_LIMITED,
         _ => exit::PROTOCOL,
     }
 }
@@ -380,6 +397,7 @@ fn kind_label(kind: ErrorKind) -> &'static str {
         ErrorKind::InvalidInput => "input",
         ErrorKind::LimitExceeded => "limit",
         ErrorKind::Tls => "tls",
+        ErrorKind::RateLimited => "rate limited",
         _ => "client",
     }
 }

@@ -90,6 +90,10 @@ pub mod exit {
     pub const TIMEOUT: u8 = 6;
     /// The server asked a question nobody could answer: no terminal and no `--answer`.
     pub const UNANSWERED: u8 = 7;
+    /// Rate limited: the server refused the request for now (HTTP 429, or the JSON-RPC error
+    /// `-31429`) and kept refusing after `--retry-rate-limited` retries, or asked for a wait
+    /// past `--timeout`; the error line names the wait it asked for.
+    pub const RATE_LIMITED: u8 = 8;
     /// Interrupted by Ctrl-C (SIGINT); the request in flight was cancelled on the server and
     /// the session closed. `mcp listen` ends with [`OK`] instead: Ctrl-C is how it stops.
     pub const INTERRUPTED: u8 = 130;

@@ -16,6 +16,7 @@ use crate::client::ListLimits;
 use crate::client::{Client, Config, Inner};
 use crate::error::{Error, ErrorKind};
 use crate::negotiate::{self, Choice, Negotiated, Remembered};
+use crate::rate_limit::RateLimitRetry;
 use crate::transport::{
     DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_BYTES, HttpSse, MessageFn,
     Observation, Observed, Stdio, StdioBuilder, StreamableHttp, Transport,
@@ -79,6 +80,7 @@ pub struct ClientBuilder {
     https: Option<crate::transport::Https>,
     revisions: AdapterSet,
     oauth: Option<crate::oauth::OAuthConfig>,
+    rate_limit: RateLimitRetry,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -118,6 +120,7 @@ impl Default for ClientBuilder {
             https: None,
             revisions: AdapterSet::all(),
             oauth: None,
+            rate_limit: RateLimitRetry::new(),
         }
     }
 }
@@ -449,6 +452,7 @@ impl ClientBuilder {
             list_limits: self.list_limits,
             max_queued: self.max_queued,
             revisions: self.revisions.revisions().to_vec(),
+            rate_limit: self.rate_limit.clone(),
         }
     }
 
@@ -459,15 +463,73 @@ impl ClientBuilder {
         }
     }
 
-    async fn start(&self, transport: Arc<dyn Transport>) -> Result<(Client, Negotiated), Error> {
+    /// Builds the client and negotiates; a rate-limited handshake is started again after the
+    /// server's wait, within [`ClientBuilder::rate_limit_retry`]'s bounds and by `deadline`.
+    async fn start(
+        &self,
+        transport: Arc<dyn Transport>,
+        deadline: Instant,
+    ) -> Result<(Client, Negotiated), Error> {
         let transport = match &self.on_message {
             Some(observer) => Arc::new(Observed::new(transport, observer.clone())),
             None => transport,
         };
         let inner = Inner::new(transport, self.config(), self.first_adapter());
         let client = Client { inner };
-        let negotiated = negotiate::negotiate(&client, self.choice, self.remember_era).await?;
-        Ok((client, negotiated))
+        let mut attempts = 0u32;
+        let mut waited = Duration::ZERO;
+        loop {
+            match negotiate::negotiate(&client, self.choice, self.remember_era).await {
+                Ok(negotiated) => return Ok((client, negotiated)),
+                Err(error) if error.is_rate_limited() => {
+                    attempts += 1;
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let Some(wait) =
+                        self.rate_limit
+                            .next_wait(error.retry_after(), attempts, waited, left)
+                    else {
+                        return Err(error);
+                    };
+                    if let Some(on_retry) = &self.rate_limit.on_retry {
+                        on_retry(&error, wait);
+                    }
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// How a rate-limited request is retried (issue 50's contract, see
+    /// [`crate::rate_limit`]): on by default, for idempotent requests only.
+    ///
+    /// By default a request the server rate limits (the JSON-RPC error `-31429` or an HTTP
+    /// 429) is sent again after the wait the server asked for plus up to 10% jitter, 3 times
+    /// in all and 30 s of waiting at most, and within the call's [`timeout`](Self::timeout);
+    /// past these bounds the call returns [`ErrorKind::RateLimited`] with
+    /// [`Error::retry_after`]. The default is on because the server ran no handler for a
+    /// refused request and asked to be called again later; it covers the handshake and every
+    /// request but `tools/call`, plus the calls of tools annotated `idempotentHint` or
+    /// `readOnlyHint` in the client's last `tools/list`. A tool call the client cannot tell is
+    /// safe to repeat is never retried unless
+    /// [`RateLimitRetry::retry_tool_calls`] says so. [`RateLimitRetry::off`] turns retries off.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_client::{Client, RateLimitRetry};
+    ///
+    /// let builder = Client::builder().rate_limit_retry(
+    ///     RateLimitRetry::new()
+    ///         .max_attempts(4)
+    ///         .max_wait(Duration::from_secs(10))
+    ///         .retry_tool_calls(true),
+    /// );
+    /// # let _ = builder;
+    /// ```
+    pub fn rate_limit_retry(mut self, retry: RateLimitRetry) -> Self {
+        self.rate_limit = retry;
+        self
     }
 
     /// Connects over any transport and negotiates (or starts the pinned revision), all within
@@ -500,7 +562,7 @@ impl ClientBuilder {
         transport: Arc<dyn Transport>,
         deadline: Instant,
     ) -> Result<(Client, Negotiated), Error> {
-        match tokio::time::timeout_at(deadline, self.start(transport)).await {
+        match tokio::time::timeout_at(deadline, self.start(transport, deadline)).await {
             Ok(started) => started,
             Err(_) => Err(Error::new(
                 ErrorKind::Timeout,

@@ -150,6 +150,7 @@ impl Client {
         let mut items = items.clone();
         if kind == ListKind::Tools {
             items = self.checked_tools(items);
+            self.inner.remember_retry_safe(&items, cursor.is_none());
         }
         let next_cursor = match result.get("nextCursor") {
             None | Some(Value::Null) => None,

@@ -131,6 +131,8 @@ pub(crate) struct Config {
     pub(crate) max_queued: usize,
     /// The revisions negotiation chooses among, newest first.
     pub(crate) revisions: Vec<mcp_adapters::Revision>,
+    /// How rate-limited requests are retried.
+    pub(crate) rate_limit: crate::rate_limit::RateLimitRetry,
 }
 
 pub(crate) struct State {
@@ -162,6 +164,9 @@ pub(crate) struct Inner {
     listeners: Mutex<Vec<ListenerSlot>>,
     next_listener: AtomicI64,
     tools: Mutex<HashMap<String, Arc<[HeaderBinding]>>>,
+    /// The tools the last listing annotated `idempotentHint` or `readOnlyHint`: their calls are
+    /// retried when rate limited (bounded by the listing limits).
+    retry_safe_tools: Mutex<std::collections::HashSet<String>>,
     cache: Mutex<Cache>,
     reinit: tokio::sync::Mutex<u64>,
     /// The number of re-initializations so far (read without the lock, written under it).
@@ -248,6 +253,8 @@ pub(crate) enum Outcome {
         status: Option<u16>,
         /// The start of an HTTP error body ([`crate::transport::excerpt`]), when there was one.
         said: Option<String>,
+        /// The HTTP `Retry-After`, when the refusal had one.
+        retry_after: Option<Duration>,
     },
 }
 
@@ -293,6 +300,7 @@ impl Inner {
             listeners: Mutex::new(Vec::new()),
             next_listener: AtomicI64::new(1),
             tools: Mutex::new(HashMap::new()),
+            retry_safe_tools: Mutex::new(std::collections::HashSet::new()),
             cache: Mutex::new(cache),
             reinit: tokio::sync::Mutex::new(0),
             sessions: std::sync::atomic::AtomicU64::new(0),
@@ -626,6 +634,7 @@ impl Inner {
                 status,
                 content_type,
                 body,
+                retry_after_secs,
                 ..
             }) => {
                 let error = refusal(content_type.as_deref(), &body);
@@ -637,6 +646,7 @@ impl Inner {
                     error,
                     status: Some(status),
                     said,
+                    retry_after: crate::rate_limit::retry_after_wait(retry_after_secs),
                 }))
             }
             Err(e) => Err(e.into()),
@@ -687,6 +697,7 @@ impl Inner {
                             error: Some(e),
                             status: None,
                             said: None,
+                            retry_after: None,
                         },
                     });
                 }
@@ -921,6 +932,42 @@ impl Inner {
                 map.insert(name.to_owned(), b.into());
             }
         }
+    }
+
+    /// Keeps which tools of a listing may be retried when rate limited. A first page replaces
+    /// what was known; later pages add to it.
+    pub(crate) fn remember_retry_safe(&self, tools: &[Value], first_page: bool) {
+        let mut safe = lock(&self.retry_safe_tools);
+        if first_page {
+            safe.clear();
+        }
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            if crate::rate_limit::tool_is_retry_safe(tool) {
+                safe.insert(name.to_owned());
+            } else {
+                safe.remove(name);
+            }
+        }
+    }
+
+    /// Whether a rate-limited `method_name` with `params` may be sent again.
+    fn retry_safe(&self, adapter: Adapter, method_name: &str, params: &Params<'_>) -> bool {
+        if adapter.operation(method_name) != Some(Operation::CallTool)
+            || self.config.rate_limit.retry_tool_calls
+        {
+            return true;
+        }
+        let name = match params {
+            Params::Tool { name, .. } => Some(*name),
+            Params::Value(value) => value
+                .as_ref()
+                .and_then(|v| v.get("name"))
+                .and_then(Value::as_str),
+        };
+        name.is_some_and(|name| lock(&self.retry_safe_tools).contains(name))
     }
 
     pub(crate) fn forget_tools(&self) {
@@ -1402,6 +1449,11 @@ impl Client {
         let mut state: Option<String> = None;
         let mut recovered = false;
         let mut refetched = false;
+        // Rate-limit retries: the attempts sent, the time waited, and the call's deadline.
+        let started = tokio::time::Instant::now();
+        let deadline = started + options.timeout.unwrap_or(self.inner.config.timeout);
+        let mut attempts = 0u32;
+        let mut waited = Duration::ZERO;
         loop {
             let adapter = self.adapter();
             let session = self.inner.session_generation();
@@ -1428,6 +1480,7 @@ impl Client {
                     error,
                     status,
                     said,
+                    retry_after,
                 } => {
                     let code = error.as_ref().map(|e| e.code);
                     // A legacy session the server forgot: initialize again and retry once.
@@ -1453,7 +1506,31 @@ impl Client {
                         let _ = Box::pin(self.list_tools()).await;
                         continue;
                     }
-                    return Err(Error::refused(error, status, said.as_deref()));
+                    let error = Error::refused(error, status, said.as_deref(), retry_after);
+                    attempts += 1;
+                    if error.is_rate_limited()
+                        && self.inner.retry_safe(adapter, method_name, &params)
+                        && let Some(wait) = self.inner.config.rate_limit.next_wait(
+                            error.retry_after(),
+                            attempts,
+                            waited,
+                            deadline.saturating_duration_since(tokio::time::Instant::now()),
+                        )
+                    {
+                        tracing::debug!(
+                            method = method_name,
+                            limit = error.rate_limit(),
+                            ?wait,
+                            "rate limited; retrying"
+                        );
+                        if let Some(on_retry) = &self.inner.config.rate_limit.on_retry {
+                            on_retry(&error, wait);
+                        }
+                        tokio::time::sleep(wait).await;
+                        waited += wait;
+                        continue;
+                    }
+                    return Err(error);
                 }
             };
             // A task for a tool call (the Tasks extension, declared by this client): the caller

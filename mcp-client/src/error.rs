@@ -6,6 +6,7 @@ use std::time::Duration;
 use mcp_wire::jsonrpc::ErrorObject;
 use serde_json::Value;
 
+use crate::rate_limit::Limited;
 use crate::transport::TransportError;
 
 /// What went wrong, as a coarse category.
@@ -56,6 +57,12 @@ pub enum ErrorKind {
     /// asked more than [`crate::TaskPolling::max_questions`] questions or outlived its `ttlMs`
     /// (see [`crate::task`]).
     Task,
+    /// The server refused the request for now: it is rate limited (the JSON-RPC error
+    /// [`crate::rate_limit::RATE_LIMITED`], or an HTTP 429), and the client did not retry it or
+    /// gave up retrying within [`crate::RateLimitRetry`]'s bounds. [`Error::retry_after`] is the
+    /// wait the server asked for, [`Error::rate_limit`] the name of the rule it hit; the
+    /// JSON-RPC error, when there was one, is in [`Error::rpc`].
+    RateLimited,
 }
 
 /// Every failure of a client operation.
@@ -103,6 +110,8 @@ struct Inner {
     rpc: Option<ErrorObject>,
     status: Option<u16>,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// What a rate-limited refusal said (only with [`ErrorKind::RateLimited`]).
+    limited: Option<Limited>,
 }
 
 impl Error {
@@ -114,6 +123,7 @@ impl Error {
                 rpc: None,
                 status: None,
                 source: None,
+                limited: None,
             }),
         }
     }
@@ -126,12 +136,34 @@ impl Error {
     }
 
     /// A request the server refused: with its JSON-RPC error when it sent one, else with the
-    /// HTTP status and what the server said in the body (`said`, an excerpt).
+    /// HTTP status and what the server said in the body (`said`, an excerpt). A rate limit (the
+    /// error [`crate::rate_limit::RATE_LIMITED`] or a 429, whose `Retry-After` is
+    /// `retry_after`) is [`ErrorKind::RateLimited`].
     pub(crate) fn refused(
         error: Option<ErrorObject>,
         status: Option<u16>,
         said: Option<&str>,
+        retry_after: Option<Duration>,
     ) -> Self {
+        if let Some(limited) = crate::rate_limit::classify(error.as_ref(), status, retry_after) {
+            let detail = match (&error, status, said) {
+                (Some(_), _, _) => String::new(),
+                (None, Some(status), Some(said)) => format!(
+                    "the server answered {}; it said: {said:?}",
+                    crate::transport::status_name(status)
+                ),
+                (None, Some(status), None) => format!(
+                    "the server answered {}",
+                    crate::transport::status_name(status)
+                ),
+                (None, None, _) => String::new(),
+            };
+            let mut out = Self::new(ErrorKind::RateLimited, detail);
+            out.inner.rpc = error;
+            out.inner.status = status;
+            out.inner.limited = Some(limited);
+            return out;
+        }
         match (error, status) {
             (Some(e), status) => Self::rpc_error(e, status),
             (None, Some(status)) => {
@@ -239,6 +271,36 @@ impl Error {
     pub fn is_limit_exceeded(&self) -> bool {
         self.kind() == ErrorKind::LimitExceeded
     }
+
+    /// Whether the server rate limited the request ([`ErrorKind::RateLimited`]).
+    pub fn is_rate_limited(&self) -> bool {
+        self.kind() == ErrorKind::RateLimited
+    }
+
+    /// The wait the server asked for before trying again, when it named one: the error's
+    /// `data.retryAfterMs`, else the HTTP `Retry-After` header. Only on
+    /// [`ErrorKind::RateLimited`].
+    ///
+    /// ```
+    /// # async fn run(client: mcp_client::Client) {
+    /// match client.call_tool("deploy", serde_json::json!({})).await {
+    ///     Err(e) if e.is_rate_limited() => {
+    ///         println!("rate limited by {:?}; try again in {:?}", e.rate_limit(), e.retry_after());
+    ///     }
+    ///     _ => {}
+    /// }
+    /// # }
+    /// ```
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.inner.limited.as_ref().and_then(|l| l.retry_after)
+    }
+
+    /// The name of the server's rule that refused the request (`data.limit`: a method such as
+    /// `tools/call`, a tool name such as `deploy`, or `default`), when it named one. Only on
+    /// [`ErrorKind::RateLimited`]; a bare HTTP 429 names none.
+    pub fn rate_limit(&self) -> Option<&str> {
+        self.inner.limited.as_ref().and_then(|l| l.limit.as_deref())
+    }
 }
 
 impl From<TransportError> for Error {
@@ -257,6 +319,22 @@ impl From<TransportError> for Error {
             | TransportError::PlainHttp { .. } => ErrorKind::Tls,
             TransportError::Authorization(_) => ErrorKind::Authorization,
         };
+        if let TransportError::Status {
+            status: 429,
+            content_type,
+            body,
+            retry_after_secs,
+            ..
+        } = &error
+        {
+            let rpc = crate::client::refusal(content_type.as_deref(), body);
+            let said = rpc
+                .is_none()
+                .then(|| crate::transport::excerpt(body))
+                .flatten();
+            let wait = crate::rate_limit::retry_after_wait(*retry_after_secs);
+            return Self::refused(rpc, Some(429), said.as_deref(), wait);
+        }
         let status = match &error {
             TransportError::Status { status, .. } => Some(*status),
             _ => None,
@@ -280,6 +358,10 @@ impl fmt::Debug for Error {
         }
         if let Some(status) = self.inner.status {
             s.field("status", &status);
+        }
+        if let Some(limited) = &self.inner.limited {
+            s.field("retry_after", &limited.retry_after);
+            s.field("limit", &limited.limit);
         }
         if let Some(source) = &self.inner.source {
             s.field("source", source);
@@ -305,6 +387,7 @@ impl fmt::Display for Error {
             ErrorKind::LimitExceeded => "limit reached",
             ErrorKind::Authorization => "authorization failed",
             ErrorKind::Task => "the task did not complete",
+            ErrorKind::RateLimited => "rate limited by the server",
         };
         f.write_str(what)?;
         if let Some(rpc) = &self.inner.rpc {
@@ -315,6 +398,19 @@ impl fmt::Display for Error {
         }
         if !self.inner.detail.is_empty() {
             write!(f, ": {}", self.inner.detail)?;
+        }
+        if let Some(limited) = &self.inner.limited {
+            if let Some(limit) = &limited.limit {
+                write!(f, " (limit {limit})")?;
+            }
+            match limited.retry_after {
+                Some(wait) => write!(
+                    f,
+                    "; the server asked to wait {}",
+                    crate::rate_limit::wait_text(wait)
+                )?,
+                None => f.write_str("; the server named no wait")?,
+            }
         }
         if let Some(source) = &self.inner.source {
             write!(f, ": {source}")?;

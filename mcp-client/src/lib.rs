@@ -114,6 +114,7 @@ mod negotiate;
 pub mod oauth;
 mod oauth_error;
 mod polling;
+pub mod rate_limit;
 mod skills;
 pub mod task;
 pub mod transport;
@@ -130,6 +131,7 @@ pub use mcp_adapters::{INPUT_REQUIRED_META, LogLevel, Revision};
 pub use mcp_wire::jsonrpc::{ErrorObject, Notification};
 /// The MCP model types the typed results are read into (re-exported from `mcp-wire`).
 pub use mcp_wire::model;
+pub use rate_limit::RateLimitRetry;
 pub use skills::{
     SKILLS_EXTENSION, SkillEntry, SkillError, SkillFile, SkillFileRef, SkillResources, SkillsPage,
 };

@@ -207,12 +207,18 @@ impl Client {
                     status,
                     content_type,
                     body,
+                    retry_after_secs,
                     ..
                 }) => {
                     inner.remove_listener(slot);
                     let error = refusal(content_type.as_deref(), &body);
                     let said = crate::transport::excerpt(&body);
-                    return Err(Error::refused(error, Some(status), said.as_deref()));
+                    return Err(Error::refused(
+                        error,
+                        Some(status),
+                        said.as_deref(),
+                        crate::rate_limit::retry_after_wait(retry_after_secs),
+                    ));
                 }
                 Err(e) => {
                     inner.remove_listener(slot);

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use mcp_adapters::{Adapter, Operation, Revision};
 use mcp_wire::jsonrpc::ErrorObject;
@@ -188,7 +189,7 @@ async fn start(
                 Some(next) => Box::pin(start(client, next, tried)).await,
                 None => Err(no_common(&list)),
             },
-            Described::Refused(error, status, said) => Err(refused(error, status, said)),
+            Described::Refused(refusal) => Err(refusal.into_error()),
         }
     }
 }
@@ -200,10 +201,38 @@ fn no_common(list: &[String]) -> Error {
     )
 }
 
-/// The handshake was refused: the server's JSON-RPC error, or the HTTP status and what the
-/// server said in the body.
-fn refused(error: Option<ErrorObject>, status: Option<u16>, said: Option<String>) -> Error {
-    Error::refused(error, status, said.as_deref())
+/// A refused handshake: the server's JSON-RPC error, or the HTTP status and what the server
+/// said in the body, and its `Retry-After`.
+struct Refusal {
+    error: Option<ErrorObject>,
+    status: Option<u16>,
+    said: Option<String>,
+    retry_after: Option<Duration>,
+}
+
+impl Refusal {
+    fn empty() -> Self {
+        Self {
+            error: None,
+            status: None,
+            said: None,
+            retry_after: None,
+        }
+    }
+
+    /// A rate limit: the server is there, it only says "not now".
+    fn is_rate_limit(&self) -> bool {
+        crate::rate_limit::classify(self.error.as_ref(), self.status, self.retry_after).is_some()
+    }
+
+    fn into_error(self) -> Error {
+        Error::refused(
+            self.error,
+            self.status,
+            self.said.as_deref(),
+            self.retry_after,
+        )
+    }
 }
 
 /// The dual-era probe: a modern request first, then `initialize`, then (on HTTP) HTTP+SSE.
@@ -220,8 +249,12 @@ async fn probe(client: &Client) -> Result<Negotiated, Error> {
             Some(next) => start(client, next, &mut tried).await,
             None => Err(no_common(&list)),
         },
-        Ok(Described::Refused(Some(error), status, said)) if is_modern_error(&error) => {
-            Err(refused(Some(error), status, said))
+        // A modern server's refusal, or a rate limit (the probe is sent again after the wait,
+        // not taken for a legacy server's answer).
+        Ok(Described::Refused(refusal))
+            if refusal.error.as_ref().is_some_and(is_modern_error) || refusal.is_rate_limit() =>
+        {
+            Err(refusal.into_error())
         }
         // Anything else (an unrecognized 400, a 404 or 405, a legacy -32601) means a legacy
         // server, or no Streamable HTTP at all: `initialize` tells which.
@@ -235,7 +268,7 @@ async fn probe(client: &Client) -> Result<Negotiated, Error> {
 enum Described {
     Modern,
     Supported(Vec<String>),
-    Refused(Option<ErrorObject>, Option<u16>, Option<String>),
+    Refused(Refusal),
 }
 
 /// `server/discover` on a revision without a handshake.
@@ -262,7 +295,7 @@ async fn describe(client: &Client, adapter: Adapter, probing: bool) -> Result<De
     match outcome {
         Outcome::Result(result) => {
             let Some(capabilities) = result.get("capabilities").filter(|c| c.is_object()) else {
-                return Ok(Described::Refused(None, None, None));
+                return Ok(Described::Refused(Refusal::empty()));
             };
             let supported: Vec<String> = result
                 .get("supportedVersions")
@@ -296,22 +329,24 @@ async fn describe(client: &Client, adapter: Adapter, probing: bool) -> Result<De
             Ok(Described::Modern)
         }
         Outcome::Refused {
-            error: Some(error),
+            error,
             status,
             said,
+            retry_after,
         } => {
-            if error.code == error_code::UNSUPPORTED_PROTOCOL_VERSION
-                && let Some(list) = supported_in(&error)
+            if let Some(error) = &error
+                && error.code == error_code::UNSUPPORTED_PROTOCOL_VERSION
+                && let Some(list) = supported_in(error)
             {
                 return Ok(Described::Supported(list));
             }
-            Ok(Described::Refused(Some(error), status, said))
+            Ok(Described::Refused(Refusal {
+                error,
+                status,
+                said,
+                retry_after,
+            }))
         }
-        Outcome::Refused {
-            error: None,
-            status,
-            said,
-        } => Ok(Described::Refused(None, status, said)),
     }
 }
 
@@ -393,6 +428,7 @@ async fn initialize(
             error,
             status,
             said,
+            retry_after,
         } => {
             if let Some(list) = error.as_ref().and_then(supported_in) {
                 if let Some(next) = best(client, &list, tried) {
@@ -405,7 +441,13 @@ async fn initialize(
             if fallback && !modern_body && inner.info.request_streams && inner.info.http {
                 return Ok(Negotiated::FallBackToSse);
             }
-            Err(refused(error, status, said))
+            Err(Refusal {
+                error,
+                status,
+                said,
+                retry_after,
+            }
+            .into_error())
         }
     }
 }

@@ -69,9 +69,23 @@ impl ApiError {
             if let Some(rpc) = source.rpc() {
                 error["rpc"] = json!(rpc);
             }
+            if source.is_rate_limited() {
+                error["rateLimited"] = json!({
+                    "retryAfterMs": source.retry_after().map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+                    "limit": source.rate_limit(),
+                });
+            }
         }
         json!({"error": error})
     }
+}
+
+/// The event of a rate-limited request the client will send again after `wait`.
+fn rate_limited_event(conn: u64, error: &mcp_client::Error, wait: Duration) -> Value {
+    let ms = |w: Duration| u64::try_from(w.as_millis()).unwrap_or(u64::MAX);
+    json!({"type": "rate-limited", "conn": conn, "limit": error.rate_limit(),
+        "retryAfterMs": error.retry_after().map(ms), "waitMs": ms(wait),
+        "message": crate::connect::retry_note(error, wait)})
 }
 
 fn field<'a>(body: &'a Value, name: &str) -> Result<&'a str, ApiError> {
@@ -220,7 +234,13 @@ async fn connect_one(
         ))
     })?;
     let id = slot.id;
-    let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state.clone());
+    let (s1, s2, s3, s4, s5) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+    );
     let mut builder = Client::builder()
         .client_info("mcp-console", env!("CARGO_PKG_VERSION"))
         .timeout(state.limits.timeout)
@@ -275,7 +295,13 @@ async fn connect_one(
         })
         .on_ask(Asks::all(), move |question| s3.clone().ask(id, question))
         // Tools the server runs as tasks are followed (status events, cancel from the page).
-        .tasks(TaskPolling::new());
+        .tasks(TaskPolling::new())
+        // A rate-limited request is retried as the client's defaults say; each wait is shown.
+        .rate_limit_retry(
+            mcp_client::RateLimitRetry::new().on_retry(move |error, wait| {
+                s5.push(rate_limited_event(id, error, wait));
+            }),
+        );
     if let Some(revision) = revision {
         builder = builder.revision(revision);
     }

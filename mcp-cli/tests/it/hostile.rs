@@ -15,11 +15,11 @@ use support::mcp;
 
 /// What the raw server does with one JSON-RPC request (or notification): `None` holds the
 /// connection open without answering.
-type Script = Arc<dyn Fn(&str, &Value) -> Option<Vec<u8>> + Send + Sync>;
+pub(crate) type Script = Arc<dyn Fn(&str, &Value) -> Option<Vec<u8>> + Send + Sync>;
 
 /// A raw HTTP/1.1 server on 127.0.0.1, one thread per connection, for as long as the test runs.
 /// Connections it holds without answering are kept until the test process ends.
-fn serve(script: Script) -> String {
+pub(crate) fn serve(script: Script) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let held: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
@@ -78,7 +78,7 @@ fn connection(socket: TcpStream, script: &Script, held: &Mutex<Vec<TcpStream>>) 
     }
 }
 
-fn reply(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+pub(crate) fn reply(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\nmcp-session-id: raw\r\ncontent-length: {}\r\n\r\n",
         body.len()
@@ -88,7 +88,7 @@ fn reply(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn result(request: &Value, result: Value) -> Option<Vec<u8>> {
+pub(crate) fn result(request: &Value, result: Value) -> Option<Vec<u8>> {
     let body = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
     Some(reply(
         "200 OK",
@@ -98,7 +98,7 @@ fn result(request: &Value, result: Value) -> Option<Vec<u8>> {
 }
 
 /// The 2025-06-18 handshake done properly; everything else goes to `after`.
-fn handshake_then(
+pub(crate) fn handshake_then(
     after: impl Fn(&str, &Value) -> Option<Vec<u8>> + Send + Sync + 'static,
 ) -> Script {
     Arc::new(move |method, body| match body["method"].as_str() {

@@ -14,5 +14,6 @@ mod https;
 mod login_hardening;
 mod login_tmux;
 mod pty;
+mod rate_limited;
 mod stdio;
 mod tasks;

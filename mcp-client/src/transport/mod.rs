@@ -266,6 +266,9 @@ pub enum TransportError {
         www_authenticate: Option<String>,
         /// The response's `DPoP-Nonce` (RFC 9449 §9), the nonce a DPoP proof must carry.
         dpop_nonce: Option<String>,
+        /// The response's `Retry-After` in delay-seconds (a 429 or 503), when it has one (an
+        /// HTTP date is not read).
+        retry_after_secs: Option<u32>,
     },
     /// The server sent bytes this transport cannot read: a wrong content type, a truncated SSE
     /// stream, a line that is not a JSON-RPC message.

@@ -362,6 +362,11 @@ pub(crate) async fn status_error(
         .and_then(|v| v.to_str().ok())
         .filter(|v| v.len() <= 1024)
         .map(str::to_owned);
+    let retry_after_secs = response
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::rate_limit::parse_retry_after);
     let body = read_bounded(response.into_body(), limit.min(1024 * 1024))
         .await
         .unwrap_or_default();
@@ -371,6 +376,7 @@ pub(crate) async fn status_error(
         body,
         www_authenticate,
         dpop_nonce,
+        retry_after_secs,
     }
 }
 
@@ -615,6 +621,7 @@ impl Transport for StreamableHttp {
                     body: Bytes::new(),
                     www_authenticate: www_authenticate(response_headers),
                     dpop_nonce: None,
+                    retry_after_secs: None,
                 })
             }
         })

@@ -14,6 +14,7 @@ mod oauth_hardening;
 mod oauth_scope;
 mod oauth_store;
 mod our_http;
+mod rate_limited;
 mod rules;
 mod stdio;
 mod tasks;
