@@ -30,7 +30,7 @@ use crate::Error;
 /// ```
 /// assert_eq!(mcp_client::rate_limit::RATE_LIMITED, -31429);
 /// ```
-pub const RATE_LIMITED: i64 = -31429;
+pub const RATE_LIMITED: i64 = mcp_adapters::codes::RATE_LIMITED;
 
 /// The longest wait read from a server (a day): a larger `retryAfterMs` or `Retry-After` is
 /// read as this, and the retry bounds turn it into [`ErrorKind::RateLimited`](crate::ErrorKind).

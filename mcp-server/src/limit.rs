@@ -36,7 +36,7 @@ use mcp_hub::{Namespace, StateStore, StoreError};
 use crate::FastMap;
 
 /// The JSON-RPC error code of a rate-limited call, on every revision.
-pub const RATE_LIMITED_CODE: i64 = -31429;
+pub const RATE_LIMITED_CODE: i64 = mcp_adapters::codes::RATE_LIMITED;
 
 /// The default lease: the most tokens a worker takes from the shared budget at once.
 pub const DEFAULT_RATE_LIMIT_LEASE: u32 = 10;
