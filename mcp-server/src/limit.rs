@@ -3,9 +3,8 @@
 //! Each [`RateLimit`] is a budget of calls over a period, per caller: the principal of an
 //! authenticated request, else the client's address (behind trusted proxies, the address
 //! they report), else one budget for every anonymous caller of the process (stdio). A rule
-//! applies to every call (`*`), to a method (`tools/call`, `initialize`: by operation, so a
-//! rule on `resources/subscribe` also covers 2026-07-28's `subscriptions/listen`), or to one
-//! tool by name (`deploy`).
+//! applies to every call (`*`), to a method (`tools/call`, `initialize`, by the operation the
+//! revisions map the name to), or to one tool by name (`deploy`).
 //!
 //! The budget is a GCRA (a token bucket that holds `count` tokens and refills one every
 //! `period / count`) kept in the server's state store, so every worker on the hub spends the
@@ -53,9 +52,8 @@ const MAX_ATTEMPTS: usize = 8;
 /// The caller is the principal of an authenticated request, else the client's address (behind
 /// [trusted proxies](crate::http::HttpConfig::trusted_proxies), the one they report), else one
 /// budget for every anonymous caller of the process (stdio). A rule applies to every request
-/// (`*`), to a method (`tools/call`, `initialize`: by operation, so a rule on
-/// `resources/subscribe` also covers 2026-07-28's `subscriptions/listen`), or to one tool by
-/// name (`deploy`). The budget is a token bucket of `count` tokens refilled over `period`,
+/// (`*`), to a method (`tools/call`, `initialize`, by the operation the revisions map the name
+/// to), or to one tool by name (`deploy`). The budget is a token bucket of `count` tokens refilled over `period`,
 /// kept in the server's state store so every worker on the hub spends the same one (within
 /// `workers × lease`, see [`ServerBuilder::rate_limit_lease`]). A refused request runs no
 /// handler and gets the JSON-RPC error [`RATE_LIMITED_CODE`] with `data: {"retryAfterMs",
@@ -597,12 +595,10 @@ mod tests {
             RateLimit::parse("*=10/500ms").unwrap().target,
             Target::Every
         );
-        // 2026-07-28's name for the same operation.
+        // A method is named by the operation the revisions map its name to.
         assert_eq!(
-            RateLimit::parse("subscriptions/listen=1/1h")
-                .unwrap()
-                .target,
-            RateLimit::parse("resources/subscribe=1/1h").unwrap().target
+            RateLimit::parse("resources/read=1/1h").unwrap().target,
+            Target::Operation(Operation::ReadResource)
         );
         for bad in [
             "deploy",

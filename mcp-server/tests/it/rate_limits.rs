@@ -104,8 +104,10 @@ fn call(revision: Revision, session: Option<&str>, client: &str) -> RawRequest<'
     let mut params = json!({"name": "count", "arguments": {}});
     let mut request = RawRequest::new("POST", "/mcp")
         .header("Accept", ACCEPT)
-        .header("MCP-Protocol-Version", revision.as_str())
         .header("X-Forwarded-For", client);
+    if revision != Revision::V2025_03_26 {
+        request = request.header("MCP-Protocol-Version", revision.as_str());
+    }
     if revision == Revision::V2026_07_28 {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": revision.as_str(),
@@ -120,24 +122,27 @@ fn call(revision: Revision, session: Option<&str>, client: &str) -> RawRequest<'
     request.json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}))
 }
 
-async fn open_session(addr: std::net::SocketAddr, client: &str) -> String {
+async fn open_session(addr: std::net::SocketAddr, revision: Revision, client: &str) -> String {
     let init = RawRequest::new("POST", "/mcp")
         .header("Accept", ACCEPT)
         .header("X-Forwarded-For", client)
         .json(
             &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
+            "protocolVersion": revision.as_str(), "capabilities": {},
             "clientInfo": {"name": "raw", "version": "1"}}}),
         )
         .send(addr)
         .await;
     assert_eq!(init.status, 200);
     let session = init.header("mcp-session-id").unwrap().to_owned();
-    let done = RawRequest::new("POST", "/mcp")
+    let mut done = RawRequest::new("POST", "/mcp")
         .header("Accept", ACCEPT)
-        .header("MCP-Protocol-Version", "2025-11-25")
         .header("Mcp-Session-Id", &session)
-        .header("X-Forwarded-For", client)
+        .header("X-Forwarded-For", client);
+    if revision != Revision::V2025_03_26 {
+        done = done.header("MCP-Protocol-Version", revision.as_str());
+    }
+    let done = done
         .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .send(addr)
         .await;
@@ -151,7 +156,12 @@ fn config() -> HttpConfig {
 
 #[tokio::test]
 async fn http_answers_429_with_retry_after_and_each_address_has_its_own_budget() {
-    for revision in [Revision::V2025_11_25, Revision::V2026_07_28] {
+    for revision in [
+        Revision::V2025_03_26,
+        Revision::V2025_06_18,
+        Revision::V2025_11_25,
+        Revision::V2026_07_28,
+    ] {
         let runs = Arc::new(AtomicUsize::new(0));
         // `initialize` counts too on 2025-11-25: the budget leaves room for it.
         let running = Running::start(server(&runs, &["*=3/1m"], 1, None), config()).await;
@@ -159,7 +169,7 @@ async fn http_answers_429_with_retry_after_and_each_address_has_its_own_budget()
         let session = if stateless {
             None
         } else {
-            Some(open_session(running.addr, "10.0.0.1").await)
+            Some(open_session(running.addr, revision, "10.0.0.1").await)
         };
         let mut statuses = Vec::new();
         for _ in 0..4 {
@@ -176,7 +186,7 @@ async fn http_answers_429_with_retry_after_and_each_address_has_its_own_budget()
                 assert_eq!(body["id"], json!(9));
             }
         }
-        // On 2025-11-25 `initialize` took one of the three.
+        // With sessions, `initialize` took one of the three.
         let admitted = if stateless { 3 } else { 2 };
         assert_eq!(
             statuses.iter().filter(|s| **s == 200).count(),
@@ -189,7 +199,7 @@ async fn http_answers_429_with_retry_after_and_each_address_has_its_own_budget()
         let session = if stateless {
             None
         } else {
-            Some(open_session(running.addr, "10.0.0.2").await)
+            Some(open_session(running.addr, revision, "10.0.0.2").await)
         };
         let other = call(revision, session.as_deref(), "10.0.0.2")
             .send(running.addr)
@@ -340,7 +350,10 @@ async fn shared_budget_row(hubs: [Arc<dyn mcp_hub::Hub>; 3], principals: bool) {
         admitted <= bound,
         "{admitted} admitted in {elapsed:?}, bound {bound} ({refused} refused)"
     );
-    assert!(refused > 0, "the budget was never reached ({admitted} admitted)");
+    assert!(
+        refused > 0,
+        "the budget was never reached ({admitted} admitted)"
+    );
     // At least the budget the run allows, minus the leases left unspent.
     assert!(
         admitted + 3 * u64::from(LEASE) >= COUNT + refilled.saturating_sub(COUNT),
@@ -571,4 +584,115 @@ async fn refusals_are_counted_by_limit() {
         text.contains(r#"mcp_refusals_total{reason="rate_limited"} 2"#),
         "{text}"
     );
+}
+
+/// Our client against our server: it waits out a refusal and succeeds when the budget has
+/// room again, on every revision and both HTTP transports; with retries off it returns
+/// `RateLimited` with the server's wait.
+#[tokio::test]
+async fn our_client_waits_for_the_budget_or_reports_rate_limited() {
+    use mcp_client::{Client, ErrorKind, RateLimitRetry};
+    let runs = Arc::new(AtomicUsize::new(0));
+    let running = Running::start(server(&runs, &["tools/list=1/300ms"], 1, None), config()).await;
+    for revision in Revision::ALL {
+        let http_sse = revision == Revision::V2024_11_05;
+        let retried = Arc::new(AtomicUsize::new(0));
+        let counted = retried.clone();
+        let builder = Client::builder()
+            .revision(revision)
+            .timeout(Duration::from_secs(10))
+            .rate_limit_retry(RateLimitRetry::new().on_retry(move |error, wait| {
+                assert_eq!(error.kind(), ErrorKind::RateLimited);
+                assert!(wait <= Duration::from_secs(1), "{wait:?}");
+                counted.fetch_add(1, Ordering::SeqCst);
+            }));
+        let client = if http_sse {
+            builder.connect_sse(&running.url("/sse")).await.unwrap()
+        } else {
+            builder.connect_http(&running.url("/mcp")).await.unwrap()
+        };
+        // The first list spends the budget (or finds it spent by the revision before: then
+        // it waits too); the second waits for the next token.
+        client.list_tools().await.unwrap();
+        client.list_tools().await.unwrap();
+        assert!(
+            retried.load(Ordering::SeqCst) >= 1,
+            "{revision}: never waited"
+        );
+        client.close().await.unwrap();
+
+        let builder = Client::builder()
+            .revision(revision)
+            .timeout(Duration::from_secs(10))
+            .rate_limit_retry(RateLimitRetry::off());
+        let client = if http_sse {
+            builder.connect_sse(&running.url("/sse")).await.unwrap()
+        } else {
+            builder.connect_http(&running.url("/mcp")).await.unwrap()
+        };
+        let mut refused = None;
+        for _ in 0..3 {
+            if let Err(error) = client.list_tools().await {
+                refused = Some(error);
+                break;
+            }
+        }
+        let error = refused.expect("a list within the budget's period is refused");
+        assert_eq!(error.kind(), ErrorKind::RateLimited, "{revision}: {error}");
+        assert_eq!(error.rate_limit(), Some("tools/list"), "{revision}");
+        let wait = error.retry_after().expect("the server's wait");
+        assert!(
+            wait > Duration::ZERO && wait <= Duration::from_secs(1),
+            "{wait:?}"
+        );
+        client.close().await.unwrap();
+    }
+}
+
+/// Over stdio the refusal is the JSON-RPC error alone, and the next call past the wait is
+/// served.
+#[tokio::test]
+async fn stdio_refuses_with_the_json_rpc_error() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let runs = Arc::new(AtomicUsize::new(0));
+    let server = server(&runs, &["tools/call=1/1h"], 1, None);
+    let (client_side, server_side) = tokio::io::duplex(64 * 1024);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let serving = tokio::spawn(mcp_server::serve_stdio_with(
+        server,
+        server_read,
+        server_write,
+        mcp_server::StdioConfig::default(),
+    ));
+    let (client_read, mut client_write) = tokio::io::split(client_side);
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    let mut send = async |message: Value| {
+        let mut line = message.to_string();
+        line.push('\n');
+        client_write.write_all(line.as_bytes()).await.unwrap();
+    };
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    for id in [1, 2] {
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "count", "arguments": {}, "_meta": meta}}))
+        .await;
+        let line = tokio::time::timeout(raw_http::WAIT, lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let response: Value = serde_json::from_str(&line).unwrap();
+        support::check(Revision::V2026_07_28, "JSONRPCMessage", &response);
+        assert_eq!(response["id"], json!(id));
+        if id == 2 {
+            assert_rate_limited(&response["error"], "tools/call");
+        } else {
+            assert!(response.get("result").is_some(), "{response}");
+        }
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    drop(send);
+    drop(lines);
+    serving.abort();
 }
