@@ -692,7 +692,6 @@ async fn stdio_refuses_with_the_json_rpc_error() {
         }
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    drop(send);
     drop(lines);
     serving.abort();
 }
