@@ -695,3 +695,133 @@ async fn stdio_refuses_with_the_json_rpc_error() {
     drop(lines);
     serving.abort();
 }
+
+/// A `redis-server` of the test's own on a free port (data in memory only); killed when
+/// dropped. `None` after a notice when `redis-server` cannot run outside CI.
+struct OwnRedis {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl OwnRedis {
+    fn start() -> Option<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        let child = match child {
+            Ok(child) => child,
+            Err(err) if std::env::var("CI").as_deref() != Ok("true") => {
+                eprintln!("notice: cannot run redis-server ({err}); skipping");
+                return None;
+            }
+            Err(err) => panic!("cannot run redis-server with CI=true: {err}"),
+        };
+        let redis = Self { child, port };
+        // Answers PING before the test goes on (bounded).
+        let started = Instant::now();
+        loop {
+            use std::io::{Read as _, Write as _};
+            let answered = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+                s.set_read_timeout(Some(Duration::from_millis(200)))?;
+                s.write_all(b"PING\r\n")?;
+                let mut buf = [0u8; 7];
+                s.read_exact(&mut buf)?;
+                Ok(&buf == b"+PONG\r\n")
+            });
+            if answered.unwrap_or(false) {
+                return Some(redis);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not answer on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server for good (SIGKILL), and waits until it is gone.
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_stopped_the_limits_fail_open_or_closed_as_configured() {
+    use mcp_server::OnHubFailure;
+    for mode in [OnHubFailure::Open, OnHubFailure::Closed] {
+        let Some(mut redis) = OwnRedis::start() else {
+            return;
+        };
+        let hub = mcp_hub::ConnectOptions::new()
+            .prefix(format!("mcp-rate-test:{}", std::process::id()))
+            .connect(&redis.url())
+            .await
+            .unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = runs.clone();
+        // The store is Redis; the event log stays in memory, so only the limits need Redis.
+        let server = Server::builder("limited", "1.0")
+            .tool(Tool::new("count", move |_: Empty| {
+                let counted = counted.clone();
+                async move { counted.fetch_add(1, Ordering::SeqCst).to_string() }
+            }))
+            .rate_limit(RateLimit::parse("tools/call=2/1m").unwrap())
+            .rate_limit_lease(1)
+            .rate_limit_on_hub_failure(mode)
+            .state_store(hub)
+            .build()
+            .unwrap();
+        let mut client = support::Client::new(&server, Revision::V2026_07_28, json!({})).await;
+        let count = json!({"name": "count", "arguments": {}});
+        // Served from Redis while it runs: one token of two spent there.
+        client.ok("tools/call", count.clone()).await;
+        redis.stop();
+        match mode {
+            OnHubFailure::Open => {
+                // This worker's own budget, with the same rule (two), then refused.
+                client.ok("tools/call", count.clone()).await;
+                client.ok("tools/call", count.clone()).await;
+                let error = client.err("tools/call", count.clone()).await;
+                assert_rate_limited(&error, "tools/call");
+                assert_eq!(runs.load(Ordering::SeqCst), 3);
+            }
+            _ => {
+                let error = client.err("tools/call", count.clone()).await;
+                assert_ne!(error["code"], json!(RATE_LIMITED_CODE), "{error}");
+                assert!(
+                    error["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("cannot be checked"),
+                    "{error}"
+                );
+                assert_eq!(runs.load(Ordering::SeqCst), 1);
+            }
+        }
+    }
+}
