@@ -11,7 +11,8 @@
 //! same budget. A worker takes a small batch of tokens at once (its lease: at most
 //! [`ServerBuilder::rate_limit_lease`](crate::ServerBuilder::rate_limit_lease), and at most a
 //! tenth of the budget) and spends it locally for up to a second, so most calls cost no round
-//! trip. The batch is what a worker can admit beyond the budget: in any period, a caller gets
+//! trip. One take per budget is in flight on a worker at a time (who finds no token waits for
+//! it), and a budget found empty is refused locally until its wait has passed. The batch is what a worker can admit beyond the budget: in any period, a caller gets
 //! at most `count + workers × lease` calls through. The take is a compare-and-set on the
 //! store's record, so it needs nothing of a backend beyond the state store contract.
 //!
@@ -31,14 +32,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use mcp_adapters::{Call, Failure, FailureKind, Operation};
 use mcp_hub::{Namespace, StateStore, StoreError};
+use tokio::sync::Notify;
 
 use crate::FastMap;
 
 /// The JSON-RPC error code of a rate-limited call, on every revision.
 pub const RATE_LIMITED_CODE: i64 = mcp_adapters::codes::RATE_LIMITED;
 
-/// The default lease: the most tokens a worker takes from the shared budget at once.
-pub const DEFAULT_RATE_LIMIT_LEASE: u32 = 10;
+/// The default lease: the most tokens a worker takes from the shared budget at once (never
+/// more than a tenth of a rule's budget).
+pub const DEFAULT_RATE_LIMIT_LEASE: u32 = 100;
 
 /// At most this many (rule, caller) pairs are remembered per worker for leases; past it the
 /// expired ones are dropped, then all of them (a lease given up costs only a hub round trip).
@@ -237,6 +240,27 @@ pub enum OnHubFailure {
     Closed,
 }
 
+/// Whose budget a call spends.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum CallerKey {
+    /// An authenticated principal, by the digest session records keep.
+    Principal(Arc<str>),
+    /// An anonymous client, by its address (IPv6 by /64).
+    Address(std::net::IpAddr),
+    /// Every anonymous caller without an address (stdio, the socket-free entry).
+    Anonymous,
+}
+
+impl fmt::Display for CallerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Principal(owner) => write!(f, "p:{owner}"),
+            Self::Address(ip) => write!(f, "ip:{ip}"),
+            Self::Anonymous => f.write_str("anonymous"),
+        }
+    }
+}
+
 /// What the limiter says of one call.
 pub(crate) enum Verdict {
     Admit,
@@ -319,9 +343,53 @@ impl Rule {
     }
 }
 
+/// What a worker knows of one (rule, caller) budget.
 struct Leased {
+    /// Tokens taken from the shared budget and not spent yet, spendable until `until`.
     tokens: u32,
     until: Instant,
+    /// The shared budget was empty at the last take: calls until then are refused without
+    /// asking the store (a flood of refused calls costs no round trip).
+    refused_until: Option<Instant>,
+    /// A take from the store in flight for this budget: who finds no token waits for it
+    /// instead of taking too (no herd of compare-and-sets on one record).
+    refill: Option<Arc<Notify>>,
+}
+
+impl Leased {
+    fn empty() -> Self {
+        Self {
+            tokens: 0,
+            until: Instant::now(),
+            refused_until: None,
+            refill: None,
+        }
+    }
+}
+
+/// Ends a refill whatever happens to the call that made it (finished or dropped): the
+/// budget's entry no longer says a refill is in flight, and its waiters look again.
+struct Refilling<'a> {
+    leases: &'a Mutex<FastMap<(usize, CallerKey), Leased>>,
+    key: &'a (usize, CallerKey),
+    notify: Arc<Notify>,
+}
+
+impl Drop for Refilling<'_> {
+    fn drop(&mut self) {
+        {
+            let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(leased) = leases.get_mut(self.key)
+                && leased
+                    .refill
+                    .as_ref()
+                    .is_some_and(|n| Arc::ptr_eq(n, &self.notify))
+            {
+                leased.refill = None;
+            }
+        }
+        self.notify.notify_waiters();
+    }
 }
 
 /// The rate limits of a server. See the [module documentation](self).
@@ -330,9 +398,9 @@ pub(crate) struct Limiter {
     store: Arc<dyn StateStore>,
     namespace: Namespace,
     on_failure: OnHubFailure,
-    leases: Mutex<FastMap<(usize, Arc<str>), Leased>>,
+    leases: Mutex<FastMap<(usize, CallerKey), Leased>>,
     /// The per-worker budgets used while the store fails (fail-open): the GCRA's state.
-    own: Mutex<FastMap<(usize, Arc<str>), i64>>,
+    own: Mutex<FastMap<(usize, CallerKey), i64>>,
     /// When the last line about a failing store was written (ms since `base`).
     last_warning: AtomicU64,
     base: Instant,
@@ -420,10 +488,10 @@ impl Limiter {
     pub(crate) async fn first_refused(
         &self,
         items: &mcp_adapters::DecodedBody,
-        key: impl FnOnce() -> Arc<str>,
+        key: impl FnOnce() -> CallerKey,
     ) -> Option<(Option<mcp_wire::jsonrpc::Id>, Verdict, String)> {
         let mut key = Some(key);
-        let mut caller: Option<Arc<str>> = None;
+        let mut caller: Option<CallerKey> = None;
         for item in items.items() {
             let mcp_adapters::Incoming::Call(call) = item else {
                 continue;
@@ -435,9 +503,7 @@ impl Limiter {
             let caller = match &caller {
                 Some(caller) => caller.clone(),
                 None => {
-                    let made = key
-                        .take()
-                        .map_or_else(|| Arc::from("anonymous"), |key| key());
+                    let made = key.take().map_or(CallerKey::Anonymous, |key| key());
                     caller.insert(made).clone()
                 }
             };
@@ -450,7 +516,7 @@ impl Limiter {
     }
 
     /// Takes a token of every rule that applies to `call` for `caller`.
-    pub(crate) async fn check(&self, call: &Call, caller: &Arc<str>) -> Verdict {
+    pub(crate) async fn check(&self, call: &Call, caller: &CallerKey) -> Verdict {
         for (index, rule) in self.rules.iter().enumerate() {
             if !rule.limit.applies_to(call) {
                 continue;
@@ -463,41 +529,86 @@ impl Limiter {
         Verdict::Admit
     }
 
-    async fn take_one(&self, index: usize, rule: &Rule, caller: &Arc<str>) -> Verdict {
+    async fn take_one(&self, index: usize, rule: &Rule, caller: &CallerKey) -> Verdict {
         let key = (index, caller.clone());
-        {
-            let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(leased) = leases.get_mut(&key)
-                && leased.tokens > 0
-                && leased.until > Instant::now()
-            {
-                leased.tokens -= 1;
-                return Verdict::Admit;
-            }
-        }
-        match self.take_shared(rule, caller).await {
-            Ok(Ok(granted)) => {
-                if granted > 1 {
-                    let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        let notify = loop {
+            let waiting = {
+                let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+                let now = Instant::now();
+                if !leases.contains_key(&key) {
                     if leases.len() >= MAX_LOCAL_KEYS {
-                        let now = Instant::now();
-                        leases.retain(|_, leased| leased.until > now && leased.tokens > 0);
+                        leases.retain(|_, leased| {
+                            leased.refill.is_some()
+                                || (leased.tokens > 0 && leased.until > now)
+                                || leased.refused_until.is_some_and(|until| until > now)
+                        });
                         if leases.len() >= MAX_LOCAL_KEYS {
                             leases.clear();
                         }
                     }
-                    let hold = rule.limit.period.min(Duration::from_secs(1));
-                    leases.insert(
-                        key,
-                        Leased {
-                            tokens: granted - 1,
-                            until: Instant::now() + hold,
-                        },
-                    );
+                    leases.insert(key.clone(), Leased::empty());
                 }
-                Verdict::Admit
+                let Some(leased) = leases.get_mut(&key) else {
+                    continue;
+                };
+                if leased.tokens > 0 && leased.until > now {
+                    leased.tokens -= 1;
+                    return Verdict::Admit;
+                }
+                if let Some(until) = leased.refused_until {
+                    if until > now {
+                        let wait = until - now;
+                        return rule.limited(i64::try_from(wait.as_micros()).unwrap_or(i64::MAX));
+                    }
+                    leased.refused_until = None;
+                }
+                match &leased.refill {
+                    Some(notify) => {
+                        // Registered before the lock is released: the refill's end is not missed.
+                        let mut notified = Box::pin(notify.clone().notified_owned());
+                        notified.as_mut().enable();
+                        notified
+                    }
+                    None => {
+                        let notify = Arc::new(Notify::new());
+                        leased.refill = Some(notify.clone());
+                        break notify;
+                    }
+                }
+            };
+            waiting.await;
+        };
+        let refilling = Refilling {
+            leases: &self.leases,
+            key: &key,
+            notify,
+        };
+        let taken = self.take_shared(rule, caller).await;
+        let verdict = {
+            let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+            let leased = leases.get_mut(&key);
+            match taken {
+                Ok(Ok(granted)) => {
+                    if let Some(leased) = leased {
+                        let hold = rule.limit.period.min(Duration::from_secs(1));
+                        leased.tokens = granted.saturating_sub(1);
+                        leased.until = Instant::now() + hold;
+                    }
+                    Ok(Verdict::Admit)
+                }
+                Ok(Err(wait)) => {
+                    if let Some(leased) = leased {
+                        let wait = Duration::from_micros(u64::try_from(wait).unwrap_or(1));
+                        leased.refused_until = Some(Instant::now() + wait);
+                    }
+                    Ok(rule.limited(wait))
+                }
+                Err(err) => Err(err),
             }
-            Ok(Err(wait)) => rule.limited(wait),
+        };
+        drop(refilling);
+        match verdict {
+            Ok(verdict) => verdict,
             Err(err) => {
                 self.warn(&err);
                 match self.on_failure {
@@ -509,7 +620,11 @@ impl Limiter {
     }
 
     /// One compare-and-set take on the shared record: the tokens granted, or the wait.
-    async fn take_shared(&self, rule: &Rule, caller: &str) -> Result<Result<u32, i64>, StoreError> {
+    async fn take_shared(
+        &self,
+        rule: &Rule,
+        caller: &CallerKey,
+    ) -> Result<Result<u32, i64>, StoreError> {
         let key = self.namespace.key(&format!("{}/{caller}", rule.tag));
         for _ in 0..MAX_ATTEMPTS {
             let current = self.store.get(&key).await?;
@@ -546,7 +661,7 @@ impl Limiter {
     }
 
     /// A token of this worker's own budget (fail-open while the store fails).
-    fn take_own(&self, key: (usize, Arc<str>), rule: &Rule) -> Verdict {
+    fn take_own(&self, key: (usize, CallerKey), rule: &Rule) -> Verdict {
         let mut own = self.own.lock().unwrap_or_else(PoisonError::into_inner);
         if own.len() >= MAX_LOCAL_KEYS {
             own.clear();

@@ -230,7 +230,7 @@ impl Served {
         if let Some(limiter) = &self.settings().limiter {
             // stdio and the socket-free entry: one budget for the connection's caller (HTTP
             // checks its callers in the session pipeline, before this).
-            let key = || std::sync::Arc::<str>::from("anonymous");
+            let key = || crate::limit::CallerKey::Anonymous;
             if let Some((id, verdict, method)) = limiter.first_refused(&body, key).await {
                 let (failure, _) = verdict.refusal(&self.settings().refusals, &method);
                 return Some(Outgoing::Response(adapter.encode_failure(id, &failure)));

@@ -410,7 +410,7 @@ impl ServerBuilder {
 
     /// The most tokens a worker takes from a shared budget at once and spends without asking
     /// the store again (for at most a second, and never more than a tenth of the rule's
-    /// budget). Default 10 ([`DEFAULT_RATE_LIMIT_LEASE`](crate::DEFAULT_RATE_LIMIT_LEASE)); 1
+    /// budget). Default 100 ([`DEFAULT_RATE_LIMIT_LEASE`](crate::DEFAULT_RATE_LIMIT_LEASE)); 1
     /// makes every limited call a round trip to the store and every budget exact.
     #[must_use]
     pub fn rate_limit_lease(mut self, tokens: u32) -> Self {

@@ -325,11 +325,12 @@ async fn limited(
 
 /// Whose budget a call spends: the principal's, else the address's, else the one budget of
 /// every anonymous caller without an address.
-fn limit_key((owner, peer): (Option<&Arc<str>>, Option<PeerKey>)) -> Arc<str> {
+fn limit_key((owner, peer): (Option<&Arc<str>>, Option<PeerKey>)) -> crate::limit::CallerKey {
+    use crate::limit::CallerKey;
     match (owner, peer) {
-        (Some(owner), _) => owner.clone(),
-        (None, Some(peer)) => Arc::from(format!("ip:{}", peer.ip())),
-        (None, None) => Arc::from("anonymous"),
+        (Some(owner), _) => CallerKey::Principal(owner.clone()),
+        (None, Some(peer)) => CallerKey::Address(peer.ip()),
+        (None, None) => CallerKey::Anonymous,
     }
 }
 
