@@ -11,9 +11,12 @@
 //! same budget. A worker takes a small batch of tokens at once (its lease: at most
 //! [`ServerBuilder::rate_limit_lease`](crate::ServerBuilder::rate_limit_lease), and at most a
 //! tenth of the budget) and spends it locally for up to a second, so most calls cost no round
-//! trip. One take per budget is in flight on a worker at a time (who finds no token waits for
-//! it), and a budget found empty is refused locally until its wait has passed. The batch is what a worker can admit beyond the budget: in any period, a caller gets
-//! at most `count + workers × lease` calls through. The take is a compare-and-set on the
+//! trip; the next lease is taken when a quarter of the current one is left, so calls do not
+//! wait for the store while the budget has room. One take per budget is in flight on a worker
+//! at a time (who finds no token waits for it), and a budget found empty is refused locally
+//! until its wait has passed. A worker thus holds at most a lease and a quarter: in any period
+//! a caller gets at most `count + workers × 1.25 × lease` calls through. The take is a
+//! compare-and-set on the
 //! store's record, so it needs nothing of a backend beyond the state store contract.
 //!
 //! If the store fails, the limiter fails open (default: each worker keeps a budget of its own
@@ -58,7 +61,7 @@ const MAX_ATTEMPTS: usize = 8;
 /// (`*`), to a method (`tools/call`, `initialize`, by the operation the revisions map the name
 /// to), or to one tool by name (`deploy`). The budget is a token bucket of `count` tokens refilled over `period`,
 /// kept in the server's state store so every worker on the hub spends the same one (within
-/// `workers × lease`, see [`ServerBuilder::rate_limit_lease`]). A refused request runs no
+/// `workers × 1.25 × lease`, see [`ServerBuilder::rate_limit_lease`]). A refused request runs no
 /// handler and gets the JSON-RPC error [`RATE_LIMITED_CODE`] with `data: {"retryAfterMs",
 /// "limit"}`, and on HTTP status 429 with `Retry-After`.
 ///
@@ -486,7 +489,7 @@ impl Limiter {
     /// The first call of `items` a rule refuses for the caller `key` makes (built only when a
     /// rule applies), with the verdict and the call's method.
     pub(crate) async fn first_refused(
-        &self,
+        self: &Arc<Self>,
         items: &mcp_adapters::DecodedBody,
         key: impl FnOnce() -> CallerKey,
     ) -> Option<(Option<mcp_wire::jsonrpc::Id>, Verdict, String)> {
@@ -516,7 +519,7 @@ impl Limiter {
     }
 
     /// Takes a token of every rule that applies to `call` for `caller`.
-    pub(crate) async fn check(&self, call: &Call, caller: &CallerKey) -> Verdict {
+    pub(crate) async fn check(self: &Arc<Self>, call: &Call, caller: &CallerKey) -> Verdict {
         for (index, rule) in self.rules.iter().enumerate() {
             if !rule.limit.applies_to(call) {
                 continue;
@@ -529,7 +532,7 @@ impl Limiter {
         Verdict::Admit
     }
 
-    async fn take_one(&self, index: usize, rule: &Rule, caller: &CallerKey) -> Verdict {
+    async fn take_one(self: &Arc<Self>, index: usize, rule: &Rule, caller: &CallerKey) -> Verdict {
         let key = (index, caller.clone());
         let notify = loop {
             let waiting = {
@@ -553,6 +556,13 @@ impl Limiter {
                 };
                 if leased.tokens > 0 && leased.until > now {
                     leased.tokens -= 1;
+                    if leased.tokens <= rule.batch / 4 && leased.refill.is_none() {
+                        // Running low: the next lease is taken while these tokens are spent,
+                        // so no call waits for the store while the budget has room.
+                        let notify = Arc::new(Notify::new());
+                        leased.refill = Some(notify.clone());
+                        tokio::spawn(Arc::clone(self).prefetch(key, notify));
+                    }
                     return Verdict::Admit;
                 }
                 if let Some(until) = leased.refused_until {
@@ -617,6 +627,43 @@ impl Limiter {
                 }
             }
         }
+    }
+
+    /// Takes the next lease of `key`'s budget ahead of need and adds it to the tokens left;
+    /// ends the refill `notify` stands for, whatever happens.
+    async fn prefetch(self: Arc<Self>, key: (usize, CallerKey), notify: Arc<Notify>) {
+        let refilling = Refilling {
+            leases: &self.leases,
+            key: &key,
+            notify,
+        };
+        let Some(rule) = self.rules.get(key.0) else {
+            return;
+        };
+        let taken = self.take_shared(rule, &key.1).await;
+        {
+            let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(leased) = leases.get_mut(&key) {
+                let now = Instant::now();
+                match taken {
+                    Ok(Ok(granted)) => {
+                        if leased.until <= now {
+                            leased.tokens = 0;
+                        }
+                        leased.tokens = leased.tokens.saturating_add(granted);
+                        leased.until = now + rule.limit.period.min(Duration::from_secs(1));
+                    }
+                    // Refused once the tokens left are spent.
+                    Ok(Err(wait)) => {
+                        let wait = Duration::from_micros(u64::try_from(wait).unwrap_or(1));
+                        leased.refused_until = Some(now + wait);
+                    }
+                    // The next call that finds no token takes (and handles the failure).
+                    Err(_) => {}
+                }
+            }
+        }
+        drop(refilling);
     }
 
     /// One compare-and-set take on the shared record: the tokens granted, or the wait.

@@ -693,7 +693,13 @@ async fn slow_readers(addr: SocketAddr, options: &Options) -> Res<Outcome> {
     let opened = held_streams.len() as u64;
     let end = deadline(options);
     let mut touches = 0u64;
-    let mut conn = Conn::open_from(addr, source).await?;
+    // The session that publishes is a client of its own (a third address): the readers'
+    // address holds its whole quota of sessions, every one of them busy.
+    let publisher = match source {
+        std::net::IpAddr::V4(v4) if v4.is_loopback() => std::net::IpAddr::from([127, 0, 0, 3]),
+        other => other,
+    };
+    let mut conn = Conn::open_from(addr, publisher).await?;
     let peer = client::handshake(&mut conn, "2025-11-25").await?;
     while Instant::now() < end && touches < 100_000 {
         let call = client::tool_call(&json!(touches), "touch", json!({}), None);
@@ -704,7 +710,7 @@ async fn slow_readers(addr: SocketAddr, options: &Options) -> Res<Outcome> {
         {
             touches += 1;
         } else {
-            conn = Conn::open_from(addr, source).await?;
+            conn = Conn::open_from(addr, publisher).await?;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

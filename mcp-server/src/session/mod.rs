@@ -305,7 +305,7 @@ where
 
 /// The refusal of the first call of `items` a rate limit refuses, if any.
 async fn limited(
-    limiter: &crate::limit::Limiter,
+    limiter: &Arc<crate::limit::Limiter>,
     adapter: Adapter,
     items: &DecodedBody,
     who: (Option<&Arc<str>>, Option<PeerKey>),
