@@ -524,12 +524,38 @@ impl Limiter {
             if !rule.limit.applies_to(call) {
                 continue;
             }
+            // The common case, without the future of a take: a token of this worker's lease.
+            if self.spend_leased(index, rule, caller) {
+                continue;
+            }
             let verdict = self.take_one(index, rule, caller).await;
             if !matches!(verdict, Verdict::Admit) {
                 return verdict;
             }
         }
         Verdict::Admit
+    }
+
+    /// Spends a token of this worker's lease of the budget, if it holds one (and starts taking
+    /// the next lease when a quarter is left); `false` when it holds none.
+    fn spend_leased(self: &Arc<Self>, index: usize, rule: &Rule, caller: &CallerKey) -> bool {
+        let key = (index, caller.clone());
+        let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(leased) = leases.get_mut(&key) else {
+            return false;
+        };
+        if leased.tokens == 0 || leased.until <= Instant::now() {
+            return false;
+        }
+        leased.tokens -= 1;
+        if leased.tokens <= rule.batch / 4 && leased.refill.is_none() {
+            // Running low: the next lease is taken while these tokens are spent, so no call
+            // waits for the store while the budget has room.
+            let notify = Arc::new(Notify::new());
+            leased.refill = Some(notify.clone());
+            tokio::spawn(Arc::clone(self).prefetch(key, notify));
+        }
+        true
     }
 
     async fn take_one(self: &Arc<Self>, index: usize, rule: &Rule, caller: &CallerKey) -> Verdict {
