@@ -25,7 +25,7 @@ use crate::cache::Cache;
 use crate::error::{Error, ErrorKind};
 use crate::transport::{
     Delivery, Inbound, MessageStream, Outbound, OutboundKind, Transport, TransportError,
-    TransportInfo,
+    TransportInfo, refusal,
 };
 
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -646,7 +646,7 @@ impl Inner {
                     error,
                     status: Some(status),
                     said,
-                    retry_after: crate::rate_limit::retry_after_wait(retry_after_secs),
+                    retry_after: crate::limited::retry_after_wait(retry_after_secs),
                 }))
             }
             Err(e) => Err(e.into()),
@@ -1130,27 +1130,6 @@ impl Drop for ProgressGuard<'_> {
         if let Some(token) = &self.token {
             lock(&self.inner.progress).remove(token);
         }
-    }
-}
-
-/// The JSON-RPC error in an HTTP error body, when there is one.
-pub(crate) fn refusal(content_type: Option<&str>, body: &[u8]) -> Option<ErrorObject> {
-    if body.is_empty() {
-        return None;
-    }
-    let json_body = match content_type {
-        Some("application/json") | None => body.to_vec(),
-        Some("text/event-stream") => {
-            let mut decoder = mcp_wire::sse::SseDecoder::new();
-            decoder.push(body);
-            decoder.push(b"\n\n");
-            decoder.find_map(Result::ok)?.into_data().into_bytes()
-        }
-        Some(_) => return None,
-    };
-    match crate::transport::parse_message(&json_body).ok()? {
-        Message::Response(r) => r.outcome.err(),
-        _ => None,
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use mcp_wire::jsonrpc::ErrorObject;
 use serde_json::Value;
 
-use crate::rate_limit::Limited;
+use crate::limited::Limited;
 use crate::transport::TransportError;
 
 /// What went wrong, as a coarse category.
@@ -145,7 +145,7 @@ impl Error {
         said: Option<&str>,
         retry_after: Option<Duration>,
     ) -> Self {
-        if let Some(limited) = crate::rate_limit::classify(error.as_ref(), status, retry_after) {
+        if let Some(limited) = crate::limited::classify(error.as_ref(), status, retry_after) {
             let detail = match (&error, status, said) {
                 (Some(_), _, _) => String::new(),
                 (None, Some(status), Some(said)) => format!(
@@ -327,12 +327,12 @@ impl From<TransportError> for Error {
             ..
         } = &error
         {
-            let rpc = crate::client::refusal(content_type.as_deref(), body);
+            let rpc = crate::transport::refusal(content_type.as_deref(), body);
             let said = rpc
                 .is_none()
                 .then(|| crate::transport::excerpt(body))
                 .flatten();
-            let wait = crate::rate_limit::retry_after_wait(*retry_after_secs);
+            let wait = crate::limited::retry_after_wait(*retry_after_secs);
             return Self::refused(rpc, Some(429), said.as_deref(), wait);
         }
         let status = match &error {
@@ -407,7 +407,7 @@ impl fmt::Display for Error {
                 Some(wait) => write!(
                     f,
                     "; the server asked to wait {}",
-                    crate::rate_limit::wait_text(wait)
+                    crate::limited::wait_text(wait)
                 )?,
                 None => f.write_str("; the server named no wait")?,
             }

@@ -108,6 +108,7 @@ mod cache;
 mod calls;
 mod client;
 mod error;
+mod limited;
 mod listen;
 mod listeners;
 mod negotiate;

@@ -15,10 +15,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::client::{CallOptions, Client, Inner, refusal};
+use crate::client::{CallOptions, Client, Inner};
 use crate::error::{Error, ErrorKind};
 use crate::listeners::Subscriptions;
 use crate::listeners::{Filter, ListenEnd, Registered, StreamState};
+use crate::transport::refusal;
 use crate::transport::{Delivery, Outbound, OutboundKind, TransportError};
 
 /// A stream of the notifications asked for with [`Client::listen`]. Dropping it ends the
@@ -217,7 +218,7 @@ impl Client {
                         error,
                         Some(status),
                         said.as_deref(),
-                        crate::rate_limit::retry_after_wait(retry_after_secs),
+                        crate::limited::retry_after_wait(retry_after_secs),
                     ));
                 }
                 Err(e) => {

@@ -222,7 +222,7 @@ impl Refusal {
 
     /// A rate limit: the server is there, it only says "not now".
     fn is_rate_limit(&self) -> bool {
-        crate::rate_limit::classify(self.error.as_ref(), self.status, self.retry_after).is_some()
+        crate::limited::classify(self.error.as_ref(), self.status, self.retry_after).is_some()
     }
 
     fn into_error(self) -> Error {

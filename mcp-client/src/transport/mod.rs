@@ -462,6 +462,27 @@ pub(crate) fn streamable_origin(uri: &http::Uri) -> Option<String> {
     streamable::origin_of(uri)
 }
 
+/// The JSON-RPC error in an HTTP error body, when there is one.
+pub(crate) fn refusal(content_type: Option<&str>, body: &[u8]) -> Option<jsonrpc::ErrorObject> {
+    if body.is_empty() {
+        return None;
+    }
+    let json_body = match content_type {
+        Some("application/json") | None => body.to_vec(),
+        Some("text/event-stream") => {
+            let mut decoder = mcp_wire::sse::SseDecoder::new();
+            decoder.push(body);
+            decoder.push(b"\n\n");
+            decoder.find_map(Result::ok)?.into_data().into_bytes()
+        }
+        Some(_) => return None,
+    };
+    match parse_message(&json_body).ok()? {
+        Message::Response(r) => r.outcome.err(),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

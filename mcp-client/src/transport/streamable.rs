@@ -366,7 +366,7 @@ pub(crate) async fn status_error(
         .headers()
         .get(http::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
-        .and_then(crate::rate_limit::parse_retry_after);
+        .and_then(crate::limited::parse_retry_after);
     let body = read_bounded(response.into_body(), limit.min(1024 * 1024))
         .await
         .unwrap_or_default();
