@@ -189,14 +189,9 @@ fn target_of(name: &str) -> Result<Target, RateLimitError> {
     if name == "*" {
         return Ok(Target::Every);
     }
-    let operation = mcp_adapters::Revision::ALL.iter().find_map(|revision| {
-        revision
-            .descriptor()
-            .methods
-            .iter()
-            .find(|(method, _)| *method == name)
-            .map(|(_, operation)| *operation)
-    });
+    let operation = mcp_adapters::Revision::ALL
+        .iter()
+        .find_map(|revision| mcp_adapters::Adapter::from(*revision).operation(name));
     match operation {
         Some(operation) => Ok(Target::Operation(operation)),
         None if name.contains('/') => {

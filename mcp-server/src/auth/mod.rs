@@ -670,14 +670,9 @@ impl ScopeKey {
     /// The key of a method name: the operation any revision maps it to, else a Tasks
     /// extension method by name; `None` for a name nothing defines.
     fn of_name(method: &str) -> Option<Self> {
-        let operation = mcp_adapters::Revision::ALL.iter().find_map(|revision| {
-            revision
-                .descriptor()
-                .methods
-                .iter()
-                .find(|(name, _)| *name == method)
-                .map(|(_, operation)| *operation)
-        });
+        let operation = mcp_adapters::Revision::ALL
+            .iter()
+            .find_map(|revision| mcp_adapters::Adapter::from(*revision).operation(method));
         match operation {
             Some(operation) => Some(Self::Operation(operation)),
             None => {
