@@ -481,6 +481,64 @@ impl Limiter {
         self.rules.iter().any(|rule| rule.limit.applies_to(call))
     }
 
+    /// Admits a body of one request from this worker's leases alone, under one lock and
+    /// without a future: `true` when every rule that applies had a leased token (now spent) or
+    /// none applies; `false`, with nothing spent, when [`first_refused`](Self::first_refused)
+    /// must decide (a batch, a budget without a lease, a refusal).
+    pub(crate) fn admit_leased(
+        self: &Arc<Self>,
+        items: &mcp_adapters::DecodedBody,
+        key: impl FnOnce() -> CallerKey,
+    ) -> bool {
+        let mcp_adapters::DecodedBody::Single(item) = items else {
+            return false;
+        };
+        let mcp_adapters::Incoming::Call(call) = item else {
+            return true;
+        };
+        if call.id.is_none() || !self.applies(call) {
+            return true;
+        }
+        let caller = key();
+        let now = Instant::now();
+        let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut spent = 0;
+        for (index, rule) in self.rules.iter().enumerate() {
+            if !rule.limit.applies_to(call) {
+                continue;
+            }
+            let key = (index, caller.clone());
+            match leases.get_mut(&key) {
+                Some(leased) if leased.tokens > 0 && leased.until > now => {
+                    leased.tokens -= 1;
+                    spent += 1;
+                    if leased.tokens <= rule.batch / 4 && leased.refill.is_none() {
+                        // Running low: the next lease is taken while these tokens are spent.
+                        let notify = Arc::new(Notify::new());
+                        leased.refill = Some(notify.clone());
+                        tokio::spawn(Arc::clone(self).prefetch(key, notify));
+                    }
+                }
+                _ => {
+                    // Give back what the rules before this one took: the slow path decides.
+                    for (index, rule) in self.rules.iter().enumerate() {
+                        if spent == 0 {
+                            break;
+                        }
+                        if rule.limit.applies_to(call)
+                            && let Some(leased) = leases.get_mut(&(index, caller.clone()))
+                        {
+                            leased.tokens += 1;
+                            spent -= 1;
+                        }
+                    }
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// The first call of `items` a rule refuses for the caller `key` makes (built only when a
     /// rule applies), with the verdict and the call's method.
     pub(crate) async fn first_refused(
@@ -818,5 +876,81 @@ mod tests {
             take(tat, 5000, 50, interval, period).map(|(g, _)| g),
             Ok(10)
         );
+    }
+}
+
+#[cfg(test)]
+mod lease_tests {
+    use super::*;
+
+    fn limiter(specs: &[&str]) -> Arc<Limiter> {
+        let store = Arc::new(mcp_hub::MemoryHub::new(mcp_hub::HubConfig::default()));
+        let limits = specs.iter().map(|s| RateLimit::parse(s).unwrap()).collect();
+        Arc::new(Limiter::new(limits, 10, OnHubFailure::Closed, store))
+    }
+
+    fn body(tool: &str) -> mcp_adapters::DecodedBody {
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
+        );
+        adapter().decode(mcp_wire::jsonrpc::decode(text.as_bytes()))
+    }
+
+    fn adapter() -> mcp_adapters::Adapter {
+        mcp_adapters::AdapterSet::all()
+            .by_version("2025-11-25")
+            .unwrap()
+    }
+
+    fn tokens(limiter: &Limiter, index: usize) -> Option<u32> {
+        let leases = limiter.leases.lock().unwrap();
+        leases
+            .get(&(index, CallerKey::Anonymous))
+            .map(|leased| leased.tokens)
+    }
+
+    #[tokio::test]
+    async fn a_leased_token_admits_without_a_take_and_a_missing_lease_spends_nothing() {
+        let limiter = limiter(&["tools/call=1000/1m", "add=1000/1m"]);
+        let key = || CallerKey::Anonymous;
+        // No lease yet: the fast path declines and spends nothing.
+        assert!(!limiter.admit_leased(&body("add"), key));
+        assert_eq!(tokens(&limiter, 0), None);
+        // The slow path takes a lease of 10 for each rule and spends one of each.
+        assert!(limiter.first_refused(&body("add"), key).await.is_none());
+        assert_eq!(
+            (tokens(&limiter, 0), tokens(&limiter, 1)),
+            (Some(9), Some(9))
+        );
+        // Leased: each applying rule spends one token.
+        assert!(limiter.admit_leased(&body("add"), key));
+        assert_eq!(
+            (tokens(&limiter, 0), tokens(&limiter, 1)),
+            (Some(8), Some(8))
+        );
+        // Another tool: only `tools/call` applies.
+        assert!(limiter.admit_leased(&body("echo"), key));
+        assert_eq!(
+            (tokens(&limiter, 0), tokens(&limiter, 1)),
+            (Some(7), Some(8))
+        );
+        // The second rule's lease is gone: the first rule's token is given back.
+        limiter
+            .leases
+            .lock()
+            .unwrap()
+            .get_mut(&(1, CallerKey::Anonymous))
+            .unwrap()
+            .tokens = 0;
+        assert!(!limiter.admit_leased(&body("add"), key));
+        assert_eq!(
+            (tokens(&limiter, 0), tokens(&limiter, 1)),
+            (Some(7), Some(0))
+        );
+        // A notification is never limited.
+        let note = adapter().decode(mcp_wire::jsonrpc::decode(
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ));
+        assert!(limiter.admit_leased(&note, key));
     }
 }

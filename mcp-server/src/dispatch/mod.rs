@@ -231,7 +231,10 @@ impl Served {
             // stdio and the socket-free entry: one budget for the connection's caller (HTTP
             // checks its callers in the session pipeline, before this).
             let key = || crate::limit::CallerKey::Anonymous;
-            if let Some((id, verdict, method)) = limiter.first_refused(&body, key).await {
+            // A token of this worker's lease admits without building the future of a take.
+            if !limiter.admit_leased(&body, key)
+                && let Some((id, verdict, method)) = limiter.first_refused(&body, key).await
+            {
                 let (failure, _) = verdict.refusal(&self.settings().refusals, &method);
                 return Some(Outgoing::Response(adapter.encode_failure(id, &failure)));
             }

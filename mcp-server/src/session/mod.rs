@@ -258,7 +258,10 @@ where
         // Before anything runs or is registered: a refused call costs no handler and no task.
         let refusals = &pipeline.server.settings().refusals;
         let who = (caller.owner.as_ref(), caller.peer);
-        limited(limiter, adapter, &items, who, refusals).await?;
+        // The common case, a token of this worker's lease, builds no future.
+        if !limiter.admit_leased(&items, || limit_key(who)) {
+            limited(limiter, adapter, &items, who, refusals).await?;
+        }
     }
     if let Some(Loaded { id, .. }) = &session {
         // Replies to questions pushed in this session are accepted only from this session.
