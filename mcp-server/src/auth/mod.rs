@@ -1413,18 +1413,18 @@ pub(crate) fn owner_of(parts: &http::request::Parts) -> Option<Arc<str>> {
     RequestFacts::owner(parts).map(|owner| owner.digest.clone())
 }
 
-/// The binding of a request's principal (see [`Principal::binding`]), as the resource
-/// server left it, else built from `principal`.
-pub(crate) fn binding_of(parts: &http::request::Parts, principal: &Principal) -> Arc<str> {
-    match RequestFacts::owner(parts) {
-        Some(owner) => owner.binding.clone(),
-        None => Arc::from(principal.binding()),
-    }
-}
-
-/// The principal of a request, as the resource server left it in the request's extensions.
-pub(crate) fn of_request(parts: &http::request::Parts) -> Option<&Arc<Principal>> {
-    RequestFacts::owner(parts).map(|owner| &owner.principal)
+/// The principal of a request, its binding (see [`Principal::binding`]) and its owner
+/// digest, as the resource server left them in the request's extensions: one lookup.
+pub(crate) fn principal_of(
+    parts: &http::request::Parts,
+) -> Option<(Arc<Principal>, Arc<str>, Arc<str>)> {
+    RequestFacts::owner(parts).map(|owner| {
+        (
+            owner.principal.clone(),
+            owner.binding.clone(),
+            owner.digest.clone(),
+        )
+    })
 }
 
 /// What a session record keeps of its principal: a SHA-256 digest of the principal's

@@ -575,9 +575,8 @@ impl HttpConfig {
 
     /// How long an HTTP/1.1 client may take to send a request's head (request line and
     /// headers); a connection that has not sent it in full by then is closed without an answer
-    /// (against slowloris clients). This is hyper's `header_read_timeout`: it starts when the
-    /// server waits for a head, so it also bounds the pause between two requests of a
-    /// kept-alive connection. HTTP/2 connections are bounded by the
+    /// (against slowloris clients). It starts when the server waits for a head, so it also
+    /// bounds the pause between two requests of a kept-alive connection. HTTP/2 connections are bounded by the
     /// [`idle_timeout`](Self::idle_timeout) instead, and given this long to end after its
     /// `GOAWAY`; a TLS handshake must finish within it. Default is 10 s
     /// ([`DEFAULT_HEADER_READ_TIMEOUT`]); values below 1 ms count as 1 ms.

@@ -1,10 +1,12 @@
 //! Running the endpoint on a socket: the accept loop, HTTP/1.1 and HTTP/2, graceful shutdown.
 //!
-//! hyper and hyper-util do the protocol work: [`auto::Builder`] speaks HTTP/1.1 or HTTP/2,
-//! hyper's `header_read_timeout` bounds a request head on HTTP/1.1 and hyper-util's
-//! [`GracefulConnection`] finishes a connection gracefully. This file adds what they lack: the
-//! cap on connections served at once, the TLS handshake bound, the idle timeout (no request in
-//! flight, on either protocol) and the shutdown sequence. One accept loop ([`accept`]) serves
+//! hyper and hyper-util do the protocol work: [`auto::Builder`] speaks HTTP/1.1 or HTTP/2 and
+//! hyper-util's [`GracefulConnection`] finishes a connection gracefully. This file adds what
+//! they lack: the cap on connections served at once, the TLS handshake bound, the idle timeout
+//! (no request in flight, on either protocol), the header-read timeout and the shutdown
+//! sequence. The header-read timeout is the idle timer's too (a head not yet complete is no
+//! request in flight): hyper's own arms, polls and drops a timer for every request head, about
+//! 1k instructions per request, where the connection's timer is only re-armed when it fires. One accept loop ([`accept`]) serves
 //! the MCP endpoint and the metrics listener alike.
 
 use std::convert::Infallible;
@@ -299,7 +301,7 @@ async fn serve_on(
 /// The limits of a listener's connections.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
-    /// The time to send a request's head on HTTP/1.1 (hyper's `header_read_timeout`); also
+    /// The time to send a request's head on HTTP/1.1, from when the server waits for it; also
     /// the time an HTTP/2 connection has to end after its idle `GOAWAY`.
     pub(crate) header_read: Duration,
     /// How long a connection may stay without a request in flight.
@@ -354,10 +356,9 @@ where
     F: Future<Output = hyper::Response<HttpBody>> + Send + 'static,
 {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read);
+    // The head's deadline is the connection's own (`drive`): hyper's header-read timer is a
+    // timer armed, polled and dropped for every request head.
+    builder.http1().header_read_timeout(None);
     if let Some(interval) = limits.http2_keep_alive {
         builder
             .http2()
@@ -535,14 +536,26 @@ impl Activity {
         u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// When the connection is to be closed for idling as things stand, or `None` while a
-    /// request is in flight.
-    fn deadline(&self, idle: Duration) -> Option<Instant> {
+    /// How long the connection may go without a request in flight: the idle timeout, and on
+    /// HTTP/1.1 (or before its first request) at most the header-read timeout, since from
+    /// when the server waits for a head the client has that long to send it in full (the head
+    /// of the next request of a kept-alive connection too).
+    fn quiet(&self, limits: &Limits) -> Duration {
+        if self.h2.load(Ordering::Relaxed) {
+            limits.idle
+        } else {
+            limits.idle.min(limits.header_read)
+        }
+    }
+
+    /// When the connection is to be closed for idling (or for a head not sent in time) as
+    /// things stand, or `None` while a request is in flight.
+    fn deadline(&self, limits: &Limits) -> Option<Instant> {
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return None;
         }
         let since = self.idle_since.load(Ordering::Acquire);
-        Some(self.base + Duration::from_nanos(since) + idle)
+        Some(self.base + Duration::from_nanos(since) + self.quiet(limits))
     }
 }
 
@@ -595,7 +608,8 @@ impl Body for Tracked {
 }
 
 /// Runs one connection until it ends, is closed for idling (no request in flight for
-/// [`Limits::idle`]), or shutdown asks it to finish gracefully.
+/// [`Limits::idle`], on HTTP/1.1 at most [`Limits::header_read`]: a head still being sent is
+/// no request in flight), or shutdown asks it to finish gracefully.
 ///
 /// The idle timer is not touched per request: it fires at the deadline it was set for and is
 /// set again from what the connection did meanwhile. The timer and the shutdown signal are
@@ -611,7 +625,7 @@ where
     C: GracefulConnection,
 {
     let mut connection = pin!(connection);
-    let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep(limits.idle));
+    let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep(activity.quiet(&limits)));
     let signal = closing.clone();
     let mut closing_fut = pin!(async move {
         let mut closing = closing;
@@ -645,8 +659,8 @@ where
                 return Poll::Pending;
             }
             let now = Instant::now();
-            match activity.deadline(limits.idle) {
-                None => timer.as_mut().reset(now + limits.idle),
+            match activity.deadline(&limits) {
+                None => timer.as_mut().reset(now + activity.quiet(&limits)),
                 Some(due) if due > now => timer.as_mut().reset(due),
                 Some(_) if activity.h2.load(Ordering::Relaxed) && !shutting => {
                     // HTTP/2: a GOAWAY, then the connection ends by itself; closed for good

@@ -75,12 +75,17 @@ pub(crate) struct Caller {
 impl Caller {
     /// The caller of an HTTP request, as the resource server left it in its extensions.
     pub(crate) fn of(parts: &http::request::Parts) -> Self {
-        let principal = crate::auth::of_request(parts)
-            .map(|principal| (principal.clone(), crate::auth::binding_of(parts, principal)));
-        Self {
-            principal,
-            owner: crate::auth::owner_of(parts),
-            peer: None,
+        match crate::auth::principal_of(parts) {
+            Some((principal, binding, owner)) => Self {
+                principal: Some((principal, binding)),
+                owner: Some(owner),
+                peer: None,
+            },
+            None => Self {
+                principal: None,
+                owner: None,
+                peer: None,
+            },
         }
     }
 }

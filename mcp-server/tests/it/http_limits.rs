@@ -176,7 +176,7 @@ async fn idle_connections_are_closed_at_the_idle_timeout() {
 
 #[tokio::test]
 async fn a_kept_alive_connection_waits_for_its_next_head_at_most_the_header_read_timeout() {
-    // hyper's header-read timer starts when the server waits for a head: between two
+    // The header-read timeout starts when the server waits for a head: between two
     // requests of a kept-alive HTTP/1.1 connection too, however long the idle timeout.
     let config = HttpConfig::new()
         .header_read_timeout(Duration::from_millis(200))
