@@ -414,13 +414,16 @@ pub(crate) async fn post(
     let guard = shared.call_guard();
     let shared = shared.clone();
     let mut cancelling = shared.cancelling.subscribe();
-    tokio::spawn(async move {
+    // Boxed before it is spawned: tokio moves a task's future (and its output) through its
+    // stages by value, five copies of a future of some kilobytes per message; a box is moved
+    // as a pointer (about 2k instructions per message fewer).
+    tokio::spawn(Box::pin(async move {
         let _guard = guard;
         tokio::select! {
             () = serve_message(&shared, &id, prepared) => {}
             _ = cancelling.wait_for(|c| *c) => {}
         }
-    });
+    }));
     status_only(StatusCode::ACCEPTED)
 }
 
