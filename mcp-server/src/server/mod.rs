@@ -386,7 +386,7 @@ impl ServerBuilder {
     /// to a call must admit it. Default: none (no limiter on the request path at all).
     ///
     /// The budgets live in the server's [state store](Self::state_store), so every worker on
-    /// the hub spends the same one, within `workers × 1.25 × lease` calls per period (see
+    /// the hub spends the same one, within `workers × 1.5 × lease` calls per period (see
     /// [`rate_limit_lease`](Self::rate_limit_lease)). A refused call runs no handler: it gets
     /// the JSON-RPC error `-31429` with `data: {"retryAfterMs", "limit"}` on every revision,
     /// and on HTTP status 429 with `Retry-After`.

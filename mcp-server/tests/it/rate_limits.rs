@@ -344,9 +344,9 @@ async fn shared_budget_row(hubs: [Arc<dyn mcp_hub::Hub>; 3], principals: bool) {
     }
     let elapsed = started.elapsed();
     // The bucket starts full and refills COUNT per PERIOD; each worker may hold a lease and a
-    // quarter (the next one is taken when a quarter of the current one is left).
+    // half (the next one is taken when half of the current one is left).
     let refilled = (elapsed.as_secs_f64() / PERIOD.as_secs_f64() * COUNT as f64).ceil() as u64;
-    let held = 3 * (u64::from(LEASE) + u64::from(LEASE) / 4);
+    let held = 3 * (u64::from(LEASE) + u64::from(LEASE) / 2);
     let bound = COUNT + refilled + held;
     assert!(
         admitted <= bound,
