@@ -107,6 +107,13 @@ const MATRIX: &[Layer] = &[
         ],
         forbidden_external: &[],
     },
+    // The gateway (`mcp proxy`): an upstream reached with the client, served downstream by
+    // the server, sessions in a hub.
+    Layer {
+        name: "everymcp-gateway",
+        allowed_internal: &["everymcp-hub", "everymcp-server", "everymcp-client"],
+        forbidden_external: &[],
+    },
     Layer {
         name: "everymcp-cli",
         allowed_internal: &[

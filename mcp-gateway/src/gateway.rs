@@ -1,0 +1,450 @@
+//! The gateway: its builder, the catalog it keeps in step with the upstream, and serving.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use mcp_client::{Client, Listener, Subscriptions};
+use mcp_server::http::{HttpConfig, HttpEndpoint};
+use mcp_server::{Replaced, Server};
+use tokio::net::TcpListener;
+
+use crate::error::GatewayError;
+use crate::link::Link;
+use crate::translate::{self, Declarations, Offers, Skipped};
+
+/// The default of [`GatewayBuilder::max_upstream_calls`].
+pub const DEFAULT_MAX_UPSTREAM_CALLS: usize = 64;
+/// The default of [`GatewayBuilder::max_upstream_subscriptions`].
+pub const DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS: usize = 256;
+
+/// Builds a [`Gateway`] in front of a connected upstream [`Client`].
+///
+/// Every bound has a default, documented on its setter:
+///
+/// | setting | default |
+/// |---|---|
+/// | [`max_upstream_calls`](Self::max_upstream_calls) | 64 requests forwarded at once |
+/// | [`max_queued_messages`](Self::max_queued_messages) | the server's (`ServerBuilder::max_queued_messages`) |
+/// | [`max_upstream_subscriptions`](Self::max_upstream_subscriptions) | 256 resource URIs |
+/// | [`call_timeout`](Self::call_timeout) | the upstream client's timeout |
+///
+/// One upstream connection (the client given to [`start`](Self::start)) serves every
+/// downstream session of the gateway.
+#[derive(Default)]
+pub struct GatewayBuilder {
+    name: Option<String>,
+    version: Option<String>,
+    max_upstream_calls: Option<usize>,
+    max_queued_messages: Option<usize>,
+    max_upstream_subscriptions: Option<usize>,
+    call_timeout: Option<Duration>,
+    hub: Option<Arc<dyn mcp_hub::Hub>>,
+}
+
+impl std::fmt::Debug for GatewayBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayBuilder")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("max_upstream_calls", &self.max_upstream_calls)
+            .field("max_queued_messages", &self.max_queued_messages)
+            .field(
+                "max_upstream_subscriptions",
+                &self.max_upstream_subscriptions,
+            )
+            .field("call_timeout", &self.call_timeout)
+            .field("hub", &self.hub.is_some())
+            .finish()
+    }
+}
+
+impl GatewayBuilder {
+    /// The name and version the gateway announces downstream (`serverInfo`). Default: the
+    /// upstream's own, else `mcp-gateway` and this crate's version.
+    #[must_use]
+    pub fn identity(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self.version = Some(version.into());
+        self
+    }
+
+    /// How many requests (tool calls, reads, prompts, completions) are forwarded upstream at
+    /// once, over every downstream session; more wait for one to finish. Default 64
+    /// ([`DEFAULT_MAX_UPSTREAM_CALLS`]); at least 1.
+    #[must_use]
+    pub fn max_upstream_calls(mut self, calls: usize) -> Self {
+        self.max_upstream_calls = Some(calls);
+        self
+    }
+
+    /// How many messages wait for each downstream stream (progress, notifications) before
+    /// the downstream server applies its policy (progress coalesced, the rest dropped):
+    /// `ServerBuilder::max_queued_messages`. Default: the server's default.
+    #[must_use]
+    pub fn max_queued_messages(mut self, messages: usize) -> Self {
+        self.max_queued_messages = Some(messages);
+        self
+    }
+
+    /// How many of the upstream's fixed resources the gateway subscribes to upstream (when
+    /// the upstream offers subscriptions), so their `notifications/resources/updated` reach
+    /// the downstream sessions subscribed to them. The first ones listed are subscribed.
+    /// Default 256 ([`DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS`]).
+    #[must_use]
+    pub fn max_upstream_subscriptions(mut self, uris: usize) -> Self {
+        self.max_upstream_subscriptions = Some(uris);
+        self
+    }
+
+    /// The timeout of each forwarded request upstream. Default: the upstream client's
+    /// (`ClientBuilder::timeout`, 60 s unless set).
+    #[must_use]
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// Keeps downstream sessions, request state and notifications in `hub` (see
+    /// [`connect_hub`]), so several gateway workers sharing it serve any downstream session.
+    /// Each worker has its own upstream connection. Default: an in-memory hub.
+    #[must_use]
+    pub fn hub(mut self, hub: Arc<dyn mcp_hub::Hub>) -> Self {
+        self.hub = Some(hub);
+        self
+    }
+
+    /// Lists everything `upstream` offers (every page), builds the downstream server from it,
+    /// and starts following the upstream's list changes and resource updates.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Upstream`] when a listing fails; [`GatewayError::InvalidSetting`] for
+    /// a bound of 0; [`GatewayError::Build`] when the downstream server cannot be built.
+    pub async fn start(self, upstream: Client) -> Result<Gateway, GatewayError> {
+        let max_calls = self
+            .max_upstream_calls
+            .unwrap_or(DEFAULT_MAX_UPSTREAM_CALLS);
+        if max_calls == 0 {
+            return Err(GatewayError::InvalidSetting {
+                setting: "max_upstream_calls",
+                reason: "at least one request must be able to go upstream".into(),
+            });
+        }
+        let link = Arc::new(Link::new(upstream, max_calls, self.call_timeout));
+        let offers = Offers::of(&link);
+        let listing = translate::list(&link, offers).await?;
+        let max_subscriptions = self
+            .max_upstream_subscriptions
+            .unwrap_or(DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS);
+        let uris = if offers.subscribe {
+            translate::resource_uris(&listing, max_subscriptions)
+        } else {
+            Vec::new()
+        };
+        let Declarations {
+            tools,
+            resources,
+            templates,
+            prompts,
+            skipped,
+        } = translate::declare(&link, listing);
+        let described = link.client.server();
+        let info = described.as_ref().and_then(|d| d.server_info.clone());
+        let upstream_text = |key: &str| {
+            info.as_ref()
+                .and_then(|info| info.get(key))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        let name = self
+            .name
+            .or_else(|| upstream_text("name"))
+            .unwrap_or_else(|| "mcp-gateway".into());
+        let version = self
+            .version
+            .or_else(|| upstream_text("version"))
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").into());
+        let mut builder = Server::builder(name, version);
+        if let Some(title) = upstream_text("title") {
+            builder = builder.title(title);
+        }
+        if let Some(instructions) = described.and_then(|d| d.instructions) {
+            builder = builder.instructions(instructions);
+        }
+        builder = tools
+            .into_iter()
+            .fold(builder, mcp_server::ServerBuilder::tool);
+        builder = resources
+            .into_iter()
+            .fold(builder, mcp_server::ServerBuilder::resource);
+        builder = templates
+            .into_iter()
+            .fold(builder, mcp_server::ServerBuilder::resource_template);
+        builder = prompts
+            .into_iter()
+            .fold(builder, mcp_server::ServerBuilder::prompt);
+        if offers.completions {
+            builder = builder.completion(translate::completer(&link));
+        }
+        if let Some(messages) = self.max_queued_messages {
+            builder = builder.max_queued_messages(messages);
+        }
+        if let Some(hub) = self.hub {
+            builder = builder.state_store(hub.clone()).event_log(hub);
+        }
+        let server = builder.build()?;
+        let shared = Arc::new(Shared {
+            link,
+            server,
+            offers,
+            refreshing: tokio::sync::Mutex::new(()),
+            skipped: Mutex::new(skipped),
+        });
+        let watcher = shared
+            .listen(uris)
+            .await
+            .map(|listener| tokio::spawn(watch(Arc::downgrade(&shared), listener)));
+        Ok(Gateway { shared, watcher })
+    }
+}
+
+/// What the gateway's parts share: the upstream link and the downstream server.
+struct Shared {
+    link: Arc<Link>,
+    server: Server,
+    offers: Offers,
+    /// One refresh at a time: list, declare, replace.
+    refreshing: tokio::sync::Mutex<()>,
+    skipped: Mutex<Vec<Skipped>>,
+}
+
+impl Shared {
+    /// Subscribes to the upstream's list changes and to `uris`; `None` when the upstream
+    /// refuses (the catalog then stays as listed until [`Gateway::refresh`]).
+    async fn listen(&self, uris: Vec<String>) -> Option<Listener> {
+        let mut subscriptions = Subscriptions::new();
+        if self.offers.tools {
+            subscriptions = subscriptions.tools_changed();
+        }
+        if self.offers.prompts {
+            subscriptions = subscriptions.prompts_changed();
+        }
+        if self.offers.resources {
+            subscriptions = subscriptions.resources_changed();
+        }
+        for uri in uris {
+            subscriptions = subscriptions.resource(uri);
+        }
+        match self.link.client.listen(subscriptions).await {
+            Ok(listener) => Some(listener),
+            Err(e) => {
+                tracing::warn!(error = %e, "the upstream's notifications cannot be followed; the catalog is kept as first listed");
+                None
+            }
+        }
+    }
+
+    async fn refresh(&self) -> Result<Replaced, GatewayError> {
+        let _one = self.refreshing.lock().await;
+        let listing = translate::list(&self.link, self.offers).await?;
+        let declarations = translate::declare(&self.link, listing);
+        let replaced = self
+            .server
+            .replace_catalog(
+                declarations.tools,
+                declarations.resources,
+                declarations.templates,
+                declarations.prompts,
+            )
+            .await?;
+        *self.skipped.lock().unwrap_or_else(PoisonError::into_inner) = declarations.skipped;
+        Ok(replaced)
+    }
+}
+
+/// Follows the upstream's notifications until the listener or the gateway ends. The
+/// notifications already waiting are taken together, so several list changes in a row make
+/// one refresh.
+async fn watch(shared: Weak<Shared>, mut listener: Listener) {
+    while let Some(first) = listener.next().await {
+        let mut batch = vec![first];
+        while let Some(Some(next)) = futures::FutureExt::now_or_never(listener.next()) {
+            batch.push(next);
+        }
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let mut refresh = false;
+        for notification in batch {
+            match notification.method.as_ref() {
+                "notifications/tools/list_changed"
+                | "notifications/prompts/list_changed"
+                | "notifications/resources/list_changed" => refresh = true,
+                "notifications/resources/updated" => {
+                    let uri = notification
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("uri"))
+                        .and_then(serde_json::Value::as_str);
+                    if let Some(uri) = uri
+                        && let Err(e) = shared.server.notifier().resource_updated(uri).await
+                    {
+                        tracing::warn!(error = %e, "forwarding a resource update failed");
+                    }
+                }
+                _ => {}
+            }
+        }
+        if refresh && let Err(e) = shared.refresh().await {
+            tracing::warn!(error = %e, "refreshing the catalog after an upstream change failed");
+        }
+    }
+    if let Some(end) = listener.end() {
+        tracing::warn!(end = ?end, "the upstream's notification stream ended");
+    }
+}
+
+/// A gateway: a [`Server`] whose tools, resources, templates, prompts and completions are an
+/// upstream server's, forwarded through one [`Client`].
+///
+/// Dropping it stops following the upstream's notifications; [`close`](Self::close) also
+/// ends the upstream session.
+pub struct Gateway {
+    shared: Arc<Shared>,
+    watcher: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("server", &self.shared.server)
+            .field("upstream", &self.shared.link)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+        }
+    }
+}
+
+impl Gateway {
+    /// A builder with every default.
+    pub fn builder() -> GatewayBuilder {
+        GatewayBuilder::default()
+    }
+
+    /// The downstream server (cheap to clone): serve it on any transport `mcp-server` has.
+    pub fn server(&self) -> &Server {
+        &self.shared.server
+    }
+
+    /// The upstream client.
+    pub fn upstream(&self) -> &Client {
+        &self.shared.link.client
+    }
+
+    /// The upstream declarations the last listing could not serve, and why.
+    pub fn skipped(&self) -> Vec<Skipped> {
+        self.shared
+            .skipped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Lists the upstream again and replaces the catalog, announcing what changed downstream.
+    /// The gateway does this itself on the upstream's list-changed notifications.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Upstream`] when a listing fails (the catalog is unchanged);
+    /// [`GatewayError::Refresh`] when the change could not be made or announced.
+    pub async fn refresh(&self) -> Result<Replaced, GatewayError> {
+        self.shared.refresh().await
+    }
+
+    /// Serves Streamable HTTP at `/mcp` and HTTP+SSE at `/sse` on `listener` with the
+    /// default [`HttpConfig`], until `shutdown` resolves.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Http`] when the listener fails.
+    pub async fn serve_http(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), GatewayError> {
+        self.serve_http_with(listener, HttpConfig::default(), shutdown)
+            .await
+    }
+
+    /// [`serve_http`](Self::serve_http) with an [`HttpConfig`] of your own (allowed hosts,
+    /// TLS-terminating proxies, authorization of downstream clients, limits).
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Http`] when the listener fails.
+    pub async fn serve_http_with(
+        &self,
+        listener: TcpListener,
+        config: HttpConfig,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), GatewayError> {
+        let endpoint = HttpEndpoint::new(self.shared.server.clone(), config);
+        mcp_server::http::serve_with_shutdown(listener, endpoint, shutdown).await?;
+        Ok(())
+    }
+
+    /// Serves stdio on this process's stdin and stdout until stdin closes.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Stdio`] when stdin or stdout fails.
+    pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
+        mcp_server::serve_stdio(self.shared.server.clone()).await?;
+        Ok(())
+    }
+
+    /// Stops following the upstream and ends the upstream session.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Upstream`] when the upstream session could not be ended cleanly.
+    pub async fn close(mut self) -> Result<(), GatewayError> {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+        }
+        self.shared
+            .link
+            .client
+            .close()
+            .await
+            .map_err(|source| GatewayError::Upstream {
+                doing: "close",
+                source,
+            })
+    }
+}
+
+/// Opens the hub `url` names (`memory`, or `redis://…`, `postgres://…`, `sqlite:PATH` when
+/// this crate is built with the feature of that name), for [`GatewayBuilder::hub`].
+///
+/// # Errors
+///
+/// [`GatewayError::Hub`] when the URL is unknown, its backend not built in, or it cannot be
+/// reached.
+pub async fn connect_hub(url: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, GatewayError> {
+    if url == "memory" {
+        return Ok(None);
+    }
+    mcp_hub::connect(url)
+        .await
+        .map(Some)
+        .map_err(|e| GatewayError::Hub(e.to_string()))
+}
