@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use mcp_adapters::{ANSWERS_ARGUMENT, STATE_ARGUMENT};
 use mcp_server::{
     Completer, Exchange, Icon, Prompt, Resource, ResourceRequest, ResourceTemplate, Server, Tool,
     ToolAnnotations,
@@ -67,11 +68,15 @@ impl Offers {
             .map(|server| server.capabilities)
             .unwrap_or(Value::Null);
         let has = |name: &str| capabilities.get(name).is_some_and(Value::is_object);
+        // Before the `completions` capability (2024-11-05), completion/complete came with
+        // prompts and resources.
+        let implied_completions = !link.client.revision().features().has_completions
+            && (has("prompts") || has("resources"));
         Self {
             tools: has("tools"),
             resources: has("resources"),
             prompts: has("prompts"),
-            completions: has("completions"),
+            completions: has("completions") || implied_completions,
             subscribe: capabilities
                 .pointer("/resources/subscribe")
                 .and_then(Value::as_bool)
@@ -264,6 +269,10 @@ fn tool(link: &Arc<Link>, definition: &Value) -> Result<Tool, String> {
         .get("outputSchema")
         .filter(|schema| schema.is_object())
         .cloned();
+    let mut input_schema = input_schema;
+    if link.client.revision().features().asks_in_arguments() {
+        drop_argument_convention(&mut input_schema);
+    }
     let upstream_name: Arc<str> = name.into();
     let link = link.clone();
     let handler = move |arguments: Value, ex: Exchange| {
@@ -288,6 +297,21 @@ fn tool(link: &Arc<Link>, definition: &Value) -> Result<Tool, String> {
         tool = tool.meta(meta);
     }
     Ok(tool)
+}
+
+/// Takes the upstream revision's `mcpAnswers` / `mcpState` properties out of a tool's input
+/// schema: they are that hop's way of asking (our client answers them), and the downstream
+/// server adds its own on the revisions that have them.
+fn drop_argument_convention(schema: &mut Value) {
+    let plumbing = [ANSWERS_ARGUMENT, STATE_ARGUMENT];
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for key in plumbing {
+            properties.remove(key);
+        }
+    }
+    if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|name| !name.as_str().is_some_and(|n| plumbing.contains(&n)));
+    }
 }
 
 fn annotations_of(value: &Value) -> ToolAnnotations {
@@ -416,4 +440,23 @@ fn accepted_template(template: ResourceTemplate) -> Result<ResourceTemplate, Str
 
 fn accepted_prompt(prompt: Prompt) -> Result<Prompt, String> {
     accepted(checker().prompt(prompt.clone())).map(|()| prompt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_argument_convention_is_not_carried_over() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "mcpAnswers": {}, "mcpState": {}},
+            "required": ["a", "mcpState"],
+        });
+        drop_argument_convention(&mut schema);
+        assert_eq!(
+            schema,
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
+        );
+    }
 }

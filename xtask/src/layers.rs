@@ -111,7 +111,12 @@ const MATRIX: &[Layer] = &[
     // the server, sessions in a hub.
     Layer {
         name: "everymcp-gateway",
-        allowed_internal: &["everymcp-hub", "everymcp-server", "everymcp-client"],
+        allowed_internal: &[
+            "everymcp-adapters",
+            "everymcp-hub",
+            "everymcp-server",
+            "everymcp-client",
+        ],
         forbidden_external: &[],
     },
     Layer {
