@@ -126,6 +126,8 @@ const MATRIX: &[Layer] = &[
             "everymcp-schema",
             "everymcp-adapters",
             "everymcp-client",
+            // `mcp proxy`; the server itself stays out of reach (the gateway serves).
+            "everymcp-gateway",
         ],
         forbidden_external: &[],
     },

@@ -1,0 +1,93 @@
+//! `mcp proxy`: the upstream reached as every command reaches a server, served again by the
+//! gateway on every revision and transport.
+
+use std::io::Write as _;
+
+use mcp_gateway::{Gateway, GatewayError};
+
+use crate::cli::{Global, ProxyArgs};
+use crate::connect::Session;
+use crate::error::CliError;
+
+/// Connects upstream, starts the gateway and serves until Ctrl-C (HTTP) or stdin closes
+/// (`--stdio-front`).
+pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError> {
+    let mut words = Vec::new();
+    match (&args.upstream, global.stdio.is_empty()) {
+        (Some(_), false) => {
+            return Err(CliError::Usage(
+                "give the upstream as --upstream URL or --stdio CMD, not both".into(),
+            ));
+        }
+        (None, true) => {
+            return Err(CliError::Usage(
+                "mcp proxy needs the upstream: --upstream URL or --stdio CMD".into(),
+            ));
+        }
+        (Some(url), true) => words.push(url.clone()),
+        (None, false) => {}
+    }
+    if args.stdio_front && global.interactive {
+        return Err(CliError::Usage(
+            "--stdio-front speaks MCP on stdin, so --interactive cannot prompt on it".into(),
+        ));
+    }
+    let hub = mcp_gateway::connect_hub(&args.hub)
+        .await
+        .map_err(|e| CliError::Usage(format!("--hub {}: {e}", args.hub)))?;
+    let session = Session::new(global, &mut words)?;
+    let upstream = match tokio::time::timeout(session.timeout, session.connect()).await {
+        Ok(connected) => connected?,
+        Err(_) => return Err(session.deadline_passed("connecting")),
+    };
+    let mut builder = Gateway::builder()
+        .max_upstream_calls(args.max_upstream_calls)
+        .max_upstream_subscriptions(args.max_upstream_subscriptions)
+        .call_timeout(session.timeout);
+    if let Some(messages) = args.max_queued_messages {
+        builder = builder.max_queued_messages(messages);
+    }
+    if let Some(hub) = hub {
+        builder = builder.hub(hub);
+    }
+    let gateway = builder.start(upstream).await.map_err(proxy_error)?;
+    for skipped in gateway.skipped() {
+        session.ui.note(&format!(
+            "not served: {} {:?}: {}",
+            skipped.kind, skipped.name, skipped.reason
+        ));
+    }
+    let served = if args.stdio_front {
+        gateway.serve_stdio().await
+    } else {
+        let listener = tokio::net::TcpListener::bind(&args.addr)
+            .await
+            .map_err(|e| CliError::Proxy(format!("cannot listen on {}: {e}", args.addr)))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| CliError::Proxy(e.to_string()))?;
+        let mut stdout = std::io::stdout();
+        writeln!(
+            stdout,
+            "mcp proxy listening on http://{bound}/mcp (Streamable HTTP) and http://{bound}/sse (HTTP+SSE)"
+        )?;
+        stdout.flush()?;
+        gateway
+            .serve_http(listener, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+    };
+    served.map_err(proxy_error)?;
+    gateway.close().await.map_err(proxy_error)
+}
+
+fn proxy_error(error: GatewayError) -> CliError {
+    match error {
+        GatewayError::Upstream { doing, source } => CliError::Request {
+            what: format!("upstream {doing}"),
+            source,
+        },
+        other => CliError::Proxy(other.to_string()),
+    }
+}
