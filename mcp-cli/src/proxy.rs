@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 
-use mcp_gateway::{Gateway, GatewayError};
+use mcp_gateway::{Gateway, GatewayError, QuestionRelay};
 
 use crate::cli::{Global, ProxyArgs};
 use crate::connect::Session;
@@ -36,11 +36,15 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
         .await
         .map_err(|e| CliError::Usage(format!("--hub {}: {e}", args.hub)))?;
     let session = Session::new(global, &mut words)?;
-    let upstream = match tokio::time::timeout(session.timeout, session.connect()).await {
+    // The upstream's questions go to the downstream client whose call caused them.
+    let relay = QuestionRelay::new();
+    let connecting = session.connect_configured(|builder| relay.install(builder));
+    let upstream = match tokio::time::timeout(session.timeout, connecting).await {
         Ok(connected) => connected?,
         Err(_) => return Err(session.deadline_passed("connecting")),
     };
     let mut builder = Gateway::builder()
+        .question_relay(relay)
         .max_upstream_calls(args.max_upstream_calls)
         .max_upstream_subscriptions(args.max_upstream_subscriptions)
         .call_timeout(session.timeout);

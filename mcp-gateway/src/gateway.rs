@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::error::GatewayError;
 use crate::link::Link;
+use crate::relay::QuestionRelay;
 use crate::translate::{self, Declarations, Offers, Skipped};
 
 /// The default of [`GatewayBuilder::max_upstream_calls`].
@@ -41,6 +42,7 @@ pub struct GatewayBuilder {
     max_upstream_subscriptions: Option<usize>,
     call_timeout: Option<Duration>,
     hub: Option<Arc<dyn mcp_hub::Hub>>,
+    relay: Option<QuestionRelay>,
 }
 
 impl std::fmt::Debug for GatewayBuilder {
@@ -56,6 +58,7 @@ impl std::fmt::Debug for GatewayBuilder {
             )
             .field("call_timeout", &self.call_timeout)
             .field("hub", &self.hub.is_some())
+            .field("relay", &self.relay.is_some())
             .finish()
     }
 }
@@ -115,6 +118,16 @@ impl GatewayBuilder {
         self
     }
 
+    /// Relays the upstream's questions (elicitation, sampling, roots) to the downstream
+    /// client whose tool call caused them: give the relay installed on the upstream client's
+    /// builder ([`QuestionRelay::install`]). Default: none; the upstream client's own
+    /// `on_ask` (if any) answers them.
+    #[must_use]
+    pub fn question_relay(mut self, relay: QuestionRelay) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+
     /// Lists everything `upstream` offers (every page), builds the downstream server from it,
     /// and starts following the upstream's list changes and resource updates.
     ///
@@ -132,7 +145,8 @@ impl GatewayBuilder {
                 reason: "at least one request must be able to go upstream".into(),
             });
         }
-        let link = Arc::new(Link::new(upstream, max_calls, self.call_timeout));
+        let in_flight = self.relay.map(|relay| relay.in_flight);
+        let link = Arc::new(Link::new(upstream, max_calls, self.call_timeout, in_flight));
         let offers = Offers::of(&link);
         let listing = translate::list(&link, offers).await?;
         let max_subscriptions = self

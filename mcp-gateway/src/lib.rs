@@ -33,7 +33,9 @@
 //!   upstream's progress as the downstream call's progress and a downstream cancellation
 //!   cancelling the upstream call; `resources/read`, `prompts/get`, `completion/complete`;
 //! - the upstream's list changes (the catalog is listed again and the kinds that changed are
-//!   announced downstream) and resource updates (to the downstream sessions subscribed).
+//!   announced downstream) and resource updates (to the downstream sessions subscribed);
+//! - with a [`QuestionRelay`], the upstream's questions during a tool call (elicitation,
+//!   sampling, roots), asked of the downstream client by its revision's mechanism.
 //!
 //! Authorization: downstream clients authenticate to the gateway's own endpoint
 //! ([`mcp_server::http::HttpConfig::auth`], through [`Gateway::serve_http_with`]); the
@@ -51,6 +53,7 @@
 mod error;
 mod gateway;
 mod link;
+mod relay;
 mod translate;
 
 pub use error::GatewayError;
@@ -58,4 +61,5 @@ pub use gateway::{
     DEFAULT_MAX_UPSTREAM_CALLS, DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS, Gateway, GatewayBuilder,
     connect_hub,
 };
+pub use relay::QuestionRelay;
 pub use translate::Skipped;

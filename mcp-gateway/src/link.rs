@@ -15,6 +15,8 @@ use mcp_server::{
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
+use crate::relay::{Call, InFlight, outside_calls};
+
 /// The JSON-RPC code of "resource not found" on 2024-11-05 to 2025-11-25.
 const RESOURCE_NOT_FOUND: i64 = -32002;
 /// Invalid params (also "resource not found" on 2026-07-28).
@@ -28,6 +30,8 @@ pub(crate) struct Link {
     pub(crate) client: Client,
     permits: Semaphore,
     call_timeout: Option<Duration>,
+    /// The relay's calls in flight, when the upstream's questions are relayed.
+    in_flight: Option<Arc<InFlight>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -41,11 +45,17 @@ impl std::fmt::Debug for Link {
 }
 
 impl Link {
-    pub(crate) fn new(client: Client, max_calls: usize, call_timeout: Option<Duration>) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        max_calls: usize,
+        call_timeout: Option<Duration>,
+        in_flight: Option<Arc<InFlight>>,
+    ) -> Self {
         Self {
             client,
             permits: Semaphore::new(max_calls),
             call_timeout,
+            in_flight,
         }
     }
 
@@ -69,18 +79,26 @@ impl Link {
         arguments: Value,
         ex: Exchange,
     ) -> Result<CallToolResult, ToolError> {
-        let forward = async {
+        let call = Call::new(ex.clone());
+        let _registered = self.in_flight.as_ref().map(|f| f.register(&call));
+        let forward = call.scope(async {
             let _permit = self.permit().await;
             let progress = ex.clone();
             let options = self.options().on_progress(move |p| {
                 progress.progress(p.progress, p.total, p.message.as_deref());
             });
             self.client.call_tool_with(&name, arguments, options).await
-        };
+        });
         let result = tokio::select! {
-            result = forward => result,
+            biased;
+            // A relayed question ended the downstream call (it goes back as the question).
+            interrupt = call.interrupted() => return Err(interrupt.into()),
             () = ex.cancelled() => return Err(Interrupt::Cancelled.into()),
+            result = forward => result,
         };
+        if let Some(interrupt) = call.interruption() {
+            return Err(interrupt.into());
+        }
         match result {
             Ok(value) => {
                 let mut result: CallToolResult = serde_json::from_value(value).map_err(|e| {
@@ -103,7 +121,8 @@ impl Link {
         uri: String,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
         let _permit = self.permit().await;
-        match self.client.typed().read_resource(&uri).await {
+        let read = outside_calls(self.client.typed().read_resource(&uri)).await;
+        match read {
             Ok(read) => Ok(read.contents),
             Err(e) if matches!(e.code(), Some(RESOURCE_NOT_FOUND | INVALID_PARAMS)) => {
                 Err(ResourceError::NotFound(uri))
@@ -124,7 +143,8 @@ impl Link {
             Value::Object(map) if map.is_empty() => Value::Null,
             other => other,
         };
-        match self.client.typed().get_prompt(&name, arguments).await {
+        let got = outside_calls(self.client.typed().get_prompt(&name, arguments)).await;
+        match got {
             Ok(mut prompt) => {
                 prompt.result_type = None;
                 strip_protocol_meta(&mut prompt.meta);
@@ -153,10 +173,13 @@ impl Link {
             json!({"arguments": arguments})
         });
         let _permit = self.permit().await;
-        let answer = self
-            .client
-            .complete(reference, &request.argument, &request.value, context)
-            .await;
+        let answer = outside_calls(self.client.complete(
+            reference,
+            &request.argument,
+            &request.value,
+            context,
+        ))
+        .await;
         match answer {
             Ok(result) => completion_of(&result),
             Err(e) => {

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use mcp_client::{CallOptions, Client, Progress, Revision, Subscriptions};
-use mcp_gateway::Gateway;
+use mcp_client::{Answer, Asks, CallOptions, Client, Progress, Revision, Subscriptions};
+use mcp_gateway::{Gateway, QuestionRelay};
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
 use mcp_server::{
-    Completer, CompletionRef, Exchange, Json, Prompt, Resource, ResourceRequest, ResourceTemplate,
-    Server, Tool,
+    Completer, CompletionRef, Exchange, Json, Prompt, Question, Resource, ResourceRequest,
+    ResourceTemplate, Server, Tool, ToolError,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -89,6 +89,22 @@ async fn fail() -> Result<String, String> {
     Err("it broke".into())
 }
 
+/// Asks the user (elicitation) and reports the answer.
+async fn confirm(ex: Exchange) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+    });
+    let answer = ex
+        .ask("sure", Question::elicit_with("Proceed?", schema))
+        .await?;
+    Ok(match answer.get("ok") {
+        Some(ok) if answer.accepted() => format!("confirmed {ok}"),
+        _ => "declined".to_owned(),
+    })
+}
+
 async fn late() -> String {
     "late".into()
 }
@@ -159,6 +175,7 @@ async fn upstream() -> Upstream {
         .tool(Tool::new("steps", steps))
         .tool(Tool::new("fail", fail))
         .tool(Tool::new("wait", wait))
+        .tool(Tool::new("confirm", confirm))
         .resource(Resource::new("memo://one", "memo", memo).mime_type("text/plain"))
         .resource_template(ResourceTemplate::new("item://{id}", "item", item))
         .prompt(Prompt::new("greet", greet).description("A greeting."))
@@ -185,11 +202,24 @@ async fn serve(endpoint: HttpEndpoint) -> String {
     format!("http://{addr}")
 }
 
-async fn connect(base: &str, transport: Transport, revision: Revision) -> Result<Client, String> {
+/// Connects on `revision` over `transport`: the gateway's upstream client with the question
+/// relay, the downstream client answering every elicitation with `{"ok": true}`.
+async fn connect(
+    base: &str,
+    transport: Transport,
+    revision: Revision,
+    relay: Option<&QuestionRelay>,
+) -> Result<Client, String> {
     let builder = Client::builder()
         .revision(revision)
         .timeout(STEP)
         .client_info("gateway-test", "1.0");
+    let builder = match relay {
+        Some(relay) => relay.install(builder),
+        None => builder.on_ask(Asks::none().elicitation(), |_question| async {
+            Answer::accept(json!({"ok": true}))
+        }),
+    };
     let connected = match transport {
         Transport::Streamable => builder.connect_http(&format!("{base}/mcp")).await,
         Transport::Sse => builder.connect_sse(&format!("{base}/sse")).await,
@@ -219,18 +249,20 @@ async fn pair_with_upstream(up: Cell) {
         Cell::Works(transport, revision) => (transport, revision),
         Cell::Impossible(transport, revision, why) => {
             let origin = upstream().await;
-            let refused = connect(&origin.base, transport, revision).await;
+            let refused = connect(&origin.base, transport, revision, None).await;
             assert!(refused.is_err(), "{up:?} connected, but: {why}");
             return;
         }
     };
     for down in DOWNSTREAM {
         let origin = upstream().await;
-        let client = connect(&origin.base, up_transport, up_revision)
+        let relay = QuestionRelay::new();
+        let client = connect(&origin.base, up_transport, up_revision, Some(&relay))
             .await
             .expect("the gateway reaches the upstream");
         let gateway = Arc::new(
             Gateway::builder()
+                .question_relay(relay)
                 .start(client)
                 .await
                 .expect("the gateway starts"),
@@ -246,7 +278,7 @@ async fn pair_with_upstream(up: Cell) {
         });
         match down {
             Cell::Works(transport, revision) => {
-                let client = connect(&base, transport, revision)
+                let client = connect(&base, transport, revision, None)
                     .await
                     .unwrap_or_else(|e| panic!("up {up:?}: {e}"));
                 check(&origin, &client, up_revision, revision)
@@ -255,7 +287,7 @@ async fn pair_with_upstream(up: Cell) {
                 let _ = client.close().await;
             }
             Cell::Impossible(transport, revision, why) => {
-                let refused = connect(&base, transport, revision).await;
+                let refused = connect(&base, transport, revision, None).await;
                 assert!(refused.is_err(), "down {down:?} connected, but: {why}");
             }
         }
@@ -275,7 +307,7 @@ async fn check(
         .map_err(|e| format!("tools/list: {e}"))?;
     let mut listed = names(&tools);
     listed.sort_unstable();
-    if listed != ["add", "fail", "steps", "wait"] {
+    if listed != ["add", "confirm", "fail", "steps", "wait"] {
         return Err(format!("tools/list: {listed:?}"));
     }
     let add = tools.iter().find(|t| t["name"] == "add").expect("listed");
@@ -335,6 +367,14 @@ async fn check(
         .map_err(|e| format!("tools/call fail: {e}"))?;
     if failed["isError"] != true || failed["content"][0]["text"] != "it broke" {
         return Err(format!("fail's result: {failed}"));
+    }
+
+    // An upstream question reaches the downstream client, and its answer goes back.
+    let confirmed = within("tools/call confirm", client.call_tool("confirm", json!({})))
+        .await
+        .map_err(|e| format!("tools/call confirm: {e}"))?;
+    if confirmed["content"][0]["text"] != "confirmed true" {
+        return Err(format!("confirm's result: {confirmed}"));
     }
 
     // Resources, templates, prompts, completions.

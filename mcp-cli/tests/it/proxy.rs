@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
-use mcp_server::{CallToolResult, Server, Tool};
+use mcp_server::{CallToolResult, Exchange, Question, Server, Tool};
 use serde_json::{Map, Value, json};
 
 use crate::support::mcp;
@@ -17,6 +17,19 @@ use crate::support::mcp;
 async fn add(args: Map<String, Value>) -> CallToolResult {
     let number = |key: &str| args.get(key).and_then(Value::as_i64).unwrap_or(0);
     CallToolResult::structured(json!({"sum": number("a") + number("b")}))
+}
+
+/// Asks the user to confirm, and says what they answered.
+async fn confirm(_: Map<String, Value>, ex: Exchange) -> String {
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    match ex
+        .ask("sure", Question::elicit_with("Proceed?", schema))
+        .await
+    {
+        Ok(answer) if answer.accepted() => format!("confirmed {}", answer.content()),
+        Ok(_) => "declined".into(),
+        Err(e) => format!("not asked: {e}"),
+    }
 }
 
 /// The upstream: `add` with structured output, on 127.0.0.1; stops when dropped.
@@ -38,6 +51,7 @@ impl Upstream {
             runtime.block_on(async move {
                 let server = Server::builder("upstream", "1.0")
                     .tool(Tool::new("add", add).title("Add").read_only())
+                    .tool(Tool::new("confirm", confirm))
                     .build()
                     .expect("a valid server");
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -130,7 +144,7 @@ fn the_proxy_serves_the_upstream_on_old_and_new_revisions_and_both_transports() 
     let proxy = Proxy::start(&upstream.url);
     let listed = mcp(&["tools", &proxy.mcp, "--revision", "2024-11-05", "--json"]).json();
     let tools = listed["tools"].as_array().expect("a tool list");
-    assert_eq!(tools.len(), 1, "{listed}");
+    assert_eq!(tools.len(), 2, "{listed}");
     assert_eq!(tools[0]["name"], "add");
     // 2024-11-05 has no titles; 2026-07-28 shows the upstream's.
     assert!(tools[0].get("title").is_none(), "{listed}");
@@ -158,6 +172,20 @@ fn the_proxy_serves_the_upstream_on_old_and_new_revisions_and_both_transports() 
         "sse",
     ]);
     assert!(sum.ok().contains('3'), "{sum:#?}");
+    // The upstream's question reaches the downstream `mcp`, whose answer goes back, on a
+    // pushed revision and on the one where the question is the result.
+    for revision in ["2025-06-18", "2026-07-28"] {
+        let confirmed = mcp(&[
+            "call",
+            &proxy.mcp,
+            "confirm",
+            "--revision",
+            revision,
+            "--answer",
+            r#"{"ok": true}"#,
+        ]);
+        assert_eq!(confirmed.ok(), "confirmed {\"ok\":true}\n", "{revision}");
+    }
 }
 
 #[test]

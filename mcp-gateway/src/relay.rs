@@ -1,0 +1,248 @@
+//! Questions from the upstream (elicitation, sampling, roots) relayed to the downstream client
+//! whose call caused them.
+//!
+//! The upstream client's `on_ask` callback is the relay's. A question is matched with the
+//! downstream call it belongs to: the forwarded call runs inside the call's scope (a task-local
+//! value), which the callback sees when the question arrives on the call itself (MRTR and the
+//! argument convention, and a pushed request on the call's own Streamable HTTP stream). A
+//! pushed request that comes on a shared stream (HTTP+SSE, stdio) is matched only when
+//! exactly one forwarded call is in flight; otherwise it is refused, as a question with no
+//! call in flight is.
+//!
+//! The downstream side asks with [`Exchange::ask`], so the question reaches the downstream
+//! client by whatever mechanism its revision has. Where the question becomes the downstream
+//! call's result (2026-07-28) or rides in its arguments (2025-03-26, 2024-11-05), the
+//! forwarded call ends there (it is cancelled upstream) and runs again, from the start, when
+//! the downstream client calls again with the answers: the upstream then asks again, and the
+//! answer is given at once.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use mcp_client::{Answer, Asks, ClientBuilder, ErrorObject, Question, QuestionKind};
+use mcp_server::{AnswerAction, Exchange, Interrupt};
+use tokio::sync::Notify;
+
+tokio::task_local! {
+    /// The downstream call a forwarded request runs for: `None` for a request that is not a
+    /// tool call (a question on it is refused rather than matched with another call).
+    static CALL: Option<Arc<Call>>;
+}
+
+/// Runs `fut`, a forwarded request that is not a tool call, outside every call's scope.
+pub(crate) async fn outside_calls<F: Future>(fut: F) -> F::Output {
+    CALL.scope(None, fut).await
+}
+
+/// One forwarded call: its downstream exchange, and how a question interrupted it.
+#[derive(Debug)]
+pub(crate) struct Call {
+    ex: Exchange,
+    /// Questions asked on this attempt without a key of the upstream's (pushed requests).
+    asked: AtomicUsize,
+    interrupted: Mutex<Option<Interrupt>>,
+    wake: Notify,
+}
+
+impl Call {
+    pub(crate) fn new(ex: Exchange) -> Arc<Self> {
+        Arc::new(Self {
+            ex,
+            asked: AtomicUsize::new(0),
+            interrupted: Mutex::new(None),
+            wake: Notify::new(),
+        })
+    }
+
+    /// Runs `fut` (the forwarded call) in this call's scope.
+    pub(crate) async fn scope<F: Future>(self: &Arc<Self>, fut: F) -> F::Output {
+        CALL.scope(Some(self.clone()), fut).await
+    }
+
+    /// Resolves when a question interrupted the call (the downstream call must end with it).
+    pub(crate) async fn interrupted(&self) -> Interrupt {
+        loop {
+            let woken = self.wake.notified();
+            if let Some(interrupt) = self.interruption() {
+                return interrupt;
+            }
+            woken.await;
+        }
+    }
+
+    /// The interruption, if a question interrupted the call.
+    pub(crate) fn interruption(&self) -> Option<Interrupt> {
+        self.interrupted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn interrupt(&self, interrupt: Interrupt) {
+        *self
+            .interrupted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(interrupt);
+        self.wake.notify_waiters();
+    }
+}
+
+/// The forwarded calls in flight, for questions that arrive outside any call's scope.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    calls: Mutex<Vec<Weak<Call>>>,
+}
+
+/// Keeps a call in [`InFlight`] while it runs.
+#[derive(Debug)]
+pub(crate) struct Registered {
+    in_flight: Arc<InFlight>,
+    call: Weak<Call>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut calls = self
+            .in_flight
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        calls.retain(|c| !c.ptr_eq(&self.call) && c.strong_count() > 0);
+    }
+}
+
+impl InFlight {
+    pub(crate) fn register(self: &Arc<Self>, call: &Arc<Call>) -> Registered {
+        let weak = Arc::downgrade(call);
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(weak.clone());
+        Registered {
+            in_flight: self.clone(),
+            call: weak,
+        }
+    }
+
+    /// The one call in flight, if there is exactly one.
+    fn only(&self) -> Option<Arc<Call>> {
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut live = calls.iter().filter_map(Weak::upgrade);
+        let first = live.next()?;
+        live.next().is_none().then_some(first)
+    }
+}
+
+/// Relays the upstream's questions to the downstream clients: install it on the upstream
+/// client's builder with [`install`](Self::install) (it becomes the client's `on_ask`,
+/// declaring form and URL elicitation, sampling and roots), and give it to the gateway with
+/// [`GatewayBuilder::question_relay`](crate::GatewayBuilder::question_relay).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcp_client::Client;
+/// use mcp_gateway::{Gateway, QuestionRelay};
+///
+/// let relay = QuestionRelay::new();
+/// let upstream = relay.install(Client::builder()).connect_http("https://example.com/mcp").await?;
+/// let gateway = Gateway::builder().question_relay(relay).start(upstream).await?;
+/// # let _ = gateway;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct QuestionRelay {
+    pub(crate) in_flight: Arc<InFlight>,
+}
+
+impl QuestionRelay {
+    /// A relay with no call in flight.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `builder`'s `on_ask` to this relay.
+    pub fn install(&self, builder: ClientBuilder) -> ClientBuilder {
+        let in_flight = self.in_flight.clone();
+        builder.on_ask(Asks::all(), move |question| {
+            // Read here, in the scope of the call the question came on (when it did).
+            let call = match CALL.try_with(Option::clone) {
+                Ok(scoped) => scoped,
+                // A pushed request on a shared stream: no scope to read.
+                Err(_) => in_flight.only(),
+            };
+            relay(call, question)
+        })
+    }
+}
+
+/// Asks the downstream client `question` on `call` and translates the answer back.
+async fn relay(call: Option<Arc<Call>>, question: Question) -> Answer {
+    let Some(call) = call else {
+        return Answer::error(ErrorObject::internal_error(
+            "the gateway cannot tell which downstream call this question belongs to",
+        ));
+    };
+    let Some(asked) = downstream_question(&question) else {
+        return Answer::error(ErrorObject::method_not_found(question.method()));
+    };
+    let key = match question.key() {
+        Some(key) => format!("upstream:{key}"),
+        None => format!(
+            "upstream#{}",
+            call.asked.fetch_add(1, Ordering::Relaxed) + 1
+        ),
+    };
+    match call.ex.ask(&key, asked).await {
+        Ok(answer) => upstream_answer(question.kind(), &answer),
+        Err(interrupt @ (Interrupt::NeedsInput | Interrupt::Cancelled)) => {
+            // The downstream call ends with the question (or was cancelled); the forwarded
+            // call is dropped, so this answer is not used.
+            call.interrupt(interrupt);
+            Answer::cancel()
+        }
+        Err(other) => Answer::error(ErrorObject::internal_error(format!(
+            "the downstream client: {other}"
+        ))),
+    }
+}
+
+/// The upstream's question as the downstream server asks it.
+fn downstream_question(question: &Question) -> Option<mcp_server::Question> {
+    let message = question.message().unwrap_or_default().to_owned();
+    Some(match question.kind() {
+        QuestionKind::Elicitation => mcp_server::Question::elicit_with(
+            message,
+            question
+                .requested_schema()
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+        ),
+        QuestionKind::UrlElicitation => {
+            mcp_server::Question::elicit_url(message, question.url().unwrap_or_default())
+        }
+        QuestionKind::Sampling => {
+            mcp_server::Question::create_message(question.params().as_object()?.clone())
+        }
+        QuestionKind::Roots => mcp_server::Question::list_roots(),
+        _ => return None,
+    })
+}
+
+/// The downstream answer as the upstream client gives it.
+fn upstream_answer(kind: QuestionKind, answer: &mcp_server::Answer) -> Answer {
+    match (kind, answer.action()) {
+        (QuestionKind::Elicitation, AnswerAction::Accept) => {
+            Answer::accept(answer.content().clone())
+        }
+        (QuestionKind::UrlElicitation, AnswerAction::Accept) => Answer::accept_url(),
+        (QuestionKind::Elicitation | QuestionKind::UrlElicitation, AnswerAction::Decline) => {
+            Answer::decline()
+        }
+        (QuestionKind::Elicitation | QuestionKind::UrlElicitation, _) => Answer::cancel(),
+        (_, AnswerAction::Accept) => Answer::result(answer.content().clone()),
+        (_, _) => Answer::error(ErrorObject::internal_error(
+            "the downstream client refused the request",
+        )),
+    }
+}
