@@ -1,7 +1,8 @@
 //! The gateway between our server (upstream) and our client (downstream), on real sockets on
 //! 127.0.0.1: every downstream revision and transport against an upstream on every revision
-//! and transport, for listing, a call with progress, a tool error, a resource, a prompt, a
-//! completion, a list change and a cancellation.
+//! and transport, for listing, a call with progress, a tool error, an upstream question
+//! answered downstream, a resource, a template, a prompt, a completion, a list change, a
+//! resource subscription and a cancellation.
 //!
 //! One test per upstream cell runs every downstream cell; the cells that cannot work are in
 //! the tables as [`Cell::Impossible`] with their reason, and the test checks that they are
@@ -441,6 +442,34 @@ async fn check(
     if !names(&tools).contains(&"late") {
         return Err(format!("tools/list after the change: {:?}", names(&tools)));
     }
+    drop(listener);
+
+    // An upstream resource update reaches the downstream session subscribed to it.
+    let mut listener = within(
+        "listen to memo://one",
+        client.listen(Subscriptions::new().resource("memo://one")),
+    )
+    .await
+    .map_err(|e| format!("subscribing to memo://one: {e}"))?;
+    origin
+        .server
+        .notifier()
+        .resource_updated("memo://one")
+        .await
+        .map_err(|e| format!("publishing the update upstream: {e}"))?;
+    within("resources/updated", async {
+        while let Some(notification) = listener.next().await {
+            if notification.method == "notifications/resources/updated" {
+                let uri = notification.params.as_ref().and_then(|p| p.get("uri"));
+                return match uri {
+                    Some(uri) if uri == "memo://one" => Ok(()),
+                    other => Err(format!("an update of {other:?}")),
+                };
+            }
+        }
+        Err(format!("the listener ended: {:?}", listener.end()))
+    })
+    .await?;
     drop(listener);
 
     // A downstream cancellation cancels the upstream call.
