@@ -213,8 +213,12 @@ impl GatewayBuilder {
             link,
             server,
             offers,
+            max_subscriptions,
             refreshing: tokio::sync::Mutex::new(()),
             skipped: Mutex::new(skipped),
+            subscribed: Mutex::new(uris.clone()),
+            next_listener: Mutex::new(None),
+            swap: tokio::sync::Notify::new(),
         });
         let watcher = shared
             .listen(uris)
@@ -229,9 +233,17 @@ struct Shared {
     link: Arc<Link>,
     server: Server,
     offers: Offers,
-    /// One refresh at a time: list, declare, replace.
+    max_subscriptions: usize,
+    /// One refresh at a time: list, declare, resubscribe, replace.
     refreshing: tokio::sync::Mutex<()>,
     skipped: Mutex<Vec<Skipped>>,
+    /// The resource URIs the upstream listener is subscribed to (or will be, once the
+    /// watcher takes `next_listener`).
+    subscribed: Mutex<Vec<String>>,
+    /// A listener with the subscriptions of the latest listing, for the watcher to take.
+    next_listener: Mutex<Option<Listener>>,
+    /// Wakes the watcher when `next_listener` is set.
+    swap: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -260,9 +272,38 @@ impl Shared {
         }
     }
 
+    /// The listener a refresh left for the watcher, if any.
+    fn swap_listener(&self) -> Option<Listener> {
+        self.next_listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
     async fn refresh(&self) -> Result<Replaced, GatewayError> {
         let _one = self.refreshing.lock().await;
         let listing = translate::list(&self.link, self.offers).await?;
+        if self.offers.subscribe {
+            // Subscribed before the new catalog is announced, so an update of a resource a
+            // downstream client subscribes to on hearing of it is not missed.
+            let wanted = translate::resource_uris(&listing, self.max_subscriptions);
+            let changed = *self
+                .subscribed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                != wanted;
+            if changed && let Some(listener) = self.listen(wanted.clone()).await {
+                *self
+                    .subscribed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = wanted;
+                *self
+                    .next_listener
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(listener);
+                self.swap.notify_one();
+            }
+        }
         let declarations = translate::declare(&self.link, listing);
         let replaced = self
             .server
@@ -280,9 +321,25 @@ impl Shared {
 
 /// Follows the upstream's notifications until the listener or the gateway ends. The
 /// notifications already waiting are taken together, so several list changes in a row make
-/// one refresh.
+/// one refresh. A refresh that changed the resources subscribed to leaves a new listener,
+/// which replaces this one (the new one first, so nothing falls between them).
 async fn watch(shared: Weak<Shared>, mut listener: Listener) {
-    while let Some(first) = listener.next().await {
+    loop {
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        if let Some(next) = strong.swap_listener() {
+            listener = next;
+        }
+        // (A notification of `swap` given before this wait is kept for it.)
+        let first = tokio::select! {
+            next = listener.next() => next,
+            () = strong.swap.notified() => continue,
+        };
+        drop(strong);
+        let Some(first) = first else {
+            break;
+        };
         let mut batch = vec![first];
         while let Some(Some(next)) = futures::FutureExt::now_or_never(listener.next()) {
             batch.push(next);

@@ -472,6 +472,51 @@ async fn check(
     .await?;
     drop(listener);
 
+    // A resource added upstream later is served, and its updates reach its subscribers.
+    let mut listener = within(
+        "listen to the resource list",
+        client.listen(Subscriptions::new().resources_changed()),
+    )
+    .await
+    .map_err(|e| format!("listen: {e}"))?;
+    origin
+        .server
+        .add_resource(Resource::new("memo://two", "memo two", memo))
+        .await
+        .map_err(|e| format!("add_resource upstream: {e}"))?;
+    within("resources/list_changed", async {
+        while let Some(notification) = listener.next().await {
+            if notification.method == "notifications/resources/list_changed" {
+                return Ok(());
+            }
+        }
+        Err(format!("the listener ended: {:?}", listener.end()))
+    })
+    .await?;
+    drop(listener);
+    let mut listener = within(
+        "listen to memo://two",
+        client.listen(Subscriptions::new().resource("memo://two")),
+    )
+    .await
+    .map_err(|e| format!("subscribing to memo://two: {e}"))?;
+    origin
+        .server
+        .notifier()
+        .resource_updated("memo://two")
+        .await
+        .map_err(|e| format!("publishing the update upstream: {e}"))?;
+    within("resources/updated of memo://two", async {
+        while let Some(notification) = listener.next().await {
+            if notification.method == "notifications/resources/updated" {
+                return Ok(());
+            }
+        }
+        Err(format!("the listener ended: {:?}", listener.end()))
+    })
+    .await?;
+    drop(listener);
+
     // A downstream cancellation cancels the upstream call.
     let caller = client.clone();
     let call = tokio::spawn(async move { caller.call_tool("wait", json!({})).await });
