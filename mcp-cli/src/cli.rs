@@ -234,8 +234,9 @@ HTTP, falling back to HTTP+SSE; --transport, --revision, -H, --cacert and OAuth 
 tokens apply) or --stdio CMD. Its catalog is listed once at start and again when it announces \
 a change. Downstream clients of any revision connect to http://ADDR/mcp (Streamable HTTP) or \
 http://ADDR/sse (HTTP+SSE); with --stdio-front the proxy speaks MCP on its own stdin and \
-stdout instead (nothing else is written to stdout). A downstream client's token is never sent \
-upstream: the proxy uses its own credentials. --timeout bounds connecting and each forwarded \
+stdout instead (nothing else is written to stdout). --auth-issuer and --auth-jwks-uri make \
+downstream clients present an access token issued for the proxy; a downstream client's token \
+is never sent upstream: the proxy uses its own credentials. --timeout bounds connecting and each forwarded \
 request. The first line on stdout names the address (HTTP only). Ctrl-C stops it.
 
 Examples:
@@ -273,6 +274,26 @@ pub(crate) struct ProxyArgs {
         default_value_t = mcp_gateway::DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS
     )]
     pub(crate) max_upstream_subscriptions: usize,
+    /// Protect /mcp and /sse: downstream clients need an access token (a JWT) from this
+    /// authorization server (with --auth-jwks-uri). Their tokens are never sent upstream
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "auth_jwks_uri",
+        conflicts_with = "stdio_front"
+    )]
+    pub(crate) auth_issuer: Option<String>,
+    /// The key set the downstream tokens are verified with (https://, or http:// to a loopback
+    /// host)
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub(crate) auth_jwks_uri: Option<String>,
+    /// A scope every downstream request needs (repeatable)
+    #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
+    pub(crate) auth_scope: Vec<String>,
+    /// The resource the downstream tokens are for: the URL clients use for /mcp [default:
+    /// http://ADDR/mcp of the bound address]
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub(crate) auth_resource: Option<String>,
 }
 
 /// `mcp auth`.

@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 
-use mcp_gateway::{Gateway, GatewayError, QuestionRelay};
+use mcp_gateway::{DownstreamAuth, Gateway, GatewayError, QuestionRelay};
 
 use crate::cli::{Global, ProxyArgs};
 use crate::connect::Session;
@@ -76,14 +76,27 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
             "mcp proxy listening on http://{bound}/mcp (Streamable HTTP) and http://{bound}/sse (HTTP+SSE)"
         )?;
         stdout.flush()?;
-        gateway
-            .serve_http(listener, async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
+        let stop = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        match downstream_auth(&args, bound) {
+            Some(auth) => gateway.serve_http_protected(listener, &auth, stop).await,
+            None => gateway.serve_http(listener, stop).await,
+        }
     };
     served.map_err(proxy_error)?;
     gateway.close().await.map_err(proxy_error)
+}
+
+/// The downstream protection `--auth-issuer` asks for, for the endpoint bound at `bound`.
+fn downstream_auth(args: &ProxyArgs, bound: std::net::SocketAddr) -> Option<DownstreamAuth> {
+    let issuer = args.auth_issuer.as_ref()?;
+    let jwks = args.auth_jwks_uri.clone().unwrap_or_default();
+    let resource = args
+        .auth_resource
+        .clone()
+        .unwrap_or_else(|| format!("http://{bound}/mcp"));
+    Some(DownstreamAuth::jwt(resource, issuer, jwks).required_scopes(args.auth_scope.clone()))
 }
 
 fn proxy_error(error: GatewayError) -> CliError {

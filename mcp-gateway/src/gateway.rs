@@ -10,6 +10,7 @@ use mcp_server::http::{HttpConfig, HttpEndpoint};
 use mcp_server::{Replaced, Server};
 use tokio::net::TcpListener;
 
+use crate::auth::DownstreamAuth;
 use crate::error::GatewayError;
 use crate::link::Link;
 use crate::relay::QuestionRelay;
@@ -470,6 +471,22 @@ impl Gateway {
         let endpoint = HttpEndpoint::new(self.shared.server.clone(), config);
         mcp_server::http::serve_with_shutdown(listener, endpoint, shutdown).await?;
         Ok(())
+    }
+
+    /// [`serve_http`](Self::serve_http) with downstream clients authenticated by `auth`.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::InvalidSetting`] when `auth` cannot be built;
+    /// [`GatewayError::Http`] when the listener fails.
+    pub async fn serve_http_protected(
+        &self,
+        listener: TcpListener,
+        auth: &DownstreamAuth,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), GatewayError> {
+        let config = auth.http_config()?;
+        self.serve_http_with(listener, config, shutdown).await
     }
 
     /// Serves stdio on this process's stdin and stdout until stdin closes.

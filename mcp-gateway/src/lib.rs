@@ -50,12 +50,14 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+mod auth;
 mod error;
 mod gateway;
 mod link;
 mod relay;
 mod translate;
 
+pub use auth::DownstreamAuth;
 pub use error::GatewayError;
 pub use gateway::{
     DEFAULT_MAX_UPSTREAM_CALLS, DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS, Gateway, GatewayBuilder,

@@ -98,9 +98,15 @@ struct Proxy {
 
 impl Proxy {
     fn start(upstream: &str) -> Self {
+        Self::start_with(upstream, &[])
+    }
+
+    /// `mcp proxy` with `extra` options.
+    fn start_with(upstream: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
             .args(["proxy", "--upstream", upstream, "--addr", "127.0.0.1:0"])
             .args(["--timeout", "30"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -227,4 +233,36 @@ fn a_proxy_without_one_upstream_is_a_usage_error() {
         "x",
     ]);
     assert_eq!(both.code, 2, "{both:#?}");
+}
+
+#[test]
+fn a_protected_proxy_refuses_downstream_clients_without_its_token() {
+    let upstream = Upstream::start();
+    // Nothing listens on port 9: no token can be verified, and none is accepted.
+    let proxy = Proxy::start_with(
+        &upstream.url,
+        &[
+            "--auth-issuer",
+            "http://127.0.0.1:9",
+            "--auth-jwks-uri",
+            "http://127.0.0.1:9/jwks",
+        ],
+    );
+    let anonymous = mcp(&["tools", &proxy.mcp, "--timeout", "10", "--no-browser"]);
+    assert_ne!(anonymous.code, 0, "{anonymous:#?}");
+    // The challenge named the proxy's authorization server.
+    assert!(
+        anonymous.stderr.contains("http://127.0.0.1:9"),
+        "{anonymous:#?}"
+    );
+    let forged = mcp(&[
+        "tools",
+        &proxy.mcp,
+        "--timeout",
+        "10",
+        "-H",
+        "Authorization: Bearer not-a-jwt",
+    ]);
+    assert_eq!(forged.code, 4, "{forged:#?}");
+    assert!(forged.stderr.contains("401"), "{forged:#?}");
 }
