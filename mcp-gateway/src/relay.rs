@@ -1,5 +1,5 @@
-//! Questions from the upstream (elicitation, sampling, roots) relayed to the downstream client
-//! whose call caused them.
+//! Questions from the upstream (elicitation, sampling, roots), and its log messages, relayed
+//! to the downstream client whose call caused them.
 //!
 //! The upstream client's `on_ask` callback is the relay's. A question is matched with the
 //! downstream call it belongs to: the forwarded call runs inside the call's scope (a task-local
@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use mcp_client::{Answer, Asks, ClientBuilder, ErrorObject, Question, QuestionKind};
-use mcp_server::{AnswerAction, Exchange, Interrupt};
+use mcp_server::{AnswerAction, Exchange, Interrupt, LogLevel};
+use serde_json::Value;
 use tokio::sync::Notify;
 
 tokio::task_local! {
@@ -161,19 +162,49 @@ impl QuestionRelay {
         Self::default()
     }
 
-    /// Sets `builder`'s `on_ask` to this relay.
+    /// Sets `builder`'s `on_ask` and `on_notification` to this relay: the upstream's
+    /// questions, and the log messages (`notifications/message`) it sends while a tool call is
+    /// forwarded, go to the downstream client of that call (a log message at the level that
+    /// client asked for, or none). Log messages are matched with their call as questions are;
+    /// those that match no call are dropped.
     pub fn install(&self, builder: ClientBuilder) -> ClientBuilder {
+        let logs = self.in_flight.clone();
+        let builder = builder.on_notification(move |notification| {
+            if notification.method == "notifications/message" {
+                relay_log(current_call(&logs), notification.params.as_ref());
+            }
+        });
         let in_flight = self.in_flight.clone();
         builder.on_ask(Asks::all(), move |question| {
             // Read here, in the scope of the call the question came on (when it did).
-            let call = match CALL.try_with(Option::clone) {
-                Ok(scoped) => scoped,
-                // A pushed request on a shared stream: no scope to read.
-                Err(_) => in_flight.only(),
-            };
-            relay(call, question)
+            relay(current_call(&in_flight), question)
         })
     }
+}
+
+/// The call a question or log message belongs to: the scope it arrived in, or, outside any
+/// scope (a shared stream), the one call in flight.
+fn current_call(in_flight: &InFlight) -> Option<Arc<Call>> {
+    match CALL.try_with(Option::clone) {
+        Ok(scoped) => scoped,
+        Err(_) => in_flight.only(),
+    }
+}
+
+/// Passes an upstream log message on to the downstream client of `call`.
+fn relay_log(call: Option<Arc<Call>>, params: Option<&Value>) {
+    let (Some(call), Some(params)) = (call, params) else {
+        return;
+    };
+    let Some(level) = params
+        .get("level")
+        .and_then(|level| serde_json::from_value::<LogLevel>(level.clone()).ok())
+    else {
+        return;
+    };
+    let logger = params.get("logger").and_then(Value::as_str);
+    let data = params.get("data").cloned().unwrap_or(Value::Null);
+    call.ex.log_to(level, logger, data);
 }
 
 /// Asks the downstream client `question` on `call` and translates the answer back.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use mcp_client::{Answer, Asks, CallOptions, Client, Progress, Revision, Subscriptions};
+use mcp_client::{Answer, Asks, CallOptions, Client, LogLevel, Progress, Revision, Subscriptions};
 use mcp_gateway::{Gateway, QuestionRelay};
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
 use mcp_server::{
@@ -81,6 +81,7 @@ async fn add(args: AddArgs) -> Json<Sum> {
 }
 
 async fn steps(ex: Exchange) -> String {
+    ex.log(LogLevel::Info, "stepping");
     ex.progress(1.0, Some(2.0), Some("half"));
     ex.progress(2.0, Some(2.0), Some("all"));
     "done".into()
@@ -203,23 +204,41 @@ async fn serve(endpoint: HttpEndpoint) -> String {
     format!("http://{addr}")
 }
 
-/// Connects on `revision` over `transport`: the gateway's upstream client with the question
-/// relay, the downstream client answering every elicitation with `{"ok": true}`.
+/// The log messages a downstream client received (their `data`).
+type Logs = Arc<std::sync::Mutex<Vec<Value>>>;
+
+/// Connects on `revision` over `transport`, asking for log messages: the gateway's upstream
+/// client with the relay, the downstream client answering every elicitation with
+/// `{"ok": true}` and keeping the log messages in `logs`.
 async fn connect(
     base: &str,
     transport: Transport,
     revision: Revision,
     relay: Option<&QuestionRelay>,
+    logs: Option<&Logs>,
 ) -> Result<Client, String> {
     let builder = Client::builder()
         .revision(revision)
         .timeout(STEP)
-        .client_info("gateway-test", "1.0");
+        .client_info("gateway-test", "1.0")
+        .log_level(LogLevel::Info);
     let builder = match relay {
         Some(relay) => relay.install(builder),
         None => builder.on_ask(Asks::none().elicitation(), |_question| async {
             Answer::accept(json!({"ok": true}))
         }),
+    };
+    let builder = match logs {
+        Some(logs) => {
+            let logs = logs.clone();
+            builder.on_notification(move |n| {
+                if n.method == "notifications/message" {
+                    let data = n.params.as_ref().map(|p| p["data"].clone());
+                    logs.lock().expect("lock").extend(data);
+                }
+            })
+        }
+        None => builder,
     };
     let connected = match transport {
         Transport::Streamable => builder.connect_http(&format!("{base}/mcp")).await,
@@ -250,7 +269,7 @@ async fn pair_with_upstream(up: Cell) {
         Cell::Works(transport, revision) => (transport, revision),
         Cell::Impossible(transport, revision, why) => {
             let origin = upstream().await;
-            let refused = connect(&origin.base, transport, revision, None).await;
+            let refused = connect(&origin.base, transport, revision, None, None).await;
             assert!(refused.is_err(), "{up:?} connected, but: {why}");
             return;
         }
@@ -258,7 +277,7 @@ async fn pair_with_upstream(up: Cell) {
     for down in DOWNSTREAM {
         let origin = upstream().await;
         let relay = QuestionRelay::new();
-        let client = connect(&origin.base, up_transport, up_revision, Some(&relay))
+        let client = connect(&origin.base, up_transport, up_revision, Some(&relay), None)
             .await
             .expect("the gateway reaches the upstream");
         let gateway = Arc::new(
@@ -279,16 +298,17 @@ async fn pair_with_upstream(up: Cell) {
         });
         match down {
             Cell::Works(transport, revision) => {
-                let client = connect(&base, transport, revision, None)
+                let logs = Logs::default();
+                let client = connect(&base, transport, revision, None, Some(&logs))
                     .await
                     .unwrap_or_else(|e| panic!("up {up:?}: {e}"));
-                check(&origin, &client, up_revision, revision)
+                check(&origin, &client, &logs, up_revision, revision)
                     .await
                     .unwrap_or_else(|e| panic!("up {up:?}, down {down:?}: {e}"));
                 let _ = client.close().await;
             }
             Cell::Impossible(transport, revision, why) => {
-                let refused = connect(&base, transport, revision, None).await;
+                let refused = connect(&base, transport, revision, None, None).await;
                 assert!(refused.is_err(), "down {down:?} connected, but: {why}");
             }
         }
@@ -299,6 +319,7 @@ async fn pair_with_upstream(up: Cell) {
 async fn check(
     origin: &Upstream,
     client: &Client,
+    logs: &Logs,
     up: Revision,
     down: Revision,
 ) -> Result<(), String> {
@@ -360,6 +381,11 @@ async fn check(
     let progress = seen.lock().expect("lock").clone();
     if progress.is_empty() || progress.iter().any(|p| p.total != Some(2.0)) {
         return Err(format!("steps' progress: {progress:?}"));
+    }
+    // Its log message too, before its result.
+    let logged = logs.lock().expect("lock").clone();
+    if !logged.contains(&json!("stepping")) {
+        return Err(format!("steps' log messages: {logged:?}"));
     }
 
     // A tool error stays a tool error.
