@@ -1,0 +1,199 @@
+//! Two gateway workers in front of one upstream serve one downstream client alternately: every
+//! request of the client goes to the other worker. With a shared hub, a question asked on one
+//! worker (its request state kept in the hub) is finished on the other; with a hub each, it
+//! is not. Each worker has its own upstream connection.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use http::{HeaderMap, Uri};
+use mcp_client::transport::{
+    BoxFuture, Delivery, MessageStream, Outbound, StreamableHttp, Transport, TransportError,
+    TransportInfo,
+};
+use mcp_client::{Answer, Asks, Client, Revision};
+use mcp_gateway::{Gateway, QuestionRelay};
+use mcp_hub::{HubConfig, MemoryHub};
+use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
+use mcp_server::{Exchange, Question, Server, Tool, ToolError};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+/// A bound on each step (not a synchronisation).
+const STEP: Duration = Duration::from_secs(20);
+
+/// Sends each message to the next of two Streamable HTTP endpoints in turn.
+#[derive(Debug)]
+struct Alternate {
+    workers: [StreamableHttp; 2],
+    next: AtomicUsize,
+    sent: [AtomicUsize; 2],
+}
+
+impl Transport for Alternate {
+    fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
+        let worker = self.next.fetch_add(1, Ordering::Relaxed) % 2;
+        self.sent[worker].fetch_add(1, Ordering::Relaxed);
+        self.workers[worker].send(message)
+    }
+
+    fn incoming(&self) -> Option<MessageStream> {
+        None
+    }
+
+    fn open_stream(
+        &self,
+        headers: HeaderMap,
+        last_event_id: Option<String>,
+    ) -> BoxFuture<'_, Result<MessageStream, TransportError>> {
+        self.workers[0].open_stream(headers, last_event_id)
+    }
+
+    fn info(&self) -> TransportInfo {
+        self.workers[0].info()
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+        self.workers[0].close()
+    }
+}
+
+async fn confirm(ex: Exchange) -> Result<String, ToolError> {
+    let answer = ex.ask("sure", Question::elicit("Proceed?")).await?;
+    Ok(if answer.accepted() {
+        "confirmed".into()
+    } else {
+        "declined".into()
+    })
+}
+
+async fn serve(endpoint: HttpEndpoint) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(serve_with_shutdown(
+        listener,
+        endpoint,
+        std::future::pending::<()>(),
+    ));
+    base
+}
+
+/// A gateway worker in front of `upstream` with `hub`; its `/mcp` URL.
+async fn worker(upstream: &str, hub: Arc<MemoryHub>) -> String {
+    let relay = QuestionRelay::new();
+    let client = relay
+        .install(Client::builder().timeout(STEP))
+        .connect_http(upstream)
+        .await
+        .expect("the worker reaches the upstream");
+    let gateway = Gateway::builder()
+        .question_relay(relay)
+        .hub(hub)
+        .start(client)
+        .await
+        .expect("the worker starts");
+    let endpoint = HttpEndpoint::new(gateway.server().clone(), HttpConfig::new());
+    let base = serve(endpoint).await;
+    // Kept for the test's life: dropping it would stop following the upstream.
+    std::mem::forget(gateway);
+    format!("{base}/mcp")
+}
+
+/// Calls `confirm` through two workers, alternately; the result text or the error.
+async fn confirm_through(shared_hub: bool) -> (Result<String, String>, [usize; 2]) {
+    let upstream = Server::builder("upstream", "1.0")
+        .tool(Tool::new("confirm", confirm))
+        .build()
+        .expect("the upstream builds");
+    let upstream = format!(
+        "{}/mcp",
+        serve(HttpEndpoint::new(upstream, HttpConfig::new())).await
+    );
+    let hub = || Arc::new(MemoryHub::new(HubConfig::default()));
+    let first_hub = hub();
+    let second_hub = if shared_hub { first_hub.clone() } else { hub() };
+    let urls = [
+        worker(&upstream, first_hub).await,
+        worker(&upstream, second_hub).await,
+    ];
+    let endpoint = |url: &str| StreamableHttp::builder(url.parse::<Uri>().expect("a URI")).build();
+    let transport = Arc::new(Alternate {
+        workers: [endpoint(&urls[0]), endpoint(&urls[1])],
+        next: AtomicUsize::new(0),
+        sent: [AtomicUsize::new(0), AtomicUsize::new(0)],
+    });
+    let client = Client::builder()
+        .revision(Revision::V2026_07_28)
+        .timeout(STEP)
+        .on_ask(Asks::none().elicitation(), |_question| async {
+            Answer::accept(json!({}))
+        })
+        .connect(SharedTransport(transport.clone()))
+        .await
+        .expect("the client reaches the workers");
+    let called = tokio::time::timeout(STEP, client.call_tool("confirm", json!({})))
+        .await
+        .expect("an answer within the bound");
+    let text = called
+        .map(|result| {
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .map_err(|e| e.to_string());
+    let sent = [
+        transport.sent[0].load(Ordering::Relaxed),
+        transport.sent[1].load(Ordering::Relaxed),
+    ];
+    (text, sent)
+}
+
+/// The alternating transport behind an `Arc`, so the test can read its counts.
+#[derive(Debug)]
+struct SharedTransport(Arc<Alternate>);
+
+impl Transport for SharedTransport {
+    fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
+        self.0.send(message)
+    }
+
+    fn incoming(&self) -> Option<MessageStream> {
+        self.0.incoming()
+    }
+
+    fn open_stream(
+        &self,
+        headers: HeaderMap,
+        last_event_id: Option<String>,
+    ) -> BoxFuture<'_, Result<MessageStream, TransportError>> {
+        self.0.open_stream(headers, last_event_id)
+    }
+
+    fn info(&self) -> TransportInfo {
+        self.0.info()
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+        self.0.close()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_shared_hub_a_question_asked_on_one_worker_finishes_on_the_other() {
+    let (text, sent) = confirm_through(true).await;
+    assert_eq!(text, Ok("confirmed".to_owned()), "sent {sent:?}");
+    assert!(sent[0] > 0 && sent[1] > 0, "both workers served: {sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_hub_each_the_other_worker_does_not_know_the_question() {
+    let (text, sent) = confirm_through(false).await;
+    // The retry carrying the answer reaches the worker that did not ask.
+    let refused = text.expect_err("the retry is refused");
+    assert!(
+        refused.contains("requestState"),
+        "{refused} (sent {sent:?})"
+    );
+}
