@@ -1,7 +1,8 @@
 //! Two gateway workers in front of one upstream serve one downstream client alternately: every
 //! request of the client goes to the other worker. With a shared hub, a question asked on one
 //! worker (its request state kept in the hub) is finished on the other; with a hub each, it
-//! is not. Each worker has its own upstream connection.
+//! is not. Each worker has its own upstream connection. The Redis case is the issue's
+//! acceptance test (two workers, each with a connection of its own, as two processes have).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +15,7 @@ use mcp_client::transport::{
 };
 use mcp_client::{Answer, Asks, Client, Revision};
 use mcp_gateway::{Gateway, QuestionRelay};
-use mcp_hub::{HubConfig, MemoryHub};
+use mcp_hub::{ConnectOptions, Hub, HubConfig, MemoryHub};
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
 use mcp_server::{Exchange, Question, Server, Tool, ToolError};
 use serde_json::json;
@@ -80,7 +81,7 @@ async fn serve(endpoint: HttpEndpoint) -> String {
 }
 
 /// A gateway worker in front of `upstream` with `hub`; its `/mcp` URL.
-async fn worker(upstream: &str, hub: Arc<MemoryHub>) -> String {
+async fn worker(upstream: &str, hub: Arc<dyn Hub>) -> String {
     let relay = QuestionRelay::new();
     let client = relay
         .install(Client::builder().timeout(STEP))
@@ -100,8 +101,66 @@ async fn worker(upstream: &str, hub: Arc<MemoryHub>) -> String {
     format!("{base}/mcp")
 }
 
+/// Where the two workers keep their state.
+#[derive(Clone, Copy, Debug)]
+enum Hubs {
+    /// One in-memory hub, shared.
+    SharedMemory,
+    /// An in-memory hub each.
+    SeparateMemory,
+    /// Redis (`MCP_REDIS_URL`, default `redis://127.0.0.1:6379`), a connection each, under a
+    /// key prefix of this test's own.
+    Redis,
+}
+
+fn redis_url() -> String {
+    std::env::var("MCP_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// A Redis hub under `prefix`, or why not.
+async fn redis_hub(prefix: &str) -> Result<Arc<dyn Hub>, String> {
+    let options = ConnectOptions::new().prefix(prefix);
+    let url = redis_url();
+    match tokio::time::timeout(Duration::from_secs(10), options.connect(&url)).await {
+        Ok(Ok(hub)) => Ok(hub),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer within 10 s".into()),
+    }
+}
+
+/// The two workers' hubs; `None` when Redis is wanted and unreachable outside CI (with
+/// `CI=true` that is a failure, never a silent skip).
+async fn hubs(kind: Hubs) -> Option<[Arc<dyn Hub>; 2]> {
+    let memory = || -> Arc<dyn Hub> { Arc::new(MemoryHub::new(HubConfig::default())) };
+    match kind {
+        Hubs::SharedMemory => {
+            let hub = memory();
+            Some([hub.clone(), hub])
+        }
+        Hubs::SeparateMemory => Some([memory(), memory()]),
+        Hubs::Redis => {
+            let prefix = format!("gateway-workers-{}", std::process::id());
+            match (redis_hub(&prefix).await, redis_hub(&prefix).await) {
+                (Ok(first), Ok(second)) => Some([first, second]),
+                (Err(why), _) | (_, Err(why)) => {
+                    assert!(
+                        std::env::var("CI").as_deref() != Ok("true"),
+                        "Redis at {} is unreachable with CI=true: {why}",
+                        redis_url()
+                    );
+                    eprintln!(
+                        "notice: Redis at {} is unreachable ({why}); skipped",
+                        redis_url()
+                    );
+                    None
+                }
+            }
+        }
+    }
+}
+
 /// Calls `confirm` through two workers, alternately; the result text or the error.
-async fn confirm_through(shared_hub: bool) -> (Result<String, String>, [usize; 2]) {
+async fn confirm_through(hubs: [Arc<dyn Hub>; 2]) -> (Result<String, String>, [usize; 2]) {
     let upstream = Server::builder("upstream", "1.0")
         .tool(Tool::new("confirm", confirm))
         .build()
@@ -110,9 +169,7 @@ async fn confirm_through(shared_hub: bool) -> (Result<String, String>, [usize; 2
         "{}/mcp",
         serve(HttpEndpoint::new(upstream, HttpConfig::new())).await
     );
-    let hub = || Arc::new(MemoryHub::new(HubConfig::default()));
-    let first_hub = hub();
-    let second_hub = if shared_hub { first_hub.clone() } else { hub() };
+    let [first_hub, second_hub] = hubs;
     let urls = [
         worker(&upstream, first_hub).await,
         worker(&upstream, second_hub).await,
@@ -182,18 +239,30 @@ impl Transport for SharedTransport {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_shared_hub_a_question_asked_on_one_worker_finishes_on_the_other() {
-    let (text, sent) = confirm_through(true).await;
+    let hubs = hubs(Hubs::SharedMemory).await.expect("in memory");
+    let (text, sent) = confirm_through(hubs).await;
     assert_eq!(text, Ok("confirmed".to_owned()), "sent {sent:?}");
     assert!(sent[0] > 0 && sent[1] > 0, "both workers served: {sent:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_hub_each_the_other_worker_does_not_know_the_question() {
-    let (text, sent) = confirm_through(false).await;
+    let hubs = hubs(Hubs::SeparateMemory).await.expect("in memory");
+    let (text, sent) = confirm_through(hubs).await;
     // The retry carrying the answer reaches the worker that did not ask.
     let refused = text.expect_err("the retry is refused");
     assert!(
         refused.contains("requestState"),
         "{refused} (sent {sent:?})"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_on_redis_serve_one_client_alternately() {
+    let Some(hubs) = hubs(Hubs::Redis).await else {
+        return;
+    };
+    let (text, sent) = confirm_through(hubs).await;
+    assert_eq!(text, Ok("confirmed".to_owned()), "sent {sent:?}");
+    assert!(sent[0] > 0 && sent[1] > 0, "both workers served: {sent:?}");
 }
