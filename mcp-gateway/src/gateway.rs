@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use mcp_client::{Client, Listener, Subscriptions};
 use mcp_server::http::{HttpConfig, HttpEndpoint};
-use mcp_server::{Replaced, Server};
+use mcp_server::{Change, Replaced, Server};
 use tokio::net::TcpListener;
 
 use crate::auth::DownstreamAuth;
@@ -273,6 +273,36 @@ impl Shared {
         }
     }
 
+    /// Refreshes after the upstream announced the kinds in `announced`, and announces each of
+    /// them downstream, whether or not its listing looks different here: the upstream may
+    /// know of a change the listing does not show (or have changed back in between), and a
+    /// downstream client is owed what the upstream said.
+    async fn refresh_announced(&self, announced: Announced) -> Result<(), GatewayError> {
+        let replaced = self.refresh().await?;
+        let notifier = self.server.notifier();
+        for (was_announced, published, change) in [
+            (announced.tools, replaced.tools, Change::ToolsListChanged),
+            (
+                announced.prompts,
+                replaced.prompts,
+                Change::PromptsListChanged,
+            ),
+            (
+                announced.resources,
+                replaced.resources,
+                Change::ResourcesListChanged,
+            ),
+        ] {
+            if was_announced && !published {
+                notifier
+                    .publish(&change)
+                    .await
+                    .map_err(|e| GatewayError::Refresh(mcp_server::ChangeError::Publish(e)))?;
+            }
+        }
+        Ok(())
+    }
+
     /// The listener a refresh left for the watcher, if any.
     fn swap_listener(&self) -> Option<Listener> {
         self.next_listener
@@ -348,12 +378,12 @@ async fn watch(shared: Weak<Shared>, mut listener: Listener) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let mut refresh = false;
+        let mut announced = Announced::default();
         for notification in batch {
             match notification.method.as_ref() {
-                "notifications/tools/list_changed"
-                | "notifications/prompts/list_changed"
-                | "notifications/resources/list_changed" => refresh = true,
+                "notifications/tools/list_changed" => announced.tools = true,
+                "notifications/prompts/list_changed" => announced.prompts = true,
+                "notifications/resources/list_changed" => announced.resources = true,
                 "notifications/resources/updated" => {
                     let uri = notification
                         .params
@@ -369,12 +399,28 @@ async fn watch(shared: Weak<Shared>, mut listener: Listener) {
                 _ => {}
             }
         }
-        if refresh && let Err(e) = shared.refresh().await {
+        if announced.any()
+            && let Err(e) = shared.refresh_announced(announced).await
+        {
             tracing::warn!(error = %e, "refreshing the catalog after an upstream change failed");
         }
     }
     if let Some(end) = listener.end() {
         tracing::warn!(end = ?end, "the upstream's notification stream ended");
+    }
+}
+
+/// The list changes the upstream announced in one batch of notifications.
+#[derive(Clone, Copy, Debug, Default)]
+struct Announced {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+}
+
+impl Announced {
+    fn any(self) -> bool {
+        self.tools || self.prompts || self.resources
     }
 }
 

@@ -7,11 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_client::model::ReadResourceResult;
 use mcp_client::{CallOptions, Client};
 use mcp_server::{
     CallToolResult, Completion, CompletionRef, CompletionRequest, Exchange, GetPromptResult,
-    Interrupt, PromptError, ResourceContents, ResourceError, ToolError,
+    Interrupt, PromptError, Question, ResourceContents, ResourceError, ToolError,
 };
+use mcp_wire::names::{error_code, meta, method};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
@@ -64,10 +66,55 @@ impl Link {
         self.permits.acquire().await.ok()
     }
 
-    fn options(&self) -> CallOptions {
-        match self.call_timeout {
+    /// The options of a request forwarded for `ex`: the timeout, and on an upstream revision
+    /// with per-request capabilities, when questions are relayed, the downstream client's
+    /// ways of answering in place of the upstream client's own (so the upstream asks only
+    /// what the downstream client can answer).
+    fn options(&self, ex: &Exchange) -> CallOptions {
+        let mut options = match self.call_timeout {
             Some(timeout) => CallOptions::new().timeout(timeout),
             None => CallOptions::new(),
+        };
+        if self.narrows(ex) {
+            options = options.meta(meta::CLIENT_CAPABILITIES, answerable(ex));
+        }
+        options
+    }
+
+    /// Whether requests forwarded for `ex` declare the downstream client's capabilities
+    /// upstream: questions are relayed, the upstream revision takes capabilities per request,
+    /// and the downstream revision has them (one without elicitation capabilities, where
+    /// questions ride in the arguments, answers whatever is asked: nothing to narrow).
+    fn narrows(&self, ex: &Exchange) -> bool {
+        self.in_flight.is_some()
+            && self.client.revision().features().per_request_meta
+            && ex.adapter().features().has_elicitation
+    }
+
+    /// Runs `fut`, a request forwarded for the downstream request of `ex`, in that request's
+    /// scope: a relayed question that interrupts it, or the downstream cancellation, ends it
+    /// (dropping `fut` cancels the upstream request).
+    async fn forward<T>(
+        &self,
+        ex: &Exchange,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, Interrupt> {
+        let call = Call::new(ex.clone());
+        let _registered = self.in_flight.as_ref().map(|f| f.register(&call));
+        let forward = call.scope(async {
+            let _permit = self.permit().await;
+            fut.await
+        });
+        let out = tokio::select! {
+            biased;
+            // A relayed question ended the downstream request (it goes back as the question).
+            interrupt = call.interrupted() => return Err(interrupt),
+            () = ex.cancelled() => return Err(Interrupt::Cancelled),
+            out = forward => out,
+        };
+        match call.interruption() {
+            Some(interrupt) => Err(interrupt),
+            None => Ok(out),
         }
     }
 
@@ -79,27 +126,12 @@ impl Link {
         arguments: Value,
         ex: Exchange,
     ) -> Result<CallToolResult, ToolError> {
-        let call = Call::new(ex.clone());
-        let _registered = self.in_flight.as_ref().map(|f| f.register(&call));
-        let forward = call.scope(async {
-            let _permit = self.permit().await;
-            let progress = ex.clone();
-            let options = self.options().on_progress(move |p| {
-                progress.progress(p.progress, p.total, p.message.as_deref());
-            });
-            self.client.call_tool_with(&name, arguments, options).await
+        let progress = ex.clone();
+        let options = self.options(&ex).on_progress(move |p| {
+            progress.progress(p.progress, p.total, p.message.as_deref());
         });
-        let result = tokio::select! {
-            biased;
-            // A relayed question ended the downstream call (it goes back as the question).
-            interrupt = call.interrupted() => return Err(interrupt.into()),
-            () = ex.cancelled() => return Err(Interrupt::Cancelled.into()),
-            result = forward => result,
-        };
-        if let Some(interrupt) = call.interruption() {
-            return Err(interrupt.into());
-        }
-        match result {
+        let called = self.client.call_tool_with(&name, arguments, options);
+        match self.forward(&ex, called).await? {
             Ok(value) => {
                 let mut result: CallToolResult = serde_json::from_value(value).map_err(|e| {
                     ToolError::new(format!(
@@ -110,6 +142,12 @@ impl Link {
                 strip_protocol_meta(&mut result.meta);
                 Ok(result)
             }
+            Err(e)
+                if self.narrows(&ex)
+                    && e.code() == Some(error_code::MISSING_REQUIRED_CLIENT_CAPABILITY) =>
+            {
+                Err(missing_capability(&ex, &e).await.into())
+            }
             // A protocol error upstream: the tool could not run.
             Err(e) => Err(ToolError::new(format!("upstream: {e}"))),
         }
@@ -119,16 +157,22 @@ impl Link {
     pub(crate) async fn read_resource(
         self: Arc<Self>,
         uri: String,
+        ex: Exchange,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
-        let _permit = self.permit().await;
-        let read = outside_calls(self.client.typed().read_resource(&uri)).await;
-        match read {
-            Ok(read) => Ok(read.contents),
+        let options = self.options(&ex);
+        let read =
+            self.client
+                .request_with(method::RESOURCES_READ, Some(json!({"uri": uri})), options);
+        let read = match self.forward(&ex, read).await? {
+            Ok(read) => serde_json::from_value::<ReadResourceResult>(read).map_err(|e| {
+                ResourceError::Failed(format!("the upstream's resources/read result: {e}"))
+            }),
             Err(e) if matches!(e.code(), Some(RESOURCE_NOT_FOUND | INVALID_PARAMS)) => {
                 Err(ResourceError::NotFound(uri))
             }
             Err(e) => Err(ResourceError::Failed(format!("upstream: {e}"))),
-        }
+        };
+        read.map(|read| read.contents)
     }
 
     /// `prompts/get` upstream.
@@ -136,16 +180,27 @@ impl Link {
         self: Arc<Self>,
         name: Arc<str>,
         arguments: Value,
+        ex: Exchange,
     ) -> Result<GetPromptResult, PromptError> {
-        let _permit = self.permit().await;
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_string()));
         // An empty argument object is sent as none (as a client that has none would).
-        let arguments = match arguments {
-            Value::Object(map) if map.is_empty() => Value::Null,
-            other => other,
-        };
-        let got = outside_calls(self.client.typed().get_prompt(&name, arguments)).await;
-        match got {
-            Ok(mut prompt) => {
+        match arguments {
+            Value::Object(map) if map.is_empty() => {}
+            Value::Null => {}
+            other => {
+                params.insert("arguments".into(), other);
+            }
+        }
+        let options = self.options(&ex);
+        let got =
+            self.client
+                .request_with(method::PROMPTS_GET, Some(Value::Object(params)), options);
+        match self.forward(&ex, got).await? {
+            Ok(got) => {
+                let mut prompt: GetPromptResult = serde_json::from_value(got).map_err(|e| {
+                    PromptError::Failed(format!("the upstream's prompts/get result: {e}"))
+                })?;
                 prompt.result_type = None;
                 strip_protocol_meta(&mut prompt.meta);
                 Ok(prompt)
@@ -208,6 +263,55 @@ fn completion_of(result: &Value) -> Completion {
         total: completion["total"].as_u64(),
         has_more: completion["hasMore"].as_bool().unwrap_or(false),
     }
+}
+
+/// The upstream refused a request because the client did not declare a capability it needs
+/// (`-32021`, from the downstream client's capabilities the gateway passed on, so the
+/// downstream client lacks it too): the
+/// downstream request is refused the same way, by asking the downstream client for what the
+/// upstream needs, which the downstream server refuses as its revision does (`-32021` with
+/// `requiredCapabilities` on 2026-07-28, an error naming the reason before).
+async fn missing_capability(ex: &Exchange, error: &mcp_client::Error) -> Interrupt {
+    let required = error
+        .data()
+        .and_then(|data| data.get("requiredCapabilities"))
+        .and_then(Value::as_object);
+    let needs = |key: &str| required.is_some_and(|caps| caps.contains_key(key));
+    let question = if needs("sampling") {
+        Question::sample("", 1)
+    } else if needs("roots") {
+        Question::list_roots()
+    } else if required
+        .and_then(|caps| caps.get("elicitation"))
+        .is_some_and(|e| e.get("url").is_some() && e.get("form").is_none())
+    {
+        Question::elicit_url("", "about:blank")
+    } else {
+        Question::elicit("")
+    };
+    match ex.ask("upstream-required-capability", question).await {
+        Err(interrupt) => interrupt,
+        // The downstream client could answer after all: the upstream still refused.
+        Ok(_) => Interrupt::CannotAsk(
+            error
+                .message()
+                .unwrap_or("the upstream needs a client capability")
+                .to_owned(),
+        ),
+    }
+}
+
+/// The ways the downstream client of `ex` can answer (form and URL elicitation, sampling,
+/// roots), as client capabilities: what it declared, nothing else.
+fn answerable(ex: &Exchange) -> Value {
+    let declared = ex.client_capabilities();
+    let mut out = Map::new();
+    for key in ["elicitation", "sampling", "roots"] {
+        if let Some(value) = declared.and_then(|caps| caps.get(key)) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    Value::Object(out)
 }
 
 /// Drops the protocol's own `_meta` keys of the upstream hop; the rest is the tool's.

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use mcp_client::{Answer, Asks, ClientBuilder, ErrorObject, Question, QuestionKind};
 use mcp_server::{AnswerAction, Exchange, Interrupt, LogLevel};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
 tokio::task_local! {
@@ -35,24 +35,70 @@ pub(crate) async fn outside_calls<F: Future>(fut: F) -> F::Output {
     CALL.scope(None, fut).await
 }
 
-/// One forwarded call: its downstream exchange, and how a question interrupted it.
+/// One forwarded request: its downstream exchange, the answers of its earlier attempts, and
+/// how a question interrupted it.
 #[derive(Debug)]
 pub(crate) struct Call {
     ex: Exchange,
     /// Questions asked on this attempt without a key of the upstream's (pushed requests).
     asked: AtomicUsize,
+    /// Every answer the downstream client gave this call, by key, kept in the call's saved
+    /// state: where the question is the result (MRTR) the client sends only the latest
+    /// round's answers, and the upstream, asked again from the start, asks the earlier ones
+    /// again too.
+    answers: Mutex<Map<String, Value>>,
     interrupted: Mutex<Option<Interrupt>>,
     wake: Notify,
 }
 
+/// The key of the answers in the call's saved state.
+const ANSWERS_STATE: &str = "gatewayAnswers";
+
 impl Call {
     pub(crate) fn new(ex: Exchange) -> Arc<Self> {
+        let answers = ex
+            .state()
+            .and_then(|state| state.get(ANSWERS_STATE))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         Arc::new(Self {
             ex,
             asked: AtomicUsize::new(0),
+            answers: Mutex::new(answers),
             interrupted: Mutex::new(None),
             wake: Notify::new(),
         })
+    }
+
+    /// The answer an earlier attempt got for `key`.
+    fn earlier(&self, key: &str) -> Option<mcp_server::Answer> {
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        let saved = answers.get(key)?;
+        let action = match saved.get("action").and_then(Value::as_str)? {
+            "accept" => AnswerAction::Accept,
+            "decline" => AnswerAction::Decline,
+            _ => AnswerAction::Cancel,
+        };
+        let content = saved.get("content").cloned().unwrap_or(Value::Null);
+        Some(mcp_server::Answer::new(action, content))
+    }
+
+    /// Keeps `answer` to `key` for the later attempts of this call.
+    fn remember(&self, key: &str, answer: &mcp_server::Answer) {
+        let action = match answer.action() {
+            AnswerAction::Accept => "accept",
+            AnswerAction::Decline => "decline",
+            _ => "cancel",
+        };
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        answers.insert(
+            key.to_owned(),
+            json!({"action": action, "content": answer.content()}),
+        );
+        let state = json!({ ANSWERS_STATE: Value::Object(answers.clone()) });
+        drop(answers);
+        self.ex.save_state(state);
     }
 
     /// Runs `fut` (the forwarded call) in this call's scope.
@@ -217,15 +263,23 @@ async fn relay(call: Option<Arc<Call>>, question: Question) -> Answer {
     let Some(asked) = downstream_question(&question) else {
         return Answer::error(ErrorObject::method_not_found(question.method()));
     };
+    // The upstream's own key (the downstream client sees it, on MRTR); a numbered one for a
+    // pushed request, stable as long as the upstream asks in the same order each attempt.
     let key = match question.key() {
-        Some(key) => format!("upstream:{key}"),
+        Some(key) => key.to_owned(),
         None => format!(
-            "upstream#{}",
+            "upstream-{}",
             call.asked.fetch_add(1, Ordering::Relaxed) + 1
         ),
     };
+    if let Some(answer) = call.earlier(&key) {
+        return upstream_answer(question.kind(), &answer);
+    }
     match call.ex.ask(&key, asked).await {
-        Ok(answer) => upstream_answer(question.kind(), &answer),
+        Ok(answer) => {
+            call.remember(&key, &answer);
+            upstream_answer(question.kind(), &answer)
+        }
         Err(interrupt @ (Interrupt::NeedsInput | Interrupt::Cancelled)) => {
             // The downstream call ends with the question (or was cancelled); the forwarded
             // call is dropped, so this answer is not used.

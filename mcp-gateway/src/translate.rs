@@ -330,7 +330,8 @@ fn resource(link: &Arc<Link>, definition: &Value) -> Result<Resource, String> {
     let uri = required_text(definition, "uri")?;
     let name = text(definition, "name").unwrap_or(uri);
     let link = link.clone();
-    let handler = move |request: ResourceRequest| link.clone().read_resource(request.uri);
+    let handler =
+        move |request: ResourceRequest, ex: Exchange| link.clone().read_resource(request.uri, ex);
     let mut resource = Resource::new(uri, name, handler);
     if let Some(title) = text(definition, "title") {
         resource = resource.title(title);
@@ -355,7 +356,8 @@ fn template(link: &Arc<Link>, definition: &Value) -> Result<ResourceTemplate, St
     let uri_template = required_text(definition, "uriTemplate")?;
     let name = text(definition, "name").unwrap_or(uri_template);
     let link = link.clone();
-    let handler = move |request: ResourceRequest| link.clone().read_resource(request.uri);
+    let handler =
+        move |request: ResourceRequest, ex: Exchange| link.clone().read_resource(request.uri, ex);
     let mut template = ResourceTemplate::new(uri_template, name, handler);
     if let Some(title) = text(definition, "title") {
         template = template.title(title);
@@ -400,7 +402,10 @@ fn prompt(link: &Arc<Link>, definition: &Value) -> Result<Prompt, String> {
     let schema = json!({"type": "object", "properties": properties, "required": required});
     let upstream_name: Arc<str> = name.into();
     let link = link.clone();
-    let handler = move |arguments: Value| link.clone().get_prompt(upstream_name.clone(), arguments);
+    let handler = move |arguments: Value, ex: Exchange| {
+        link.clone()
+            .get_prompt(upstream_name.clone(), arguments, ex)
+    };
     let mut prompt = Prompt::new(name, handler).with_argument_schema(schema);
     if let Some(title) = text(definition, "title") {
         prompt = prompt.title(title);

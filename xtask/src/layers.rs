@@ -112,6 +112,7 @@ const MATRIX: &[Layer] = &[
     Layer {
         name: "everymcp-gateway",
         allowed_internal: &[
+            "everymcp-wire",
             "everymcp-adapters",
             "everymcp-hub",
             "everymcp-server",
