@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use mcp_client::{Answer, Asks, CallOptions, Client, LogLevel, Progress, Revision, Subscriptions};
+use mcp_client::{
+    Answer, Asks, CallOptions, Client, ErrorObject, LogLevel, Progress, QuestionKind, Revision,
+    Subscriptions,
+};
 use mcp_gateway::{Gateway, QuestionRelay};
 use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
 use mcp_server::{
@@ -107,6 +110,43 @@ async fn confirm(ex: Exchange) -> Result<String, ToolError> {
     })
 }
 
+/// Asks twice, keeping the first answer in its state (on MRTR the client sends only the
+/// latest round's answers).
+async fn two_rounds(ex: Exchange) -> Result<String, ToolError> {
+    let remembered = ex.state().and_then(|s| s["first"].as_bool());
+    let first = match remembered {
+        Some(first) => first,
+        None => {
+            let answer = ex.ask("first", Question::elicit("First?")).await?;
+            answer.accepted()
+        }
+    };
+    ex.save_state(json!({"first": first}));
+    let second = ex.ask("second", Question::elicit("Second?")).await?;
+    Ok(format!("{first} {}", second.accepted()))
+}
+
+/// Needs sampling, which the downstream test client does not offer.
+async fn needs_sampling(ex: Exchange) -> Result<String, ToolError> {
+    let answer = ex.ask("sample", Question::sample("Say hi", 10)).await?;
+    Ok(answer.content().to_string())
+}
+
+/// Announces a tool list change without changing the list.
+async fn announce(notifier: mcp_server::Notifier) -> Result<String, ToolError> {
+    notifier
+        .tools_changed()
+        .await
+        .map_err(|e| ToolError::new(e.to_string()))?;
+    Ok("announced".into())
+}
+
+/// A prompt that asks before it renders.
+async fn careful(_: mcp_server::NoArgs, ex: Exchange) -> Result<String, mcp_server::PromptError> {
+    let answer = ex.ask("go", Question::elicit("Render?")).await?;
+    Ok(format!("rendered {}", answer.accepted()))
+}
+
 async fn late() -> String {
     "late".into()
 }
@@ -181,6 +221,10 @@ async fn upstream() -> Upstream {
         .resource(Resource::new("memo://one", "memo", memo).mime_type("text/plain"))
         .resource_template(ResourceTemplate::new("item://{id}", "item", item))
         .prompt(Prompt::new("greet", greet).description("A greeting."))
+        .prompt(Prompt::new("careful", careful))
+        .tool(Tool::new("two_rounds", two_rounds))
+        .tool(Tool::new("needs_sampling", needs_sampling))
+        .tool(Tool::new("announce", announce))
         .completion(completer)
         .build()
         .expect("the upstream builds");
@@ -224,8 +268,13 @@ async fn connect(
         .log_level(LogLevel::Info);
     let builder = match relay {
         Some(relay) => relay.install(builder),
-        None => builder.on_ask(Asks::none().elicitation(), |_question| async {
-            Answer::accept(json!({"ok": true}))
+        // Only elicitation: on the argument convention the client is handed every question
+        // the server puts, declared or not.
+        None => builder.on_ask(Asks::none().elicitation(), |question| async move {
+            match question.kind() {
+                QuestionKind::Elicitation => Answer::accept(json!({"ok": true})),
+                _ => Answer::error(ErrorObject::new(-32601, "only elicitation is answered")),
+            }
         }),
     };
     let builder = match logs {
@@ -252,6 +301,11 @@ async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
         .await
         .unwrap_or_else(|_| panic!("{what}: no answer within {STEP:?}"))
 }
+
+/// Questions outside tool calls (during `prompts/get`, `resources/read`) exist from this
+/// revision; on 2025-03-26 and 2024-11-05 only a tool call can ask (the argument convention),
+/// so the prompt that asks is checked only where both sides are at least this revision.
+const ASKS_OUTSIDE_TOOLS: Revision = Revision::V2025_06_18;
 
 /// Whether both revisions have a feature that arrived in `since`.
 fn both_have(up: Revision, down: Revision, since: Revision) -> bool {
@@ -329,7 +383,17 @@ async fn check(
         .map_err(|e| format!("tools/list: {e}"))?;
     let mut listed = names(&tools);
     listed.sort_unstable();
-    if listed != ["add", "confirm", "fail", "steps", "wait"] {
+    let expected = [
+        "add",
+        "announce",
+        "confirm",
+        "fail",
+        "needs_sampling",
+        "steps",
+        "two_rounds",
+        "wait",
+    ];
+    if listed != expected {
         return Err(format!("tools/list: {listed:?}"));
     }
     let add = tools.iter().find(|t| t["name"] == "add").expect("listed");
@@ -404,6 +468,48 @@ async fn check(
         return Err(format!("confirm's result: {confirmed}"));
     }
 
+    // Two rounds of questions: the first answer is not lost on the way.
+    let twice = within(
+        "tools/call two_rounds",
+        client.call_tool("two_rounds", json!({})),
+    )
+    .await
+    .map_err(|e| format!("tools/call two_rounds: {e}"))?;
+    if twice["content"][0]["text"] != "true true" {
+        return Err(format!("two_rounds' result: {twice}"));
+    }
+
+    // A question the downstream client cannot answer fails the call, never reaching a user;
+    // where both sides take capabilities per request it is the revision's own -32021.
+    let refused = within(
+        "tools/call needs_sampling",
+        client.call_tool("needs_sampling", json!({})),
+    )
+    .await;
+    match refused {
+        Ok(result) if result["isError"] == true => {}
+        Ok(result) => return Err(format!("needs_sampling answered: {result}")),
+        Err(e) => {
+            let per_request = Revision::V2026_07_28;
+            if up == per_request && down == per_request && e.code() != Some(-32021) {
+                return Err(format!("needs_sampling: {e}, not -32021"));
+            }
+        }
+    }
+
+    // A question during prompts/get, where both revisions can ask outside tool calls.
+    if both_have(up, down, ASKS_OUTSIDE_TOOLS) {
+        let prompt = within(
+            "prompts/get careful",
+            client.get_prompt("careful", json!({})),
+        )
+        .await
+        .map_err(|e| format!("prompts/get careful: {e}"))?;
+        if prompt["messages"][0]["content"]["text"] != "rendered true" {
+            return Err(format!("prompts/get careful: {prompt}"));
+        }
+    }
+
     // Resources, templates, prompts, completions.
     let read = within("resources/read", client.read_resource("memo://one"))
         .await
@@ -468,6 +574,30 @@ async fn check(
     if !names(&tools).contains(&"late") {
         return Err(format!("tools/list after the change: {:?}", names(&tools)));
     }
+    drop(listener);
+
+    // A list change the upstream announces without a visible difference is passed on.
+    let mut listener = within(
+        "listen",
+        client.listen(Subscriptions::new().tools_changed()),
+    )
+    .await
+    .map_err(|e| format!("listen: {e}"))?;
+    within(
+        "tools/call announce",
+        client.call_tool("announce", json!({})),
+    )
+    .await
+    .map_err(|e| format!("tools/call announce: {e}"))?;
+    within("the announced tools/list_changed", async {
+        while let Some(notification) = listener.next().await {
+            if notification.method == "notifications/tools/list_changed" {
+                return Ok(());
+            }
+        }
+        Err(format!("the listener ended: {:?}", listener.end()))
+    })
+    .await?;
     drop(listener);
 
     // An upstream resource update reaches the downstream session subscribed to it.
