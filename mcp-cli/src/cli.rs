@@ -274,6 +274,10 @@ pub(crate) struct ProxyArgs {
         default_value_t = mcp_gateway::DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS
     )]
     pub(crate) max_upstream_subscriptions: usize,
+    /// Show 2025-11-25 clients the upstream's tool schemas as they are (JSON Schema 2020-12,
+    /// that revision's dialect) instead of a simplified schema every such client reads
+    #[arg(long)]
+    pub(crate) native_schemas: bool,
     /// Protect /mcp and /sse: downstream clients need an access token (a JWT) from this
     /// authorization server (with --auth-jwks-uri). Their tokens are never sent upstream
     #[arg(

@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 
-use mcp_gateway::{DownstreamAuth, Gateway, GatewayError, QuestionRelay};
+use mcp_gateway::{DownstreamAuth, Gateway, GatewayError, QuestionRelay, ToolSchemas};
 
 use crate::cli::{Global, ProxyArgs};
 use crate::connect::Session;
@@ -48,6 +48,9 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
         .max_upstream_calls(args.max_upstream_calls)
         .max_upstream_subscriptions(args.max_upstream_subscriptions)
         .call_timeout(session.timeout);
+    if args.native_schemas {
+        builder = builder.tool_schemas(ToolSchemas::Native);
+    }
     if let Some(messages) = args.max_queued_messages {
         builder = builder.max_queued_messages(messages);
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use mcp_client::{Client, Listener, Subscriptions};
 use mcp_server::http::{HttpConfig, HttpEndpoint};
-use mcp_server::{Change, Replaced, Server};
+use mcp_server::{Change, Replaced, Server, ToolSchemas};
 use tokio::net::TcpListener;
 
 use crate::auth::DownstreamAuth;
@@ -44,6 +44,7 @@ pub struct GatewayBuilder {
     call_timeout: Option<Duration>,
     hub: Option<Arc<dyn mcp_hub::Hub>>,
     relay: Option<QuestionRelay>,
+    tool_schemas: Option<ToolSchemas>,
 }
 
 impl std::fmt::Debug for GatewayBuilder {
@@ -60,6 +61,7 @@ impl std::fmt::Debug for GatewayBuilder {
             .field("call_timeout", &self.call_timeout)
             .field("hub", &self.hub.is_some())
             .field("relay", &self.relay.is_some())
+            .field("tool_schemas", &self.tool_schemas)
             .finish()
     }
 }
@@ -116,6 +118,16 @@ impl GatewayBuilder {
     #[must_use]
     pub fn hub(mut self, hub: Arc<dyn mcp_hub::Hub>) -> Self {
         self.hub = Some(hub);
+        self
+    }
+
+    /// How tools' schemas are shown to 2025-11-25 clients (`ServerBuilder::tool_schemas`):
+    /// [`ToolSchemas::Projected`] (the default: a simplified schema every client of that
+    /// revision reads, or the tool is not listed there) or [`ToolSchemas::Native`] (the
+    /// upstream's JSON Schema 2020-12 as it is, which that revision's spec allows).
+    #[must_use]
+    pub fn tool_schemas(mut self, schemas: ToolSchemas) -> Self {
+        self.tool_schemas = Some(schemas);
         self
     }
 
@@ -202,6 +214,9 @@ impl GatewayBuilder {
             .fold(builder, mcp_server::ServerBuilder::prompt);
         if offers.completions {
             builder = builder.completion(translate::completer(&link));
+        }
+        if let Some(schemas) = self.tool_schemas {
+            builder = builder.tool_schemas(schemas);
         }
         if let Some(messages) = self.max_queued_messages {
             builder = builder.max_queued_messages(messages);

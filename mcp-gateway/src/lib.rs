@@ -64,5 +64,7 @@ pub use gateway::{
     DEFAULT_MAX_UPSTREAM_CALLS, DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS, Gateway, GatewayBuilder,
     connect_hub,
 };
+/// How tools' schemas are shown to 2025-11-25 clients ([`GatewayBuilder::tool_schemas`]).
+pub use mcp_server::ToolSchemas;
 pub use relay::QuestionRelay;
 pub use translate::Skipped;
