@@ -80,8 +80,9 @@ async fn serve(endpoint: HttpEndpoint) -> String {
     base
 }
 
-/// A gateway worker in front of `upstream` with `hub`; its `/mcp` URL.
-async fn worker(upstream: &str, hub: Arc<dyn Hub>) -> String {
+/// A gateway worker in front of `upstream` with `hub`: the gateway (it follows the upstream
+/// while kept) and its `/mcp` URL.
+async fn worker(upstream: &str, hub: Arc<dyn Hub>) -> (Gateway, String) {
     let relay = QuestionRelay::new();
     let client = relay
         .install(Client::builder().timeout(STEP))
@@ -96,9 +97,7 @@ async fn worker(upstream: &str, hub: Arc<dyn Hub>) -> String {
         .expect("the worker starts");
     let endpoint = HttpEndpoint::new(gateway.server().clone(), HttpConfig::new());
     let base = serve(endpoint).await;
-    // Kept for the test's life: dropping it would stop following the upstream.
-    std::mem::forget(gateway);
-    format!("{base}/mcp")
+    (gateway, format!("{base}/mcp"))
 }
 
 /// Where the two workers keep their state.
@@ -170,10 +169,9 @@ async fn confirm_through(hubs: [Arc<dyn Hub>; 2]) -> (Result<String, String>, [u
         serve(HttpEndpoint::new(upstream, HttpConfig::new())).await
     );
     let [first_hub, second_hub] = hubs;
-    let urls = [
-        worker(&upstream, first_hub).await,
-        worker(&upstream, second_hub).await,
-    ];
+    let (_first, first_url) = worker(&upstream, first_hub).await;
+    let (_second, second_url) = worker(&upstream, second_hub).await;
+    let urls = [first_url, second_url];
     let endpoint = |url: &str| StreamableHttp::builder(url.parse::<Uri>().expect("a URI")).build();
     let transport = Arc::new(Alternate {
         workers: [endpoint(&urls[0]), endpoint(&urls[1])],
