@@ -257,7 +257,8 @@ pub(crate) struct ProxyArgs {
     #[arg(long, conflicts_with = "addr")]
     pub(crate) stdio_front: bool,
     /// Where downstream sessions live: memory, or a hub URL (redis://, postgres://, sqlite:)
-    /// when mcp is built with the gateway's feature of that name
+    /// when mcp is built with the feature of that name (cargo install everymcp-cli --features
+    /// redis)
     #[arg(long, value_name = "URL", default_value = "memory")]
     pub(crate) hub: String,
     /// Requests forwarded upstream at once, over every downstream session; more wait
