@@ -50,6 +50,8 @@
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
+// Feature badges on docs.rs (nightly rustdoc, `--cfg docsrs`) for feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
 mod error;
