@@ -34,9 +34,9 @@
 //!   cancelling the upstream call; `resources/read`, `prompts/get`, `completion/complete`;
 //! - the upstream's list changes (the catalog is listed again and the kinds that changed are
 //!   announced downstream) and resource updates (to the downstream sessions subscribed);
-//! - with a [`QuestionRelay`], the upstream's questions during a tool call (elicitation,
-//!   sampling, roots), asked of the downstream client by its revision's mechanism, and its log
-//!   messages, passed on to that client.
+//! - with a [`QuestionRelay`], the upstream's questions during a forwarded request
+//!   (elicitation, sampling, roots), asked of the downstream client by its revision's
+//!   mechanism, and its log messages, passed on to that client.
 //!
 //! Authorization: downstream clients authenticate to the gateway's own endpoint
 //! ([`mcp_server::http::HttpConfig::auth`], through [`Gateway::serve_http_with`]); the

@@ -1,5 +1,6 @@
 //! Questions from the upstream (elicitation, sampling, roots), and its log messages, relayed
-//! to the downstream client whose call caused them.
+//! to the downstream client whose request (a tool call, `prompts/get`, `resources/read`)
+//! caused them.
 //!
 //! The upstream client's `on_ask` callback is the relay's. A question is matched with the
 //! downstream call it belongs to: the forwarded call runs inside the call's scope (a task-local
@@ -25,12 +26,14 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
 tokio::task_local! {
-    /// The downstream call a forwarded request runs for: `None` for a request that is not a
-    /// tool call (a question on it is refused rather than matched with another call).
+    /// The downstream request a forwarded request runs for (a tool call, `prompts/get`,
+    /// `resources/read`): `None` for a forwarded `completion/complete`, which has no exchange
+    /// to ask on (a question on it is refused rather than matched with another call).
     static CALL: Option<Arc<Call>>;
 }
 
-/// Runs `fut`, a forwarded request that is not a tool call, outside every call's scope.
+/// Runs `fut`, a forwarded request without a downstream exchange (a completion), outside every
+/// call's scope.
 pub(crate) async fn outside_calls<F: Future>(fut: F) -> F::Output {
     CALL.scope(None, fut).await
 }
@@ -209,8 +212,9 @@ impl QuestionRelay {
     }
 
     /// Sets `builder`'s `on_ask` and `on_notification` to this relay: the upstream's
-    /// questions, and the log messages (`notifications/message`) it sends while a tool call is
-    /// forwarded, go to the downstream client of that call (a log message at the level that
+    /// questions, and the log messages (`notifications/message`) it sends while a request (a
+    /// tool call, `prompts/get`, `resources/read`) is forwarded, go to the downstream client of
+    /// that request (a log message at the level that
     /// client asked for, or none). Log messages are matched with their call as questions are;
     /// those that match no call are dropped.
     pub fn install(&self, builder: ClientBuilder) -> ClientBuilder {
