@@ -365,17 +365,62 @@ impl Shared {
     }
 }
 
-/// Follows the upstream's notifications until the listener or the gateway ends. The
-/// notifications already waiting are taken together, so several list changes in a row make
-/// one refresh. A refresh that changed the resources subscribed to leaves a new listener,
-/// which replaces this one (the new one first, so nothing falls between them).
+/// The first pause before following the upstream again after its notification stream ended;
+/// each failed try doubles it, up to [`RECONNECT_MAX`].
+const RECONNECT_FIRST: Duration = Duration::from_secs(1);
+/// The longest pause between two tries to follow the upstream again.
+const RECONNECT_MAX: Duration = Duration::from_secs(60);
+
+/// Follows the upstream's notifications while the gateway lives: when the upstream's stream
+/// ends (the upstream restarted, a connection broke), it subscribes again, after a pause that
+/// grows from 1 s to 60 s while the upstream refuses, and lists the catalog again (changes may
+/// have been missed meanwhile).
 async fn watch(shared: Weak<Shared>, mut listener: Listener) {
     loop {
-        let Some(strong) = shared.upgrade() else {
+        if !follow(&shared, &mut listener).await {
             return;
+        }
+        tracing::warn!(end = ?listener.end(), "the upstream's notification stream ended; following it again");
+        match reconnect(&shared).await {
+            Some(next) => listener = next,
+            None => return,
+        }
+    }
+}
+
+/// Subscribes to the upstream again; `None` when the gateway is gone.
+async fn reconnect(shared: &Weak<Shared>) -> Option<Listener> {
+    let mut pause = RECONNECT_FIRST;
+    loop {
+        tokio::time::sleep(pause).await;
+        let strong = shared.upgrade()?;
+        let uris = strong
+            .subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(listener) = strong.listen(uris).await {
+            if let Err(e) = strong.refresh().await {
+                tracing::warn!(error = %e, "listing the upstream again after following it again failed");
+            }
+            return Some(listener);
+        }
+        pause = (pause * 2).min(RECONNECT_MAX);
+    }
+}
+
+/// Handles the upstream's notifications until `listener` ends (`true`) or the gateway is
+/// gone (`false`). The notifications already waiting are taken together, so several list
+/// changes in a row make one refresh. A refresh that changed the resources subscribed to
+/// leaves a new listener, which replaces this one (the new one first, so nothing falls
+/// between them).
+async fn follow(shared: &Weak<Shared>, listener: &mut Listener) -> bool {
+    loop {
+        let Some(strong) = shared.upgrade() else {
+            return false;
         };
         if let Some(next) = strong.swap_listener() {
-            listener = next;
+            *listener = next;
         }
         // (A notification of `swap` given before this wait is kept for it.)
         let first = tokio::select! {
@@ -384,14 +429,14 @@ async fn watch(shared: Weak<Shared>, mut listener: Listener) {
         };
         drop(strong);
         let Some(first) = first else {
-            break;
+            return true;
         };
         let mut batch = vec![first];
         while let Some(Some(next)) = futures::FutureExt::now_or_never(listener.next()) {
             batch.push(next);
         }
         let Some(shared) = shared.upgrade() else {
-            return;
+            return false;
         };
         let mut announced = Announced::default();
         for notification in batch {
@@ -419,9 +464,6 @@ async fn watch(shared: Weak<Shared>, mut listener: Listener) {
         {
             tracing::warn!(error = %e, "refreshing the catalog after an upstream change failed");
         }
-    }
-    if let Some(end) = listener.end() {
-        tracing::warn!(end = ?end, "the upstream's notification stream ended");
     }
 }
 
