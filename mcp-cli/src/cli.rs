@@ -295,6 +295,10 @@ pub(crate) struct ProxyArgs {
     /// A scope every downstream request needs (repeatable)
     #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
     pub(crate) auth_scope: Vec<String>,
+    /// TOOL=SCOPE: a scope a downstream token needs to call this proxied tool, beyond
+    /// --auth-scope (repeatable; a tool may be named several times)
+    #[arg(long, value_name = "TOOL=SCOPE", requires = "auth_issuer")]
+    pub(crate) tool_scope: Vec<String>,
     /// The resource the downstream tokens are for: the URL clients use for /mcp [default:
     /// http://ADDR/mcp of the bound address]
     #[arg(long, value_name = "URL", requires = "auth_issuer")]

@@ -32,6 +32,19 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
             "--stdio-front speaks MCP on stdin, so --interactive cannot prompt on it".into(),
         ));
     }
+    let mut tool_scopes = Vec::new();
+    for given in &args.tool_scope {
+        match given.split_once('=') {
+            Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() => {
+                tool_scopes.push((tool.to_owned(), scope.to_owned()));
+            }
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--tool-scope {given:?} is not TOOL=SCOPE"
+                )));
+            }
+        }
+    }
     let hub = mcp_gateway::connect_hub(&args.hub)
         .await
         .map_err(|e| CliError::Usage(format!("--hub {}: {e}", args.hub)))?;
@@ -48,6 +61,9 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
         .max_upstream_calls(args.max_upstream_calls)
         .max_upstream_subscriptions(args.max_upstream_subscriptions)
         .call_timeout(session.timeout);
+    for (tool, scope) in &tool_scopes {
+        builder = builder.tool_scopes(tool, [scope]);
+    }
     if args.native_schemas {
         builder = builder.tool_schemas(ToolSchemas::Native);
     }

@@ -14,7 +14,7 @@ use crate::auth::DownstreamAuth;
 use crate::error::GatewayError;
 use crate::link::Link;
 use crate::relay::QuestionRelay;
-use crate::translate::{self, Declarations, Offers, Skipped};
+use crate::translate::{self, Declarations, Offers, Skipped, ToolScopes};
 
 /// The default of [`GatewayBuilder::max_upstream_calls`].
 pub const DEFAULT_MAX_UPSTREAM_CALLS: usize = 64;
@@ -45,6 +45,7 @@ pub struct GatewayBuilder {
     hub: Option<Arc<dyn mcp_hub::Hub>>,
     relay: Option<QuestionRelay>,
     tool_schemas: Option<ToolSchemas>,
+    tool_scopes: ToolScopes,
 }
 
 impl std::fmt::Debug for GatewayBuilder {
@@ -62,6 +63,7 @@ impl std::fmt::Debug for GatewayBuilder {
             .field("hub", &self.hub.is_some())
             .field("relay", &self.relay.is_some())
             .field("tool_schemas", &self.tool_schemas)
+            .field("tool_scopes", &self.tool_scopes)
             .finish()
     }
 }
@@ -131,6 +133,24 @@ impl GatewayBuilder {
         self
     }
 
+    /// Scopes a downstream access token needs to call the proxied tool `tool` (repeat for
+    /// other tools), on top of what the endpoint's resource server requires of every request:
+    /// a call without them gets 403 `insufficient_scope` naming them, so the client can step
+    /// up. Checked only when the endpoint has a resource server
+    /// ([`Gateway::serve_http_protected`], or `HttpConfig::auth`). Default none.
+    #[must_use]
+    pub fn tool_scopes(
+        mut self,
+        tool: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.tool_scopes
+            .entry(tool.into())
+            .or_default()
+            .extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
     /// Relays the upstream's questions (elicitation, sampling, roots) to the downstream
     /// client whose tool call caused them: give the relay installed on the upstream client's
     /// builder ([`QuestionRelay::install`]). Default: none; the upstream client's own
@@ -176,7 +196,7 @@ impl GatewayBuilder {
             templates,
             prompts,
             skipped,
-        } = translate::declare(&link, listing);
+        } = translate::declare(&link, listing, &self.tool_scopes);
         let described = link.client.server();
         let info = described.as_ref().and_then(|d| d.server_info.clone());
         let upstream_text = |key: &str| {
@@ -230,6 +250,7 @@ impl GatewayBuilder {
             server,
             offers,
             max_subscriptions,
+            tool_scopes: self.tool_scopes,
             refreshing: tokio::sync::Mutex::new(()),
             skipped: Mutex::new(skipped),
             subscribed: Mutex::new(uris.clone()),
@@ -250,6 +271,8 @@ struct Shared {
     server: Server,
     offers: Offers,
     max_subscriptions: usize,
+    /// Scopes per proxied tool, applied again at every refresh.
+    tool_scopes: ToolScopes,
     /// One refresh at a time: list, declare, resubscribe, replace.
     refreshing: tokio::sync::Mutex<()>,
     skipped: Mutex<Vec<Skipped>>,
@@ -350,7 +373,7 @@ impl Shared {
                 self.swap.notify_one();
             }
         }
-        let declarations = translate::declare(&self.link, listing);
+        let declarations = translate::declare(&self.link, listing, &self.tool_scopes);
         let replaced = self
             .server
             .replace_catalog(

@@ -7,6 +7,7 @@
 //! not compile, a URI template beyond RFC 6570 level 1) is left out and reported as
 //! [`Skipped`], never served half-way.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcp_adapters::{ANSWERS_ARGUMENT, STATE_ARGUMENT};
@@ -124,10 +125,17 @@ pub(crate) fn resource_uris(listing: &Listing, limit: usize) -> Vec<String> {
 }
 
 /// The declarations of `listing`, each forwarding to `link`.
-pub(crate) fn declare(link: &Arc<Link>, listing: Listing) -> Declarations {
+/// Scopes a downstream access token needs per proxied tool, by tool name.
+pub(crate) type ToolScopes = BTreeMap<String, Vec<String>>;
+
+pub(crate) fn declare(link: &Arc<Link>, listing: Listing, scopes: &ToolScopes) -> Declarations {
     let mut out = Declarations::default();
     for definition in &listing.tools {
-        match tool(link, definition).and_then(accepted_tool) {
+        let scoped = tool(link, definition).map(|tool| match scopes.get(tool.name()) {
+            Some(needed) => tool.scopes(needed),
+            None => tool,
+        });
+        match scoped.and_then(accepted_tool) {
             Ok(tool) => out.tools.push(tool),
             Err(reason) => out
                 .skipped

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 
 const ISSUER: &str = "https://auth.example.test";
 
-fn claims(resource: &str, subject: &str) -> Claims {
+fn claims(resource: &str, subject: &str, scope: &str) -> Claims {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970")
@@ -26,9 +26,13 @@ fn claims(resource: &str, subject: &str) -> Claims {
         sub: Some(subject.into()),
         aud: Some(Audience::One(resource.into())),
         exp: Some(i64::try_from(now).expect("a time") + 3600),
-        scope: ScopeSet::parse("mcp:read"),
+        scope: ScopeSet::parse(scope),
         ..Claims::default()
     }
+}
+
+async fn deploy() -> String {
+    "deployed".into()
 }
 
 /// Who the upstream says is calling.
@@ -43,12 +47,17 @@ async fn bind() -> (TcpListener, String) {
     (listener, base)
 }
 
-/// A resource server for `base/mcp` accepting only `token`, issued to `subject`.
-fn protection(base: &str, token: &str, subject: &str) -> HttpConfig {
+/// A resource server for `base/mcp` accepting only `tokens` (token, subject, scopes).
+fn protection(base: &str, tokens: &[(&str, &str, &str)]) -> HttpConfig {
     let resource = format!("{base}/mcp");
+    let verifier = tokens
+        .iter()
+        .fold(StaticTokens::new(), |verifier, (token, subject, scope)| {
+            verifier.token(*token, claims(&resource, subject, scope))
+        });
     let auth = ResourceServer::builder(resource.clone(), ISSUER)
         .required_scopes(["mcp:read"])
-        .verifier(StaticTokens::new().token(token, claims(&resource, subject)))
+        .verifier(verifier)
         .build()
         .expect("a resource server");
     HttpConfig::new().auth(auth)
@@ -79,9 +88,13 @@ async fn each_side_has_its_own_credentials_and_no_token_passes_through() {
     let (listener, upstream) = bind().await;
     let server = Server::builder("upstream", "1.0")
         .tool(Tool::new("whoami", whoami))
+        .tool(Tool::new("deploy", deploy))
         .build()
         .expect("the upstream builds");
-    let endpoint = HttpEndpoint::new(server, protection(&upstream, "gateway-token", "gateway"));
+    let endpoint = HttpEndpoint::new(
+        server,
+        protection(&upstream, &[("gateway-token", "gateway", "mcp:read")]),
+    );
     tokio::spawn(serve_with_shutdown(
         listener,
         endpoint,
@@ -99,6 +112,7 @@ async fn each_side_has_its_own_credentials_and_no_token_passes_through() {
         .expect("the gateway reaches the upstream with its own token");
     let gateway = std::sync::Arc::new(
         Gateway::builder()
+            .tool_scopes("deploy", ["mcp:deploy"])
             .start(client)
             .await
             .expect("the gateway starts"),
@@ -106,7 +120,13 @@ async fn each_side_has_its_own_credentials_and_no_token_passes_through() {
 
     // The gateway accepts only tokens issued for it.
     let (listener, front) = bind().await;
-    let config = protection(&front, "alice-token", "alice");
+    let config = protection(
+        &front,
+        &[
+            ("alice-token", "alice", "mcp:read"),
+            ("bob-token", "bob", "mcp:read mcp:deploy"),
+        ],
+    );
     let serving = gateway.clone();
     tokio::spawn(async move {
         serving
@@ -136,6 +156,19 @@ async fn each_side_has_its_own_credentials_and_no_token_passes_through() {
             format!("{ISSUER}\u{0}gateway"),
             "{revision}: {called}"
         );
+        // A proxied tool with scopes of its own: alice's token lacks them, bob's has them.
+        let refused = alice.call_tool("deploy", serde_json::json!({})).await;
+        let refused = refused.expect_err("deploy without mcp:deploy");
+        assert_eq!(refused.http_status(), Some(403), "{revision}: {refused}");
         let _ = alice.close().await;
+        let bob = connect(&front_url, revision, Some("bob-token"))
+            .await
+            .expect("bob reaches the gateway");
+        let deployed = bob
+            .call_tool("deploy", serde_json::json!({}))
+            .await
+            .expect("deploy with mcp:deploy");
+        assert_eq!(deployed["content"][0]["text"], "deployed", "{revision}");
+        let _ = bob.close().await;
     }
 }

@@ -233,6 +233,19 @@ fn a_proxy_without_one_upstream_is_a_usage_error() {
         "x",
     ]);
     assert_eq!(both.code, 2, "{both:#?}");
+    let scope = mcp(&[
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+        "--auth-issuer",
+        "http://127.0.0.1:9",
+        "--auth-jwks-uri",
+        "http://127.0.0.1:9/jwks",
+        "--tool-scope",
+        "deploy",
+    ]);
+    assert_eq!(scope.code, 2, "{scope:#?}");
+    assert!(scope.stderr.contains("TOOL=SCOPE"), "{scope:#?}");
 }
 
 #[test]
