@@ -214,10 +214,95 @@ pub(crate) enum Command {
     Logout(Rest),
     /// The OAuth tokens kept: `mcp auth status`
     Auth(AuthArgs),
+    /// Serve another server (its tools, resources, prompts) on every revision and transport:
+    /// Streamable HTTP at /mcp and HTTP+SSE at /sse on --addr, or stdio with --stdio-front
+    #[command(
+        override_usage = "mcp proxy [OPTIONS] <--upstream URL | --stdio CMD> [--addr HOST:PORT | --stdio-front]",
+        after_help = PROXY_HELP
+    )]
+    Proxy(ProxyArgs),
     /// Open a console in the browser: connect, list, call, read, answer questions, watch the
     /// protocol, and compare the server across revisions
     #[command(override_usage = "mcp console [OPTIONS] [URL] [--stdio CMD]...")]
     Console(ConsoleArgs),
+}
+
+/// Printed under `mcp proxy --help`.
+const PROXY_HELP: &str = "\
+The upstream is reached as every other command reaches a server: --upstream URL (Streamable \
+HTTP, falling back to HTTP+SSE; --transport, --revision, -H, --cacert and OAuth with the kept \
+tokens apply) or --stdio CMD. Its catalog is listed once at start and again when it announces \
+a change. Downstream clients of any revision connect to http://ADDR/mcp (Streamable HTTP) or \
+http://ADDR/sse (HTTP+SSE); with --stdio-front the proxy speaks MCP on its own stdin and \
+stdout instead (nothing else is written to stdout). --auth-issuer and --auth-jwks-uri make \
+downstream clients present an access token issued for the proxy; a downstream client's token \
+is never sent upstream: the proxy uses its own credentials. --timeout bounds connecting and each forwarded \
+request. The first line on stdout names the address (HTTP only). Ctrl-C stops it.
+
+Examples:
+  mcp proxy --upstream https://example.com/mcp --addr 127.0.0.1:8080
+  mcp proxy --stdio \"my-server --flag\" --addr 127.0.0.1:8080
+  mcp proxy --stdio-front --upstream https://example.com/mcp";
+
+/// `mcp proxy`.
+#[derive(Debug, Args)]
+pub(crate) struct ProxyArgs {
+    /// The upstream server's URL (or give --stdio CMD to spawn it)
+    #[arg(long, value_name = "URL")]
+    pub(crate) upstream: Option<String>,
+    /// Where to serve Streamable HTTP (/mcp) and HTTP+SSE (/sse); port 0 picks a free one
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+    pub(crate) addr: String,
+    /// Serve MCP on this process's stdin and stdout instead of HTTP (for stdio-only hosts)
+    #[arg(long, conflicts_with = "addr")]
+    pub(crate) stdio_front: bool,
+    /// Where downstream sessions live: memory, or a hub URL (redis://, postgres://, sqlite:)
+    /// when mcp is built with the feature of that name (cargo install everymcp-cli --features
+    /// redis)
+    #[arg(long, value_name = "URL", default_value = "memory")]
+    pub(crate) hub: String,
+    /// Requests forwarded upstream at once, over every downstream session; more wait
+    #[arg(long, value_name = "N", default_value_t = mcp_gateway::DEFAULT_MAX_UPSTREAM_CALLS)]
+    pub(crate) max_upstream_calls: usize,
+    /// Messages (progress, notifications) queued for each downstream stream [default: the
+    /// server's]
+    #[arg(long, value_name = "N")]
+    pub(crate) max_queued_messages: Option<usize>,
+    /// Upstream resources subscribed to, so their updates reach subscribed downstream clients
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = mcp_gateway::DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS
+    )]
+    pub(crate) max_upstream_subscriptions: usize,
+    /// Show 2025-11-25 clients the upstream's tool schemas as they are (JSON Schema 2020-12,
+    /// that revision's dialect) instead of a simplified schema every such client reads
+    #[arg(long)]
+    pub(crate) native_schemas: bool,
+    /// Protect /mcp and /sse: downstream clients need an access token (a JWT) from this
+    /// authorization server (with --auth-jwks-uri). Their tokens are never sent upstream
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "auth_jwks_uri",
+        conflicts_with = "stdio_front"
+    )]
+    pub(crate) auth_issuer: Option<String>,
+    /// The key set the downstream tokens are verified with (https://, or http:// to a loopback
+    /// host)
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub(crate) auth_jwks_uri: Option<String>,
+    /// A scope every downstream request needs (repeatable)
+    #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
+    pub(crate) auth_scope: Vec<String>,
+    /// TOOL=SCOPE: a scope a downstream token needs to call this proxied tool, beyond
+    /// --auth-scope (repeatable; a tool may be named several times)
+    #[arg(long, value_name = "TOOL=SCOPE", requires = "auth_issuer")]
+    pub(crate) tool_scope: Vec<String>,
+    /// The resource the downstream tokens are for: the URL clients use for /mcp [default:
+    /// http://ADDR/mcp of the bound address]
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub(crate) auth_resource: Option<String>,
 }
 
 /// `mcp auth`.

@@ -146,6 +146,7 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
             discover(&session).await
         }
         Command::Console(args) => crate::console::run(global, args).await,
+        Command::Proxy(args) => crate::proxy::run(global, args).await,
         Command::Login(r) => {
             let mut words = r.words;
             let session = Session::new_for(global, &mut words, true)?;

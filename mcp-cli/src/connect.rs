@@ -232,7 +232,28 @@ impl Session {
         transport: TransportChoice,
         remember: bool,
     ) -> Result<Client, CliError> {
-        let builder = self.builder(revision).remember_era(remember);
+        self.connect_by(revision, transport, remember, |builder| builder)
+            .await
+    }
+
+    /// Connects as the options say, with `configure` applied last to the client builder (`mcp
+    /// proxy` relays the server's questions downstream instead of asking on the terminal).
+    pub(crate) async fn connect_configured(
+        &self,
+        configure: impl FnOnce(ClientBuilder) -> ClientBuilder,
+    ) -> Result<Client, CliError> {
+        self.connect_by(self.revision, self.transport, true, configure)
+            .await
+    }
+
+    async fn connect_by(
+        &self,
+        revision: Option<Revision>,
+        transport: TransportChoice,
+        remember: bool,
+        configure: impl FnOnce(ClientBuilder) -> ClientBuilder,
+    ) -> Result<Client, CliError> {
+        let builder = configure(self.builder(revision).remember_era(remember));
         let connected = match &self.target {
             Target::Stdio(words) => {
                 // Its stderr still reaches the terminal as it comes; its end explains an exit.

@@ -101,6 +101,9 @@ pub(crate) enum CliError {
     /// Writing the output failed.
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
+    /// `mcp proxy` could not listen, build its server from the upstream's catalog, or serve.
+    #[error("the proxy: {0}")]
+    Proxy(String),
 }
 
 impl CliError {
@@ -115,7 +118,7 @@ impl CliError {
             Self::Unanswered { .. } => exit::UNANSWERED,
             Self::Deadline { .. } => exit::TIMEOUT,
             Self::Interrupted => exit::INTERRUPTED,
-            Self::Output(_) | Self::Lost { .. } => exit::TRANSPORT,
+            Self::Output(_) | Self::Lost { .. } | Self::Proxy(_) => exit::TRANSPORT,
         }
     }
 
@@ -142,6 +145,7 @@ impl CliError {
             Self::Interrupted => "interrupted".into(),
             Self::Output(_) => "output".into(),
             Self::Lost { .. } => "transport".into(),
+            Self::Proxy(_) => "proxy".into(),
         }
     }
 
@@ -175,7 +179,7 @@ impl CliError {
                      its questions on the terminal is not counted)",
                 );
             }
-            Self::Output(_) | Self::Interrupted => return None,
+            Self::Output(_) | Self::Interrupted | Self::Proxy(_) => return None,
             Self::Lost { .. } => {
                 return Some(
                     "is the server still running? (--reconnect-for sets how long listen keeps trying)",

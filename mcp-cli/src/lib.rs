@@ -14,6 +14,8 @@
 //! mcp logout    <URL>                                forget the tokens kept for a server
 //! mcp auth      status                               the OAuth tokens kept
 //! mcp console   [URL] [--stdio CMD]... [--no-open]   a console in the browser (see below)
+//! mcp proxy     <--upstream URL | --stdio CMD> [--addr HOST:PORT | --stdio-front]
+//!                                                    serve a server on every revision and transport
 //! ```
 //!
 //! Every command takes `--revision VERSION` (speak only that revision; default: negotiate as
@@ -65,6 +67,7 @@ mod connect;
 mod console;
 mod error;
 mod output;
+mod proxy;
 mod ui;
 
 use std::process::ExitCode;

@@ -186,6 +186,7 @@ mod ask;
 pub mod auth;
 mod completion;
 mod content;
+mod declared;
 mod dispatch;
 mod error;
 mod exchange;
@@ -216,6 +217,7 @@ pub use ask::{Answer, AnswerAction, Question};
 pub use completion::{
     Completer, Completion, CompletionRef, CompletionRequest, MAX_COMPLETION_VALUES,
 };
+pub use declared::Replaced;
 pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
 pub use exchange::Exchange;

@@ -10,6 +10,9 @@
 //! 3. Runs `server --requirements R` against the target and `client --requirements R` with the
 //!    client, for R in 2025-11-25 and 2026-07-28, each with the expected failures of
 //!    `conformance/expected-failures.yml` that apply to R.
+//!    Then it runs `server --requirements R` again through `mcp proxy --upstream <target>`
+//!    (issue 48: the gateway serves the target's catalog as its own), with the same baseline;
+//!    the extension scenarios are not run through it (the gateway passes no extensions on).
 //! 4. Runs, one by one with `--scenario`, the extension scenarios no requirement set lists
 //!    ([`EXTENSION_SCENARIOS`]: the Skills extension's `sep-2640-*`, server and client). They
 //!    must pass with no failed check (no baseline applies to them).
@@ -53,6 +56,11 @@ const EXTENSION_SCENARIOS: &[(Mode, &str)] = &[
     (Mode::Client, "sep-2640-client-verify-size"),
     (Mode::Client, "sep-2640-client-verify-frontmatter"),
 ];
+/// The requirement sets run through `mcp proxy`, and how the summary names each run.
+const PROXIED: [(&str, &str); 2] = [
+    ("2025-11-25", "2025-11-25 through mcp proxy"),
+    ("2026-07-28", "2026-07-28 through mcp proxy"),
+];
 /// The baseline, relative to the workspace root.
 const BASELINE: &str = "conformance/expected-failures.yml";
 
@@ -94,6 +102,18 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             outcomes.push(outcome);
         }
     }
+    let proxy = Proxy::start(&peers.proxy, &target.url)?;
+    println!("xtask conformance: mcp proxy at {}", proxy.url);
+    for (requirements, label) in PROXIED {
+        let dir = results.join(format!("proxy-{requirements}"));
+        std::fs::create_dir_all(&dir)?;
+        let expected = dir.join("expected-failures.yml");
+        std::fs::write(&expected, baseline.for_requirements(requirements))?;
+        let mut outcome = suite.run(Mode::Server, requirements, &proxy.url, &expected, &dir)?;
+        outcome.requirements = label;
+        outcomes.push(outcome);
+    }
+    drop(proxy);
     for &(mode, scenario) in EXTENSION_SCENARIOS {
         let dir = results.join(scenario);
         std::fs::create_dir_all(&dir)?;
@@ -216,6 +236,8 @@ fn install(cache: &Path) -> Result<Suite> {
 pub(crate) struct Peers {
     pub(crate) target: PathBuf,
     pub(crate) client: PathBuf,
+    /// `mcp` (its `proxy` command).
+    pub(crate) proxy: PathBuf,
 }
 
 impl Peers {
@@ -234,7 +256,54 @@ pub(crate) fn build_peers() -> Result<Peers> {
     Ok(Peers {
         target: crate::build::debug_binary("conformance-target")?,
         client: crate::build::debug_binary("conformance-client")?,
+        proxy: crate::build::debug_binary("mcp")?,
     })
+}
+
+/// `mcp proxy` in front of the running target; killed when dropped.
+struct Proxy {
+    child: Child,
+    /// Its Streamable HTTP endpoint.
+    url: String,
+}
+
+impl Proxy {
+    fn start(mcp: &Path, upstream: &str) -> Result<Self> {
+        let mut child = Command::new(mcp)
+            .args(["proxy", "--upstream", upstream, "--addr", "127.0.0.1:0"])
+            .args(["--timeout", "60"])
+            // As the target shows its own schemas (ToolSchemas::Native).
+            .arg("--native-schemas")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {} proxy", mcp.display()))?;
+        let stdout = child.stdout.take().context("the proxy's stdout")?;
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line);
+        // `mcp proxy listening on http://ADDR/mcp (Streamable HTTP) and ...`
+        let url = line
+            .trim()
+            .strip_prefix("mcp proxy listening on ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_owned);
+        match (read, url) {
+            (Ok(_), Some(url)) => Ok(Self { child, url }),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("mcp proxy did not report its address (printed {line:?})")
+            }
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The running conformance target; killed when dropped.

@@ -107,6 +107,19 @@ const MATRIX: &[Layer] = &[
         ],
         forbidden_external: &[],
     },
+    // The gateway (`mcp proxy`): an upstream reached with the client, served downstream by
+    // the server, sessions in a hub.
+    Layer {
+        name: "everymcp-gateway",
+        allowed_internal: &[
+            "everymcp-wire",
+            "everymcp-adapters",
+            "everymcp-hub",
+            "everymcp-server",
+            "everymcp-client",
+        ],
+        forbidden_external: &[],
+    },
     Layer {
         name: "everymcp-cli",
         allowed_internal: &[
@@ -114,6 +127,8 @@ const MATRIX: &[Layer] = &[
             "everymcp-schema",
             "everymcp-adapters",
             "everymcp-client",
+            // `mcp proxy`; the server itself stays out of reach (the gateway serves).
+            "everymcp-gateway",
         ],
         forbidden_external: &[],
     },

@@ -13,6 +13,7 @@ mod http;
 mod https;
 mod login_hardening;
 mod login_tmux;
+mod proxy;
 mod pty;
 mod rate_limited;
 mod stdio;

@@ -1,0 +1,129 @@
+//! `mcp proxy`: the upstream reached as every command reaches a server, served again by the
+//! gateway on every revision and transport.
+
+use std::io::Write as _;
+
+use mcp_gateway::{DownstreamAuth, Gateway, GatewayError, QuestionRelay, ToolSchemas};
+
+use crate::cli::{Global, ProxyArgs};
+use crate::connect::Session;
+use crate::error::CliError;
+
+/// Connects upstream, starts the gateway and serves until Ctrl-C (HTTP) or stdin closes
+/// (`--stdio-front`).
+pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError> {
+    let mut words = Vec::new();
+    match (&args.upstream, global.stdio.is_empty()) {
+        (Some(_), false) => {
+            return Err(CliError::Usage(
+                "give the upstream as --upstream URL or --stdio CMD, not both".into(),
+            ));
+        }
+        (None, true) => {
+            return Err(CliError::Usage(
+                "mcp proxy needs the upstream: --upstream URL or --stdio CMD".into(),
+            ));
+        }
+        (Some(url), true) => words.push(url.clone()),
+        (None, false) => {}
+    }
+    if args.stdio_front && global.interactive {
+        return Err(CliError::Usage(
+            "--stdio-front speaks MCP on stdin, so --interactive cannot prompt on it".into(),
+        ));
+    }
+    let mut tool_scopes = Vec::new();
+    for given in &args.tool_scope {
+        match given.split_once('=') {
+            Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() => {
+                tool_scopes.push((tool.to_owned(), scope.to_owned()));
+            }
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--tool-scope {given:?} is not TOOL=SCOPE"
+                )));
+            }
+        }
+    }
+    let hub = mcp_gateway::connect_hub(&args.hub)
+        .await
+        .map_err(|e| CliError::Usage(format!("--hub {}: {e}", args.hub)))?;
+    let session = Session::new(global, &mut words)?;
+    // The upstream's questions go to the downstream client whose call caused them.
+    let relay = QuestionRelay::new();
+    let connecting = session.connect_configured(|builder| relay.install(builder));
+    let upstream = match tokio::time::timeout(session.timeout, connecting).await {
+        Ok(connected) => connected?,
+        Err(_) => return Err(session.deadline_passed("connecting")),
+    };
+    let mut builder = Gateway::builder()
+        .question_relay(relay)
+        .max_upstream_calls(args.max_upstream_calls)
+        .max_upstream_subscriptions(args.max_upstream_subscriptions)
+        .call_timeout(session.timeout);
+    for (tool, scope) in &tool_scopes {
+        builder = builder.tool_scopes(tool, [scope]);
+    }
+    if args.native_schemas {
+        builder = builder.tool_schemas(ToolSchemas::Native);
+    }
+    if let Some(messages) = args.max_queued_messages {
+        builder = builder.max_queued_messages(messages);
+    }
+    if let Some(hub) = hub {
+        builder = builder.hub(hub);
+    }
+    let gateway = builder.start(upstream).await.map_err(proxy_error)?;
+    for skipped in gateway.skipped() {
+        session.ui.note(&format!(
+            "not served: {} {:?}: {}",
+            skipped.kind, skipped.name, skipped.reason
+        ));
+    }
+    let served = if args.stdio_front {
+        gateway.serve_stdio().await
+    } else {
+        let listener = tokio::net::TcpListener::bind(&args.addr)
+            .await
+            .map_err(|e| CliError::Proxy(format!("cannot listen on {}: {e}", args.addr)))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| CliError::Proxy(e.to_string()))?;
+        let mut stdout = std::io::stdout();
+        writeln!(
+            stdout,
+            "mcp proxy listening on http://{bound}/mcp (Streamable HTTP) and http://{bound}/sse (HTTP+SSE)"
+        )?;
+        stdout.flush()?;
+        let stop = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        match downstream_auth(&args, bound) {
+            Some(auth) => gateway.serve_http_protected(listener, &auth, stop).await,
+            None => gateway.serve_http(listener, stop).await,
+        }
+    };
+    served.map_err(proxy_error)?;
+    gateway.close().await.map_err(proxy_error)
+}
+
+/// The downstream protection `--auth-issuer` asks for, for the endpoint bound at `bound`.
+fn downstream_auth(args: &ProxyArgs, bound: std::net::SocketAddr) -> Option<DownstreamAuth> {
+    let issuer = args.auth_issuer.as_ref()?;
+    let jwks = args.auth_jwks_uri.clone().unwrap_or_default();
+    let resource = args
+        .auth_resource
+        .clone()
+        .unwrap_or_else(|| format!("http://{bound}/mcp"));
+    Some(DownstreamAuth::jwt(resource, issuer, jwks).required_scopes(args.auth_scope.clone()))
+}
+
+fn proxy_error(error: GatewayError) -> CliError {
+    match error {
+        GatewayError::Upstream { doing, source } => CliError::Request {
+            what: format!("upstream {doing}"),
+            source,
+        },
+        other => CliError::Proxy(other.to_string()),
+    }
+}

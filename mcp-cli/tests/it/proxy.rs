@@ -1,0 +1,281 @@
+//! `mcp proxy` (issue 48): an in-process upstream on 127.0.0.1, the proxy as a child process in
+//! front of it (HTTP on a free port, or stdio with `--stdio-front`), and `mcp` itself as the
+//! downstream client on an old and a new revision.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
+use mcp_server::{CallToolResult, Exchange, Question, Server, Tool};
+use serde_json::{Map, Value, json};
+
+use crate::support::mcp;
+
+/// Adds `a` and `b`, with structured output.
+async fn add(args: Map<String, Value>) -> CallToolResult {
+    let number = |key: &str| args.get(key).and_then(Value::as_i64).unwrap_or(0);
+    CallToolResult::structured(json!({"sum": number("a") + number("b")}))
+}
+
+/// Asks the user to confirm, and says what they answered.
+async fn confirm(_: Map<String, Value>, ex: Exchange) -> String {
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    match ex
+        .ask("sure", Question::elicit_with("Proceed?", schema))
+        .await
+    {
+        Ok(answer) if answer.accepted() => format!("confirmed {}", answer.content()),
+        Ok(_) => "declined".into(),
+        Err(e) => format!("not asked: {e}"),
+    }
+}
+
+/// The upstream: `add` with structured output, on 127.0.0.1; stops when dropped.
+struct Upstream {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Upstream {
+    fn start() -> Self {
+        let (ready, url) = mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let server = Server::builder("upstream", "1.0")
+                    .tool(Tool::new("add", add).title("Add").read_only())
+                    .tool(Tool::new("confirm", confirm))
+                    .build()
+                    .expect("a valid server");
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
+                let addr = listener.local_addr().expect("addr");
+                ready
+                    .send(format!("http://{addr}/mcp"))
+                    .expect("the test waits");
+                let endpoint = HttpEndpoint::new(server, HttpConfig::default());
+                let _ = serve_with_shutdown(listener, endpoint, async {
+                    let _ = stopped.await;
+                })
+                .await;
+            });
+        });
+        let url = url.recv().expect("the upstream starts");
+        Self {
+            url,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `mcp proxy` serving HTTP; killed when dropped.
+struct Proxy {
+    child: Child,
+    /// The Streamable HTTP and HTTP+SSE endpoints from its first line.
+    mcp: String,
+    sse: String,
+}
+
+impl Proxy {
+    fn start(upstream: &str) -> Self {
+        Self::start_with(upstream, &[])
+    }
+
+    /// `mcp proxy` with `extra` options.
+    fn start_with(upstream: &str, extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
+            .args(["proxy", "--upstream", upstream, "--addr", "127.0.0.1:0"])
+            .args(["--timeout", "30"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("mcp proxy starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(first)) = lines.next() {
+                let _ = tx.send(first);
+            }
+            for _ in lines {}
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("mcp proxy prints its address");
+        let urls: Vec<&str> = first
+            .split_whitespace()
+            .filter(|w| w.starts_with("http://"))
+            .collect();
+        assert_eq!(urls.len(), 2, "unexpected first line {first:?}");
+        Self {
+            mcp: urls[0].to_owned(),
+            sse: urls[1].to_owned(),
+            child,
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_proxy_serves_the_upstream_on_old_and_new_revisions_and_both_transports() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(&upstream.url);
+    let listed = mcp(&["tools", &proxy.mcp, "--revision", "2024-11-05", "--json"]).json();
+    let tools = listed["tools"].as_array().expect("a tool list");
+    assert_eq!(tools.len(), 2, "{listed}");
+    assert_eq!(tools[0]["name"], "add");
+    // 2024-11-05 has no titles; 2026-07-28 shows the upstream's.
+    assert!(tools[0].get("title").is_none(), "{listed}");
+    let listed = mcp(&["tools", &proxy.mcp, "--revision", "2026-07-28", "--json"]).json();
+    assert_eq!(listed["tools"][0]["title"], "Add");
+    let sum = mcp(&[
+        "call",
+        &proxy.mcp,
+        "add",
+        "a=20",
+        "b=22",
+        "--revision",
+        "2026-07-28",
+        "--json",
+    ])
+    .json();
+    assert_eq!(sum["structuredContent"]["sum"], 42);
+    let sum = mcp(&[
+        "call",
+        &proxy.sse,
+        "add",
+        "a=1",
+        "b=2",
+        "--transport",
+        "sse",
+    ]);
+    assert!(sum.ok().contains('3'), "{sum:#?}");
+    // The upstream's question reaches the downstream `mcp`, whose answer goes back, on a
+    // pushed revision and on the one where the question is the result.
+    for revision in ["2025-06-18", "2026-07-28"] {
+        let confirmed = mcp(&[
+            "call",
+            &proxy.mcp,
+            "confirm",
+            "--revision",
+            revision,
+            "--answer",
+            r#"{"ok": true}"#,
+        ]);
+        assert_eq!(confirmed.ok(), "confirmed {\"ok\":true}\n", "{revision}");
+    }
+}
+
+#[test]
+fn the_stdio_front_serves_the_upstream_on_stdin_and_stdout() {
+    let upstream = Upstream::start();
+    let front = format!(
+        "{} proxy --stdio-front --upstream {}",
+        env!("CARGO_BIN_EXE_mcp"),
+        upstream.url
+    );
+    let sum = mcp(&[
+        "call",
+        "--stdio",
+        &front,
+        "add",
+        "a=2",
+        "b=3",
+        "--revision",
+        "2025-06-18",
+        "--json",
+    ])
+    .json();
+    assert_eq!(sum["structuredContent"]["sum"], 5);
+}
+
+#[test]
+fn a_proxy_without_one_upstream_is_a_usage_error() {
+    let none = mcp(&["proxy", "--addr", "127.0.0.1:0"]);
+    assert_eq!(none.code, 2, "{none:#?}");
+    assert!(
+        none.stderr.contains("--upstream URL or --stdio CMD"),
+        "{none:#?}"
+    );
+    let both = mcp(&[
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+        "--stdio",
+        "x",
+    ]);
+    assert_eq!(both.code, 2, "{both:#?}");
+    let scope = mcp(&[
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+        "--auth-issuer",
+        "http://127.0.0.1:9",
+        "--auth-jwks-uri",
+        "http://127.0.0.1:9/jwks",
+        "--tool-scope",
+        "deploy",
+    ]);
+    assert_eq!(scope.code, 2, "{scope:#?}");
+    assert!(scope.stderr.contains("TOOL=SCOPE"), "{scope:#?}");
+}
+
+#[test]
+fn a_protected_proxy_refuses_downstream_clients_without_its_token() {
+    let upstream = Upstream::start();
+    // Nothing listens on port 9: no token can be verified, and none is accepted.
+    let proxy = Proxy::start_with(
+        &upstream.url,
+        &[
+            "--auth-issuer",
+            "http://127.0.0.1:9",
+            "--auth-jwks-uri",
+            "http://127.0.0.1:9/jwks",
+        ],
+    );
+    let anonymous = mcp(&["tools", &proxy.mcp, "--timeout", "10", "--no-browser"]);
+    assert_ne!(anonymous.code, 0, "{anonymous:#?}");
+    // The challenge named the proxy's authorization server.
+    assert!(
+        anonymous.stderr.contains("http://127.0.0.1:9"),
+        "{anonymous:#?}"
+    );
+    let forged = mcp(&[
+        "tools",
+        &proxy.mcp,
+        "--timeout",
+        "10",
+        "-H",
+        "Authorization: Bearer not-a-jwt",
+    ]);
+    assert_eq!(forged.code, 4, "{forged:#?}");
+    assert!(forged.stderr.contains("401"), "{forged:#?}");
+}

@@ -1,0 +1,356 @@
+//! The upstream link: our client, bounded, and the forwarding of each downstream request.
+//!
+//! Every forwarded request waits for one of the link's call permits first
+//! ([`GatewayBuilder::max_upstream_calls`](crate::GatewayBuilder::max_upstream_calls)), so
+//! downstream clients cannot make the gateway hold more upstream requests than that.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_client::model::ReadResourceResult;
+use mcp_client::{CallOptions, Client};
+use mcp_server::{
+    CallToolResult, Completion, CompletionRef, CompletionRequest, Exchange, GetPromptResult,
+    Interrupt, PromptError, Question, ResourceContents, ResourceError, ToolError,
+};
+use mcp_wire::names::{error_code, meta, method};
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+
+use crate::relay::{Call, InFlight, outside_calls};
+
+/// The JSON-RPC code of "resource not found" on 2024-11-05 to 2025-11-25.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+/// Invalid params (also "resource not found" on 2026-07-28).
+const INVALID_PARAMS: i64 = -32602;
+/// The `_meta` prefix reserved for the protocol: such keys describe the upstream hop and are
+/// not passed on (the downstream server writes its own).
+const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
+
+/// The upstream client with its bounds. Shared by every declaration of the catalog.
+pub(crate) struct Link {
+    pub(crate) client: Client,
+    permits: Semaphore,
+    call_timeout: Option<Duration>,
+    /// The relay's calls in flight, when the upstream's questions are relayed.
+    in_flight: Option<Arc<InFlight>>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("client", &self.client)
+            .field("available_permits", &self.permits.available_permits())
+            .field("call_timeout", &self.call_timeout)
+            .finish()
+    }
+}
+
+impl Link {
+    pub(crate) fn new(
+        client: Client,
+        max_calls: usize,
+        call_timeout: Option<Duration>,
+        in_flight: Option<Arc<InFlight>>,
+    ) -> Self {
+        Self {
+            client,
+            permits: Semaphore::new(max_calls),
+            call_timeout,
+            in_flight,
+        }
+    }
+
+    /// Waits for a call permit. The semaphore is never closed, so this only waits.
+    async fn permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.permits.acquire().await.ok()
+    }
+
+    /// The options of a request forwarded for `ex`: the timeout, and on an upstream revision
+    /// with per-request capabilities, when questions are relayed, the downstream client's
+    /// ways of answering in place of the upstream client's own (so the upstream asks only
+    /// what the downstream client can answer).
+    fn options(&self, ex: &Exchange) -> CallOptions {
+        let mut options = match self.call_timeout {
+            Some(timeout) => CallOptions::new().timeout(timeout),
+            None => CallOptions::new(),
+        };
+        if self.narrows(ex) {
+            options = options.meta(meta::CLIENT_CAPABILITIES, answerable(ex));
+        }
+        options
+    }
+
+    /// Whether requests forwarded for `ex` declare the downstream client's capabilities
+    /// upstream: questions are relayed, the upstream revision takes capabilities per request,
+    /// and the downstream revision has them (one without elicitation capabilities, where
+    /// questions ride in the arguments, answers whatever is asked: nothing to narrow).
+    fn narrows(&self, ex: &Exchange) -> bool {
+        self.in_flight.is_some()
+            && self.client.revision().features().per_request_meta
+            && ex.adapter().features().has_elicitation
+    }
+
+    /// Runs `fut`, a request forwarded for the downstream request of `ex`, in that request's
+    /// scope: a relayed question that interrupts it, or the downstream cancellation, ends it
+    /// (dropping `fut` cancels the upstream request).
+    async fn forward<T>(
+        &self,
+        ex: &Exchange,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, Interrupt> {
+        let call = Call::new(ex.clone());
+        let _registered = self.in_flight.as_ref().map(|f| f.register(&call));
+        let forward = call.scope(async {
+            let _permit = self.permit().await;
+            fut.await
+        });
+        let out = tokio::select! {
+            biased;
+            // A relayed question ended the downstream request (it goes back as the question).
+            interrupt = call.interrupted() => return Err(interrupt),
+            () = ex.cancelled() => return Err(Interrupt::Cancelled),
+            out = forward => out,
+        };
+        match call.interruption() {
+            Some(interrupt) => Err(interrupt),
+            None => Ok(out),
+        }
+    }
+
+    /// `tools/call` upstream: the downstream call's progress follows the upstream's, and a
+    /// downstream cancellation drops the upstream call (which cancels it upstream).
+    pub(crate) async fn call_tool(
+        self: Arc<Self>,
+        name: Arc<str>,
+        arguments: Value,
+        ex: Exchange,
+    ) -> Result<CallToolResult, ToolError> {
+        let progress = ex.clone();
+        let options = self.options(&ex).on_progress(move |p| {
+            progress.progress(p.progress, p.total, p.message.as_deref());
+        });
+        let called = self.client.call_tool_with(&name, arguments, options);
+        match self.forward(&ex, called).await? {
+            Ok(value) => {
+                let mut result: CallToolResult = serde_json::from_value(value).map_err(|e| {
+                    ToolError::new(format!(
+                        "the upstream's tools/call result is unreadable: {e}"
+                    ))
+                })?;
+                result.result_type = None;
+                strip_protocol_meta(&mut result.meta);
+                Ok(result)
+            }
+            Err(e)
+                if self.narrows(&ex)
+                    && e.code() == Some(error_code::MISSING_REQUIRED_CLIENT_CAPABILITY) =>
+            {
+                Err(missing_capability(&ex, &e).await.into())
+            }
+            // A protocol error upstream: the tool could not run.
+            Err(e) => Err(ToolError::new(format!("upstream: {e}"))),
+        }
+    }
+
+    /// `resources/read` upstream.
+    pub(crate) async fn read_resource(
+        self: Arc<Self>,
+        uri: String,
+        ex: Exchange,
+    ) -> Result<Vec<ResourceContents>, ResourceError> {
+        let options = self.options(&ex);
+        let read =
+            self.client
+                .request_with(method::RESOURCES_READ, Some(json!({"uri": uri})), options);
+        let read = match self.forward(&ex, read).await? {
+            Ok(read) => serde_json::from_value::<ReadResourceResult>(read).map_err(|e| {
+                ResourceError::Failed(format!("the upstream's resources/read result: {e}"))
+            }),
+            Err(e) if matches!(e.code(), Some(RESOURCE_NOT_FOUND | INVALID_PARAMS)) => {
+                Err(ResourceError::NotFound(uri))
+            }
+            Err(e) => Err(ResourceError::Failed(format!("upstream: {e}"))),
+        };
+        read.map(|read| read.contents)
+    }
+
+    /// `prompts/get` upstream.
+    pub(crate) async fn get_prompt(
+        self: Arc<Self>,
+        name: Arc<str>,
+        arguments: Value,
+        ex: Exchange,
+    ) -> Result<GetPromptResult, PromptError> {
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_string()));
+        // An empty argument object is sent as none (as a client that has none would).
+        match arguments {
+            Value::Object(map) if map.is_empty() => {}
+            Value::Null => {}
+            other => {
+                params.insert("arguments".into(), other);
+            }
+        }
+        let options = self.options(&ex);
+        let got =
+            self.client
+                .request_with(method::PROMPTS_GET, Some(Value::Object(params)), options);
+        match self.forward(&ex, got).await? {
+            Ok(got) => {
+                let mut prompt: GetPromptResult = serde_json::from_value(got).map_err(|e| {
+                    PromptError::Failed(format!("the upstream's prompts/get result: {e}"))
+                })?;
+                prompt.result_type = None;
+                strip_protocol_meta(&mut prompt.meta);
+                Ok(prompt)
+            }
+            Err(e) if e.code() == Some(INVALID_PARAMS) => Err(PromptError::InvalidArguments(
+                e.message().unwrap_or("refused upstream").to_owned(),
+            )),
+            Err(e) => Err(PromptError::Failed(format!("upstream: {e}"))),
+        }
+    }
+
+    /// `completion/complete` upstream; no values when the upstream fails.
+    pub(crate) async fn complete(self: Arc<Self>, request: CompletionRequest) -> Completion {
+        let reference = match &request.reference {
+            CompletionRef::Prompt(name) => json!({"type": "ref/prompt", "name": name}),
+            CompletionRef::Resource(uri) => json!({"type": "ref/resource", "uri": uri}),
+            _ => return Completion::default(),
+        };
+        let context = (!request.context.is_empty()).then(|| {
+            let arguments: Map<String, Value> = request
+                .context
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            json!({"arguments": arguments})
+        });
+        let _permit = self.permit().await;
+        let answer = outside_calls(self.client.complete(
+            reference,
+            &request.argument,
+            &request.value,
+            context,
+        ))
+        .await;
+        match answer {
+            Ok(result) => completion_of(&result),
+            Err(e) => {
+                tracing::debug!(error = %e, "upstream completion/complete failed");
+                Completion::default()
+            }
+        }
+    }
+}
+
+/// Reads an upstream `CompleteResult`.
+fn completion_of(result: &Value) -> Completion {
+    let completion = &result["completion"];
+    let values = completion["values"]
+        .as_array()
+        .map(|values| {
+            values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    Completion {
+        values,
+        total: completion["total"].as_u64(),
+        has_more: completion["hasMore"].as_bool().unwrap_or(false),
+    }
+}
+
+/// The upstream refused a request because the client did not declare a capability it needs
+/// (`-32021`, from the downstream client's capabilities the gateway passed on, so the
+/// downstream client lacks it too): the
+/// downstream request is refused the same way, by asking the downstream client for what the
+/// upstream needs, which the downstream server refuses as its revision does (`-32021` with
+/// `requiredCapabilities` on 2026-07-28, an error naming the reason before).
+async fn missing_capability(ex: &Exchange, error: &mcp_client::Error) -> Interrupt {
+    let required = error
+        .data()
+        .and_then(|data| data.get("requiredCapabilities"))
+        .and_then(Value::as_object);
+    let needs = |key: &str| required.is_some_and(|caps| caps.contains_key(key));
+    let question = if needs("sampling") {
+        Question::sample("", 1)
+    } else if needs("roots") {
+        Question::list_roots()
+    } else if required
+        .and_then(|caps| caps.get("elicitation"))
+        .is_some_and(|e| e.get("url").is_some() && e.get("form").is_none())
+    {
+        Question::elicit_url("", "about:blank")
+    } else {
+        Question::elicit("")
+    };
+    match ex.ask("upstream-required-capability", question).await {
+        Err(interrupt) => interrupt,
+        // The downstream client could answer after all: the upstream still refused.
+        Ok(_) => Interrupt::CannotAsk(
+            error
+                .message()
+                .unwrap_or("the upstream needs a client capability")
+                .to_owned(),
+        ),
+    }
+}
+
+/// The ways the downstream client of `ex` can answer (form and URL elicitation, sampling,
+/// roots), as client capabilities: what it declared, nothing else.
+fn answerable(ex: &Exchange) -> Value {
+    let declared = ex.client_capabilities();
+    let mut out = Map::new();
+    for key in ["elicitation", "sampling", "roots"] {
+        if let Some(value) = declared.and_then(|caps| caps.get(key)) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// Drops the protocol's own `_meta` keys of the upstream hop; the rest is the tool's.
+fn strip_protocol_meta(meta: &mut Option<Map<String, Value>>) {
+    if let Some(map) = meta {
+        map.retain(|key, _| !key.starts_with(PROTOCOL_META_PREFIX));
+        if map.is_empty() {
+            *meta = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_meta_is_not_passed_on() {
+        let mut meta = Some(
+            json!({"io.modelcontextprotocol/serverInfo": {}, "app/trace": "x"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        strip_protocol_meta(&mut meta);
+        assert_eq!(meta.unwrap().keys().collect::<Vec<_>>(), ["app/trace"]);
+        let mut only = json!({"io.modelcontextprotocol/x": 1}).as_object().cloned();
+        strip_protocol_meta(&mut only);
+        assert!(only.is_none());
+    }
+
+    #[test]
+    fn completions_are_read_leniently() {
+        let read = completion_of(
+            &json!({"completion": {"values": ["a", 3, "b"], "total": 9, "hasMore": true}}),
+        );
+        assert_eq!(read.values, ["a", "b"]);
+        assert_eq!(read.total, Some(9));
+        assert!(read.has_more);
+        assert_eq!(completion_of(&json!("garbage")), Completion::default());
+    }
+}
