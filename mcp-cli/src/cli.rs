@@ -303,6 +303,10 @@ pub(crate) struct ProxyArgs {
     /// http://ADDR/mcp of the bound address]
     #[arg(long, value_name = "URL", requires = "auth_issuer")]
     pub(crate) auth_resource: Option<String>,
+    /// Serve a non-loopback --addr without --auth-issuer: anyone who reaches the address then
+    /// calls the upstream with this proxy's own credentials (refused without this flag)
+    #[arg(long, conflicts_with = "auth_issuer")]
+    pub(crate) unsafe_unauthenticated: bool,
 }
 
 /// `mcp auth`.

@@ -45,6 +45,9 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
             }
         }
     }
+    if !args.stdio_front && args.auth_issuer.is_none() && !args.unsafe_unauthenticated {
+        refuse_open_listener(&args.addr).await?;
+    }
     let hub = mcp_gateway::connect_hub(&args.hub)
         .await
         .map_err(|e| CliError::Usage(format!("--hub {}: {e}", args.hub)))?;
@@ -105,6 +108,25 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
     };
     served.map_err(proxy_error)?;
     gateway.close().await.map_err(proxy_error)
+}
+
+/// Refuses to serve an unprotected proxy where others can reach it: every downstream client
+/// would call the upstream with this proxy's credentials (its kept OAuth tokens, its headers).
+/// A loopback `--addr` (a literal address, or a name that resolves only to loopback
+/// addresses) is served; anything else needs `--auth-issuer` or `--unsafe-unauthenticated`.
+async fn refuse_open_listener(addr: &str) -> Result<(), CliError> {
+    let resolved: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(addr).await {
+        Ok(found) => found.collect(),
+        Err(e) => return Err(CliError::Usage(format!("--addr {addr}: {e}"))),
+    };
+    if !resolved.is_empty() && resolved.iter().all(|a| a.ip().is_loopback()) {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "--addr {addr} is reachable from other hosts, and every client there would call the \
+         upstream with this proxy's credentials: protect it with --auth-issuer (and \
+         --auth-jwks-uri), listen on 127.0.0.1, or pass --unsafe-unauthenticated"
+    )))
 }
 
 /// The downstream protection `--auth-issuer` asks for, for the endpoint bound at `bound`.

@@ -249,6 +249,39 @@ fn a_proxy_without_one_upstream_is_a_usage_error() {
 }
 
 #[test]
+fn an_unprotected_proxy_is_not_served_beyond_loopback_unless_named_unsafe() {
+    // Refused before the upstream is reached (nothing listens at port 9).
+    let open = mcp(&[
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+        "--addr",
+        "0.0.0.0:0",
+    ]);
+    assert_eq!(open.code, 2, "{open:#?}");
+    assert!(
+        open.stderr.contains("--unsafe-unauthenticated"),
+        "{open:#?}"
+    );
+    // Named unsafe: it goes on, and fails only at the absent upstream.
+    let named = mcp(&[
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+        "--addr",
+        "0.0.0.0:0",
+        "--unsafe-unauthenticated",
+        "--timeout",
+        "5",
+    ]);
+    assert_ne!(named.code, 0, "{named:#?}");
+    assert!(
+        !named.stderr.contains("--unsafe-unauthenticated"),
+        "{named:#?}"
+    );
+}
+
+#[test]
 fn a_protected_proxy_refuses_downstream_clients_without_its_token() {
     let upstream = Upstream::start();
     // Nothing listens on port 9: no token can be verified, and none is accepted.
