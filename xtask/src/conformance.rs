@@ -56,6 +56,9 @@ const EXTENSION_SCENARIOS: &[(Mode, &str)] = &[
     (Mode::Client, "sep-2640-client-verify-size"),
     (Mode::Client, "sep-2640-client-verify-frontmatter"),
 ];
+/// How an entry of the baseline names the run of a requirement set through `mcp proxy`
+/// (`# [proxy 2026-07-28] reason`).
+const PROXIED_SET: &str = "proxy ";
 /// The requirement sets run through `mcp proxy`, and how the summary names each run.
 const PROXIED: [(&str, &str); 2] = [
     ("2025-11-25", "2025-11-25 through mcp proxy"),
@@ -108,7 +111,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         let dir = results.join(format!("proxy-{requirements}"));
         std::fs::create_dir_all(&dir)?;
         let expected = dir.join("expected-failures.yml");
-        std::fs::write(&expected, baseline.for_requirements(requirements))?;
+        std::fs::write(&expected, baseline.for_proxied(requirements))?;
         let mut outcome = suite.run(Mode::Server, requirements, &proxy.url, &expected, &dir)?;
         outcome.requirements = label;
         outcomes.push(outcome);
@@ -716,7 +719,7 @@ impl Baseline {
                 .and_then(|r| r.split_once(']'))
                 .map(|(set, _)| set.to_owned());
             if let Some(set) = &only
-                && !REQUIREMENTS.contains(&set.as_str())
+                && !REQUIREMENTS.contains(&set.strip_prefix(PROXIED_SET).unwrap_or(set))
             {
                 bail!("line {number}: unknown requirement set [{set}]");
             }
@@ -731,12 +734,26 @@ impl Baseline {
 
     /// The baseline the suite gets for one requirement set, in its own format.
     fn for_requirements(&self, requirements: &str) -> String {
+        self.for_set(requirements, None)
+    }
+
+    /// The baseline of the run of `requirements` through `mcp proxy`: the entries of
+    /// `requirements`, and those limited to `[proxy REQUIREMENTS]`.
+    fn for_proxied(&self, requirements: &str) -> String {
+        self.for_set(requirements, Some(&format!("{PROXIED_SET}{requirements}")))
+    }
+
+    fn for_set(&self, requirements: &str, proxied: Option<&str>) -> String {
         let mut out = String::new();
         for mode in [Mode::Server, Mode::Client] {
             out.push_str(&format!("{mode}:\n"));
             let mut any = false;
             for entry in &self.entries {
-                if entry.mode == mode && entry.only.as_deref().is_none_or(|s| s == requirements) {
+                let applies = entry
+                    .only
+                    .as_deref()
+                    .is_none_or(|s| s == requirements || Some(s) == proxied);
+                if entry.mode == mode && applies {
                     out.push_str(&format!("  - {}\n", entry.name));
                     any = true;
                 }
@@ -791,6 +808,27 @@ client:
             baseline.for_requirements("2025-11-25"),
             "server:\n  - resources-subscribe\n  - dns-rebinding-protection:localhost-host-valid-accepted\nclient:\n  - auth/metadata-default\n"
         );
+    }
+
+    #[test]
+    fn proxied_entries_apply_to_the_run_through_mcp_proxy_only() {
+        let baseline = Baseline::parse(
+            "server:\n  - tasks-lifecycle  # [proxy 2026-07-28] no Tasks through the gateway\n  - ping  # always\nclient: []\n",
+        )
+        .unwrap();
+        assert_eq!(
+            baseline.for_requirements("2026-07-28"),
+            "server:\n  - ping\nclient: []\n"
+        );
+        assert_eq!(
+            baseline.for_proxied("2026-07-28"),
+            "server:\n  - tasks-lifecycle\n  - ping\nclient: []\n"
+        );
+        assert_eq!(
+            baseline.for_proxied("2025-11-25"),
+            "server:\n  - ping\nclient: []\n"
+        );
+        assert!(Baseline::parse("server:\n  - x  # [proxy 2030-01-01] later\n").is_err());
     }
 
     #[test]
