@@ -264,31 +264,75 @@ pub(crate) fn build_peers() -> Result<Peers> {
 }
 
 /// `mcp proxy` in front of the running target; killed when dropped.
-struct Proxy {
-    child: Child,
-    /// Its Streamable HTTP endpoint.
-    url: String,
-}
+struct Proxy(Listening);
 
 impl Proxy {
     fn start(mcp: &Path, upstream: &str) -> Result<Self> {
-        let mut child = Command::new(mcp)
+        let mut command = Command::new(mcp);
+        command
             .args(["proxy", "--upstream", upstream, "--addr", "127.0.0.1:0"])
             .args(["--timeout", "60"])
             // As the target shows its own schemas (ToolSchemas::Native).
             .arg("--native-schemas")
-            .stdin(Stdio::null())
+            .stdin(Stdio::null());
+        // `mcp proxy listening on http://ADDR/mcp (Streamable HTTP) and ...`
+        Listening::spawn(command, "mcp proxy", "mcp proxy listening on ").map(Self)
+    }
+}
+
+impl std::ops::Deref for Proxy {
+    type Target = Listening;
+
+    fn deref(&self) -> &Listening {
+        &self.0
+    }
+}
+
+/// The running conformance target; killed when dropped.
+pub(crate) struct Target(Listening);
+
+impl Target {
+    pub(crate) fn start(binary: &Path) -> Result<Self> {
+        let mut command = Command::new(binary);
+        command.args(["--addr", "127.0.0.1:0"]);
+        Listening::spawn(
+            command,
+            "conformance-target",
+            "conformance-target listening on ",
+        )
+        .map(Self)
+    }
+}
+
+impl std::ops::Deref for Target {
+    type Target = Listening;
+
+    fn deref(&self) -> &Listening {
+        &self.0
+    }
+}
+
+/// A peer process that prints `PREFIX URL ...` as its first line once it listens; killed
+/// when dropped.
+pub(crate) struct Listening {
+    child: Child,
+    /// The URL from its first line.
+    pub(crate) url: String,
+}
+
+impl Listening {
+    fn spawn(mut command: Command, name: &str, prefix: &str) -> Result<Self> {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .with_context(|| format!("starting {} proxy", mcp.display()))?;
-        let stdout = child.stdout.take().context("the proxy's stdout")?;
+            .with_context(|| format!("starting {name}"))?;
+        let stdout = child.stdout.take().context("the peer's stdout")?;
         let mut line = String::new();
         let read = BufReader::new(stdout).read_line(&mut line);
-        // `mcp proxy listening on http://ADDR/mcp (Streamable HTTP) and ...`
         let url = line
             .trim()
-            .strip_prefix("mcp proxy listening on ")
+            .strip_prefix(prefix)
             .and_then(|rest| rest.split_whitespace().next())
             .map(str::to_owned);
         match (read, url) {
@@ -296,52 +340,13 @@ impl Proxy {
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                bail!("mcp proxy did not report its address (printed {line:?})")
+                bail!("{name} did not report its address (printed {line:?})")
             }
         }
     }
 }
 
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The running conformance target; killed when dropped.
-pub(crate) struct Target {
-    child: Child,
-    pub(crate) url: String,
-}
-
-impl Target {
-    pub(crate) fn start(binary: &Path) -> Result<Self> {
-        let mut child = Command::new(binary)
-            .args(["--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        let stdout = child.stdout.take().context("the target's stdout")?;
-        let mut line = String::new();
-        let read = BufReader::new(stdout).read_line(&mut line);
-        let url = line
-            .trim()
-            .strip_prefix("conformance-target listening on ")
-            .map(str::to_owned);
-        match (read, url) {
-            (Ok(_), Some(url)) => Ok(Self { child, url }),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("conformance-target did not report its address (printed {line:?})")
-            }
-        }
-    }
-}
-
-impl Drop for Target {
+impl Drop for Listening {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
