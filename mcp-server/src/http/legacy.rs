@@ -9,7 +9,6 @@
 //! POST takes the same path, so the order within a call holds.
 
 use crate::FastMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
@@ -24,8 +23,8 @@ use tokio::sync::mpsc;
 
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::{
-    Accepts, BodyError, Shared, failure_response, posted_json, refusal_response, sse_response,
-    status_only,
+    Accepts, ReadableBody, Shared, failure_response, posted_json, read_body, refusal_response,
+    sse_response, status_only,
 };
 use crate::session::{self, Inbound, Named, Prepared, Refused, SessionError, SessionRecord};
 
@@ -341,7 +340,7 @@ impl Drop for Cleanup {
 pub(crate) async fn post(
     shared: &Arc<Shared>,
     parts: &Parts,
-    body: impl Future<Output = Result<Bytes, BodyError>>,
+    body: impl ReadableBody,
 ) -> Response<HttpBody> {
     let set = match posted_json(shared.legacy.as_ref(), &parts.headers) {
         Ok(set) => set,
@@ -378,7 +377,7 @@ pub(crate) async fn post(
             );
         }
     };
-    let bytes = match body.await {
+    let bytes = match read_body(shared, &parts.headers, body).await {
         Ok(bytes) => bytes,
         Err(err) => return shared.body_failure(err),
     };

@@ -79,6 +79,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use bytes::Buf as _;
 use bytes::Bytes;
+use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
@@ -418,134 +419,182 @@ impl HttpEndpoint {
     }
 
     /// Answers one request.
-    pub async fn handle<B>(&self, request: Request<B>) -> Response<HttpBody>
+    ///
+    /// The future owns what it needs (a handle on the endpoint, the request's parts and
+    /// body), so it can be spawned or boxed as it is.
+    pub fn handle<B>(
+        &self,
+        request: Request<B>,
+    ) -> impl Future<Output = Response<HttpBody>> + Send + 'static + use<B>
     where
         B: hyper::body::Body + Send + 'static,
         B::Data: Send,
         B::Error: std::error::Error + Send + Sync + 'static,
     {
-        let shared = &self.shared;
-        let (mut parts, body) = request.into_parts();
-        if health::Health::claims(shared, &parts) {
-            // Boxed: the probe's state does not enlarge every request's future.
-            return Box::pin(shared.health.answer(shared, &parts)).await;
-        }
-        if let Err(refusal) = origin::check(&shared.config, &parts.headers, &parts.uri) {
-            let (reason, failure) = match refusal {
-                origin::Refusal::Origin => (
-                    Reason::Origin,
-                    Failure::new(FailureKind::OriginRejected, "Origin not allowed"),
-                ),
-                origin::Refusal::Host => (
-                    Reason::Host,
-                    Failure::new(FailureKind::OriginRejected, "Host not allowed"),
-                ),
-                origin::Refusal::BadHost => (
-                    Reason::Host,
-                    Failure::invalid_request("the request has more than one Host header"),
-                ),
-            };
-            shared.refused(reason, &parts, format_args!("{}", failure.message));
-            return shared.transport_failure(failure);
-        }
-        if let Some(routes) = shared
-            .config
-            .routes
-            .iter()
-            .find(|routes| routes.claims(&parts.method, &parts.uri))
-        {
-            let bytes = match read_body(shared, &parts.headers, body).await {
-                Ok(bytes) => bytes,
-                Err(err) => return shared.body_failure(err),
-            };
-            let peer = peer_addr(&parts);
-            let response = routes.serve(peer, Request::from_parts(parts, bytes)).await;
-            if response.status() == StatusCode::TOO_MANY_REQUESTS {
-                shared.server.settings().refusals.note(
-                    Reason::RateLimited,
-                    peer,
-                    format_args!("a mounted route's rate limit was reached"),
-                );
-            }
-            return response.map(HttpBody::full);
-        }
-        if let Some(auth) = &shared.config.auth {
-            let path = parts.uri.path();
-            if let Some(metadata) = auth.metadata_at(path) {
-                return match parts.method {
-                    Method::GET => metadata_response(metadata),
-                    _ => method_not_allowed("GET"),
-                };
-            }
-            if shared.is_mcp_path(path) {
-                match auth
-                    .authenticate_owner(&parts.method, path, &parts.headers)
-                    .await
-                {
-                    // A GET (stream, HTTP+SSE session) or DELETE names no call, so only the
-                    // scopes every request needs apply; a POST's calls are checked with
-                    // their own scopes once decoded.
-                    Ok((principal, owner)) => {
-                        if parts.method != Method::POST
-                            && let Err(refusal) =
-                                auth.check_scopes_at(path, &principal, auth.required())
-                        {
-                            shared.refused_auth(&parts, &refusal);
-                            return shared.auth_failure(&parts.headers, None, true, &refusal);
-                        }
-                        // The handlers of the path read it from the request's extensions.
-                        // One extension: the principal with what was computed of it.
-                        crate::auth::RequestFacts::set_owner(&mut parts.extensions, owner);
-                    }
-                    Err(refusal) => {
-                        shared.refused_auth(&parts, &refusal);
-                        // A POST's error names its request (the body is read within the
-                        // body limit, as any POST's would be), so it fits the revision's
-                        // schema; other methods have no id to give.
-                        let id = if parts.method == Method::POST {
-                            read_body(shared, &parts.headers, body)
-                                .await
-                                .ok()
-                                .and_then(|bytes| first_id(&mcp_wire::jsonrpc::decode(&bytes)))
-                        } else {
-                            None
-                        };
-                        let bodiless = parts.method != Method::POST;
-                        return shared.auth_failure(&parts.headers, id, bodiless, &refusal);
-                    }
-                }
-            }
-        }
-        let path = parts.uri.path();
-        let config = &shared.config;
-        if path == config.path {
-            return match parts.method {
-                Method::POST => {
-                    streamable::post(shared, &parts, read_body(shared, &parts.headers, body)).await
-                }
-                Method::GET => streamable::get(shared, &parts).await,
-                Method::DELETE => streamable::delete(shared, &parts).await,
-                _ => method_not_allowed("GET, POST, DELETE"),
-            };
-        }
-        if shared.legacy.is_some() {
-            if path == config.sse_path {
-                return match parts.method {
-                    Method::GET => legacy::open(shared, &parts).await,
-                    _ => method_not_allowed("GET"),
-                };
-            }
-            if path == config.message_path {
-                return match parts.method {
-                    Method::POST => {
-                        legacy::post(shared, &parts, read_body(shared, &parts.headers, body)).await
-                    }
-                    _ => method_not_allowed("POST"),
-                };
-            }
-        }
-        not_here(config, shared.legacy.is_some(), path)
+        let (parts, body) = request.into_parts();
+        self.clone().respond(parts, body)
     }
+
+    /// [`handle`](Self::handle) from the request's parts. An `async` block rather than an
+    /// `async fn`: the block holds the endpoint, the parts and the body once, where an
+    /// `async fn` keeps its arguments twice, and a server boxes this future for every
+    /// request.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps its arguments twice in its future"
+    )]
+    fn respond<B>(
+        self,
+        mut parts: http::request::Parts,
+        mut body: B,
+    ) -> impl Future<Output = Response<HttpBody>> + Send + 'static
+    where
+        B: ReadableBody,
+    {
+        async move {
+            let shared = &self.shared;
+            if health::Health::claims(shared, &parts) {
+                // Boxed: the probe's state does not enlarge every request's future.
+                return Box::pin(shared.health.answer(shared, &parts)).await;
+            }
+            if let Err(refusal) = origin::check(&shared.config, &parts.headers, &parts.uri) {
+                let (reason, failure) = match refusal {
+                    origin::Refusal::Origin => (
+                        Reason::Origin,
+                        Failure::new(FailureKind::OriginRejected, "Origin not allowed"),
+                    ),
+                    origin::Refusal::Host => (
+                        Reason::Host,
+                        Failure::new(FailureKind::OriginRejected, "Host not allowed"),
+                    ),
+                    origin::Refusal::BadHost => (
+                        Reason::Host,
+                        Failure::invalid_request("the request has more than one Host header"),
+                    ),
+                };
+                shared.refused(reason, &parts, format_args!("{}", failure.message));
+                return shared.transport_failure(failure);
+            }
+            if let Some(routes) = shared
+                .config
+                .routes
+                .iter()
+                .find(|routes| routes.claims(&parts.method, &parts.uri))
+            {
+                // Boxed, like every branch but a Streamable HTTP POST: a branch's state would
+                // otherwise enlarge the future of every request.
+                return Box::pin(serve_route(shared, routes.as_ref(), parts, body)).await;
+            }
+            if let Some(auth) = &shared.config.auth {
+                let path = parts.uri.path();
+                if let Some(metadata) = auth.metadata_at(path) {
+                    return match parts.method {
+                        Method::GET => metadata_response(metadata),
+                        _ => method_not_allowed("GET"),
+                    };
+                }
+                if shared.is_mcp_path(path) {
+                    // Boxed: its state would otherwise enlarge the future of every request.
+                    body = match Box::pin(authorize(shared, auth, &mut parts, body)).await {
+                        Ok(body) => body,
+                        Err(response) => return response,
+                    };
+                }
+            }
+            let path = parts.uri.path();
+            let config = &shared.config;
+            if path == config.path {
+                return match parts.method {
+                    Method::POST => streamable::post(shared, &parts, body).await,
+                    Method::GET => Box::pin(streamable::get(shared, &parts)).await,
+                    Method::DELETE => Box::pin(streamable::delete(shared, &parts)).await,
+                    _ => method_not_allowed("GET, POST, DELETE"),
+                };
+            }
+            if shared.legacy.is_some() {
+                if path == config.sse_path {
+                    return match parts.method {
+                        Method::GET => Box::pin(legacy::open(shared, &parts)).await,
+                        _ => method_not_allowed("GET"),
+                    };
+                }
+                if path == config.message_path {
+                    return match parts.method {
+                        Method::POST => Box::pin(legacy::post(shared, &parts, body)).await,
+                        _ => method_not_allowed("POST"),
+                    };
+                }
+            }
+            not_here(config, shared.legacy.is_some(), path)
+        }
+    }
+}
+
+/// Authorizes a request to an MCP path: the body back when the token is good (and the caller
+/// recorded in the request's extensions), else the refusal's response.
+async fn authorize<B: ReadableBody>(
+    shared: &Shared,
+    auth: &crate::auth::ResourceServer,
+    parts: &mut http::request::Parts,
+    body: B,
+) -> Result<B, Response<HttpBody>> {
+    let path = parts.uri.path();
+    let refusal = match auth
+        .authenticate_owner(&parts.method, path, &parts.headers)
+        .await
+    {
+        // A GET (stream, HTTP+SSE session) or DELETE names no call, so only the scopes every
+        // request needs apply; a POST's calls are checked with their own scopes once decoded.
+        Ok((principal, owner)) => {
+            if parts.method != Method::POST
+                && let Err(refusal) = auth.check_scopes_at(path, &principal, auth.required())
+            {
+                shared.refused_auth(parts, &refusal);
+                return Err(shared.auth_failure(&parts.headers, None, true, &refusal));
+            }
+            // The handlers of the path read it from the request's extensions. One extension:
+            // the principal with what was computed of it.
+            crate::auth::RequestFacts::set_owner(&mut parts.extensions, owner);
+            return Ok(body);
+        }
+        Err(refusal) => refusal,
+    };
+    shared.refused_auth(parts, &refusal);
+    // A POST's error names its request (the body is read within the body limit, as any
+    // POST's would be), so it fits the revision's schema; other methods have no id to give.
+    let id = if parts.method == Method::POST {
+        read_body(shared, &parts.headers, body)
+            .await
+            .ok()
+            .and_then(|bytes| first_id(&mcp_wire::jsonrpc::decode(&bytes)))
+    } else {
+        None
+    };
+    let bodiless = parts.method != Method::POST;
+    Err(shared.auth_failure(&parts.headers, id, bodiless, &refusal))
+}
+
+/// A request a mounted route claims: its body read within the limit, then the route.
+async fn serve_route<B: ReadableBody>(
+    shared: &Shared,
+    routes: &dyn Routes,
+    parts: http::request::Parts,
+    body: B,
+) -> Response<HttpBody> {
+    let bytes = match read_body(shared, &parts.headers, body).await {
+        Ok(bytes) => bytes,
+        Err(err) => return shared.body_failure(err),
+    };
+    let peer = peer_addr(&parts);
+    let response = routes.serve(peer, Request::from_parts(parts, bytes)).await;
+    if response.status() == StatusCode::TOO_MANY_REQUESTS {
+        shared.server.settings().refusals.note(
+            Reason::RateLimited,
+            peer,
+            format_args!("a mounted route's rate limit was reached"),
+        );
+    }
+    response.map(HttpBody::full)
 }
 
 /// The 404 of a path this endpoint does not serve, saying which paths it does: an endpoint
@@ -590,8 +639,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let endpoint = self.clone();
-        Box::pin(async move { Ok(endpoint.handle(request).await) })
+        Box::pin(self.handle(request).map(Ok))
     }
 }
 
@@ -602,12 +650,27 @@ pub(crate) enum BodyError {
     Broken,
 }
 
+/// A request body the endpoint can read.
+pub(crate) trait ReadableBody:
+    hyper::body::Body<Data: Send, Error: std::error::Error + Send + Sync + 'static> + Send + 'static
+{
+}
+
+impl<B> ReadableBody for B where
+    B: hyper::body::Body<Data: Send, Error: std::error::Error + Send + Sync + 'static>
+        + Send
+        + 'static
+{
+}
+
 /// Reads the body, refusing more than the configured limit (by `Content-Length` first).
-async fn read_body<B>(shared: &Shared, headers: &HeaderMap, body: B) -> Result<Bytes, BodyError>
+pub(crate) async fn read_body<B>(
+    shared: &Shared,
+    headers: &HeaderMap,
+    body: B,
+) -> Result<Bytes, BodyError>
 where
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: std::error::Error + Send + Sync + 'static,
+    B: ReadableBody,
 {
     let limit = shared.config.body_limit;
     let declared = headers

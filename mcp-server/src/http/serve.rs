@@ -267,11 +267,10 @@ async fn serve_on(
             request
                 .extensions_mut()
                 .insert(crate::auth::RequestFacts::from_peer(peer));
-            let endpoint = handler.clone();
             // Boxed: hyper moves the service's future into its connection state, a copy of
-            // the whole future (every branch of `handle`, some kilobytes) on each request;
-            // a box is moved as a pointer.
-            Box::pin(async move { endpoint.handle(request).await })
+            // the whole future (every branch of `handle`) on each request; a box is moved as
+            // a pointer.
+            Box::pin(handler.handle(request))
         },
         signal,
     )

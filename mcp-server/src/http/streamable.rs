@@ -17,98 +17,140 @@ use crate::dispatch::{Outgoing, Reply};
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::resume;
 use crate::http::{
-    Accepts, BodyError, SESSION_HEADER, Shared, bodiless_failure, failure_response, posted_json,
-    refusal_response, session_header, sse_response, status_only,
+    Accepts, ReadableBody, SESSION_HEADER, Shared, bodiless_failure, failure_response, posted_json,
+    read_body, refusal_response, session_header, sse_response, status_only,
 };
 use crate::notify::Change;
-use crate::session::{self, Bound, Inbound, Named, SessionError};
+use crate::session::{self, Bound, Inbound, Named, Prepared, SessionError};
 
 /// `POST`: one message or batch in, JSON or SSE out.
-pub(crate) async fn post(
-    shared: &Arc<Shared>,
-    parts: &Parts,
-    body: impl Future<Output = Result<Bytes, BodyError>>,
-) -> Response<HttpBody> {
-    let set = match posted_json(shared.streamable.as_ref(), &parts.headers) {
-        Ok(set) => set,
-        Err(response) => return *response,
-    };
-    let render = set.newest();
-    let accepts = Accepts::of(&parts.headers);
-    if !accepts.json && !accepts.sse {
-        return failure_response(
-            render,
-            None,
-            &Failure::new(
-                FailureKind::NotAcceptable,
-                "Accept must allow application/json or text/event-stream",
-            ),
-        );
+///
+/// Two steps, each its own future, so a request's future holds the larger of the two rather
+/// than both side by side: reading and preparing the body, then serving it.
+///
+/// Both are `async` blocks rather than `async fn`s, which keep their arguments twice.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps its arguments twice in its future"
+)]
+pub(crate) fn post<'a>(
+    shared: &'a Arc<Shared>,
+    parts: &'a Parts,
+    body: impl ReadableBody,
+) -> impl Future<Output = Response<HttpBody>> + 'a {
+    async move {
+        // Taken out of the `match` before serving: a scrutinee lives to the end of its
+        // `match`, and would sit in the future beside the serving step.
+        let (prepared, accepts) = match receive(shared, parts, body).await {
+            Ok(received) => received,
+            Err(response) => return response,
+        };
+        respond(shared, prepared, accepts).await
     }
-    let bytes = match body.await {
-        Ok(bytes) => bytes,
-        Err(err) => return shared.body_failure(err),
-    };
-    let inbound = Inbound {
-        set,
-        decoded: jsonrpc::decode(&bytes),
-        headers: &parts.headers,
-        named: Named::Header(session_header(&parts.headers)),
-        caller: shared.caller_of(parts),
-        can_push: accepts.sse,
-        path: parts.uri.path(),
-    };
-    drop(bytes);
-    let mut prepared = match session::prepare(shared.pipeline(), inbound).await {
-        Ok(prepared) => prepared,
-        Err(refusal) => return refusal_response(&refusal),
-    };
-    if prepared.bound.is_initialize() {
-        // The session it mints is counted for the client's address.
-        prepared.bound.peer = shared.peer_of(parts);
-    }
-    let (mut reply, bound) = prepared.run();
-    let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
-    let Some(first) = reply.next().await else {
-        return status_only(StatusCode::ACCEPTED);
-    };
-    let mut minted = None;
-    if first.is_response() {
-        match bound.settle(&shared.sessions, &first).await {
-            Ok(id) => minted = id,
-            Err(refusal) => return refusal_response(&refusal),
+}
+
+/// Checks the request's head, reads and decodes its body, and prepares it in its session;
+/// the response when it is refused.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps its arguments twice in its future"
+)]
+fn receive<'a>(
+    shared: &'a Arc<Shared>,
+    parts: &'a Parts,
+    body: impl ReadableBody,
+) -> impl Future<Output = Result<(Prepared, Accepts), Response<HttpBody>>> + 'a {
+    async move {
+        let set = posted_json(shared.streamable.as_ref(), &parts.headers).map_err(|r| *r)?;
+        let render = set.newest();
+        let accepts = Accepts::of(&parts.headers);
+        if !accepts.json && !accepts.sse {
+            return Err(failure_response(
+                render,
+                None,
+                &Failure::new(
+                    FailureKind::NotAcceptable,
+                    "Accept must allow application/json or text/event-stream",
+                ),
+            ));
         }
-        if !stream_first {
-            let status = first.status().unwrap_or(StatusCode::OK);
-            let mut response = crate::http::json_response(status, first.into_bytes());
+        let decoded = match read_body(shared, &parts.headers, body).await {
+            Ok(bytes) => jsonrpc::decode(&bytes),
+            Err(err) => return Err(shared.body_failure(err)),
+        };
+        let inbound = Inbound {
+            set,
+            decoded,
+            headers: &parts.headers,
+            named: Named::Header(session_header(&parts.headers)),
+            caller: shared.caller_of(parts),
+            can_push: accepts.sse,
+            path: parts.uri.path(),
+        };
+        let mut prepared = session::prepare(shared.pipeline(), inbound)
+            .await
+            .map_err(|refusal| refusal_response(&refusal))?;
+        if prepared.bound.is_initialize() {
+            // The session it mints is counted for the client's address.
+            prepared.bound.peer = shared.peer_of(parts);
+        }
+        Ok((prepared, accepts))
+    }
+}
+
+/// Serves a prepared body: the response as JSON, or the stream of what the call sends.
+fn respond(
+    shared: &Arc<Shared>,
+    prepared: Prepared,
+    accepts: Accepts,
+) -> impl Future<Output = Response<HttpBody>> + '_ {
+    // Run before the future is built: it holds the reply and the session once, not the
+    // prepared body besides.
+    let (mut reply, bound) = prepared.run();
+    async move {
+        let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
+        let Some(first) = reply.next().await else {
+            return status_only(StatusCode::ACCEPTED);
+        };
+        let mut minted = None;
+        if first.is_response() {
+            match bound.settle(&shared.sessions, &first).await {
+                Ok(id) => minted = id,
+                Err(refusal) => return refusal_response(&refusal),
+            }
+            if !stream_first {
+                let status = first.status().unwrap_or(StatusCode::OK);
+                let mut response = crate::http::json_response(status, first.into_bytes());
+                add_session_header(&mut response, minted.as_deref());
+                return response;
+            }
+        } else if !accepts.sse {
+            // Nothing but the result can travel in a JSON body: wait for it.
+            let mut last = None;
+            while let Some(item) = reply.next().await {
+                if item.is_response() {
+                    last = Some(item);
+                }
+            }
+            let Some(last) = last else {
+                return status_only(StatusCode::ACCEPTED);
+            };
+            let minted = match bound.settle(&shared.sessions, &last).await {
+                Ok(minted) => minted,
+                Err(refusal) => return refusal_response(&refusal),
+            };
+            let status = last.status().unwrap_or(StatusCode::OK);
+            let mut response = crate::http::json_response(status, last.into_bytes());
             add_session_header(&mut response, minted.as_deref());
             return response;
         }
-    } else if !accepts.sse {
-        // Nothing but the result can travel in a JSON body: wait for it.
-        let mut last = None;
-        while let Some(item) = reply.next().await {
-            if item.is_response() {
-                last = Some(item);
-            }
-        }
-        let Some(last) = last else {
-            return status_only(StatusCode::ACCEPTED);
-        };
-        let minted = match bound.settle(&shared.sessions, &last).await {
-            Ok(minted) => minted,
-            Err(refusal) => return refusal_response(&refusal),
-        };
-        let status = last.status().unwrap_or(StatusCode::OK);
-        let mut response = crate::http::json_response(status, last.into_bytes());
+        let source = call_stream(shared, bound, first, reply);
+        let stream =
+            SseStream::new(source, shared.config.keep_alive).counted(&shared.server, "post");
+        let mut response = sse_response(HttpBody::sse(stream));
         add_session_header(&mut response, minted.as_deref());
-        return response;
+        response
     }
-    let source = call_stream(shared, bound, first, reply);
-    let stream = SseStream::new(source, shared.config.keep_alive).counted(&shared.server, "post");
-    let mut response = sse_response(HttpBody::sse(stream));
-    add_session_header(&mut response, minted.as_deref());
-    response
 }
 
 /// The events of a call answered as SSE: the priming event (SSE polling), what the call sends,

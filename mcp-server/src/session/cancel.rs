@@ -155,6 +155,21 @@ impl Cancels {
                 return self.enlist(calls, session, ctx, count);
             }
         }
+        // Boxed: a session's first call here is rare, and the subscription's state would
+        // otherwise enlarge the future of every request.
+        Box::pin(self.register_first(log, topic, session, ctx, count)).await
+    }
+
+    /// [`register`](Self::register) for the first call of `session` on this worker: starts
+    /// listening to its cancel topic.
+    async fn register_first(
+        self: &Arc<Self>,
+        log: &Arc<dyn EventLog>,
+        topic: impl FnOnce() -> Topic,
+        session: &Arc<str>,
+        ctx: &Context,
+        count: usize,
+    ) -> Result<Registered, Busy> {
         let subscription = match Subscription::start(log.clone(), topic(), None).await {
             Ok(subscription) => Some(subscription),
             Err(err) => {

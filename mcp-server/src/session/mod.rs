@@ -26,6 +26,7 @@ pub(crate) mod resume;
 pub(crate) mod store;
 pub(crate) mod streams;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use mcp_adapters::{
@@ -202,13 +203,15 @@ pub(crate) struct Bound {
 
 /// Selects, loads, confirms, decodes, binds and registers one request (see the module
 /// documentation); a refusal is rendered by the adapter it names.
-pub(crate) async fn prepare<H>(
-    pipeline: Pipeline<'_>,
-    inbound: Inbound<'_, H>,
-) -> Result<Prepared, Refusal>
+pub(crate) fn prepare<'a, H>(
+    pipeline: Pipeline<'a>,
+    inbound: Inbound<'a, H>,
+) -> impl Future<Output = Result<Prepared, Refusal>> + 'a
 where
     H: HeaderSource + ?Sized,
 {
+    // Taken apart before the future is built: an `async fn` would keep `inbound` and its
+    // parts side by side in every request's future.
     let Inbound {
         set,
         decoded,
@@ -218,97 +221,112 @@ where
         can_push,
         path,
     } = inbound;
-    let (adapter, session, initialize, hold) =
-        bind(pipeline, set, headers, named, &caller, &decoded)
-            .await
-            .map_err(|refusal| *refusal)?;
-    let id = initialize.then(|| first_id(&decoded)).flatten();
-    if let Some(Loaded { id, .. }) = &session {
-        // A call of this session runs in an earlier request, here or on another worker.
-        let cancelled = cancel::cancelled_ids(&decoded);
-        if !cancelled.is_empty() {
-            let topic = pipeline.sessions.cancel_topic(id);
-            let log = &pipeline.server.settings().log;
-            pipeline.cancels.cancel(log, &topic, id, &cancelled).await;
-        }
-    }
-    // The registry as it is now: the header checks agree with what the call is served from.
-    let served = pipeline.server.served();
-    let items = adapter.decode_http(decoded, headers, served.registry.view(adapter));
-    let snapshot = session
-        .as_ref()
-        .map(|loaded| loaded.record.load(pipeline.server.revisions()))
-        .unwrap_or_default();
-    let mut ctx = Context::for_session(snapshot, can_push, pipeline.sessions.namespace().clone());
-    if let Some((principal, binding)) = caller.principal {
-        // Every call of this request acts for the token's principal.
-        let hide = pipeline.auth.is_some_and(|a| a.hides_tools());
-        if let Some((id, refusal)) = missing_scope(pipeline.auth, &served, path, &items, &principal)
-        {
-            pipeline.server.settings().refusals.note(
-                crate::refusal::Reason::InsufficientScope,
-                None,
-                format_args!("{}", refusal.reason),
-            );
-            return Err(Refusal {
-                adapter,
-                id,
-                why: Refused::Scope(refusal),
-                retry_after: None,
-            });
-        }
-        ctx = ctx.with_auth_binding(principal, binding, hide);
-    }
-    if let Some(limiter) = &pipeline.server.settings().limiter {
-        // Before anything runs or is registered: a refused call costs no handler and no task.
-        let refusals = &pipeline.server.settings().refusals;
-        let who = (caller.owner.as_ref(), caller.peer);
-        // The common case, a token of this worker's lease, builds no future.
-        if !limiter.admit_leased(&items, || limit_key(who)) {
-            limited(limiter, adapter, &items, who, refusals).await?;
-        }
-    }
-    if let Some(Loaded { id, .. }) = &session {
-        // Replies to questions pushed in this session are accepted only from this session.
-        ctx = ctx.with_shared_session(id.clone());
-    }
-    // While the call runs, a `notifications/cancelled` of its session reaches it (a body
-    // without a request has nothing to cancel).
-    let (registered, call_id) = match &session {
-        Some(Loaded { id, .. }) if cancel::has_request(&items) => {
-            let topic = || pipeline.sessions.cancel_topic(id);
-            let log = &pipeline.server.settings().log;
-            let (count, first) = cancel::requests(&items);
-            match pipeline.cancels.register(log, topic, id, &ctx, count).await {
-                Ok(registered) => (Some(registered), first),
-                Err(busy) => {
-                    pipeline.server.settings().refusals.note(
-                        crate::refusal::Reason::MaxCallsPerSession,
-                        None,
-                        format_args!("{busy}"),
-                    );
-                    return Err(Refusal::failure(adapter, first, busy.failure()));
+    async move {
+        let (adapter, session, initialize, hold) =
+            match bind(pipeline, set, headers, named, &caller, &decoded) {
+                Ok(picked) => picked,
+                Err(Unbound::Refused(refusal)) => return Err(*refusal),
+                // Boxed: the store's path is the rare one, and its state would otherwise
+                // enlarge the future of every request.
+                Err(Unbound::Stored(selected, id)) => {
+                    Box::pin(bind_stored(pipeline, set, selected, id, &caller, &decoded))
+                        .await
+                        .map_err(|refusal| *refusal)?
                 }
+            };
+        let id = initialize.then(|| first_id(&decoded)).flatten();
+        if let Some(Loaded { id, .. }) = &session {
+            // A call of this session runs in an earlier request, here or on another worker.
+            let cancelled = cancel::cancelled_ids(&decoded);
+            if !cancelled.is_empty() {
+                let topic = pipeline.sessions.cancel_topic(id);
+                let log = &pipeline.server.settings().log;
+                // Boxed: rare, and its state would enlarge every request's future.
+                Box::pin(pipeline.cancels.cancel(log, &topic, id, &cancelled)).await;
             }
         }
-        _ => (None, None),
-    };
-    Ok(Prepared {
-        bound: Bound {
-            adapter,
-            ctx,
-            session,
-            initialize,
-            id,
-            owner: caller.owner,
-            peer: None,
-            call_id,
-            _registered: registered,
-            _hold: hold,
-        },
-        body: items,
-        served,
-    })
+        // The registry as it is now: the header checks agree with what the call is served from.
+        let served = pipeline.server.served();
+        let items = adapter.decode_http(decoded, headers, served.registry.view(adapter));
+        let snapshot = session
+            .as_ref()
+            .map(|loaded| loaded.record.load(pipeline.server.revisions()))
+            .unwrap_or_default();
+        let mut ctx =
+            Context::for_session(snapshot, can_push, pipeline.sessions.namespace().clone());
+        if let Some((principal, binding)) = caller.principal {
+            // Every call of this request acts for the token's principal.
+            let hide = pipeline.auth.is_some_and(|a| a.hides_tools());
+            if let Some((id, refusal)) =
+                missing_scope(pipeline.auth, &served, path, &items, &principal)
+            {
+                pipeline.server.settings().refusals.note(
+                    crate::refusal::Reason::InsufficientScope,
+                    None,
+                    format_args!("{}", refusal.reason),
+                );
+                return Err(Refusal {
+                    adapter,
+                    id,
+                    why: Refused::Scope(refusal),
+                    retry_after: None,
+                });
+            }
+            ctx = ctx.with_auth_binding(principal, binding, hide);
+        }
+        if let Some(limiter) = &pipeline.server.settings().limiter {
+            // Before anything runs or is registered: a refused call costs no handler and no task.
+            let refusals = &pipeline.server.settings().refusals;
+            let who = (caller.owner.as_ref(), caller.peer);
+            // The common case, a token of this worker's lease, builds no future.
+            if !limiter.admit_leased(&items, || limit_key(who)) {
+                // Boxed: only when a lease ran out; its state would enlarge every
+                // request's future.
+                Box::pin(limited(limiter, adapter, &items, who, refusals)).await?;
+            }
+        }
+        if let Some(Loaded { id, .. }) = &session {
+            // Replies to questions pushed in this session are accepted only from this session.
+            ctx = ctx.with_shared_session(id.clone());
+        }
+        // While the call runs, a `notifications/cancelled` of its session reaches it (a body
+        // without a request has nothing to cancel).
+        let (registered, call_id) = match &session {
+            Some(Loaded { id, .. }) if cancel::has_request(&items) => {
+                let topic = || pipeline.sessions.cancel_topic(id);
+                let log = &pipeline.server.settings().log;
+                let (count, first) = cancel::requests(&items);
+                match pipeline.cancels.register(log, topic, id, &ctx, count).await {
+                    Ok(registered) => (Some(registered), first),
+                    Err(busy) => {
+                        pipeline.server.settings().refusals.note(
+                            crate::refusal::Reason::MaxCallsPerSession,
+                            None,
+                            format_args!("{busy}"),
+                        );
+                        return Err(Refusal::failure(adapter, first, busy.failure()));
+                    }
+                }
+            }
+            _ => (None, None),
+        };
+        Ok(Prepared {
+            bound: Bound {
+                adapter,
+                ctx,
+                session,
+                initialize,
+                id,
+                owner: caller.owner,
+                peer: None,
+                call_id,
+                _registered: registered,
+                _hold: hold,
+            },
+            body: items,
+            served,
+        })
+    }
 }
 
 /// The refusal of the first call of `items` a rate limit refuses, if any.
@@ -342,25 +360,38 @@ fn limit_key((owner, peer): (Option<&Arc<str>>, Option<PeerKey>)) -> crate::limi
     }
 }
 
+/// What [`bind`] picked: the adapter, the session, whether the request is an `initialize`,
+/// and the hold that keeps the session busy.
+type Picked = (Adapter, Option<Loaded>, bool, Option<Hold>);
+
+/// Why [`bind`] picked nothing yet.
+enum Unbound<'a> {
+    /// The request is refused.
+    Refused(Box<Refusal>),
+    /// The session named must be read from the store first ([`bind_stored`]).
+    Stored(Selected, &'a str),
+}
+
 /// Picks the adapter and the session of a request: one selection, at most one store read,
-/// none on revisions without sessions.
-async fn bind<H>(
+/// none on revisions without sessions. Synchronous for the usual request (a session this
+/// worker trusts its record of); [`Unbound::Stored`] when the store must be read.
+fn bind<'a, H>(
     pipeline: Pipeline<'_>,
     set: &AdapterSet,
     headers: &H,
-    named: Named<'_>,
+    named: Named<'a>,
     caller: &Caller,
     decoded: &Decoded,
-) -> Result<(Adapter, Option<Loaded>, bool, Option<Hold>), Box<Refusal>>
+) -> Result<Picked, Unbound<'a>>
 where
     H: HeaderSource + ?Sized,
 {
     let reject = |rejected: mcp_adapters::Rejected| {
-        Box::new(Refusal::failure(
+        Unbound::Refused(Box::new(Refusal::failure(
             rejected.adapter,
             first_id(decoded),
             rejected.failure,
-        ))
+        )))
     };
     let named = match named {
         Named::Loaded { loaded, fallback } => {
@@ -397,32 +428,79 @@ where
         return Ok((selected.adapter, None, false, None));
     }
     let Some(id) = named else {
-        return Err(Box::new(Refusal::failure(
+        return Err(Unbound::Refused(Box::new(Refusal::failure(
             selected.adapter,
             first_id(decoded),
             Failure::new(
                 FailureKind::SessionRequired,
                 "this request needs the Mcp-Session-Id header that initialize returned",
             ),
-        )));
+        ))));
     };
     // Busy from before it is read: a session a request is using is never evicted.
-    let (loaded, hold) = load_own_held(pipeline.sessions, id, caller.owner.as_deref(), false)
-        .await
-        .map_err(|err| {
-            let refusals = &pipeline.server.settings().refusals;
-            Box::new(Refusal::store(
-                selected.adapter,
-                first_id(decoded),
-                &err,
-                refusals,
-            ))
-        })?;
+    let Some(found) = pipeline.sessions.load_held_now(id) else {
+        return Err(Unbound::Stored(selected, id));
+    };
+    let found = own(found, caller.owner.as_deref(), false);
+    confirm(pipeline, set, selected, found, decoded).map_err(Unbound::Refused)
+}
+
+/// [`bind`] when the session must be read from the store.
+async fn bind_stored(
+    pipeline: Pipeline<'_>,
+    set: &AdapterSet,
+    selected: Selected,
+    id: &str,
+    caller: &Caller,
+    decoded: &Decoded,
+) -> Result<Picked, Box<Refusal>> {
+    let found = load_own_held(pipeline.sessions, id, caller.owner.as_deref(), false).await;
+    confirm(pipeline, set, selected, found, decoded)
+}
+
+/// The end of [`bind`] once the session is read: the store's answer, then the revision it
+/// negotiated.
+fn confirm(
+    pipeline: Pipeline<'_>,
+    set: &AdapterSet,
+    selected: Selected,
+    found: Result<(Loaded, Option<Hold>), SessionError>,
+    decoded: &Decoded,
+) -> Result<Picked, Box<Refusal>> {
+    let (loaded, hold) = found.map_err(|err| {
+        let refusals = &pipeline.server.settings().refusals;
+        Box::new(Refusal::store(
+            selected.adapter,
+            first_id(decoded),
+            &err,
+            refusals,
+        ))
+    })?;
     // The session speaks the revision it negotiated, and only that one.
     let adapter = set
         .confirm_session(selected, loaded.record.version.as_deref())
-        .map_err(reject)?;
+        .map_err(|rejected| {
+            Box::new(Refusal::failure(
+                rejected.adapter,
+                first_id(decoded),
+                rejected.failure,
+            ))
+        })?;
     Ok((adapter, Some(loaded), false, hold))
+}
+
+/// A session found for `owner` over a transport with (`sse`) or without an HTTP+SSE stream:
+/// another principal's session, or one of the other transport, is as good as none.
+fn own(
+    (loaded, hold): (Loaded, Option<Hold>),
+    owner: Option<&str>,
+    sse: bool,
+) -> Result<(Loaded, Option<Hold>), SessionError> {
+    if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner {
+        Ok((loaded, hold))
+    } else {
+        Err(SessionError::NotFound)
+    }
 }
 
 /// Loads session `id` for a request of `owner` over a transport with (`sse`) or without an
@@ -450,15 +528,13 @@ pub(crate) async fn load_own_held(
     owner: Option<&str>,
     sse: bool,
 ) -> Result<(Loaded, Option<Hold>), SessionError> {
-    match sessions.load_held(id).await {
-        Ok((loaded, hold))
-            if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner =>
-        {
-            Ok((loaded, hold))
-        }
-        Ok(_) => Err(SessionError::NotFound),
-        Err(err) => Err(err),
-    }
+    let found = match sessions.load_held_now(id) {
+        Some(found) => found,
+        // Boxed: the store's path is the rare one, and its state would otherwise enlarge the
+        // future of every request.
+        None => Box::pin(sessions.load_held(id)).await?,
+    };
+    own(found, owner, sse)
 }
 
 impl Prepared {
@@ -487,11 +563,15 @@ impl Bound {
     /// session saves what it changed, whatever its answer; other requests save nothing. A
     /// failure is the request's answer instead of `response`: the change (a subscription, a
     /// log level) is not stored, so the client must not take it as done.
-    pub(crate) async fn settle(
-        &self,
-        sessions: &Sessions,
+    pub(crate) fn settle<'a>(
+        &'a self,
+        sessions: &'a Sessions,
         response: &Outgoing,
-    ) -> Result<Option<String>, Refusal> {
+    ) -> impl Future<Output = Result<Option<String>, Refusal>> + use<'a> {
+        use futures::future::{Either, FutureExt as _, ready};
+        // Decided before any future is built: the usual request stores nothing, and a
+        // store operation's state (boxed, it is rare) would otherwise sit in every request's
+        // future.
         if self.initialize {
             let succeeded = matches!(response, Outgoing::Response(e) if !e.is_error());
             let mut record = SessionRecord {
@@ -503,35 +583,43 @@ impl Bound {
                 now.adapter.is_some_and(|a| a.has_sessions())
             });
             if !succeeded || !with_sessions {
-                return Ok(None);
+                return Either::Left(ready(Ok(None)));
             }
-            // Boxed: minting (and evicting to make room) is rare, and its state would otherwise
-            // enlarge the future of every request.
-            return match Box::pin(sessions.create(&record, self.peer)).await {
-                Ok(id) => Ok(Some(id)),
-                Err(err) => Err(Refusal::store(
-                    self.adapter,
-                    self.id.clone(),
-                    &err,
-                    sessions.refusals(),
-                )),
-            };
+            let (adapter, id, peer) = (self.adapter, self.id.clone(), self.peer);
+            return Either::Right(
+                async move {
+                    match sessions.create(&record, peer).await {
+                        Ok(id) => Ok(Some(id)),
+                        Err(err) => Err(Refusal::store(adapter, id, &err, sessions.refusals())),
+                    }
+                }
+                .boxed(),
+            );
         }
         let Some(loaded) = &self.session else {
             // Stateless (2026-07-28): nothing to save.
-            return Ok(None);
+            return Either::Left(ready(Ok(None)));
         };
-        match sessions.save_changes(&loaded.id, loaded, &self.ctx).await {
-            Ok(()) => Ok(None),
-            Err(err) => {
-                tracing::error!(%err, "could not save a session change");
-                Err(Refusal::failure(
-                    self.adapter,
-                    response_id(response),
-                    err.failure(),
-                ))
-            }
+        if !self
+            .ctx
+            .inspect_session(|now| loaded.record.would_change(now))
+        {
+            // The usual call changes nothing of its session: no store operation.
+            return Either::Left(ready(Ok(None)));
         }
+        let (adapter, id) = (self.adapter, response_id(response));
+        Either::Right(
+            async move {
+                match sessions.save_changes(&loaded.id, loaded, &self.ctx).await {
+                    Ok(()) => Ok(None),
+                    Err(err) => {
+                        tracing::error!(%err, "could not save a session change");
+                        Err(Refusal::failure(adapter, id, err.failure()))
+                    }
+                }
+            }
+            .boxed(),
+        )
     }
 
     /// The request is an `initialize` that mints its session when it succeeds.

@@ -1107,6 +1107,33 @@ impl Sessions {
         self.load_inner(id, true).await
     }
 
+    /// [`load_held`](Self::load_held) without waiting, for the usual request: `Some` when
+    /// this worker trusts its decoded record of `id` and the TTL needs no renewal yet; `None`
+    /// when the store must be asked (then nothing is held).
+    pub(crate) fn load_held_now(&self, id: &str) -> Option<(Loaded, Option<Hold>)> {
+        if !Self::plausible(id) {
+            return None;
+        }
+        let hold = {
+            let mut touched = self.lock_touched();
+            let due = touched
+                .by_id
+                .get(id)
+                .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4);
+            if due {
+                return None;
+            }
+            touched.held.hold(id).map(|place| Hold {
+                touched: self.touched.clone(),
+                place,
+            })
+        };
+        self.start_feed();
+        // Without a trusted record the hold drops here, released.
+        let loaded = self.trusted(id)?;
+        Some((loaded, hold))
+    }
+
     async fn load_inner(
         &self,
         id: &str,
@@ -1131,48 +1158,64 @@ impl Sessions {
             )
         };
         self.start_feed();
+        // The store's paths are boxed: a trusted record (the usual request) awaits nothing,
+        // and their state would otherwise enlarge the future of every request.
         let loaded = match self.trusted(id) {
             Some(loaded) => loaded,
-            None => {
-                let epoch = self.trust_epoch();
-                let key = self.key(id);
-                let read = self.store.get(&key);
-                let found = match self.copy(id) {
-                    // A copy to fall back on: the store gets a moment, not its whole timeout.
-                    Some(copy) => match tokio::time::timeout(STALE_WAIT, read).await {
-                        Ok(Ok(found)) => found,
-                        Ok(Err(err)) => {
-                            tracing::warn!(%err, "session store failed; serving this worker's copy");
-                            return Ok((copy, hold));
-                        }
-                        Err(_) => {
-                            tracing::debug!("session store slow; serving this worker's copy");
-                            return Ok((copy, hold));
-                        }
-                    },
-                    None => read.await?,
-                };
-                let Some(record) = found else {
-                    self.forget(id);
-                    return Err(SessionError::NotFound);
-                };
-                self.decode(id, record, epoch)?
-            }
+            None => match Box::pin(self.read(id)).await? {
+                Read::Fresh(loaded) => loaded,
+                Read::Copy(copy) => return Ok((copy, hold)),
+            },
         };
         if due {
-            match self.store.touch(&self.key(id), self.ttl).await {
-                Ok(()) => {
-                    self.remember_touch(id);
-                    self.touch_owner(loaded.record.owner.as_deref()).await;
-                }
-                Err(StoreError::NotFound) => {
-                    self.forget(id);
-                    return Err(SessionError::NotFound);
-                }
-                Err(err) => tracing::warn!(%err, "could not renew a session's TTL"),
-            }
+            Box::pin(self.renew_ttl(id, loaded.record.owner.as_deref())).await?;
         }
         Ok((loaded, hold))
+    }
+
+    /// Reads session `id` from the store; this worker's copy of it when the store fails or
+    /// is slow (and a copy is there).
+    async fn read(&self, id: &str) -> Result<Read, SessionError> {
+        let epoch = self.trust_epoch();
+        let key = self.key(id);
+        let read = self.store.get(&key);
+        let found = match self.copy(id) {
+            // A copy to fall back on: the store gets a moment, not its whole timeout.
+            Some(copy) => match tokio::time::timeout(STALE_WAIT, read).await {
+                Ok(Ok(found)) => found,
+                Ok(Err(err)) => {
+                    tracing::warn!(%err, "session store failed; serving this worker's copy");
+                    return Ok(Read::Copy(copy));
+                }
+                Err(_) => {
+                    tracing::debug!("session store slow; serving this worker's copy");
+                    return Ok(Read::Copy(copy));
+                }
+            },
+            None => read.await?,
+        };
+        let Some(record) = found else {
+            self.forget(id);
+            return Err(SessionError::NotFound);
+        };
+        Ok(Read::Fresh(self.decode(id, record, epoch)?))
+    }
+
+    /// Renews session `id`'s TTL (and its owner's count's); a failure other than a session
+    /// gone is logged, not returned.
+    async fn renew_ttl(&self, id: &str, owner: Option<&str>) -> Result<(), SessionError> {
+        match self.store.touch(&self.key(id), self.ttl).await {
+            Ok(()) => {
+                self.remember_touch(id);
+                self.touch_owner(owner).await;
+            }
+            Err(StoreError::NotFound) => {
+                self.forget(id);
+                return Err(SessionError::NotFound);
+            }
+            Err(err) => tracing::warn!(%err, "could not renew a session's TTL"),
+        }
+        Ok(())
     }
 
     /// Saves what a call changed in the connection state of `ctx` (log level, subscriptions,
@@ -1622,6 +1665,14 @@ fn joined(prefix: &str, id: &str) -> String {
     out.push_str(prefix);
     out.push_str(id);
     out
+}
+
+/// What [`Sessions::read`] found.
+enum Read {
+    /// The stored record.
+    Fresh(Loaded),
+    /// This worker's copy, the store having failed or been slow.
+    Copy(Loaded),
 }
 
 #[cfg(test)]
