@@ -81,6 +81,26 @@ impl Link {
         options
     }
 
+    /// The options of a request forwarded for `ex` with the answers its downstream call
+    /// carried that no downstream question asked for (sent up front, or under keys nobody
+    /// asked), passed upstream as the upstream revision carries them: the upstream decides
+    /// whether its own questions take answers given up front, and ignores the other keys.
+    /// `in_arguments` says whether the upstream takes them in a tool's arguments (a tool that
+    /// declares `mcpAnswers` on 2025-03-26 and 2024-11-05).
+    fn options_with_answers(&self, ex: &Exchange, in_arguments: bool) -> CallOptions {
+        let options = self.options(ex);
+        let features = self.client.revision().features();
+        if !(features.can_ask() || (features.asks_in_arguments() && in_arguments)) {
+            return options;
+        }
+        let unasked = ex.unasked_answers();
+        if unasked.is_empty() {
+            options
+        } else {
+            options.answers_up_front(unasked)
+        }
+    }
+
     /// Whether requests forwarded for `ex` declare the downstream client's capabilities
     /// upstream: questions are relayed, the upstream revision takes capabilities per request,
     /// and the downstream revision has them (one without elicitation capabilities, where
@@ -123,13 +143,16 @@ impl Link {
     pub(crate) async fn call_tool(
         self: Arc<Self>,
         name: Arc<str>,
+        takes_answers: bool,
         arguments: Value,
         ex: Exchange,
     ) -> Result<CallToolResult, ToolError> {
         let progress = ex.clone();
-        let options = self.options(&ex).on_progress(move |p| {
-            progress.progress(p.progress, p.total, p.message.as_deref());
-        });
+        let options = self
+            .options_with_answers(&ex, takes_answers)
+            .on_progress(move |p| {
+                progress.progress(p.progress, p.total, p.message.as_deref());
+            });
         let called = self.client.call_tool_with(&name, arguments, options);
         match self.forward(&ex, called).await? {
             Ok(value) => {
@@ -159,7 +182,7 @@ impl Link {
         uri: String,
         ex: Exchange,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
-        let options = self.options(&ex);
+        let options = self.options_with_answers(&ex, false);
         let read =
             self.client
                 .request_with(method::RESOURCES_READ, Some(json!({"uri": uri})), options);
@@ -192,7 +215,7 @@ impl Link {
                 params.insert("arguments".into(), other);
             }
         }
-        let options = self.options(&ex);
+        let options = self.options_with_answers(&ex, false);
         let got =
             self.client
                 .request_with(method::PROMPTS_GET, Some(Value::Object(params)), options);

@@ -453,6 +453,25 @@ impl Exchange {
         self.lock().answers.contains_key(key)
     }
 
+    /// The answers this call carried that answer no question the server asked on an earlier
+    /// attempt (`inputResponses` on 2026-07-28, `mcpAnswers` on 2025-03-26 and 2024-11-05,
+    /// sent up front or under keys the server does not know), raw, by key: the ones a
+    /// question marked [`answerable_up_front`](Question::answerable_up_front) may still take.
+    /// [`ask`](Self::ask) ignores them otherwise. A gateway passes them on to the server it
+    /// forwards the call to, which decides for its own questions.
+    ///
+    /// ```
+    /// use mcp_server::{Exchange, ToolError};
+    ///
+    /// async fn forward(ex: Exchange) -> Result<String, ToolError> {
+    ///     let unasked = ex.unasked_answers();
+    ///     Ok(format!("{} answers given up front", unasked.len()))
+    /// }
+    /// ```
+    pub fn unasked_answers(&self) -> Map<String, Value> {
+        self.lock().offered.clone()
+    }
+
     /// Asks the client (and through it, the user) `question` under `key`, by whatever means
     /// the revision has, and returns the answer.
     ///
