@@ -241,7 +241,7 @@ request. The first line on stdout names the address (HTTP only). Ctrl-C stops it
 
 Examples:
   mcp proxy --upstream https://example.com/mcp --addr 127.0.0.1:8080
-  mcp proxy --stdio \"my-server --flag\" --addr 127.0.0.1:8080
+  mcp proxy --stdio \"my-server --flag\" --addr 127.0.0.1:8080 --max-children 32
   mcp proxy --stdio-front --upstream https://example.com/mcp";
 
 /// `mcp proxy`.
@@ -275,6 +275,16 @@ pub(crate) struct ProxyArgs {
         default_value_t = mcp_gateway::DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS
     )]
     pub(crate) max_upstream_subscriptions: usize,
+    /// With --stdio: child processes at once. Each downstream session gets a child of its own
+    /// at its first request, beside the first child (which lists the catalog and serves clients
+    /// without a session: 2026-07-28, --stdio-front); a session beyond the limit is refused
+    /// until another ends or idles out
+    #[arg(long, value_name = "N", default_value_t = mcp_gateway::DEFAULT_MAX_CHILDREN)]
+    pub(crate) max_children: usize,
+    /// With --stdio: seconds a session's child may go without a request before it is ended
+    /// (its next request starts another); a child whose session ended is ended at once
+    #[arg(long, value_name = "SECS", default_value_t = mcp_gateway::DEFAULT_CHILD_IDLE.as_secs_f64())]
+    pub(crate) child_idle: f64,
     /// Show 2025-11-25 clients the upstream's tool schemas as they are (JSON Schema 2020-12,
     /// that revision's dialect) instead of a simplified schema every such client reads
     #[arg(long)]

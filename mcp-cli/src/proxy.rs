@@ -2,6 +2,8 @@
 //! gateway on every revision and transport.
 
 use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_gateway::{DownstreamAuth, Gateway, GatewayError, QuestionRelay, ToolSchemas};
 
@@ -45,13 +47,26 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
             }
         }
     }
+    // A child per downstream session: a stdio upstream served over HTTP.
+    let per_session = !global.stdio.is_empty() && !args.stdio_front;
+    if args.max_children < 2 {
+        return Err(CliError::Usage(
+            "--max-children must be at least 2: the first child and one session's".into(),
+        ));
+    }
+    let child_idle = Duration::try_from_secs_f64(args.child_idle)
+        .ok()
+        .filter(|idle| !idle.is_zero())
+        .ok_or_else(|| {
+            CliError::Usage("--child-idle must be a positive number of seconds".into())
+        })?;
     if !args.stdio_front && args.auth_issuer.is_none() && !args.unsafe_unauthenticated {
         refuse_open_listener(&args.addr).await?;
     }
     let hub = mcp_gateway::connect_hub(&args.hub)
         .await
         .map_err(|e| CliError::Usage(format!("--hub {}: {e}", args.hub)))?;
-    let session = Session::new(global, &mut words)?;
+    let session = Arc::new(Session::new(global, &mut words)?);
     // The upstream's questions go to the downstream client whose call caused them.
     let relay = QuestionRelay::new();
     let connecting = session.connect_configured(|builder| relay.install(builder));
@@ -76,7 +91,27 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
     if let Some(hub) = hub {
         builder = builder.hub(hub);
     }
-    let gateway = builder.start(upstream).await.map_err(proxy_error)?;
+    let gateway = if per_session {
+        let session = session.clone();
+        let connect = move |relay: QuestionRelay| {
+            let session = session.clone();
+            async move {
+                let connecting = session.connect_configured(|builder| relay.install(builder));
+                match tokio::time::timeout(session.timeout, connecting).await {
+                    Ok(connected) => connected.map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("no answer within {:?}", session.timeout)),
+                }
+            }
+        };
+        builder
+            .max_children(args.max_children)
+            .child_idle(child_idle)
+            .start_per_session(upstream, connect)
+            .await
+    } else {
+        builder.start(upstream).await
+    }
+    .map_err(proxy_error)?;
     for skipped in gateway.skipped() {
         session.ui.note(&format!(
             "not served: {} {:?}: {}",

@@ -54,6 +54,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
+mod children;
 mod error;
 mod gateway;
 mod link;
@@ -63,8 +64,8 @@ mod translate;
 pub use auth::DownstreamAuth;
 pub use error::GatewayError;
 pub use gateway::{
-    DEFAULT_MAX_UPSTREAM_CALLS, DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS, Gateway, GatewayBuilder,
-    connect_hub,
+    DEFAULT_CHILD_IDLE, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_UPSTREAM_CALLS,
+    DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS, Gateway, GatewayBuilder, connect_hub,
 };
 /// How tools' schemas are shown to 2025-11-25 clients ([`GatewayBuilder::tool_schemas`]).
 pub use mcp_server::ToolSchemas;

@@ -17,6 +17,7 @@ use mcp_wire::names::{error_code, meta, method};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
+use crate::children::{ChildError, Children, InUse};
 use crate::relay::{Call, InFlight, outside_calls};
 
 /// The JSON-RPC code of "resource not found" on 2024-11-05 to 2025-11-25.
@@ -30,10 +31,14 @@ const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
 /// The upstream client with its bounds. Shared by every declaration of the catalog.
 pub(crate) struct Link {
     pub(crate) client: Client,
-    permits: Semaphore,
+    /// Shared by every link of a gateway (its clients per session too).
+    permits: Arc<Semaphore>,
     call_timeout: Option<Duration>,
     /// The relay's calls in flight, when the upstream's questions are relayed.
     in_flight: Option<Arc<InFlight>>,
+    /// With a client per downstream session: the sessions' clients (this one serves the
+    /// requests that come in no session).
+    pub(crate) children: Option<Arc<Children>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -53,11 +58,42 @@ impl Link {
         call_timeout: Option<Duration>,
         in_flight: Option<Arc<InFlight>>,
     ) -> Self {
-        Self {
+        Self::with_permits(
             client,
-            permits: Semaphore::new(max_calls),
+            Arc::new(Semaphore::new(max_calls)),
             call_timeout,
             in_flight,
+        )
+    }
+
+    /// A link sharing `permits` with others.
+    pub(crate) fn with_permits(
+        client: Client,
+        permits: Arc<Semaphore>,
+        call_timeout: Option<Duration>,
+        in_flight: Option<Arc<InFlight>>,
+    ) -> Self {
+        Self {
+            client,
+            permits,
+            call_timeout,
+            in_flight,
+            children: None,
+        }
+    }
+
+    /// The link that serves `ex`: its session's own (made on the session's first request,
+    /// and kept busy while the guard lives), or this one.
+    async fn route(
+        self: Arc<Self>,
+        ex: &Exchange,
+    ) -> Result<(Arc<Self>, Option<InUse>), ChildError> {
+        let Some(children) = &self.children else {
+            return Ok((self, None));
+        };
+        match children.for_exchange(ex).await? {
+            Some((link, in_use)) => Ok((link, Some(in_use))),
+            None => Ok((self, None)),
         }
     }
 
@@ -147,6 +183,17 @@ impl Link {
         arguments: Value,
         ex: Exchange,
     ) -> Result<CallToolResult, ToolError> {
+        let (link, _in_use) = self.route(&ex).await.map_err(ToolError::new)?;
+        Box::pin(link.call_tool_here(name, takes_answers, arguments, ex)).await
+    }
+
+    async fn call_tool_here(
+        &self,
+        name: Arc<str>,
+        takes_answers: bool,
+        arguments: Value,
+        ex: Exchange,
+    ) -> Result<CallToolResult, ToolError> {
         let progress = ex.clone();
         let options = self
             .options_with_answers(&ex, takes_answers)
@@ -182,6 +229,18 @@ impl Link {
         uri: String,
         ex: Exchange,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
+        let (link, _in_use) = self
+            .route(&ex)
+            .await
+            .map_err(|e| ResourceError::Failed(e.to_string()))?;
+        Box::pin(link.read_resource_here(uri, ex)).await
+    }
+
+    async fn read_resource_here(
+        &self,
+        uri: String,
+        ex: Exchange,
+    ) -> Result<Vec<ResourceContents>, ResourceError> {
         let options = self.options_with_answers(&ex, false);
         let read =
             self.client
@@ -201,6 +260,19 @@ impl Link {
     /// `prompts/get` upstream.
     pub(crate) async fn get_prompt(
         self: Arc<Self>,
+        name: Arc<str>,
+        arguments: Value,
+        ex: Exchange,
+    ) -> Result<GetPromptResult, PromptError> {
+        let (link, _in_use) = self
+            .route(&ex)
+            .await
+            .map_err(|e| PromptError::Failed(e.to_string()))?;
+        Box::pin(link.get_prompt_here(name, arguments, ex)).await
+    }
+
+    async fn get_prompt_here(
+        &self,
         name: Arc<str>,
         arguments: Value,
         ex: Exchange,

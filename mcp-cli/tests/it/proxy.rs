@@ -103,10 +103,17 @@ impl Proxy {
 
     /// `mcp proxy` with `extra` options.
     fn start_with(upstream: &str, extra: &[&str]) -> Self {
+        let mut args = vec!["--upstream", upstream];
+        args.extend_from_slice(extra);
+        Self::spawn(&args)
+    }
+
+    /// `mcp proxy --addr 127.0.0.1:0 --timeout 30` with `args`.
+    fn spawn(args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
-            .args(["proxy", "--upstream", upstream, "--addr", "127.0.0.1:0"])
+            .args(["proxy", "--addr", "127.0.0.1:0"])
             .args(["--timeout", "30"])
-            .args(extra)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -215,6 +222,55 @@ fn the_stdio_front_serves_the_upstream_on_stdin_and_stdout() {
     ])
     .json();
     assert_eq!(sum["structuredContent"]["sum"], 5);
+}
+
+/// `mcp proxy --stdio` over HTTP gives each downstream session a child of its own, up to
+/// `--max-children` (the first child included): the child here is `mcp proxy --stdio-front`
+/// in front of the in-process upstream.
+#[test]
+fn a_stdio_upstream_is_a_child_per_session_up_to_max_children() {
+    let upstream = Upstream::start();
+    let child = format!(
+        "{} proxy --stdio-front --upstream {}",
+        env!("CARGO_BIN_EXE_mcp"),
+        upstream.url
+    );
+    let proxy = Proxy::spawn(&[
+        "--stdio",
+        &child,
+        "--max-children",
+        "2",
+        "--child-idle",
+        "60",
+    ]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let connect = || {
+            mcp_client::Client::builder()
+                .revision(mcp_client::Revision::V2025_11_25)
+                .timeout(Duration::from_secs(30))
+                .connect_http(&proxy.mcp)
+        };
+        let add = json!({"a": 1, "b": 2});
+        let first = connect().await.expect("the first session");
+        let sum = first.call_tool("add", &add).await.expect("a result");
+        assert_eq!(sum["structuredContent"]["sum"], 3, "{sum}");
+        // The first child and the first session's: a second session is refused.
+        let second = connect().await.expect("the second session");
+        let refused = second.call_tool("add", &add).await.expect("a result");
+        assert_eq!(refused["isError"], true, "{refused}");
+        let text = refused["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("maximum of 2"), "{refused}");
+    });
+    // Out of range: refused before anything starts.
+    for (flag, value) in [("--max-children", "1"), ("--child-idle", "0")] {
+        let refused = mcp(&["proxy", "--stdio", "x", flag, value]);
+        assert_eq!(refused.code, 2, "{refused:#?}");
+        assert!(refused.stderr.contains(flag), "{refused:#?}");
+    }
 }
 
 #[test]
