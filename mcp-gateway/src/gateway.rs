@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use mcp_client::{Client, Listener, Subscriptions};
-use mcp_server::http::{HttpConfig, HttpEndpoint};
+use mcp_server::http::{HttpConfig, HttpEndpoint, Tls};
 use mcp_server::{Change, Replaced, Server, ToolSchemas};
 use tokio::net::TcpListener;
 
@@ -56,6 +56,8 @@ pub struct GatewayBuilder {
     tool_scopes: ToolScopes,
     max_children: Option<usize>,
     child_idle: Option<Duration>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<mcp_server::Metrics>,
 }
 
 impl std::fmt::Debug for GatewayBuilder {
@@ -170,6 +172,30 @@ impl GatewayBuilder {
     #[must_use]
     pub fn question_relay(mut self, relay: QuestionRelay) -> Self {
         self.relay = Some(relay);
+        self
+    }
+
+    /// Records the downstream server's Prometheus metrics in `metrics` (requests by revision,
+    /// method and outcome, latency, sessions, pending questions: `ServerBuilder::metrics`);
+    /// serve them with [`serve_metrics`](crate::serve_metrics). Default: none recorded.
+    ///
+    /// ```no_run
+    /// # async fn run(upstream: mcp_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_gateway::{Gateway, Metrics, serve_metrics};
+    ///
+    /// let metrics = Metrics::new();
+    /// let gateway = Gateway::builder().metrics(&metrics).start(upstream).await?;
+    /// let scrape = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
+    /// tokio::spawn(serve_metrics(scrape, metrics, std::future::pending::<()>()));
+    /// # let _ = gateway;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn metrics(mut self, metrics: &mcp_server::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
         self
     }
 
@@ -379,6 +405,10 @@ impl GatewayBuilder {
         }
         if let Some(hub) = self.hub {
             builder = builder.state_store(hub.clone()).event_log(hub);
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            builder = builder.metrics(metrics);
         }
         let server = builder.build()?;
         let shared = Arc::new(Shared {
@@ -753,6 +783,39 @@ impl Gateway {
     ) -> Result<(), GatewayError> {
         let endpoint = HttpEndpoint::new(self.shared.server.clone(), config);
         mcp_server::http::serve_with_shutdown(listener, endpoint, shutdown).await?;
+        Ok(())
+    }
+
+    /// Serves HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with `tls`, otherwise as
+    /// [`serve_http_with`](Self::serve_http_with): Streamable HTTP at `/mcp`, HTTP+SSE at
+    /// `/sse`, until `shutdown` resolves. `config` may come from
+    /// [`DownstreamAuth::http_config`] to authenticate downstream clients too.
+    ///
+    /// ```no_run
+    /// # async fn run(gateway: mcp_gateway::Gateway) -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_gateway::Tls;
+    ///
+    /// let tls = Tls::from_pem_files("cert.pem", "key.pem")?;
+    /// let listener = tokio::net::TcpListener::bind("0.0.0.0:8443").await?;
+    /// gateway
+    ///     .serve_https_with(listener, Default::default(), tls, std::future::pending())
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Http`] when the listener fails.
+    pub async fn serve_https_with(
+        &self,
+        listener: TcpListener,
+        config: HttpConfig,
+        tls: Tls,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), GatewayError> {
+        let endpoint = HttpEndpoint::new(self.shared.server.clone(), config);
+        mcp_server::http::serve_tls_with_shutdown(listener, endpoint, tls, shutdown).await?;
         Ok(())
     }
 

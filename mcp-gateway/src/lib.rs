@@ -67,7 +67,17 @@ pub use gateway::{
     DEFAULT_CHILD_IDLE, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_UPSTREAM_CALLS,
     DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS, Gateway, GatewayBuilder, connect_hub,
 };
+/// The downstream server's Prometheus metrics ([`GatewayBuilder::metrics`]).
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use mcp_server::Metrics;
 /// How tools' schemas are shown to 2025-11-25 clients ([`GatewayBuilder::tool_schemas`]).
 pub use mcp_server::ToolSchemas;
+/// A certificate chain and key for [`Gateway::serve_https_with`].
+pub use mcp_server::http::Tls;
+/// Serves the metrics at `GET /metrics` on a listener of its own ([`GatewayBuilder::metrics`]).
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use mcp_server::http::serve_metrics;
 pub use relay::QuestionRelay;
 pub use translate::Skipped;

@@ -94,6 +94,8 @@ struct Proxy {
     /// The Streamable HTTP and HTTP+SSE endpoints from its first line.
     mcp: String,
     sse: String,
+    /// The lines it prints after the first.
+    lines: mpsc::Receiver<String>,
 }
 
 impl Proxy {
@@ -122,24 +124,24 @@ impl Proxy {
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(first)) = lines.next() {
-                let _ = tx.send(first);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
             }
-            for _ in lines {}
         });
         let first = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("mcp proxy prints its address");
         let urls: Vec<&str> = first
             .split_whitespace()
-            .filter(|w| w.starts_with("http://"))
+            .filter(|w| w.starts_with("http://") || w.starts_with("https://"))
             .collect();
         assert_eq!(urls.len(), 2, "unexpected first line {first:?}");
         Self {
             mcp: urls[0].to_owned(),
             sse: urls[1].to_owned(),
             child,
+            lines: rx,
         }
     }
 }
@@ -271,6 +273,98 @@ fn a_stdio_upstream_is_a_child_per_session_up_to_max_children() {
         assert_eq!(refused.code, 2, "{refused:#?}");
         assert!(refused.stderr.contains(flag), "{refused:#?}");
     }
+}
+
+/// `--tls-cert` and `--tls-key`, as `mcp-demo` takes them: the proxy serves HTTPS, and `mcp`
+/// calls through it trusting the certificate with `--cacert`.
+#[test]
+fn the_proxy_serves_https_with_tls_cert_and_tls_key() {
+    let upstream = Upstream::start();
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).expect("test CA");
+    let cert = crate::support::scratch("proxy-https-cert").with_extension("pem");
+    let key = crate::support::scratch("proxy-https-key").with_extension("pem");
+    std::fs::write(&cert, certified.cert.pem()).expect("the certificate is written");
+    std::fs::write(&key, certified.signing_key.serialize_pem()).expect("the key is written");
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    let proxy = Proxy::start_with(&upstream.url, &["--tls-cert", &cert, "--tls-key", &key]);
+    assert!(proxy.mcp.starts_with("https://127.0.0.1:"), "{}", proxy.mcp);
+    let sum = mcp(&[
+        "--cacert", &cert, "call", &proxy.mcp, "add", "a=40", "b=2", "--json",
+    ])
+    .json();
+    assert_eq!(sum["structuredContent"]["sum"], 42, "{sum}");
+    // HTTP+SSE over TLS too.
+    let sse = mcp(&["--cacert", &cert, "tools", &proxy.sse, "--transport", "sse"]);
+    assert!(sse.ok().contains("add"), "{sse:#?}");
+    // Untrusted without --cacert.
+    let refused = mcp(&["tools", &proxy.mcp]);
+    assert_ne!(refused.code, 0, "{refused:#?}");
+    // A key without its certificate is a usage error; so is a file that is not PEM.
+    let alone = mcp(&["proxy", "--upstream", &upstream.url, "--tls-key", &key]);
+    assert_eq!(alone.code, 2, "{alone:#?}");
+    let not_pem = mcp(&[
+        "proxy",
+        "--upstream",
+        &upstream.url,
+        "--tls-cert",
+        &key,
+        "--tls-key",
+        &key,
+    ]);
+    assert_eq!(not_pem.code, 2, "{not_pem:#?}");
+    assert!(not_pem.stderr.contains("--tls-cert"), "{not_pem:#?}");
+}
+
+/// `--metrics HOST:PORT`, as `mcp-demo` takes it: the second line names the endpoint, which
+/// counts the calls the proxy served.
+#[test]
+fn the_proxy_serves_metrics_on_its_flag() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start_with(&upstream.url, &["--metrics", "127.0.0.1:0"]);
+    let second = proxy
+        .lines
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a second line");
+    let addr = second
+        .strip_prefix("mcp proxy metrics on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected second line {second:?}"))
+        .to_owned();
+    let sum = mcp(&[
+        "call",
+        &proxy.mcp,
+        "add",
+        "a=1",
+        "b=2",
+        "--revision",
+        "2025-11-25",
+        "--json",
+    ])
+    .json();
+    assert_eq!(sum["structuredContent"]["sum"], 3, "{sum}");
+    let mut stream = std::net::TcpStream::connect(&addr).expect("the metrics endpoint");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a timeout");
+    std::io::Write::write_all(
+        &mut stream,
+        b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+    .expect("the request is sent");
+    let mut raw = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut raw).expect("the response");
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    let calls: f64 = raw
+        .lines()
+        .filter(|l| {
+            l.starts_with("mcp_requests_total{")
+                && l.contains("method=\"tools/call\"")
+                && l.contains("outcome=\"ok\"")
+        })
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum();
+    assert_eq!(calls, 1.0, "{raw}");
 }
 
 #[test]
