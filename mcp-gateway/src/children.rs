@@ -21,7 +21,7 @@ use mcp_client::Client;
 use mcp_server::{Exchange, SessionRef};
 use tokio::sync::{OnceCell, Semaphore};
 
-use crate::link::Link;
+use crate::link::{Busy, Link, Routed, SessionLinks};
 use crate::relay::QuestionRelay;
 
 /// Makes one upstream client, with the relay given installed on its builder; the error's text
@@ -243,6 +243,17 @@ impl Children {
     /// How often the reaper looks: a quarter of the idle setting, between 10 ms and 5 s.
     fn tick(&self) -> Duration {
         (self.idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(5))
+    }
+}
+
+impl SessionLinks for Children {
+    fn link_for<'a>(&'a self, ex: &'a Exchange) -> BoxFuture<'a, Result<Routed, String>> {
+        Box::pin(async move {
+            match self.for_exchange(ex).await {
+                Ok(found) => Ok(found.map(|(link, in_use)| (link, Box::new(in_use) as Busy))),
+                Err(e) => Err(e.to_string()),
+            }
+        })
     }
 }
 

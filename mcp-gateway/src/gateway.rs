@@ -321,9 +321,10 @@ impl GatewayBuilder {
             self.call_timeout,
         ));
         let mut link = Link::with_permits(upstream, permits, self.call_timeout, in_flight);
-        link.children = Some(children.clone());
+        link.sessions = Some(children.clone());
         let mut gateway = self.finish(Arc::new(link)).await?;
         gateway.reaper = Some(tokio::spawn(children::reap(Arc::downgrade(&children))));
+        gateway.children = Some(children);
         Ok(gateway)
     }
 
@@ -431,6 +432,7 @@ impl GatewayBuilder {
             shared,
             watcher,
             reaper: None,
+            children: None,
         })
     }
 }
@@ -685,6 +687,8 @@ pub struct Gateway {
     /// Closes the sessions' upstream connections that ended or idled
     /// ([`GatewayBuilder::start_per_session`]).
     reaper: Option<tokio::task::JoinHandle<()>>,
+    /// The sessions' upstream connections ([`GatewayBuilder::start_per_session`]).
+    children: Option<Arc<Children>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -727,9 +731,7 @@ impl Gateway {
     /// ([`GatewayBuilder::start_per_session`]; the shared connection not counted): 0 with
     /// [`GatewayBuilder::start`].
     pub fn session_upstreams(&self) -> usize {
-        self.shared
-            .link
-            .children
+        self.children
             .as_ref()
             .map_or(0, |children| children.count())
     }
@@ -858,7 +860,7 @@ impl Gateway {
         {
             task.abort();
         }
-        if let Some(children) = &self.shared.link.children {
+        if let Some(children) = &self.children {
             let closing = children.drain();
             futures::future::join_all(closing.iter().map(|link| children::close(link))).await;
         }

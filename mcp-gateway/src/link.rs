@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 use mcp_client::model::ReadResourceResult;
 use mcp_client::{CallOptions, Client};
 use mcp_server::{
@@ -17,7 +19,6 @@ use mcp_wire::names::{error_code, meta, method};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
-use crate::children::{ChildError, Children, InUse};
 use crate::relay::{Call, InFlight, outside_calls};
 
 /// The JSON-RPC code of "resource not found" on 2024-11-05 to 2025-11-25.
@@ -27,6 +28,20 @@ const INVALID_PARAMS: i64 = -32602;
 /// The `_meta` prefix reserved for the protocol: such keys describe the upstream hop and are
 /// not passed on (the downstream server writes its own).
 const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
+
+/// Keeps a session's link busy (not idle) while a forwarded request uses it.
+pub(crate) type Busy = Box<dyn Send>;
+
+/// A session's link and its guard; `None` for a request in no session.
+pub(crate) type Routed = Option<(Arc<Link>, Busy)>;
+
+/// The links of the downstream sessions, when each has an upstream connection of its own
+/// (the `children` module's pool).
+pub(crate) trait SessionLinks: Send + Sync {
+    /// The link of `ex`'s session (made at its first request) and a guard keeping it busy;
+    /// `None` for a request in no session; the refusal's text when the session has none.
+    fn link_for<'a>(&'a self, ex: &'a Exchange) -> BoxFuture<'a, Result<Routed, String>>;
+}
 
 /// The upstream client with its bounds. Shared by every declaration of the catalog.
 pub(crate) struct Link {
@@ -38,7 +53,7 @@ pub(crate) struct Link {
     in_flight: Option<Arc<InFlight>>,
     /// With a client per downstream session: the sessions' clients (this one serves the
     /// requests that come in no session).
-    pub(crate) children: Option<Arc<Children>>,
+    pub(crate) sessions: Option<Arc<dyn SessionLinks>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -78,21 +93,18 @@ impl Link {
             permits,
             call_timeout,
             in_flight,
-            children: None,
+            sessions: None,
         }
     }
 
     /// The link that serves `ex`: its session's own (made on the session's first request,
     /// and kept busy while the guard lives), or this one.
-    async fn route(
-        self: Arc<Self>,
-        ex: &Exchange,
-    ) -> Result<(Arc<Self>, Option<InUse>), ChildError> {
-        let Some(children) = &self.children else {
+    async fn route(self: Arc<Self>, ex: &Exchange) -> Result<(Arc<Self>, Option<Busy>), String> {
+        let Some(sessions) = &self.sessions else {
             return Ok((self, None));
         };
-        match children.for_exchange(ex).await? {
-            Some((link, in_use)) => Ok((link, Some(in_use))),
+        match sessions.link_for(ex).await? {
+            Some((link, busy)) => Ok((link, Some(busy))),
             None => Ok((self, None)),
         }
     }
@@ -229,10 +241,7 @@ impl Link {
         uri: String,
         ex: Exchange,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
-        let (link, _in_use) = self
-            .route(&ex)
-            .await
-            .map_err(|e| ResourceError::Failed(e.to_string()))?;
+        let (link, _in_use) = self.route(&ex).await.map_err(ResourceError::Failed)?;
         Box::pin(link.read_resource_here(uri, ex)).await
     }
 
@@ -264,10 +273,7 @@ impl Link {
         arguments: Value,
         ex: Exchange,
     ) -> Result<GetPromptResult, PromptError> {
-        let (link, _in_use) = self
-            .route(&ex)
-            .await
-            .map_err(|e| PromptError::Failed(e.to_string()))?;
+        let (link, _in_use) = self.route(&ex).await.map_err(PromptError::Failed)?;
         Box::pin(link.get_prompt_here(name, arguments, ex)).await
     }
 

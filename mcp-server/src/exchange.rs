@@ -249,6 +249,12 @@ pub(crate) struct ExchangeInner {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// The store key of session `id`'s record in `namespace` (the session store's, read here so
+/// this module does not import it).
+pub(crate) fn session_key(namespace: &Namespace, id: &str) -> mcp_hub::Key {
+    namespace.key(&format!("mcp-session/{id}"))
+}
+
 /// A transport session, as [`Exchange::session`] gives it: comparable and hashable (two refs
 /// of one session are equal), and able to tell whether the session still exists. Its id is a
 /// credential, so it is not shown: `Debug` prints its first 8 characters only.
@@ -285,9 +291,9 @@ impl std::hash::Hash for SessionRef {
 
 impl fmt::Debug for SessionRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("SessionRef")
-            .field(&crate::dispatch::telemetry::session_tag(&self.id))
-            .finish()
+        // Enough to tell sessions apart in a log, as the request spans show them.
+        let tag: String = self.id.chars().take(8).collect();
+        f.debug_tuple("SessionRef").field(&tag).finish()
     }
 }
 
@@ -514,7 +520,7 @@ impl Exchange {
     pub fn session(&self) -> Option<SessionRef> {
         let id = self.inner.owner.session.clone()?;
         Some(SessionRef {
-            key: crate::session::store::session_key(&self.inner.namespace, &id),
+            key: session_key(&self.inner.namespace, &id),
             id,
             store: self.inner.store.clone(),
         })

@@ -842,7 +842,7 @@ impl Sessions {
     }
 
     fn key(&self, id: &str) -> Key {
-        session_key(&self.namespace, id)
+        crate::exchange::session_key(&self.namespace, id)
     }
 
     /// The hub topic an HTTP+SSE stream's messages travel on.
@@ -1617,11 +1617,6 @@ async fn run_feed(
 
 /// `prefix` then `id`, in one allocation (`format!` costs several times as much on every
 /// request).
-/// The store key of session `id`'s record in `namespace`.
-pub(crate) fn session_key(namespace: &Namespace, id: &str) -> Key {
-    namespace.key(&joined("mcp-session/", id))
-}
-
 fn joined(prefix: &str, id: &str) -> String {
     let mut out = String::with_capacity(prefix.len() + id.len());
     out.push_str(prefix);
