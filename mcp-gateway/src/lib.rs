@@ -44,6 +44,10 @@
 //! forwarded upstream: nothing of a downstream request but its method and parameters
 //! reaches the upstream.
 //!
+//! Upstream connections: [`GatewayBuilder::start`] shares one client among every downstream
+//! session; [`GatewayBuilder::start_per_session`] gives each downstream session a client of its
+//! own (for a stdio upstream, a child process each), bounded and ended with the session.
+//!
 //! The repository's `docs/gateway.md` lists what is not passed through yet.
 //!
 //! **Layering:** depends on `mcp-server`, `mcp-client` and `mcp-hub`.
