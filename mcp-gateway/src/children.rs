@@ -6,8 +6,9 @@
 //! gets a client of its own at its first forwarded request, kept while the session lives and
 //! is used: it is closed (a stdio child: its stdin closed, then killed after the client's grace)
 //! when the session ends (its client ended it, or it expired), when it was idle for the idle
-//! setting, or when the gateway stops. At most `max` clients exist at once, the first one
-//! included; a session that would need one more is refused.
+//! setting, or when the gateway stops. A client found closed by a forwarded request (its child
+//! exited) is replaced at the session's next request. At most `max` clients exist at once, the
+//! first one included; a session that would need one more is refused.
 //!
 //! [`GatewayBuilder::start_per_session`]: crate::GatewayBuilder::start_per_session
 
@@ -143,8 +144,21 @@ impl Children {
         let Some(session) = ex.session() else {
             return Ok(None);
         };
+        let mut replaced = None;
         let slot = {
             let mut sessions = self.lock();
+            // A client found closed (its child exited) is replaced, in the same place.
+            if let Some(old) = sessions.get(&session)
+                && old.link.get().is_some_and(|link| link.is_closed())
+            {
+                replaced = sessions.remove(&session);
+                let slot = Arc::new(Slot {
+                    link: OnceCell::new(),
+                    busy: AtomicUsize::new(0),
+                    last_used: Mutex::new(Instant::now()),
+                });
+                sessions.insert(session.clone(), slot);
+            }
             match sessions.get(&session) {
                 Some(slot) => slot.clone(),
                 None => {
@@ -162,6 +176,10 @@ impl Children {
                 }
             }
         };
+        if let Some(link) = replaced.and_then(|old| old.link.get().cloned()) {
+            tracing::debug!("a session's upstream connection closed; starting another");
+            tokio::spawn(async move { close(&link).await });
+        }
         slot.busy.fetch_add(1, Ordering::AcqRel);
         let in_use = InUse {
             slot: Some(slot.clone()),
@@ -207,8 +225,12 @@ impl Children {
                     .unwrap_or_else(PoisonError::into_inner)
                     .elapsed()
                     >= self.idle;
-            let ended = !idle && slot.busy.load(Ordering::Acquire) == 0 && !session.is_live().await;
-            if !(idle || ended) {
+            let closed = slot.link.get().is_some_and(|link| link.is_closed());
+            let ended = !idle
+                && !closed
+                && slot.busy.load(Ordering::Acquire) == 0
+                && !session.is_live().await;
+            if !(idle || closed || ended) {
                 continue;
             }
             let mut sessions = self.lock();
@@ -222,7 +244,13 @@ impl Children {
                 drop(sessions);
                 if let Some(link) = slot.link.get() {
                     tracing::debug!(
-                        reason = if idle { "idle" } else { "session ended" },
+                        reason = if idle {
+                            "idle"
+                        } else if closed {
+                            "closed"
+                        } else {
+                            "session ended"
+                        },
                         "closing a session's upstream connection"
                     );
                     out.push(link.clone());

@@ -5,6 +5,7 @@
 //! downstream clients cannot make the gateway hold more upstream requests than that.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -54,6 +55,9 @@ pub(crate) struct Link {
     /// With a client per downstream session: the sessions' clients (this one serves the
     /// requests that come in no session).
     pub(crate) sessions: Option<Arc<dyn SessionLinks>>,
+    /// A forwarded request found the client closed (a stdio child exited): a session's link
+    /// is then replaced at the session's next request.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for Link {
@@ -94,6 +98,7 @@ impl Link {
             call_timeout,
             in_flight,
             sessions: None,
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -106,6 +111,20 @@ impl Link {
         match sessions.link_for(ex).await? {
             Some((link, busy)) => Ok((link, Some(busy))),
             None => Ok((self, None)),
+        }
+    }
+
+    /// Whether a forwarded request found the client closed (its stdio child exited).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Notes a forwarded request's outcome: a closed client stays closed.
+    fn note<T>(&self, outcome: &Result<T, mcp_client::Error>) {
+        if let Err(e) = outcome
+            && e.is_closed()
+        {
+            self.closed.store(true, Ordering::Release);
         }
     }
 
@@ -213,7 +232,9 @@ impl Link {
                 progress.progress(p.progress, p.total, p.message.as_deref());
             });
         let called = self.client.call_tool_with(&name, arguments, options);
-        match self.forward(&ex, called).await? {
+        let called = self.forward(&ex, called).await?;
+        self.note(&called);
+        match called {
             Ok(value) => {
                 let mut result: CallToolResult = serde_json::from_value(value).map_err(|e| {
                     ToolError::new(format!(
@@ -254,7 +275,9 @@ impl Link {
         let read =
             self.client
                 .request_with(method::RESOURCES_READ, Some(json!({"uri": uri})), options);
-        let read = match self.forward(&ex, read).await? {
+        let read = self.forward(&ex, read).await?;
+        self.note(&read);
+        let read = match read {
             Ok(read) => serde_json::from_value::<ReadResourceResult>(read).map_err(|e| {
                 ResourceError::Failed(format!("the upstream's resources/read result: {e}"))
             }),
@@ -297,7 +320,9 @@ impl Link {
         let got =
             self.client
                 .request_with(method::PROMPTS_GET, Some(Value::Object(params)), options);
-        match self.forward(&ex, got).await? {
+        let got = self.forward(&ex, got).await?;
+        self.note(&got);
+        match got {
             Ok(got) => {
                 let mut prompt: GetPromptResult = serde_json::from_value(got).map_err(|e| {
                     PromptError::Failed(format!("the upstream's prompts/get result: {e}"))

@@ -8,7 +8,8 @@
 //! Checked: two downstream sessions get two children, and a request in no session (2026-07-28)
 //! the shared one; at the limit a new session is refused with an error naming it; a session
 //! that ends (its client's `DELETE`) has its child ended, which makes room; an idle child is
-//! ended and the session's next call starts another; closing the gateway ends every child.
+//! ended and the session's next call starts another; a child that exits is replaced at the
+//! session's next call; closing the gateway ends every child.
 //! Each end is awaited with a bounded deadline, never a sleep.
 
 use std::future::Future;
@@ -182,6 +183,28 @@ async fn an_idle_child_is_ended_and_the_next_call_starts_another() {
     until("the child exits with the gateway", || !alive(after)).await;
 }
 
+async fn a_child_that_exits_is_replaced_at_the_sessions_next_call() {
+    let (gateway, url) = gateway(4, Duration::from_secs(600)).await;
+    let session = client(&url, Revision::V2025_11_25).await;
+    let before = child_pid(&session).await.expect("a child");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &before.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    until("the killed child is gone", || !alive(before)).await;
+    // The call that finds it gone fails, saying so; the next one starts another child.
+    let failed = child_pid(&session).await.expect_err("the child is gone");
+    assert!(failed.contains("upstream"), "{failed}");
+    let after = child_pid(&session)
+        .await
+        .expect("a new child for the session");
+    assert_ne!(before, after);
+    assert_eq!(gateway.session_upstreams(), 1);
+    gateway.close().await.expect("the gateway closes");
+    until("the child exits with the gateway", || !alive(after)).await;
+}
+
 async fn settings_out_of_range_are_refused() {
     for (children, idle) in [(1, Duration::from_secs(1)), (2, Duration::ZERO)] {
         let first = connect(QuestionRelay::new()).await.expect("a child");
@@ -208,7 +231,7 @@ fn main() {
         child();
         return;
     }
-    let tests: [Case; 3] = [
+    let tests: [Case; 4] = [
         (
             "two_sessions_get_two_children_and_the_limit_refuses_a_third",
             || Box::pin(two_sessions_get_two_children_and_the_limit_refuses_a_third()),
@@ -216,6 +239,10 @@ fn main() {
         (
             "an_idle_child_is_ended_and_the_next_call_starts_another",
             || Box::pin(an_idle_child_is_ended_and_the_next_call_starts_another()),
+        ),
+        (
+            "a_child_that_exits_is_replaced_at_the_sessions_next_call",
+            || Box::pin(a_child_that_exits_is_replaced_at_the_sessions_next_call()),
         ),
         ("settings_out_of_range_are_refused", || {
             Box::pin(settings_out_of_range_are_refused())
