@@ -220,7 +220,7 @@ pub(crate) enum Command {
         override_usage = "mcp proxy [OPTIONS] <--upstream URL | --stdio CMD> [--addr HOST:PORT | --stdio-front]",
         after_help = PROXY_HELP
     )]
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
     /// Open a console in the browser: connect, list, call, read, answer questions, watch the
     /// protocol, and compare the server across revisions
     #[command(override_usage = "mcp console [OPTIONS] [URL] [--stdio CMD]...")]
@@ -237,11 +237,12 @@ http://ADDR/sse (HTTP+SSE); with --stdio-front the proxy speaks MCP on its own s
 stdout instead (nothing else is written to stdout). --auth-issuer and --auth-jwks-uri make \
 downstream clients present an access token issued for the proxy; a downstream client's token \
 is never sent upstream: the proxy uses its own credentials. --timeout bounds connecting and each forwarded \
-request. The first line on stdout names the address (HTTP only). Ctrl-C stops it.
+request. The first line on stdout names the address (HTTP only; https:// with --tls-cert and \
+--tls-key), the second the metrics address with --metrics. Ctrl-C stops it.
 
 Examples:
   mcp proxy --upstream https://example.com/mcp --addr 127.0.0.1:8080
-  mcp proxy --stdio \"my-server --flag\" --addr 127.0.0.1:8080
+  mcp proxy --stdio \"my-server --flag\" --addr 127.0.0.1:8080 --max-children 32
   mcp proxy --stdio-front --upstream https://example.com/mcp";
 
 /// `mcp proxy`.
@@ -275,6 +276,32 @@ pub(crate) struct ProxyArgs {
         default_value_t = mcp_gateway::DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS
     )]
     pub(crate) max_upstream_subscriptions: usize,
+    /// With --stdio: child processes at once. Each downstream session gets a child of its own
+    /// at its first request, beside the first child (which lists the catalog and serves clients
+    /// without a session: 2026-07-28, --stdio-front); a session beyond the limit is refused
+    /// until another ends or idles out
+    #[arg(long, value_name = "N", default_value_t = mcp_gateway::DEFAULT_MAX_CHILDREN)]
+    pub(crate) max_children: usize,
+    /// With --stdio: seconds a session's child may go without a request before it is ended
+    /// (its next request starts another); a child whose session ended is ended at once
+    #[arg(long, value_name = "SECS", default_value_t = mcp_gateway::DEFAULT_CHILD_IDLE.as_secs_f64())]
+    pub(crate) child_idle: f64,
+    /// Serve HTTPS with this certificate chain (a PEM file; with --tls-key), HTTP/2 and
+    /// HTTP/1.1 by ALPN
+    #[arg(
+        long,
+        value_name = "PEM",
+        requires = "tls_key",
+        conflicts_with = "stdio_front"
+    )]
+    pub(crate) tls_cert: Option<String>,
+    /// The certificate's private key (a PEM file; with --tls-cert)
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub(crate) tls_key: Option<String>,
+    /// Serve Prometheus metrics of the downstream side at http://HOST:PORT/metrics (printed
+    /// as the second line) [default: off; needs the `metrics` feature, a default feature]
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "stdio_front")]
+    pub(crate) metrics: Option<String>,
     /// Show 2025-11-25 clients the upstream's tool schemas as they are (JSON Schema 2020-12,
     /// that revision's dialect) instead of a simplified schema every such client reads
     #[arg(long)]

@@ -2,6 +2,8 @@
 //! gateway on every revision and transport.
 
 use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_gateway::{DownstreamAuth, Gateway, GatewayError, QuestionRelay, ToolSchemas};
 
@@ -11,7 +13,7 @@ use crate::error::CliError;
 
 /// Connects upstream, starts the gateway and serves until Ctrl-C (HTTP) or stdin closes
 /// (`--stdio-front`).
-pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError> {
+pub(crate) async fn run(global: &Global, args: Box<ProxyArgs>) -> Result<(), CliError> {
     let mut words = Vec::new();
     match (&args.upstream, global.stdio.is_empty()) {
         (Some(_), false) => {
@@ -45,13 +47,40 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
             }
         }
     }
+    // A child per downstream session: a stdio upstream served over HTTP.
+    let per_session = !global.stdio.is_empty() && !args.stdio_front;
+    if args.max_children < 2 {
+        return Err(CliError::Usage(
+            "--max-children must be at least 2: the first child and one session's".into(),
+        ));
+    }
+    let child_idle = Duration::try_from_secs_f64(args.child_idle)
+        .ok()
+        .filter(|idle| !idle.is_zero())
+        .ok_or_else(|| {
+            CliError::Usage("--child-idle must be a positive number of seconds".into())
+        })?;
+    #[cfg(not(feature = "metrics"))]
+    if let Some(addr) = &args.metrics {
+        return Err(CliError::Usage(format!(
+            "--metrics {addr}: mcp was built without the `metrics` feature (a default feature): \
+             install it with the default features"
+        )));
+    }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            mcp_gateway::Tls::from_pem_files(cert, key)
+                .map_err(|e| CliError::Usage(format!("--tls-cert {cert} --tls-key {key}: {e}")))?,
+        ),
+        _ => None,
+    };
     if !args.stdio_front && args.auth_issuer.is_none() && !args.unsafe_unauthenticated {
         refuse_open_listener(&args.addr).await?;
     }
     let hub = mcp_gateway::connect_hub(&args.hub)
         .await
         .map_err(|e| CliError::Usage(format!("--hub {}: {e}", args.hub)))?;
-    let session = Session::new(global, &mut words)?;
+    let session = Arc::new(Session::new(global, &mut words)?);
     // The upstream's questions go to the downstream client whose call caused them.
     let relay = QuestionRelay::new();
     let connecting = session.connect_configured(|builder| relay.install(builder));
@@ -76,36 +105,94 @@ pub(crate) async fn run(global: &Global, args: ProxyArgs) -> Result<(), CliError
     if let Some(hub) = hub {
         builder = builder.hub(hub);
     }
-    let gateway = builder.start(upstream).await.map_err(proxy_error)?;
+    #[cfg(feature = "metrics")]
+    let metrics = args.metrics.as_ref().map(|_| mcp_gateway::Metrics::new());
+    #[cfg(feature = "metrics")]
+    if let Some(metrics) = &metrics {
+        builder = builder.metrics(metrics);
+    }
+    let gateway = if per_session {
+        let session = session.clone();
+        let connect = move |relay: QuestionRelay| {
+            let session = session.clone();
+            async move {
+                let connecting = session.connect_configured(|builder| relay.install(builder));
+                match tokio::time::timeout(session.timeout, connecting).await {
+                    Ok(connected) => connected.map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("no answer within {:?}", session.timeout)),
+                }
+            }
+        };
+        builder
+            .max_children(args.max_children)
+            .child_idle(child_idle)
+            .start_per_session(upstream, connect)
+            .await
+    } else {
+        builder.start(upstream).await
+    }
+    .map_err(proxy_error)?;
     for skipped in gateway.skipped() {
         session.ui.note(&format!(
             "not served: {} {:?}: {}",
             skipped.kind, skipped.name, skipped.reason
         ));
     }
+    // Scraped until the MCP endpoint stopped.
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     let served = if args.stdio_front {
         gateway.serve_stdio().await
     } else {
+        #[cfg_attr(not(feature = "metrics"), allow(unused_mut))]
+        let mut metrics_line: Option<String> = None;
+        #[cfg(feature = "metrics")]
+        if let (Some(addr), Some(metrics)) = (&args.metrics, metrics) {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| CliError::Proxy(format!("--metrics: cannot listen on {addr}: {e}")))?;
+            let bound = listener
+                .local_addr()
+                .map_err(|e| CliError::Proxy(e.to_string()))?;
+            metrics_line = Some(format!("mcp proxy metrics on http://{bound}/metrics"));
+            tokio::spawn(mcp_gateway::serve_metrics(listener, metrics, async move {
+                let _ = metrics_stopped.await;
+            }));
+        }
         let listener = tokio::net::TcpListener::bind(&args.addr)
             .await
             .map_err(|e| CliError::Proxy(format!("cannot listen on {}: {e}", args.addr)))?;
         let bound = listener
             .local_addr()
             .map_err(|e| CliError::Proxy(e.to_string()))?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let mut stdout = std::io::stdout();
         writeln!(
             stdout,
-            "mcp proxy listening on http://{bound}/mcp (Streamable HTTP) and http://{bound}/sse (HTTP+SSE)"
+            "mcp proxy listening on {scheme}://{bound}/mcp (Streamable HTTP) and {scheme}://{bound}/sse (HTTP+SSE)"
         )?;
+        if let Some(line) = metrics_line {
+            writeln!(stdout, "{line}")?;
+        }
         stdout.flush()?;
         let stop = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        match downstream_auth(&args, bound) {
-            Some(auth) => gateway.serve_http_protected(listener, &auth, stop).await,
-            None => gateway.serve_http(listener, stop).await,
+        match (tls, downstream_auth(&args, bound, scheme)) {
+            (Some(tls), Some(auth)) => {
+                let config = auth.http_config().map_err(proxy_error)?;
+                gateway.serve_https_with(listener, config, tls, stop).await
+            }
+            (Some(tls), None) => {
+                gateway
+                    .serve_https_with(listener, Default::default(), tls, stop)
+                    .await
+            }
+            (None, Some(auth)) => gateway.serve_http_protected(listener, &auth, stop).await,
+            (None, None) => gateway.serve_http(listener, stop).await,
         }
     };
+    drop(metrics_stop);
     served.map_err(proxy_error)?;
     gateway.close().await.map_err(proxy_error)
 }
@@ -129,14 +216,19 @@ async fn refuse_open_listener(addr: &str) -> Result<(), CliError> {
     )))
 }
 
-/// The downstream protection `--auth-issuer` asks for, for the endpoint bound at `bound`.
-fn downstream_auth(args: &ProxyArgs, bound: std::net::SocketAddr) -> Option<DownstreamAuth> {
+/// The downstream protection `--auth-issuer` asks for, for the endpoint bound at `bound` and
+/// served with `scheme`.
+fn downstream_auth(
+    args: &ProxyArgs,
+    bound: std::net::SocketAddr,
+    scheme: &str,
+) -> Option<DownstreamAuth> {
     let issuer = args.auth_issuer.as_ref()?;
     let jwks = args.auth_jwks_uri.clone().unwrap_or_default();
     let resource = args
         .auth_resource
         .clone()
-        .unwrap_or_else(|| format!("http://{bound}/mcp"));
+        .unwrap_or_else(|| format!("{scheme}://{bound}/mcp"));
     Some(DownstreamAuth::jwt(resource, issuer, jwks).required_scopes(args.auth_scope.clone()))
 }
 

@@ -3,7 +3,7 @@
 //! 2024-11-05). Both are the adapter's client side; pushed questions are answered where they
 //! arrive, in the client core.
 
-use mcp_adapters::{Adapter, Answers, ClientError, ResultKind};
+use mcp_adapters::{Adapter, Answers, ClientError, Operation, ResultKind};
 use serde_json::{Map, Value};
 
 use crate::ask::Question;
@@ -68,6 +68,16 @@ pub(crate) fn questions(
         questions,
         state: asked.state,
     }))
+}
+
+/// Whether `method` carries answers on `adapter`'s revision: MRTR on the methods that may ask,
+/// the argument convention on a tool call. (Pushed questions are answered where they arrive.)
+pub(crate) fn carries_answers(adapter: Adapter, method: &str) -> bool {
+    let may_ask = adapter
+        .operation(method)
+        .is_some_and(|o| o.may_require_input());
+    (adapter.can_ask() && may_ask)
+        || (adapter.asks_in_arguments() && adapter.operation(method) == Some(Operation::CallTool))
 }
 
 /// Puts every answer collected so far, and the state exactly as given, into `params` for the
@@ -163,6 +173,19 @@ mod tests {
             params.unwrap(),
             json!({"name": "t", "arguments": {"x": 1, "mcpAnswers": {"go": {"action": "accept", "content": {}}}, "mcpState": "st"}})
         );
+    }
+
+    #[test]
+    fn answers_up_front_travel_where_the_revision_carries_answers() {
+        assert!(carries_answers(modern(), "tools/call"));
+        assert!(carries_answers(modern(), "prompts/get"));
+        assert!(carries_answers(modern(), "resources/read"));
+        assert!(!carries_answers(modern(), "tools/list"));
+        let legacy = Adapter::new(Revision::V2025_03_26);
+        assert!(carries_answers(legacy, "tools/call"));
+        assert!(!carries_answers(legacy, "prompts/get"));
+        let pushed = Adapter::new(Revision::V2025_11_25);
+        assert!(!carries_answers(pushed, "tools/call"));
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub struct CallOptions {
     pub(crate) timeout: Option<Duration>,
     pub(crate) on_progress: Option<ProgressFn>,
     pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) answers_up_front: Option<Map<String, Value>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -60,6 +61,10 @@ impl fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("on_progress", &self.on_progress.is_some())
             .field("meta", &self.meta)
+            .field(
+                "answers_up_front",
+                &self.answers_up_front.as_ref().map(Map::len),
+            )
             .finish()
     }
 }
@@ -90,6 +95,33 @@ impl CallOptions {
         self.meta
             .get_or_insert_with(Map::new)
             .insert(key.into(), value);
+        self
+    }
+
+    /// Answers sent with the call's first attempt, before the server asked anything, by key:
+    /// `inputResponses` on 2026-07-28 (`tools/call`, `prompts/get`, `resources/read`), the
+    /// `mcpAnswers` argument of a tool call on 2025-03-26 and 2024-11-05, each with no request
+    /// state. A server uses such an answer only for a question it lets the client answer up
+    /// front, and ignores the others (the protocol asks servers to ignore keys they do not
+    /// recognise); whatever it still asks goes through `on_ask` as usual. Where the revision
+    /// has no way to carry them (questions pushed on 2025-06-18 and 2025-11-25, a method that
+    /// cannot ask) they are not sent. Later attempts of the call carry them on with the
+    /// answers given since (an answer under the same key replaces one given up front).
+    ///
+    /// On 2025-03-26 and 2024-11-05 they become arguments of the tool: give them only for a
+    /// tool that declares the `mcpAnswers` argument, as a server may refuse arguments its
+    /// tool does not declare.
+    ///
+    /// ```
+    /// use mcp_client::CallOptions;
+    /// use serde_json::json;
+    ///
+    /// let answers = json!({"user_name": {"action": "accept", "content": {"name": "Ada"}}});
+    /// let options = CallOptions::new().answers_up_front(answers.as_object().cloned().unwrap());
+    /// # let _ = options;
+    /// ```
+    pub fn answers_up_front(mut self, answers: Map<String, Value>) -> Self {
+        self.answers_up_front = Some(answers);
         self
     }
 }
@@ -1424,7 +1456,11 @@ impl Client {
             params
         };
         let mut rounds = 0usize;
-        let mut answers = Answers::new();
+        let mut answers = options
+            .answers_up_front
+            .clone()
+            .map(Answers::from_map)
+            .unwrap_or_default();
         let mut state: Option<String> = None;
         let mut recovered = false;
         let mut refetched = false;
@@ -1444,6 +1480,9 @@ impl Client {
                     &answers,
                     state.as_deref(),
                 )?;
+            } else if !answers.is_empty() && crate::asking::carries_answers(adapter, method_name) {
+                // Answers given up front, on a first attempt (no state).
+                crate::asking::attach(adapter, method_name, params.value_mut(), &answers, None)?;
             }
             let attempted = self
                 .inner

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use mcp_client::{Client, Listener, Subscriptions};
-use mcp_server::http::{HttpConfig, HttpEndpoint};
+use mcp_server::http::{HttpConfig, HttpEndpoint, Tls};
 use mcp_server::{Change, Replaced, Server, ToolSchemas};
 use tokio::net::TcpListener;
 
 use crate::auth::DownstreamAuth;
+use crate::children::{self, Children, Connect};
 use crate::error::GatewayError;
 use crate::link::Link;
 use crate::relay::QuestionRelay;
@@ -20,6 +21,10 @@ use crate::translate::{self, Declarations, Offers, Skipped, ToolScopes};
 pub const DEFAULT_MAX_UPSTREAM_CALLS: usize = 64;
 /// The default of [`GatewayBuilder::max_upstream_subscriptions`].
 pub const DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS: usize = 256;
+/// The default of [`GatewayBuilder::max_children`].
+pub const DEFAULT_MAX_CHILDREN: usize = 16;
+/// The default of [`GatewayBuilder::child_idle`].
+pub const DEFAULT_CHILD_IDLE: Duration = Duration::from_secs(300);
 
 /// Builds a [`Gateway`] in front of a connected upstream [`Client`].
 ///
@@ -31,9 +36,12 @@ pub const DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS: usize = 256;
 /// | [`max_queued_messages`](Self::max_queued_messages) | the server's (`ServerBuilder::max_queued_messages`) |
 /// | [`max_upstream_subscriptions`](Self::max_upstream_subscriptions) | 256 resource URIs |
 /// | [`call_timeout`](Self::call_timeout) | the upstream client's timeout |
+/// | [`max_children`](Self::max_children) | 16 upstream connections ([`start_per_session`](Self::start_per_session)) |
+/// | [`child_idle`](Self::child_idle) | 5 minutes ([`start_per_session`](Self::start_per_session)) |
 ///
-/// One upstream connection (the client given to [`start`](Self::start)) serves every
-/// downstream session of the gateway.
+/// With [`start`](Self::start), one upstream connection (the client given) serves every
+/// downstream session of the gateway; with [`start_per_session`](Self::start_per_session),
+/// each downstream session gets one of its own (for a stdio upstream: a child process each).
 #[derive(Default)]
 pub struct GatewayBuilder {
     name: Option<String>,
@@ -46,6 +54,10 @@ pub struct GatewayBuilder {
     relay: Option<QuestionRelay>,
     tool_schemas: Option<ToolSchemas>,
     tool_scopes: ToolScopes,
+    max_children: Option<usize>,
+    child_idle: Option<Duration>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<mcp_server::Metrics>,
 }
 
 impl std::fmt::Debug for GatewayBuilder {
@@ -64,6 +76,8 @@ impl std::fmt::Debug for GatewayBuilder {
             .field("relay", &self.relay.is_some())
             .field("tool_schemas", &self.tool_schemas)
             .field("tool_scopes", &self.tool_scopes)
+            .field("max_children", &self.max_children)
+            .field("child_idle", &self.child_idle)
             .finish()
     }
 }
@@ -161,6 +175,54 @@ impl GatewayBuilder {
         self
     }
 
+    /// Records the downstream server's Prometheus metrics in `metrics` (requests by revision,
+    /// method and outcome, latency, sessions, pending questions: `ServerBuilder::metrics`);
+    /// serve them with [`serve_metrics`](crate::serve_metrics). Default: none recorded.
+    ///
+    /// ```no_run
+    /// # async fn run(upstream: mcp_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_gateway::{Gateway, Metrics, serve_metrics};
+    ///
+    /// let metrics = Metrics::new();
+    /// let gateway = Gateway::builder().metrics(&metrics).start(upstream).await?;
+    /// let scrape = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
+    /// tokio::spawn(serve_metrics(scrape, metrics, std::future::pending::<()>()));
+    /// # let _ = gateway;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn metrics(mut self, metrics: &mcp_server::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// With [`start_per_session`](Self::start_per_session): how many upstream connections
+    /// (for a stdio upstream, child processes) exist at once, the first one (which lists the
+    /// catalog and serves the requests that come in no session) included. A downstream session
+    /// that would need one more is refused: each of its forwarded requests fails with an error
+    /// saying so (a tool call gets an `isError` result), until another session's connection
+    /// ends or idles out. Default 16 ([`DEFAULT_MAX_CHILDREN`]); at least 2.
+    #[must_use]
+    pub fn max_children(mut self, children: usize) -> Self {
+        self.max_children = Some(children);
+        self
+    }
+
+    /// With [`start_per_session`](Self::start_per_session): how long a downstream session's
+    /// upstream connection stays without a forwarded request before it is closed (a stdio
+    /// child: its stdin closed, then killed after the client's grace). The session's next
+    /// request makes a new one. A connection whose session ended (its client ended it, or it
+    /// expired) is closed without waiting. Default 5 minutes ([`DEFAULT_CHILD_IDLE`]); more
+    /// than zero.
+    #[must_use]
+    pub fn child_idle(mut self, idle: Duration) -> Self {
+        self.child_idle = Some(idle);
+        self
+    }
+
     /// Lists everything `upstream` offers (every page), builds the downstream server from it,
     /// and starts following the upstream's list changes and resource updates.
     ///
@@ -169,6 +231,104 @@ impl GatewayBuilder {
     /// [`GatewayError::Upstream`] when a listing fails; [`GatewayError::InvalidSetting`] for
     /// a bound of 0; [`GatewayError::Build`] when the downstream server cannot be built.
     pub async fn start(self, upstream: Client) -> Result<Gateway, GatewayError> {
+        let max_calls = self.max_calls()?;
+        let in_flight = self.relay.as_ref().map(|relay| relay.in_flight.clone());
+        let link = Arc::new(Link::new(upstream, max_calls, self.call_timeout, in_flight));
+        self.finish(link).await
+    }
+
+    /// Starts a gateway that gives each downstream session an upstream connection of its
+    /// own: for a stdio upstream, a child process per session, so an upstream that keeps state
+    /// per connection keeps it per downstream session.
+    ///
+    /// `upstream` (connected as for [`start`](Self::start), with the relay given to
+    /// [`question_relay`](Self::question_relay) installed) lists the catalog, follows the
+    /// upstream's changes, and serves the requests that come in no session (a stdio front,
+    /// 2026-07-28 clients, completions). `connect` makes the connection of each downstream
+    /// session, at its first forwarded request; it gets a [`QuestionRelay`] of that
+    /// connection's own, to install on the client's builder ([`QuestionRelay::install`]) as
+    /// the first one was. Bounded by [`max_children`](Self::max_children) (the first
+    /// connection included) and [`child_idle`](Self::child_idle); a session's connection is
+    /// closed when its session ends, and every one when the gateway is closed (dropping the
+    /// gateway drops them, which kills stdio children).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_client::Client;
+    /// use mcp_client::transport::Stdio;
+    /// use mcp_gateway::{Gateway, QuestionRelay};
+    ///
+    /// async fn connect(relay: QuestionRelay) -> Result<Client, mcp_client::Error> {
+    ///     let builder = relay.install(Client::builder());
+    ///     builder.connect_stdio(Stdio::builder("my-server")).await
+    /// }
+    ///
+    /// let relay = QuestionRelay::new();
+    /// let first = connect(relay.clone()).await?;
+    /// let gateway = Gateway::builder()
+    ///     .question_relay(relay)
+    ///     .max_children(8)
+    ///     .start_per_session(first, connect)
+    ///     .await?;
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// gateway.serve_http(listener, std::future::pending()).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); [`GatewayError::InvalidSetting`] for fewer than 2
+    /// children or an idle time of zero.
+    pub async fn start_per_session<F, Fut, E>(
+        self,
+        upstream: Client,
+        connect: F,
+    ) -> Result<Gateway, GatewayError>
+    where
+        F: Fn(QuestionRelay) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Client, E>> + Send + 'static,
+        E: std::fmt::Display,
+    {
+        let max_calls = self.max_calls()?;
+        let max_children = self.max_children.unwrap_or(DEFAULT_MAX_CHILDREN);
+        if max_children < 2 {
+            return Err(GatewayError::InvalidSetting {
+                setting: "max_children",
+                reason: "at least 2: the shared connection and one session's".into(),
+            });
+        }
+        let idle = self.child_idle.unwrap_or(DEFAULT_CHILD_IDLE);
+        if idle.is_zero() {
+            return Err(GatewayError::InvalidSetting {
+                setting: "child_idle",
+                reason: "a connection must be kept between two requests".into(),
+            });
+        }
+        let connect = Arc::new(connect);
+        let connect: Connect = Arc::new(move |relay| {
+            let connecting = connect(relay);
+            Box::pin(async move { connecting.await.map_err(|e| e.to_string()) })
+        });
+        let permits = Arc::new(tokio::sync::Semaphore::new(max_calls));
+        let in_flight = self.relay.as_ref().map(|relay| relay.in_flight.clone());
+        let children = Arc::new(Children::new(
+            connect,
+            max_children,
+            idle,
+            in_flight.is_some(),
+            permits.clone(),
+            self.call_timeout,
+        ));
+        let mut link = Link::with_permits(upstream, permits, self.call_timeout, in_flight);
+        link.sessions = Some(children.clone());
+        let mut gateway = self.finish(Arc::new(link)).await?;
+        gateway.reaper = Some(tokio::spawn(children::reap(Arc::downgrade(&children))));
+        gateway.children = Some(children);
+        Ok(gateway)
+    }
+
+    fn max_calls(&self) -> Result<usize, GatewayError> {
         let max_calls = self
             .max_upstream_calls
             .unwrap_or(DEFAULT_MAX_UPSTREAM_CALLS);
@@ -178,8 +338,11 @@ impl GatewayBuilder {
                 reason: "at least one request must be able to go upstream".into(),
             });
         }
-        let in_flight = self.relay.map(|relay| relay.in_flight);
-        let link = Arc::new(Link::new(upstream, max_calls, self.call_timeout, in_flight));
+        Ok(max_calls)
+    }
+
+    /// Lists the upstream through `link` and builds the gateway.
+    async fn finish(self, link: Arc<Link>) -> Result<Gateway, GatewayError> {
         let offers = Offers::of(&link);
         let listing = translate::list(&link, offers).await?;
         let max_subscriptions = self
@@ -244,6 +407,10 @@ impl GatewayBuilder {
         if let Some(hub) = self.hub {
             builder = builder.state_store(hub.clone()).event_log(hub);
         }
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            builder = builder.metrics(metrics);
+        }
         let server = builder.build()?;
         let shared = Arc::new(Shared {
             link,
@@ -261,7 +428,12 @@ impl GatewayBuilder {
             .listen(uris)
             .await
             .map(|listener| tokio::spawn(watch(Arc::downgrade(&shared), listener)));
-        Ok(Gateway { shared, watcher })
+        Ok(Gateway {
+            shared,
+            watcher,
+            reaper: None,
+            children: None,
+        })
     }
 }
 
@@ -512,6 +684,11 @@ impl Announced {
 pub struct Gateway {
     shared: Arc<Shared>,
     watcher: Option<tokio::task::JoinHandle<()>>,
+    /// Closes the sessions' upstream connections that ended or idled
+    /// ([`GatewayBuilder::start_per_session`]).
+    reaper: Option<tokio::task::JoinHandle<()>>,
+    /// The sessions' upstream connections ([`GatewayBuilder::start_per_session`]).
+    children: Option<Arc<Children>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -525,8 +702,11 @@ impl std::fmt::Debug for Gateway {
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        if let Some(watcher) = self.watcher.take() {
-            watcher.abort();
+        for task in [self.watcher.take(), self.reaper.take()]
+            .into_iter()
+            .flatten()
+        {
+            task.abort();
         }
     }
 }
@@ -545,6 +725,15 @@ impl Gateway {
     /// The upstream client.
     pub fn upstream(&self) -> &Client {
         &self.shared.link.client
+    }
+
+    /// How many downstream sessions have an upstream connection of their own now
+    /// ([`GatewayBuilder::start_per_session`]; the shared connection not counted): 0 with
+    /// [`GatewayBuilder::start`].
+    pub fn session_upstreams(&self) -> usize {
+        self.children
+            .as_ref()
+            .map_or(0, |children| children.count())
     }
 
     /// The upstream declarations the last listing could not serve, and why.
@@ -599,6 +788,39 @@ impl Gateway {
         Ok(())
     }
 
+    /// Serves HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with `tls`, otherwise as
+    /// [`serve_http_with`](Self::serve_http_with): Streamable HTTP at `/mcp`, HTTP+SSE at
+    /// `/sse`, until `shutdown` resolves. `config` may come from
+    /// [`DownstreamAuth::http_config`] to authenticate downstream clients too.
+    ///
+    /// ```no_run
+    /// # async fn run(gateway: mcp_gateway::Gateway) -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_gateway::Tls;
+    ///
+    /// let tls = Tls::from_pem_files("cert.pem", "key.pem")?;
+    /// let listener = tokio::net::TcpListener::bind("0.0.0.0:8443").await?;
+    /// gateway
+    ///     .serve_https_with(listener, Default::default(), tls, std::future::pending())
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Http`] when the listener fails.
+    pub async fn serve_https_with(
+        &self,
+        listener: TcpListener,
+        config: HttpConfig,
+        tls: Tls,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), GatewayError> {
+        let endpoint = HttpEndpoint::new(self.shared.server.clone(), config);
+        mcp_server::http::serve_tls_with_shutdown(listener, endpoint, tls, shutdown).await?;
+        Ok(())
+    }
+
     /// [`serve_http`](Self::serve_http) with downstream clients authenticated by `auth`.
     ///
     /// # Errors
@@ -625,14 +847,22 @@ impl Gateway {
         Ok(())
     }
 
-    /// Stops following the upstream and ends the upstream session.
+    /// Stops following the upstream and ends the upstream session (with
+    /// [`GatewayBuilder::start_per_session`], every session's too: stdio children end).
     ///
     /// # Errors
     ///
     /// [`GatewayError::Upstream`] when the upstream session could not be ended cleanly.
     pub async fn close(mut self) -> Result<(), GatewayError> {
-        if let Some(watcher) = self.watcher.take() {
-            watcher.abort();
+        for task in [self.watcher.take(), self.reaper.take()]
+            .into_iter()
+            .flatten()
+        {
+            task.abort();
+        }
+        if let Some(children) = &self.children {
+            let closing = children.drain();
+            futures::future::join_all(closing.iter().map(|link| children::close(link))).await;
         }
         self.shared
             .link

@@ -44,6 +44,10 @@
 //! forwarded upstream: nothing of a downstream request but its method and parameters
 //! reaches the upstream.
 //!
+//! Upstream connections: [`GatewayBuilder::start`] shares one client among every downstream
+//! session; [`GatewayBuilder::start_per_session`] gives each downstream session a client of its
+//! own (for a stdio upstream, a child process each), bounded and ended with the session.
+//!
 //! The repository's `docs/gateway.md` lists what is not passed through yet.
 //!
 //! **Layering:** depends on `mcp-server`, `mcp-client` and `mcp-hub`.
@@ -54,6 +58,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
+mod children;
 mod error;
 mod gateway;
 mod link;
@@ -63,10 +68,20 @@ mod translate;
 pub use auth::DownstreamAuth;
 pub use error::GatewayError;
 pub use gateway::{
-    DEFAULT_MAX_UPSTREAM_CALLS, DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS, Gateway, GatewayBuilder,
-    connect_hub,
+    DEFAULT_CHILD_IDLE, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_UPSTREAM_CALLS,
+    DEFAULT_MAX_UPSTREAM_SUBSCRIPTIONS, Gateway, GatewayBuilder, connect_hub,
 };
+/// The downstream server's Prometheus metrics ([`GatewayBuilder::metrics`]).
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use mcp_server::Metrics;
 /// How tools' schemas are shown to 2025-11-25 clients ([`GatewayBuilder::tool_schemas`]).
 pub use mcp_server::ToolSchemas;
+/// A certificate chain and key for [`Gateway::serve_https_with`].
+pub use mcp_server::http::Tls;
+/// Serves the metrics at `GET /metrics` on a listener of its own ([`GatewayBuilder::metrics`]).
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use mcp_server::http::serve_metrics;
 pub use relay::QuestionRelay;
 pub use translate::Skipped;

@@ -5,7 +5,10 @@
 //! downstream clients cannot make the gateway hold more upstream requests than that.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 use mcp_client::model::ReadResourceResult;
 use mcp_client::{CallOptions, Client};
@@ -27,13 +30,34 @@ const INVALID_PARAMS: i64 = -32602;
 /// not passed on (the downstream server writes its own).
 const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
 
+/// Keeps a session's link busy (not idle) while a forwarded request uses it.
+pub(crate) type Busy = Box<dyn Send>;
+
+/// A session's link and its guard; `None` for a request in no session.
+pub(crate) type Routed = Option<(Arc<Link>, Busy)>;
+
+/// The links of the downstream sessions, when each has an upstream connection of its own
+/// (the `children` module's pool).
+pub(crate) trait SessionLinks: Send + Sync {
+    /// The link of `ex`'s session (made at its first request) and a guard keeping it busy;
+    /// `None` for a request in no session; the refusal's text when the session has none.
+    fn link_for<'a>(&'a self, ex: &'a Exchange) -> BoxFuture<'a, Result<Routed, String>>;
+}
+
 /// The upstream client with its bounds. Shared by every declaration of the catalog.
 pub(crate) struct Link {
     pub(crate) client: Client,
-    permits: Semaphore,
+    /// Shared by every link of a gateway (its clients per session too).
+    permits: Arc<Semaphore>,
     call_timeout: Option<Duration>,
     /// The relay's calls in flight, when the upstream's questions are relayed.
     in_flight: Option<Arc<InFlight>>,
+    /// With a client per downstream session: the sessions' clients (this one serves the
+    /// requests that come in no session).
+    pub(crate) sessions: Option<Arc<dyn SessionLinks>>,
+    /// A forwarded request found the client closed (a stdio child exited): a session's link
+    /// is then replaced at the session's next request.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for Link {
@@ -53,11 +77,54 @@ impl Link {
         call_timeout: Option<Duration>,
         in_flight: Option<Arc<InFlight>>,
     ) -> Self {
-        Self {
+        Self::with_permits(
             client,
-            permits: Semaphore::new(max_calls),
+            Arc::new(Semaphore::new(max_calls)),
             call_timeout,
             in_flight,
+        )
+    }
+
+    /// A link sharing `permits` with others.
+    pub(crate) fn with_permits(
+        client: Client,
+        permits: Arc<Semaphore>,
+        call_timeout: Option<Duration>,
+        in_flight: Option<Arc<InFlight>>,
+    ) -> Self {
+        Self {
+            client,
+            permits,
+            call_timeout,
+            in_flight,
+            sessions: None,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The link that serves `ex`: its session's own (made on the session's first request,
+    /// and kept busy while the guard lives), or this one.
+    async fn route(self: Arc<Self>, ex: &Exchange) -> Result<(Arc<Self>, Option<Busy>), String> {
+        let Some(sessions) = &self.sessions else {
+            return Ok((self, None));
+        };
+        match sessions.link_for(ex).await? {
+            Some((link, busy)) => Ok((link, Some(busy))),
+            None => Ok((self, None)),
+        }
+    }
+
+    /// Whether a forwarded request found the client closed (its stdio child exited).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Notes a forwarded request's outcome: a closed client stays closed.
+    fn note<T>(&self, outcome: &Result<T, mcp_client::Error>) {
+        if let Err(e) = outcome
+            && e.is_closed()
+        {
+            self.closed.store(true, Ordering::Release);
         }
     }
 
@@ -79,6 +146,26 @@ impl Link {
             options = options.meta(meta::CLIENT_CAPABILITIES, answerable(ex));
         }
         options
+    }
+
+    /// The options of a request forwarded for `ex` with the answers its downstream call
+    /// carried that no downstream question asked for (sent up front, or under keys nobody
+    /// asked), passed upstream as the upstream revision carries them: the upstream decides
+    /// whether its own questions take answers given up front, and ignores the other keys.
+    /// `in_arguments` says whether the upstream takes them in a tool's arguments (a tool that
+    /// declares `mcpAnswers` on 2025-03-26 and 2024-11-05).
+    fn options_with_answers(&self, ex: &Exchange, in_arguments: bool) -> CallOptions {
+        let options = self.options(ex);
+        let features = self.client.revision().features();
+        if !(features.can_ask() || (features.asks_in_arguments() && in_arguments)) {
+            return options;
+        }
+        let unasked = ex.unasked_answers();
+        if unasked.is_empty() {
+            options
+        } else {
+            options.answers_up_front(unasked)
+        }
     }
 
     /// Whether requests forwarded for `ex` declare the downstream client's capabilities
@@ -123,15 +210,31 @@ impl Link {
     pub(crate) async fn call_tool(
         self: Arc<Self>,
         name: Arc<str>,
+        takes_answers: bool,
+        arguments: Value,
+        ex: Exchange,
+    ) -> Result<CallToolResult, ToolError> {
+        let (link, _in_use) = self.route(&ex).await.map_err(ToolError::new)?;
+        Box::pin(link.call_tool_here(name, takes_answers, arguments, ex)).await
+    }
+
+    async fn call_tool_here(
+        &self,
+        name: Arc<str>,
+        takes_answers: bool,
         arguments: Value,
         ex: Exchange,
     ) -> Result<CallToolResult, ToolError> {
         let progress = ex.clone();
-        let options = self.options(&ex).on_progress(move |p| {
-            progress.progress(p.progress, p.total, p.message.as_deref());
-        });
+        let options = self
+            .options_with_answers(&ex, takes_answers)
+            .on_progress(move |p| {
+                progress.progress(p.progress, p.total, p.message.as_deref());
+            });
         let called = self.client.call_tool_with(&name, arguments, options);
-        match self.forward(&ex, called).await? {
+        let called = self.forward(&ex, called).await?;
+        self.note(&called);
+        match called {
             Ok(value) => {
                 let mut result: CallToolResult = serde_json::from_value(value).map_err(|e| {
                     ToolError::new(format!(
@@ -159,11 +262,22 @@ impl Link {
         uri: String,
         ex: Exchange,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
-        let options = self.options(&ex);
+        let (link, _in_use) = self.route(&ex).await.map_err(ResourceError::Failed)?;
+        Box::pin(link.read_resource_here(uri, ex)).await
+    }
+
+    async fn read_resource_here(
+        &self,
+        uri: String,
+        ex: Exchange,
+    ) -> Result<Vec<ResourceContents>, ResourceError> {
+        let options = self.options_with_answers(&ex, false);
         let read =
             self.client
                 .request_with(method::RESOURCES_READ, Some(json!({"uri": uri})), options);
-        let read = match self.forward(&ex, read).await? {
+        let read = self.forward(&ex, read).await?;
+        self.note(&read);
+        let read = match read {
             Ok(read) => serde_json::from_value::<ReadResourceResult>(read).map_err(|e| {
                 ResourceError::Failed(format!("the upstream's resources/read result: {e}"))
             }),
@@ -182,6 +296,16 @@ impl Link {
         arguments: Value,
         ex: Exchange,
     ) -> Result<GetPromptResult, PromptError> {
+        let (link, _in_use) = self.route(&ex).await.map_err(PromptError::Failed)?;
+        Box::pin(link.get_prompt_here(name, arguments, ex)).await
+    }
+
+    async fn get_prompt_here(
+        &self,
+        name: Arc<str>,
+        arguments: Value,
+        ex: Exchange,
+    ) -> Result<GetPromptResult, PromptError> {
         let mut params = Map::new();
         params.insert("name".into(), Value::String(name.to_string()));
         // An empty argument object is sent as none (as a client that has none would).
@@ -192,11 +316,13 @@ impl Link {
                 params.insert("arguments".into(), other);
             }
         }
-        let options = self.options(&ex);
+        let options = self.options_with_answers(&ex, false);
         let got =
             self.client
                 .request_with(method::PROMPTS_GET, Some(Value::Object(params)), options);
-        match self.forward(&ex, got).await? {
+        let got = self.forward(&ex, got).await?;
+        self.note(&got);
+        match got {
             Ok(got) => {
                 let mut prompt: GetPromptResult = serde_json::from_value(got).map_err(|e| {
                     PromptError::Failed(format!("the upstream's prompts/get result: {e}"))

@@ -278,13 +278,20 @@ fn tool(link: &Arc<Link>, definition: &Value) -> Result<Tool, String> {
         .filter(|schema| schema.is_object())
         .cloned();
     let mut input_schema = input_schema;
+    // Whether the upstream tool takes answers in its arguments (it may ask, on an
+    // argument-convention revision): answers a downstream client gives up front go there.
+    let takes_answers = link.client.revision().features().asks_in_arguments()
+        && input_schema
+            .pointer(&format!("/properties/{ANSWERS_ARGUMENT}"))
+            .is_some();
     if link.client.revision().features().asks_in_arguments() {
         drop_argument_convention(&mut input_schema);
     }
     let upstream_name: Arc<str> = name.into();
     let link = link.clone();
     let handler = move |arguments: Value, ex: Exchange| {
-        link.clone().call_tool(upstream_name.clone(), arguments, ex)
+        link.clone()
+            .call_tool(upstream_name.clone(), takes_answers, arguments, ex)
     };
     let mut tool = Tool::new(name, handler)
         .with_input_schema(input_schema)

@@ -1,14 +1,16 @@
 //! Two gateway workers in front of one upstream serve one downstream client alternately: every
 //! request of the client goes to the other worker. With a shared hub, a question asked on one
 //! worker (its request state kept in the hub) is finished on the other; with a hub each, it
-//! is not. Each worker has its own upstream connection. The Redis case is the issue's
+//! is not. On a revision with sessions (2025-11-25) the session made on one worker is served
+//! by the other, and the answer to a question pushed on one worker's stream is posted to the
+//! other. Each worker has its own upstream connection. The Redis case is the issue's
 //! acceptance test (two workers, each with a connection of its own, as two processes have).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use http::{HeaderMap, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue, Uri};
 use mcp_client::transport::{
     BoxFuture, Delivery, MessageStream, Outbound, StreamableHttp, Transport, TransportError,
     TransportInfo,
@@ -24,19 +26,53 @@ use tokio::net::TcpListener;
 /// A bound on each step (not a synchronisation).
 const STEP: Duration = Duration::from_secs(20);
 
-/// Sends each message to the next of two Streamable HTTP endpoints in turn.
+/// Sends each message to the next of two Streamable HTTP endpoints in turn. The first
+/// message (`initialize`, where the revision has it) goes to the first worker; the second
+/// worker's endpoint is made at its first message with the session the first one got, as a
+/// load balancer without affinity passes the client's `Mcp-Session-Id` on.
 #[derive(Debug)]
 struct Alternate {
-    workers: [StreamableHttp; 2],
+    first: StreamableHttp,
+    second_url: Uri,
+    second: OnceLock<StreamableHttp>,
     next: AtomicUsize,
     sent: [AtomicUsize; 2],
+}
+
+impl Alternate {
+    fn new(urls: &[String; 2]) -> Self {
+        let uri = |url: &str| url.parse::<Uri>().expect("a URI");
+        Self {
+            first: StreamableHttp::builder(uri(&urls[0])).build(),
+            second_url: uri(&urls[1]),
+            second: OnceLock::new(),
+            next: AtomicUsize::new(0),
+            sent: [AtomicUsize::new(0), AtomicUsize::new(0)],
+        }
+    }
+
+    fn second(&self) -> &StreamableHttp {
+        self.second.get_or_init(|| {
+            let mut builder = StreamableHttp::builder(self.second_url.clone());
+            if let Some(session) = self.first.session_id() {
+                builder = builder.header(
+                    HeaderName::from_static("mcp-session-id"),
+                    HeaderValue::from_str(&session).expect("a header value"),
+                );
+            }
+            builder.build()
+        })
+    }
 }
 
 impl Transport for Alternate {
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<Delivery, TransportError>> {
         let worker = self.next.fetch_add(1, Ordering::Relaxed) % 2;
         self.sent[worker].fetch_add(1, Ordering::Relaxed);
-        self.workers[worker].send(message)
+        match worker {
+            0 => self.first.send(message),
+            _ => self.second().send(message),
+        }
     }
 
     fn incoming(&self) -> Option<MessageStream> {
@@ -48,15 +84,19 @@ impl Transport for Alternate {
         headers: HeaderMap,
         last_event_id: Option<String>,
     ) -> BoxFuture<'_, Result<MessageStream, TransportError>> {
-        self.workers[0].open_stream(headers, last_event_id)
+        self.first.open_stream(headers, last_event_id)
     }
 
     fn info(&self) -> TransportInfo {
-        self.workers[0].info()
+        self.first.info()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.first.session_id()
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
-        self.workers[0].close()
+        self.first.close()
     }
 }
 
@@ -158,8 +198,12 @@ async fn hubs(kind: Hubs) -> Option<[Arc<dyn Hub>; 2]> {
     }
 }
 
-/// Calls `confirm` through two workers, alternately; the result text or the error.
-async fn confirm_through(hubs: [Arc<dyn Hub>; 2]) -> (Result<String, String>, [usize; 2]) {
+/// Calls `confirm` through two workers, alternately, from a client on `revision`; the result
+/// text or the error.
+async fn confirm_through(
+    hubs: [Arc<dyn Hub>; 2],
+    revision: Revision,
+) -> (Result<String, String>, [usize; 2]) {
     let upstream = Server::builder("upstream", "1.0")
         .tool(Tool::new("confirm", confirm))
         .build()
@@ -171,15 +215,9 @@ async fn confirm_through(hubs: [Arc<dyn Hub>; 2]) -> (Result<String, String>, [u
     let [first_hub, second_hub] = hubs;
     let (_first, first_url) = worker(&upstream, first_hub).await;
     let (_second, second_url) = worker(&upstream, second_hub).await;
-    let urls = [first_url, second_url];
-    let endpoint = |url: &str| StreamableHttp::builder(url.parse::<Uri>().expect("a URI")).build();
-    let transport = Arc::new(Alternate {
-        workers: [endpoint(&urls[0]), endpoint(&urls[1])],
-        next: AtomicUsize::new(0),
-        sent: [AtomicUsize::new(0), AtomicUsize::new(0)],
-    });
+    let transport = Arc::new(Alternate::new(&[first_url, second_url]));
     let client = Client::builder()
-        .revision(Revision::V2026_07_28)
+        .revision(revision)
         .timeout(STEP)
         .on_ask(Asks::none().elicitation(), |_question| async {
             Answer::accept(json!({}))
@@ -230,6 +268,10 @@ impl Transport for SharedTransport {
         self.0.info()
     }
 
+    fn session_id(&self) -> Option<String> {
+        self.0.session_id()
+    }
+
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         self.0.close()
     }
@@ -238,15 +280,23 @@ impl Transport for SharedTransport {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_shared_hub_a_question_asked_on_one_worker_finishes_on_the_other() {
     let hubs = hubs(Hubs::SharedMemory).await.expect("in memory");
-    let (text, sent) = confirm_through(hubs).await;
+    let (text, sent) = confirm_through(hubs, Revision::V2026_07_28).await;
     assert_eq!(text, Ok("confirmed".to_owned()), "sent {sent:?}");
     assert!(sent[0] > 0 && sent[1] > 0, "both workers served: {sent:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_shared_hub_a_session_made_on_one_worker_is_served_by_the_other() {
+    let hubs = hubs(Hubs::SharedMemory).await.expect("in memory");
+    let (text, sent) = confirm_through(hubs, Revision::V2025_11_25).await;
+    assert_eq!(text, Ok("confirmed".to_owned()), "sent {sent:?}");
+    assert!(sent[0] > 1 && sent[1] > 1, "both workers served: {sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_hub_each_the_other_worker_does_not_know_the_question() {
     let hubs = hubs(Hubs::SeparateMemory).await.expect("in memory");
-    let (text, sent) = confirm_through(hubs).await;
+    let (text, sent) = confirm_through(hubs, Revision::V2026_07_28).await;
     // The retry carrying the answer reaches the worker that did not ask.
     let refused = text.expect_err("the retry is refused");
     assert!(
@@ -257,10 +307,19 @@ async fn with_a_hub_each_the_other_worker_does_not_know_the_question() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_on_redis_serve_one_client_alternately() {
-    let Some(hubs) = hubs(Hubs::Redis).await else {
-        return;
-    };
-    let (text, sent) = confirm_through(hubs).await;
-    assert_eq!(text, Ok("confirmed".to_owned()), "sent {sent:?}");
-    assert!(sent[0] > 0 && sent[1] > 0, "both workers served: {sent:?}");
+    for revision in [Revision::V2026_07_28, Revision::V2025_11_25] {
+        let Some(hubs) = hubs(Hubs::Redis).await else {
+            return;
+        };
+        let (text, sent) = confirm_through(hubs, revision).await;
+        assert_eq!(
+            text,
+            Ok("confirmed".to_owned()),
+            "{revision}: sent {sent:?}"
+        );
+        assert!(
+            sent[0] > 0 && sent[1] > 0,
+            "{revision}: both workers served: {sent:?}"
+        );
+    }
 }

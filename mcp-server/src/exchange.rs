@@ -249,6 +249,54 @@ pub(crate) struct ExchangeInner {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// The store key of session `id`'s record in `namespace` (the session store's, read here so
+/// this module does not import it).
+pub(crate) fn session_key(namespace: &Namespace, id: &str) -> mcp_hub::Key {
+    namespace.key(&format!("mcp-session/{id}"))
+}
+
+/// A transport session, as [`Exchange::session`] gives it: comparable and hashable (two refs
+/// of one session are equal), and able to tell whether the session still exists. Its id is a
+/// credential, so it is not shown: `Debug` prints its first 8 characters only.
+#[derive(Clone)]
+pub struct SessionRef {
+    id: Arc<str>,
+    key: mcp_hub::Key,
+    store: Arc<dyn StateStore>,
+}
+
+impl SessionRef {
+    /// Whether the session still exists: not ended by its client (an HTTP `DELETE`, a closed
+    /// HTTP+SSE stream) and not expired. Read from the state store the sessions live in (the
+    /// hub, when the server has one), so any worker sharing it sees the same. A store that
+    /// cannot be read counts as live.
+    pub async fn is_live(&self) -> bool {
+        !matches!(self.store.get(&self.key).await, Ok(None))
+    }
+}
+
+impl PartialEq for SessionRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for SessionRef {}
+
+impl std::hash::Hash for SessionRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+    }
+}
+
+impl fmt::Debug for SessionRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Enough to tell sessions apart in a log, as the request spans show them.
+        let tag: String = self.id.chars().take(8).collect();
+        f.debug_tuple("SessionRef").field(&tag).finish()
+    }
+}
+
 /// What every call of a server shares (one reference count per call).
 pub(crate) struct Shared {
     /// The server's shared state ([`ServerBuilder::with_state`](crate::ServerBuilder::with_state)).
@@ -451,6 +499,50 @@ impl Exchange {
     /// The key was answered (on an earlier attempt, or earlier in this one).
     pub fn answered(&self, key: &str) -> bool {
         self.lock().answers.contains_key(key)
+    }
+
+    /// The transport session this call came in on: a Streamable HTTP session
+    /// (`Mcp-Session-Id`, on the revisions that have sessions) or an HTTP+SSE stream. `None`
+    /// on stdio and where the revision has no sessions (2026-07-28). A handler that keeps
+    /// something per session (a gateway's upstream connection) keys it by this, and asks
+    /// [`SessionRef::is_live`] whether the session still exists.
+    ///
+    /// ```
+    /// use mcp_server::{Exchange, ToolError};
+    ///
+    /// async fn per_session(ex: Exchange) -> Result<String, ToolError> {
+    ///     Ok(match ex.session() {
+    ///         Some(session) => format!("in session {session:?}"),
+    ///         None => "no session".to_owned(),
+    ///     })
+    /// }
+    /// ```
+    pub fn session(&self) -> Option<SessionRef> {
+        let id = self.inner.owner.session.clone()?;
+        Some(SessionRef {
+            key: session_key(&self.inner.namespace, &id),
+            id,
+            store: self.inner.store.clone(),
+        })
+    }
+
+    /// The answers this call carried that answer no question the server asked on an earlier
+    /// attempt (`inputResponses` on 2026-07-28, `mcpAnswers` on 2025-03-26 and 2024-11-05,
+    /// sent up front or under keys the server does not know), raw, by key: the ones a
+    /// question marked [`answerable_up_front`](Question::answerable_up_front) may still take.
+    /// [`ask`](Self::ask) ignores them otherwise. A gateway passes them on to the server it
+    /// forwards the call to, which decides for its own questions.
+    ///
+    /// ```
+    /// use mcp_server::{Exchange, ToolError};
+    ///
+    /// async fn forward(ex: Exchange) -> Result<String, ToolError> {
+    ///     let unasked = ex.unasked_answers();
+    ///     Ok(format!("{} answers given up front", unasked.len()))
+    /// }
+    /// ```
+    pub fn unasked_answers(&self) -> Map<String, Value> {
+        self.lock().offered.clone()
     }
 
     /// Asks the client (and through it, the user) `question` under `key`, by whatever means

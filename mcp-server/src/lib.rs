@@ -220,7 +220,7 @@ pub use completion::{
 pub use declared::Replaced;
 pub use dispatch::{Context, Input, Outgoing, Reply};
 pub use error::{Interrupt, PromptError, RegistrationError, ResourceError, StdioError, ToolError};
-pub use exchange::Exchange;
+pub use exchange::{Exchange, SessionRef};
 pub use extension::{Extension, ExtensionError, ExtensionRequest};
 pub use handler::{
     FromExchange, Handler, NoArgs, PartsAndExchange, PartsOnly, State, WithInput,

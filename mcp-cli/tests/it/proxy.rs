@@ -94,6 +94,8 @@ struct Proxy {
     /// The Streamable HTTP and HTTP+SSE endpoints from its first line.
     mcp: String,
     sse: String,
+    /// The lines it prints after the first.
+    lines: mpsc::Receiver<String>,
 }
 
 impl Proxy {
@@ -103,10 +105,17 @@ impl Proxy {
 
     /// `mcp proxy` with `extra` options.
     fn start_with(upstream: &str, extra: &[&str]) -> Self {
+        let mut args = vec!["--upstream", upstream];
+        args.extend_from_slice(extra);
+        Self::spawn(&args)
+    }
+
+    /// `mcp proxy --addr 127.0.0.1:0 --timeout 30` with `args`.
+    fn spawn(args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
-            .args(["proxy", "--upstream", upstream, "--addr", "127.0.0.1:0"])
+            .args(["proxy", "--addr", "127.0.0.1:0"])
             .args(["--timeout", "30"])
-            .args(extra)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -115,24 +124,24 @@ impl Proxy {
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(first)) = lines.next() {
-                let _ = tx.send(first);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
             }
-            for _ in lines {}
         });
         let first = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("mcp proxy prints its address");
         let urls: Vec<&str> = first
             .split_whitespace()
-            .filter(|w| w.starts_with("http://"))
+            .filter(|w| w.starts_with("http://") || w.starts_with("https://"))
             .collect();
         assert_eq!(urls.len(), 2, "unexpected first line {first:?}");
         Self {
             mcp: urls[0].to_owned(),
             sse: urls[1].to_owned(),
             child,
+            lines: rx,
         }
     }
 }
@@ -215,6 +224,147 @@ fn the_stdio_front_serves_the_upstream_on_stdin_and_stdout() {
     ])
     .json();
     assert_eq!(sum["structuredContent"]["sum"], 5);
+}
+
+/// `mcp proxy --stdio` over HTTP gives each downstream session a child of its own, up to
+/// `--max-children` (the first child included): the child here is `mcp proxy --stdio-front`
+/// in front of the in-process upstream.
+#[test]
+fn a_stdio_upstream_is_a_child_per_session_up_to_max_children() {
+    let upstream = Upstream::start();
+    let child = format!(
+        "{} proxy --stdio-front --upstream {}",
+        env!("CARGO_BIN_EXE_mcp"),
+        upstream.url
+    );
+    let proxy = Proxy::spawn(&[
+        "--stdio",
+        &child,
+        "--max-children",
+        "2",
+        "--child-idle",
+        "60",
+    ]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let connect = || {
+            mcp_client::Client::builder()
+                .revision(mcp_client::Revision::V2025_11_25)
+                .timeout(Duration::from_secs(30))
+                .connect_http(&proxy.mcp)
+        };
+        let add = json!({"a": 1, "b": 2});
+        let first = connect().await.expect("the first session");
+        let sum = first.call_tool("add", &add).await.expect("a result");
+        assert_eq!(sum["structuredContent"]["sum"], 3, "{sum}");
+        // The first child and the first session's: a second session is refused.
+        let second = connect().await.expect("the second session");
+        let refused = second.call_tool("add", &add).await.expect("a result");
+        assert_eq!(refused["isError"], true, "{refused}");
+        let text = refused["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("maximum of 2"), "{refused}");
+    });
+    // Out of range: refused before anything starts.
+    for (flag, value) in [("--max-children", "1"), ("--child-idle", "0")] {
+        let refused = mcp(&["proxy", "--stdio", "x", flag, value]);
+        assert_eq!(refused.code, 2, "{refused:#?}");
+        assert!(refused.stderr.contains(flag), "{refused:#?}");
+    }
+}
+
+/// `--tls-cert` and `--tls-key`, as `mcp-demo` takes them: the proxy serves HTTPS, and `mcp`
+/// calls through it trusting the certificate with `--cacert`.
+#[test]
+fn the_proxy_serves_https_with_tls_cert_and_tls_key() {
+    let upstream = Upstream::start();
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).expect("test CA");
+    let cert = crate::support::scratch("proxy-https-cert").with_extension("pem");
+    let key = crate::support::scratch("proxy-https-key").with_extension("pem");
+    std::fs::write(&cert, certified.cert.pem()).expect("the certificate is written");
+    std::fs::write(&key, certified.signing_key.serialize_pem()).expect("the key is written");
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    let proxy = Proxy::start_with(&upstream.url, &["--tls-cert", &cert, "--tls-key", &key]);
+    assert!(proxy.mcp.starts_with("https://127.0.0.1:"), "{}", proxy.mcp);
+    let sum = mcp(&[
+        "--cacert", &cert, "call", &proxy.mcp, "add", "a=40", "b=2", "--json",
+    ])
+    .json();
+    assert_eq!(sum["structuredContent"]["sum"], 42, "{sum}");
+    // HTTP+SSE over TLS too.
+    let sse = mcp(&["--cacert", &cert, "tools", &proxy.sse, "--transport", "sse"]);
+    assert!(sse.ok().contains("add"), "{sse:#?}");
+    // Untrusted without --cacert.
+    let refused = mcp(&["tools", &proxy.mcp]);
+    assert_ne!(refused.code, 0, "{refused:#?}");
+    // A key without its certificate is a usage error; so is a file that is not PEM.
+    let alone = mcp(&["proxy", "--upstream", &upstream.url, "--tls-key", &key]);
+    assert_eq!(alone.code, 2, "{alone:#?}");
+    let not_pem = mcp(&[
+        "proxy",
+        "--upstream",
+        &upstream.url,
+        "--tls-cert",
+        &key,
+        "--tls-key",
+        &key,
+    ]);
+    assert_eq!(not_pem.code, 2, "{not_pem:#?}");
+    assert!(not_pem.stderr.contains("--tls-cert"), "{not_pem:#?}");
+}
+
+/// `--metrics HOST:PORT`, as `mcp-demo` takes it: the second line names the endpoint, which
+/// counts the calls the proxy served.
+#[test]
+fn the_proxy_serves_metrics_on_its_flag() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start_with(&upstream.url, &["--metrics", "127.0.0.1:0"]);
+    let second = proxy
+        .lines
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a second line");
+    let addr = second
+        .strip_prefix("mcp proxy metrics on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected second line {second:?}"))
+        .to_owned();
+    let sum = mcp(&[
+        "call",
+        &proxy.mcp,
+        "add",
+        "a=1",
+        "b=2",
+        "--revision",
+        "2025-11-25",
+        "--json",
+    ])
+    .json();
+    assert_eq!(sum["structuredContent"]["sum"], 3, "{sum}");
+    let mut stream = std::net::TcpStream::connect(&addr).expect("the metrics endpoint");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a timeout");
+    std::io::Write::write_all(
+        &mut stream,
+        b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+    .expect("the request is sent");
+    let mut raw = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut raw).expect("the response");
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    let calls: f64 = raw
+        .lines()
+        .filter(|l| {
+            l.starts_with("mcp_requests_total{")
+                && l.contains("method=\"tools/call\"")
+                && l.contains("outcome=\"ok\"")
+        })
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum();
+    assert_eq!(calls, 1.0, "{raw}");
 }
 
 #[test]

@@ -842,7 +842,7 @@ impl Sessions {
     }
 
     fn key(&self, id: &str) -> Key {
-        self.namespace.key(&joined("mcp-session/", id))
+        crate::exchange::session_key(&self.namespace, id)
     }
 
     /// The hub topic an HTTP+SSE stream's messages travel on.
