@@ -147,6 +147,7 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
         }
         Command::Console(args) => crate::console::run(global, args).await,
         Command::Proxy(args) => crate::proxy::run(global, args).await,
+        Command::Bench(args) => crate::bench::run(global, args).await,
         Command::Login(r) => {
             let mut words = r.words;
             let session = Session::new_for(global, &mut words, true)?;
@@ -278,13 +279,13 @@ where
 }
 
 /// Ctrl-C (SIGINT), caught from the moment it is installed.
-struct Interrupt {
+pub(crate) struct Interrupt {
     #[cfg(unix)]
     signal: Option<tokio::signal::unix::Signal>,
 }
 
 impl Interrupt {
-    fn install() -> Self {
+    pub(crate) fn install() -> Self {
         Self {
             #[cfg(unix)]
             signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
@@ -292,7 +293,7 @@ impl Interrupt {
     }
 
     /// Resolves on Ctrl-C (never, when no handler could be installed).
-    async fn wait(&mut self) {
+    pub(crate) async fn wait(&mut self) {
         #[cfg(unix)]
         let caught = match &mut self.signal {
             Some(signal) => signal.recv().await.is_some(),
@@ -307,7 +308,7 @@ impl Interrupt {
 }
 
 /// Writes `text` on stdout.
-fn print(text: &str) -> Result<(), CliError> {
+pub(crate) fn print(text: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
@@ -315,7 +316,7 @@ fn print(text: &str) -> Result<(), CliError> {
 }
 
 /// Writes `value` on stdout as pretty JSON.
-fn print_json(value: &Value) -> Result<(), CliError> {
+pub(crate) fn print_json(value: &Value) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
     print(&format!("{text}\n"))
 }
