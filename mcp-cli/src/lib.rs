@@ -84,6 +84,7 @@ mod commands;
 mod connect;
 mod console;
 mod error;
+mod interrupt;
 mod output;
 mod proxy;
 mod ui;

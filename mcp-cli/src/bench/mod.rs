@@ -35,10 +35,10 @@ use tokio::time::Instant;
 
 use crate::args::{Sources, tool_arguments};
 use crate::cli::{BenchArgs, Global, TransportChoice};
-use crate::commands::{Interrupt, print, print_json};
 use crate::connect::{Session, Target};
 use crate::error::CliError;
-use crate::output::text_of;
+use crate::interrupt::Interrupt;
+use crate::output::{print, print_json, text_of};
 
 use check::{Expect, Failure};
 use histogram::Histogram;
