@@ -334,7 +334,8 @@ Every reply is checked: isError: true counts as a tool error, --expect-text TEXT
 content block's text to be TEXT, --expect-json POINTER=VALUE wants VALUE (JSON when it parses, \
 a string otherwise) at the JSON pointer into the result (/structuredContent/sum, \
 /content/0/text, /contents/0/text for a read). Failed calls are counted by kind: timeout, \
-transport, json-rpc CODE, tool error, wrong answer, rate limited (not retried), protocol.
+transport, json-rpc CODE, tool error, wrong answer, rate limited (not retried), protocol. \
+The server's questions are answered from --answer only (never prompted on the terminal).
 
 The report goes to stdout (--json: one JSON object, latencies in microseconds), a live progress \
 line to stderr when it is a terminal (or with --progress, one line a second). Latency \

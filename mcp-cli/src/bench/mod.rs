@@ -14,10 +14,11 @@
 //! ([`histogram`]); throughput is the successful calls per measured second. Failed calls are
 //! counted by kind ([`check::Failure`]).
 //!
-//! The clients of a run differ from `mcp call`'s in three ways, so that the server is measured
+//! The clients of a run differ from `mcp call`'s in four ways, so that the server is measured
 //! as it answers: a rate-limited call is not retried (it counts as `rate limited`), the
-//! 2026-07-28 result cache is off (every read reaches the server), and the server's log
-//! messages are not shown.
+//! 2026-07-28 result cache is off (every read reaches the server), the server's log messages
+//! are not shown, and its questions are answered from `--answer` only, never prompted (a
+//! question without an answer fails its call).
 
 mod check;
 mod histogram;
@@ -25,6 +26,7 @@ mod histogram;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -33,7 +35,8 @@ use mcp_client::{Client, ClientBuilder, RateLimitRetry};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use crate::args::{Sources, tool_arguments};
+use crate::args::{Sources, canned_answer, tool_arguments};
+use crate::ask::Asker;
 use crate::cli::{BenchArgs, Global, TransportChoice};
 use crate::connect::{Session, Target};
 use crate::error::CliError;
@@ -118,7 +121,15 @@ struct Plan {
 /// Runs `mcp bench`.
 pub(crate) async fn run(global: &Global, args: BenchArgs) -> Result<(), CliError> {
     let mut words = args.rest.words.clone();
-    let session = Session::new(global, &mut words)?;
+    let mut session = Session::new(global, &mut words)?;
+    // Questions from the server are answered from --answer only: many calls run at once under
+    // a progress line, so nobody is prompted, and nothing is printed per question.
+    let canned = global
+        .answer
+        .iter()
+        .map(|a| canned_answer(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    session.asker = Arc::new(Asker::quiet(canned, session.ui.clone()));
     if let Target::Url(url) = &session.target
         && !args.allow_remote
     {

@@ -428,3 +428,44 @@ fn ctrl_c_prints_what_was_measured_and_exits_130() {
     assert!(run.stdout.contains("errors      none"), "{run:#?}");
     assert!(run.stderr.contains("mcp: error [interrupted]"), "{run:#?}");
 }
+
+#[test]
+fn questions_are_answered_from_answer_only() {
+    let demo = stdio_demo().display().to_string();
+    let answered = bench(
+        &["--stdio", &demo],
+        &[
+            "--tool",
+            "deploy",
+            "service=web",
+            "--answer",
+            "accept",
+            "--expect-text",
+            "deployed web",
+            "--count",
+            "20",
+            "--concurrency",
+            "4",
+        ],
+    );
+    assert!(
+        answered.ok().contains("calls       20: 20 ok, 0 errors"),
+        "{answered:#?}"
+    );
+    // Nothing per question on stderr.
+    assert!(
+        !answered.stderr.contains("answering"),
+        "{}",
+        answered.stderr
+    );
+
+    // Without --answer nobody is asked: every call fails, and the run still ends.
+    let unanswered = bench(
+        &["--stdio", &demo],
+        &["--tool", "deploy", "service=web", "--count", "5", "--json"],
+    );
+    assert_eq!(unanswered.code, 1, "{unanswered:#?}");
+    let report = unanswered.json();
+    assert_consistent(&report);
+    assert_eq!(report["errors"], 5, "{report:#}");
+}
