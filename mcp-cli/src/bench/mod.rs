@@ -27,6 +27,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -144,13 +145,13 @@ pub(crate) async fn run(global: &Global, args: BenchArgs) -> Result<(), CliError
     }
     let plan = plan(args, &words)?;
     let mut interrupt = Interrupt::install();
-    let clients = tokio::select! {
+    let Connected { clients, fell_back } = tokio::select! {
         connected = connect(&session, plan.sessions) => connected?,
         () = interrupt.wait() => return Err(CliError::Interrupted),
     };
     let driven = drive(&plan, &clients, &mut interrupt).await;
     // What the server is, before the sessions close.
-    let about = About::of(&session, &clients[0]);
+    let about = About::of(&session, &clients[0], fell_back);
     close(&session, &clients).await;
     let report = Report {
         about,
@@ -270,13 +271,26 @@ fn seconds(flag: &str, value: f64, zero: bool) -> Result<Duration, CliError> {
         })
 }
 
+/// The open clients, and whether the first one ended on HTTP+SSE after `--transport auto`.
+struct Connected {
+    clients: Vec<Client>,
+    fell_back: bool,
+}
+
 /// Opens `sessions` clients, one after the other, each within `--timeout`.
-async fn connect(session: &Session, sessions: usize) -> Result<Vec<Client>, CliError> {
+async fn connect(session: &Session, sessions: usize) -> Result<Connected, CliError> {
     let mut clients = Vec::with_capacity(sessions);
-    for _ in 0..sessions {
-        let connected = tokio::time::timeout(session.timeout, session.connect_configured(for_load))
-            .await
-            .map_err(|_| session.deadline_passed("connecting"));
+    let fell_back = Arc::new(AtomicBool::new(false));
+    for i in 0..sessions {
+        let watched = (i == 0).then(|| fell_back.clone());
+        let configure = |builder: ClientBuilder| match (&session.target, watched) {
+            (Target::Url(url), Some(flag)) => watch_fallback(for_load(builder), url, flag),
+            _ => for_load(builder),
+        };
+        let connected =
+            tokio::time::timeout(session.timeout, session.connect_configured(configure))
+                .await
+                .map_err(|_| session.deadline_passed("connecting"));
         match connected {
             Ok(Ok(client)) => clients.push(client),
             Ok(Err(e)) | Err(e) => {
@@ -285,7 +299,29 @@ async fn connect(session: &Session, sessions: usize) -> Result<Vec<Client>, CliE
             }
         }
     }
-    Ok(clients)
+    Ok(Connected {
+        clients,
+        fell_back: fell_back.load(Ordering::Relaxed),
+    })
+}
+
+/// Sets `flag` when the client speaks HTTP+SSE: that transport posts its messages to the
+/// endpoint its stream named (another path than the URL given), which answers 202 Accepted,
+/// where Streamable HTTP posts to the URL given. `--transport auto` falls back to HTTP+SSE
+/// without saying so; this is how the report names the transport it ended on.
+fn watch_fallback(builder: ClientBuilder, url: &str, flag: Arc<AtomicBool>) -> ClientBuilder {
+    let given = url
+        .parse::<http::Uri>()
+        .map(|uri| uri.path().to_owned())
+        .unwrap_or_default();
+    builder.on_http_response(move |response| {
+        if response.method() == http::Method::POST
+            && response.status() == 202
+            && response.url().path() != given
+        {
+            flag.store(true, Ordering::Relaxed);
+        }
+    })
 }
 
 /// The client settings of a load run: the server is measured as it answers.
@@ -567,14 +603,14 @@ struct About {
 }
 
 impl About {
-    fn of(session: &Session, client: &Client) -> Self {
+    fn of(session: &Session, client: &Client, fell_back: bool) -> Self {
         let info = client
             .server()
             .and_then(|d| d.server_info)
             .unwrap_or(Value::Null);
         Self {
             target: session.target.name(),
-            transport: transport_name(&session.target, session.transport),
+            transport: transport_name(&session.target, session.transport, fell_back),
             revision: client.revision().as_str().to_owned(),
             server_name: text_of(&info, "name").to_owned(),
             server_version: text_of(&info, "version").to_owned(),
@@ -582,14 +618,15 @@ impl About {
     }
 }
 
-/// The transport, as asked for: `auto` is Streamable HTTP, or HTTP+SSE when the server had to
-/// be reached by the fallback (the client does not say which it ended on).
-fn transport_name(target: &Target, transport: TransportChoice) -> &'static str {
+/// The transport spoken: with `--transport auto`, HTTP+SSE when the client fell back to it
+/// (see [`watch_fallback`]), Streamable HTTP otherwise.
+fn transport_name(target: &Target, transport: TransportChoice, fell_back: bool) -> &'static str {
     match (target, transport) {
         (Target::Stdio(_), _) => "stdio",
         (Target::Url(_), TransportChoice::Streamable) => "streamable-http",
         (Target::Url(_), TransportChoice::Sse) => "http+sse",
-        (Target::Url(_), TransportChoice::Auto) => "auto",
+        (Target::Url(_), TransportChoice::Auto) if fell_back => "http+sse",
+        (Target::Url(_), TransportChoice::Auto) => "streamable-http",
     }
 }
 
@@ -618,10 +655,6 @@ impl Report<'_> {
         let plan = self.plan;
         let tally = &self.tally;
         let latency = &tally.latency;
-        let transport = match about.transport {
-            "auto" => "streamable-http, or http+sse by fallback",
-            other => other,
-        };
         let server = match (about.server_name.as_str(), about.server_version.as_str()) {
             ("", _) => "(no serverInfo)".to_owned(),
             (name, version) => format!("{name} {version}").trim_end().to_owned(),
@@ -636,7 +669,7 @@ impl Report<'_> {
             format!("{} sessions", plan.sessions)
         };
         let mut rows = vec![
-            ("target", format!("{} ({transport})", about.target)),
+            ("target", format!("{} ({})", about.target, about.transport)),
             ("server", server),
             ("revision", about.revision.clone()),
             (

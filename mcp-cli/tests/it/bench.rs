@@ -71,7 +71,7 @@ fn the_report_against_the_http_demo() {
     );
     let text = run.ok();
     for line in [
-        "target      ",
+        &format!("target      {url} (streamable-http)") as &str,
         "server      mcp-demo",
         "revision    2026-07-28",
         "load        tools/call \"add\", 8 callers on 1 session, 300 calls",
@@ -324,6 +324,18 @@ fn every_revision_and_http_sse() {
         let report = run.json();
         assert_eq!(report["revision"], revision);
         assert_eq!(report["ok"], 20, "{revision}: {report:#}");
+    }
+    // --transport auto (the default) names the transport it ended on: HTTP+SSE after the
+    // fallback from the /sse URL, Streamable HTTP on /mcp.
+    for (url, transport) in [(demo.sse(), "http+sse"), (demo.mcp(), "streamable-http")] {
+        let run = bench(
+            &[&url],
+            &["--tool", "add", "a=2", "b=3", "--count", "10", "--json"],
+        );
+        assert_eq!(run.code, 0, "{url}: {run:#?}");
+        let report = run.json();
+        assert_eq!(report["transport"], transport, "{url}: {report:#}");
+        assert_eq!(report["ok"], 10, "{url}: {report:#}");
     }
 }
 
