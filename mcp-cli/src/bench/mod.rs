@@ -282,7 +282,9 @@ async fn connect(session: &Session, sessions: usize) -> Result<Connected, CliErr
     let mut clients = Vec::with_capacity(sessions);
     let fell_back = Arc::new(AtomicBool::new(false));
     for i in 0..sessions {
-        let watched = (i == 0).then(|| fell_back.clone());
+        // Only the first session of an automatic choice is watched (a check per response).
+        let watched =
+            (i == 0 && session.transport == TransportChoice::Auto).then(|| fell_back.clone());
         let configure = |builder: ClientBuilder| match (&session.target, watched) {
             (Target::Url(url), Some(flag)) => watch_fallback(for_load(builder), url, flag),
             _ => for_load(builder),
