@@ -26,6 +26,8 @@ pub(crate) struct Asker {
     next: AtomicUsize,
     /// Whether to prompt on stdin (a terminal, or `--interactive`).
     interactive: bool,
+    /// Say nothing per question (`mcp bench`: a question on every call).
+    quiet: bool,
     ui: Arc<Ui>,
     /// The message of the first question nobody could answer.
     unanswered: Mutex<Option<String>>,
@@ -56,9 +58,19 @@ impl Asker {
             canned,
             next: AtomicUsize::new(0),
             interactive,
+            quiet: false,
             ui,
             unanswered: Mutex::new(None),
             clock: tokio::sync::watch::Sender::new(HumanClock::default()),
+        }
+    }
+
+    /// An asker for many calls at once (`mcp bench`): answers only from `--answer`, never on
+    /// the terminal, and notes nothing per question.
+    pub(crate) fn quiet(canned: Vec<Canned>, ui: Arc<Ui>) -> Self {
+        Self {
+            quiet: true,
+            ..Self::new(canned, false, ui)
         }
     }
 
@@ -120,10 +132,12 @@ impl Asker {
         if !self.canned.is_empty() {
             let n = self.next.fetch_add(1, Ordering::Relaxed);
             let canned = &self.canned[n.min(self.canned.len() - 1)];
-            self.ui.note(&format!(
-                "answering {:?} with --answer",
-                question.message().unwrap_or(question.method())
-            ));
+            if !self.quiet {
+                self.ui.note(&format!(
+                    "answering {:?} with --answer",
+                    question.message().unwrap_or(question.method())
+                ));
+            }
             return from_canned(canned, question.kind());
         }
         if self.interactive && is_elicitation(question.kind()) {

@@ -22,12 +22,12 @@ field values, or a whole {\"action\": ...} result; repeat it for several questio
 
 Exit codes:
   0  success
-  1  the tool ran and reported an error (isError)
+  1  the tool ran and reported an error (isError); bench: measured calls failed or answered wrong
   2  usage: bad arguments, bad JSON, unknown revision
   3  the server could not be reached: connection refused, the command did not start or exited
   4  the server refused the request with a JSON-RPC error (its code is on the error line)
   5  protocol: no revision in common, an unreadable reply, not offered on this revision
-  6  timeout
+  6  timeout (bench: no call was answered in the measured time)
   7  the server asked a question nobody could answer (no terminal, no --answer)
   8  rate limited: the server still said \"not now\" after --retry-rate-limited retries (the \
 wait it asked for is on the error line)
@@ -221,6 +221,13 @@ pub(crate) enum Command {
         after_help = PROXY_HELP
     )]
     Proxy(Box<ProxyArgs>),
+    /// Load-test a server: N callers make one call (a tool, or a resource read) over and over,
+    /// every reply checked; prints throughput, latency percentiles and errors by kind
+    #[command(
+        override_usage = "mcp bench [OPTIONS] <URL | --stdio CMD> <--tool NAME [JSON | KEY=VALUE | KEY:=STRING]... | --read URI>",
+        after_help = BENCH_HELP
+    )]
+    Bench(BenchArgs),
     /// Open a console in the browser: connect, list, call, read, answer questions, watch the
     /// protocol, and compare the server across revisions
     #[command(override_usage = "mcp console [OPTIONS] [URL] [--stdio CMD]...")]
@@ -334,6 +341,93 @@ pub(crate) struct ProxyArgs {
     /// calls the upstream with this proxy's own credentials (refused without this flag)
     #[arg(long, conflicts_with = "auth_issuer")]
     pub(crate) unsafe_unauthenticated: bool,
+}
+
+/// Printed under `mcp bench --help`.
+const BENCH_HELP: &str = "\
+Examples:
+  mcp bench http://127.0.0.1:8080/mcp --tool add a=2 b=3 --expect-json /structuredContent/sum=5 \
+--concurrency 32 --duration 10
+  mcp bench --stdio \"my-server\" --tool echo text=hi --expect-text hi --count 1000
+  mcp bench http://127.0.0.1:8080/mcp --read config://app --json
+
+The server is reached as by every other command (--revision, --transport, -H, --cacert, OAuth, \
+--stdio CMD). --sessions K clients (default 1) are shared by --concurrency N callers (default 8, \
+at most 1024); each caller makes one call at a time, for --warmup seconds (not counted), then for \
+--duration seconds (default 10) or until --count calls were made. --timeout bounds connecting \
+each session and closing it; --call-timeout bounds each call (default 10 s).
+
+Every reply is checked: isError: true counts as a tool error, --expect-text TEXT wants the first \
+content block's text to be TEXT, --expect-json POINTER=VALUE wants VALUE (JSON when it parses, \
+a string otherwise) at the JSON pointer into the result (/structuredContent/sum, \
+/content/0/text, /contents/0/text for a read). Failed calls are counted by kind: timeout, \
+transport, json-rpc CODE, tool error, wrong answer, rate limited (not retried), protocol. \
+The server's questions are answered from --answer only (never prompted on the terminal).
+
+The report goes to stdout (--json: one JSON object, latencies in microseconds), a live progress \
+line to stderr when it is a terminal (or with --progress, one line a second). Latency \
+percentiles are of the successful calls, within 1.6%; throughput is successful calls per \
+measured second. Exit code 0 when every measured call succeeded, 1 when any failed or answered \
+wrong, 6 when no call completed, 130 on Ctrl-C (the report of what was measured is printed \
+first).
+
+Only servers on this machine are loaded: a URL whose host is not a loopback address \
+(127.0.0.0/8, [::1], localhost) is refused unless --allow-remote is given; --stdio is always \
+allowed.";
+
+/// `mcp bench`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    #[command(flatten)]
+    pub(crate) rest: Rest,
+    /// Call this tool (its arguments follow the URL, as for mcp call)
+    #[arg(long, value_name = "NAME", conflicts_with = "read")]
+    pub(crate) tool: Option<String>,
+    /// The tool's arguments as a JSON object: `-` reads it from stdin, @FILE from a file
+    /// (merged with the KEY=VALUE words, as for mcp call)
+    #[arg(
+        long,
+        value_name = "JSON | - | @FILE",
+        allow_hyphen_values = true,
+        requires = "tool"
+    )]
+    pub(crate) args_json: Option<String>,
+    /// Read this resource instead of calling a tool
+    #[arg(long, value_name = "URI")]
+    pub(crate) read: Option<String>,
+    /// Callers making calls at once (1 to 1024)
+    #[arg(long, short = 'c', value_name = "N", default_value_t = 8)]
+    pub(crate) concurrency: usize,
+    /// Seconds measured, after the warm-up [default: 10]
+    #[arg(long, value_name = "SECS", conflicts_with = "count")]
+    pub(crate) duration: Option<f64>,
+    /// Stop after this many measured calls instead of after --duration
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+    /// Seconds of calls before measuring, not counted
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub(crate) warmup: f64,
+    /// Clients (sessions; for --stdio, server processes) the callers share, caller i on
+    /// session i mod K (1 to 64, at most --concurrency)
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub(crate) sessions: usize,
+    /// Every reply's first content block must be this text
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub(crate) expect_text: Option<String>,
+    /// Every reply must hold VALUE (JSON, or a string) at the JSON pointer POINTER into the
+    /// result, e.g. /structuredContent/sum=5 (repeatable)
+    #[arg(long, value_name = "POINTER=VALUE", allow_hyphen_values = true)]
+    pub(crate) expect_json: Vec<String>,
+    /// The longest one call may take, in seconds; a slower one counts as a timeout error
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub(crate) call_timeout: f64,
+    /// Print a progress line on stderr even when it is not a terminal (one a second)
+    #[arg(long)]
+    pub(crate) progress: bool,
+    /// Load a server that is not on this machine (a URL whose host is not 127.0.0.0/8, [::1]
+    /// or localhost): only one you are allowed to load
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
 }
 
 /// `mcp auth`.

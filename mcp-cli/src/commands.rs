@@ -1,6 +1,5 @@
 //! The commands: each connects, does one thing, prints it, and closes.
 
-use std::io::Write;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -18,7 +17,8 @@ use crate::cli::{
 };
 use crate::connect::{Session, Target};
 use crate::error::{CliError, one_line};
-use crate::output::{self, table, text_of};
+use crate::interrupt::Interrupt;
+use crate::output::{self, print, print_json, table, text_of};
 
 /// The client's timeout of a call that may ask a person on the terminal: the command's own
 /// deadline bounds such a call without counting the time the person takes, and this bounds a
@@ -147,6 +147,7 @@ pub(crate) async fn run(global: &Global, command: Command) -> Result<(), CliErro
         }
         Command::Console(args) => crate::console::run(global, args).await,
         Command::Proxy(args) => crate::proxy::run(global, args).await,
+        Command::Bench(args) => crate::bench::run(global, args).await,
         Command::Login(r) => {
             let mut words = r.words;
             let session = Session::new_for(global, &mut words, true)?;
@@ -275,49 +276,6 @@ where
         (_, Some(question)) => Err(CliError::Unanswered { question }),
         (Err(e), None) => Err(e),
     }
-}
-
-/// Ctrl-C (SIGINT), caught from the moment it is installed.
-struct Interrupt {
-    #[cfg(unix)]
-    signal: Option<tokio::signal::unix::Signal>,
-}
-
-impl Interrupt {
-    fn install() -> Self {
-        Self {
-            #[cfg(unix)]
-            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
-        }
-    }
-
-    /// Resolves on Ctrl-C (never, when no handler could be installed).
-    async fn wait(&mut self) {
-        #[cfg(unix)]
-        let caught = match &mut self.signal {
-            Some(signal) => signal.recv().await.is_some(),
-            None => false,
-        };
-        #[cfg(not(unix))]
-        let caught = tokio::signal::ctrl_c().await.is_ok();
-        if !caught {
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-/// Writes `text` on stdout.
-fn print(text: &str) -> Result<(), CliError> {
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_bytes())?;
-    stdout.flush()?;
-    Ok(())
-}
-
-/// Writes `value` on stdout as pretty JSON.
-fn print_json(value: &Value) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-    print(&format!("{text}\n"))
 }
 
 fn failed(what: impl Into<String>) -> impl FnOnce(mcp_client::Error) -> CliError {

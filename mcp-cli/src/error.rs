@@ -104,6 +104,27 @@ pub(crate) enum CliError {
     /// `mcp proxy` could not listen, build its server from the upstream's catalog, or serve.
     #[error("the proxy: {0}")]
     Proxy(String),
+    /// `mcp bench` was given a URL whose host is not a loopback address, without
+    /// `--allow-remote`.
+    #[error(
+        "{url} is not on this machine: mcp bench loads only loopback addresses (127.0.0.0/8, [::1], localhost)"
+    )]
+    RemoteTarget {
+        /// The URL given.
+        url: String,
+    },
+    /// `mcp bench` ran, and measured calls failed or answered wrong (the report on stdout
+    /// counts them by kind).
+    #[error("{failed} of {calls} measured calls failed or answered wrong")]
+    BenchFailed {
+        /// The calls that failed.
+        failed: u64,
+        /// Every measured call.
+        calls: u64,
+    },
+    /// `mcp bench` ran and no call was answered in the measured time.
+    #[error("no call was answered in the measured time")]
+    BenchEmpty,
 }
 
 impl CliError {
@@ -114,7 +135,9 @@ impl CliError {
                 exit::USAGE
             }
             Self::Connect { source, .. } | Self::Request { source, .. } => kind_code(source.kind()),
-            Self::ToolFailed { .. } => exit::TOOL_ERROR,
+            Self::ToolFailed { .. } | Self::BenchFailed { .. } => exit::TOOL_ERROR,
+            Self::RemoteTarget { .. } => exit::USAGE,
+            Self::BenchEmpty => exit::TIMEOUT,
             Self::Unanswered { .. } => exit::UNANSWERED,
             Self::Deadline { .. } => exit::TIMEOUT,
             Self::Interrupted => exit::INTERRUPTED,
@@ -146,6 +169,8 @@ impl CliError {
             Self::Output(_) => "output".into(),
             Self::Lost { .. } => "transport".into(),
             Self::Proxy(_) => "proxy".into(),
+            Self::RemoteTarget { .. } => "remote".into(),
+            Self::BenchFailed { .. } | Self::BenchEmpty => "bench".into(),
         }
     }
 
@@ -180,6 +205,21 @@ impl CliError {
                 );
             }
             Self::Output(_) | Self::Interrupted | Self::Proxy(_) => return None,
+            Self::RemoteTarget { .. } => {
+                return Some(
+                    "to load a server on another machine (one you are allowed to load), pass --allow-remote",
+                );
+            }
+            Self::BenchFailed { .. } => {
+                return Some(
+                    "the report on stdout counts the errors by kind, with the first message of each",
+                );
+            }
+            Self::BenchEmpty => {
+                return Some(
+                    "raise --duration or --call-timeout, or check the server is answering",
+                );
+            }
             Self::Lost { .. } => {
                 return Some(
                     "is the server still running? (--reconnect-for sets how long listen keeps trying)",

@@ -16,6 +16,9 @@
 //! mcp console   [URL] [--stdio CMD]... [--no-open]   a console in the browser (see below)
 //! mcp proxy     <--upstream URL | --stdio CMD> [--addr HOST:PORT | --stdio-front]
 //!                                                    serve a server on every revision and transport
+//! mcp bench     <URL | --stdio CMD> <--tool NAME [ARGS]... | --read URI> [--concurrency N]
+//!               [--duration SECS | --count N] [--expect-text S | --expect-json PTR=V]...
+//!                                                    load-test a server (see below)
 //! ```
 //!
 //! Every command takes `--revision VERSION` (speak only that revision; default: negotiate as
@@ -51,6 +54,20 @@
 //! that). Requests without the token or from another origin are refused; everything it keeps is
 //! bounded (`mcp console --help`).
 //!
+//! **Bench.** `mcp bench` drives the server through `mcp-client` (so any revision and
+//! transport): `--sessions K` clients (default 1) shared by `--concurrency N` callers (default
+//! 8, at most 1024), each making one call at a time, the tool with its arguments or a resource
+//! read (`--read URI`); `--warmup SECS` (default 1, not counted), then `--duration SECS`
+//! (default 10) or `--count N` calls; each call bounded by `--call-timeout` (default 10 s).
+//! Every reply is checked (`isError`, `--expect-text`, `--expect-json POINTER=VALUE`) and
+//! failures are counted by kind (timeout, transport, `json-rpc CODE`, tool error, wrong answer,
+//! rate limited: never retried). Latencies go into a fixed-memory histogram (percentiles within
+//! 1.6%). The report (throughput, percentiles, errors by kind, the negotiated revision, the
+//! transport, the server's name and version) goes to stdout, `--json` as one object; a
+//! progress line goes to stderr on a terminal or with `--progress`. A URL whose host is not a
+//! loopback address is refused unless `--allow-remote` is given. It exits 1 when a measured
+//! call failed.
+//!
 //! **Errors** are one line on stderr: `mcp: error [LABEL]: MESSAGE (try: WHAT TO TRY)`, where
 //! the label is the server's JSON-RPC code when it sent one, and the process exits with one of
 //! the codes in [`exit`].
@@ -61,11 +78,13 @@
 mod args;
 mod ask;
 mod auth;
+mod bench;
 mod cli;
 mod commands;
 mod connect;
 mod console;
 mod error;
+mod interrupt;
 mod output;
 mod proxy;
 mod ui;
@@ -79,6 +98,7 @@ pub mod exit {
     /// Success.
     pub const OK: u8 = 0;
     /// The tool ran and reported an error (`isError: true`); its text is on the error line.
+    /// `mcp bench`: measured calls failed or answered wrong (the report counts them by kind).
     pub const TOOL_ERROR: u8 = 1;
     /// Usage: bad arguments, bad JSON, an unknown revision or log level.
     pub const USAGE: u8 = 2;
@@ -89,7 +109,8 @@ pub mod exit {
     pub const SERVER_ERROR: u8 = 4;
     /// Protocol: no revision in common, an unreadable reply, an operation the revision lacks.
     pub const PROTOCOL: u8 = 5;
-    /// A request timed out (see `--timeout`).
+    /// A request timed out (see `--timeout`); `mcp bench`: no call was answered in the
+    /// measured time.
     pub const TIMEOUT: u8 = 6;
     /// The server asked a question nobody could answer: no terminal and no `--answer`.
     pub const UNANSWERED: u8 = 7;

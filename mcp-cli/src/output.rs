@@ -1,8 +1,11 @@
 //! Human output: aligned tables, tool results, resource contents, prompt messages.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 use serde_json::Value;
+
+use crate::error::CliError;
 
 /// Lays `rows` out under `headers` in aligned columns separated by two spaces. The last column is
 /// not padded, so no line ends in spaces. Cells are cut at their first line.
@@ -221,6 +224,20 @@ pub(crate) fn bound_completion(result: &mut Value) {
     completion
         .entry("total")
         .or_insert_with(|| serde_json::json!(all));
+}
+
+/// Writes `text` on stdout.
+pub(crate) fn print(text: &str) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Writes `value` on stdout as pretty JSON.
+pub(crate) fn print_json(value: &Value) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    print(&format!("{text}\n"))
 }
 
 #[cfg(test)]

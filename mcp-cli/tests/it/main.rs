@@ -6,6 +6,7 @@ mod support;
 
 mod args;
 mod auth;
+mod bench;
 mod browser;
 mod console;
 mod hostile;
