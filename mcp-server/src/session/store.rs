@@ -1114,24 +1114,32 @@ impl Sessions {
         if !Self::plausible(id) {
             return None;
         }
-        let hold = {
-            let mut touched = self.lock_touched();
-            let due = touched
-                .by_id
-                .get(id)
-                .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4);
-            if due {
-                return None;
-            }
-            touched.held.hold(id).map(|place| Hold {
-                touched: self.touched.clone(),
-                place,
-            })
-        };
+        let (due, hold) = self.mark_busy(id, true);
+        if due {
+            return None;
+        }
         self.start_feed();
         // Without a trusted record the hold drops here, released.
         let loaded = self.trusted(id)?;
         Some((loaded, hold))
+    }
+
+    /// Under one lock: whether session `id`'s TTL is due for renewal, and (when `hold`) the
+    /// session marked busy on this worker until the returned hold drops.
+    fn mark_busy(&self, id: &str, hold: bool) -> (bool, Option<Hold>) {
+        let mut touched = self.lock_touched();
+        let due = touched
+            .by_id
+            .get(id)
+            .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4);
+        let place = if hold { touched.held.hold(id) } else { None };
+        (
+            due,
+            place.map(|place| Hold {
+                touched: self.touched.clone(),
+                place,
+            }),
+        )
     }
 
     async fn load_inner(
@@ -1142,21 +1150,7 @@ impl Sessions {
         if !Self::plausible(id) {
             return Err(SessionError::NotFound);
         }
-        let (due, hold) = {
-            let mut touched = self.lock_touched();
-            let due = touched
-                .by_id
-                .get(id)
-                .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4);
-            let place = if hold { touched.held.hold(id) } else { None };
-            (
-                due,
-                place.map(|place| Hold {
-                    touched: self.touched.clone(),
-                    place,
-                }),
-            )
-        };
+        let (due, hold) = self.mark_busy(id, hold);
         self.start_feed();
         // The store's paths are boxed: a trusted record (the usual request) awaits nothing,
         // and their state would otherwise enlarge the future of every request.
