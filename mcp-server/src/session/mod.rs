@@ -512,13 +512,8 @@ pub(crate) async fn load_own(
     owner: Option<&str>,
     sse: bool,
 ) -> Result<Loaded, SessionError> {
-    match sessions.load(id).await {
-        Ok(loaded) if loaded.record.sse == sse && loaded.record.owner.as_deref() == owner => {
-            Ok(loaded)
-        }
-        Ok(_) => Err(SessionError::NotFound),
-        Err(err) => Err(err),
-    }
+    let loaded = sessions.load(id).await?;
+    own((loaded, None), owner, sse).map(|(loaded, _)| loaded)
 }
 
 /// [`load_own`], the session busy on this worker (never evicted) until the hold drops.
