@@ -8,16 +8,19 @@
 //!
 //! The budget is a GCRA (a token bucket that holds `count` tokens and refills one every
 //! `period / count`) kept in the server's state store, so every worker on the hub spends the
-//! same budget. A worker takes a small batch of tokens at once (its lease: at most
-//! [`ServerBuilder::rate_limit_lease`](crate::ServerBuilder::rate_limit_lease), and at most a
-//! tenth of the budget) and spends it locally for up to a second, so most calls cost no round
-//! trip; the next lease is taken when half of the current one is left, so calls do not
-//! wait for the store while the budget has room. One take per budget is in flight on a worker
+//! same budget. A worker takes a batch of tokens at once (its lease) and spends it locally for
+//! up to a second, so most calls cost no round trip; the next lease is taken when half of the
+//! current one is left, so calls do not wait for the store while the budget has room. A lease
+//! is sized by the rate the worker spent the budget at since its last take (about 20 ms of
+//! its calls: a caller of a few calls a second takes one token at a time and wastes none),
+//! grows at most eightfold from one take to the next, and is at most
+//! [`ServerBuilder::rate_limit_lease`](crate::ServerBuilder::rate_limit_lease) and a tenth of
+//! the budget. One take per budget is in flight on a worker
 //! at a time (who finds no token waits for it), and a budget found empty is refused locally
 //! until its wait has passed. A worker thus holds at most a lease and a half: in any period
-//! a caller gets at most `count + workers × 1.5 × lease` calls through. The take is a
-//! compare-and-set on the
-//! store's record, so it needs nothing of a backend beyond the state store contract.
+//! a caller gets at most `count + workers × 1.5 × lease` calls through (`lease` being the
+//! largest, `min(rate_limit_lease, count / 10)`). The take is a compare-and-set on the store's
+//! record, so it needs nothing of a backend beyond the state store contract.
 //!
 //! If the store fails, the limiter fails open (default: each worker keeps a budget of its own
 //! with the same rules, logged at WARN at most every 10 s) or closed (the call is refused
@@ -43,8 +46,19 @@ use crate::FastMap;
 pub const RATE_LIMITED_CODE: i64 = mcp_adapters::codes::RATE_LIMITED;
 
 /// The default lease: the most tokens a worker takes from the shared budget at once (never
-/// more than a tenth of a rule's budget).
-pub const DEFAULT_RATE_LIMIT_LEASE: u32 = 100;
+/// more than a tenth of a rule's budget). A worker takes about [`LEASE_LIFE`] of its calls
+/// at once, so this is reached only by a caller spending 50,000 calls per second or more.
+pub const DEFAULT_RATE_LIMIT_LEASE: u32 = 1_000;
+
+/// A worker sizes its next lease of a budget to last about this long at the rate it has spent
+/// the budget since its last take: a slow caller takes a token at a time (its unspent tokens
+/// would expire with the lease, lost to its other workers), a fast one enough that the next
+/// take has time to arrive before the lease runs dry.
+const LEASE_LIFE: Duration = Duration::from_millis(20);
+
+/// A lease grows at most this many times over from one take to the next (one short gap
+/// between two calls does not take a tenth of the budget).
+const LEASE_GROWTH: u32 = 8;
 
 /// At most this many (rule, caller) pairs are remembered per worker for leases; past it the
 /// expired ones are dropped, then all of them (a lease given up costs only a hub round trip).
@@ -328,14 +342,6 @@ struct Rule {
 }
 
 impl Rule {
-    /// When this few of a lease's tokens are left, the next lease is taken: half of it. At tens
-    /// of thousands of calls per second a spawned take may wait for every connection's task
-    /// ahead of it (at c=32, about 0.4 ms on one core); with a quarter left the lease ran dry
-    /// meanwhile and calls waited for the store, with half left they do not.
-    fn refill_at(&self) -> u32 {
-        self.batch / 2
-    }
-
     /// The verdict of a refusal by this rule, counted.
     fn limited(&self, wait_us: i64) -> Verdict {
         #[cfg(feature = "metrics")]
@@ -360,16 +366,66 @@ struct Leased {
     /// A take from the store in flight for this budget: who finds no token waits for it
     /// instead of taking too (no herd of compare-and-sets on one record).
     refill: Option<Arc<Notify>>,
+    /// The size of the last take ([`LEASE_LIFE`] of calls at the rate measured then).
+    want: u32,
+    /// Tokens spent since `since`, the last take: the rate the next take is sized by.
+    spent: u32,
+    since: Instant,
 }
 
 impl Leased {
     fn empty() -> Self {
+        let now = Instant::now();
         Self {
             tokens: 0,
-            until: Instant::now(),
+            until: now,
             refused_until: None,
             refill: None,
+            want: 1,
+            spent: 0,
+            since: now,
         }
+    }
+
+    /// Spends a leased token if one is left at `now`: `None` when none is; else whether the
+    /// next lease should be taken now (the refill this worker then takes, already marked).
+    fn spend(&mut self, now: Instant) -> Option<Option<Arc<Notify>>> {
+        if self.tokens == 0 || self.until <= now {
+            return None;
+        }
+        self.tokens -= 1;
+        self.spent = self.spent.saturating_add(1);
+        // Running low: the next lease is taken while the rest are spent, so no call waits for
+        // the store while the budget has room. At tens of thousands of calls per second a
+        // spawned take may wait for every connection's task ahead of it (at c=32, about
+        // 0.4 ms on one core): with half of the lease left it arrives in time.
+        if self.tokens <= self.want / 2 && self.refill.is_none() {
+            let notify = Arc::new(Notify::new());
+            self.refill = Some(notify.clone());
+            return Some(Some(notify));
+        }
+        Some(None)
+    }
+
+    /// Gives back a token [`spend`](Self::spend) took.
+    fn unspend(&mut self) {
+        self.tokens += 1;
+        self.spent = self.spent.saturating_sub(1);
+    }
+
+    /// The size of the next take, at most `cap`: [`LEASE_LIFE`] of calls at the rate spent
+    /// since the last take, at least one token and at most [`LEASE_GROWTH`] times the last.
+    fn size_next(&mut self, cap: u32, now: Instant) -> u32 {
+        let elapsed = now.saturating_duration_since(self.since).as_micros().max(1);
+        let rate_sized = u128::from(self.spent) * LEASE_LIFE.as_micros() / elapsed;
+        let want = u32::try_from(rate_sized)
+            .unwrap_or(u32::MAX)
+            .min(self.want.saturating_mul(LEASE_GROWTH))
+            .clamp(1, cap.max(1));
+        self.want = want;
+        self.spent = 0;
+        self.since = now;
+        want
     }
 }
 
@@ -516,18 +572,17 @@ impl Limiter {
                 continue;
             }
             let key = (index, caller.clone());
-            match leases.get_mut(&key) {
-                Some(leased) if leased.tokens > 0 && leased.until > now => {
-                    leased.tokens -= 1;
+            match leases.get_mut(&key).and_then(|leased| {
+                let refill = leased.spend(now)?;
+                Some(refill.map(|notify| (notify, leased.size_next(rule.batch, now))))
+            }) {
+                Some(refill) => {
                     spent += 1;
-                    if leased.tokens <= rule.refill_at() && leased.refill.is_none() {
-                        // Running low: the next lease is taken while these tokens are spent.
-                        let notify = Arc::new(Notify::new());
-                        leased.refill = Some(notify.clone());
-                        tokio::spawn(Arc::clone(self).prefetch(key, notify));
+                    if let Some((notify, want)) = refill {
+                        tokio::spawn(Arc::clone(self).prefetch(key, notify, want));
                     }
                 }
-                _ => {
+                None => {
                     // Give back what the rules before this one took: the slow path decides.
                     for (index, rule) in self.rules.iter().enumerate() {
                         if spent == 0 {
@@ -536,7 +591,7 @@ impl Limiter {
                         if rule.limit.applies_to(call)
                             && let Some(leased) = leases.get_mut(&(index, caller.clone()))
                         {
-                            leased.tokens += 1;
+                            leased.unspend();
                             spent -= 1;
                         }
                     }
@@ -605,23 +660,20 @@ impl Limiter {
         let Some(leased) = leases.get_mut(&key) else {
             return false;
         };
-        if leased.tokens == 0 || leased.until <= Instant::now() {
+        let now = Instant::now();
+        let Some(refill) = leased.spend(now) else {
             return false;
-        }
-        leased.tokens -= 1;
-        if leased.tokens <= rule.refill_at() && leased.refill.is_none() {
-            // Running low: the next lease is taken while these tokens are spent, so no call
-            // waits for the store while the budget has room.
-            let notify = Arc::new(Notify::new());
-            leased.refill = Some(notify.clone());
-            tokio::spawn(Arc::clone(self).prefetch(key, notify));
+        };
+        if let Some(notify) = refill {
+            let want = leased.size_next(rule.batch, now);
+            tokio::spawn(Arc::clone(self).prefetch(key, notify, want));
         }
         true
     }
 
     async fn take_one(self: &Arc<Self>, index: usize, rule: &Rule, caller: &CallerKey) -> Verdict {
         let key = (index, caller.clone());
-        let notify = loop {
+        let (notify, want) = loop {
             let waiting = {
                 let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = Instant::now();
@@ -641,14 +693,10 @@ impl Limiter {
                 let Some(leased) = leases.get_mut(&key) else {
                     continue;
                 };
-                if leased.tokens > 0 && leased.until > now {
-                    leased.tokens -= 1;
-                    if leased.tokens <= rule.refill_at() && leased.refill.is_none() {
-                        // Running low: the next lease is taken while these tokens are spent,
-                        // so no call waits for the store while the budget has room.
-                        let notify = Arc::new(Notify::new());
-                        leased.refill = Some(notify.clone());
-                        tokio::spawn(Arc::clone(self).prefetch(key, notify));
+                if let Some(refill) = leased.spend(now) {
+                    if let Some(notify) = refill {
+                        let want = leased.size_next(rule.batch, now);
+                        tokio::spawn(Arc::clone(self).prefetch(key, notify, want));
                     }
                     return Verdict::Admit;
                 }
@@ -669,7 +717,9 @@ impl Limiter {
                     None => {
                         let notify = Arc::new(Notify::new());
                         leased.refill = Some(notify.clone());
-                        break notify;
+                        // This call's token is part of the take: it counts toward the rate.
+                        leased.spent = leased.spent.saturating_add(1);
+                        break (notify, leased.size_next(rule.batch, now));
                     }
                 }
             };
@@ -680,7 +730,7 @@ impl Limiter {
             key: &key,
             notify,
         };
-        let taken = self.take_shared(rule, caller).await;
+        let taken = self.take_shared(rule, caller, want).await;
         let verdict = {
             let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
             let leased = leases.get_mut(&key);
@@ -718,7 +768,7 @@ impl Limiter {
 
     /// Takes the next lease of `key`'s budget ahead of need and adds it to the tokens left;
     /// ends the refill `notify` stands for, whatever happens.
-    async fn prefetch(self: Arc<Self>, key: (usize, CallerKey), notify: Arc<Notify>) {
+    async fn prefetch(self: Arc<Self>, key: (usize, CallerKey), notify: Arc<Notify>, want: u32) {
         let refilling = Refilling {
             leases: &self.leases,
             key: &key,
@@ -727,7 +777,7 @@ impl Limiter {
         let Some(rule) = self.rules.get(key.0) else {
             return;
         };
-        let taken = self.take_shared(rule, &key.1).await;
+        let taken = self.take_shared(rule, &key.1, want).await;
         {
             let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(leased) = leases.get_mut(&key) {
@@ -753,11 +803,13 @@ impl Limiter {
         drop(refilling);
     }
 
-    /// One compare-and-set take on the shared record: the tokens granted, or the wait.
+    /// One compare-and-set take of up to `want` tokens on the shared record: the tokens
+    /// granted, or the wait.
     async fn take_shared(
         &self,
         rule: &Rule,
         caller: &CallerKey,
+        want: u32,
     ) -> Result<Result<u32, i64>, StoreError> {
         let key = self.namespace.key(&format!("{}/{caller}", rule.tag));
         for _ in 0..MAX_ATTEMPTS {
@@ -767,7 +819,7 @@ impl Limiter {
                 .as_ref()
                 .and_then(|record| std::str::from_utf8(&record.value).ok()?.parse::<i64>().ok())
                 .unwrap_or(now);
-            let (granted, next) = match take(tat, now, rule.batch, rule.interval, rule.period) {
+            let (granted, next) = match take(tat, now, want, rule.interval, rule.period) {
                 Ok(taken) => taken,
                 Err(wait) => return Ok(Err(wait)),
             };
@@ -924,12 +976,13 @@ mod lease_tests {
         // No lease yet: the fast path declines and spends nothing.
         assert!(!limiter.admit_leased(&body("add"), key));
         assert_eq!(tokens(&limiter, 0), None);
-        // The slow path takes a lease of 10 for each rule and spends one of each.
+        // The slow path takes a lease for each rule and spends one of each.
         assert!(limiter.first_refused(&body("add"), key).await.is_none());
-        assert_eq!(
-            (tokens(&limiter, 0), tokens(&limiter, 1)),
-            (Some(9), Some(9))
-        );
+        assert!(tokens(&limiter, 0).is_some() && tokens(&limiter, 1).is_some());
+        // Leases of 10 from here (none runs low in this test: no take runs beside it).
+        for leased in limiter.leases.lock().unwrap().values_mut() {
+            (leased.tokens, leased.want) = (9, 10);
+        }
         // Leased: each applying rule spends one token.
         assert!(limiter.admit_leased(&body("add"), key));
         assert_eq!(
@@ -960,5 +1013,51 @@ mod lease_tests {
             br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         ));
         assert!(limiter.admit_leased(&note, key));
+    }
+
+    #[test]
+    fn a_lease_is_sized_by_the_rate_it_was_spent_at() {
+        let start = Instant::now();
+        let mut leased = Leased::empty();
+        leased.since = start;
+        // One call in a second: a token at a time.
+        leased.spent = 1;
+        assert_eq!(leased.size_next(1_000, start + Duration::from_secs(1)), 1);
+        // 50 calls in a millisecond (about 1,000 in 20 ms): growing eightfold per take.
+        let mut at = start + Duration::from_secs(1);
+        let mut sizes = Vec::new();
+        for _ in 0..5 {
+            leased.spent = 50;
+            at += Duration::from_millis(1);
+            sizes.push(leased.size_next(1_000, at));
+        }
+        assert_eq!(sizes, [8, 64, 512, 1_000, 1_000]);
+        // Never past the cap, and back to one token once the caller slows down.
+        leased.spent = 50;
+        at += Duration::from_millis(1);
+        assert_eq!(leased.size_next(100, at), 100);
+        leased.spent = 2;
+        assert_eq!(leased.size_next(100, at + Duration::from_secs(1)), 1);
+        // Nothing spent in the last instant: still one token (never zero).
+        assert_eq!(leased.size_next(100, at + Duration::from_secs(1)), 1);
+    }
+
+    #[test]
+    fn the_next_lease_is_taken_when_half_of_this_one_is_left() {
+        let now = Instant::now();
+        let mut leased = Leased::empty();
+        (leased.tokens, leased.want, leased.until) = (8, 10, now + Duration::from_secs(1));
+        assert!(matches!(leased.spend(now), Some(None)));
+        assert_eq!((leased.tokens, leased.spent), (7, 1));
+        leased.spend(now);
+        // Five left of ten: one refill, marked in flight so no other call starts one.
+        assert!(matches!(leased.spend(now), Some(Some(_))));
+        assert!(leased.refill.is_some());
+        assert!(matches!(leased.spend(now), Some(None)));
+        leased.unspend();
+        assert_eq!((leased.tokens, leased.spent), (5, 3));
+        // An expired lease spends nothing.
+        assert!(leased.spend(now + Duration::from_secs(2)).is_none());
+        assert_eq!(leased.tokens, 5);
     }
 }
