@@ -142,6 +142,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         RowSpec::metrics(&bin),
         RowSpec::limits(&bin, Store::Memory),
         RowSpec::limits(&bin, Store::Redis),
+        RowSpec::proxy(&bin),
     ];
     if let Some(keep) = &settings.rows {
         rows.retain(|r| {
@@ -592,7 +593,7 @@ enum Store {
 }
 
 /// The target rows (`RowSpec::focus`): measured in a few cells only, left out of the headline.
-const FOCUS_KEYS: [&str; 7] = [
+const FOCUS_KEYS: [&str; 8] = [
     "ours-postgres",
     "ours-sqlite",
     "ours-jwt",
@@ -600,6 +601,7 @@ const FOCUS_KEYS: [&str; 7] = [
     "ours-metrics",
     "ours-limits",
     "ours-limits-redis",
+    "ours-proxy",
 ];
 
 /// The PostgreSQL of our PostgreSQL row: `MCP_POSTGRES_URL`, as in the tests and `.ci/run`.
@@ -690,6 +692,10 @@ struct RowSpec {
     /// The launch arguments as the report shows them, when they differ from `args` (no
     /// database URL, no local path).
     shown_args: Option<Vec<String>>,
+    /// `mcp proxy` in front of our memory-store server (its upstream, started first on the
+    /// same core): listens with `--addr 127.0.0.1:PORT` and reaches the upstream with
+    /// `--upstream http://127.0.0.1:UPORT/mcp`.
+    proxy: bool,
 }
 
 impl RowSpec {
@@ -708,6 +714,7 @@ impl RowSpec {
             dpop: false,
             ask: AskMode::None,
             shown_args: None,
+            proxy: false,
         }
     }
 
@@ -753,6 +760,7 @@ impl RowSpec {
             dpop: false,
             ask,
             shown_args,
+            proxy: false,
         }
     }
 
@@ -821,6 +829,23 @@ impl RowSpec {
         }
     }
 
+    /// `mcp proxy` (the gateway, issue 48) serving our memory-store server again: the load
+    /// goes to the proxy, which forwards each call with our client over HTTP on loopback.
+    /// Both processes share core 0, as a server and its Redis do.
+    fn proxy(bin: &Path) -> Self {
+        Self {
+            key: "ours-proxy",
+            label: "mcp proxy in front of mcp-server (memory store), HTTP upstream on loopback"
+                .to_owned(),
+            program: bin.join("mcp"),
+            args: vec!["proxy".to_owned()],
+            focus: true,
+            ask: AskMode::None,
+            proxy: true,
+            ..Self::ours(bin, Store::Memory)
+        }
+    }
+
     /// Whether the row is measured at `revision` and `concurrency` in this run.
     fn measured_in(&self, revision: &str, concurrency: u32, quick: bool) -> bool {
         if self.endpoint(revision).is_none() {
@@ -864,6 +889,7 @@ impl RowSpec {
             dpop: false,
             ask: AskMode::None,
             shown_args: None,
+            proxy: false,
         }
     }
 
@@ -882,6 +908,7 @@ impl RowSpec {
             dpop: false,
             ask: AskMode::None,
             shown_args: None,
+            proxy: false,
         }
     }
 
@@ -908,6 +935,13 @@ impl RowSpec {
                 .map_or_else(|| arg.clone(), |n| n.to_string_lossy().into_owned());
             line.push(' ');
             line.push_str(&arg);
+        }
+        if self.proxy {
+            line.push_str(
+                " --upstream http://127.0.0.1:UPORT/mcp --addr 127.0.0.1:PORT (upstream: \
+                 taskset -c 0 mcp-bench-server --store memory --port UPORT)",
+            );
+            return line;
         }
         line.push_str(" --port PORT");
         if self.dpop {
@@ -957,6 +991,8 @@ struct Running {
     dpop_key: Option<PathBuf>,
     _child: ChildGuard,
     _redis: Option<ChildGuard>,
+    /// The server behind a proxy row (stopped after the proxy: fields drop in order).
+    upstream: Option<Box<Self>>,
 }
 
 /// A row and whether its server runs.
@@ -1030,6 +1066,17 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
     } else {
         None
     };
+    let upstream = if spec.proxy {
+        let bin = spec.program.parent().unwrap_or(Path::new("."));
+        let server = RowSpec::ours(bin, Store::Memory);
+        Some(Box::new(start_server(
+            &server,
+            log_dir,
+            &format!("{log_name}-upstream"),
+        )?))
+    } else {
+        None
+    };
     let port = free_port().map_err(|e| e.to_string())?;
     let log_path = log_dir.join(format!("{log_name}.log"));
     let log = fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
@@ -1039,11 +1086,17 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
         .arg("0")
         .arg(&spec.program)
         .args(&spec.args)
-        .arg("--port")
-        .arg(port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
+    match &upstream {
+        Some(upstream) => command
+            .arg("--upstream")
+            .arg(format!("http://127.0.0.1:{}/mcp", upstream.port))
+            .arg("--addr")
+            .arg(format!("127.0.0.1:{port}")),
+        None => command.arg("--port").arg(port.to_string()),
+    };
     if let Some((_, redis_port)) = &redis {
         command
             .arg("--redis-url")
@@ -1087,6 +1140,7 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
         dpop_key,
         _child: guard,
         _redis: redis.map(|(guard, _)| guard),
+        upstream,
     })
 }
 
@@ -1153,6 +1207,11 @@ struct Sample {
     errors: u64,
     first_error: Option<String>,
     rss_mib: Option<f64>,
+    /// The server's CPU time per call, in microseconds: its user and system time over the
+    /// whole run (warm-up included) divided by the calls the measured rate gives that time.
+    cpu_us_per_call: Option<f64>,
+    /// The same for the server behind a proxy row.
+    upstream_cpu_us_per_call: Option<f64>,
 }
 
 /// Samples per (revision, concurrency, row key), one slot per round.
@@ -1232,8 +1291,36 @@ fn load_once(
     if let Some(key) = &running.dpop_key {
         command.arg("--dpop-key").arg(key);
     }
-    run_load(&mut command, Some(running.pid))
+    let upstream_pid = running.upstream.as_ref().map(|u| u.pid);
+    let before = (cpu_seconds(running.pid), upstream_pid.and_then(cpu_seconds));
+    let mut sample = run_load(&mut command, Some(running.pid))?;
+    let calls = sample.calls_per_s * (settings.warmup + settings.measure);
+    let per_call = |before: Option<f64>, pid: Option<u32>| {
+        let spent = cpu_seconds(pid?)? - before?;
+        (calls > 0.0).then(|| spent / calls * 1e6)
+    };
+    sample.cpu_us_per_call = per_call(before.0, Some(running.pid));
+    sample.upstream_cpu_us_per_call = per_call(before.1, upstream_pid);
+    Ok(sample)
 }
+
+/// The user and system CPU time of `pid` so far, in seconds (`/proc/<pid>/stat`, at the
+/// kernel's 100 ticks per second).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces), from the third: utime is the
+    // 14th field and stime the 15th.
+    let mut rest = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .skip(11);
+    let utime: u64 = rest.next()?.parse().ok()?;
+    let stime: u64 = rest.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / CLOCK_TICKS)
+}
+
+/// `sysconf(_SC_CLK_TCK)`: 100 on every Linux architecture this harness runs on.
+const CLOCK_TICKS: f64 = 100.0;
 
 /// Runs one `mcp-load` and reads its report; `pid` is the server whose RSS is sampled after.
 fn run_load(command: &mut Command, pid: Option<u32>) -> Result<Sample> {
@@ -1264,6 +1351,8 @@ fn run_load(command: &mut Command, pid: Option<u32>) -> Result<Sample> {
         rss_mib: pid
             .and_then(|pid| status_kib(pid, "VmRSS:"))
             .map(|k| k as f64 / 1024.0),
+        cpu_us_per_call: None,
+        upstream_cpu_us_per_call: None,
     })
 }
 
@@ -2035,7 +2124,7 @@ struct Report<'a> {
 }
 
 /// Row order and labels in the tables (taken from the first cell that has the row).
-const ROW_ORDER: [&str; 13] = [
+const ROW_ORDER: [&str; 14] = [
     "floor",
     "ours-memory",
     "ours-redis",
@@ -2046,6 +2135,7 @@ const ROW_ORDER: [&str; 13] = [
     "ours-metrics",
     "ours-limits",
     "ours-limits-redis",
+    "ours-proxy",
     "rmcp-session",
     "rmcp-stateless",
     "tiny",
@@ -2560,6 +2650,8 @@ impl Report<'_> {
                 "Server with rate limits on, never reached (Redis store), against the Redis store",
                 Some(0.90),
             ),
+            self.proxy_target(),
+            self.proxy_cpu_target(),
             self.idle_target(),
             self.scale_target(),
             self.stdio_target(),
@@ -2699,6 +2791,73 @@ impl Report<'_> {
             ),
             None => "measured (no numeric target)".to_owned(),
         };
+        format!("| {target} | {figure} | {status} |")
+    }
+
+    /// `tools/call` through the proxy against the direct call (the memory row), same round,
+    /// at c=32 on the focus revisions: at least 40%.
+    fn proxy_target(&self) -> String {
+        self.proxy_line(
+            "`tools/call` through `mcp proxy` (HTTP upstream on loopback, both on core 0) at \
+             least 40% of the direct call's calls/s at c=32 (ours-proxy / ours-memory, same round)",
+            |s| Some(s.calls_per_s),
+            |worst| worst >= 0.40,
+            percent,
+        )
+    }
+
+    /// The proxy's own CPU per call against our server's (the memory row), same round, at
+    /// c=32 on the focus revisions: at most twice.
+    fn proxy_cpu_target(&self) -> String {
+        self.proxy_line(
+            "`mcp proxy`'s own CPU per call at most 2x our server's at c=32 (ours-proxy / \
+             ours-memory CPU time per call, same round)",
+            |s| s.cpu_us_per_call,
+            |worst| worst <= 2.0,
+            |r| format!("{r:.2}x"),
+        )
+    }
+
+    /// A target line of the proxy row: `figure` of ours-proxy against ours-memory, the median
+    /// of the same-round ratios per focus revision; the worst is the one `met` likes least.
+    fn proxy_line(
+        &self,
+        target: &str,
+        figure: fn(&Sample) -> Option<f64>,
+        met: fn(f64) -> bool,
+        show: fn(f64) -> String,
+    ) -> String {
+        if let Some(why) = self.unavailable("ours-proxy") {
+            return format!(
+                "| {target} | - | not available: {} |",
+                why.replace('|', "/")
+            );
+        }
+        let ratios: Vec<(String, f64)> = self
+            .results
+            .iter()
+            .filter(|((_, c), _)| *c == FOCUS_CONCURRENCY)
+            .filter_map(|((revision, _), cell)| {
+                let ratio = same_round(cell, "ours-proxy", "ours-memory", figure)?;
+                Some(((*revision).to_owned(), ratio))
+            })
+            .collect();
+        let Some(worst) = ratios
+            .iter()
+            .find(|(_, r)| !met(*r))
+            .or_else(|| ratios.first())
+        else {
+            return format!("| {target} | - | pending (row not measured) |");
+        };
+        let all_met = ratios.iter().all(|(_, r)| met(*r));
+        let figure = format!(
+            "{} ({}){}; {}",
+            show(worst.1),
+            worst.0,
+            if all_met { "" } else { ", missed" },
+            per_item(&ratios, show)
+        );
+        let status = judged(all_met, ratios.len(), FOCUS_REVISIONS.len(), "revisions");
         format!("| {target} | {figure} | {status} |")
     }
 
@@ -2980,13 +3139,23 @@ fn same_round_ratio(
     key: &str,
     reference: &str,
 ) -> Option<f64> {
+    same_round(cell, key, reference, |s| Some(s.calls_per_s))
+}
+
+/// The median over rounds of `figure(key) / figure(reference)`, each ratio within a round.
+fn same_round(
+    cell: &BTreeMap<&str, Vec<Option<Sample>>>,
+    key: &str,
+    reference: &str,
+    figure: impl Fn(&Sample) -> Option<f64>,
+) -> Option<f64> {
     let (ours, theirs) = (cell.get(key)?, cell.get(reference)?);
     median(
         ours.iter()
             .zip(theirs)
             .filter_map(|(a, b)| {
-                let (a, b) = (a.as_ref()?, b.as_ref()?);
-                (b.calls_per_s > 0.0).then(|| a.calls_per_s / b.calls_per_s)
+                let (a, b) = (figure(a.as_ref()?)?, figure(b.as_ref()?)?);
+                (b > 0.0).then(|| a / b)
             })
             .collect(),
     )
@@ -3053,6 +3222,8 @@ mod tests {
             errors: 0,
             first_error: None,
             rss_mib: Some(4.0),
+            cpu_us_per_call: None,
+            upstream_cpu_us_per_call: None,
         })
     }
 
@@ -3206,6 +3377,20 @@ mod tests {
     }
 
     #[test]
+    fn cpu_time_is_read_from_proc() {
+        let pid = std::process::id();
+        let before = cpu_seconds(pid).unwrap();
+        // Spend some CPU time: the reading may not go back.
+        let mut x = 0u64;
+        for i in 0..50_000_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        assert!(x != 1);
+        assert!(cpu_seconds(pid).unwrap() > before);
+        assert_eq!(cpu_seconds(u32::MAX), None);
+    }
+
+    #[test]
     fn target_rows() {
         let bin = Path::new("/bin");
         let postgres = RowSpec::ours(
@@ -3230,6 +3415,11 @@ mod tests {
         assert_eq!(
             RowSpec::dpop(bin).command_line(),
             "taskset -c 0 mcp-bench-server --store memory --port PORT --auth-dpop TOKEN_FILE"
+        );
+        assert_eq!(
+            RowSpec::proxy(bin).command_line(),
+            "taskset -c 0 mcp proxy --upstream http://127.0.0.1:UPORT/mcp --addr 127.0.0.1:PORT \
+             (upstream: taskset -c 0 mcp-bench-server --store memory --port UPORT)"
         );
         assert_eq!(postgres.args[1], "postgres://user:secret@db:5432/test");
         assert_eq!(sqlite.args[1], "sqlite:/tmp/x/hub.sqlite");

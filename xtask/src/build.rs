@@ -54,6 +54,8 @@ pub(crate) const RELEASE_ARGS: &[&str] = &[
     "everymcp-server",
     "-p",
     "everymcp-demo",
+    "-p",
+    "everymcp-cli",
     "--features",
     "mcp-bench/client,everymcp-server/demo,everymcp-demo/demo",
     "--bin",
@@ -72,6 +74,8 @@ pub(crate) const RELEASE_ARGS: &[&str] = &[
     "mcp-soak",
     "--bin",
     "mcp-demo",
+    "--bin",
+    "mcp",
 ];
 
 /// Builds every binary `bench` and `soak` run with `profile`, in one cargo invocation; they are
