@@ -11,7 +11,7 @@
 //! same budget. A worker takes a batch of tokens at once (its lease) and spends it locally for
 //! up to a second, so most calls cost no round trip; the next lease is taken when half of the
 //! current one is left, so calls do not wait for the store while the budget has room. A lease
-//! is sized by the rate the worker spent the budget at since its last take (about 20 ms of
+//! is sized by the rate the worker spent the budget at since its last take (about 100 ms of
 //! its calls: a caller of a few calls a second takes one token at a time and wastes none),
 //! grows at most eightfold from one take to the next, and is at most
 //! [`ServerBuilder::rate_limit_lease`](crate::ServerBuilder::rate_limit_lease) and a tenth of
@@ -47,20 +47,20 @@ pub const RATE_LIMITED_CODE: i64 = mcp_adapters::codes::RATE_LIMITED;
 
 /// The default lease: the most tokens a worker takes from the shared budget at once (never
 /// more than a tenth of a rule's budget). A worker takes about [`LEASE_LIFE`] of its calls
-/// at once, so this is reached only by a caller spending 50,000 calls per second or more.
+/// at once, so this is reached only by a caller spending 10,000 calls per second or more.
 pub const DEFAULT_RATE_LIMIT_LEASE: u32 = 1_000;
 
 /// A worker sizes its next lease of a budget to last about this long at the rate it has spent
 /// the budget since its last take: a slow caller takes a token at a time (its unspent tokens
 /// would expire with the lease, lost to its other workers), a fast one enough that the next
 /// take has time to arrive before the lease runs dry.
-const LEASE_LIFE: Duration = Duration::from_millis(20);
+const LEASE_LIFE: Duration = Duration::from_millis(100);
 
 /// A lease grows at most this many times over from one take to the next (one short gap
 /// between two calls does not take a tenth of the budget).
 const LEASE_GROWTH: u32 = 8;
 
-/// At most this many (rule, caller) pairs are remembered per worker for leases; past it the
+/// At most this many callers are remembered per worker for leases; past it the
 /// expired ones are dropped, then all of them (a lease given up costs only a hub round trip).
 const MAX_LOCAL_KEYS: usize = 10_000;
 
@@ -432,7 +432,7 @@ impl Leased {
 /// Ends a refill whatever happens to the call that made it (finished or dropped): the
 /// budget's entry no longer says a refill is in flight, and its waiters look again.
 struct Refilling<'a> {
-    leases: &'a Mutex<FastMap<(usize, CallerKey), Leased>>,
+    leases: &'a Mutex<Leases>,
     key: &'a (usize, CallerKey),
     notify: Arc<Notify>,
 }
@@ -441,7 +441,7 @@ impl Drop for Refilling<'_> {
     fn drop(&mut self) {
         {
             let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(leased) = leases.get_mut(self.key)
+            if let Some(leased) = leased_mut(&mut leases, self.key)
                 && leased
                     .refill
                     .as_ref()
@@ -454,13 +454,22 @@ impl Drop for Refilling<'_> {
     }
 }
 
+/// What a worker knows of each caller's budgets: one [`Leased`] per rule, by rule index (one
+/// lookup per call, whatever the number of rules).
+type Leases = FastMap<CallerKey, Box<[Leased]>>;
+
+/// The budget of `key` (a rule's index and a caller) in `leases`, if the caller has been seen.
+fn leased_mut<'a>(leases: &'a mut Leases, key: &(usize, CallerKey)) -> Option<&'a mut Leased> {
+    leases.get_mut(&key.1)?.get_mut(key.0)
+}
+
 /// The rate limits of a server. See the [module documentation](self).
 pub(crate) struct Limiter {
     rules: Vec<Rule>,
     store: Arc<dyn StateStore>,
     namespace: Namespace,
     on_failure: OnHubFailure,
-    leases: Mutex<FastMap<(usize, CallerKey), Leased>>,
+    leases: Mutex<Leases>,
     /// The per-worker budgets used while the store fails (fail-open): the GCRA's state.
     own: Mutex<FastMap<(usize, CallerKey), i64>>,
     /// When the last line about a failing store was written (ms since `base`).
@@ -566,31 +575,30 @@ impl Limiter {
         let caller = key();
         let now = Instant::now();
         let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(budgets) = leases.get_mut(&caller) else {
+            return false;
+        };
         let mut spent = 0;
-        for (index, rule) in self.rules.iter().enumerate() {
+        for ((index, rule), leased) in self.rules.iter().enumerate().zip(budgets.iter_mut()) {
             if !rule.limit.applies_to(call) {
                 continue;
             }
-            let key = (index, caller.clone());
-            match leases.get_mut(&key).and_then(|leased| {
-                let refill = leased.spend(now)?;
-                Some(refill.map(|notify| (notify, leased.size_next(rule.batch, now))))
-            }) {
+            match leased.spend(now) {
                 Some(refill) => {
                     spent += 1;
-                    if let Some((notify, want)) = refill {
+                    if let Some(notify) = refill {
+                        let want = leased.size_next(rule.batch, now);
+                        let key = (index, caller.clone());
                         tokio::spawn(Arc::clone(self).prefetch(key, notify, want));
                     }
                 }
                 None => {
                     // Give back what the rules before this one took: the slow path decides.
-                    for (index, rule) in self.rules.iter().enumerate() {
+                    for (rule, leased) in self.rules.iter().zip(budgets.iter_mut()) {
                         if spent == 0 {
                             break;
                         }
-                        if rule.limit.applies_to(call)
-                            && let Some(leased) = leases.get_mut(&(index, caller.clone()))
-                        {
+                        if rule.limit.applies_to(call) {
                             leased.unspend();
                             spent -= 1;
                         }
@@ -657,7 +665,7 @@ impl Limiter {
     fn spend_leased(self: &Arc<Self>, index: usize, rule: &Rule, caller: &CallerKey) -> bool {
         let key = (index, caller.clone());
         let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(leased) = leases.get_mut(&key) else {
+        let Some(leased) = leased_mut(&mut leases, &key) else {
             return false;
         };
         let now = Instant::now();
@@ -677,20 +685,23 @@ impl Limiter {
             let waiting = {
                 let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = Instant::now();
-                if !leases.contains_key(&key) {
+                if !leases.contains_key(&key.1) {
                     if leases.len() >= MAX_LOCAL_KEYS {
-                        leases.retain(|_, leased| {
-                            leased.refill.is_some()
-                                || (leased.tokens > 0 && leased.until > now)
-                                || leased.refused_until.is_some_and(|until| until > now)
+                        leases.retain(|_, budgets| {
+                            budgets.iter().any(|leased| {
+                                leased.refill.is_some()
+                                    || (leased.tokens > 0 && leased.until > now)
+                                    || leased.refused_until.is_some_and(|until| until > now)
+                            })
                         });
                         if leases.len() >= MAX_LOCAL_KEYS {
                             leases.clear();
                         }
                     }
-                    leases.insert(key.clone(), Leased::empty());
+                    let budgets = self.rules.iter().map(|_| Leased::empty()).collect();
+                    leases.insert(key.1.clone(), budgets);
                 }
-                let Some(leased) = leases.get_mut(&key) else {
+                let Some(leased) = leased_mut(&mut leases, &key) else {
                     continue;
                 };
                 if let Some(refill) = leased.spend(now) {
@@ -733,7 +744,7 @@ impl Limiter {
         let taken = self.take_shared(rule, caller, want).await;
         let verdict = {
             let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-            let leased = leases.get_mut(&key);
+            let leased = leased_mut(&mut leases, &key);
             match taken {
                 Ok(Ok(granted)) => {
                     if let Some(leased) = leased {
@@ -780,7 +791,7 @@ impl Limiter {
         let taken = self.take_shared(rule, &key.1, want).await;
         {
             let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(leased) = leases.get_mut(&key) {
+            if let Some(leased) = leased_mut(&mut leases, &key) {
                 let now = Instant::now();
                 match taken {
                     Ok(Ok(granted)) => {
@@ -965,8 +976,8 @@ mod lease_tests {
     fn tokens(limiter: &Limiter, index: usize) -> Option<u32> {
         let leases = limiter.leases.lock().unwrap();
         leases
-            .get(&(index, CallerKey::Anonymous))
-            .map(|leased| leased.tokens)
+            .get(&CallerKey::Anonymous)
+            .map(|budgets| budgets[index].tokens)
     }
 
     #[tokio::test]
@@ -980,7 +991,13 @@ mod lease_tests {
         assert!(limiter.first_refused(&body("add"), key).await.is_none());
         assert!(tokens(&limiter, 0).is_some() && tokens(&limiter, 1).is_some());
         // Leases of 10 from here (none runs low in this test: no take runs beside it).
-        for leased in limiter.leases.lock().unwrap().values_mut() {
+        for leased in limiter
+            .leases
+            .lock()
+            .unwrap()
+            .values_mut()
+            .flat_map(|b| b.iter_mut())
+        {
             (leased.tokens, leased.want) = (9, 10);
         }
         // Leased: each applying rule spends one token.
@@ -1000,8 +1017,8 @@ mod lease_tests {
             .leases
             .lock()
             .unwrap()
-            .get_mut(&(1, CallerKey::Anonymous))
-            .unwrap()
+            .get_mut(&CallerKey::Anonymous)
+            .unwrap()[1]
             .tokens = 0;
         assert!(!limiter.admit_leased(&body("add"), key));
         assert_eq!(
@@ -1023,11 +1040,11 @@ mod lease_tests {
         // One call in a second: a token at a time.
         leased.spent = 1;
         assert_eq!(leased.size_next(1_000, start + Duration::from_secs(1)), 1);
-        // 50 calls in a millisecond (about 1,000 in 20 ms): growing eightfold per take.
+        // 10 calls in a millisecond (about 1,000 in 100 ms): growing eightfold per take.
         let mut at = start + Duration::from_secs(1);
         let mut sizes = Vec::new();
         for _ in 0..5 {
-            leased.spent = 50;
+            leased.spent = 10;
             at += Duration::from_millis(1);
             sizes.push(leased.size_next(1_000, at));
         }

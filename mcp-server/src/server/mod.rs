@@ -410,9 +410,9 @@ impl ServerBuilder {
 
     /// The most tokens a worker takes from a shared budget at once and spends without asking
     /// the store again (for at most a second, and never more than a tenth of the rule's
-    /// budget). Within that, a worker takes about 20 ms of calls at the rate it has been
+    /// budget). Within that, a worker takes about 100 ms of calls at the rate it has been
     /// spending the budget, so a slow caller takes one token at a time and only a caller of
-    /// 50,000 calls a second or more reaches the default. Default 1,000
+    /// 10,000 calls a second or more reaches the default. Default 1,000
     /// ([`DEFAULT_RATE_LIMIT_LEASE`](crate::DEFAULT_RATE_LIMIT_LEASE)); 1 makes every limited
     /// call a round trip to the store and every budget exact.
     ///
