@@ -138,15 +138,12 @@ impl Adapter {
         };
         let own = match map.get("_meta") {
             None => &empty,
-            Some(Value::Object(own)) if !own.keys().any(|k| meta.entries.contains_key(k)) => own,
-            // The caller set one of the revision's entries: merged as `client_params` merges.
-            Some(Value::Object(_)) => {
-                let mut merged = map.clone();
-                meta.add_to(&mut merged);
-                return plain_request(id, method_name, Some(&Value::Object(merged)));
-            }
+            Some(Value::Object(own)) => own,
             Some(_) => return plain_request(id, method_name, params),
         };
+        // The caller set one of the revision's entries (a gateway passing its downstream
+        // client's capabilities): the caller's wins, as `client_params` merges.
+        let overridden = own.keys().any(|k| meta.entries.contains_key(k));
         let mut out = request_head(id, method_name, meta.members.len());
         out.extend_from_slice(br#","params":{"#);
         for (k, v) in map {
@@ -165,7 +162,19 @@ impl Adapter {
             write::write_value(&mut out, v);
             out.push(b',');
         }
-        out.extend_from_slice(&meta.members);
+        if overridden {
+            for (k, v) in meta.entries.iter().filter(|(k, _)| !own.contains_key(*k)) {
+                write::write_str(&mut out, k);
+                out.push(b':');
+                write::write_value(&mut out, v);
+                out.push(b',');
+            }
+            if out.last() == Some(&b',') {
+                out.pop();
+            }
+        } else {
+            out.extend_from_slice(&meta.members);
+        }
         out.extend_from_slice(b"}}}");
         out
     }
@@ -317,6 +326,28 @@ mod tests {
         name: &'a str,
         #[serde(skip_serializing_if = "Value::is_null")]
         arguments: &'a Value,
+    }
+
+    #[test]
+    fn the_callers_meta_entries_win_without_a_copy_of_the_params() {
+        let adapter = Adapter::new(Revision::V2026_07_28);
+        let meta = RequestMeta::new(json!({"a": 1, "b": 2}).as_object().unwrap().clone());
+        let id = Id::Number(1);
+        for (own, merged) in [
+            (json!({"a": 9}), json!({"a": 9, "b": 2})),
+            (json!({"a": 9, "b": 8}), json!({"a": 9, "b": 8})),
+            (json!({"b": 8, "c": [1]}), json!({"a": 1, "b": 8, "c": [1]})),
+        ] {
+            let params = json!({"name": "t", "arguments": {"x": "\"y\""}, "_meta": own});
+            let bytes = adapter.encode_request(&id, "tools/call", Some(&params), &meta);
+            assert_eq!(
+                parse(&bytes),
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                    "name": "t", "arguments": {"x": "\"y\""}, "_meta": merged}}),
+                "{}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
     }
 
     #[test]

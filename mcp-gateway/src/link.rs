@@ -231,7 +231,9 @@ impl Link {
             .on_progress(move |p| {
                 progress.progress(p.progress, p.total, p.message.as_deref());
             });
-        let called = self.client.call_tool_with(&name, arguments, options);
+        // Boxed where it is made: the client's future is large (its transport, timeout and
+        // retry states), and every level that holds it inline copies it once more per call.
+        let called = Box::pin(self.client.call_tool_with(&name, arguments, options));
         let called = self.forward(&ex, called).await?;
         self.note(&called);
         match called {
@@ -272,9 +274,11 @@ impl Link {
         ex: Exchange,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
         let options = self.options_with_answers(&ex, false);
-        let read =
-            self.client
-                .request_with(method::RESOURCES_READ, Some(json!({"uri": uri})), options);
+        let read = Box::pin(self.client.request_with(
+            method::RESOURCES_READ,
+            Some(json!({"uri": uri})),
+            options,
+        ));
         let read = self.forward(&ex, read).await?;
         self.note(&read);
         let read = match read {
@@ -317,9 +321,11 @@ impl Link {
             }
         }
         let options = self.options_with_answers(&ex, false);
-        let got =
-            self.client
-                .request_with(method::PROMPTS_GET, Some(Value::Object(params)), options);
+        let got = Box::pin(self.client.request_with(
+            method::PROMPTS_GET,
+            Some(Value::Object(params)),
+            options,
+        ));
         let got = self.forward(&ex, got).await?;
         self.note(&got);
         match got {
