@@ -2765,14 +2765,7 @@ impl Report<'_> {
                 why.replace('|', "/")
             );
         }
-        let ratios: Vec<(String, f64)> = self
-            .results
-            .iter()
-            .filter(|((_, c), _)| *c == FOCUS_CONCURRENCY)
-            .filter_map(|((revision, _), cell)| {
-                Some(((*revision).to_owned(), same_round_ratio(cell, key, base)?))
-            })
-            .collect();
+        let ratios = self.focus_ratios(key, base, |s| Some(s.calls_per_s));
         let Some(worst) = lowest(&ratios) else {
             return format!("| {target} | - | pending (row not measured) |");
         };
@@ -2792,6 +2785,22 @@ impl Report<'_> {
             None => "measured (no numeric target)".to_owned(),
         };
         format!("| {target} | {figure} | {status} |")
+    }
+
+    /// Per focus revision at c=32, the median of `figure(key) / figure(base)` within a round.
+    fn focus_ratios(
+        &self,
+        key: &str,
+        base: &str,
+        figure: fn(&Sample) -> Option<f64>,
+    ) -> Vec<(String, f64)> {
+        self.results
+            .iter()
+            .filter(|((_, c), _)| *c == FOCUS_CONCURRENCY)
+            .filter_map(|((revision, _), cell)| {
+                Some(((*revision).to_owned(), same_round(cell, key, base, figure)?))
+            })
+            .collect()
     }
 
     /// `tools/call` through the proxy against the direct call (the memory row), same round,
@@ -2833,15 +2842,7 @@ impl Report<'_> {
                 why.replace('|', "/")
             );
         }
-        let ratios: Vec<(String, f64)> = self
-            .results
-            .iter()
-            .filter(|((_, c), _)| *c == FOCUS_CONCURRENCY)
-            .filter_map(|((revision, _), cell)| {
-                let ratio = same_round(cell, "ours-proxy", "ours-memory", figure)?;
-                Some(((*revision).to_owned(), ratio))
-            })
-            .collect();
+        let ratios = self.focus_ratios("ours-proxy", "ours-memory", figure);
         let Some(worst) = ratios
             .iter()
             .find(|(_, r)| !met(*r))
