@@ -46,7 +46,7 @@ use crate::FastMap;
 pub const RATE_LIMITED_CODE: i64 = mcp_adapters::codes::RATE_LIMITED;
 
 /// The default lease: the most tokens a worker takes from the shared budget at once (never
-/// more than a tenth of a rule's budget). A worker takes about [`LEASE_LIFE`] of its calls
+/// more than a tenth of a rule's budget). A worker takes about 100 ms of its calls
 /// at once, so this is reached only by a caller spending 10,000 calls per second or more.
 pub const DEFAULT_RATE_LIMIT_LEASE: u32 = 1_000;
 
