@@ -215,7 +215,8 @@ impl Link {
         ex: Exchange,
     ) -> Result<CallToolResult, ToolError> {
         let (link, _in_use) = self.route(&ex).await.map_err(ToolError::new)?;
-        Box::pin(link.call_tool_here(name, takes_answers, arguments, ex)).await
+        link.call_tool_here(name, takes_answers, arguments, ex)
+            .await
     }
 
     async fn call_tool_here(
@@ -265,7 +266,7 @@ impl Link {
         ex: Exchange,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
         let (link, _in_use) = self.route(&ex).await.map_err(ResourceError::Failed)?;
-        Box::pin(link.read_resource_here(uri, ex)).await
+        link.read_resource_here(uri, ex).await
     }
 
     async fn read_resource_here(
@@ -301,7 +302,7 @@ impl Link {
         ex: Exchange,
     ) -> Result<GetPromptResult, PromptError> {
         let (link, _in_use) = self.route(&ex).await.map_err(PromptError::Failed)?;
-        Box::pin(link.get_prompt_here(name, arguments, ex)).await
+        link.get_prompt_here(name, arguments, ex).await
     }
 
     async fn get_prompt_here(

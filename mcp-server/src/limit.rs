@@ -663,9 +663,8 @@ impl Limiter {
     /// Spends a token of this worker's lease of the budget, if it holds one (and starts taking
     /// the next lease when half is left); `false` when it holds none.
     fn spend_leased(self: &Arc<Self>, index: usize, rule: &Rule, caller: &CallerKey) -> bool {
-        let key = (index, caller.clone());
         let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(leased) = leased_mut(&mut leases, &key) else {
+        let Some(leased) = leases.get_mut(caller).and_then(|b| b.get_mut(index)) else {
             return false;
         };
         let now = Instant::now();
@@ -674,6 +673,7 @@ impl Limiter {
         };
         if let Some(notify) = refill {
             let want = leased.size_next(rule.batch, now);
+            let key = (index, caller.clone());
             tokio::spawn(Arc::clone(self).prefetch(key, notify, want));
         }
         true
