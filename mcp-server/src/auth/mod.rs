@@ -1371,54 +1371,61 @@ pub(crate) struct Owner {
     binding: Arc<str>,
 }
 
-/// What a request carries for the endpoint in one extension (one allocation per request, not
-/// one per fact): the connection's peer address, set by the listener, and the principal the
+/// What the endpoint learns of a request besides its parts (carried beside them, see
+/// `http::Head`): the connection's peer address, set by the listener, and the principal the
 /// resource server accepted, with what was computed of it.
+///
+/// One pointer: the listener makes the facts of a connection once and every request of the
+/// connection shares them (a reference count, no allocation per request); authorization
+/// makes the facts of its request anew. Kept this small because it sits in every request's
+/// future, which must stay within the allocator's per-thread cache (`docs/profiling.md`).
 #[derive(Clone, Default)]
-pub(crate) struct RequestFacts {
-    pub(crate) peer: Option<std::net::SocketAddr>,
+pub(crate) struct RequestFacts(Option<Arc<Facts>>);
+
+#[derive(Clone, Default)]
+struct Facts {
+    peer: Option<std::net::SocketAddr>,
     owner: Option<Owner>,
 }
 
 impl RequestFacts {
-    /// The facts of a request from `peer`, before authorization.
+    /// The facts of the requests of a connection from `peer`, before authorization.
     pub(crate) fn from_peer(peer: std::net::SocketAddr) -> Self {
-        Self {
+        Self(Some(Arc::new(Facts {
             peer: Some(peer),
             owner: None,
-        }
+        })))
+    }
+
+    /// The address the request came from: `None` on an endpoint mounted in another server.
+    pub(crate) fn peer(&self) -> Option<std::net::SocketAddr> {
+        self.0.as_ref().and_then(|facts| facts.peer)
     }
 
     /// Records the principal the resource server accepted.
-    pub(crate) fn set_owner(extensions: &mut http::Extensions, owner: Owner) {
-        match extensions.get_mut::<Self>() {
-            Some(facts) => facts.owner = Some(owner),
-            None => {
-                extensions.insert(Self {
-                    peer: None,
-                    owner: Some(owner),
-                });
-            }
-        }
+    pub(crate) fn set_owner(&mut self, owner: Owner) {
+        let peer = self.peer();
+        self.0 = Some(Arc::new(Facts {
+            peer,
+            owner: Some(owner),
+        }));
     }
 
-    fn owner(parts: &http::request::Parts) -> Option<&Owner> {
-        parts.extensions.get::<Self>()?.owner.as_ref()
+    fn owner(&self) -> Option<&Owner> {
+        self.0.as_ref()?.owner.as_ref()
     }
 }
 
 /// The owner digest of a request's principal: the one the resource server left in the
-/// request's extensions; `None` without authorization.
-pub(crate) fn owner_of(parts: &http::request::Parts) -> Option<Arc<str>> {
-    RequestFacts::owner(parts).map(|owner| owner.digest.clone())
+/// request's facts; `None` without authorization.
+pub(crate) fn owner_of(facts: &RequestFacts) -> Option<Arc<str>> {
+    facts.owner().map(|owner| owner.digest.clone())
 }
 
 /// The principal of a request, its binding (see [`Principal::binding`]) and its owner
-/// digest, as the resource server left them in the request's extensions: one lookup.
-pub(crate) fn principal_of(
-    parts: &http::request::Parts,
-) -> Option<(Arc<Principal>, Arc<str>, Arc<str>)> {
-    RequestFacts::owner(parts).map(|owner| {
+/// digest, as the resource server left them in the request's facts.
+pub(crate) fn principal_of(facts: &RequestFacts) -> Option<(Arc<Principal>, Arc<str>, Arc<str>)> {
+    facts.owner().map(|owner| {
         (
             owner.principal.clone(),
             owner.binding.clone(),

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::{self};
-use http::request::Parts;
+
 use http::{Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_hub::{Subscription, Topic};
@@ -23,8 +23,8 @@ use tokio::sync::mpsc;
 
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::{
-    Accepts, ReadableBody, Shared, failure_response, posted_json, read_body, refusal_response,
-    sse_response, status_only,
+    Accepts, Head, ReadableBody, Shared, failure_response, posted_json, read_body,
+    refusal_response, sse_response, status_only,
 };
 use crate::session::{self, Inbound, Named, Prepared, Refused, SessionError, SessionRecord};
 
@@ -39,7 +39,7 @@ fn default_adapter(set: &AdapterSet) -> Adapter {
 }
 
 /// `GET /sse`: mints the session, opens its stream, names the POST URI.
-pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBody> {
+pub(crate) async fn open(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBody> {
     let Some(set) = &shared.legacy else {
         return status_only(StatusCode::NOT_FOUND);
     };
@@ -55,7 +55,9 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBo
     }
     let record = SessionRecord {
         sse: true,
-        owner: crate::auth::owner_of(parts).as_deref().map(str::to_owned),
+        owner: crate::auth::owner_of(&parts.facts)
+            .as_deref()
+            .map(str::to_owned),
         ..SessionRecord::default()
     };
     // Busy from the start: the session is in use as long as its stream is open.
@@ -339,7 +341,7 @@ impl Drop for Cleanup {
 /// worker holds it, else through the hub).
 pub(crate) async fn post(
     shared: &Arc<Shared>,
-    parts: &Parts,
+    parts: &Head,
     body: impl ReadableBody,
 ) -> Response<HttpBody> {
     let set = match posted_json(shared.legacy.as_ref(), &parts.headers) {

@@ -52,7 +52,7 @@ pub async fn serve_metrics(
         http2_keep_alive: None,
         max_connections: MAX_SCRAPERS,
     };
-    let handler = move |request: Request<Incoming>, _| {
+    let handler = move |request: Request<Incoming>, _: &crate::auth::RequestFacts| {
         let response = respond(&metrics, &request);
         std::future::ready(response)
     };

@@ -148,14 +148,22 @@ impl fmt::Debug for HttpEndpoint {
     }
 }
 
-/// The address a request came from, set by our serve loops (not by a server that mounts the
-/// endpoint): per-source limits use it. It travels in the request's one extension of ours,
-/// [`RequestFacts`](crate::auth::RequestFacts), with the principal.
-pub(crate) fn peer_addr(parts: &http::request::Parts) -> Option<std::net::SocketAddr> {
-    parts
-        .extensions
-        .get::<crate::auth::RequestFacts>()
-        .and_then(|facts| facts.peer)
+/// A request's head as the endpoint serves it: hyper's parts, and what the listener and the
+/// resource server learned of the request ([`RequestFacts`](crate::auth::RequestFacts): the
+/// address it came from, set by our serve loops and not by a server that mounts the endpoint,
+/// and the principal). The facts travel beside the parts, not in their extensions, where one
+/// value costs three allocations per request. It dereferences to the parts.
+pub(crate) struct Head {
+    pub(crate) parts: http::request::Parts,
+    pub(crate) facts: crate::auth::RequestFacts,
+}
+
+impl std::ops::Deref for Head {
+    type Target = http::request::Parts;
+
+    fn deref(&self) -> &http::request::Parts {
+        &self.parts
+    }
 }
 
 pub(crate) struct Shared {
@@ -432,7 +440,25 @@ impl HttpEndpoint {
         B::Error: std::error::Error + Send + Sync + 'static,
     {
         let (parts, body) = request.into_parts();
-        self.clone().respond(parts, body)
+        let facts = crate::auth::RequestFacts::default();
+        self.clone().respond(Head { parts, facts }, body)
+    }
+
+    /// [`handle`](Self::handle) for a request our listener accepted, with its connection's
+    /// facts (the peer address, which per-source limits read).
+    pub(crate) fn handle_from<B>(
+        &self,
+        request: Request<B>,
+        facts: &crate::auth::RequestFacts,
+    ) -> impl Future<Output = Response<HttpBody>> + Send + 'static + use<B>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let (parts, body) = request.into_parts();
+        let facts = facts.clone();
+        self.clone().respond(Head { parts, facts }, body)
     }
 
     /// [`handle`](Self::handle) from the request's parts. An `async` block rather than an
@@ -445,7 +471,7 @@ impl HttpEndpoint {
     )]
     fn respond<B>(
         self,
-        mut parts: http::request::Parts,
+        mut parts: Head,
         mut body: B,
     ) -> impl Future<Output = Response<HttpBody>> + Send + 'static
     where
@@ -501,9 +527,8 @@ impl HttpEndpoint {
                     };
                 }
             }
-            let path = parts.uri.path();
             let config = &shared.config;
-            if path == config.path {
+            if parts.uri.path() == config.path {
                 return match parts.method {
                     Method::POST => streamable::post(shared, &parts, body).await,
                     Method::GET => Box::pin(streamable::get(shared, &parts)).await,
@@ -511,21 +536,23 @@ impl HttpEndpoint {
                     _ => method_not_allowed("GET, POST, DELETE"),
                 };
             }
+            // No `path` local either: one held across both awaits below would sit in every
+            // request's future.
             if shared.legacy.is_some() {
-                if path == config.sse_path {
+                if parts.uri.path() == config.sse_path {
                     return match parts.method {
                         Method::GET => Box::pin(legacy::open(shared, &parts)).await,
                         _ => method_not_allowed("GET"),
                     };
                 }
-                if path == config.message_path {
+                if parts.uri.path() == config.message_path {
                     return match parts.method {
                         Method::POST => Box::pin(legacy::post(shared, &parts, body)).await,
                         _ => method_not_allowed("POST"),
                     };
                 }
             }
-            not_here(config, shared.legacy.is_some(), path)
+            not_here(config, shared.legacy.is_some(), parts.uri.path())
         }
     }
 }
@@ -535,7 +562,7 @@ impl HttpEndpoint {
 async fn authorize<B: ReadableBody>(
     shared: &Shared,
     auth: &crate::auth::ResourceServer,
-    parts: &mut http::request::Parts,
+    parts: &mut Head,
     body: B,
 ) -> Result<B, Response<HttpBody>> {
     let path = parts.uri.path();
@@ -552,9 +579,9 @@ async fn authorize<B: ReadableBody>(
                 shared.refused_auth(parts, &refusal);
                 return Err(shared.auth_failure(&parts.headers, None, true, &refusal));
             }
-            // The handlers of the path read it from the request's extensions. One extension:
-            // the principal with what was computed of it.
-            crate::auth::RequestFacts::set_owner(&mut parts.extensions, owner);
+            // The handlers of the path read it from the request's facts: the principal with
+            // what was computed of it.
+            parts.facts.set_owner(owner);
             return Ok(body);
         }
         Err(refusal) => refusal,
@@ -578,15 +605,17 @@ async fn authorize<B: ReadableBody>(
 async fn serve_route<B: ReadableBody>(
     shared: &Shared,
     routes: &dyn Routes,
-    parts: http::request::Parts,
+    parts: Head,
     body: B,
 ) -> Response<HttpBody> {
     let bytes = match read_body(shared, &parts.headers, body).await {
         Ok(bytes) => bytes,
         Err(err) => return shared.body_failure(err),
     };
-    let peer = peer_addr(&parts);
-    let response = routes.serve(peer, Request::from_parts(parts, bytes)).await;
+    let peer = parts.facts.peer();
+    let response = routes
+        .serve(peer, Request::from_parts(parts.parts, bytes))
+        .await;
     if response.status() == StatusCode::TOO_MANY_REQUESTS {
         shared.server.settings().refusals.note(
             Reason::RateLimited,
@@ -726,24 +755,14 @@ where
 
 impl Shared {
     /// Notes a refusal of the request `parts` (its peer, when known, goes into the log line).
-    pub(crate) fn refused(
-        &self,
-        reason: Reason,
-        parts: &http::request::Parts,
-        detail: fmt::Arguments<'_>,
-    ) {
-        let peer = peer_addr(parts);
+    pub(crate) fn refused(&self, reason: Reason, parts: &Head, detail: fmt::Arguments<'_>) {
+        let peer = parts.facts.peer();
         self.server.settings().refusals.note(reason, peer, detail);
     }
 
     /// [`refused`](Self::refused) for a failure of the server's own (the hub): at WARN.
-    pub(crate) fn refused_failure(
-        &self,
-        reason: Reason,
-        parts: &http::request::Parts,
-        detail: fmt::Arguments<'_>,
-    ) {
-        let peer = peer_addr(parts);
+    pub(crate) fn refused_failure(&self, reason: Reason, parts: &Head, detail: fmt::Arguments<'_>) {
+        let peer = parts.facts.peer();
         self.server
             .settings()
             .refusals
@@ -752,7 +771,7 @@ impl Shared {
 
     /// Notes a refusal of the resource server: 401, 403 or 503 (its reason is a fixed
     /// sentence, never the token or the verifier's detail).
-    fn refused_auth(&self, parts: &http::request::Parts, refusal: &crate::auth::AuthRefusal) {
+    fn refused_auth(&self, parts: &Head, refusal: &crate::auth::AuthRefusal) {
         let reason = match refusal.status {
             StatusCode::FORBIDDEN => Reason::InsufficientScope,
             StatusCode::SERVICE_UNAVAILABLE => Reason::Unavailable,
@@ -794,15 +813,15 @@ impl Shared {
     /// The client address a session without a principal is counted for (see
     /// [`HttpConfig::max_sessions_per_peer`]): `None` on a mounted endpoint, which does not
     /// know the connection's address. Read for the requests that mint a session only.
-    pub(crate) fn peer_of(&self, parts: &http::request::Parts) -> Option<crate::session::PeerKey> {
-        let peer = peer_addr(parts)?.ip();
+    pub(crate) fn peer_of(&self, parts: &Head) -> Option<crate::session::PeerKey> {
+        let peer = parts.facts.peer()?.ip();
         let client = peer::client_address(peer, &parts.headers, &self.config.trusted_proxies);
         Some(crate::session::PeerKey::of(client))
     }
 
     /// Who sends a request: its principal, and its address when rate limits key by it.
-    pub(crate) fn caller_of(&self, parts: &http::request::Parts) -> crate::session::Caller {
-        let mut caller = crate::session::Caller::of(parts);
+    pub(crate) fn caller_of(&self, parts: &Head) -> crate::session::Caller {
+        let mut caller = crate::session::Caller::of(&parts.facts);
         if caller.owner.is_none() && self.server.settings().limiter.is_some() {
             caller.peer = self.peer_of(parts);
         }

@@ -262,15 +262,11 @@ async fn serve_on(
         listener,
         limits,
         tls,
-        move |mut request: hyper::Request<Incoming>, peer| {
-            // The peer, for per-source limits (the development authorization server's).
-            request
-                .extensions_mut()
-                .insert(crate::auth::RequestFacts::from_peer(peer));
-            // Boxed: hyper moves the service's future into its connection state, a copy of
+        move |request: hyper::Request<Incoming>, facts: &crate::auth::RequestFacts| {
+            // The connection's facts (its peer, for per-source limits). Boxed: hyper moves the service's future into its connection state, a copy of
             // the whole future (every branch of `handle`) on each request; a box is moved as
             // a pointer.
-            Box::pin(handler.handle(request))
+            Box::pin(handler.handle_from(request, facts))
         },
         signal,
     )
@@ -351,7 +347,11 @@ pub(crate) async fn accept<H, F>(
     signal: impl Future<Output = ()>,
 ) -> Connections
 where
-    H: Fn(hyper::Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
+    H: Fn(hyper::Request<Incoming>, &crate::auth::RequestFacts) -> F
+        + Clone
+        + Send
+        + Sync
+        + 'static,
     F: Future<Output = hyper::Response<HttpBody>> + Send + 'static,
 {
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -450,7 +450,11 @@ struct Connection<H> {
 
 impl<H, F> Connection<H>
 where
-    H: Fn(hyper::Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
+    H: Fn(hyper::Request<Incoming>, &crate::auth::RequestFacts) -> F
+        + Clone
+        + Send
+        + Sync
+        + 'static,
     F: Future<Output = hyper::Response<HttpBody>> + Send + 'static,
 {
     /// Serves the connection over `io` until it ends, idles out or shutdown finishes it.
@@ -467,9 +471,11 @@ where
             limits,
             closing,
         } = self;
+        // Made once: every request of the connection shares them.
+        let facts = crate::auth::RequestFacts::from_peer(peer);
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let flight = Flight::start(&requests, request.version());
-            let response = handler(request, peer);
+            let response = handler(request, &facts);
             async move {
                 let response = response.await;
                 Ok::<_, Infallible>(response.map(|body| Tracked {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
-use http::request::Parts;
+
 use http::{HeaderValue, Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_hub::Cursor;
@@ -17,8 +17,8 @@ use crate::dispatch::{Outgoing, Reply};
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::resume;
 use crate::http::{
-    Accepts, ReadableBody, SESSION_HEADER, Shared, bodiless_failure, failure_response, posted_json,
-    read_body, refusal_response, session_header, sse_response, status_only,
+    Accepts, Head, ReadableBody, SESSION_HEADER, Shared, bodiless_failure, failure_response,
+    posted_json, read_body, refusal_response, session_header, sse_response, status_only,
 };
 use crate::notify::Change;
 use crate::session::{self, Bound, Inbound, Named, Prepared, SessionError};
@@ -35,7 +35,7 @@ use crate::session::{self, Bound, Inbound, Named, Prepared, SessionError};
 )]
 pub(crate) fn post<'a>(
     shared: &'a Arc<Shared>,
-    parts: &'a Parts,
+    parts: &'a Head,
     body: impl ReadableBody,
 ) -> impl Future<Output = Response<HttpBody>> + 'a {
     async move {
@@ -57,7 +57,7 @@ pub(crate) fn post<'a>(
 )]
 fn receive<'a>(
     shared: &'a Arc<Shared>,
-    parts: &'a Parts,
+    parts: &'a Head,
     body: impl ReadableBody,
 ) -> impl Future<Output = Result<(Prepared, Accepts), Response<HttpBody>>> + 'a {
     async move {
@@ -256,7 +256,7 @@ fn add_session_header(response: &mut Response<HttpBody>, id: Option<&str>) {
 }
 
 /// `GET`: the session's standalone SSE stream.
-pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBody> {
+pub(crate) async fn get(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBody> {
     let Some(set) = &shared.streamable else {
         return status_only(StatusCode::NOT_FOUND);
     };
@@ -291,7 +291,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBod
             ),
         );
     };
-    let owner = crate::auth::owner_of(parts);
+    let owner = crate::auth::owner_of(&parts.facts);
     // The session is busy (never evicted) while its stream is open.
     let (loaded, hold) =
         match session::load_own_held(&shared.sessions, id, owner.as_deref(), false).await {
@@ -465,7 +465,7 @@ fn session_render(set: &AdapterSet, headers: &http::HeaderMap) -> Adapter {
 /// A session store failure of a request without a JSON-RPC message (`GET`, `DELETE`).
 fn bodiless_store_failure(
     shared: &Shared,
-    parts: &Parts,
+    parts: &Head,
     adapter: Adapter,
     err: &SessionError,
 ) -> Response<HttpBody> {
@@ -488,7 +488,7 @@ fn allow_post_only() -> Response<HttpBody> {
 }
 
 /// `DELETE`: ends the session.
-pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<HttpBody> {
+pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBody> {
     let Some(set) = &shared.streamable else {
         return status_only(StatusCode::NOT_FOUND);
     };
@@ -505,7 +505,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, parts: &Parts) -> Response<Http
             ),
         );
     };
-    let owner = crate::auth::owner_of(parts);
+    let owner = crate::auth::owner_of(&parts.facts);
     if owner.is_some() {
         // Only the session's principal may end it; to anyone else it does not exist.
         match shared.sessions.load(id).await {

@@ -74,9 +74,9 @@ pub(crate) struct Caller {
 }
 
 impl Caller {
-    /// The caller of an HTTP request, as the resource server left it in its extensions.
-    pub(crate) fn of(parts: &http::request::Parts) -> Self {
-        match crate::auth::principal_of(parts) {
+    /// The caller of an HTTP request, as the resource server left it in its facts.
+    pub(crate) fn of(facts: &crate::auth::RequestFacts) -> Self {
+        match crate::auth::principal_of(facts) {
             Some((principal, binding, owner)) => Self {
                 principal: Some((principal, binding)),
                 owner: Some(owner),
