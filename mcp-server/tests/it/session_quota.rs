@@ -257,3 +257,87 @@ async fn burst_row(place: &Place) {
         at_limit(refused);
     }
 }
+
+/// One request on a kept-alive connection `tcp` to `at`: its status and JSON body (`Null` when
+/// the body is empty or not JSON). The responses these tests read carry a `Content-Length`.
+async fn exchange(
+    tcp: &mut tokio::net::TcpStream,
+    at: &Running,
+    token: Option<&str>,
+    session: &str,
+    id: u64,
+) -> (u16, serde_json::Value) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "hello", "arguments": {}}}))
+    .unwrap();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nMCP-Protocol-Version: {}\r\nMcp-Session-Id: {session}\r\n\
+         Content-Length: {}\r\n",
+        at.addr,
+        REVISION.as_str(),
+        body.len()
+    );
+    if let Some(token) = token {
+        head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    head.push_str("\r\n");
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(&body).await.unwrap();
+    let mut buffer = Vec::new();
+    let end = loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = tcp.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the connection closed before a response head");
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
+    let status = head[9..12].parse().unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().unwrap())
+        })
+        .expect("a Content-Length");
+    while buffer.len() < end + length {
+        let mut chunk = [0u8; 4096];
+        let n = tcp.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the connection closed within a body");
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    let json = serde_json::from_slice(&buffer[end..end + length]).unwrap_or_default();
+    (status, json)
+}
+
+/// The listener's facts about a connection are shared by its requests, and the principal is
+/// each request's own: on one kept-alive connection, requests of two principals and one
+/// without a token, in turn, each act as who sent them.
+#[tokio::test]
+async fn requests_on_one_connection_act_for_their_own_principals() {
+    let running = Running::start(server().build().unwrap(), config()).await;
+    let session = open(&running, Some("alice")).await;
+    let mut tcp = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+
+    let (status, body) = exchange(&mut tcp, &running, Some("alice"), &session, 2).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["content"][0]["text"], "hello", "{body}");
+
+    // Bob, on the same connection: Alice's session does not exist for him.
+    let (status, body) = exchange(&mut tcp, &running, Some("bob"), &session, 3).await;
+    assert_eq!(status, 404, "{body}");
+
+    // No token, on the same connection: refused, not served as Alice or Bob.
+    let (status, _) = exchange(&mut tcp, &running, None, &session, 4).await;
+    assert_eq!(status, 401);
+
+    let (status, body) = exchange(&mut tcp, &running, Some("alice"), &session, 5).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], 5, "{body}");
+    running.stop().await;
+}
