@@ -66,7 +66,10 @@
 //! `--revisions A,B`, `--concurrency 1,32`, `--sessions N` (idle sessions per server, 0 to
 //! skip; default 10,000, 100 with `--quick`), `--out PATH`, `--rows KEY,KEY` (only these
 //! server rows besides the floor and our memory row, no stdio, client, idle or scale steps, and
-//! the report in `target/bench/benchmarks-rows.md` unless `--out`).
+//! the report in `target/bench/benchmarks-rows.md` unless `--out`), `--base-server PATH`
+//! (another build's `mcp-bench-server`, e.g. of the commit before a change, measured as the
+//! row `base-memory` in the same rounds as ours: a change's effect on the share of the floor,
+//! read within one run).
 
 use std::{
     collections::BTreeMap,
@@ -148,6 +151,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         rows.retain(|r| {
             matches!(r.key, "floor" | "ours-memory") || keep.iter().any(|k| k == r.key)
         });
+    }
+    if let Some(program) = &settings.base_server {
+        rows.push(RowSpec::base(program));
     }
     let mut notes = Vec::new();
     if settings.peers && settings.rows.is_none() {
@@ -318,6 +324,9 @@ struct Settings {
     out: Option<PathBuf>,
     /// `--rows`: only these server rows (besides the floor and our memory row).
     rows: Option<Vec<String>>,
+    /// `--base-server PATH`: another build's `mcp-bench-server` (e.g. of an earlier commit),
+    /// measured as the row `base-memory` beside ours in the same rounds.
+    base_server: Option<PathBuf>,
 }
 
 impl Settings {
@@ -338,6 +347,7 @@ impl Settings {
                 sessions: 100,
                 out: None,
                 rows: None,
+                base_server: None,
             }
         } else {
             Self {
@@ -354,6 +364,7 @@ impl Settings {
                 sessions: IDLE_TARGET_SESSIONS,
                 out: None,
                 rows: None,
+                base_server: None,
             }
         };
         let mut it = args.iter();
@@ -370,6 +381,7 @@ impl Settings {
                 "--warmup" => settings.warmup = seconds(&value()?, arg, true)?,
                 "--measure" => settings.measure = seconds(&value()?, arg, false)?,
                 "--out" => settings.out = Some(PathBuf::from(value()?)),
+                "--base-server" => settings.base_server = Some(PathBuf::from(value()?)),
                 "--rows" => {
                     settings.rows = Some(
                         value()?
@@ -408,7 +420,8 @@ impl Settings {
                 other => bail!(
                     "unknown option `{other}`; usage: cargo xtask bench [--quick] [--no-peers] \
                      [--rounds N] [--warmup SECS] [--measure SECS] [--revisions A,B] \
-                     [--concurrency 1,32] [--sessions N] [--out PATH] [--rows KEY,KEY]"
+                     [--concurrency 1,32] [--sessions N] [--out PATH] [--rows KEY,KEY] \
+                     [--base-server PATH]"
                 ),
             }
         }
@@ -761,6 +774,23 @@ impl RowSpec {
             ask,
             shown_args,
             proxy: false,
+        }
+    }
+
+    /// Another build's `mcp-bench-server` (`--base-server`), on the memory store: the same
+    /// rounds measure it beside ours, so a change's effect on the share of the floor is read
+    /// within one run.
+    fn base(program: &Path) -> Self {
+        Self {
+            key: "base-memory",
+            label: format!(
+                "mcp-server of another build (`--base-server {}`), memory store",
+                program.display()
+            ),
+            program: program.to_owned(),
+            ask: AskMode::None,
+            shown_args: None,
+            ..Self::ours(program.parent().unwrap_or(Path::new(".")), Store::Memory)
         }
     }
 
@@ -2124,9 +2154,10 @@ struct Report<'a> {
 }
 
 /// Row order and labels in the tables (taken from the first cell that has the row).
-const ROW_ORDER: [&str; 14] = [
+const ROW_ORDER: [&str; 15] = [
     "floor",
     "ours-memory",
+    "base-memory",
     "ours-redis",
     "ours-postgres",
     "ours-sqlite",
@@ -3446,5 +3477,18 @@ mod tests {
             Some(vec!["ours-jwt".to_owned(), "ours-sqlite".to_owned()])
         );
         assert!(Settings::parse(&["--rows".to_owned(), "ours-nope".to_owned()]).is_err());
+        let base = Settings::parse(&[
+            "--base-server".to_owned(),
+            "old/mcp-bench-server".to_owned(),
+        ])
+        .unwrap();
+        assert_eq!(
+            base.base_server,
+            Some(PathBuf::from("old/mcp-bench-server"))
+        );
+        let row = RowSpec::base(Path::new("old/mcp-bench-server"));
+        assert_eq!(row.key, "base-memory");
+        assert_eq!(row.program, Path::new("old/mcp-bench-server"));
+        assert_eq!(row.args, ["--store", "memory"]);
     }
 }
