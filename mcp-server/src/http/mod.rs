@@ -439,23 +439,16 @@ impl HttpEndpoint {
         B::Data: Send,
         B::Error: std::error::Error + Send + Sync + 'static,
     {
-        let (parts, body) = request.into_parts();
-        let facts = crate::auth::RequestFacts::default();
-        self.clone().respond(Head { parts, facts }, body)
+        self.handle_from(request, &crate::auth::RequestFacts::default())
     }
 
     /// [`handle`](Self::handle) for a request our listener accepted, with its connection's
     /// facts (the peer address, which per-source limits read).
-    pub(crate) fn handle_from<B>(
+    pub(crate) fn handle_from<B: ReadableBody>(
         &self,
         request: Request<B>,
         facts: &crate::auth::RequestFacts,
-    ) -> impl Future<Output = Response<HttpBody>> + Send + 'static + use<B>
-    where
-        B: hyper::body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: std::error::Error + Send + Sync + 'static,
-    {
+    ) -> impl Future<Output = Response<HttpBody>> + Send + 'static + use<B> {
         let (parts, body) = request.into_parts();
         let facts = facts.clone();
         self.clone().respond(Head { parts, facts }, body)
