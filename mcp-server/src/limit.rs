@@ -441,7 +441,7 @@ impl Drop for Refilling<'_> {
     fn drop(&mut self) {
         {
             let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(leased) = leased_mut(&mut leases, self.key)
+            if let Some(leased) = leased_mut(&mut leases, self.key.0, &self.key.1)
                 && leased
                     .refill
                     .as_ref()
@@ -458,9 +458,14 @@ impl Drop for Refilling<'_> {
 /// lookup per call, whatever the number of rules).
 type Leases = FastMap<CallerKey, Box<[Leased]>>;
 
-/// The budget of `key` (a rule's index and a caller) in `leases`, if the caller has been seen.
-fn leased_mut<'a>(leases: &'a mut Leases, key: &(usize, CallerKey)) -> Option<&'a mut Leased> {
-    leases.get_mut(&key.1)?.get_mut(key.0)
+/// The budget of rule `index` for `caller` in `leases`, if the caller has been seen (by
+/// reference: the admitting path clones no key).
+fn leased_mut<'a>(
+    leases: &'a mut Leases,
+    index: usize,
+    caller: &CallerKey,
+) -> Option<&'a mut Leased> {
+    leases.get_mut(caller)?.get_mut(index)
 }
 
 /// The rate limits of a server. See the [module documentation](self).
@@ -664,7 +669,7 @@ impl Limiter {
     /// the next lease when half is left); `false` when it holds none.
     fn spend_leased(self: &Arc<Self>, index: usize, rule: &Rule, caller: &CallerKey) -> bool {
         let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(leased) = leases.get_mut(caller).and_then(|b| b.get_mut(index)) else {
+        let Some(leased) = leased_mut(&mut leases, index, caller) else {
             return false;
         };
         let now = Instant::now();
@@ -701,7 +706,7 @@ impl Limiter {
                     let budgets = self.rules.iter().map(|_| Leased::empty()).collect();
                     leases.insert(key.1.clone(), budgets);
                 }
-                let Some(leased) = leased_mut(&mut leases, &key) else {
+                let Some(leased) = leased_mut(&mut leases, key.0, &key.1) else {
                     continue;
                 };
                 if let Some(refill) = leased.spend(now) {
@@ -744,7 +749,7 @@ impl Limiter {
         let taken = self.take_shared(rule, caller, want).await;
         let verdict = {
             let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-            let leased = leased_mut(&mut leases, &key);
+            let leased = leased_mut(&mut leases, key.0, &key.1);
             match taken {
                 Ok(Ok(granted)) => {
                     if let Some(leased) = leased {
@@ -791,7 +796,7 @@ impl Limiter {
         let taken = self.take_shared(rule, &key.1, want).await;
         {
             let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(leased) = leased_mut(&mut leases, &key) {
+            if let Some(leased) = leased_mut(&mut leases, key.0, &key.1) {
                 let now = Instant::now();
                 match taken {
                     Ok(Ok(granted)) => {

@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::{self};
-
 use http::{Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_hub::{Subscription, Topic};

@@ -263,9 +263,9 @@ async fn serve_on(
         limits,
         tls,
         move |request: hyper::Request<Incoming>, facts: &crate::auth::RequestFacts| {
-            // The connection's facts (its peer, for per-source limits). Boxed: hyper moves the service's future into its connection state, a copy of
-            // the whole future (every branch of `handle`) on each request; a box is moved as
-            // a pointer.
+            // The connection's facts (its peer, for per-source limits). Boxed: hyper moves
+            // the service's future into its connection state, a copy of the whole future
+            // (every branch of `handle`) on each request; a box is moved as a pointer.
             Box::pin(handler.handle_from(request, facts))
         },
         signal,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
-
 use http::{HeaderValue, Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_hub::Cursor;
