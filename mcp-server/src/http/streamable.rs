@@ -81,7 +81,7 @@ fn receive<'a>(
             set,
             decoded,
             headers: &parts.headers,
-            named: Named::Header(session_header(&parts.headers)),
+            named: Named::Header,
             caller: shared.caller_of(parts),
             can_push: accepts.sse,
             path: parts.uri.path(),

@@ -5,12 +5,15 @@
 //! run; a cancellation cancels the matching call on this worker and is published on the
 //! session's cancel topic, which every worker with a running call of that session listens to.
 //!
-//! A worker keeps listening to a session's topic for [`LINGER`] after its last call there ends,
-//! so the calls of a busy session do not each start a listener (a hub round trip and a task).
+//! A worker keeps listening to a session's topic for [`LINGER`] (up to a quarter more) after
+//! its last call there ends, so the calls of a busy session do not each start a listener (a hub
+//! round trip and a task). No call reads the clock for it: a sweeper task, running while any
+//! session is listened to, counts quarters of [`LINGER`] and drops the listeners idle for four
+//! of them.
 
 use crate::FastMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -58,8 +61,10 @@ impl Busy {
 #[derive(Default)]
 struct Sessions {
     by_id: FastMap<String, SessionCalls>,
-    /// When idle listeners were last looked for.
-    swept: Option<Instant>,
+    /// The sweeper's passes so far (one per quarter of [`LINGER`]).
+    epoch: u64,
+    /// The sweeper task runs (it ends once no session is listened to).
+    sweeping: bool,
 }
 
 struct SessionCalls {
@@ -67,8 +72,8 @@ struct SessionCalls {
     /// The calls (requests with an id) of the registered requests.
     in_flight: usize,
     next: u64,
-    /// Since when no call of the session runs here.
-    idle_since: Option<Instant>,
+    /// Since which sweeper pass ([`Sessions::epoch`]) no call of the session runs here.
+    idle_since: Option<u64>,
     /// Dropped with the entry: the session's hub listener ends.
     _stop: oneshot::Sender<()>,
     /// The listener's task, so ending a session can wait until it no longer reads the topic.
@@ -76,18 +81,28 @@ struct SessionCalls {
 }
 
 impl Sessions {
-    /// Drops the listeners of sessions idle here for longer than [`LINGER`] (every quarter
-    /// of it), or of every idle session when there are too many.
-    fn sweep(&mut self) {
-        let crowded = self.by_id.len() > MAX_SESSIONS;
-        if !crowded && self.swept.is_some_and(|at| at.elapsed() < LINGER / 4) {
-            return;
-        }
-        self.swept = Some(Instant::now());
+    /// The passes a session stays idle before its listener is dropped: it goes idle between
+    /// two passes, so it lingers at least [`LINGER`] and less than five quarters of it.
+    const IDLE_PASSES: u64 = 5;
+
+    /// One sweeper pass: drops the listeners of sessions idle here for [`Self::IDLE_PASSES`]
+    /// passes. Returns whether any session is still listened to.
+    fn pass(&mut self) -> bool {
+        self.epoch += 1;
+        let epoch = self.epoch;
         self.by_id.retain(|_, calls| match calls.idle_since {
             None => true,
-            Some(since) => !crowded && since.elapsed() < LINGER,
+            Some(since) => epoch - since < Self::IDLE_PASSES,
         });
+        self.sweeping = !self.by_id.is_empty();
+        self.sweeping
+    }
+
+    /// Drops the listener of every idle session, when there are too many listened to.
+    fn shed_when_crowded(&mut self) {
+        if self.by_id.len() > MAX_SESSIONS {
+            self.by_id.retain(|_, calls| calls.idle_since.is_none());
+        }
     }
 }
 
@@ -103,12 +118,13 @@ pub(crate) struct Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         let mut sessions = self.cancels.lock();
+        let sessions = &mut *sessions;
         if let Some(calls) = sessions.by_id.get_mut(&*self.session) {
             calls.calls.retain(|(key, _)| *key != self.key);
             calls.in_flight = calls.in_flight.saturating_sub(self.count);
             if calls.calls.is_empty() {
-                // The listener lingers for the session's next call (see `Sessions::sweep`).
-                calls.idle_since = Some(Instant::now());
+                // The listener lingers for the session's next call (see `Sessions::pass`).
+                calls.idle_since = Some(sessions.epoch);
             }
         }
     }
@@ -150,7 +166,7 @@ impl Cancels {
             // Listened to already (every call but a session's first here): one lookup, no
             // key to allocate.
             let mut sessions = self.lock();
-            sessions.sweep();
+            sessions.shed_when_crowded();
             if let Some(calls) = sessions.by_id.get_mut(&**session) {
                 return self.enlist(calls, session, ctx, count);
             }
@@ -178,6 +194,10 @@ impl Cancels {
             }
         };
         let mut sessions = self.lock();
+        if !sessions.sweeping {
+            sessions.sweeping = true;
+            tokio::spawn(sweep(Arc::downgrade(self)));
+        }
         // Another call of the session may have started listening meanwhile: then this
         // subscription is dropped unused.
         let calls = sessions
@@ -299,6 +319,21 @@ impl Cancels {
     }
 }
 
+/// Every quarter of [`LINGER`], drops the listeners of sessions idle for long enough (see
+/// [`Sessions::pass`]); ends once no session is listened to (the next one listened to starts
+/// it again) or the cancels are gone.
+async fn sweep(cancels: std::sync::Weak<Cancels>) {
+    loop {
+        tokio::time::sleep(LINGER / 4).await;
+        let Some(cancels) = cancels.upgrade() else {
+            return;
+        };
+        if !cancels.lock().pass() {
+            return;
+        }
+    }
+}
+
 /// Cancels what the session's cancel topic names, until `stopped`.
 async fn listen(
     cancels: std::sync::Weak<Cancels>,
@@ -359,5 +394,80 @@ pub(crate) fn cancelled_ids(decoded: &Decoded) -> Vec<Id> {
             .filter_map(|i| i.as_ref().ok())
             .filter_map(cancelled)
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_hub::{MemoryHub, Namespace};
+
+    use super::*;
+
+    fn listened(cancels: &Cancels, session: &str) -> bool {
+        cancels.lock().by_id.contains_key(session)
+    }
+
+    /// Cancels allowing 4 calls per session, an in-memory log, the session id and a context.
+    fn setup(session: &str) -> (Arc<Cancels>, Arc<dyn EventLog>, Arc<str>, Context) {
+        let log: Arc<dyn EventLog> = Arc::new(MemoryHub::default());
+        (
+            Arc::new(Cancels::new(4)),
+            log,
+            Arc::from(session),
+            Context::connection(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_sessions_listener_lingers_at_least_linger_and_less_than_five_quarters() {
+        let (cancels, log, session, ctx) = setup("s1");
+        let topic = || Namespace::root().topic("mcp-cancel/s1");
+        let registered = cancels
+            .register(&log, topic, &session, &ctx, 1)
+            .await
+            .unwrap();
+        // A running call keeps its session listened to, however long it runs.
+        tokio::time::sleep(LINGER * 3).await;
+        assert!(listened(&cancels, "s1"));
+        drop(registered);
+        tokio::time::sleep(LINGER - Duration::from_millis(1)).await;
+        assert!(listened(&cancels, "s1"), "dropped before LINGER");
+        tokio::time::sleep(LINGER / 4 + Duration::from_millis(2)).await;
+        assert!(
+            !listened(&cancels, "s1"),
+            "kept past five quarters of LINGER"
+        );
+        // The sweeper ended with the last session, and starts again with the next one.
+        assert!(!cancels.lock().sweeping);
+        let again = cancels
+            .register(&log, topic, &session, &ctx, 1)
+            .await
+            .unwrap();
+        assert!(cancels.lock().sweeping);
+        drop(again);
+        tokio::time::sleep(LINGER * 2).await;
+        assert!(!listened(&cancels, "s1"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_in_the_meantime_keeps_the_listener() {
+        let (cancels, log, session, ctx) = setup("s2");
+        let topic = || Namespace::root().topic("mcp-cancel/s2");
+        for _ in 0..8 {
+            let registered = cancels
+                .register(&log, topic, &session, &ctx, 1)
+                .await
+                .unwrap();
+            drop(registered);
+            tokio::time::sleep(LINGER / 2).await;
+            assert!(listened(&cancels, "s2"));
+        }
+        // More calls than the session may have in flight are refused whole.
+        assert!(
+            cancels
+                .register(&log, topic, &session, &ctx, 5)
+                .await
+                .is_err()
+        );
     }
 }

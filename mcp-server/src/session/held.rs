@@ -214,8 +214,9 @@ impl Held {
         self.uncount_peer(reservation.peer);
     }
 
-    /// Fills a reserved place with the minted session `id`, idle and most recently used.
-    pub(crate) fn fill(&mut self, reservation: Reservation, id: Arc<str>) {
+    /// Fills a reserved place with the minted session `id`, idle and most recently used; its
+    /// place (`None` when it could not be tracked).
+    pub(crate) fn fill(&mut self, reservation: Reservation, id: Arc<str>) -> Option<Place> {
         self.reserved = self.reserved.saturating_sub(1);
         let peer = reservation.peer;
         let node = Node {
@@ -238,7 +239,7 @@ impl Held {
                 // evicted, and freed by its end as any other.
                 let Some(index) = u32::try_from(self.slots.len()).ok().filter(|i| *i < NIL) else {
                     self.uncount_peer(peer);
-                    return;
+                    return None;
                 };
                 self.slots.push(Slot {
                     generation: 0,
@@ -248,15 +249,28 @@ impl Held {
             }
         };
         let generation = self.slots[index as usize].generation;
-        self.by_id.insert(id, Place { index, generation });
+        let place = Place { index, generation };
+        self.by_id.insert(id, place);
         self.link(index);
+        Some(place)
     }
 
     /// Marks session `id` busy (one more request or stream); `None` when this worker does
     /// not hold it.
+    #[cfg(test)]
     pub(crate) fn hold(&mut self, id: &str) -> Option<Place> {
         let place = *self.by_id.get(id)?;
-        let node = self.slots[place.index as usize].node.as_mut()?;
+        self.hold_at(place)
+    }
+
+    /// [`hold`](Self::hold) by the place [`fill`](Self::fill) gave, without looking the id
+    /// up; `None` when the session there was forgotten or evicted meanwhile.
+    pub(crate) fn hold_at(&mut self, place: Place) -> Option<Place> {
+        let slot = self.slots.get_mut(place.index as usize)?;
+        if slot.generation != place.generation {
+            return None;
+        }
+        let node = slot.node.as_mut()?;
         node.busy += 1;
         if node.busy == 1 {
             self.unlink(place.index);

@@ -53,10 +53,11 @@ pub(crate) struct Pipeline<'a> {
 }
 
 /// How a request names its session.
-pub(crate) enum Named<'a> {
-    /// By a header (`Mcp-Session-Id`), read after the revision is selected: revisions without
-    /// sessions ignore it, `initialize` needs none.
-    Header(Option<&'a str>),
+pub(crate) enum Named {
+    /// By the request's `Mcp-Session-Id` header, looked up only once the revision is selected
+    /// and has sessions: revisions without sessions ignore it, `initialize` needs none. A
+    /// header given twice names no session.
+    Header,
     /// A session its transport already loaded (an HTTP+SSE stream's), which speaks its stored
     /// revision, else `fallback` until `initialize` says otherwise.
     Loaded { loaded: Loaded, fallback: Adapter },
@@ -98,7 +99,7 @@ pub(crate) struct Inbound<'a, H: ?Sized> {
     pub(crate) decoded: Decoded,
     /// The headers the revision reads (none for HTTP+SSE).
     pub(crate) headers: &'a H,
-    pub(crate) named: Named<'a>,
+    pub(crate) named: Named,
     pub(crate) caller: Caller,
     /// The transport can carry messages before the response (SSE).
     pub(crate) can_push: bool,
@@ -378,8 +379,8 @@ enum Unbound<'a> {
 fn bind<'a, H>(
     pipeline: Pipeline<'_>,
     set: &AdapterSet,
-    headers: &H,
-    named: Named<'a>,
+    headers: &'a H,
+    named: Named,
     caller: &Caller,
     decoded: &Decoded,
 ) -> Result<Picked, Unbound<'a>>
@@ -393,7 +394,7 @@ where
             rejected.failure,
         )))
     };
-    let named = match named {
+    match named {
         Named::Loaded { loaded, fallback } => {
             // The session speaks the revision it negotiated (or the transport's own).
             let stored = loaded
@@ -408,8 +409,8 @@ where
             // The transport holds the session while its stream is open.
             return Ok((adapter, Some(loaded), false, None));
         }
-        Named::Header(named) => named,
-    };
+        Named::Header => {}
+    }
     let mut selected: Selected = set
         .select_http(decoded, headers, None, None)
         .map_err(reject)?;
@@ -427,7 +428,7 @@ where
         // 2026-07-28: a session header is ignored.
         return Ok((selected.adapter, None, false, None));
     }
-    let Some(id) = named else {
+    let Some(id) = session_id_header(headers) else {
         return Err(Unbound::Refused(Box::new(Refusal::failure(
             selected.adapter,
             first_id(decoded),
@@ -443,6 +444,17 @@ where
     };
     let found = own(found, caller.owner.as_deref(), false);
     confirm(pipeline, set, selected, found, decoded).map_err(Unbound::Refused)
+}
+
+/// The value of the request's one `Mcp-Session-Id` header, if it has exactly one and it is
+/// text.
+fn session_id_header<H: HeaderSource + ?Sized>(headers: &H) -> Option<&str> {
+    /// Built once: a lookup by `&str` parses the name on every request.
+    const NAME: http::HeaderName = http::HeaderName::from_static("mcp-session-id");
+    match headers.lookup_name(&NAME) {
+        mcp_adapters::Lookup::One(value) => std::str::from_utf8(value).ok(),
+        _ => None,
+    }
 }
 
 /// [`bind`] when the session must be read from the store.
@@ -808,6 +820,27 @@ mod tests {
                 .unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn only_one_text_session_header_names_a_session() {
+        type Headers<'a> = &'a [(&'a str, &'a [u8])];
+        let rows: [(Headers<'_>, Option<&str>); 5] = [
+            (&[], None),
+            (&[("Mcp-Session-Id", b"abc")], Some("abc")),
+            (
+                &[("mcp-session-id", b"abc"), ("Accept", b"*/*")],
+                Some("abc"),
+            ),
+            (
+                &[("Mcp-Session-Id", b"abc"), ("mcp-session-id", b"def")],
+                None,
+            ),
+            (&[("Mcp-Session-Id", b"\xff\xfe")], None),
+        ];
+        for (headers, expected) in rows {
+            assert_eq!(session_id_header(headers), expected, "{headers:?}");
+        }
     }
 
     #[test]

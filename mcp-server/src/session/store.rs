@@ -350,7 +350,8 @@ struct Touches {
 }
 
 struct Touch {
-    /// When this worker last renewed the session's TTL.
+    /// When this worker last renewed the session's TTL (read from tokio's clock, as the
+    /// renewal check's `now` is).
     renewed: Instant,
     /// When the session's pending check was queued.
     queued: Instant,
@@ -358,6 +359,8 @@ struct Touch {
     ticket: u64,
     /// This worker minted the session (it counts against the limit here).
     minted: bool,
+    /// Where [`Held`] keeps the session (minted here), so marking it busy looks no id up.
+    place: Option<Place>,
 }
 
 impl Touches {
@@ -399,6 +402,7 @@ impl Touches {
                 queued: now,
                 ticket,
                 minted,
+                place: None,
             },
         );
         self.checks.push_back((later(now, ttl), ticket, key));
@@ -694,7 +698,6 @@ impl Sessions {
         ));
     }
 
-    /// A trusted record of session `id`, served without reading the store.
     /// This worker's copy of session `id`, trusted or not, when the cache is on: what a
     /// request is served from while the store fails or does not answer within
     /// [`STALE_WAIT`]. A copy is dropped when an invalidation of the session arrives or the
@@ -709,14 +712,16 @@ impl Sessions {
         })
     }
 
-    fn trusted(&self, id: &str) -> Option<Loaded> {
+    /// This worker's decoded record of session `id` when it is trusted at `now` (tokio's
+    /// clock, so tests with paused time see trust end).
+    fn trusted(&self, id: &str, now: tokio::time::Instant) -> Option<Loaded> {
         if !self.feed.live.load(Ordering::Acquire) {
             return None;
         }
         let decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
         let cached = decoded.get(id)?;
         let until = cached.trusted_until?;
-        (tokio::time::Instant::now() < until).then(|| Loaded {
+        (now < until).then(|| Loaded {
             id: cached.id.clone(),
             record: cached.record.clone(),
             version: cached.version,
@@ -950,11 +955,19 @@ impl Sessions {
                     let key: Arc<str> = Arc::from(id.as_str());
                     let hold = {
                         let mut touched = self.lock_touched();
-                        if let Some(reservation) = reservation.reservation.take() {
-                            touched.held.fill(reservation, key.clone());
+                        let filled = reservation
+                            .reservation
+                            .take()
+                            .and_then(|reservation| touched.held.fill(reservation, key.clone()));
+                        touched.insert(key, tokio::time::Instant::now().into_std(), self.ttl, true);
+                        if let Some(touch) = touched.by_id.get_mut(id.as_str()) {
+                            touch.place = filled;
                         }
-                        touched.insert(key, Instant::now(), self.ttl, true);
-                        let place = if held { touched.held.hold(&id) } else { None };
+                        let place = if held {
+                            filled.and_then(|p| touched.held.hold_at(p))
+                        } else {
+                            None
+                        };
                         place.map(|place| Hold {
                             touched: self.touched.clone(),
                             place,
@@ -1114,25 +1127,32 @@ impl Sessions {
         if !Self::plausible(id) {
             return None;
         }
-        let (due, hold) = self.mark_busy(id, true);
+        // One clock read for the renewal check and the record's trust.
+        let now = tokio::time::Instant::now();
+        let (due, hold) = self.mark_busy(id, true, now);
         if due {
             return None;
         }
         self.start_feed();
         // Without a trusted record the hold drops here, released.
-        let loaded = self.trusted(id)?;
+        let loaded = self.trusted(id, now)?;
         Some((loaded, hold))
     }
 
-    /// Under one lock: whether session `id`'s TTL is due for renewal, and (when `hold`) the
-    /// session marked busy on this worker until the returned hold drops.
-    fn mark_busy(&self, id: &str, hold: bool) -> (bool, Option<Hold>) {
-        let mut touched = self.lock_touched();
-        let due = touched
-            .by_id
-            .get(id)
-            .is_none_or(|touch| touch.renewed.elapsed() >= self.ttl / 4);
-        let place = if hold { touched.held.hold(id) } else { None };
+    /// Under one lock: whether session `id`'s TTL is due for renewal at `now`, and (when
+    /// `hold`) the session marked busy on this worker until the returned hold drops.
+    fn mark_busy(&self, id: &str, hold: bool, now: tokio::time::Instant) -> (bool, Option<Hold>) {
+        let now = now.into_std();
+        let mut guard = self.lock_touched();
+        let touched = &mut *guard;
+        let touch = touched.by_id.get(id);
+        let due =
+            touch.is_none_or(|touch| now.saturating_duration_since(touch.renewed) >= self.ttl / 4);
+        // Held by the place the touch keeps (the sessions minted here): no second lookup.
+        let place = match touch.and_then(|touch| touch.place) {
+            Some(place) if hold => touched.held.hold_at(place),
+            _ => None,
+        };
         (
             due,
             place.map(|place| Hold {
@@ -1150,11 +1170,12 @@ impl Sessions {
         if !Self::plausible(id) {
             return Err(SessionError::NotFound);
         }
-        let (due, hold) = self.mark_busy(id, hold);
+        let now = tokio::time::Instant::now();
+        let (due, hold) = self.mark_busy(id, hold, now);
         self.start_feed();
         // The store's paths are boxed: a trusted record (the usual request) awaits nothing,
         // and their state would otherwise enlarge the future of every request.
-        let loaded = match self.trusted(id) {
+        let loaded = match self.trusted(id, now) {
             Some(loaded) => loaded,
             None => match Box::pin(self.read(id)).await? {
                 Read::Fresh(loaded) => loaded,
@@ -1459,9 +1480,13 @@ impl Sessions {
     fn remember_renewal(&self, id: &str, minted: bool) {
         // Sessions of other workers are tracked up to as many again as this worker may mint.
         let cap = self.max_sessions.saturating_mul(2);
-        let tracked = self
-            .lock_touched()
-            .renewed(id, Instant::now(), self.ttl, minted, cap);
+        let tracked = self.lock_touched().renewed(
+            id,
+            tokio::time::Instant::now().into_std(),
+            self.ttl,
+            minted,
+            cap,
+        );
         if tracked {
             self.start_sweep();
         }
