@@ -204,6 +204,9 @@ pub(crate) struct Bound {
 
 /// Selects, loads, confirms, decodes, binds and registers one request (see the module
 /// documentation); a refusal is rendered by the adapter it names.
+// Inlined into its transports: the future it returns is then built in place rather than
+// copied into theirs.
+#[inline(always)]
 pub(crate) fn prepare<'a, H>(
     pipeline: Pipeline<'a>,
     inbound: Inbound<'a, H>,
