@@ -111,9 +111,6 @@ pub use serve::{
 use crate::session::first_id;
 use crate::session::{Cancels, Pipeline, Sessions};
 
-/// The `Mcp-Session-Id` header.
-const SESSION_HEADER: &str = "mcp-session-id";
-
 /// The MCP endpoint: Streamable HTTP and HTTP+SSE for one [`Server`], as a
 /// [`tower_service::Service`].
 ///
@@ -1124,9 +1121,9 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
 
 /// The session id a request names, if any (and readable).
 pub(crate) fn session_header(headers: &HeaderMap) -> Option<&str> {
-    /// Built once: a lookup by `&str` parses the name on every request.
-    const NAME: http::HeaderName = http::HeaderName::from_static(SESSION_HEADER);
-    headers.get(NAME).and_then(|v| v.to_str().ok())
+    headers
+        .get(crate::session::SESSION_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
 }
 
 #[cfg(test)]

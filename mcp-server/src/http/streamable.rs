@@ -16,8 +16,8 @@ use crate::dispatch::{Outgoing, Reply};
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::resume;
 use crate::http::{
-    Accepts, Head, ReadableBody, SESSION_HEADER, Shared, bodiless_failure, failure_response,
-    posted_json, read_body, refusal_response, session_header, sse_response, status_only,
+    Accepts, Head, ReadableBody, Shared, bodiless_failure, failure_response, posted_json,
+    read_body, refusal_response, session_header, sse_response, status_only,
 };
 use crate::notify::Change;
 use crate::session::{self, Bound, Inbound, Named, Prepared, SessionError};
@@ -254,7 +254,9 @@ fn frame(item: &Outgoing) -> Bytes {
 
 fn add_session_header(response: &mut Response<HttpBody>, id: Option<&str>) {
     if let Some(value) = id.and_then(|id| HeaderValue::from_str(id).ok()) {
-        response.headers_mut().insert(SESSION_HEADER, value);
+        response
+            .headers_mut()
+            .insert(session::SESSION_ID_HEADER, value);
     }
 }
 

@@ -449,12 +449,15 @@ where
     confirm(pipeline, set, selected, found, decoded).map_err(Unbound::Refused)
 }
 
+/// The `Mcp-Session-Id` header's name, built once: a lookup by `&str` parses the name on every
+/// request.
+pub(crate) const SESSION_ID_HEADER: http::HeaderName =
+    http::HeaderName::from_static("mcp-session-id");
+
 /// The value of the request's one `Mcp-Session-Id` header, if it has exactly one and it is
 /// text.
 fn session_id_header<H: HeaderSource + ?Sized>(headers: &H) -> Option<&str> {
-    /// Built once: a lookup by `&str` parses the name on every request.
-    const NAME: http::HeaderName = http::HeaderName::from_static("mcp-session-id");
-    match headers.lookup_name(&NAME) {
+    match headers.lookup_name(&SESSION_ID_HEADER) {
         mcp_adapters::Lookup::One(value) => std::str::from_utf8(value).ok(),
         _ => None,
     }

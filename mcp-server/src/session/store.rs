@@ -386,12 +386,20 @@ impl Touches {
         if !minted && self.by_id.len() >= cap {
             return false;
         }
-        self.insert(Arc::from(id), now, ttl, minted);
+        self.insert(Arc::from(id), now, ttl, minted, None);
         true
     }
 
-    /// Starts tracking session `key` (not tracked yet), renewed at `now`.
-    fn insert(&mut self, key: Arc<str>, now: Instant, ttl: Duration, minted: bool) {
+    /// Starts tracking session `key` (not tracked yet), renewed at `now`; `place` is where
+    /// [`Held`] keeps it when this worker minted it.
+    fn insert(
+        &mut self,
+        key: Arc<str>,
+        now: Instant,
+        ttl: Duration,
+        minted: bool,
+        place: Option<Place>,
+    ) {
         let ticket = self.next_ticket;
         self.next_ticket += 1;
         self.minted += usize::from(minted);
@@ -402,7 +410,7 @@ impl Touches {
                 queued: now,
                 ticket,
                 minted,
-                place: None,
+                place,
             },
         );
         self.checks.push_back((later(now, ttl), ticket, key));
@@ -959,10 +967,8 @@ impl Sessions {
                             .reservation
                             .take()
                             .and_then(|reservation| touched.held.fill(reservation, key.clone()));
-                        touched.insert(key, tokio::time::Instant::now().into_std(), self.ttl, true);
-                        if let Some(touch) = touched.by_id.get_mut(id.as_str()) {
-                            touch.place = filled;
-                        }
+                        let now = tokio::time::Instant::now().into_std();
+                        touched.insert(key, now, self.ttl, true, filled);
                         let place = if held {
                             filled.and_then(|p| touched.held.hold_at(p))
                         } else {
