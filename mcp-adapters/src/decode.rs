@@ -78,6 +78,14 @@ impl DecodedBody {
         }
     }
 
+    /// The items in order, to change in place (a transport adding what its framing carried).
+    pub fn items_mut(&mut self) -> &mut [Incoming] {
+        match self {
+            Self::Single(item) => std::slice::from_mut(item),
+            Self::Batch(items) => items,
+        }
+    }
+
     /// The items in order, by value.
     pub fn into_items(self) -> std::vec::IntoIter<Incoming> {
         match self {

@@ -108,6 +108,15 @@ pub(crate) struct Global {
     /// (the server ran nothing for the refused call; sending it again is your decision)
     #[arg(long, global = true)]
     pub(crate) retry_tool_calls: bool,
+    /// Every request carries this W3C trace context (in its _meta and, on HTTP, as the
+    /// traceparent header), so the server's spans join your trace:
+    /// 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>
+    #[arg(long, global = true, value_name = "TRACEPARENT")]
+    pub(crate) traceparent: Option<String>,
+    /// Say more on stderr: the trace id the requests carry (a new trace for the command when
+    /// --traceparent is not given)
+    #[arg(short = 'v', long, global = true)]
+    pub(crate) verbose: bool,
     /// An HTTP header sent with every request, "Name: value" (repeatable)
     #[arg(short = 'H', long = "header", global = true, value_name = "HEADER")]
     pub(crate) headers: Vec<String>,

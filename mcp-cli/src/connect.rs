@@ -5,14 +5,39 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
 use mcp_client::oauth::{OAuth, OAuthConfig, OAuthTransport};
+use mcp_client::trace::{TraceContext, TraceParent};
 use mcp_client::transport::{Https, Stderr, Stdio, StreamableHttp};
-use mcp_client::{Asks, Client, ClientBuilder, LogLevel, RateLimitRetry, Revision};
+use mcp_client::{
+    Asks, Client, ClientBuilder, LogLevel, RateLimitRetry, Revision, TracePropagation,
+};
 
 use crate::args::{Canned, canned_answer, split_command};
 use crate::ask::Asker;
 use crate::cli::{Global, TransportChoice};
 use crate::error::CliError;
 use crate::ui::Ui;
+
+/// The trace context of `--traceparent`, else with `-v` a new trace (random ids, sampled),
+/// else none.
+fn trace_context(global: &Global) -> Result<Option<TraceContext>, CliError> {
+    if let Some(text) = &global.traceparent {
+        let parent = TraceParent::parse(text.trim())
+            .map_err(|e| CliError::Usage(format!("--traceparent {text:?}: {e}")))?;
+        return Ok(Some(TraceContext::new(parent)));
+    }
+    if !global.verbose {
+        return Ok(None);
+    }
+    let mut ids = [0u8; 24];
+    getrandom::fill(&mut ids).map_err(|e| CliError::Usage(format!("no random trace id: {e}")))?;
+    let (trace_id, span_id) = ids.split_at(16);
+    let parent = TraceParent::new(
+        trace_id.try_into().unwrap_or([1; 16]),
+        span_id.try_into().unwrap_or([1; 8]),
+        TraceParent::SAMPLED,
+    );
+    Ok(parent.map(TraceContext::new))
+}
 
 /// Where the server is.
 #[derive(Debug, Clone)]
@@ -47,6 +72,8 @@ pub(crate) struct Session {
     /// `--retry-tool-calls`: retry rate-limited tool calls not annotated idempotent.
     retry_tool_calls: bool,
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// The trace context every request carries (`--traceparent`, or a new trace with `-v`).
+    trace: Option<TraceContext>,
     https: Option<Https>,
     /// OAuth for a URL target.
     pub(crate) oauth: Option<OAuthConfig>,
@@ -120,6 +147,7 @@ impl Session {
                 .map_err(|e| CliError::Usage(format!("--header {header:?}: {e}")))?;
             headers.push((name, value));
         }
+        let trace = trace_context(global)?;
         let https = match &global.cacert {
             Some(path) => Some(
                 Https::new()
@@ -151,7 +179,17 @@ impl Session {
             )?),
             _ => None,
         };
+        if global.verbose
+            && let Some(trace) = &trace
+        {
+            ui.note(&format!(
+                "trace {} (requests carry traceparent {})",
+                trace.traceparent.trace_id_hex(),
+                trace.traceparent
+            ));
+        }
         Ok(Self {
+            trace,
             oauth,
             target,
             transport: global.transport,
@@ -191,6 +229,9 @@ impl Session {
         }
         if let Some(https) = &self.https {
             builder = builder.https(https.clone());
+        }
+        if let Some(trace) = &self.trace {
+            builder = builder.trace_context(TracePropagation::Context(trace.clone()));
         }
         if let Some(oauth) = &self.oauth {
             builder = builder.oauth(oauth.clone());

@@ -81,6 +81,7 @@ pub struct ClientBuilder {
     revisions: AdapterSet,
     oauth: Option<crate::oauth::OAuthConfig>,
     rate_limit: RateLimitRetry,
+    trace: crate::trace::TracePropagation,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -121,6 +122,7 @@ impl Default for ClientBuilder {
             revisions: AdapterSet::all(),
             oauth: None,
             rate_limit: RateLimitRetry::new(),
+            trace: crate::trace::TracePropagation::Off,
         }
     }
 }
@@ -453,6 +455,7 @@ impl ClientBuilder {
             max_queued: self.max_queued,
             revisions: self.revisions.revisions().to_vec(),
             rate_limit: self.rate_limit.clone(),
+            trace: self.trace.clone(),
         }
     }
 
@@ -499,6 +502,28 @@ impl ClientBuilder {
                 Err(error) => return Err(error),
             }
         }
+    }
+
+    /// Sets the W3C trace context each request carries: in its `_meta` (`traceparent`,
+    /// `tracestate`, `baggage`) on every revision and transport, and as headers of the same
+    /// names on HTTP, so the server's span for the request is a child of the caller's.
+    /// Default [`TracePropagation::Off`]: requests carry none. Notifications never do.
+    ///
+    /// ```
+    /// use mcp_client::{Client, TracePropagation};
+    /// use mcp_client::trace::{TraceContext, TraceParent};
+    ///
+    /// // The span the caller is in, as it would send it to any service.
+    /// let parent = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")?;
+    /// let builder = Client::builder()
+    ///     .trace_context(TracePropagation::Context(TraceContext::new(parent)));
+    /// # let _ = builder;
+    /// # Ok::<(), mcp_client::trace::TraceParentError>(())
+    /// ```
+    #[must_use]
+    pub fn trace_context(mut self, propagation: crate::trace::TracePropagation) -> Self {
+        self.trace = propagation;
+        self
     }
 
     /// How a rate-limited request is retried (issue 50's contract, see

@@ -165,6 +165,8 @@ pub(crate) struct Config {
     pub(crate) revisions: Vec<mcp_adapters::Revision>,
     /// How rate-limited requests are retried.
     pub(crate) rate_limit: crate::rate_limit::RateLimitRetry,
+    /// The trace context each request carries.
+    pub(crate) trace: crate::trace::TracePropagation,
 }
 
 pub(crate) struct State {
@@ -614,8 +616,18 @@ impl Inner {
             return Err(Error::closed());
         }
         let id = self.next_id();
-        let headers = self.headers(adapter, Some(method_name), params, false)?;
-        let meta = self.request_meta(adapter);
+        let mut headers = self.headers(adapter, Some(method_name), params, false)?;
+        let mut meta = self.request_meta(adapter);
+        if !self.config.trace.is_off()
+            && let Some(context) = self.config.trace.current()
+        {
+            // This request's own `_meta`: the revision's entries and the context (entries the
+            // caller put in `params._meta` still win, a traceparent among them).
+            let mut entries = meta.entries().clone();
+            context.write_meta(&mut entries);
+            meta = Arc::new(RequestMeta::new(entries));
+            crate::trace::headers(&context, &mut headers);
+        }
         let body = match params {
             ParamsRef::Value(params) => adapter.encode_request(&id, method_name, params, &meta),
             ParamsRef::Tool { name, arguments } => {

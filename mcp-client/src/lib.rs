@@ -118,6 +118,7 @@ mod polling;
 pub mod rate_limit;
 mod skills;
 pub mod task;
+pub mod trace;
 pub mod transport;
 mod typed;
 
@@ -137,6 +138,7 @@ pub use skills::{
     SKILLS_EXTENSION, SkillEntry, SkillError, SkillFile, SkillFileRef, SkillResources, SkillsPage,
 };
 pub use task::{Task, TaskHandle, TaskPolling, TaskStatus, ToolCall};
+pub use trace::TracePropagation;
 pub use typed::Typed;
 
 // The README's examples compile and run as doc tests.

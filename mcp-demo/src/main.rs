@@ -1,7 +1,7 @@
 //! The demo MCP server over HTTP: Streamable HTTP at `/mcp` and HTTP+SSE at `/sse`.
 //!
 //! ```text
-//! mcp-demo [--addr HOST:PORT] [--public-url URL] [--allowed-host NAME]... [--trusted-proxy ADDR]... [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--metrics HOST:PORT] [--drain-period SECS] [--rate-limit NAME=COUNT/PERIOD]... [--version] [--help]
+//! mcp-demo [--addr HOST:PORT] [--public-url URL] [--allowed-host NAME]... [--trusted-proxy ADDR]... [--hub memory|redis://…|postgres://…|sqlite:PATH] [--print-schema] [--tls-cert PEM --tls-key PEM] [--auth [--auth-auto-approve] [--auth-client ID=REDIRECT]... [--auth-client-file FILE] [--auth-allow-private-addresses] [--auth-allow-remote]] [--log-format text|json] [--otlp-endpoint URL] [--metrics HOST:PORT] [--drain-period SECS] [--rate-limit NAME=COUNT/PERIOD]... [--version] [--help]
 //! ```
 //!
 //! Listens on `127.0.0.1:8080` by default and prints `mcp-demo listening on http://HOST:PORT`
@@ -85,6 +85,8 @@ struct Options {
     tls_cert: Option<String>,
     tls_key: Option<String>,
     log_format: LogFormat,
+    /// `--otlp-endpoint URL`: where request spans are exported (feature `otel`).
+    export: Export,
     /// `--metrics ADDR`: where `GET /metrics` is served (feature `metrics`).
     metrics: Option<String>,
     /// `--drain-period SECS`: how long the worker keeps serving, not ready, after SIGTERM.
@@ -211,6 +213,9 @@ usage: mcp-demo [OPTIONS]
                             fetch client ID metadata documents from private addresses (unsafe)
   --auth-allow-remote       allow --auth on an address that is not loopback (unsafe)
   --log-format text|json    the log lines' format on stderr [default: text]
+  --otlp-endpoint URL       export request spans over OTLP/HTTP to this collector (spans go
+                            to URL/v1/traces; https://, or http:// to a loopback host)
+                            [default: off, or env OTEL_EXPORTER_OTLP_ENDPOINT]
   --metrics HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics
                             [default: off; needs the `metrics` feature, a default feature]
   --drain-period SECS       on SIGTERM or Ctrl-C, answer /readyz with 503 and keep serving
@@ -228,6 +233,9 @@ environment:
   MCP_DEMO_HUB              as --hub
   MCP_DEMO_REDIS            as --redis
   MCP_DEMO_PUBLIC_URL       as --public-url
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                            as --otlp-endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: the
+                            whole traces URL)
 ";
 
 /// The origin of `--public-url`: `http` or `https`, a host, an optional port, no path (or
@@ -276,6 +284,7 @@ fn options() -> Result<Options, String> {
         tls_cert: None,
         tls_key: None,
         log_format: LogFormat::Text,
+        export: Export::default(),
         metrics: None,
         drain_period: DRAIN_PERIOD,
         rate_limits: Vec::new(),
@@ -318,6 +327,9 @@ fn options() -> Result<Options, String> {
             }
             "--tls-key" => options.tls_key = Some(args.next().ok_or("--tls-key needs a PEM file")?),
             "--auth-auto-approve" => options.auto_approve = true,
+            "--otlp-endpoint" => {
+                options.export.endpoint = Some(args.next().ok_or("--otlp-endpoint needs a URL")?);
+            }
             "--metrics" => {
                 options.metrics = Some(args.next().ok_or("--metrics needs HOST:PORT")?);
             }
@@ -442,7 +454,12 @@ async fn connect_hub(spec: &str) -> Result<Option<Arc<dyn mcp_hub::Hub>>, String
 }
 
 async fn run(options: Options) -> Result<(), String> {
-    init_logging(options.log_format, "warn,mcp_server=info,mcp_hub=info");
+    let _telemetry = init_logging(
+        options.log_format,
+        "warn,mcp_server=info,mcp_hub=info",
+        "mcp-demo",
+        &options.export,
+    )?;
     let hub = match &options.hub {
         Some(spec) => connect_hub(spec).await?,
         None => None,

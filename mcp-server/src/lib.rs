@@ -199,6 +199,9 @@ mod limit;
 mod metrics;
 mod notifier;
 mod notify;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
 mod page;
 mod prompt;
 mod refusal;

@@ -42,6 +42,9 @@ pub(crate) struct Redeemed {
     pub(crate) asked: BTreeMap<String, String>,
     /// The handler's own state, if it saved one.
     pub(crate) payload: Option<Value>,
+    /// The `traceparent` of the span that asked (exported spans only): the retry's span
+    /// links to it, on whichever worker the retry lands.
+    pub(crate) asked_in: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -50,6 +53,8 @@ struct StoredState {
     asked: BTreeMap<String, String>,
     payload: Option<Value>,
     expires_at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked_in: Option<String>,
 }
 
 /// Issues and redeems request state in a [`StateStore`].
@@ -83,11 +88,13 @@ impl RequestStates {
         binding: String,
         asked: BTreeMap<String, String>,
         payload: Option<Value>,
+        asked_in: Option<String>,
     ) -> Result<String, StateError> {
         let record = StoredState {
             binding,
             asked,
             payload,
+            asked_in,
             expires_at_ms: now_ms()
                 .saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)),
         };
@@ -155,6 +162,7 @@ impl RequestStates {
         Ok(Redeemed {
             asked: stored.asked,
             payload: stored.payload,
+            asked_in: stored.asked_in,
         })
     }
 }
@@ -325,12 +333,18 @@ mod tests {
             let ns = Namespace::root();
             let asked = BTreeMap::from([("confirm".to_owned(), "elicitation/create".to_owned())]);
             let id = states
-                .issue(&ns, "bound".into(), asked.clone(), Some(json!({"step": 1})))
+                .issue(
+                    &ns,
+                    "bound".into(),
+                    asked.clone(),
+                    Some(json!({"step": 1})),
+                    None,
+                )
                 .await
                 .unwrap();
             // Another call, another tenant, a tampered or foreign id: refused.
             let other = states
-                .issue(&ns, "bound".into(), asked.clone(), None)
+                .issue(&ns, "bound".into(), asked.clone(), None, None)
                 .await
                 .unwrap();
             assert_eq!(
@@ -369,6 +383,7 @@ mod tests {
                 asked: BTreeMap::new(),
                 payload: None,
                 expires_at_ms: now_ms() - 1,
+                asked_in: None,
             };
             let id = random_id().unwrap();
             states

@@ -26,6 +26,7 @@ pub mod names;
 pub mod ndjson;
 pub mod skill;
 pub mod sse;
+pub mod trace;
 
 // The README's examples compile and run as doc tests.
 #[cfg(doctest)]

@@ -5,6 +5,9 @@
 // The support modules are mcp-server's (one copy in the workspace).
 #[path = "../../../mcp-server/tests/it/support/backends.rs"]
 mod backends;
+#[cfg(feature = "otel")]
+#[path = "../../../mcp-server/tests/it/support/otlp.rs"]
+mod otlp;
 #[path = "../../../mcp-server/tests/it/support/raw_http.rs"]
 mod raw_http;
 #[path = "../../../mcp-server/tests/it/support/mod.rs"]
@@ -19,3 +22,4 @@ mod demo_metrics;
 mod demo_process;
 mod demo_sqlite_restart;
 mod deploy_example;
+mod otel_trace;

@@ -86,7 +86,7 @@ pub use mcp_auth::{Claims, Principal, ScopeSet, TokenError, TokenRules};
 use mcp_hub::{Namespace, StateStore, StoreError};
 use sha2::{Digest, Sha256};
 
-mod fetch;
+pub(crate) mod fetch;
 mod introspection;
 mod jwt;
 

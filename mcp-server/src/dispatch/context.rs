@@ -160,7 +160,7 @@ impl Context {
     pub(crate) fn record_owner(&self, span: &tracing::Span) {
         let owner = self.owner_mut();
         if let Some(session) = &owner.session {
-            span.record("session", telemetry::session_tag(session));
+            span.record("mcp.session.id", telemetry::session_tag(session));
         }
         if let Some(auth) = &owner.auth {
             span.record("principal", auth.0.subject.as_str());

@@ -2,31 +2,39 @@
 //!
 //! Every transport (Streamable HTTP, HTTP+SSE, stdio, the socket-free entry) serves a call
 //! through the dispatcher, which opens the span here: target `mcp_server::request`, name
-//! `mcp.request`, level DEBUG, with the fields
+//! `mcp.request`, level DEBUG. Its fields are the attributes of the OpenTelemetry semantic
+//! conventions for MCP (server spans), plus a few of ours:
 //!
 //! | field | value |
 //! | --- | --- |
-//! | `revision` | the revision the call is served on |
-//! | `method` | the JSON-RPC method |
+//! | `otel.name` | `{mcp.method.name} {target}` with the tool or prompt name as target, else the method (what an OpenTelemetry exporter names the span) |
+//! | `otel.kind` | `server` |
+//! | `mcp.method.name` | the JSON-RPC method |
+//! | `mcp.protocol.version` | the revision the call is served on |
+//! | `gen_ai.operation.name` | `execute_tool`, on `tools/call` |
 //! | `gen_ai.tool.name` | the tool's name, on `tools/call` |
 //! | `gen_ai.prompt.name` | the prompt's name, on `prompts/get` |
 //! | `mcp.resource.uri` | the resource's URI, on `resources/read`, `resources/subscribe` and `resources/unsubscribe` |
-//! | `id` | the JSON-RPC id (none for a notification) |
-//! | `session` | the first 8 characters of the session id (`Mcp-Session-Id`, the HTTP+SSE `sessionId`): enough to correlate, never the whole id, which is a credential |
+//! | `jsonrpc.request.id` | the JSON-RPC id (none for a notification) |
+//! | `mcp.session.id` | the first 8 characters of the session id (`Mcp-Session-Id`, the HTTP+SSE `sessionId`): enough to correlate, never the whole id, which is a credential |
 //! | `principal` | the subject of the verified access token, on a protected server |
+//! | `trace_id` | the trace the request belongs to, from its `_meta.traceparent` (or, on Streamable HTTP, its `traceparent` header): logs of one trace can be found without an exporter |
 //! | `outcome` | `ok`, `tool_error`, `input_required`, `error`, `cancelled` or `none` |
-//! | `error_code` | the JSON-RPC error code, when `outcome` is `error` |
+//! | `error.type` | the JSON-RPC error code, or `tool_error` for a tool result with `isError`, or `cancelled` |
+//! | `rpc.response.status_code` | the JSON-RPC error code, when `outcome` is `error` |
+//! | `otel.status_code` | `ERROR` when `error.type` is set |
 //! | `duration_us` | microseconds from dispatch to the outcome |
 //!
-//! The target's field names are those of the OpenTelemetry semantic conventions for MCP
-//! (none of them is `name`, which a JSON formatter also writes for the span's own name: a
-//! JSON parser would keep only one of the two).
+//! None of the names is `name`, which a JSON formatter also writes for the span's own name: a
+//! JSON parser would keep only one of the two. With the `otel` feature the span's parent is
+//! the request's trace context, so an exported span is the child of the client's span
+//! ([`crate::otel`]).
 //!
 //! With no subscriber, or one whose level filter leaves DEBUG out for this target, the span
-//! is disabled: nothing is formatted, no clock is read and no lock is taken, so the request
-//! path costs a level check (see `docs/profiling.md`). Connections have their own DEBUG span
-//! (`mcp.connection`, with the peer address) from [`serve`](crate::http::serve), so a call's
-//! span sits inside its connection's.
+//! is disabled: nothing is formatted, no clock is read, no trace context is parsed and no lock
+//! is taken, so the request path costs a level check (see `docs/profiling.md`). Connections
+//! have their own DEBUG span (`mcp.connection`, with the peer address) from
+//! [`serve`](crate::http::serve), so a call's span sits inside its connection's.
 
 use std::time::Instant;
 
@@ -53,16 +61,22 @@ impl RequestSpan {
         let span = tracing::debug_span!(
             target: "mcp_server::request",
             "mcp.request",
-            revision = adapter.version(),
-            method = &*call.method,
+            otel.name = Empty,
+            otel.kind = "server",
+            mcp.method.name = &*call.method,
+            mcp.protocol.version = adapter.version(),
+            gen_ai.operation.name = Empty,
             gen_ai.tool.name = Empty,
             gen_ai.prompt.name = Empty,
             mcp.resource.uri = Empty,
-            id = Empty,
-            session = Empty,
+            jsonrpc.request.id = Empty,
+            mcp.session.id = Empty,
             principal = Empty,
+            trace_id = Empty,
             outcome = Empty,
-            error_code = Empty,
+            error.type = Empty,
+            rpc.response.status_code = Empty,
+            otel.status_code = Empty,
             duration_us = Empty,
         );
         if span.is_disabled() {
@@ -71,18 +85,34 @@ impl RequestSpan {
                 started: None,
             };
         }
-        if let Some(target) = &call.target {
-            let field = match call.operation {
-                Operation::CallTool => "gen_ai.tool.name",
-                Operation::GetPrompt => "gen_ai.prompt.name",
-                _ => "mcp.resource.uri",
-            };
-            span.record(field, target.as_str());
+        match (&call.target, call.operation) {
+            (Some(target), Operation::CallTool | Operation::GetPrompt) => {
+                let field = if call.operation == Operation::CallTool {
+                    span.record("gen_ai.operation.name", "execute_tool");
+                    "gen_ai.tool.name"
+                } else {
+                    "gen_ai.prompt.name"
+                };
+                span.record(field, target.as_str());
+                span.record("otel.name", format_args!("{} {target}", call.method));
+            }
+            (Some(target), _) => {
+                span.record("mcp.resource.uri", target.as_str());
+                span.record("otel.name", &*call.method);
+            }
+            (None, _) => {
+                span.record("otel.name", &*call.method);
+            }
         }
         if let Some(id) = &call.id {
-            span.record("id", display(id));
+            span.record("jsonrpc.request.id", display(id));
         }
         ctx.record_owner(&span);
+        if let Some(parent) = mcp_wire::trace::TraceContext::from_params(&call.params) {
+            span.record("trace_id", parent.traceparent.trace_id_hex());
+            #[cfg(feature = "otel")]
+            crate::otel::set_parent(&span, &parent);
+        }
         Self {
             span,
             started: Some(Instant::now()),
@@ -97,7 +127,12 @@ impl RequestSpan {
         let (outcome, code) = outcome_of(adapter, done, cancelled);
         self.span.record("outcome", outcome);
         if let Some(code) = code {
-            self.span.record("error_code", code);
+            self.span.record("rpc.response.status_code", display(code));
+            self.span.record("error.type", display(code));
+            self.span.record("otel.status_code", "ERROR");
+        } else if matches!(outcome, "tool_error" | "cancelled") {
+            self.span.record("error.type", outcome);
+            self.span.record("otel.status_code", "ERROR");
         }
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.span.record("duration_us", micros);

@@ -251,7 +251,8 @@ where
         }
         // The registry as it is now: the header checks agree with what the call is served from.
         let served = pipeline.server.served();
-        let items = adapter.decode_http(decoded, headers, served.registry.view(adapter));
+        let mut items = adapter.decode_http(decoded, headers, served.registry.view(adapter));
+        header_trace(&mut items, headers);
         let snapshot = session
             .as_ref()
             .map(|loaded| loaded.record.load(pipeline.server.revisions()))
@@ -330,6 +331,35 @@ where
             body: items,
             served,
         })
+    }
+}
+
+/// Gives the calls of `items` whose `_meta` names no trace the request's `traceparent`
+/// header (with its `tracestate` and `baggage`): `_meta` first, as the spec reserves it, the
+/// HTTP header for a client that traces only its HTTP requests. Only while request spans are
+/// recorded, which is all the context is for; a header given twice, or invalid, is ignored.
+fn header_trace<H: HeaderSource + ?Sized>(items: &mut DecodedBody, headers: &H) {
+    use mcp_adapters::{Incoming, Lookup};
+    use mcp_wire::names::meta::{BAGGAGE, TRACEPARENT, TRACESTATE};
+    use mcp_wire::trace::TraceContext;
+    if !tracing::enabled!(target: "mcp_server::request", tracing::Level::DEBUG) {
+        return;
+    }
+    let text = |name| match headers.lookup(name) {
+        Lookup::One(value) => std::str::from_utf8(value).ok(),
+        Lookup::Missing | Lookup::Repeated => None,
+    };
+    let Some(context) = text(TRACEPARENT)
+        .and_then(|parent| TraceContext::from_parts(parent, text(TRACESTATE), text(BAGGAGE)))
+    else {
+        return;
+    };
+    for item in items.items_mut() {
+        if let Incoming::Call(call) = item
+            && TraceContext::from_params(&call.params).is_none()
+        {
+            context.write_params(&mut call.params);
+        }
     }
 }
 

@@ -4,6 +4,9 @@
 
 #[path = "support/backends.rs"]
 mod backends;
+#[cfg(feature = "otel")]
+#[path = "support/otlp.rs"]
+mod otlp;
 #[path = "support/raw_http.rs"]
 mod raw_http;
 mod support;
@@ -38,6 +41,7 @@ mod notify;
 mod notify_http;
 mod notify_stdio;
 mod notify_workers;
+mod otel_stdio;
 mod panics;
 mod post_resume;
 mod postgres_fault;

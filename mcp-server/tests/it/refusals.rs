@@ -226,7 +226,7 @@ async fn refusals_are_logged_once_each_without_secrets_and_counted_by_reason() {
     let spans: Vec<&Value> = lines
         .iter()
         .map(|l| &l["span"])
-        .filter(|span| span["name"] == "mcp.request" && span["method"] == "tools/call")
+        .filter(|span| span["name"] == "mcp.request" && span["mcp.method.name"] == "tools/call")
         .collect();
     assert!(
         spans.iter().any(|span| span["gen_ai.tool.name"] == "add"),

@@ -1,5 +1,6 @@
 //! Each transport gives a `tools/call` its request span (`mcp.request`, DEBUG) with the
-//! revision, method, tool name, JSON-RPC id, session, outcome and duration, inside its
+//! OpenTelemetry semantic-convention attributes for MCP (revision, method, tool name, JSON-RPC
+//! id, session), the outcome and duration, and the trace its `_meta` names, inside its
 //! connection's span.
 
 use crate::raw_http;
@@ -100,7 +101,7 @@ async fn request_span(tool: &str) -> Closed {
                 .iter()
                 .find(|c| {
                     c.name == "mcp.request"
-                        && c.fields.get("method").map(String::as_str) == Some("tools/call")
+                        && c.fields.get("mcp.method.name").map(String::as_str) == Some("tools/call")
                         && c.fields.get("gen_ai.tool.name").map(String::as_str) == Some(tool)
                 })
                 .cloned();
@@ -116,15 +117,19 @@ async fn request_span(tool: &str) -> Closed {
 
 fn assert_fields(span: &Closed, revision: &str, tool: &str, session: bool) {
     let f = &span.fields;
-    assert_eq!(f["revision"], revision, "{span:?}");
-    assert_eq!(f["method"], "tools/call", "{span:?}");
+    assert_eq!(f["mcp.protocol.version"], revision, "{span:?}");
+    assert_eq!(f["mcp.method.name"], "tools/call", "{span:?}");
     assert_eq!(f["gen_ai.tool.name"], tool, "{span:?}");
-    assert!(f.contains_key("id"), "{span:?}");
+    assert_eq!(f["gen_ai.operation.name"], "execute_tool", "{span:?}");
+    assert_eq!(f["otel.name"], format!("tools/call {tool}"), "{span:?}");
+    assert_eq!(f["otel.kind"], "server", "{span:?}");
+    assert!(f.contains_key("jsonrpc.request.id"), "{span:?}");
+    assert!(!f.contains_key("error.type"), "{span:?}");
     assert_eq!(f["outcome"], "ok", "{span:?}");
     assert!(f["duration_us"].parse::<u64>().is_ok(), "{span:?}");
     if session {
         // A prefix of the id: enough to correlate, never the credential itself.
-        assert_eq!(f["session"].len(), 8, "{span:?}");
+        assert_eq!(f["mcp.session.id"].len(), 8, "{span:?}");
     }
 }
 
@@ -210,7 +215,7 @@ async fn every_transport_gives_a_call_its_request_span() {
     }
     let span = request_span("add_stdio").await;
     assert_fields(&span, "2025-06-18", "add_stdio", false);
-    assert_eq!(span.fields["id"], "2", "{span:?}");
+    assert_eq!(span.fields["jsonrpc.request.id"], "2", "{span:?}");
     assert_eq!(span.parent.as_deref(), Some("mcp.connection"), "{span:?}");
     drop(stdin);
     task.await.unwrap().unwrap();
@@ -235,8 +240,48 @@ async fn every_transport_gives_a_call_its_request_span() {
         .await;
     assert_eq!(out.len(), 1);
     let span = request_span("add_direct").await;
-    assert_eq!(span.fields["revision"], "2025-03-26");
-    assert_eq!(span.fields["id"], "x-9", "{span:?}");
+    assert_eq!(span.fields["mcp.protocol.version"], "2025-03-26");
+    assert_eq!(span.fields["jsonrpc.request.id"], "x-9", "{span:?}");
     // Arguments that do not fit the tool's schema: a tool error (`isError`) on this revision.
     assert_eq!(span.fields["outcome"], "tool_error", "{span:?}");
+    assert_eq!(span.fields["error.type"], "tool_error", "{span:?}");
+    assert_eq!(span.fields["otel.status_code"], "ERROR", "{span:?}");
+    assert!(!span.fields.contains_key("trace_id"), "{span:?}");
+
+    // A call with a trace context in its `_meta` records the trace it belongs to; a
+    // malformed context is ignored (the call is served as a new trace).
+    let traced = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    for (tool, traceparent, recorded) in [
+        (
+            "add_traced",
+            traced,
+            Some("0af7651916cd43dd8448eb211c80319c"),
+        ),
+        (
+            "add_untraced",
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+            None,
+        ),
+    ] {
+        let server = self::server(tool);
+        let out = server
+            .handle_all(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                    "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                              "io.modelcontextprotocol/clientCapabilities": {},
+                              "traceparent": traceparent},
+                    "name": tool, "arguments": {"a": 1, "b": 2}}}),
+                &mcp_server::Context::connection(),
+            )
+            .await;
+        assert_eq!(out.len(), 1);
+        let answer = out[0].to_value();
+        assert_eq!(answer["result"]["structuredContent"]["sum"], 3, "{answer}");
+        let span = request_span(tool).await;
+        assert_eq!(
+            span.fields.get("trace_id").map(String::as_str),
+            recorded,
+            "{span:?}"
+        );
+    }
 }

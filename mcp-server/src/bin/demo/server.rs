@@ -10,22 +10,36 @@ fn demo() -> Server {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    // `--log-format text|json` (default text); the lines go to stderr.
+    // `--log-format text|json` (default text), `--otlp-endpoint URL`; the lines go to stderr.
+    let usage = "usage: mcp-stdio-demo [--log-format text|json] [--otlp-endpoint URL]";
+    let mut format = LogFormat::Text;
+    let mut export = Export::default();
     let mut args = std::env::args().skip(1);
-    let format = match (args.next().as_deref(), args.next()) {
-        (None, _) => Ok(LogFormat::Text),
-        (Some("--log-format"), Some(format)) => LogFormat::parse(&format),
-        _ => Err("usage: mcp-stdio-demo [--log-format text|json]".to_owned()),
-    };
-    match format {
-        // Warnings only by default: a stdio server's stderr is shown by its client.
-        Ok(format) => init_logging(format, "warn"),
-        Err(err) => {
+    while let Some(arg) = args.next() {
+        let parsed = match (arg.as_str(), args.next()) {
+            ("--log-format", Some(value)) => LogFormat::parse(&value).map(|f| format = f),
+            ("--otlp-endpoint", Some(url)) => {
+                export.endpoint = Some(url);
+                Ok(())
+            }
+            _ => Err(usage.to_owned()),
+        };
+        if let Err(err) = parsed {
             eprintln!("mcp-stdio-demo: {err}");
             std::process::exit(2);
         }
     }
-    if let Err(err) = serve_stdio(demo()).await {
+    // Warnings only by default: a stdio server's stderr is shown by its client.
+    let telemetry = match init_logging(format, "warn", "mcp-stdio-demo", &export) {
+        Ok(telemetry) => telemetry,
+        Err(err) => {
+            eprintln!("mcp-stdio-demo: {err}");
+            std::process::exit(2);
+        }
+    };
+    let served = serve_stdio(demo()).await;
+    drop(telemetry);
+    if let Err(err) = served {
         eprintln!("mcp-stdio-demo: {err}");
         std::process::exit(1);
     }

@@ -1,0 +1,287 @@
+//! One trace from the client to the tool, across workers (issue 49): the demo servers export
+//! their request spans over OTLP/HTTP (`--otlp-endpoint`) to a receiver in this test, which
+//! decodes the collector protocol's protobuf messages.
+//!
+//! - Our client with a parent context, over Streamable HTTP: the server's span is the child
+//!   of the client's span, with the semantic-convention attributes (stdio: `mcp-server`'s
+//!   `otel_stdio` test).
+//! - A bare `traceparent` header (no `_meta`) parents the span too.
+//! - An MRTR round trip across two workers on Redis: each round's span is in the client's
+//!   trace, and a retry's span links to the span that asked, on the other worker.
+//! - A collector that stops answering: calls go on, and what reaches it afterwards is bounded
+//!   by the export queue, not by the number of calls.
+
+#![cfg(all(feature = "redis", feature = "otel"))]
+
+use mcp_client::trace::{TraceContext, TraceParent};
+use mcp_client::{Client, Revision, TracePropagation};
+use serde_json::{Value, json};
+
+use crate::backends::Backend;
+use crate::demo_process::DemoProcess;
+use crate::otlp::{Receiver, assert_call_span, client_span, in_trace};
+use crate::raw_http::{RawRequest, WAIT};
+
+#[tokio::test]
+async fn our_clients_context_parents_the_servers_span_over_http() {
+    let receiver = Receiver::start().await;
+    let worker = DemoProcess::start(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--otlp-endpoint",
+            &receiver.endpoint(),
+        ],
+        &[
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ],
+    )
+    .await;
+    let url = format!("http://{}/mcp", worker.addr);
+
+    // Streamable HTTP, on a revision with sessions and on the stateless one.
+    for (tag, revision) in [(1, Revision::V2025_11_25), (2, Revision::V2026_07_28)] {
+        let parent = client_span(tag);
+        let client = Client::builder()
+            .timeout(WAIT)
+            .revision(revision)
+            .trace_context(TracePropagation::Context(TraceContext::new(parent)))
+            .connect_http(&url)
+            .await
+            .unwrap();
+        client
+            .call_tool("add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap();
+        let spans = receiver
+            .wait_for(1, |g| in_trace(parent)(g) && g.name == "tools/call add")
+            .await;
+        assert_call_span(&spans[0], parent, "add", revision.as_str());
+        assert_eq!(spans[0].service, "mcp-demo");
+        if revision == Revision::V2025_11_25 {
+            assert_eq!(
+                spans[0].attributes["mcp.session.id"].len(),
+                8,
+                "{:#?}",
+                spans[0]
+            );
+        }
+        client.close().await.unwrap();
+    }
+
+    // A bare `traceparent` header, no `_meta` context: the header parents the span.
+    let parent = client_span(3);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}},
+        "name": "add", "arguments": {"a": 2, "b": 2}}});
+    let answered = RawRequest::new("POST", "/mcp")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "add")
+        .header("traceparent", &parent.to_string())
+        .json(&body)
+        .send(worker.addr)
+        .await;
+    assert_eq!(answered.status, 200);
+    let spans = receiver
+        .wait_for(1, |g| in_trace(parent)(g) && g.name == "tools/call add")
+        .await;
+    assert_call_span(&spans[0], parent, "add", "2026-07-28");
+}
+
+/// One `mcp-demo` on Redis at `hub`, exporting to `receiver`.
+async fn worker(hub: &str, receiver: &Receiver) -> DemoProcess {
+    DemoProcess::start(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--hub",
+            hub,
+            "--otlp-endpoint",
+            &receiver.endpoint(),
+        ],
+        &[
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ],
+    )
+    .await
+}
+
+/// A 2026-07-28 `tools/call rename` in the trace of `parent`, with `extra` params.
+fn rename(id: i64, parent: TraceParent, extra: Value) -> Value {
+    let mut params = json!({
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "traceparent": parent.to_string(),
+        },
+        "name": "rename",
+        "arguments": {"path": "a.txt"},
+    });
+    params
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+async fn post(worker: &DemoProcess, body: &Value) -> Value {
+    let response = RawRequest::new("POST", "/mcp")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "rename")
+        .json(body)
+        .send(worker.addr)
+        .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    response.messages().pop().expect("one answer")
+}
+
+#[tokio::test]
+async fn an_mrtr_round_trip_across_workers_is_one_trace_linked_to_the_asking_span() {
+    let Some(place) = Backend::REDIS.place().await else {
+        return;
+    };
+    let receiver = Receiver::start().await;
+    let (a, b) = (
+        worker(&place.demo_hub(), &receiver).await,
+        worker(&place.demo_hub(), &receiver).await,
+    );
+    let parent = client_span(5);
+    // Round 1 on A asks; round 2 on B answers the first question and is asked the second;
+    // round 3 on A finishes.
+    let first = post(&a, &rename(1, parent, json!({}))).await;
+    let mut answers = json!({"confirm": {"action": "accept", "content": {}}});
+    let second = post(
+        &b,
+        &rename(
+            2,
+            parent,
+            json!({"inputResponses": answers, "requestState": first["result"]["requestState"]}),
+        ),
+    )
+    .await;
+    answers["name"] = json!({"action": "accept", "content": {"name": "b.txt"}});
+    let third = post(
+        &a,
+        &rename(
+            3,
+            parent,
+            json!({"inputResponses": answers, "requestState": second["result"]["requestState"]}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        third["result"]["content"][0]["text"], "renamed a.txt to b.txt",
+        "{third}"
+    );
+
+    let mut spans = receiver.wait_for(3, in_trace(parent)).await;
+    let id = |g: &crate::otlp::Got| g.attributes["jsonrpc.request.id"].clone();
+    spans.sort_by_key(id);
+    let rounds: Vec<&str> = spans
+        .iter()
+        .map(|g| g.attributes["outcome"].as_str())
+        .collect();
+    assert_eq!(
+        rounds,
+        ["input_required", "input_required", "ok"],
+        "{spans:#?}"
+    );
+    for span in &spans {
+        assert_eq!(span.name, "tools/call rename", "{span:#?}");
+        // Every round is a child of the client's span, in its trace.
+        assert_eq!(span.parent_span_id, parent.parent_id(), "{span:#?}");
+        assert_eq!(span.attributes["mcp.protocol.version"], "2026-07-28");
+    }
+    // Two workers: A's rounds share an instance, B's is another.
+    assert_eq!(spans[0].instance, spans[2].instance);
+    assert_ne!(spans[0].instance, spans[1].instance);
+    // Each retry links to the span that asked it, on the other worker.
+    assert!(spans[0].links.is_empty(), "{:#?}", spans[0]);
+    for (retry, asked) in [(1, 0), (2, 1)] {
+        assert_eq!(
+            spans[retry].links,
+            [(spans[asked].trace_id.clone(), spans[asked].span_id.clone())],
+            "round {} links to round {}: {spans:#?}",
+            retry + 1,
+            asked + 1
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_collector_that_stops_answering_costs_calls_nothing_and_the_queue_bounds_what_waits() {
+    let receiver = Receiver::start().await;
+    let worker = DemoProcess::start(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--otlp-endpoint",
+            &receiver.endpoint(),
+        ],
+        &[
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ],
+    )
+    .await;
+    let url = format!("http://{}/mcp", worker.addr);
+    let parent = client_span(6);
+    let client = Client::builder()
+        .timeout(WAIT)
+        .revision(Revision::V2026_07_28)
+        .trace_context(TracePropagation::Context(TraceContext::new(parent)))
+        .connect_http(&url)
+        .await
+        .unwrap();
+    client
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    receiver.wait_for(1, in_trace(parent)).await;
+    // The collector hangs: every call is still answered. (How long calls take is measured by
+    // the bench, not here: `docs/benchmarks.md`.)
+    receiver.hold.send_replace(true);
+    let calls: u64 = 10_000;
+    for n in 0..calls {
+        let sum = client
+            .call_tool("add", json!({"a": n, "b": 1}))
+            .await
+            .unwrap();
+        assert_eq!(sum["structuredContent"]["sum"], n + 1, "{sum}");
+    }
+    // Answering again, the collector gets what the bounded queue kept (2048 spans, plus the
+    // batches of 512 that were in flight while it hung), not one span per call. A marker
+    // call of another trace, made once exports flow again, is queued behind everything kept:
+    // when it arrives, all of that has arrived.
+    receiver.hold.send_replace(false);
+    let flowing = receiver.wait_for(2, in_trace(parent)).await.len();
+    let marker = client_span(7);
+    let marked = Client::builder()
+        .timeout(WAIT)
+        .revision(Revision::V2026_07_28)
+        .trace_context(TracePropagation::Context(TraceContext::new(marker)))
+        .connect_http(&url)
+        .await
+        .unwrap();
+    marked
+        .call_tool("add", json!({"a": 0, "b": 0}))
+        .await
+        .unwrap();
+    receiver.wait_for(1, in_trace(marker)).await;
+    let settled = receiver.wait_for(flowing, in_trace(parent)).await.len();
+    eprintln!(
+        "{settled} spans of {} calls reached the collector",
+        calls + 1
+    );
+    assert!(
+        settled < usize::try_from(calls / 2).unwrap(),
+        "{settled} spans of {calls} calls reached the collector"
+    );
+}

@@ -1,0 +1,440 @@
+//! OpenTelemetry: the request spans exported over OTLP/HTTP (feature `otel`).
+//!
+//! The server's request span (`mcp.request`, see `docs/observability.md`) is a `tracing`
+//! span. [`OtlpConfig::layer`] gives a `tracing-subscriber` layer that turns those spans into
+//! OpenTelemetry spans and exports them, batched, to a collector over OTLP/HTTP (protobuf).
+//! Each request span is the child of the trace context its request carries
+//! (`_meta.traceparent`, else on Streamable HTTP the `traceparent` header), so a client's
+//! span, the server's and the tool's own spans read as one trace.
+//!
+//! The export is bounded and never blocks a request: finished spans wait in a queue of
+//! [`OtlpConfig::max_queue`] spans, which a background thread sends in batches; when the
+//! queue is full (a slow or dead collector) further spans are dropped, not buffered. Each
+//! export has a deadline ([`OtlpConfig::export_timeout`]) and reads at most 64 KiB of the
+//! collector's answer.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use tracing_subscriber::layer::SubscriberExt as _;
+//! use tracing_subscriber::util::SubscriberInitExt as _;
+//!
+//! let (layer, guard) = mcp_server::otel::OtlpConfig::new("my-server")
+//!     .endpoint("http://127.0.0.1:4318")
+//!     .layer()?;
+//! tracing_subscriber::registry()
+//!     .with(tracing_subscriber::EnvFilter::new("info,mcp_server::request=debug"))
+//!     .with(layer)
+//!     .init();
+//! // ... serve ...
+//! drop(guard); // sends what is queued, within the export timeout
+//! # Ok(()) }
+//! ```
+//!
+//! The request span is at DEBUG: the subscriber's filter must let `mcp_server::request=debug`
+//! through. Metrics stay on Prometheus (`Metrics`); a collector's Prometheus receiver scrapes
+//! them into OTLP when wanted.
+
+use std::str::FromStr as _;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use mcp_wire::trace::TraceContext;
+use opentelemetry::trace::{
+    SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState, TracerProvider as _,
+};
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider,
+};
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use crate::auth::fetch::{Fetcher, refused_url};
+
+/// The environment variable with the collector's base URL (`/v1/traces` is appended).
+pub const ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+
+/// The environment variable with the full URL traces are posted to (used as it is).
+pub const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+
+/// The default collector, as the OTLP specification names it.
+pub const DEFAULT_ENDPOINT: &str = "http://localhost:4318";
+
+/// The longest answer read from the collector.
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// Why the exporter was not set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OtelError {
+    /// The endpoint is not a URL the exporter posts to.
+    #[error("OTLP endpoint refused: {0}")]
+    Endpoint(String),
+    /// The exporter's own thread and runtime could not be started.
+    #[error("the OTLP exporter's runtime could not start: {0}")]
+    Runtime(String),
+    /// The OpenTelemetry SDK refused the configuration.
+    #[error("the OTLP exporter could not be built: {0}")]
+    Build(String),
+}
+
+/// Settings of the OTLP/HTTP span export.
+#[derive(Clone, Debug)]
+pub struct OtlpConfig {
+    service_name: String,
+    endpoint: Option<String>,
+    traces_endpoint: Option<String>,
+    ratio: f64,
+    max_queue: usize,
+    max_batch: usize,
+    delay: Duration,
+    export_timeout: Duration,
+}
+
+impl OtlpConfig {
+    /// Spans of the service `service_name` (the `service.name` resource attribute; each
+    /// process also gets a random `service.instance.id`), to the
+    /// endpoint of the environment ([`ENDPOINT_ENV`], [`TRACES_ENDPOINT_ENV`]) or else
+    /// [`DEFAULT_ENDPOINT`], every trace sampled unless its parent says otherwise.
+    pub fn new(service_name: impl Into<String>) -> Self {
+        Self {
+            service_name: service_name.into(),
+            endpoint: None,
+            traces_endpoint: None,
+            ratio: 1.0,
+            max_queue: 2048,
+            max_batch: 512,
+            delay: Duration::from_secs(1),
+            export_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The collector's base URL (`http://127.0.0.1:4318`); spans go to `<base>/v1/traces`.
+    /// Overrides the environment. `https://`, or `http://` to a loopback host (a collector
+    /// beside the server); anything else is refused by [`layer`](Self::layer).
+    #[must_use]
+    pub fn endpoint(mut self, base: impl Into<String>) -> Self {
+        self.endpoint = Some(base.into());
+        self.traces_endpoint = None;
+        self
+    }
+
+    /// The full URL spans are posted to, used as it is. Overrides the environment and
+    /// [`endpoint`](Self::endpoint).
+    #[must_use]
+    pub fn traces_endpoint(mut self, url: impl Into<String>) -> Self {
+        self.traces_endpoint = Some(url.into());
+        self
+    }
+
+    /// The share of new traces recorded (0.0 to 1.0; default 1.0). A request whose context
+    /// says its trace is sampled (or not) follows its parent (parent-based sampling).
+    #[must_use]
+    pub fn sample_ratio(mut self, ratio: f64) -> Self {
+        self.ratio = if ratio.is_nan() {
+            0.0
+        } else {
+            ratio.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// How many finished spans may wait for export (at least 1; default 2048). When the
+    /// queue is full further spans are dropped: a slow or dead collector costs this many
+    /// spans of memory, and requests never wait for it.
+    #[must_use]
+    pub fn max_queue(mut self, spans: usize) -> Self {
+        self.max_queue = spans.max(1);
+        self.max_batch = self.max_batch.min(self.max_queue);
+        self
+    }
+
+    /// How many spans one export sends at most (at least 1, at most the queue; default 512).
+    #[must_use]
+    pub fn max_batch(mut self, spans: usize) -> Self {
+        self.max_batch = spans.clamp(1, self.max_queue);
+        self
+    }
+
+    /// How long spans wait to be sent with others (default 1 s).
+    #[must_use]
+    pub fn batch_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// The deadline of one export, the collector's answer included (default 10 s).
+    #[must_use]
+    pub fn export_timeout(mut self, timeout: Duration) -> Self {
+        self.export_timeout = timeout;
+        self
+    }
+
+    /// The URL spans are posted to: the explicit one, else the environment's, else the
+    /// default, checked.
+    pub fn resolved_endpoint(&self) -> Result<String, OtelError> {
+        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        let url = match (&self.traces_endpoint, &self.endpoint) {
+            (Some(url), _) => url.clone(),
+            (None, Some(base)) => traces_url(base),
+            (None, None) => match (env(TRACES_ENDPOINT_ENV), env(ENDPOINT_ENV)) {
+                (Some(url), _) => url,
+                (None, Some(base)) => traces_url(&base),
+                (None, None) => traces_url(DEFAULT_ENDPOINT),
+            },
+        };
+        match refused_url(&url) {
+            Some(why) => Err(OtelError::Endpoint(why)),
+            None => Ok(url),
+        }
+    }
+
+    /// The `tracing-subscriber` layer exporting spans, and the guard that flushes and stops
+    /// the export when dropped. The export runs on a thread and a one-thread runtime of its
+    /// own, whatever runtime the server uses.
+    #[allow(
+        clippy::type_complexity,
+        reason = "the layer's type is the crate's own"
+    )]
+    pub fn layer<S>(
+        &self,
+    ) -> Result<
+        (
+            tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::Tracer>,
+            OtelGuard,
+        ),
+        OtelError,
+    >
+    where
+        S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+    {
+        let provider = self.provider()?;
+        let tracer = provider.tracer("mcp-server");
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false);
+        Ok((layer, OtelGuard { provider }))
+    }
+
+    /// The tracer provider behind [`layer`](Self::layer), for a program that builds its own
+    /// layer or traces outside `tracing`.
+    pub fn provider(&self) -> Result<SdkTracerProvider, OtelError> {
+        let endpoint = self.resolved_endpoint()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("mcp-otlp-export")
+            .enable_all()
+            .build()
+            .map_err(|e| OtelError::Runtime(e.to_string()))?;
+        let client = OtlpHttp {
+            fetcher: Fetcher::new(self.export_timeout, MAX_ANSWER),
+            runtime: ExportRuntime(Some(runtime)),
+        };
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_http_client(client)
+            .with_endpoint(endpoint)
+            .with_timeout(self.export_timeout)
+            .build()
+            .map_err(|e| OtelError::Build(e.to_string()))?;
+        let batch = BatchConfigBuilder::default()
+            .with_max_queue_size(self.max_queue)
+            .with_max_export_batch_size(self.max_batch)
+            .with_scheduled_delay(self.delay)
+            .build();
+        let processor = BatchSpanProcessor::builder(exporter)
+            .with_batch_config(batch)
+            .build();
+        // Each process is its own instance: the spans of one worker can be told apart.
+        let mut instance = [0u8; 16];
+        let instance = match getrandom::fill(&mut instance) {
+            Ok(()) => mcp_wire::trace::TraceParent::new(instance, [1; 8], 0)
+                .map_or_else(|| std::process::id().to_string(), |p| p.trace_id_hex()),
+            Err(_) => std::process::id().to_string(),
+        };
+        let resource = opentelemetry_sdk::Resource::builder_empty()
+            .with_service_name(self.service_name.clone())
+            .with_attribute(opentelemetry::KeyValue::new(
+                "service.instance.id",
+                instance,
+            ))
+            .build();
+        Ok(SdkTracerProvider::builder()
+            .with_span_processor(processor)
+            .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+                self.ratio,
+            ))))
+            .with_resource(resource)
+            .build())
+    }
+}
+
+/// `<base>/v1/traces`.
+fn traces_url(base: &str) -> String {
+    format!("{}/v1/traces", base.trim_end_matches('/'))
+}
+
+/// Keeps the export running; dropping it sends what is queued (within the export timeout)
+/// and stops the export thread.
+#[derive(Debug)]
+#[must_use = "the export stops when the guard is dropped"]
+pub struct OtelGuard {
+    provider: SdkTracerProvider,
+}
+
+impl OtelGuard {
+    /// The provider the layer exports through.
+    pub fn provider(&self) -> &SdkTracerProvider {
+        &self.provider
+    }
+}
+
+impl Drop for OtelGuard {
+    fn drop(&mut self) {
+        let _ = self.provider.force_flush();
+        let _ = self.provider.shutdown();
+    }
+}
+
+/// Makes `span` the child of the trace context `parent` (a remote span).
+pub(crate) fn set_parent(span: &tracing::Span, parent: &TraceContext) {
+    let traceparent = parent.traceparent;
+    let state = parent
+        .tracestate
+        .as_deref()
+        .and_then(|s| TraceState::from_str(s).ok())
+        .unwrap_or_default();
+    let context = SpanContext::new(
+        TraceId::from_bytes(traceparent.trace_id()),
+        SpanId::from_bytes(traceparent.parent_id()),
+        TraceFlags::new(traceparent.flags()),
+        true,
+        state,
+    );
+    let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(context));
+}
+
+/// Links `span` to the span `traceparent` names (one that caused it, on any worker).
+pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
+    let Ok(cause) = mcp_wire::trace::TraceParent::parse(traceparent) else {
+        return;
+    };
+    span.add_link(SpanContext::new(
+        TraceId::from_bytes(cause.trace_id()),
+        SpanId::from_bytes(cause.parent_id()),
+        TraceFlags::new(cause.flags()),
+        true,
+        TraceState::default(),
+    ));
+}
+
+/// The trace context of `span` as a request would carry it, when the span is exported.
+pub fn context_of(span: &tracing::Span) -> Option<TraceContext> {
+    let context = span.context();
+    let span_ref = context.span();
+    let span_context = span_ref.span_context();
+    if !span_context.is_valid() {
+        return None;
+    }
+    let traceparent = mcp_wire::trace::TraceParent::new(
+        span_context.trace_id().to_bytes(),
+        span_context.span_id().to_bytes(),
+        span_context.trace_flags().to_u8(),
+    )?;
+    let state = span_context.trace_state().header();
+    Some(TraceContext {
+        traceparent,
+        tracestate: (!state.is_empty()).then_some(state),
+        baggage: None,
+    })
+}
+
+/// The exporter's HTTP client: the resource server's bounded fetcher, its requests run on a
+/// one-thread runtime of its own. The batch processor exports from its own thread and waits
+/// there; the server's runtime may be the current-thread kind, blocked while the guard
+/// flushes, so the export cannot count on it.
+#[derive(Debug)]
+struct OtlpHttp {
+    fetcher: Fetcher,
+    runtime: ExportRuntime,
+}
+
+/// A runtime that may be dropped anywhere (inside another runtime too).
+#[derive(Debug)]
+struct ExportRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for ExportRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for OtlpHttp {
+    async fn send_bytes(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> Result<http::Response<Bytes>, opentelemetry_http::HttpError> {
+        let Some(runtime) = &self.runtime.0 else {
+            return Err("the export runtime is gone".into());
+        };
+        let fetcher = self.fetcher.clone();
+        let (status, body) = runtime
+            .spawn(async move { fetcher.send(request.map(Full::new)).await })
+            .await??;
+        let mut response = http::Response::new(body);
+        *response.status_mut() = status;
+        Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_resolve_and_are_checked() {
+        let config = OtlpConfig::new("t");
+        assert_eq!(
+            config
+                .clone()
+                .endpoint("http://127.0.0.1:4318/")
+                .resolved_endpoint()
+                .unwrap(),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+        assert_eq!(
+            config
+                .clone()
+                .traces_endpoint("https://otel.example.com/custom")
+                .resolved_endpoint()
+                .unwrap(),
+            "https://otel.example.com/custom"
+        );
+        for refused in [
+            "http://collector.example.com:4318",
+            "ftp://127.0.0.1",
+            "not a url",
+        ] {
+            assert!(
+                matches!(
+                    config.clone().endpoint(refused).resolved_endpoint(),
+                    Err(OtelError::Endpoint(_))
+                ),
+                "{refused}"
+            );
+        }
+        let bounded = OtlpConfig::new("t")
+            .max_queue(0)
+            .max_batch(10)
+            .sample_ratio(f64::NAN);
+        assert_eq!(
+            (bounded.max_queue, bounded.max_batch, bounded.ratio),
+            (1, 1, 0.0)
+        );
+    }
+}
