@@ -41,7 +41,9 @@ const CI_BUILD: [&str; 3] = ["--dev", "--sanitizer", "none"];
 const FUZZ_BUILD: [&str; 1] = ["-O"];
 
 /// The fuzz targets, as named in `fuzz/Cargo.toml` (and in the harness's `TARGETS`).
-const TARGETS: [&str; 6] = ["jsonrpc", "sse", "header", "adapters", "schema", "client"];
+const TARGETS: [&str; 7] = [
+    "jsonrpc", "sse", "header", "adapters", "schema", "client", "trace",
+];
 
 /// One target's run.
 struct Run {

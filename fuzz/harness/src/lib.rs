@@ -21,18 +21,56 @@ pub type Check = fn(&[u8]);
 
 /// Every target: its name (the fuzz binary, and the folder of its corpus and regressions) and
 /// its check.
-pub const TARGETS: [(&str, Check); 6] = [
+pub const TARGETS: [(&str, Check); 7] = [
     ("jsonrpc", jsonrpc),
     ("sse", sse),
     ("header", header),
     ("adapters", adapters),
     ("schema", schema),
     ("client", client),
+    ("trace", trace),
 ];
 
 /// The check of the target `name`, if there is one.
 pub fn target(name: &str) -> Option<Check> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// The trace context decoder ([`mcp_wire::trace`]): never a panic; a `traceparent` it accepts
+/// prints back as the version-00 form of the same ids and flags, which it accepts again; and
+/// a `_meta` context keeps `tracestate` and `baggage` only as bounded printable ASCII.
+pub fn trace(data: &[u8]) {
+    use mcp_wire::trace::{MAX_BAGGAGE, MAX_TRACESTATE, TraceContext, TraceParent};
+    let text = String::from_utf8_lossy(data);
+    if let Ok(parent) = TraceParent::parse(&text) {
+        let printed = parent.to_string();
+        assert_eq!(TraceParent::parse(&printed), Ok(parent), "{printed}");
+        if text.starts_with("00-") {
+            assert_eq!(printed, text, "version 00 prints back as it was read");
+        }
+        assert_ne!(parent.trace_id(), [0; 16]);
+        assert_ne!(parent.parent_id(), [0; 8]);
+    }
+    // The input split in three, as a `_meta` would hold the three values.
+    let mut parts = text.splitn(3, '\n');
+    let (parent, state, baggage) = (parts.next(), parts.next(), parts.next());
+    let meta = serde_json::json!({
+        "traceparent": parent,
+        "tracestate": state,
+        "baggage": baggage,
+    });
+    if let Some(context) = meta.as_object().and_then(TraceContext::from_meta) {
+        let printable = |s: &str| s.bytes().all(|b| (0x20..0x7f).contains(&b));
+        if let Some(state) = &context.tracestate {
+            assert!(state.len() <= MAX_TRACESTATE && printable(state), "{state:?}");
+        }
+        if let Some(baggage) = &context.baggage {
+            assert!(baggage.len() <= MAX_BAGGAGE && printable(baggage), "{baggage:?}");
+        }
+        let mut written = serde_json::Map::new();
+        context.write_meta(&mut written);
+        assert_eq!(TraceContext::from_meta(&written), Some(context));
+    }
 }
 
 /// The JSON-RPC decoder, differential: [`jsonrpc::decode`] (its direct reader, else serde_json)
