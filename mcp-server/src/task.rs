@@ -300,6 +300,10 @@ pub(crate) struct TaskRecord {
     owner: String,
     /// Until when the running worker vouches for the task.
     lease_until_ms: u64,
+    /// The `traceparent` of the span that created the task (exported spans only): the spans
+    /// of its `tasks/get`, `tasks/update` and `tasks/cancel` link to it, on any worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created_in: Option<String>,
 }
 
 impl TaskRecord {
@@ -587,6 +591,7 @@ impl TaskEngine {
             input_requests: BTreeMap::new(),
             owner,
             lease_until_ms: now.saturating_add(millis(self.config.lease)),
+            created_in: crate::dispatch::telemetry::current_traceparent(),
         };
         // A struct of strings, numbers and JSON values always serializes.
         let bytes = serde_json::to_vec(&record).unwrap_or_default();
@@ -630,6 +635,8 @@ impl TaskEngine {
             if record.owner != owner || record.id != id {
                 return Err(TaskError::Unknown(id.to_owned()));
             }
+            // The request's span links to the one that created the task, wherever that ran.
+            crate::dispatch::telemetry::link_current(record.created_in.as_deref());
             let now = now_ms();
             if record.status.is_terminal() || now <= record.lease_until_ms {
                 return Ok((record, stored.version));

@@ -62,10 +62,16 @@ pub fn trace(data: &[u8]) {
     if let Some(context) = meta.as_object().and_then(TraceContext::from_meta) {
         let printable = |s: &str| s.bytes().all(|b| (0x20..0x7f).contains(&b));
         if let Some(state) = &context.tracestate {
-            assert!(state.len() <= MAX_TRACESTATE && printable(state), "{state:?}");
+            assert!(
+                state.len() <= MAX_TRACESTATE && printable(state),
+                "{state:?}"
+            );
         }
         if let Some(baggage) = &context.baggage {
-            assert!(baggage.len() <= MAX_BAGGAGE && printable(baggage), "{baggage:?}");
+            assert!(
+                baggage.len() <= MAX_BAGGAGE && printable(baggage),
+                "{baggage:?}"
+            );
         }
         let mut written = serde_json::Map::new();
         context.write_meta(&mut written);

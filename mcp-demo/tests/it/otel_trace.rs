@@ -285,3 +285,85 @@ async fn a_collector_that_stops_answering_costs_calls_nothing_and_the_queue_boun
         "{settled} spans of {calls} calls reached the collector"
     );
 }
+
+/// A 2026-07-28 request in the trace of `parent` that declares the Tasks extension; its
+/// result.
+async fn task_rpc(
+    worker: &DemoProcess,
+    parent: TraceParent,
+    method: &str,
+    mut params: Value,
+) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "traceparent": parent.to_string(),
+    });
+    let name = params
+        .get("name")
+        .or_else(|| params.get("taskId"))
+        .and_then(Value::as_str)
+        .unwrap()
+        .to_owned();
+    let response = RawRequest::new("POST", "/mcp")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method)
+        .header("Mcp-Name", &name)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send(worker.addr)
+        .await;
+    let message = response.messages().pop().expect("one answer");
+    message["result"].clone()
+}
+
+#[tokio::test]
+async fn a_task_created_on_one_worker_and_polled_on_another_is_one_trace() {
+    let Some(place) = Backend::REDIS.place().await else {
+        return;
+    };
+    let receiver = Receiver::start().await;
+    let (a, b) = (
+        worker(&place.demo_hub(), &receiver).await,
+        worker(&place.demo_hub(), &receiver).await,
+    );
+    let parent = client_span(8);
+    let created = task_rpc(
+        &a,
+        parent,
+        "tools/call",
+        json!({"name": "slow", "arguments": {"seconds": 0}}),
+    )
+    .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let polled = task_rpc(&b, parent, "tasks/get", json!({"taskId": id})).await;
+    assert!(polled["status"].is_string(), "{polled}");
+
+    let spans = receiver.wait_for(3, in_trace(parent)).await;
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|g| g.name == name)
+            .unwrap_or_else(|| panic!("no span {name}: {spans:#?}"))
+    };
+    let call = named("tools/call slow");
+    let get = named("tasks/get");
+    let task = named("task");
+    // The call and the poll are children of the client's span, on two workers.
+    for span in [call, get] {
+        assert_eq!(span.parent_span_id, parent.parent_id(), "{span:#?}");
+    }
+    assert_ne!(call.instance, get.instance);
+    // The handler's run is the call's child (it outlives the call), on the worker running it.
+    assert_eq!(task.parent_span_id, call.span_id, "{task:#?}");
+    assert_eq!(task.instance, call.instance);
+    assert_eq!(task.attributes["mcp.task.id"], id);
+    // The poll on the other worker links to the span that created the task.
+    assert_eq!(
+        get.links,
+        [(call.trace_id.clone(), call.span_id.clone())],
+        "{get:#?}"
+    );
+}

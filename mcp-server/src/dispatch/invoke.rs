@@ -316,11 +316,8 @@ impl Served {
             }
             Err(err) => return Err(Done::failure(Failure::internal(err.to_string()))),
         };
-        #[cfg(feature = "otel")]
-        if let Some(asked_in) = &redeemed.asked_in {
-            // The retry's span links to the span that asked, wherever that ran.
-            crate::otel::link(&tracing::Span::current(), asked_in);
-        }
+        // The retry's span links to the span that asked, wherever that ran.
+        super::telemetry::link_current(redeemed.asked_in.as_deref());
         let mut answers = BTreeMap::new();
         let mut offered = serde_json::Map::new();
         if let Some(given) = &call.answers {
@@ -475,7 +472,13 @@ impl Served {
                 match self
                     .settings()
                     .states
-                    .issue(&ex.inner.namespace, bound, asked, payload, asked_in())
+                    .issue(
+                        &ex.inner.namespace,
+                        bound,
+                        asked,
+                        payload,
+                        super::telemetry::current_traceparent(),
+                    )
                     .await
                 {
                     Ok(state) => Some(Done::Send(
@@ -490,13 +493,4 @@ impl Served {
             }
         }
     }
-}
-
-/// The `traceparent` of the request span now running, kept with the request state it issues
-/// (exported spans only).
-fn asked_in() -> Option<String> {
-    #[cfg(feature = "otel")]
-    return crate::otel::context_of(&tracing::Span::current()).map(|c| c.traceparent.to_string());
-    #[cfg(not(feature = "otel"))]
-    None
 }

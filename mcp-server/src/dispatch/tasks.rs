@@ -246,7 +246,31 @@ fn spawn_task(
         let interrupt = ex.as_ref().and_then(|ex| ex.lock().interrupt.take());
         task_ending(tool.adapter, out, interrupt, tool.structured, &tool.name)
     };
-    tokio::spawn(run.drive(ending));
+    let span = task_span(&run);
+    tokio::spawn(tracing::Instrument::instrument(run.drive(ending), span));
+}
+
+/// The span a task's handler runs in, after its call's span has closed: in the call's trace
+/// (its parent there, with the `otel` feature), without keeping the call's span open.
+fn task_span(run: &TaskRun) -> tracing::Span {
+    use crate::exchange::TaskLink as _;
+    let span = tracing::debug_span!(
+        target: "mcp_server::request",
+        parent: None,
+        "mcp.task",
+        otel.name = "task",
+        mcp.task.id = run.id(),
+    );
+    if !span.is_disabled() {
+        #[cfg(feature = "otel")]
+        {
+            use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+            let _ = span.set_parent(tracing::Span::current().context());
+        }
+        #[cfg(not(feature = "otel"))]
+        span.follows_from(tracing::Span::current());
+    }
+    span
 }
 
 /// How a task's handler ended, as its record keeps it: the tool result the call would have
