@@ -96,6 +96,9 @@ pub struct LoadConfig {
     /// `Authorization: DPoP` with a fresh proof per Streamable HTTP POST (RFC 9449). Default is
     /// `None`.
     pub dpop_key: Option<String>,
+    /// `--traceparent TP`: every call carries this W3C trace context in its `_meta` (what a
+    /// client that propagates traces sends). Default is `None`.
+    pub traceparent: Option<String>,
 }
 
 impl LoadConfig {
@@ -111,6 +114,7 @@ impl LoadConfig {
             duration: Duration::from_secs(3),
             timeout: Duration::from_secs(10),
             fixed_reply: false,
+            traceparent: None,
             sessions: None,
             ask: false,
             answer_url: None,
@@ -145,6 +149,7 @@ impl LoadConfig {
         let mut timeout = None;
         let mut sessions = None;
         let mut fixed_reply = false;
+        let mut traceparent = None;
         let mut ask = false;
         let mut tasks = false;
         let mut answer_url = None;
@@ -202,6 +207,10 @@ impl LoadConfig {
                     headers.push((name.to_owned(), field.to_owned()));
                 }
                 "--dpop-key" => dpop_key = Some(value.to_owned()),
+                "--traceparent" => {
+                    mcp_wire::trace::TraceParent::parse(value).map_err(|_| bad())?;
+                    traceparent = Some(value.to_owned());
+                }
                 "--bearer" => {
                     let field = format!("Bearer {value}");
                     HeaderValue::from_str(&field).map_err(|_| bad())?;
@@ -228,6 +237,7 @@ impl LoadConfig {
         config.duration = duration.unwrap_or(config.duration);
         config.timeout = timeout.unwrap_or(config.timeout);
         config.fixed_reply = fixed_reply;
+        config.traceparent = traceparent;
         config.sessions = sessions;
         config.ask = ask;
         config.tasks = tasks;
@@ -545,6 +555,7 @@ pub async fn run(config: &LoadConfig) -> Result<Report, LoadError> {
                 transport: config.transport,
                 timeout: config.timeout,
                 fixed_reply: config.fixed_reply,
+                traceparent: config.traceparent.as_deref().map(Arc::from),
             };
             tokio::spawn(worker.run())
         })
@@ -736,6 +747,7 @@ struct Worker {
     transport: Transport,
     timeout: Duration,
     fixed_reply: bool,
+    traceparent: Option<Arc<str>>,
 }
 
 /// Consecutive failed connection attempts after which a worker gives up.
@@ -769,7 +781,11 @@ impl Worker {
                     break;
                 }
                 let started = Instant::now();
-                let outcome = tokio::time::timeout(self.timeout, session.call(&mut buf)).await;
+                let outcome = tokio::time::timeout(
+                    self.timeout,
+                    session.call(&mut buf, self.traceparent.as_deref()),
+                )
+                .await;
                 let elapsed = started.elapsed();
                 match outcome.unwrap_or(Err(CallError::Timeout)) {
                     Ok(()) => {
@@ -856,12 +872,12 @@ enum Session {
 }
 
 impl Session {
-    async fn call(&mut self, buf: &mut Vec<u8>) -> Result<(), CallError> {
+    async fn call(&mut self, buf: &mut Vec<u8>, trace: Option<&str>) -> Result<(), CallError> {
         match self {
             Self::Streamable(conn) => {
                 let id = conn.next_id;
                 conn.next_id += 1;
-                request::write_add_call(buf, conn.revision, id);
+                request::write_add_call(buf, conn.revision, id, trace);
                 let response = conn.post(buf, PostKind::Call).await?;
                 let expect = Expect::Add((!conn.fixed_reply).then_some(id));
                 read_reply(response, &mut conn.decoder, expect).await
@@ -869,7 +885,7 @@ impl Session {
             Self::Stdio(conn) => {
                 let id = conn.next_id;
                 conn.next_id += 1;
-                request::write_add_call(buf, conn.revision, id);
+                request::write_add_call(buf, conn.revision, id, trace);
                 conn.send(buf).await?;
                 conn.next_reply(Expect::Add((!conn.fixed_reply).then_some(id)))
                     .await
@@ -877,7 +893,7 @@ impl Session {
             Self::HttpSse(conn) => {
                 let id = conn.next_id;
                 conn.next_id += 1;
-                request::write_add_call(buf, conn.revision, id);
+                request::write_add_call(buf, conn.revision, id, trace);
                 conn.post(buf).await?;
                 conn.next_reply(Expect::Add((!conn.fixed_reply).then_some(id)))
                     .await

@@ -36,8 +36,8 @@ pub const INITIALIZED: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/init
 /// Writes `tools/call add {a: 2, b: 3}` with the given id into `out` (cleared first).
 ///
 /// On 2026-07-28 `params._meta` carries the protocol version, empty client capabilities and
-/// the client info.
-pub fn write_add_call(out: &mut Vec<u8>, revision: Revision, id: u64) {
+/// the client info; with `trace`, `params._meta.traceparent` carries it on every revision.
+pub fn write_add_call(out: &mut Vec<u8>, revision: Revision, id: u64, trace: Option<&str>) {
     out.clear();
     let _ = write!(
         out,
@@ -46,10 +46,16 @@ pub fn write_add_call(out: &mut Vec<u8>, revision: Revision, id: u64) {
     if !revision.has_handshake() {
         let _ = write!(
             out,
-            r#","_meta":{{"io.modelcontextprotocol/protocolVersion":"{}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"{CLIENT_NAME}","version":"{}"}}}}"#,
+            r#","_meta":{{"io.modelcontextprotocol/protocolVersion":"{}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"{CLIENT_NAME}","version":"{}"}}"#,
             revision.as_str(),
             env!("CARGO_PKG_VERSION"),
         );
+        if let Some(trace) = trace {
+            let _ = write!(out, r#","traceparent":"{trace}""#);
+        }
+        out.push(b'}');
+    } else if let Some(trace) = trace {
+        let _ = write!(out, r#","_meta":{{"traceparent":"{trace}"}}"#);
     }
     out.extend_from_slice(b"}}");
 }
@@ -64,7 +70,7 @@ mod tests {
     fn add_call_per_revision() {
         let mut buf = Vec::new();
         for revision in Revision::ALL {
-            write_add_call(&mut buf, revision, 42);
+            write_add_call(&mut buf, revision, 42, None);
             let value: Value = serde_json::from_slice(&buf).expect("valid JSON");
             assert_eq!(value["jsonrpc"], "2.0");
             assert_eq!(value["id"], 42);
@@ -87,6 +93,18 @@ mod tests {
                 );
             } else {
                 assert!(meta.is_null(), "{revision}: no _meta before 2026-07-28");
+            }
+            // Traced: the context joins `_meta`, whatever else it holds.
+            let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+            write_add_call(&mut buf, revision, 43, Some(trace));
+            let traced: Value = serde_json::from_slice(&buf).expect("valid JSON");
+            assert_eq!(
+                traced["params"]["_meta"]["traceparent"], trace,
+                "{revision}"
+            );
+            assert_eq!(traced["params"]["arguments"], json!({"a": 2, "b": 3}));
+            if revision == Revision::V2026_07_28 {
+                assert_eq!(traced["params"]["_meta"].as_object().unwrap().len(), 4);
             }
         }
     }

@@ -28,15 +28,23 @@ fn trace_context(global: &Global) -> Result<Option<TraceContext>, CliError> {
     if !global.verbose {
         return Ok(None);
     }
+    new_trace()
+        .map(Some)
+        .ok_or_else(|| CliError::Usage("no random trace id from the system".into()))
+}
+
+/// A new trace: random trace and span ids, sampled (`None` when the system has no
+/// randomness to give).
+pub(crate) fn new_trace() -> Option<TraceContext> {
     let mut ids = [0u8; 24];
-    getrandom::fill(&mut ids).map_err(|e| CliError::Usage(format!("no random trace id: {e}")))?;
+    getrandom::fill(&mut ids).ok()?;
     let (trace_id, span_id) = ids.split_at(16);
-    let parent = TraceParent::new(
-        trace_id.try_into().unwrap_or([1; 16]),
-        span_id.try_into().unwrap_or([1; 8]),
+    TraceParent::new(
+        trace_id.try_into().ok()?,
+        span_id.try_into().ok()?,
         TraceParent::SAMPLED,
-    );
-    Ok(parent.map(TraceContext::new))
+    )
+    .map(TraceContext::new)
 }
 
 /// Where the server is.

@@ -15,6 +15,7 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use tracing_subscriber::Layer as _;
 //! use tracing_subscriber::layer::SubscriberExt as _;
 //! use tracing_subscriber::util::SubscriberInitExt as _;
 //!
@@ -22,16 +23,15 @@
 //!     .endpoint("http://127.0.0.1:4318")
 //!     .layer()?;
 //! tracing_subscriber::registry()
-//!     .with(tracing_subscriber::EnvFilter::new("info,mcp_server::request=debug"))
-//!     .with(layer)
+//!     .with(layer.with_filter(mcp_server::otel::export_filter()))
 //!     .init();
 //! // ... serve ...
 //! drop(guard); // sends what is queued, within the export timeout
 //! # Ok(()) }
 //! ```
 //!
-//! The request span is at DEBUG: the subscriber's filter must let `mcp_server::request=debug`
-//! through. Metrics stay on Prometheus (`Metrics`); a collector's Prometheus receiver scrapes
+//! The request span is at DEBUG: [`export_filter`] lets the request and task spans through
+//! (and anything at INFO or above), without the DEBUG event that ends each request span. Metrics stay on Prometheus (`Metrics`); a collector's Prometheus receiver scrapes
 //! them into OTLP when wanted.
 
 use std::str::FromStr as _;
@@ -269,6 +269,33 @@ impl OtlpConfig {
             .with_resource(resource)
             .build())
     }
+}
+
+/// The per-layer filter for the export layer: the request and task spans (target
+/// `mcp_server::request`, DEBUG), and any other span or event at INFO or above (a handler's
+/// own). Not the DEBUG event each request span ends with: its fields are the span's already,
+/// and as an OpenTelemetry span event it would be sent twice.
+///
+/// ```no_run
+/// # fn run() -> Result<(), mcp_server::otel::OtelError> {
+/// use tracing_subscriber::Layer as _;
+/// use tracing_subscriber::layer::SubscriberExt as _;
+/// use tracing_subscriber::util::SubscriberInitExt as _;
+///
+/// let (layer, _guard) = mcp_server::otel::OtlpConfig::new("my-server").layer()?;
+/// tracing_subscriber::registry()
+///     .with(layer.with_filter(mcp_server::otel::export_filter()))
+///     .init();
+/// # Ok(()) }
+/// ```
+pub fn export_filter() -> tracing_subscriber::filter::FilterFn {
+    tracing_subscriber::filter::filter_fn(|meta| {
+        if meta.target() == "mcp_server::request" {
+            meta.is_span()
+        } else {
+            *meta.level() <= tracing::Level::INFO
+        }
+    })
 }
 
 /// `<base>/v1/traces`.

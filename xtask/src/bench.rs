@@ -143,6 +143,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         RowSpec::jwt(&bin),
         RowSpec::dpop(&bin),
         RowSpec::metrics(&bin),
+        RowSpec::traced(&bin),
+        RowSpec::otel(&bin),
         RowSpec::limits(&bin, Store::Memory),
         RowSpec::limits(&bin, Store::Redis),
         RowSpec::proxy(&bin),
@@ -606,12 +608,14 @@ enum Store {
 }
 
 /// The target rows (`RowSpec::focus`): measured in a few cells only, left out of the headline.
-const FOCUS_KEYS: [&str; 8] = [
+const FOCUS_KEYS: [&str; 10] = [
     "ours-postgres",
     "ours-sqlite",
     "ours-jwt",
     "ours-dpop",
     "ours-metrics",
+    "ours-traced",
+    "ours-otel",
     "ours-limits",
     "ours-limits-redis",
     "ours-proxy",
@@ -709,7 +713,15 @@ struct RowSpec {
     /// same core): listens with `--addr 127.0.0.1:PORT` and reaches the upstream with
     /// `--upstream http://127.0.0.1:UPORT/mcp`.
     proxy: bool,
+    /// The load generator's arguments besides the harness's own (`--traceparent`).
+    load_args: Vec<String>,
+    /// Started with `--otlp-endpoint http://127.0.0.1:SPORT`, an OTLP/HTTP sink (`mcp-floor
+    /// --body ''`, started first on the same core) that takes every export.
+    otlp_sink: bool,
 }
+
+/// The trace context the traced rows' calls carry (`mcp-load --traceparent`, sampled).
+const BENCH_TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 impl RowSpec {
     fn floor(bin: &Path) -> Self {
@@ -728,6 +740,8 @@ impl RowSpec {
             ask: AskMode::None,
             shown_args: None,
             proxy: false,
+            load_args: Vec::new(),
+            otlp_sink: false,
         }
     }
 
@@ -774,6 +788,8 @@ impl RowSpec {
             ask,
             shown_args,
             proxy: false,
+            load_args: Vec::new(),
+            otlp_sink: false,
         }
     }
 
@@ -828,6 +844,32 @@ impl RowSpec {
             focus: true,
             ask: AskMode::None,
             ..row
+        }
+    }
+
+    /// Our memory row with every call carrying a trace context in its `_meta`
+    /// (`mcp-load --traceparent`), no exporter: what propagation costs the server.
+    fn traced(bin: &Path) -> Self {
+        Self {
+            key: "ours-traced",
+            label: "mcp-server, memory store, calls carrying a trace context (no exporter)"
+                .to_owned(),
+            focus: true,
+            ask: AskMode::None,
+            load_args: vec!["--traceparent".to_owned(), BENCH_TRACEPARENT.to_owned()],
+            ..Self::ours(bin, Store::Memory)
+        }
+    }
+
+    /// [`RowSpec::traced`] with every request span exported over OTLP/HTTP to a local sink
+    /// (`mcp-bench-server --otlp-endpoint`).
+    fn otel(bin: &Path) -> Self {
+        Self {
+            key: "ours-otel",
+            label: "mcp-server, memory store, every request span exported over OTLP/HTTP"
+                .to_owned(),
+            otlp_sink: true,
+            ..Self::traced(bin)
         }
     }
 
@@ -920,6 +962,8 @@ impl RowSpec {
             ask: AskMode::None,
             shown_args: None,
             proxy: false,
+            load_args: Vec::new(),
+            otlp_sink: false,
         }
     }
 
@@ -939,6 +983,8 @@ impl RowSpec {
             ask: AskMode::None,
             shown_args: None,
             proxy: false,
+            load_args: Vec::new(),
+            otlp_sink: false,
         }
     }
 
@@ -974,6 +1020,15 @@ impl RowSpec {
             return line;
         }
         line.push_str(" --port PORT");
+        if self.otlp_sink {
+            line.push_str(
+                " --otlp-endpoint http://127.0.0.1:SPORT (sink: taskset -c 0 mcp-floor --body '' \
+                 --port SPORT)",
+            );
+        }
+        if !self.load_args.is_empty() {
+            line.push_str(&format!(" (load: mcp-load {})", self.load_args.join(" ")));
+        }
         if self.dpop {
             line.push_str(" --auth-dpop TOKEN_FILE");
         } else if self.jwt {
@@ -1023,6 +1078,8 @@ struct Running {
     _redis: Option<ChildGuard>,
     /// The server behind a proxy row (stopped after the proxy: fields drop in order).
     upstream: Option<Box<Self>>,
+    /// The OTLP sink of a span-export row (stopped after the server).
+    _sink: Option<Box<Self>>,
 }
 
 /// A row and whether its server runs.
@@ -1107,6 +1164,20 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
     } else {
         None
     };
+    let sink = if spec.otlp_sink {
+        let bin = spec.program.parent().unwrap_or(Path::new("."));
+        let sink = RowSpec {
+            args: vec!["--body".to_owned(), String::new()],
+            ..RowSpec::floor(bin)
+        };
+        Some(Box::new(start_server(
+            &sink,
+            log_dir,
+            &format!("{log_name}-sink"),
+        )?))
+    } else {
+        None
+    };
     let port = free_port().map_err(|e| e.to_string())?;
     let log_path = log_dir.join(format!("{log_name}.log"));
     let log = fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
@@ -1127,6 +1198,11 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
             .arg(format!("127.0.0.1:{port}")),
         None => command.arg("--port").arg(port.to_string()),
     };
+    if let Some(sink) = &sink {
+        command
+            .arg("--otlp-endpoint")
+            .arg(format!("http://127.0.0.1:{}", sink.port));
+    }
     if let Some((_, redis_port)) = &redis {
         command
             .arg("--redis-url")
@@ -1171,6 +1247,7 @@ fn start_server(spec: &RowSpec, log_dir: &Path, log_name: &str) -> Result<Runnin
         _child: guard,
         _redis: redis.map(|(guard, _)| guard),
         upstream,
+        _sink: sink,
     })
 }
 
@@ -1315,6 +1392,7 @@ fn load_once(
     if row.spec.fixed_reply {
         command.arg("--fixed-reply");
     }
+    command.args(&row.spec.load_args);
     if let Some(token) = &running.bearer {
         command.arg("--bearer").arg(token);
     }
@@ -2154,7 +2232,7 @@ struct Report<'a> {
 }
 
 /// Row order and labels in the tables (taken from the first cell that has the row).
-const ROW_ORDER: [&str; 15] = [
+const ROW_ORDER: [&str; 17] = [
     "floor",
     "ours-memory",
     "base-memory",
@@ -2164,6 +2242,8 @@ const ROW_ORDER: [&str; 15] = [
     "ours-jwt",
     "ours-dpop",
     "ours-metrics",
+    "ours-traced",
+    "ours-otel",
     "ours-limits",
     "ours-limits-redis",
     "ours-proxy",
@@ -2669,6 +2749,16 @@ impl Report<'_> {
                 "ours-metrics",
                 "Server with Prometheus metrics on (memory store)",
                 Some(0.97),
+            ),
+            self.store_target(
+                "ours-traced",
+                "Calls carrying a trace context in `_meta`, no exporter (memory store)",
+                Some(0.97),
+            ),
+            self.store_target(
+                "ours-otel",
+                "Every request span exported over OTLP/HTTP to a local sink (memory store)",
+                Some(0.90),
             ),
             self.store_target(
                 "ours-limits",
@@ -3452,6 +3542,21 @@ mod tests {
             RowSpec::proxy(bin).command_line(),
             "taskset -c 0 mcp proxy --upstream http://127.0.0.1:UPORT/mcp --addr 127.0.0.1:PORT \
              (upstream: taskset -c 0 mcp-bench-server --store memory --port UPORT)"
+        );
+        assert_eq!(
+            RowSpec::traced(bin).command_line(),
+            format!(
+                "taskset -c 0 mcp-bench-server --store memory --port PORT (load: mcp-load \
+                 --traceparent {BENCH_TRACEPARENT})"
+            )
+        );
+        assert_eq!(
+            RowSpec::otel(bin).command_line(),
+            format!(
+                "taskset -c 0 mcp-bench-server --store memory --port PORT --otlp-endpoint \
+                 http://127.0.0.1:SPORT (sink: taskset -c 0 mcp-floor --body '' --port SPORT) \
+                 (load: mcp-load --traceparent {BENCH_TRACEPARENT})"
+            )
         );
         assert_eq!(postgres.args[1], "postgres://user:secret@db:5432/test");
         assert_eq!(sqlite.args[1], "sqlite:/tmp/x/hub.sqlite");

@@ -6,7 +6,11 @@
 //! mcp-bench-server --port PORT [--hub …] --auth-jwt TOKEN_FILE
 //! mcp-bench-server --port PORT [--hub …] --auth-dpop TOKEN_FILE
 //! mcp-bench-server --port PORT --metrics
+//! mcp-bench-server --port PORT --otlp-endpoint URL
 //! ```
+//!
+//! With `--otlp-endpoint` every request span is recorded and exported over OTLP/HTTP (the
+//! span-export row, issue 49; `mcp-floor --body ''` is a collector that takes everything).
 //!
 //! Contract (see the crate docs, "Server contract"): Streamable HTTP at `/mcp` for every
 //! revision, HTTP+SSE at `GET /sse` for 2024-11-05, and an `add` tool taking `{a, b}` integers
@@ -88,6 +92,8 @@ struct Options {
     metrics: bool,
     /// `--rate-limit NAME=COUNT/PERIOD` (repeatable): rate limits, in the hub's store.
     rate_limits: Vec<mcp_server::RateLimit>,
+    /// `--otlp-endpoint URL`: every request span exported over OTLP/HTTP to this collector.
+    otlp: Option<String>,
 }
 
 fn options() -> Result<Options, String> {
@@ -99,6 +105,7 @@ fn options() -> Result<Options, String> {
     let mut metrics = false;
     let mut dpop = false;
     let mut rate_limits = Vec::new();
+    let mut otlp = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -119,6 +126,7 @@ fn options() -> Result<Options, String> {
                 dpop = true;
             }
             "--metrics" => metrics = true,
+            "--otlp-endpoint" => otlp = Some(value("--otlp-endpoint")?),
             "--rate-limit" => {
                 let spec = value("--rate-limit")?;
                 rate_limits.push(
@@ -143,10 +151,36 @@ fn options() -> Result<Options, String> {
         dpop,
         metrics,
         rate_limits,
+        otlp,
     })
 }
 
+/// With `--otlp-endpoint`: request spans (and only those) recorded and exported, every one
+/// sampled; the guard sends what is queued when the server stops.
+fn export_spans(endpoint: Option<&str>) -> Result<Option<mcp_server::otel::OtelGuard>, String> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let Some(endpoint) = endpoint else {
+        return Ok(None);
+    };
+    let (layer, guard) = mcp_server::otel::OtlpConfig::new("mcp-bench-server")
+        .endpoint(endpoint)
+        .layer()
+        .map_err(|e| e.to_string())?;
+    let wanted = tracing_subscriber::filter::Targets::new().with_target(
+        "mcp_server::request",
+        tracing_subscriber::filter::LevelFilter::DEBUG,
+    );
+    tracing_subscriber::registry()
+        .with(layer.with_filter(wanted))
+        .try_init()
+        .map_err(|e| e.to_string())?;
+    Ok(Some(guard))
+}
+
 async fn run(options: Options) -> Result<(), String> {
+    let _spans = export_spans(options.otlp.as_deref())?;
     let mut builder = Server::builder("mcp-bench-server", env!("CARGO_PKG_VERSION"))
         .tool(Tool::new("add", add).read_only())
         .tool(Tool::new("confirm", confirm))

@@ -253,6 +253,15 @@ async fn connect_one(
             };
             let mut event = json!({"type": "message", "conn": id, "dir": dir,
                 "message": seen.message()});
+            // The trace a request belongs to: the page shows it, and its response's.
+            if let Some(trace) = seen
+                .message()
+                .get("params")
+                .and_then(Value::as_object)
+                .and_then(mcp_client::trace::TraceContext::from_params)
+            {
+                event["traceId"] = json!(trace.traceparent.trace_id_hex());
+            }
             if let Some(headers) = seen.headers().filter(|h| !h.is_empty()) {
                 let headers: serde_json::Map<String, Value> = headers
                     .iter()
@@ -294,6 +303,11 @@ async fn connect_one(
             );
         })
         .on_ask(Asks::all(), move |question| s3.clone().ask(id, question))
+        // Each request starts a trace of its own, which the protocol view shows: a server
+        // that exports spans puts its span for the request in that trace.
+        .trace_context(mcp_client::TracePropagation::with(
+            crate::connect::new_trace,
+        ))
         // Tools the server runs as tasks are followed (status events, cancel from the page).
         .tasks(TaskPolling::new())
         // A rate-limited request is retried as the client's defaults say; each wait is shown.

@@ -150,6 +150,40 @@ fn the_console_in_a_browser() {
     b.fill("#proto-filter", "resources/read");
     b.wait_text("#proto-rows", "resources/read");
     b.screenshot("09-protocol");
+    // Each request starts a trace, shown beside it and beside its answer: filtering by the
+    // trace id finds exactly the two.
+    let trace = b.wait_for(
+        "const cell = [...document.querySelectorAll('#proto-rows td.trace')].find((t) => t.title);
+         return cell ? cell.title : null;",
+        json!(null),
+    );
+    let trace = trace
+        .as_str()
+        .unwrap()
+        .strip_prefix("trace ")
+        .unwrap()
+        .to_owned();
+    assert!(
+        trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{trace}"
+    );
+    b.fill("#proto-filter", &trace);
+    let rows = b.wait_for(
+        "const rows = [...document.querySelectorAll('#proto-rows tr')];
+         return rows.length === 2 ? rows.map((r) => r.textContent) : null;",
+        json!(null),
+    );
+    let rows: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        rows[0].contains("received") && rows[1].contains("sent"),
+        "{rows:?}"
+    );
+    assert!(rows.iter().all(|r| r.contains(&trace[..8])), "{rows:?}");
     // And the head of every HTTP response: status and headers.
     b.fill("#proto-filter", "HTTP 200 (POST");
     b.wait_text("#proto-rows", "HTTP 200 (POST http://127.0.0.1:");

@@ -226,6 +226,14 @@ fn connect_and_call_add_on_every_revision() {
                 "{revision}: {call}"
             );
         }
+        // Each request starts a trace of its own: in its `_meta`, its header (HTTP) and the
+        // event the page shows it from.
+        let trace = call["traceId"].as_str().unwrap_or_else(|| panic!("{call}"));
+        let traceparent = call["message"]["params"]["_meta"]["traceparent"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{call}"));
+        assert_eq!(&traceparent[3..35], trace, "{call}");
+        assert_eq!(call["headers"]["traceparent"], traceparent, "{call}");
         let id = &call["message"]["id"];
         assert!(
             messages.iter().any(|e| e["dir"] == "received"

@@ -19,3 +19,4 @@ mod pty;
 mod rate_limited;
 mod stdio;
 mod tasks;
+mod trace;

@@ -58,18 +58,23 @@ pub(crate) struct RequestSpan {
 impl RequestSpan {
     /// Opens the span of `call`, served on `adapter` for the connection `ctx`.
     pub(crate) fn open(adapter: Adapter, call: &Call, ctx: &Context) -> Self {
+        // Values are given when the span is made, not recorded after: each `record` is a
+        // registry lookup for every layer (an exporter's too). The macro evaluates them only
+        // when the span is enabled.
+        let target = call.target.as_deref();
+        let named = matches!(call.operation, Operation::CallTool | Operation::GetPrompt);
         let span = tracing::debug_span!(
             target: "mcp_server::request",
             "mcp.request",
-            otel.name = Empty,
+            otel.name = %SpanName { call, named },
             otel.kind = "server",
             mcp.method.name = &*call.method,
             mcp.protocol.version = adapter.version(),
-            gen_ai.operation.name = Empty,
-            gen_ai.tool.name = Empty,
-            gen_ai.prompt.name = Empty,
-            mcp.resource.uri = Empty,
-            jsonrpc.request.id = Empty,
+            gen_ai.operation.name = (call.operation == Operation::CallTool).then_some("execute_tool"),
+            gen_ai.tool.name = target.filter(|_| call.operation == Operation::CallTool),
+            gen_ai.prompt.name = target.filter(|_| call.operation == Operation::GetPrompt),
+            mcp.resource.uri = target.filter(|_| !named),
+            jsonrpc.request.id = call.id.as_ref().map(display),
             mcp.session.id = Empty,
             principal = Empty,
             trace_id = Empty,
@@ -84,28 +89,6 @@ impl RequestSpan {
                 span,
                 started: None,
             };
-        }
-        match (&call.target, call.operation) {
-            (Some(target), Operation::CallTool | Operation::GetPrompt) => {
-                let field = if call.operation == Operation::CallTool {
-                    span.record("gen_ai.operation.name", "execute_tool");
-                    "gen_ai.tool.name"
-                } else {
-                    "gen_ai.prompt.name"
-                };
-                span.record(field, target.as_str());
-                span.record("otel.name", format_args!("{} {target}", call.method));
-            }
-            (Some(target), _) => {
-                span.record("mcp.resource.uri", target.as_str());
-                span.record("otel.name", &*call.method);
-            }
-            (None, _) => {
-                span.record("otel.name", &*call.method);
-            }
-        }
-        if let Some(id) = &call.id {
-            span.record("jsonrpc.request.id", display(id));
         }
         ctx.record_owner(&span);
         if let Some(parent) = mcp_wire::trace::TraceContext::from_params(&call.params) {
@@ -159,6 +142,21 @@ pub(crate) fn link_current(traceparent: Option<&str>) {
     }
     #[cfg(not(feature = "otel"))]
     let _ = traceparent;
+}
+
+/// A request span's name: the method, and the tool or prompt name when the call has one.
+struct SpanName<'a> {
+    call: &'a Call,
+    named: bool,
+}
+
+impl std::fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.call.target {
+            Some(target) if self.named => write!(f, "{} {target}", self.call.method),
+            _ => f.write_str(&self.call.method),
+        }
+    }
 }
 
 /// How a call ended, as the span and the metrics name it, with its JSON-RPC error code.

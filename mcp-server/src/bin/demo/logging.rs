@@ -79,8 +79,10 @@ fn init_logging(
                 config = config.endpoint(endpoint.clone());
             }
             let (layer, guard) = config.layer().map_err(|e| e.to_string())?;
-            let wanted = EnvFilter::new("info,mcp_server::request=debug");
-            (Some(layer.with_filter(wanted)), Some(guard))
+            (
+                Some(layer.with_filter(mcp_server::otel::export_filter())),
+                Some(guard),
+            )
         } else {
             (None, None)
         };
