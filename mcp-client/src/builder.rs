@@ -507,7 +507,8 @@ impl ClientBuilder {
     /// Sets the W3C trace context each request carries: in its `_meta` (`traceparent`,
     /// `tracestate`, `baggage`) on every revision and transport, and as headers of the same
     /// names on HTTP, so the server's span for the request is a child of the caller's.
-    /// Default [`TracePropagation::Off`]: requests carry none. Notifications never do.
+    /// Default [`TracePropagation::Off`](crate::TracePropagation::Off): requests carry none.
+    /// Notifications never do.
     ///
     /// ```
     /// use mcp_client::{Client, TracePropagation};

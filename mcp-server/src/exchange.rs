@@ -247,6 +247,8 @@ pub(crate) struct ExchangeInner {
     pub(crate) owner: Owner,
     /// What every call of the server shares.
     pub(crate) shared: Arc<Shared>,
+    /// The trace context the request carried (`_meta.traceparent`, or its header), if any.
+    pub(crate) trace: Option<Box<mcp_wire::trace::TraceContext>>,
 }
 
 /// The store key of session `id`'s record in `namespace` (the session store's, read here so
@@ -392,6 +394,36 @@ impl Exchange {
     /// The request id of this call.
     pub fn request_id(&self) -> Option<&Id> {
         self.inner.request_id.as_ref()
+    }
+
+    /// The W3C trace context to send with the requests this handler makes to other services
+    /// (an HTTP call's `traceparent` header, an MCP request's `_meta`, with
+    /// [`TraceContext::write_meta`](mcp_wire::trace::TraceContext::write_meta)), so they join
+    /// the trace this request belongs to.
+    ///
+    /// With the `otel` feature and a subscriber exporting the spans, it names the current
+    /// span (the request's, or one the handler opened inside it); otherwise it is the context
+    /// the request carried (its `_meta.traceparent`, or on Streamable HTTP its `traceparent`
+    /// header while request spans are recorded). `None` when there is neither.
+    ///
+    /// ```
+    /// use mcp_server::{Exchange, ToolError};
+    ///
+    /// async fn fetch_report(ex: Exchange) -> Result<String, ToolError> {
+    ///     let traceparent = ex.trace_context().map(|c| c.traceparent.to_string());
+    ///     // ... send it as the `traceparent` header of the downstream request ...
+    ///     Ok(format!("fetched (trace context: {traceparent:?})"))
+    /// }
+    /// ```
+    pub fn trace_context(&self) -> Option<mcp_wire::trace::TraceContext> {
+        #[cfg(feature = "otel")]
+        if let Some(current) = crate::otel::context_of(&tracing::Span::current()) {
+            return Some(mcp_wire::trace::TraceContext {
+                baggage: self.inner.trace.as_ref().and_then(|t| t.baggage.clone()),
+                ..current
+            });
+        }
+        self.inner.trace.as_deref().cloned()
     }
 
     /// The client's `Implementation` (`{name, version, ...}`), when known. On revisions with a

@@ -440,6 +440,7 @@ impl Served {
             namespace: ctx.inner.namespace.clone(),
             owner,
             shared: settings.shared.clone(),
+            trace: mcp_wire::trace::TraceContext::from_params(&call.params).map(Box::new),
         })
     }
 

@@ -285,3 +285,36 @@ async fn every_transport_gives_a_call_its_request_span() {
         );
     }
 }
+
+/// What a handler sees of the request's trace: `Exchange::trace_context`, as text.
+async fn whose_trace(_: NoArgs, ex: Exchange) -> String {
+    ex.trace_context()
+        .map_or_else(|| "none".to_owned(), |c| c.traceparent.to_string())
+}
+
+#[tokio::test]
+async fn a_handler_sees_the_trace_its_request_carried() {
+    let server = demo_builder("trace-handler")
+        .tool(Tool::new("whose_trace", whose_trace))
+        .build()
+        .unwrap();
+    let traced = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    for (meta, expected) in [
+        (json!({"traceparent": traced, "tracestate": "a=1"}), traced),
+        (json!({}), "none"),
+        (json!({"traceparent": "00-nope"}), "none"),
+    ] {
+        let mut meta = meta;
+        meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        let out = server
+            .handle_all(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                    "_meta": meta, "name": "whose_trace", "arguments": {}}}),
+                &mcp_server::Context::connection(),
+            )
+            .await;
+        let answer = out[0].to_value();
+        assert_eq!(answer["result"]["content"][0]["text"], expected, "{answer}");
+    }
+}
