@@ -215,6 +215,7 @@ mod state;
 mod stdio;
 mod task;
 mod tool;
+mod trace_link;
 
 pub use ask::{Answer, AnswerAction, Question};
 pub use completion::{

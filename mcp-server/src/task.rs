@@ -591,7 +591,7 @@ impl TaskEngine {
             input_requests: BTreeMap::new(),
             owner,
             lease_until_ms: now.saturating_add(millis(self.config.lease)),
-            created_in: crate::dispatch::telemetry::current_traceparent(),
+            created_in: crate::trace_link::current_traceparent(),
         };
         // A struct of strings, numbers and JSON values always serializes.
         let bytes = serde_json::to_vec(&record).unwrap_or_default();
@@ -636,7 +636,7 @@ impl TaskEngine {
                 return Err(TaskError::Unknown(id.to_owned()));
             }
             // The request's span links to the one that created the task, wherever that ran.
-            crate::dispatch::telemetry::link_current(record.created_in.as_deref());
+            crate::trace_link::link_current(record.created_in.as_deref());
             let now = now_ms();
             if record.status.is_terminal() || now <= record.lease_until_ms {
                 return Ok((record, stored.version));

@@ -317,7 +317,7 @@ impl Served {
             Err(err) => return Err(Done::failure(Failure::internal(err.to_string()))),
         };
         // The retry's span links to the span that asked, wherever that ran.
-        super::telemetry::link_current(redeemed.asked_in.as_deref());
+        crate::trace_link::link_current(redeemed.asked_in.as_deref());
         let mut answers = BTreeMap::new();
         let mut offered = serde_json::Map::new();
         if let Some(given) = &call.answers {
@@ -478,7 +478,7 @@ impl Served {
                         bound,
                         asked,
                         payload,
-                        super::telemetry::current_traceparent(),
+                        crate::trace_link::current_traceparent(),
                     )
                     .await
                 {
