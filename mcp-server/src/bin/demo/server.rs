@@ -38,6 +38,8 @@ async fn main() {
         }
     };
     let served = serve_stdio(demo()).await;
+    // Sends the spans still queued before the process exits.
+    #[allow(clippy::drop_non_drop, reason = "it holds the export's guard with `otel`")]
     drop(telemetry);
     if let Err(err) = served {
         eprintln!("mcp-stdio-demo: {err}");
