@@ -18,3 +18,4 @@ mod rate_limited;
 mod rules;
 mod stdio;
 mod tasks;
+mod trace;

@@ -342,7 +342,13 @@ fn header_trace<H: HeaderSource + ?Sized>(items: &mut DecodedBody, headers: &H) 
     use mcp_adapters::{Incoming, Lookup};
     use mcp_wire::names::meta::{BAGGAGE, TRACEPARENT, TRACESTATE};
     use mcp_wire::trace::TraceContext;
-    if !tracing::enabled!(target: "mcp_server::request", tracing::Level::DEBUG) {
+    // Asked about the span (a filter may let the spans of the target through without its
+    // events, as `otel::export_filter` does).
+    if !tracing::enabled!(
+        kind: tracing::metadata::Kind::SPAN,
+        target: "mcp_server::request",
+        tracing::Level::DEBUG
+    ) {
         return;
     }
     let text = |name| match headers.lookup(name) {
