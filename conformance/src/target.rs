@@ -130,6 +130,9 @@ fn tools() -> Vec<Tool> {
     let modern = Revision::V2026_07_28;
     vec![
         Tool::new("test_simple_text", simple_text).description("Returns simple text."),
+        Tool::new("test_trace_context", trace_context).description(
+            "Returns the W3C trace id its request carried (`_meta.traceparent`), or `none`.",
+        ),
         Tool::new("test_image_content", image_content).description("Returns an image."),
         Tool::new("test_audio_content", audio_content).description("Returns audio."),
         Tool::new("test_embedded_resource", embedded_resource)
@@ -324,6 +327,13 @@ async fn tool_with_task(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
     ex.start_task().await?;
     tokio::time::sleep(Duration::from_millis(100)).await;
     Ok(format!("Hello, {}! (from a task)", field(&answer, "name")))
+}
+
+/// Ours, not a suite fixture: the interop matrix checks that a peer client's
+/// `_meta.traceparent` reaches the handler (issue 49).
+async fn trace_context(_: NoArgs, ex: Exchange) -> String {
+    ex.trace_context()
+        .map_or_else(|| "none".to_owned(), |c| c.traceparent.trace_id_hex())
 }
 
 async fn simple_text(_: NoArgs) -> &'static str {

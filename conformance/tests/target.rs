@@ -152,6 +152,7 @@ impl Peer {
 
 const TOOLS: &[&str] = &[
     "test_simple_text",
+    "test_trace_context",
     "test_image_content",
     "test_audio_content",
     "test_embedded_resource",

@@ -57,9 +57,10 @@ const PY_MCP_VERSION: &str = "2.3.0";
 pub(crate) const TINY: &str = "aiohttp-tiny-mcp";
 pub(crate) const TINY_VERSION: &str = "0.5.8";
 /// The scripts copied from `interop/`.
-const SCRIPTS: [&str; 14] = [
+const SCRIPTS: [&str; 15] = [
     "ts-v1-client.mjs",
     "ts-v2-client.mjs",
+    "ts-v2-trace.mjs",
     "ts-v2-server.mjs",
     "ts-v1-server.mjs",
     "py-client.py",
@@ -298,6 +299,18 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         &target.url,
         &prefix,
     )?);
+    // Trace context (issue 49): the SDK v2 client's `_meta.traceparent` reaches our handler
+    // (`test_trace_context` answers with the trace id `Exchange::trace_context` gives it).
+    for mode in ["2026-07-28", "legacy"] {
+        cells.push(client_cell(
+            (&node, "ts-v2-trace.mjs", &prefix),
+            [target.url.as_str(), mode],
+            "TypeScript SDK v2 client, `_meta.traceparent`",
+            "Streamable HTTP",
+            "none",
+            |negotiated| format!("{negotiated} (mode {mode})"),
+        )?);
+    }
     if python.exists() {
         cells.extend(mode_cells(
             &python,
