@@ -2,9 +2,10 @@
 and HTTP+SSE at /sse (with /messages/), in one Starlette application on uvicorn.
 
 Prints `listening on http://127.0.0.1:PORT` once the socket is bound, then serves until killed.
-Tools: `echo` (returns its text) and `confirm` (asks the user through elicitation, as an
+Tools: `echo` (returns its text), `confirm` (asks the user through elicitation, as an
 `elicitation/create` request on 2025 revisions and an InputRequiredResult on 2026-07-28, and
-reports the action the client chose).
+reports the action the client chose) and `trace_id` (the trace its handler runs in: the SDK's
+OpenTelemetry middleware parents each request's span on the `_meta.traceparent` it carries).
 """
 
 import socket
@@ -13,6 +14,8 @@ from typing import Annotated
 import uvicorn
 from pydantic import BaseModel
 from starlette.applications import Starlette
+
+from opentelemetry.trace import get_current_span
 
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
@@ -38,6 +41,13 @@ def echo(text: str) -> str:
 def confirm(answer: Annotated[ElicitationResult[Confirmation], Resolve(ask_confirmation)]) -> str:
     """Asks the user to confirm and reports what they chose."""
     return f"action={answer.action}"
+
+
+@server.tool()
+def trace_id() -> str:
+    """The trace id the handler runs in (32 hex digits), or `none`."""
+    context = get_current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid else "none"
 
 
 if __name__ == "__main__":

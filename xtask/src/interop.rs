@@ -378,6 +378,17 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             )],
         )?);
     }
+    if python.exists() {
+        // Trace context (issue 49): our client's `_meta.traceparent` (`mcp --traceparent`)
+        // parents the Python SDK server's span, which its handler runs in.
+        let server = PeerServer::start(&python, "py-server.py", &prefix)?;
+        cells.extend(trace_cells(
+            &mcp,
+            &format!("{}/mcp", server.base),
+            "Python SDK server, `_meta.traceparent`",
+            &["2025-11-25", "2026-07-28"],
+        )?);
+    }
     cells.extend(oauth_cells(&node, &python, &prefix)?);
 
     let mcp = build_binary("everymcp-cli", "mcp")?;
@@ -762,6 +773,46 @@ const TASKS_DIRECTION: &str = "our client → server, Tasks extension";
 
 /// Our client's task cells against the server at `url`: `tasks-interop` drives every fixture
 /// of the suite's `tasks-*` scenarios on 2026-07-28 and prints a JSON line per fixture.
+/// The trace our client sends with `mcp call URL trace_id --traceparent TP`, pinned to each of
+/// `revisions`: the peer's `trace_id` tool must answer with that trace id.
+fn trace_cells(mcp: &Path, url: &str, peer: &'static str, revisions: &[&str]) -> Result<Vec<Cell>> {
+    const TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
+    let traceparent = format!("00-{TRACE_ID}-b7ad6b7169203331-01");
+    let mut cells = Vec::new();
+    for revision in revisions {
+        let mut command = Command::new(mcp);
+        command.args([
+            "call",
+            url,
+            "trace_id",
+            "--revision",
+            revision,
+            "--traceparent",
+            &traceparent,
+            "--timeout",
+            "30",
+        ]);
+        let (ok, stdout, stderr) = run_bounded(command, RUN_TIMEOUT)?;
+        let seen = stdout.trim();
+        let ok = ok && seen == TRACE_ID;
+        cells.push(Cell {
+            peer,
+            direction: "our client → peer server",
+            revision: (*revision).to_owned(),
+            transport: "Streamable HTTP",
+            elicitation: "none",
+            ok,
+            defect: None,
+            detail: if ok {
+                format!("the handler ran in trace {seen}")
+            } else {
+                format!("the handler answered {seen:?}: {}", stderr.trim())
+            },
+        });
+    }
+    Ok(cells)
+}
+
 fn task_cells(driver: &Path, url: &str, peer: &'static str) -> Result<Vec<Cell>> {
     let mut command = Command::new(driver);
     command.arg(url);
