@@ -680,7 +680,8 @@ impl Exchange {
             tracing::debug!(key, kind = ?question.kind(), "question pushed to the client");
             #[cfg(feature = "metrics")]
             let _pending = push.metrics.as_ref().map(crate::Metrics::question);
-            let answer = self.push(&push, &question).await?;
+            let span = crate::trace_link::ask_span(question.kind().method());
+            let answer = tracing::Instrument::instrument(self.push(&push, &question), span).await?;
             tracing::debug!(key, "question answered");
             self.lock().answers.insert(key.to_owned(), answer.clone());
             return Ok(answer);
@@ -704,7 +705,7 @@ impl Exchange {
             Ok(id) => format!("{PUSH_ID_PREFIX}{id}"),
             Err(err) => return Err(fail(&err.to_string())),
         };
-        let request = match self
+        let mut request = match self
             .inner
             .adapter
             .pushed_request(Id::String(id.clone()), question.as_request())
@@ -712,6 +713,8 @@ impl Exchange {
             Ok(request) => request,
             Err(failure) => return Err(self.stop(Interrupted::Failed(failure))),
         };
+        tracing::Span::current().record("jsonrpc.request.id", id.as_str());
+        crate::trace_link::write_current(&mut request);
         let topic = reply_topic(&push.namespace, &owner_tag(&self.inner.owner), &id);
         // Open the topic with a marker before the question goes out: a reply is published only
         // to a topic that exists (so replies to questions nobody asked cost nothing), and one

@@ -22,3 +22,30 @@ pub(crate) fn link_current(traceparent: Option<&str>) {
     #[cfg(not(feature = "otel"))]
     let _ = traceparent;
 }
+
+/// The span of a question pushed to the client while its answer is awaited: a client span,
+/// the server being the requester (`elicitation/create`, `sampling/createMessage`,
+/// `roots/list`), inside the call's span. Its id is recorded once the request has one.
+pub(crate) fn ask_span(method: &'static str) -> tracing::Span {
+    tracing::debug_span!(
+        target: "mcp_server::request",
+        "mcp.ask",
+        otel.name = method,
+        otel.kind = "client",
+        mcp.method.name = method,
+        jsonrpc.request.id = tracing::field::Empty,
+    )
+}
+
+/// Writes the context of the span running now (when it is exported) into a pushed request's
+/// `params._meta`, so the client's handling of it joins the trace.
+pub(crate) fn write_current(request: &mut serde_json::Value) {
+    #[cfg(feature = "otel")]
+    if let Some(context) = crate::otel::context_of(&tracing::Span::current())
+        && let Some(serde_json::Value::Object(params)) = request.get_mut("params")
+    {
+        context.write_params(params);
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = request;
+}

@@ -367,3 +367,93 @@ async fn a_task_created_on_one_worker_and_polled_on_another_is_one_trace() {
         "{get:#?}"
     );
 }
+
+/// A 2025-11-25 POST to `worker` in `session`.
+fn post_1125(session: Option<&str>, body: &Value) -> RawRequest<'static> {
+    let mut request =
+        RawRequest::new("POST", "/mcp").header("Accept", "application/json, text/event-stream");
+    if body["method"] != "initialize" {
+        request = request.header("MCP-Protocol-Version", "2025-11-25");
+    }
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    request.json(body)
+}
+
+#[tokio::test]
+async fn a_pushed_question_is_a_client_span_whose_context_the_question_carries() {
+    let Some(place) = Backend::REDIS.place().await else {
+        return;
+    };
+    let receiver = Receiver::start().await;
+    let (a, b) = (
+        worker(&place.demo_hub(), &receiver).await,
+        worker(&place.demo_hub(), &receiver).await,
+    );
+    let parent = client_span(9);
+    let init = post_1125(
+        None,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+    )
+    .send(b.addr)
+    .await;
+    let session = init.header("mcp-session-id").unwrap().to_owned();
+    let done = post_1125(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .send(b.addr)
+    .await;
+    assert_eq!(done.status, 202);
+    // The call on A; its question is answered through B.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "_meta": {"traceparent": parent.to_string()},
+        "name": "deploy", "arguments": {"service": "web"}}});
+    let mut stream = post_1125(Some(&session), &call).open(a.addr).await;
+    let question = stream.message().await.expect("a question");
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    // Still a valid question with the context in its `_meta`.
+    crate::support::check(Revision::V2025_11_25, "ElicitRequest", &question);
+    let carried = question["params"]["_meta"]["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the question carries no trace context: {question}"));
+    let carried = TraceParent::parse(carried).unwrap();
+    assert_eq!(carried.trace_id(), parent.trace_id());
+    let reply = json!({"jsonrpc": "2.0", "id": question["id"],
+        "result": {"action": "accept", "content": {}}});
+    assert_eq!(
+        post_1125(Some(&session), &reply).send(b.addr).await.status,
+        202
+    );
+    let result = stream.message().await.expect("the result");
+    assert_eq!(
+        result["result"]["content"][0]["text"], "deployed web",
+        "{result}"
+    );
+
+    let spans = receiver
+        .wait_for(2, |g| {
+            in_trace(parent)(g)
+                && ["tools/call deploy", "elicitation/create"].contains(&g.name.as_str())
+        })
+        .await;
+    let named = |name: &str| spans.iter().find(|g| g.name == name).unwrap();
+    let (call, ask) = (named("tools/call deploy"), named("elicitation/create"));
+    assert_eq!(call.parent_span_id, parent.parent_id(), "{call:#?}");
+    // The question is a client span of the call, on A, and the question names it.
+    assert_eq!(ask.parent_span_id, call.span_id, "{ask:#?}");
+    assert_eq!(ask.instance, call.instance);
+    assert_eq!(
+        (call.kind, ask.kind),
+        (crate::otlp::SERVER, crate::otlp::CLIENT)
+    );
+    assert_eq!(ask.span_id, carried.parent_id());
+    assert_eq!(ask.attributes["mcp.method.name"], "elicitation/create");
+    assert_eq!(
+        ask.attributes["jsonrpc.request.id"],
+        question["id"].as_str().unwrap()
+    );
+}

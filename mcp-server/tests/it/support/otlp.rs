@@ -20,6 +20,11 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use prost::Message as _;
 use tokio::sync::{Notify, watch};
 
+/// The OTLP span kinds.
+pub const SERVER: i32 = 2;
+/// See [`SERVER`].
+pub const CLIENT: i32 = 3;
+
 /// How long a test waits for spans.
 const WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -29,6 +34,8 @@ pub struct Got {
     pub service: String,
     pub instance: String,
     pub name: String,
+    /// The span kind (OTLP: 2 server, 3 client).
+    pub kind: i32,
     pub trace_id: Vec<u8>,
     pub span_id: Vec<u8>,
     pub parent_span_id: Vec<u8>,
@@ -147,6 +154,7 @@ pub fn spans_of(export: &ExportTraceServiceRequest) -> Vec<Got> {
                         .cloned()
                         .unwrap_or_default(),
                     name: span.name.clone(),
+                    kind: span.kind,
                     trace_id: span.trace_id.clone(),
                     span_id: span.span_id.clone(),
                     parent_span_id: span.parent_span_id.clone(),
@@ -209,6 +217,7 @@ pub fn in_trace(parent: TraceParent) -> impl Fn(&Got) -> bool {
 /// The attributes a `tools/call` span has by the semantic conventions for MCP.
 pub fn assert_call_span(span: &Got, parent: TraceParent, tool: &str, revision: &str) {
     assert_eq!(span.name, format!("tools/call {tool}"), "{span:#?}");
+    assert_eq!(span.kind, SERVER, "{span:#?}");
     assert_eq!(span.trace_id, parent.trace_id(), "{span:#?}");
     assert_eq!(span.parent_span_id, parent.parent_id(), "{span:#?}");
     let a = &span.attributes;
