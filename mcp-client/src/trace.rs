@@ -83,18 +83,12 @@ fn current_span() -> Option<TraceContext> {
     if !span_context.is_valid() {
         return None;
     }
-    let traceparent = TraceParent::new(
+    TraceContext::from_span(
         span_context.trace_id().to_bytes(),
         span_context.span_id().to_bytes(),
         span_context.trace_flags().to_u8(),
-    )?;
-    let state = span_context.trace_state().header();
-    Some(TraceContext {
-        traceparent,
-        tracestate: (!state.is_empty() && state.len() <= mcp_wire::trace::MAX_TRACESTATE)
-            .then_some(state),
-        baggage: None,
-    })
+        &span_context.trace_state().header(),
+    )
 }
 
 /// The HTTP headers of `context`: `traceparent`, and `tracestate` and `baggage` when set.

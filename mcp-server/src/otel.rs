@@ -365,17 +365,12 @@ pub fn context_of(span: &tracing::Span) -> Option<TraceContext> {
     if !span_context.is_valid() {
         return None;
     }
-    let traceparent = mcp_wire::trace::TraceParent::new(
+    TraceContext::from_span(
         span_context.trace_id().to_bytes(),
         span_context.span_id().to_bytes(),
         span_context.trace_flags().to_u8(),
-    )?;
-    let state = span_context.trace_state().header();
-    Some(TraceContext {
-        traceparent,
-        tracestate: (!state.is_empty()).then_some(state),
-        baggage: None,
-    })
+        &span_context.trace_state().header(),
+    )
 }
 
 /// The exporter's HTTP client: the resource server's bounded fetcher, its requests run on a

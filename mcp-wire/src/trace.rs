@@ -235,6 +235,22 @@ impl TraceContext {
         })
     }
 
+    /// The context of a span known by its ids (what a tracing library holds), with its
+    /// `tracestate` header value (kept by the rules of [`from_meta`](Self::from_meta), empty
+    /// for none); `None` when either id is all zeros.
+    pub fn from_span(
+        trace_id: [u8; 16],
+        span_id: [u8; 8],
+        flags: u8,
+        tracestate: &str,
+    ) -> Option<Self> {
+        Some(Self {
+            traceparent: TraceParent::new(trace_id, span_id, flags)?,
+            tracestate: bounded(Some(tracestate).filter(|s| !s.is_empty()), MAX_TRACESTATE),
+            baggage: None,
+        })
+    }
+
     /// Writes the context into a request's `_meta`, replacing what those three keys held
     /// (a `tracestate` or `baggage` this context lacks is removed).
     pub fn write_meta(&self, meta: &mut Map<String, Value>) {
@@ -423,6 +439,21 @@ mod tests {
                 "{meta}"
             );
         }
+
+        // From a span's ids: an empty tracestate is none, an oversized one is dropped.
+        let parent = context.traceparent;
+        let from_span = |state: &str| {
+            TraceContext::from_span(parent.trace_id(), parent.parent_id(), parent.flags(), state)
+        };
+        assert_eq!(from_span("").unwrap().tracestate, None);
+        assert_eq!(from_span("a=1").unwrap().tracestate.as_deref(), Some("a=1"));
+        assert_eq!(
+            from_span(&"a".repeat(MAX_TRACESTATE + 1))
+                .unwrap()
+                .tracestate,
+            None
+        );
+        assert_eq!(TraceContext::from_span([0; 16], [1; 8], 1, ""), None);
 
         // Without a tracestate of its own, writing removes the one `_meta` had.
         let mut params = Map::new();

@@ -25,19 +25,7 @@ use crate::raw_http::{RawRequest, WAIT};
 #[tokio::test]
 async fn our_clients_context_parents_the_servers_span_over_http() {
     let receiver = Receiver::start().await;
-    let worker = DemoProcess::start(
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--otlp-endpoint",
-            &receiver.endpoint(),
-        ],
-        &[
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-        ],
-    )
-    .await;
+    let worker = worker(None, &receiver).await;
     let url = format!("http://{}/mcp", worker.addr);
 
     // Streamable HTTP, on a revision with sessions and on the stateless one.
@@ -92,17 +80,15 @@ async fn our_clients_context_parents_the_servers_span_over_http() {
     assert_call_span(&spans[0], parent, "add", "2026-07-28");
 }
 
-/// One `mcp-demo` on Redis at `hub`, exporting to `receiver`.
-async fn worker(hub: &str, receiver: &Receiver) -> DemoProcess {
+/// One `mcp-demo` (on the hub `hub`, else in memory) exporting to `receiver`.
+async fn worker(hub: Option<&str>, receiver: &Receiver) -> DemoProcess {
+    let endpoint = receiver.endpoint();
+    let mut args = vec!["--addr", "127.0.0.1:0", "--otlp-endpoint", &endpoint];
+    if let Some(hub) = hub {
+        args.extend(["--hub", hub]);
+    }
     DemoProcess::start(
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--hub",
-            hub,
-            "--otlp-endpoint",
-            &receiver.endpoint(),
-        ],
+        &args,
         &[
             "OTEL_EXPORTER_OTLP_ENDPOINT",
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -149,8 +135,8 @@ async fn an_mrtr_round_trip_across_workers_is_one_trace_linked_to_the_asking_spa
     };
     let receiver = Receiver::start().await;
     let (a, b) = (
-        worker(&place.demo_hub(), &receiver).await,
-        worker(&place.demo_hub(), &receiver).await,
+        worker(Some(&place.demo_hub()), &receiver).await,
+        worker(Some(&place.demo_hub()), &receiver).await,
     );
     let parent = client_span(5);
     // Round 1 on A asks; round 2 on B answers the first question and is asked the second;
@@ -218,19 +204,7 @@ async fn an_mrtr_round_trip_across_workers_is_one_trace_linked_to_the_asking_spa
 #[tokio::test]
 async fn a_collector_that_stops_answering_costs_calls_nothing_and_the_queue_bounds_what_waits() {
     let receiver = Receiver::start().await;
-    let worker = DemoProcess::start(
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--otlp-endpoint",
-            &receiver.endpoint(),
-        ],
-        &[
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-        ],
-    )
-    .await;
+    let worker = worker(None, &receiver).await;
     let url = format!("http://{}/mcp", worker.addr);
     let parent = client_span(6);
     let client = Client::builder()
@@ -325,8 +299,8 @@ async fn a_task_created_on_one_worker_and_polled_on_another_is_one_trace() {
     };
     let receiver = Receiver::start().await;
     let (a, b) = (
-        worker(&place.demo_hub(), &receiver).await,
-        worker(&place.demo_hub(), &receiver).await,
+        worker(Some(&place.demo_hub()), &receiver).await,
+        worker(Some(&place.demo_hub()), &receiver).await,
     );
     let parent = client_span(8);
     let created = task_rpc(
@@ -388,8 +362,8 @@ async fn a_pushed_question_is_a_client_span_whose_context_the_question_carries()
     };
     let receiver = Receiver::start().await;
     let (a, b) = (
-        worker(&place.demo_hub(), &receiver).await,
-        worker(&place.demo_hub(), &receiver).await,
+        worker(Some(&place.demo_hub()), &receiver).await,
+        worker(Some(&place.demo_hub()), &receiver).await,
     );
     let parent = client_span(9);
     let init = post_1125(
