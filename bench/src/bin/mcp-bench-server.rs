@@ -155,8 +155,8 @@ fn options() -> Result<Options, String> {
     })
 }
 
-/// With `--otlp-endpoint`: request spans (and only those) recorded and exported, every one
-/// sampled; the guard sends what is queued when the server stops.
+/// With `--otlp-endpoint`: request spans recorded and exported as a server configures it
+/// (`otel::export_filter`), every one sampled; the guard sends what is queued when the server stops.
 fn export_spans(endpoint: Option<&str>) -> Result<Option<mcp_server::otel::OtelGuard>, String> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
@@ -168,12 +168,8 @@ fn export_spans(endpoint: Option<&str>) -> Result<Option<mcp_server::otel::OtelG
         .endpoint(endpoint)
         .layer()
         .map_err(|e| e.to_string())?;
-    let wanted = tracing_subscriber::filter::Targets::new().with_target(
-        "mcp_server::request",
-        tracing_subscriber::filter::LevelFilter::DEBUG,
-    );
     tracing_subscriber::registry()
-        .with(layer.with_filter(wanted))
+        .with(layer.with_filter(mcp_server::otel::export_filter()))
         .try_init()
         .map_err(|e| e.to_string())?;
     Ok(Some(guard))

@@ -263,10 +263,7 @@ fn task_span(run: &TaskRun) -> tracing::Span {
     );
     if !span.is_disabled() {
         #[cfg(feature = "otel")]
-        {
-            use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-            let _ = span.set_parent(tracing::Span::current().context());
-        }
+        crate::otel::adopt(&span, &tracing::Span::current());
         #[cfg(not(feature = "otel"))]
         span.follows_from(tracing::Span::current());
     }

@@ -41,6 +41,7 @@ mod notify;
 mod notify_http;
 mod notify_stdio;
 mod notify_workers;
+mod otel_layer;
 mod otel_stdio;
 mod panics;
 mod post_resume;

@@ -42,6 +42,10 @@ pub struct Got {
     pub attributes: BTreeMap<String, String>,
     /// (trace id, span id) of each link.
     pub links: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The span events' names.
+    pub events: Vec<String>,
+    /// The status code (OTLP: 0 unset, 1 ok, 2 error).
+    pub status: i32,
 }
 
 /// An OTLP/HTTP receiver on 127.0.0.1: keeps every span of every export it is sent. While
@@ -164,6 +168,8 @@ pub fn spans_of(export: &ExportTraceServiceRequest) -> Vec<Got> {
                         .iter()
                         .map(|l| (l.trace_id.clone(), l.span_id.clone()))
                         .collect(),
+                    events: span.events.iter().map(|e| e.name.clone()).collect(),
+                    status: span.status.as_ref().map_or(0, |s| s.code),
                 });
             }
         }

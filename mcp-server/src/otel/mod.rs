@@ -1,8 +1,14 @@
 //! OpenTelemetry: the request spans exported over OTLP/HTTP (feature `otel`).
 //!
 //! The server's request span (`mcp.request`, see `docs/observability.md`) is a `tracing`
-//! span. [`OtlpConfig::layer`] gives a `tracing-subscriber` layer that turns those spans into
-//! OpenTelemetry spans and exports them, batched, to a collector over OTLP/HTTP (protobuf).
+//! span. [`OtlpConfig::layer`] gives a `tracing-subscriber` layer ([`OtlpLayer`]) that
+//! exports those spans, batched, to a collector over OTLP/HTTP (protobuf). The layer writes
+//! the export requests straight from the spans it records, without the OpenTelemetry SDK's
+//! span objects in between, so exporting every request span costs little of the server's
+//! throughput (`docs/benchmarks.md`). A program that already runs the OpenTelemetry SDK
+//! with `tracing-opentelemetry` can use that layer instead ([`OtlpConfig::provider`] gives
+//! an SDK pipeline with the same settings): the server parents and links its spans through
+//! whichever of the two records them.
 //! Each request span is the child of the trace context its request carries
 //! (`_meta.traceparent`, else on Streamable HTTP the `traceparent` header), so a client's
 //! span, the server's and the tool's own spans read as one trace.
@@ -11,7 +17,9 @@
 //! [`OtlpConfig::max_queue`] spans, which a background thread sends in batches; when the
 //! queue is full (a slow or dead collector) further spans are dropped, not buffered. Each
 //! export has a deadline ([`OtlpConfig::export_timeout`]) and reads at most 64 KiB of the
-//! collector's answer.
+//! collector's answer. A span keeps at most 128 attributes, 128 events, 128 links and
+//! 16 KiB of text; what does not fit is counted in the span's dropped counts.
+//! [`OtelGuard::dropped_spans`] and [`OtelGuard::failed_exports`] tell what was lost.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,20 +42,28 @@
 //! (and anything at INFO or above), without the DEBUG event that ends each request span. Metrics stay on Prometheus (`Metrics`); a collector's Prometheus receiver scrapes
 //! them into OTLP when wanted.
 
+mod encode;
+mod export;
+mod layer;
+mod record;
+
 use std::str::FromStr as _;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use mcp_wire::trace::TraceContext;
 use opentelemetry::trace::{
-    SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState, TracerProvider as _,
+    SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider,
 };
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+pub use layer::OtlpLayer;
 
 use crate::auth::fetch::{Fetcher, refused_url};
 
@@ -60,7 +76,7 @@ pub const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
 /// The default collector, as the OTLP specification names it.
 pub const DEFAULT_ENDPOINT: &str = "http://localhost:4318";
 
-/// The longest answer read from the collector.
+/// The longest answer read from the collector (the SDK pipeline's; the layer's is its own).
 const MAX_ANSWER: usize = 64 * 1024;
 
 /// Why the exporter was not set up.
@@ -192,34 +208,26 @@ impl OtlpConfig {
     /// The `tracing-subscriber` layer exporting spans, and the guard that flushes and stops
     /// the export when dropped. The export runs on a thread and a one-thread runtime of its
     /// own, whatever runtime the server uses.
-    #[allow(
-        clippy::type_complexity,
-        reason = "the layer's type is the crate's own"
-    )]
-    pub fn layer<S>(
-        &self,
-    ) -> Result<
-        (
-            tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::Tracer>,
-            OtelGuard,
-        ),
-        OtelError,
-    >
+    pub fn layer<S>(&self) -> Result<(OtlpLayer<S>, OtelGuard), OtelError>
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
-        let provider = self.provider()?;
-        let tracer = provider.tracer("mcp-server");
-        let layer = tracing_opentelemetry::layer()
-            .with_tracer(tracer)
-            .with_location(false)
-            .with_threads(false)
-            .with_tracked_inactivity(false);
-        Ok((layer, OtelGuard { provider }))
+        let endpoint = self.resolved_endpoint()?;
+        let (queue, control) = export::start(export::Settings {
+            endpoint,
+            preamble: encode::Preamble::new(&self.service_name, &instance_id()),
+            max_queue: self.max_queue,
+            max_batch: self.max_batch,
+            delay: self.delay,
+            timeout: self.export_timeout,
+        })?;
+        Ok((OtlpLayer::new(queue, self.ratio), OtelGuard { control }))
     }
 
-    /// The tracer provider behind [`layer`](Self::layer), for a program that builds its own
-    /// layer or traces outside `tracing`.
+    /// An OpenTelemetry SDK tracer provider with these settings (the same endpoint checks,
+    /// queue, batches, sampling and resource), for a program that exports through the SDK
+    /// (a `tracing-opentelemetry` layer, or tracing outside `tracing`) rather than
+    /// [`layer`](Self::layer). Flush and shut it down when the program ends.
     pub fn provider(&self) -> Result<SdkTracerProvider, OtelError> {
         let endpoint = self.resolved_endpoint()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -247,13 +255,7 @@ impl OtlpConfig {
         let processor = BatchSpanProcessor::builder(exporter)
             .with_batch_config(batch)
             .build();
-        // Each process is its own instance: the spans of one worker can be told apart.
-        let mut instance = [0u8; 16];
-        let instance = match getrandom::fill(&mut instance) {
-            Ok(()) => mcp_wire::trace::TraceParent::new(instance, [1; 8], 0)
-                .map_or_else(|| std::process::id().to_string(), |p| p.trace_id_hex()),
-            Err(_) => std::process::id().to_string(),
-        };
+        let instance = instance_id();
         let resource = opentelemetry_sdk::Resource::builder_empty()
             .with_service_name(self.service_name.clone())
             .with_attribute(opentelemetry::KeyValue::new(
@@ -298,6 +300,17 @@ pub fn export_filter() -> tracing_subscriber::filter::FilterFn {
     })
 }
 
+/// A random `service.instance.id`: each process is its own instance, so the spans of one
+/// worker can be told apart.
+fn instance_id() -> String {
+    let mut instance = [0u8; 16];
+    match getrandom::fill(&mut instance) {
+        Ok(()) => mcp_wire::trace::TraceParent::new(instance, [1; 8], 0)
+            .map_or_else(|| std::process::id().to_string(), |p| p.trace_id_hex()),
+        Err(_) => std::process::id().to_string(),
+    }
+}
+
 /// `<base>/v1/traces`.
 fn traces_url(base: &str) -> String {
     format!("{}/v1/traces", base.trim_end_matches('/'))
@@ -308,25 +321,34 @@ fn traces_url(base: &str) -> String {
 #[derive(Debug)]
 #[must_use = "the export stops when the guard is dropped"]
 pub struct OtelGuard {
-    provider: SdkTracerProvider,
+    control: export::Control,
 }
 
 impl OtelGuard {
-    /// The provider the layer exports through.
-    pub fn provider(&self) -> &SdkTracerProvider {
-        &self.provider
+    /// Sends the spans queued now and waits for the collector's answer, at most the export
+    /// timeout (and a second). `false` when the export did not finish in that time.
+    pub fn flush(&self) -> bool {
+        self.control.flush(false)
+    }
+
+    /// How many finished spans were dropped because the queue was full.
+    pub fn dropped_spans(&self) -> u64 {
+        self.control.losses().dropped.load(Ordering::Relaxed)
+    }
+
+    /// How many batches the collector did not take (an error, a timeout, a status other
+    /// than 2xx); their spans are lost.
+    pub fn failed_exports(&self) -> u64 {
+        self.control.losses().failed.load(Ordering::Relaxed)
     }
 }
 
-impl Drop for OtelGuard {
-    fn drop(&mut self) {
-        let _ = self.provider.force_flush();
-        let _ = self.provider.shutdown();
-    }
-}
-
-/// Makes `span` the child of the trace context `parent` (a remote span).
+/// Makes `span` the child of the trace context `parent` (a remote span), through whichever
+/// layer records it ([`OtlpLayer`] or `tracing-opentelemetry`'s).
 pub(crate) fn set_parent(span: &tracing::Span, parent: &TraceContext) {
+    if layer::set_parent(span, parent, true).is_some() {
+        return;
+    }
     let traceparent = parent.traceparent;
     let state = parent
         .tracestate
@@ -343,11 +365,28 @@ pub(crate) fn set_parent(span: &tracing::Span, parent: &TraceContext) {
     let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(context));
 }
 
+/// Makes `span` (made without a parent) the child of `parent`, a span of this process that
+/// has ended or will end first (a task's run and the call that created it).
+pub(crate) fn adopt(span: &tracing::Span, parent: &tracing::Span) {
+    match layer::context_of(parent) {
+        Some(Some(context)) => {
+            let _ = layer::set_parent(span, &context, false);
+        }
+        Some(None) => {}
+        None => {
+            let _ = span.set_parent(parent.context());
+        }
+    }
+}
+
 /// Links `span` to the span `traceparent` names (one that caused it, on any worker).
 pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
     let Ok(cause) = mcp_wire::trace::TraceParent::parse(traceparent) else {
         return;
     };
+    if layer::link(span, &cause).is_some() {
+        return;
+    }
     span.add_link(SpanContext::new(
         TraceId::from_bytes(cause.trace_id()),
         SpanId::from_bytes(cause.parent_id()),
@@ -357,8 +396,12 @@ pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
     ));
 }
 
-/// The trace context of `span` as a request would carry it, when the span is exported.
+/// The trace context of `span` as a request would carry it, when the span is exported
+/// (by [`OtlpLayer`] or by `tracing-opentelemetry`'s layer).
 pub fn context_of(span: &tracing::Span) -> Option<TraceContext> {
+    if let Some(context) = layer::context_of(span) {
+        return context;
+    }
     let context = span.context();
     let span_ref = context.span();
     let span_context = span_ref.span_context();
