@@ -22,6 +22,8 @@ const MAX_ANSWER: usize = 64 * 1024;
 /// The spans waiting for export and the thread's orders, behind one lock.
 struct Waiting {
     spans: Vec<Record>,
+    /// The spans' footprint, in bytes.
+    bytes: usize,
     /// A flush asked by the guard, answered once what was queued before it is sent.
     flush: Option<Flush>,
 }
@@ -38,6 +40,7 @@ struct Shared {
     /// Wakes the thread: a batch is full, or a flush was asked.
     wake: Condvar,
     max_queue: usize,
+    max_queue_bytes: usize,
     max_batch: usize,
     losses: Losses,
 }
@@ -69,17 +72,22 @@ impl fmt::Debug for Queue {
 }
 
 impl Queue {
-    /// Queues `span`; a full queue drops it (counted). The thread is woken only when a batch
-    /// is full: otherwise it wakes by itself once the batch delay has passed, so a span
-    /// costs a lock and a push, not a wake-up.
+    /// Queues `span`; a full queue (in spans or in bytes) drops it (counted). The thread is
+    /// woken only when a batch is full: otherwise it wakes by itself once the batch delay
+    /// has passed, so a span costs a lock and a push, not a wake-up.
     pub(crate) fn push(&self, span: Record) {
         let shared = &*self.0;
+        let footprint = span.footprint();
         let mut waiting = shared.lock();
-        if waiting.spans.len() >= shared.max_queue {
+        if waiting.spans.len() >= shared.max_queue
+            || waiting.bytes + footprint > shared.max_queue_bytes
+        {
             drop(waiting);
+            drop(span);
             shared.losses.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        waiting.bytes += footprint;
         waiting.spans.push(span);
         let full = waiting.spans.len() == shared.max_batch;
         drop(waiting);
@@ -137,6 +145,7 @@ pub(crate) struct Settings {
     pub(crate) endpoint: String,
     pub(crate) preamble: Preamble,
     pub(crate) max_queue: usize,
+    pub(crate) max_queue_bytes: usize,
     pub(crate) max_batch: usize,
     pub(crate) delay: Duration,
     pub(crate) timeout: Duration,
@@ -155,10 +164,12 @@ pub(crate) fn start(settings: Settings) -> Result<(Queue, Control), OtelError> {
     let shared = Arc::new(Shared {
         waiting: Mutex::new(Waiting {
             spans: Vec::with_capacity(settings.max_queue),
+            bytes: 0,
             flush: None,
         }),
         wake: Condvar::new(),
         max_queue: settings.max_queue,
+        max_queue_bytes: settings.max_queue_bytes,
         max_batch: settings.max_batch,
         losses: Losses::default(),
     });
@@ -208,6 +219,7 @@ fn run(shared: &Shared, post: &mut Post, delay: Duration) {
                     .0;
             }
             std::mem::swap(&mut waiting.spans, &mut taken);
+            waiting.bytes = 0;
             waiting.flush.take()
         };
         let deadline = Instant::now() + post.timeout;

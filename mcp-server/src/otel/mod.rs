@@ -17,8 +17,9 @@
 //! [`OtlpConfig::max_queue`] spans, which a background thread sends in batches; when the
 //! queue is full (a slow or dead collector) further spans are dropped, not buffered. Each
 //! export has a deadline ([`OtlpConfig::export_timeout`]) and reads at most 64 KiB of the
-//! collector's answer. A span keeps at most 128 attributes, 128 events, 128 links and
-//! 16 KiB of text; what does not fit is counted in the span's dropped counts.
+//! collector's answer. The queue also has a memory bound ([`OtlpConfig::max_queue_bytes`],
+//! 16 MiB). A span keeps at most 128 attributes, 64 events (16 attributes each), 128 links
+//! and 16 KiB of text; what does not fit is counted in the span's dropped counts.
 //! [`OtelGuard::dropped_spans`] and [`OtelGuard::failed_exports`] tell what was lost.
 //!
 //! ```no_run
@@ -102,6 +103,7 @@ pub struct OtlpConfig {
     traces_endpoint: Option<String>,
     ratio: f64,
     max_queue: usize,
+    max_queue_bytes: usize,
     max_batch: usize,
     delay: Duration,
     export_timeout: Duration,
@@ -119,6 +121,7 @@ impl OtlpConfig {
             traces_endpoint: None,
             ratio: 1.0,
             max_queue: 2048,
+            max_queue_bytes: 16 * 1024 * 1024,
             max_batch: 512,
             delay: Duration::from_secs(1),
             export_timeout: Duration::from_secs(10),
@@ -162,6 +165,17 @@ impl OtlpConfig {
     pub fn max_queue(mut self, spans: usize) -> Self {
         self.max_queue = spans.max(1);
         self.max_batch = self.max_batch.min(self.max_queue);
+        self
+    }
+
+    /// How much memory the waiting spans may take, in bytes (their records, attributes,
+    /// events, links and text; at least 64 KiB; default 16 MiB). Spans are small (a request
+    /// span is under 1 KiB) but a span may hold up to 16 KiB of text and 64 events: this
+    /// bounds the queue whatever its spans hold. A span that does not fit is dropped, as when
+    /// [`max_queue`](Self::max_queue) spans wait. Applies to [`layer`](Self::layer).
+    #[must_use]
+    pub fn max_queue_bytes(mut self, bytes: usize) -> Self {
+        self.max_queue_bytes = bytes.max(64 * 1024);
         self
     }
 
@@ -217,6 +231,7 @@ impl OtlpConfig {
             endpoint,
             preamble: encode::Preamble::new(&self.service_name, &instance_id()),
             max_queue: self.max_queue,
+            max_queue_bytes: self.max_queue_bytes,
             max_batch: self.max_batch,
             delay: self.delay,
             timeout: self.export_timeout,

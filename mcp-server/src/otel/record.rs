@@ -1,8 +1,10 @@
 //! A span as the export layer keeps it while it runs and hands it to the export thread when
 //! it closes: ids, times, and its attributes with `&'static` keys (a `tracing` field's name)
 //! and values whose text shares one buffer. Bounded: at most [`MAX_ATTRIBUTES`] attributes,
-//! [`MAX_EVENTS`] events, [`MAX_LINKS`] links and [`MAX_TEXT`] bytes of text; what does not
-//! fit is counted as dropped (text is cut at a character boundary).
+//! [`MAX_EVENTS`] events of [`MAX_EVENT_ATTRIBUTES`] attributes, [`MAX_LINKS`] links and
+//! [`MAX_TEXT`] bytes of text; what does not fit is counted as dropped (text is cut at a
+//! character boundary). [`Record::footprint`] is what a record holds in memory, for the
+//! queue's byte bound.
 
 use std::fmt::{self, Write as _};
 
@@ -11,7 +13,9 @@ use tracing::field::{Field, Visit};
 /// Attributes kept per span and per event (OpenTelemetry's default limit).
 pub(crate) const MAX_ATTRIBUTES: usize = 128;
 /// Events kept per span.
-pub(crate) const MAX_EVENTS: usize = 128;
+pub(crate) const MAX_EVENTS: usize = 64;
+/// Attributes kept per event (a log line's fields).
+pub(crate) const MAX_EVENT_ATTRIBUTES: usize = 16;
 /// Links kept per span.
 pub(crate) const MAX_LINKS: usize = 128;
 /// Bytes of text (names and string values) kept per span.
@@ -104,6 +108,23 @@ impl Record {
         }
     }
 
+    /// What the record holds in memory, in bytes: itself, its attributes, events, links and
+    /// text (the capacities, which is what the allocator gave).
+    pub(crate) fn footprint(&self) -> usize {
+        let attribute = size_of::<(&'static str, Value)>();
+        size_of::<Self>()
+            + self.attributes.capacity() * attribute
+            + self.events.capacity() * size_of::<Event>()
+            + self
+                .events
+                .iter()
+                .map(|e| e.attributes.capacity() * attribute)
+                .sum::<usize>()
+            + self.links.capacity() * size_of::<Link>()
+            + self.text.capacity()
+            + self.tracestate.as_ref().map_or(0, |s| s.len())
+    }
+
     /// Whether the span is sampled (exported).
     pub(crate) fn sampled(&self) -> bool {
         self.flags & 1 == 1
@@ -155,6 +176,7 @@ impl Record {
             &mut self.dropped_attributes,
             key,
             value,
+            MAX_ATTRIBUTES,
         );
     }
 
@@ -214,10 +236,11 @@ fn set(
     dropped: &mut u32,
     key: &'static str,
     value: Value,
+    limit: usize,
 ) {
     if let Some(slot) = attributes.iter_mut().find(|(k, _)| *k == key) {
         slot.1 = value;
-    } else if attributes.len() < MAX_ATTRIBUTES {
+    } else if attributes.len() < limit {
         attributes.push((key, value));
     } else {
         *dropped = dropped.saturating_add(1);
@@ -441,7 +464,13 @@ impl Target for EventFields<'_> {
             dropped,
             ..
         } = &mut self.event;
-        set(attributes, dropped, field.name(), value);
+        set(
+            attributes,
+            dropped,
+            field.name(),
+            value,
+            MAX_EVENT_ATTRIBUTES,
+        );
     }
 
     fn str(&mut self, field: &Field, value: &str) {
@@ -499,6 +528,32 @@ mod tests {
             record.link([2; 16], [2; 8], 1);
         }
         assert_eq!((record.links.len(), record.dropped_links), (MAX_LINKS, 1));
+
+        // An event keeps at most its own number of attributes (its level among them).
+        let mut fresh = Record::new([1; 16], [1; 8], 1);
+        let mut event = fresh.event(0, "INFO").unwrap();
+        let Event {
+            attributes,
+            dropped,
+            ..
+        } = &mut event.0.event;
+        for key in &keys[..MAX_EVENT_ATTRIBUTES + 4] {
+            set(
+                attributes,
+                dropped,
+                key,
+                Value::Int(1),
+                MAX_EVENT_ATTRIBUTES,
+            );
+        }
+        assert_eq!((attributes.len(), *dropped), (MAX_EVENT_ATTRIBUTES, 5));
+        event.0.finish();
+
+        // The footprint counts what the record holds.
+        let before = record.footprint();
+        assert!(before > MAX_ATTRIBUTES * 40 + MAX_EVENTS * 40, "{before}");
+        record.push_text(&"x".repeat(MAX_TEXT));
+        assert!(record.footprint() >= before + MAX_TEXT - 256);
     }
 
     #[test]

@@ -111,3 +111,32 @@ async fn a_hanging_collector_costs_the_queue_and_nothing_more() {
     receiver.hold.send_replace(false);
     drop(guard);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_is_bounded_in_bytes_too() {
+    let receiver = Receiver::start().await;
+    // No batch fills and the delay is long: every span stays queued until the guard flushes.
+    let (layer, guard) = OtlpConfig::new("bytes-test")
+        .endpoint(receiver.endpoint())
+        .max_queue(1000)
+        .max_batch(1000)
+        .max_queue_bytes(64 * 1024)
+        .batch_delay(Duration::from_secs(60))
+        .layer()
+        .unwrap();
+    let subscriber = tracing_subscriber::registry().with(layer.with_filter(export_filter()));
+    let text = "x".repeat(16 * 1024);
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..20 {
+            drop(tracing::info_span!("big", text = text.as_str()));
+        }
+    });
+    // Each span holds 16 KiB of text: at most three fit in 64 KiB.
+    assert!(guard.dropped_spans() >= 17, "{}", guard.dropped_spans());
+    assert!(guard.flush());
+    let kept = receiver
+        .wait_for(1, |g| g.service == "bytes-test")
+        .await
+        .len();
+    assert!((1..=3).contains(&kept), "{kept}");
+}
