@@ -19,6 +19,8 @@ mod demo_auth;
 mod demo_drain;
 mod demo_flags;
 mod demo_metrics;
+// The worker process of the tests that run the demo on a shared hub.
+#[cfg(any(feature = "redis", feature = "sqlite"))]
 mod demo_process;
 mod demo_sqlite_restart;
 mod deploy_example;
