@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::backends::Backend;
 use crate::demo_process::DemoProcess;
-use crate::otlp::{Receiver, assert_call_span, client_span, in_trace};
+use crate::otlp::{Got, Receiver, assert_call_span, client_span, in_trace};
 use crate::raw_http::{RawRequest, WAIT};
 
 #[tokio::test]
@@ -168,7 +168,7 @@ async fn an_mrtr_round_trip_across_workers_is_one_trace_linked_to_the_asking_spa
     );
 
     let mut spans = receiver.wait_for(3, in_trace(parent)).await;
-    let id = |g: &crate::otlp::Got| g.attributes["jsonrpc.request.id"].clone();
+    let id = |g: &Got| g.attributes["jsonrpc.request.id"].clone();
     spans.sort_by_key(id);
     let rounds: Vec<&str> = spans
         .iter()
@@ -231,9 +231,10 @@ async fn a_collector_that_stops_answering_costs_calls_nothing_and_the_queue_boun
         assert_eq!(sum["structuredContent"]["sum"], n + 1, "{sum}");
     }
     // Answering again, the collector gets what the bounded queue kept (2048 spans, plus the
-    // batches of 512 that were in flight while it hung), not one span per call. A marker
-    // call of another trace, made once exports flow again, is queued behind everything kept:
-    // when it arrives, all of that has arrived.
+    // batch of 512 that was in flight while it hung), not one span per call. A marker call
+    // of another trace, made once exports flow again, is queued behind everything kept: when
+    // it arrives, all of that has arrived. A marker made while the queue is still full is
+    // dropped like any span then, so the marker is called again until one arrives.
     receiver.hold.send_replace(false);
     let flowing = receiver.wait_for(2, in_trace(parent)).await.len();
     let marker = client_span(7);
@@ -244,11 +245,24 @@ async fn a_collector_that_stops_answering_costs_calls_nothing_and_the_queue_boun
         .connect_http(&url)
         .await
         .unwrap();
-    marked
-        .call_tool("add", json!({"a": 0, "b": 0}))
-        .await
-        .unwrap();
-    receiver.wait_for(1, in_trace(marker)).await;
+    let marker_call = |g: &Got| in_trace(marker)(g) && g.name == "tools/call add";
+    let mut tries = 0;
+    loop {
+        marked
+            .call_tool("add", json!({"a": 0, "b": 0}))
+            .await
+            .unwrap();
+        // The export thread sends a partial batch at most a batch delay (1 s) after the last.
+        if receiver
+            .within(std::time::Duration::from_secs(5), 1, marker_call)
+            .await
+            .is_some()
+        {
+            break;
+        }
+        tries += 1;
+        assert!(tries < 10, "no marker span arrived");
+    }
     let settled = receiver.wait_for(flowing, in_trace(parent)).await.len();
     eprintln!(
         "{settled} spans of {} calls reached the collector",

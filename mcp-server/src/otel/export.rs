@@ -3,6 +3,7 @@
 //! server's bounded fetcher, on a one-thread runtime of the thread's own. A flush (asked by
 //! the guard) sends what is queued within one export timeout.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, mpsc};
@@ -21,7 +22,7 @@ const MAX_ANSWER: usize = 64 * 1024;
 
 /// The spans waiting for export and the thread's orders, behind one lock.
 struct Waiting {
-    spans: Vec<Record>,
+    spans: VecDeque<Record>,
     /// The spans' footprint, in bytes.
     bytes: usize,
     /// A flush asked by the guard, answered once what was queued before it is sent.
@@ -88,7 +89,7 @@ impl Queue {
             return;
         }
         waiting.bytes += footprint;
-        waiting.spans.push(span);
+        waiting.spans.push_back(span);
         let full = waiting.spans.len() == shared.max_batch;
         drop(waiting);
         if full {
@@ -163,7 +164,7 @@ pub(crate) fn start(settings: Settings) -> Result<(Queue, Control), OtelError> {
         .map_err(|e| OtelError::Runtime(e.to_string()))?;
     let shared = Arc::new(Shared {
         waiting: Mutex::new(Waiting {
-            spans: Vec::with_capacity(settings.max_queue),
+            spans: VecDeque::with_capacity(settings.max_queue),
             bytes: 0,
             flush: None,
         }),
@@ -199,14 +200,15 @@ pub(crate) fn start(settings: Settings) -> Result<(Queue, Control), OtelError> {
 }
 
 /// The thread's loop: waits until a batch is full, a flush is asked or the batch delay has
-/// passed since the last export, then takes every queued span (swapping buffers, so the
-/// layer pushes into the other while this one is sent) and posts them in batches.
+/// passed since the last export, then takes one batch from the front of the queue (a flush:
+/// everything queued) and posts it. While a collector hangs, the spans held are the queue's
+/// and the one batch being sent.
 fn run(shared: &Shared, post: &mut Post, delay: Duration) {
-    let mut taken: Vec<Record> = Vec::with_capacity(shared.max_queue);
+    let mut taken: Vec<Record> = Vec::with_capacity(shared.max_batch);
+    let mut due = Instant::now() + delay;
     loop {
         let flush = {
             let mut waiting = shared.lock();
-            let due = Instant::now() + delay;
             while waiting.flush.is_none() && waiting.spans.len() < shared.max_batch {
                 let left = due.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -218,9 +220,19 @@ fn run(shared: &Shared, post: &mut Post, delay: Duration) {
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
-            std::mem::swap(&mut waiting.spans, &mut taken);
-            waiting.bytes = 0;
-            waiting.flush.take()
+            let flush = waiting.flush.take();
+            let count = if flush.is_some() {
+                waiting.spans.len()
+            } else {
+                waiting.spans.len().min(shared.max_batch)
+            };
+            let mut freed = 0;
+            for span in waiting.spans.drain(..count) {
+                freed += span.footprint();
+                taken.push(span);
+            }
+            waiting.bytes = waiting.bytes.saturating_sub(freed);
+            flush
         };
         let deadline = Instant::now() + post.timeout;
         for batch in taken.chunks(shared.max_batch) {
@@ -229,6 +241,7 @@ fn run(shared: &Shared, post: &mut Post, delay: Duration) {
             }
         }
         taken.clear();
+        due = Instant::now() + delay;
         if let Some(flush) = flush {
             let _ = flush.done.send(());
             if flush.stop {

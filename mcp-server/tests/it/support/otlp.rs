@@ -111,7 +111,24 @@ impl Receiver {
 
     /// Waits until `count` spans match `wanted`, and returns them.
     pub async fn wait_for(&self, count: usize, wanted: impl Fn(&Got) -> bool) -> Vec<Got> {
-        let found = tokio::time::timeout(WAIT, async {
+        let found = self.within(WAIT, count, wanted).await;
+        found.unwrap_or_else(|| {
+            panic!(
+                "fewer than {count} matching spans arrived; got {:#?}",
+                self.spans.lock().unwrap()
+            )
+        })
+    }
+
+    /// The spans matching `wanted` once there are `count` of them, or `None` when fewer
+    /// arrive within `wait`.
+    pub async fn within(
+        &self,
+        wait: std::time::Duration,
+        count: usize,
+        wanted: impl Fn(&Got) -> bool,
+    ) -> Option<Vec<Got>> {
+        tokio::time::timeout(wait, async {
             loop {
                 let arrived = self.arrived.notified();
                 let hits: Vec<Got> = self
@@ -128,13 +145,8 @@ impl Receiver {
                 arrived.await;
             }
         })
-        .await;
-        found.unwrap_or_else(|_| {
-            panic!(
-                "fewer than {count} matching spans arrived; got {:#?}",
-                self.spans.lock().unwrap()
-            )
-        })
+        .await
+        .ok()
     }
 }
 
