@@ -4,18 +4,21 @@
 //! span. [`OtlpConfig::layer`] gives a `tracing-subscriber` layer ([`OtlpLayer`]) that
 //! exports those spans, batched, to a collector over OTLP/HTTP (protobuf). The layer writes
 //! the export requests straight from the spans it records, without the OpenTelemetry SDK's
-//! span objects in between, so exporting every request span costs little of the server's
-//! throughput (`docs/benchmarks.md`). A program that already runs the OpenTelemetry SDK
-//! with `tracing-opentelemetry` can use that layer instead ([`OtlpConfig::provider`] gives
-//! an SDK pipeline with the same settings): the server parents and links its spans through
-//! whichever of the two records them.
+//! span objects in between: exporting every request span costs the server about a quarter of
+//! its `tools/call` throughput, where the SDK's path cost about half (`docs/benchmarks.md`).
+//! A program that already runs the OpenTelemetry SDK with `tracing-opentelemetry` can use
+//! that layer instead ([`OtlpConfig::provider`] gives an SDK pipeline with the same
+//! settings): the server parents and links its spans through whichever of the two records
+//! them.
+//!
 //! Each request span is the child of the trace context its request carries
 //! (`_meta.traceparent`, else on Streamable HTTP the `traceparent` header), so a client's
 //! span, the server's and the tool's own spans read as one trace.
 //!
 //! The export is bounded and never blocks a request: finished spans wait in a queue of
 //! [`OtlpConfig::max_queue`] spans, which a background thread sends in batches; when the
-//! queue is full (a slow or dead collector) further spans are dropped, not buffered. Each
+//! queue is full (a slow or dead collector) further spans are dropped, not buffered; one
+//! batch at a time is taken from the queue to be sent. Each
 //! export has a deadline ([`OtlpConfig::export_timeout`]) and reads at most 64 KiB of the
 //! collector's answer. The queue also has a memory bound ([`OtlpConfig::max_queue_bytes`],
 //! 16 MiB). A span keeps at most 128 attributes, 64 events (16 attributes each), 128 links
@@ -40,8 +43,9 @@
 //! ```
 //!
 //! The request span is at DEBUG: [`export_filter`] lets the request and task spans through
-//! (and anything at INFO or above), without the DEBUG event that ends each request span. Metrics stay on Prometheus (`Metrics`); a collector's Prometheus receiver scrapes
-//! them into OTLP when wanted.
+//! (and anything at INFO or above), without the DEBUG event that ends each request span.
+//! Metrics stay on Prometheus (`Metrics`); a collector's Prometheus receiver scrapes them
+//! into OTLP when wanted.
 
 mod encode;
 mod export;
