@@ -176,7 +176,7 @@ pub(crate) fn start(settings: Settings) -> Result<(Queue, Control), OtelError> {
     });
     let mut post = Post {
         fetcher: Fetcher::new(settings.timeout, MAX_ANSWER),
-        runtime,
+        runtime: super::ExportRuntime(Some(runtime)),
         uri,
         preamble: settings.preamble,
         timeout: settings.timeout,
@@ -254,7 +254,7 @@ fn run(shared: &Shared, post: &mut Post, delay: Duration) {
 /// Posts batches.
 struct Post {
     fetcher: Fetcher,
-    runtime: tokio::runtime::Runtime,
+    runtime: super::ExportRuntime,
     uri: http::Uri,
     preamble: Preamble,
     timeout: Duration,
@@ -268,21 +268,19 @@ impl Post {
         let request = http::Request::post(self.uri.clone())
             .header(http::header::CONTENT_TYPE, "application/x-protobuf")
             .body(Full::new(Bytes::from(body)));
-        let taken = match request {
-            Ok(request) if !left.is_zero() => {
+        let taken = match (request, &self.runtime.0) {
+            (Ok(request), Some(runtime)) if !left.is_zero() => {
                 let send = self.fetcher.send(request);
-                match self
-                    .runtime
-                    .block_on(async { tokio::time::timeout(left, send).await })
-                {
+                match runtime.block_on(async { tokio::time::timeout(left, send).await }) {
                     Ok(Ok((status, _))) if status.is_success() => Ok(()),
                     Ok(Ok((status, _))) => Err(format!("the collector answered {status}")),
                     Ok(Err(e)) => Err(e),
                     Err(_) => Err(format!("no answer within {left:?}")),
                 }
             }
-            Ok(_) => Err("the flush deadline passed".to_owned()),
-            Err(e) => Err(e.to_string()),
+            (Ok(_), Some(_)) => Err("the flush deadline passed".to_owned()),
+            (Ok(_), None) => Err("the export runtime is gone".to_owned()),
+            (Err(e), _) => Err(e.to_string()),
         };
         match taken {
             Ok(()) => true,

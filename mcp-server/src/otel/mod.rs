@@ -445,7 +445,8 @@ struct OtlpHttp {
     runtime: ExportRuntime,
 }
 
-/// A runtime that may be dropped anywhere (inside another runtime too).
+/// A runtime that may be dropped anywhere (inside another runtime too: the export thread's,
+/// should its thread fail to start, is dropped where the layer was made).
 #[derive(Debug)]
 struct ExportRuntime(Option<tokio::runtime::Runtime>);
 
