@@ -701,9 +701,13 @@ impl Exchange {
                 "the question could not be sent: {what}"
             ))))
         };
-        let id = match random_id() {
-            Ok(id) => format!("{PUSH_ID_PREFIX}{id}"),
-            Err(err) => return Err(fail(&err.to_string())),
+        // With the ask span exported, the id also names it: the worker the answer is POSTed
+        // to (any worker) makes its span of the answer that span's child. The question's
+        // `_meta` carries the same context, so the id tells the client nothing new.
+        let id = match (random_id(), crate::trace_link::current_traceparent()) {
+            (Ok(id), Some(asking)) => format!("{PUSH_ID_PREFIX}{id}.{asking}"),
+            (Ok(id), None) => format!("{PUSH_ID_PREFIX}{id}"),
+            (Err(err), _) => return Err(fail(&err.to_string())),
         };
         let mut request = match self
             .inner

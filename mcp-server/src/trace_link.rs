@@ -37,6 +37,27 @@ pub(crate) fn ask_span(method: &'static str) -> tracing::Span {
     )
 }
 
+/// The span of an answer to a pushed question, POSTed to this worker: a server span, the
+/// child of the question's `mcp.ask` span (on any worker) when the question's id names it
+/// (`<id>.<traceparent>`, see `Exchange::push`).
+pub(crate) fn answer_span(id: &str) -> tracing::Span {
+    let span = tracing::debug_span!(
+        target: "mcp_server::request",
+        "mcp.answer",
+        otel.name = "answer",
+        otel.kind = "server",
+        jsonrpc.request.id = id,
+    );
+    #[cfg(feature = "otel")]
+    if !span.is_disabled()
+        && let Some((_, asking)) = id.rsplit_once('.')
+        && let Ok(asking) = mcp_wire::trace::TraceParent::parse(asking)
+    {
+        crate::otel::set_parent(&span, &mcp_wire::trace::TraceContext::new(asking));
+    }
+    span
+}
+
 /// Writes the context of the span running now (when it is exported) into a pushed request's
 /// `params._meta`, so the client's handling of it joins the trace.
 pub(crate) fn write_current(request: &mut serde_json::Value) {

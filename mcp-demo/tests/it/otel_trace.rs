@@ -444,4 +444,19 @@ async fn a_pushed_question_is_a_client_span_whose_context_the_question_carries()
         ask.attributes["jsonrpc.request.id"],
         question["id"].as_str().unwrap()
     );
+    // The answer, POSTed to B, is a server span on B: the child of the question's span on A.
+    let answer = receiver
+        .wait_for(1, |g| in_trace(parent)(g) && g.name == "answer")
+        .await;
+    let answer = &answer[0];
+    assert_eq!(answer.parent_span_id, ask.span_id, "{answer:#?}");
+    assert_eq!(answer.kind, crate::otlp::SERVER);
+    assert_ne!(
+        answer.instance, ask.instance,
+        "answered on the other worker"
+    );
+    assert_eq!(
+        answer.attributes["jsonrpc.request.id"],
+        question["id"].as_str().unwrap()
+    );
 }

@@ -406,14 +406,18 @@ impl Served {
             return;
         };
         let topic = reply_topic(&ctx.inner.namespace, &owner_tag(&ctx.owner()), id);
+        // The answer's span, the child of the span that asked (its context ends the id when
+        // that span was exported), on whichever worker asked.
+        let span = crate::trace_link::answer_span(id);
         // Only to a question still waiting (its asker opened the topic): a reply to anything
         // else is discarded without storing it.
-        match self
-            .settings()
-            .log
-            .publish_existing(&topic, encode_reply(&reply.outcome))
-            .await
-        {
+        let published = tracing::Instrument::instrument(
+            self.settings()
+                .log
+                .publish_existing(&topic, encode_reply(&reply.outcome)),
+            span,
+        );
+        match published.await {
             Ok(Some(_)) => {}
             Ok(None) => {
                 tracing::debug!(%id, "reply to a question nobody is waiting for; discarded");
