@@ -24,6 +24,15 @@ use super::{
 const BATCH: u64 = 256;
 /// Steps per `count` call (the demo's maximum).
 const STEPS: u64 = 10_000;
+/// Steps per `count` call in a quick run (`--quick`, CI: debug binaries, 5 s attacks): a
+/// batch of the full size cannot be read to its end within the drain time there, which
+/// reported every result as lost although none was.
+const QUICK_STEPS: u64 = 1_000;
+
+/// The steps of each `count` call of the progress attacks.
+fn steps(options: &Options) -> u64 {
+    if options.quick { QUICK_STEPS } else { STEPS }
+}
 /// The slow reader's rate.
 const SLOW_BYTES_PER_S: f64 = 64.0 * 1024.0;
 /// How long a stream may take to be read to its end once the attack is over.
@@ -75,14 +84,15 @@ async fn baseline(options: &Options) -> Res<Outcome> {
     })
 }
 
-/// The batch of `count` calls with progress tokens, ids `first..first + size`.
-fn progress_batch(first: u64, size: u64) -> Bytes {
+/// The batch of `count` calls of `steps` steps with progress tokens, ids
+/// `first..first + size`.
+fn progress_batch(first: u64, size: u64, steps: u64) -> Bytes {
     let calls: Vec<Value> = (first..first + size)
         .map(|i| {
             client::tool_call(
                 &json!(i),
                 "count",
-                json!({"n": STEPS}),
+                json!({"n": steps}),
                 Some(&json!(format!("p{i}"))),
             )
         })
@@ -143,7 +153,7 @@ async fn progress_http(addr: SocketAddr, options: &Options, fast: bool) -> Res<O
             .send(
                 Method::POST,
                 &peer,
-                Some(progress_batch(next_id, size)),
+                Some(progress_batch(next_id, size, steps(options))),
                 None,
             )
             .await?;
@@ -213,11 +223,13 @@ async fn progress_http(addr: SocketAddr, options: &Options, fast: bool) -> Res<O
     Ok(Outcome {
         what: if fast {
             format!(
-                "2025-03-26 batches of {size} `count` ({STEPS} steps, progress tokens) one after another, read at full speed"
+                "2025-03-26 batches of {size} `count` ({} steps, progress tokens) one after another, read at full speed",
+                steps(options)
             )
         } else {
             format!(
-                "2025-03-26 batches of {size} `count` ({STEPS} steps, progress tokens) one after another, read at 64 KiB/s"
+                "2025-03-26 batches of {size} `count` ({} steps, progress tokens) one after another, read at 64 KiB/s",
+                steps(options)
             )
         },
         connections_opened: Some(1),
@@ -250,7 +262,7 @@ async fn progress_stdio(options: &Options) -> Res<Report> {
         .map_err(|e| format!("stdin: {e}"))?;
     let measure = Measure::start(pid, None).await;
     let outcome = async {
-        let mut batch = progress_batch(1, BATCH).to_vec();
+        let mut batch = progress_batch(1, BATCH, steps(options)).to_vec();
         batch.push(b'\n');
         stdin.write_all(&batch).await.map_err(|e| format!("stdin: {e}"))?;
         let end = deadline(options);
@@ -300,7 +312,7 @@ async fn progress_stdio(options: &Options) -> Res<Report> {
             bytes as f64 / 1048576.0
         ));
         Ok(Outcome {
-            what: format!("stdio: a 2025-03-26 batch of {BATCH} `count` ({STEPS} steps, progress tokens), read at 64 KiB/s"),
+            what: format!("stdio: a 2025-03-26 batch of {BATCH} `count` ({} steps, progress tokens), read at 64 KiB/s", steps(options)),
             sessions: Some(1),
             expected: Some(BATCH),
             lost: Some(BATCH.saturating_sub(delivered)),
