@@ -17,7 +17,7 @@
 //!    (`--quick` writes `target/soak/reliability-quick.md` instead).
 //!
 //! A missed bound fails the task only with `--enforce`; an attack that could not run at all
-//! (the harness broke) always fails it. `--quick` (CI): 5 s per attack and smaller floods; the
+//! (the harness broke) always fails it. `--quick` (CI): 5 s per attack, smaller floods and shorter progress calls; the
 //! full run: 30 s per attack. The connection floods are held past the longest of the server's
 //! timeouts (read from the source's `DEFAULT_*` constants), at most 90 s.
 
@@ -587,7 +587,7 @@ fn render(
         "| settings | {:.0} s per attack{}, idle connections held {:.0} s, slowloris {:.0} s, {} |",
         settings.seconds,
         if settings.quick {
-            " (--quick: smaller floods)"
+            " (--quick: smaller floods, shorter progress calls)"
         } else {
             ""
         },
@@ -733,7 +733,7 @@ fn render(
     }
     let _ = writeln!(
         s,
-        "\nRun it again with `cargo xtask soak` (30 s per attack; `--seconds N` to change it), or `cargo xtask soak --quick` (CI: 5 s per attack, smaller floods, writes `target/soak/reliability-quick.md`); `--attacks a,b` runs some of them; `--enforce` fails the task when a bound is missed."
+        "\nRun it again with `cargo xtask soak` (30 s per attack; `--seconds N` to change it), or `cargo xtask soak --quick` (CI: 5 s per attack, smaller floods, progress calls of 1,000 steps, writes `target/soak/reliability-quick.md`); `--attacks a,b` runs some of them; `--enforce` fails the task when a bound is missed."
     );
     s
 }
