@@ -14,7 +14,8 @@
 //!    delivery, no connection held past the server's timeouts by the connection floods) and
 //!    writes the `## Soak` section of `docs/reliability.md` between the
 //!    `<!-- soak:begin -->` and `<!-- soak:end -->` markers, keeping every other section
-//!    (`--quick` writes `target/soak/reliability-quick.md` instead).
+//!    (`--quick` writes `target/soak/reliability-quick.md` instead, and a run of some of the
+//!    attacks, `--attacks a,b`, `target/soak/reliability-partial.md`).
 //!
 //! A missed bound fails the task only with `--enforce`; an attack that could not run at all
 //! (the harness broke) always fails it. `--quick` (CI): 5 s per attack, smaller floods and shorter progress calls; the
@@ -186,9 +187,14 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         wall,
         &root,
     );
+    // Only a full run of every attack replaces the published section; a quick run or a
+    // chosen few attacks go to `target/soak`.
+    let every_attack = settings.attacks.len() == ATTACKS.len();
     let out = settings.out.clone().unwrap_or_else(|| {
         if settings.quick {
             target.join("soak").join("reliability-quick.md")
+        } else if !every_attack {
+            target.join("soak").join("reliability-partial.md")
         } else {
             root.join("docs").join("reliability.md")
         }
@@ -733,7 +739,7 @@ fn render(
     }
     let _ = writeln!(
         s,
-        "\nRun it again with `cargo xtask soak` (30 s per attack; `--seconds N` to change it), or `cargo xtask soak --quick` (CI: 5 s per attack, smaller floods, progress calls of 1,000 steps, writes `target/soak/reliability-quick.md`); `--attacks a,b` runs some of them; `--enforce` fails the task when a bound is missed."
+        "\nRun it again with `cargo xtask soak` (30 s per attack; `--seconds N` to change it), or `cargo xtask soak --quick` (CI: 5 s per attack, smaller floods, progress calls of 1,000 steps, writes `target/soak/reliability-quick.md`); `--attacks a,b` runs some of them (and writes `target/soak/reliability-partial.md`); `--enforce` fails the task when a bound is missed."
     );
     s
 }
