@@ -416,8 +416,7 @@ impl Exchange {
     /// }
     /// ```
     pub fn trace_context(&self) -> Option<mcp_wire::trace::TraceContext> {
-        #[cfg(feature = "otel")]
-        if let Some(current) = crate::otel::context_of(&tracing::Span::current()) {
+        if let Some(current) = crate::trace_link::current_context() {
             return Some(mcp_wire::trace::TraceContext {
                 baggage: self.inner.trace.as_ref().and_then(|t| t.baggage.clone()),
                 ..current
@@ -704,8 +703,9 @@ impl Exchange {
         // With the ask span exported, the id also names it: the worker the answer is POSTed
         // to (any worker) makes its span of the answer that span's child. The question's
         // `_meta` carries the same context, so the id tells the client nothing new.
-        let id = match (random_id(), crate::trace_link::current_traceparent()) {
-            (Ok(id), Some(asking)) => format!("{PUSH_ID_PREFIX}{id}.{asking}"),
+        let asking = crate::trace_link::current_context();
+        let id = match (random_id(), &asking) {
+            (Ok(id), Some(asking)) => format!("{PUSH_ID_PREFIX}{id}.{}", asking.traceparent),
             (Ok(id), None) => format!("{PUSH_ID_PREFIX}{id}"),
             (Err(err), _) => return Err(fail(&err.to_string())),
         };
@@ -718,7 +718,13 @@ impl Exchange {
             Err(failure) => return Err(self.stop(Interrupted::Failed(failure))),
         };
         tracing::Span::current().record("jsonrpc.request.id", id.as_str());
-        crate::trace_link::write_current(&mut request);
+        // The question carries the ask span's context, so the client's handling of it can
+        // join the trace.
+        if let Some(asking) = &asking
+            && let Some(Value::Object(params)) = request.get_mut("params")
+        {
+            asking.write_params(params);
+        }
         let topic = reply_topic(&push.namespace, &owner_tag(&self.inner.owner), &id);
         // Open the topic with a marker before the question goes out: a reply is published only
         // to a topic that exists (so replies to questions nobody asked cost nothing), and one

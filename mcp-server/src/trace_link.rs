@@ -2,14 +2,19 @@
 //! task) carries of the span that made it, and the link a later span on any worker makes to
 //! it. Without the `otel` feature both are no-ops (there is no exported span to name).
 
-/// The `traceparent` of the span running now, when it is exported (feature `otel`): what a
-/// record kept in the hub (request state, a task) carries so that a span on another worker
-/// can link to the one that made it.
-pub(crate) fn current_traceparent() -> Option<String> {
+/// The trace context of the span running now, when it is exported (feature `otel`).
+pub(crate) fn current_context() -> Option<mcp_wire::trace::TraceContext> {
     #[cfg(feature = "otel")]
-    return crate::otel::context_of(&tracing::Span::current()).map(|c| c.traceparent.to_string());
+    return crate::otel::context_of(&tracing::Span::current());
     #[cfg(not(feature = "otel"))]
     None
+}
+
+/// The `traceparent` of the span running now, when it is exported: what a record kept in
+/// the hub (request state, a task) carries so that a span on another worker can link to the
+/// one that made it.
+pub(crate) fn current_traceparent() -> Option<String> {
+    current_context().map(|c| c.traceparent.to_string())
 }
 
 /// Links the span running now to the span `traceparent` names (kept by
@@ -56,17 +61,4 @@ pub(crate) fn answer_span(id: &str) -> tracing::Span {
         crate::otel::set_parent(&span, &mcp_wire::trace::TraceContext::new(asking));
     }
     span
-}
-
-/// Writes the context of the span running now (when it is exported) into a pushed request's
-/// `params._meta`, so the client's handling of it joins the trace.
-pub(crate) fn write_current(request: &mut serde_json::Value) {
-    #[cfg(feature = "otel")]
-    if let Some(context) = crate::otel::context_of(&tracing::Span::current())
-        && let Some(serde_json::Value::Object(params)) = request.get_mut("params")
-    {
-        context.write_params(params);
-    }
-    #[cfg(not(feature = "otel"))]
-    let _ = request;
 }

@@ -17,7 +17,7 @@ use mcp_client::trace::{TraceContext, TraceParent};
 use mcp_client::{Client, Revision, TracePropagation};
 use serde_json::{Value, json};
 
-use crate::backends::Backend;
+use crate::backends::{Backend, Place};
 use crate::demo_process::DemoProcess;
 use crate::otlp::{Got, Receiver, assert_call_span, client_span, in_trace};
 use crate::raw_http::{RawRequest, WAIT};
@@ -97,6 +97,15 @@ async fn worker(hub: Option<&str>, receiver: &Receiver) -> DemoProcess {
     .await
 }
 
+/// Two demo workers on one Redis place, exporting to `receiver`, and the place (its keys go
+/// when it is dropped); `None` without Redis (outside CI, where it is a failure).
+async fn two_workers(receiver: &Receiver) -> Option<(Place, DemoProcess, DemoProcess)> {
+    let place = Backend::REDIS.place().await?;
+    let a = worker(Some(&place.demo_hub()), receiver).await;
+    let b = worker(Some(&place.demo_hub()), receiver).await;
+    Some((place, a, b))
+}
+
 /// A 2026-07-28 `tools/call rename` in the trace of `parent`, with `extra` params.
 fn rename(id: i64, parent: TraceParent, extra: Value) -> Value {
     let mut params = json!({
@@ -130,14 +139,10 @@ async fn post(worker: &DemoProcess, body: &Value) -> Value {
 
 #[tokio::test]
 async fn an_mrtr_round_trip_across_workers_is_one_trace_linked_to_the_asking_span() {
-    let Some(place) = Backend::REDIS.place().await else {
+    let receiver = Receiver::start().await;
+    let Some((_place, a, b)) = two_workers(&receiver).await else {
         return;
     };
-    let receiver = Receiver::start().await;
-    let (a, b) = (
-        worker(Some(&place.demo_hub()), &receiver).await,
-        worker(Some(&place.demo_hub()), &receiver).await,
-    );
     let parent = client_span(5);
     // Round 1 on A asks; round 2 on B answers the first question and is asked the second;
     // round 3 on A finishes.
@@ -308,14 +313,10 @@ async fn task_rpc(
 
 #[tokio::test]
 async fn a_task_created_on_one_worker_and_polled_on_another_is_one_trace() {
-    let Some(place) = Backend::REDIS.place().await else {
+    let receiver = Receiver::start().await;
+    let Some((_place, a, b)) = two_workers(&receiver).await else {
         return;
     };
-    let receiver = Receiver::start().await;
-    let (a, b) = (
-        worker(Some(&place.demo_hub()), &receiver).await,
-        worker(Some(&place.demo_hub()), &receiver).await,
-    );
     let parent = client_span(8);
     let created = task_rpc(
         &a,
@@ -371,14 +372,10 @@ fn post_1125(session: Option<&str>, body: &Value) -> RawRequest<'static> {
 
 #[tokio::test]
 async fn a_pushed_question_is_a_client_span_whose_context_the_question_carries() {
-    let Some(place) = Backend::REDIS.place().await else {
+    let receiver = Receiver::start().await;
+    let Some((_place, a, b)) = two_workers(&receiver).await else {
         return;
     };
-    let receiver = Receiver::start().await;
-    let (a, b) = (
-        worker(Some(&place.demo_hub()), &receiver).await,
-        worker(Some(&place.demo_hub()), &receiver).await,
-    );
     let parent = client_span(9);
     let init = post_1125(
         None,

@@ -22,7 +22,8 @@ const MAX_ANSWER: usize = 64 * 1024;
 
 /// The spans waiting for export and the thread's orders, behind one lock.
 struct Waiting {
-    spans: VecDeque<Record>,
+    /// Each span with its footprint, counted when it was queued.
+    spans: VecDeque<(usize, Record)>,
     /// The spans' footprint, in bytes.
     bytes: usize,
     /// A flush asked by the guard, answered once what was queued before it is sent.
@@ -89,7 +90,7 @@ impl Queue {
             return;
         }
         waiting.bytes += footprint;
-        waiting.spans.push_back(span);
+        waiting.spans.push_back((footprint, span));
         let full = waiting.spans.len() == shared.max_batch;
         drop(waiting);
         if full {
@@ -227,8 +228,8 @@ fn run(shared: &Shared, post: &mut Post, delay: Duration) {
                 waiting.spans.len().min(shared.max_batch)
             };
             let mut freed = 0;
-            for span in waiting.spans.drain(..count) {
-                freed += span.footprint();
+            for (footprint, span) in waiting.spans.drain(..count) {
+                freed += footprint;
                 taken.push(span);
             }
             waiting.bytes = waiting.bytes.saturating_sub(freed);
