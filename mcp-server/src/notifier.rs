@@ -63,13 +63,27 @@ impl Change {
         adapter.change_notification(self.method(), Some(self.params()), subscription)
     }
 
+    /// The change as it travels on the hub's topic: a notification whose `_meta` carries the
+    /// `traceparent` of the span that published it, when spans are exported, so the span
+    /// that delivers it on any worker joins that trace.
     pub(crate) fn to_payload(&self) -> Bytes {
-        Bytes::from(json!({"method": self.method(), "params": self.params()}).to_string())
+        let mut params = self.params();
+        if let Some(traceparent) = crate::trace_link::current_traceparent() {
+            params.insert("_meta".into(), json!({ "traceparent": traceparent }));
+        }
+        Bytes::from(json!({"method": self.method(), "params": params}).to_string())
     }
 
-    /// Reads a payload of the topic; `None` for anything this server does not relay.
-    pub(crate) fn from_payload(payload: &[u8]) -> Option<Self> {
+    /// Reads a payload of the topic, with the `traceparent` of the span that published it
+    /// (see [`to_payload`](Self::to_payload)); `None` for anything this server does not
+    /// relay.
+    pub(crate) fn from_payload(payload: &[u8]) -> Option<(Self, Option<String>)> {
         let value: Value = serde_json::from_slice(payload).ok()?;
+        let change = Self::from_value(&value)?;
+        Some((change, crate::trace_link::carried(value.get("params"))))
+    }
+
+    fn from_value(value: &Value) -> Option<Self> {
         match value.get("method")?.as_str()? {
             method::NOTIFICATION_RESOURCES_UPDATED => Some(Self::ResourceUpdated {
                 uri: value.get("params")?.get("uri")?.as_str()?.to_owned(),

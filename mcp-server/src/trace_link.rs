@@ -62,3 +62,71 @@ pub(crate) fn answer_span(id: &str) -> tracing::Span {
     }
     span
 }
+
+/// The `traceparent` a message's `params._meta` carries, when spans are exported (feature
+/// `otel`): what a relayed message (a cancellation) keeps of the span that sent it.
+pub(crate) fn carried(params: Option<&serde_json::Value>) -> Option<String> {
+    #[cfg(feature = "otel")]
+    return params
+        .and_then(serde_json::Value::as_object)
+        .and_then(mcp_wire::trace::TraceContext::from_params)
+        .map(|context| context.traceparent.to_string());
+    #[cfg(not(feature = "otel"))]
+    {
+        let _ = params;
+        None
+    }
+}
+
+/// Makes `span` the child of the span `cause` names (a `traceparent`, maybe of another
+/// worker), when the span is exported.
+fn child_of(span: &tracing::Span, cause: Option<&str>) {
+    #[cfg(feature = "otel")]
+    if !span.is_disabled()
+        && let Some(cause) = cause
+        && let Ok(cause) = mcp_wire::trace::TraceParent::parse(cause)
+    {
+        crate::otel::set_parent(span, &mcp_wire::trace::TraceContext::new(cause));
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = (span, cause);
+}
+
+/// Records that a `notifications/cancelled` cancelled the call `id` of `session` running on
+/// this worker: a server span (`notifications/cancelled`), the child of the span that sent
+/// the cancellation (`cause`, the client's, from its `_meta`), whichever worker it was POSTed
+/// to. Nothing is made without a cause: a cancellation outside any trace is no span of its
+/// own.
+pub(crate) fn cancelled_here(id: &mcp_wire::jsonrpc::Id, session: &str, cause: Option<&str>) {
+    if cause.is_none() {
+        return;
+    }
+    let span = tracing::debug_span!(
+        target: "mcp_server::request",
+        "mcp.cancel",
+        otel.name = mcp_wire::names::method::NOTIFICATION_CANCELLED,
+        otel.kind = "server",
+        mcp.method.name = mcp_wire::names::method::NOTIFICATION_CANCELLED,
+        mcp.session.id = crate::dispatch::telemetry::session_tag(session),
+        jsonrpc.request.id = %id,
+    );
+    child_of(&span, cause);
+}
+
+/// The span of a change (a list change, a resource update) sent to one client on this
+/// worker: a producer span named after the notification, the child of the span that
+/// published the change (`cause`, on any worker), when the change carries one.
+pub(crate) fn delivery_span(method: &'static str, cause: Option<&str>) -> tracing::Span {
+    if cause.is_none() {
+        return tracing::Span::none();
+    }
+    let span = tracing::debug_span!(
+        target: "mcp_server::request",
+        "mcp.notify",
+        otel.name = method,
+        otel.kind = "producer",
+        mcp.method.name = method,
+    );
+    child_of(&span, cause);
+    span
+}

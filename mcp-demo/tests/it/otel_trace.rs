@@ -8,6 +8,9 @@
 //! - A bare `traceparent` header (no `_meta`) parents the span too.
 //! - An MRTR round trip across two workers on Redis: each round's span is in the client's
 //!   trace, and a retry's span links to the span that asked, on the other worker.
+//! - A cancellation POSTed to the other worker is a span on the worker that ran the call, the
+//!   child of the span that sent it; a change published by a call on one worker is sent by
+//!   the other to a client's stream in a span that is the call's child.
 //! - A collector that stops answering: calls go on, and what reaches it afterwards is bounded
 //!   by the export queue, not by the number of calls.
 
@@ -370,6 +373,142 @@ fn post_1125(session: Option<&str>, body: &Value) -> RawRequest<'static> {
     request.json(body)
 }
 
+/// A 2025-11-25 session (with elicitation) initialized on `worker`: its id.
+async fn session_on(worker: &DemoProcess) -> String {
+    let init = post_1125(
+        None,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+    )
+    .send(worker.addr)
+    .await;
+    let session = init.header("mcp-session-id").unwrap().to_owned();
+    let done = post_1125(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .send(worker.addr)
+    .await;
+    assert_eq!(done.status, 202);
+    session
+}
+
+#[tokio::test]
+async fn a_cancellation_posted_to_another_worker_is_a_span_where_it_cancelled_the_call() {
+    let receiver = Receiver::start().await;
+    let Some((_place, a, b)) = two_workers(&receiver).await else {
+        return;
+    };
+    let session = session_on(&b).await;
+    // A long count on A, running once its first progress arrived.
+    let call_parent = client_span(11);
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "_meta": {"traceparent": call_parent.to_string(), "progressToken": "p"},
+        "name": "count", "arguments": {"n": 600, "step_ms": 100}}});
+    let mut stream = post_1125(Some(&session), &call).open(a.addr).await;
+    let progress = stream.message().await.expect("progress");
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    // Cancelled through B, in another trace.
+    let cancel_parent = client_span(12);
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+        "requestId": 8, "reason": "enough",
+        "_meta": {"traceparent": cancel_parent.to_string()}}});
+    assert_eq!(
+        post_1125(Some(&session), &cancel).send(b.addr).await.status,
+        202
+    );
+
+    let spans = receiver
+        .wait_for(1, |g| {
+            in_trace(cancel_parent)(g) && g.name == "notifications/cancelled"
+        })
+        .await;
+    let cancelled = &spans[0];
+    // A's span, the child of the span that sent the cancellation to B.
+    assert_eq!(
+        cancelled.parent_span_id,
+        cancel_parent.parent_id(),
+        "{cancelled:#?}"
+    );
+    assert_eq!(cancelled.kind, crate::otlp::SERVER);
+    assert_eq!(cancelled.attributes["jsonrpc.request.id"], "8");
+    assert_eq!(
+        cancelled.attributes["mcp.method.name"],
+        "notifications/cancelled"
+    );
+    assert_eq!(
+        cancelled.attributes["mcp.session.id"],
+        session[..8],
+        "{cancelled:#?}"
+    );
+    let call = receiver
+        .wait_for(1, |g| {
+            in_trace(call_parent)(g) && g.name == "tools/call count"
+        })
+        .await;
+    assert_eq!(call[0].instance, cancelled.instance, "where the call ran");
+    assert_eq!(call[0].attributes["outcome"], "cancelled", "{:#?}", call[0]);
+}
+
+#[tokio::test]
+async fn a_change_published_on_one_worker_is_delivered_in_its_trace_on_another() {
+    let receiver = Receiver::start().await;
+    let Some((_place, a, b)) = two_workers(&receiver).await else {
+        return;
+    };
+    let session = session_on(&b).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
+        "params": {"uri": "config://app"}});
+    let subscribed = post_1125(Some(&session), &subscribe).send(b.addr).await;
+    assert_eq!(subscribed.status, 200, "{subscribed:?}");
+    // The session's GET stream on B; the change is published by a call on A.
+    let mut stream = RawRequest::new("GET", "/mcp")
+        .header("Accept", "text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("Mcp-Session-Id", &session)
+        .open(b.addr)
+        .await;
+    let parent = client_span(13);
+    let touch = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "_meta": {"traceparent": parent.to_string()}, "name": "touch", "arguments": {}}});
+    assert_eq!(
+        post_1125(Some(&session), &touch).send(a.addr).await.status,
+        200
+    );
+    let updated = stream.message().await.expect("the update");
+    assert_eq!(
+        updated["method"], "notifications/resources/updated",
+        "{updated}"
+    );
+    // What reaches the client is the notification alone: the trace context stays on the hub.
+    assert_eq!(updated["params"], json!({"uri": "config://app"}));
+
+    let spans = receiver
+        .wait_for(2, |g| {
+            in_trace(parent)(g)
+                && ["tools/call touch", "notifications/resources/updated"]
+                    .contains(&g.name.as_str())
+        })
+        .await;
+    let named = |name: &str| spans.iter().find(|g| g.name == name).unwrap();
+    let (call, sent) = (
+        named("tools/call touch"),
+        named("notifications/resources/updated"),
+    );
+    // Sent from B, the child of the call on A that published the change.
+    assert_eq!(sent.parent_span_id, call.span_id, "{sent:#?}");
+    assert_eq!(sent.kind, crate::otlp::PRODUCER);
+    assert_ne!(
+        sent.instance, call.instance,
+        "delivered by the other worker"
+    );
+    assert_eq!(
+        sent.attributes["mcp.method.name"],
+        "notifications/resources/updated"
+    );
+}
+
 #[tokio::test]
 async fn a_pushed_question_is_a_client_span_whose_context_the_question_carries() {
     let receiver = Receiver::start().await;
@@ -377,22 +516,7 @@ async fn a_pushed_question_is_a_client_span_whose_context_the_question_carries()
         return;
     };
     let parent = client_span(9);
-    let init = post_1125(
-        None,
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-    )
-    .send(b.addr)
-    .await;
-    let session = init.header("mcp-session-id").unwrap().to_owned();
-    let done = post_1125(
-        Some(&session),
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .send(b.addr)
-    .await;
-    assert_eq!(done.status, 202);
+    let session = session_on(&b).await;
     // The call on A; its question is answered through B.
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "_meta": {"traceparent": parent.to_string()},

@@ -196,13 +196,14 @@ fn session_notifications(
     changes: crate::notify::ChangeStream,
 ) -> impl futures::Stream<Item = Bytes> + Send + 'static {
     changes
+        .traced()
         .take_while(|item| std::future::ready(item.is_ok()))
         .filter_map(move |item| {
             let shared = shared.clone();
             let set = set.clone();
             let id = id.clone();
             async move {
-                let (_, change) = item.ok()?;
+                let (_, change, cause) = item.ok()?;
                 let loaded = shared.sessions.load(&id).await.ok()?;
                 let adapter = loaded
                     .record
@@ -215,6 +216,10 @@ fn session_notifications(
                 if !filter.matches(&change) {
                     return None;
                 }
+                drop(crate::trace_link::delivery_span(
+                    change.method(),
+                    cause.as_deref(),
+                ));
                 let message = serde_json::to_vec(&change.to_message(adapter, None)).ok()?;
                 Some(body::event(Some("message"), None, &message))
             }

@@ -406,12 +406,13 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBody
         .then(|| body::priming(&changes.cursor().to_string(), shared.config.sse_retry_ms));
     let session = (shared.clone(), id.to_owned());
     let events = changes
+        .traced()
         .take_while(|item| std::future::ready(item.is_ok()))
         .filter_map(move |item| {
             let (shared, id) = session.clone();
             let lists = lists.clone();
             async move {
-                let (cursor, change) = item.ok()?;
+                let (cursor, change, cause) = item.ok()?;
                 let wanted = match &change {
                     Change::ResourceUpdated { uri } => shared
                         .sessions
@@ -420,8 +421,15 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBody
                         .is_ok_and(|loaded| loaded.record.subscriptions.contains(uri)),
                     other => lists.matches(other),
                 };
+                if !wanted {
+                    return None;
+                }
+                drop(crate::trace_link::delivery_span(
+                    change.method(),
+                    cause.as_deref(),
+                ));
                 let message = serde_json::to_vec(&change.to_message(adapter, None)).ok()?;
-                wanted.then(|| body::event(None, Some(&cursor.to_string()), &message))
+                Some(body::event(None, Some(&cursor.to_string()), &message))
             }
         });
     let source = stream::iter(priming.into_iter().chain(missed))

@@ -151,10 +151,15 @@ impl Served {
                     None => return result,
                 },
             };
-            let message = if let Some(change) = Change::from_payload(&event.payload) {
+            let message = if let Some((change, cause)) = Change::from_payload(&event.payload) {
                 if !filter.matches(&change) {
                     continue;
                 }
+                // Sent to this listener: a span in the publisher's trace.
+                drop(crate::trace_link::delivery_span(
+                    change.method(),
+                    cause.as_deref(),
+                ));
                 change.to_message(adapter, Some(&id))
             } else if let Some((task_id, params)) = crate::task::task_notification(&event.payload)
                 && task_ids.contains(&task_id)

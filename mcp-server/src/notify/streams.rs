@@ -93,6 +93,8 @@ impl NotificationFilter {
 /// [`cursor`](Self::cursor) to go on without loss or duplicates.
 pub struct ChangeStream {
     inner: Subscription,
+    /// The `traceparent` of the span that published the change read last, if it carried one.
+    cause: Option<String>,
 }
 
 impl fmt::Debug for ChangeStream {
@@ -108,6 +110,26 @@ impl ChangeStream {
     pub fn cursor(&self) -> Cursor {
         self.inner.cursor()
     }
+
+    /// The changes, each with the `traceparent` of the span that published it when it
+    /// carries one (see [`trace_link::delivery_span`](crate::trace_link::delivery_span)).
+    pub(crate) fn traced(self) -> Traced {
+        Traced(self)
+    }
+}
+
+/// A [`ChangeStream`] whose items carry their publisher's `traceparent`.
+pub(crate) struct Traced(ChangeStream);
+
+impl Stream for Traced {
+    type Item = Result<(Cursor, Change, Option<String>), NotifyError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        let changes = &mut self.0;
+        changes.poll_next_unpin(cx).map(|item| {
+            item.map(|item| item.map(|(cursor, change)| (cursor, change, changes.cause.take())))
+        })
+    }
 }
 
 impl Stream for ChangeStream {
@@ -120,7 +142,8 @@ impl Stream for ChangeStream {
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Ready(Some(Err(err))) => return Poll::Ready(Some(Err(err.into()))),
                 Poll::Ready(Some(Ok(event))) => {
-                    if let Some(change) = Change::from_payload(&event.payload) {
+                    if let Some((change, cause)) = Change::from_payload(&event.payload) {
+                        self.cause = cause;
                         return Poll::Ready(Some(Ok((event.cursor, change))));
                     }
                     tracing::debug!(cursor = %event.cursor, "an event this server does not relay; skipped");
@@ -216,6 +239,11 @@ impl Stream for NotificationStream {
                 Poll::Ready(Some(Err(err))) => return Poll::Ready(Some(Err(err))),
                 Poll::Ready(Some(Ok((cursor, change)))) => {
                     if let Some(message) = self.encode(&change) {
+                        // Sent to this stream's client: a span in the publisher's trace.
+                        drop(crate::trace_link::delivery_span(
+                            change.method(),
+                            self.changes.cause.as_deref(),
+                        ));
                         return Poll::Ready(Some(Ok((cursor, message))));
                     }
                 }
@@ -244,7 +272,7 @@ impl Server {
     ) -> Result<ChangeStream, NotifyError> {
         let inner =
             Subscription::start(self.settings().log.clone(), namespace.topic(TOPIC), after).await?;
-        Ok(ChangeStream { inner })
+        Ok(ChangeStream { inner, cause: None })
     }
 
     /// The notifications a listener on `adapter`'s revision wants (`filter`), published in

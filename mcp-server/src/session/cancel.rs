@@ -286,8 +286,9 @@ impl Cancels {
         }
     }
 
-    /// Cancels the call `id` of `session` if it runs on this worker.
-    fn cancel_here(&self, session: &str, id: &Id) {
+    /// Cancels the call `id` of `session` if it runs on this worker; a cancellation with a
+    /// `cause` (the span that sent it) leaves a span in that trace when it found the call.
+    fn cancel_here(&self, session: &str, id: &Id, cause: Option<&str>) {
         let contexts: Vec<Context> = self
             .lock()
             .by_id
@@ -295,21 +296,31 @@ impl Cancels {
             .map(|calls| calls.calls.iter().map(|(_, ctx)| ctx.clone()).collect())
             .unwrap_or_default();
         for ctx in contexts {
-            ctx.cancel(id);
+            if ctx.cancel(id) {
+                crate::trace_link::cancelled_here(id, session, cause);
+            }
         }
     }
 
-    /// Cancels the calls `ids` of `session` here and on every other worker.
+    /// Cancels the calls `cancelled` name in `session` here and on every other worker.
     pub(crate) async fn cancel(
         &self,
         log: &Arc<dyn EventLog>,
         topic: &Topic,
         session: &str,
-        ids: &[Id],
+        cancelled: &[Cancelled],
     ) {
-        for id in ids {
-            self.cancel_here(session, id);
-            let Ok(payload) = serde_json::to_vec(id) else {
+        for Cancelled { id, cause } in cancelled {
+            self.cancel_here(session, id, cause.as_deref());
+            // A bare id, as every worker reads it, unless the cancellation has a cause.
+            let payload = match cause {
+                None => serde_json::to_vec(id),
+                Some(cause) => serde_json::to_vec(&Relayed::Traced {
+                    id: id.clone(),
+                    traceparent: Some(cause.clone()),
+                }),
+            };
+            let Ok(payload) = payload else {
                 continue;
             };
             if let Err(err) = log.publish(topic, Bytes::from(payload)).await {
@@ -343,13 +354,15 @@ async fn listen(
 ) {
     let run = async {
         while let Some(Ok(event)) = subscription.next().await {
-            let Ok(id) = serde_json::from_slice::<Id>(&event.payload) else {
-                continue;
+            let (id, cause) = match serde_json::from_slice::<Relayed>(&event.payload) {
+                Ok(Relayed::Bare(id)) => (id, None),
+                Ok(Relayed::Traced { id, traceparent }) => (id, traceparent),
+                Err(_) => continue,
             };
             let Some(cancels) = cancels.upgrade() else {
                 return;
             };
-            cancels.cancel_here(&session, &id);
+            cancels.cancel_here(&session, &id, cause.as_deref());
         }
     };
     tokio::select! {
@@ -375,14 +388,41 @@ pub(crate) fn requests(body: &mcp_adapters::DecodedBody) -> (usize, Option<Id>) 
     (usize::from(first.is_some()) + ids.count(), first)
 }
 
-/// The request ids the `notifications/cancelled` messages of a body name.
-pub(crate) fn cancelled_ids(decoded: &Decoded) -> Vec<Id> {
+/// A cancellation of a session's call, as it travels on the session's cancel topic.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum Relayed {
+    /// The request id alone (a cancellation outside any exported trace).
+    Bare(Id),
+    /// The request id and the `traceparent` of the span that sent the cancellation.
+    Traced {
+        id: Id,
+        #[serde(default)]
+        traceparent: Option<String>,
+    },
+}
+
+/// A `notifications/cancelled` of a body: the request id it names, and the span that sent it
+/// (its `_meta`'s `traceparent`, kept when spans are exported).
+#[derive(Debug)]
+pub(crate) struct Cancelled {
+    pub(crate) id: Id,
+    pub(crate) cause: Option<String>,
+}
+
+/// The cancellations (`notifications/cancelled`) of a body.
+pub(crate) fn cancelled_ids(decoded: &Decoded) -> Vec<Cancelled> {
     let cancelled = |message: &Message| match message {
-        Message::Notification(n) if n.method == method::NOTIFICATION_CANCELLED => n
-            .params
-            .as_ref()
-            .and_then(|p| p.get("requestId"))
-            .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok()),
+        Message::Notification(n) if n.method == method::NOTIFICATION_CANCELLED => {
+            let params = n.params.as_ref();
+            let id = params
+                .and_then(|p| p.get("requestId"))
+                .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok())?;
+            Some(Cancelled {
+                id,
+                cause: crate::trace_link::carried(params),
+            })
+        }
         _ => None,
     };
     // A single message (the common case) needs no list of messages first.
@@ -447,6 +487,30 @@ mod tests {
         drop(again);
         tokio::time::sleep(LINGER * 2).await;
         assert!(!listened(&cancels, "s1"));
+    }
+
+    #[test]
+    fn a_relayed_cancellation_is_a_bare_id_unless_it_has_a_cause() {
+        // What every worker reads and writes without a trace: the id alone.
+        for (payload, id) in [(r#""abc""#, Id::from("abc")), ("7", Id::Number(7))] {
+            assert_eq!(
+                serde_json::from_str::<Relayed>(payload).unwrap(),
+                Relayed::Bare(id.clone())
+            );
+            assert_eq!(serde_json::to_string(&Relayed::Bare(id)).unwrap(), payload);
+        }
+        let traced =
+            r#"{"id":7,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}"#;
+        assert_eq!(
+            serde_json::from_str::<Relayed>(traced).unwrap(),
+            Relayed::Traced {
+                id: Id::Number(7),
+                traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+            }
+        );
+        // Anything else is no cancellation.
+        assert!(serde_json::from_str::<Relayed>(r#"{"traceparent":"x"}"#).is_err());
+        assert!(serde_json::from_str::<Relayed>("[7]").is_err());
     }
 
     #[tokio::test(start_paused = true)]

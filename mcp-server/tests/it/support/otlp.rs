@@ -24,6 +24,12 @@ use tokio::sync::{Notify, watch};
 pub const SERVER: i32 = 2;
 /// See [`SERVER`].
 pub const CLIENT: i32 = 3;
+/// See [`SERVER`].
+#[allow(
+    dead_code,
+    reason = "not every test binary that includes this module reads it"
+)]
+pub const PRODUCER: i32 = 4;
 
 /// How long a test waits for spans.
 const WAIT: std::time::Duration = std::time::Duration::from_secs(20);
