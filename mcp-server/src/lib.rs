@@ -245,6 +245,7 @@ pub use notify::{ChangeError, ChangeStream, NotificationFilter, NotificationStre
 pub use prompt::{IntoPromptResult, Prompt};
 pub use resource::{IntoResourceContents, Resource, ResourceRequest, ResourceTemplate};
 pub use server::{DEFAULT_PAGE_SIZE, Server, ServerBuilder, ToolSchemas};
+pub use session::SessionConfig;
 pub use skills::{
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES_PER_SKILL,
     DEFAULT_MAX_SKILL_BYTES, DEFAULT_MAX_SKILLS, DEFAULT_SKILLS_PAGE_SIZE, MAX_SKILLS_PAGE_SIZE,

@@ -5,17 +5,10 @@ use std::time::Duration;
 use mcp_hub::Namespace;
 
 use crate::http::origin::Pattern;
+use crate::session::SessionConfig;
 
 /// The default body limit of a POST: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
-
-/// The default time to live of a session: one hour after its last use.
-pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(3600);
-
-/// The default time a worker serves a session record from memory between store reads: 1 s
-/// (changes made on other workers arrive sooner, through the event log; see
-/// [`HttpConfig::session_cache`]).
-pub const DEFAULT_SESSION_CACHE: Duration = Duration::from_secs(1);
 
 /// The default interval of keep-alive comments on an idle SSE stream: 15 s.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -30,10 +23,6 @@ pub const DEFAULT_SSE_RETRY_MS: u64 = 1000;
 /// [`HttpConfig::post_stream_lease`]).
 pub const DEFAULT_POST_STREAM_LEASE: Duration = Duration::from_secs(10);
 
-/// The default maximum of sessions one endpoint (worker) mints and holds at once: 10,000
-/// (about 8 MiB of session records on the memory store).
-pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
-
 /// The default time a client has to send a request's head (request line and headers) once it
 /// started sending it: 10 s.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,10 +34,6 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default interval of HTTP/2 keep-alive pings: 30 s (a peer that does not answer one
 /// within 20 s loses its connection).
 pub const DEFAULT_HTTP2_KEEP_ALIVE: Duration = Duration::from_secs(30);
-
-/// The default maximum of calls (requests with an id) of one session in flight on one
-/// endpoint at once: 64.
-pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
 
 /// The default maximum of Streamable HTTP GET streams one session holds open on one endpoint:
 /// 4.
@@ -86,11 +71,13 @@ pub(crate) enum Localhost {
 /// use std::time::Duration;
 /// use mcp_server::http::HttpConfig;
 ///
+/// use mcp_server::SessionConfig;
+///
 /// let config = HttpConfig::new()
 ///     .allowed_origin("https://*.example.com")
 ///     .allowed_host("mcp.example.com")
 ///     .body_limit(1024 * 1024)
-///     .session_ttl(Duration::from_secs(600));
+///     .sessions(SessionConfig::new().ttl(Duration::from_secs(600)));
 /// # let _ = config;
 /// ```
 ///
@@ -101,8 +88,7 @@ pub(crate) enum Localhost {
 /// | [`body_limit`](Self::body_limit) | 4 MiB (larger bodies get 413) |
 /// | [`allowed_origin`](Self::allowed_origin) | none: only requests without `Origin`, same-origin requests, and localhost origins when bound to loopback |
 /// | [`allowed_host`](Self::allowed_host) | any host, except that a server bound to loopback accepts only `localhost`, `127.0.0.1` and `[::1]` |
-/// | [`session_ttl`](Self::session_ttl) | 1 hour after last use |
-/// | [`session_cache`](Self::session_cache) | 1 s, invalidated through the event log on every change |
+/// | [`sessions`](Self::sessions) | [`SessionConfig`]'s: at most 10,000 sessions per endpoint (the least recently used idle one makes room), 100 per client address or per principal, 64 calls of a session in flight, one hour after last use, the root namespace |
 /// | [`keep_alive`](Self::keep_alive) | a comment every 15 s on idle SSE streams |
 /// | [`prefer_sse`](Self::prefer_sse) | off: JSON unless the call sends something before its result |
 /// | [`sse_retry`](Self::sse_retry) | 1000 ms in the priming event (revisions with SSE polling) |
@@ -110,15 +96,10 @@ pub(crate) enum Localhost {
 /// | [`post_stream_lease`](Self::post_stream_lease) | 10 s: a resumed POST stream whose call's worker stopped ends with an error within 1.5 times this |
 /// | [`post_stream_poll_after`](Self::post_stream_poll_after) | off: a POST stream stays open until its call ends |
 /// | [`shutdown_deadline`](Self::shutdown_deadline) | 10 s |
-/// | [`namespace`](Self::namespace) | the root namespace |
 /// | [`legacy_sse`](Self::legacy_sse) | on (HTTP+SSE for the revisions that have a handshake) |
 /// | [`auth`](Self::auth) | none: no access token is asked for |
 /// | [`routes`](Self::routes) | none: every path but the MCP ones (and the resource server's metadata) gets 404 |
-/// | [`max_sessions`](Self::max_sessions) | 10,000 per endpoint; a new session beyond it ends the least recently used idle one (whose client is told to initialize again), and gets 503 with `Retry-After` only when every session is in use |
-/// | [`max_sessions_per_peer`](Self::max_sessions_per_peer) | sessions without a principal: `max(16, max_sessions / 100)` (100 by default) per client address on this endpoint; a new one beyond it ends that address's own least recently used idle session, and gets 503 with `Retry-After` only when all of them are in use |
 /// | [`trusted_proxies`](Self::trusted_proxies) | none: the client address is the connection's, `Forwarded` and `X-Forwarded-For` are never read |
-/// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | with [`auth`](Self::auth): `max(16, max_sessions / 100)` (100 by default) per principal on all workers; one more gets 503 |
-/// | [`max_calls_per_session`](Self::max_calls_per_session) | 64 calls of one session in flight; a request beyond it gets 503 |
 /// | [`max_streams_per_session`](Self::max_streams_per_session) | 4 GET streams open per session; another GET gets 503 |
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s to send a request's head on HTTP/1.1, counted from when the server waits for it |
 /// | [`idle_timeout`](Self::idle_timeout) | 60 s without a request in flight, then the connection is closed |
@@ -145,8 +126,7 @@ pub struct HttpConfig {
     pub(crate) hosts: Vec<Pattern>,
     pub(crate) localhost: Localhost,
     pub(crate) bound_loopback: bool,
-    pub(crate) session_ttl: Duration,
-    pub(crate) session_cache: Duration,
+    pub(crate) sessions: SessionConfig,
     pub(crate) keep_alive: Duration,
     pub(crate) prefer_sse: bool,
     pub(crate) sse_retry_ms: u64,
@@ -154,15 +134,10 @@ pub struct HttpConfig {
     pub(crate) post_stream_lease: Duration,
     pub(crate) post_stream_poll_after: Option<Duration>,
     pub(crate) shutdown_deadline: Duration,
-    pub(crate) namespace: Namespace,
     pub(crate) legacy_sse: bool,
     pub(crate) auth: Option<crate::auth::ResourceServer>,
     pub(crate) routes: Vec<std::sync::Arc<dyn crate::http::Routes>>,
-    pub(crate) max_sessions: usize,
-    pub(crate) max_sessions_per_principal: Option<usize>,
-    pub(crate) max_sessions_per_peer: Option<usize>,
     pub(crate) trusted_proxies: Vec<crate::http::TrustedProxy>,
-    pub(crate) max_calls_per_session: usize,
     pub(crate) max_streams_per_session: usize,
     pub(crate) header_read_timeout: Duration,
     pub(crate) idle_timeout: Duration,
@@ -192,8 +167,7 @@ impl HttpConfig {
             hosts: Vec::new(),
             localhost: Localhost::Auto,
             bound_loopback: false,
-            session_ttl: DEFAULT_SESSION_TTL,
-            session_cache: DEFAULT_SESSION_CACHE,
+            sessions: SessionConfig::new(),
             keep_alive: DEFAULT_KEEP_ALIVE,
             prefer_sse: false,
             sse_retry_ms: DEFAULT_SSE_RETRY_MS,
@@ -201,15 +175,10 @@ impl HttpConfig {
             post_stream_lease: DEFAULT_POST_STREAM_LEASE,
             post_stream_poll_after: None,
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
-            namespace: Namespace::root(),
             legacy_sse: true,
             auth: None,
             routes: Vec::new(),
-            max_sessions: DEFAULT_MAX_SESSIONS,
-            max_sessions_per_principal: None,
-            max_sessions_per_peer: None,
             trusted_proxies: Vec::new(),
-            max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
             max_streams_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
@@ -305,125 +274,78 @@ impl HttpConfig {
         self
     }
 
-    /// The most sessions this endpoint (one worker) mints and holds at once, Streamable HTTP
-    /// and HTTP+SSE together. Default is 10,000 ([`DEFAULT_MAX_SESSIONS`]).
-    ///
-    /// At the limit, a new session takes the place of the least recently used *idle* session
-    /// of this worker: one with no request running and no stream open here (an HTTP+SSE
-    /// session is busy as long as its stream is open). That session is ended (its record
-    /// deleted from the hub's state store, so no worker serves it any more, and its hub
-    /// topics go with it), and its client's next request gets the revision's answer for an
-    /// unknown session (404 on Streamable HTTP), which every revision answers by initializing
-    /// again (the `mcp-client` crate does so by itself and retries the request). A session in
-    /// use is never ended: only when every session this worker holds is busy does an
-    /// `initialize` that would mint one get HTTP 503 with `Retry-After: 2` and the revision's
-    /// JSON-RPC error for an unavailable server (`-32603`, naming the request's id), and
-    /// `GET /sse` 503. So a flood of sessions costs its own sessions, and never locks new
-    /// clients out for a TTL. Finding the session to end is O(1) (a least-recently-used list).
-    ///
-    /// The limit counts the sessions this worker minted. Whether a session is in use is known
-    /// per worker: with workers sharing a hub and no sticky routing, a session minted here and
-    /// in use only on another worker counts as idle here (a call running there finishes, its
-    /// session's next request gets 404 and the client initializes again). A session frees its
-    /// place when it is deleted here, or when this worker notices that it ended (expired, or
-    /// was deleted on another worker): at most one [`session_ttl`](Self::session_ttl) after
-    /// that. Every eviction is counted (`mcp_sessions_evicted_total{reason="cap"}`) and logged
-    /// (at most one line per 5 s, with the number not logged since). Values below 1 count as 1.
+    /// The settings of the endpoint's sessions (Streamable HTTP and HTTP+SSE together): how
+    /// many, for how long, how many calls each, in which namespace, as [`SessionConfig`]
+    /// describes. Replaces what the shorthands below set.
     ///
     /// ```
     /// use mcp_server::http::HttpConfig;
+    /// use mcp_server::SessionConfig;
     ///
-    /// let config = HttpConfig::new().max_sessions(50_000);
+    /// let config = HttpConfig::new().sessions(SessionConfig::new().max_sessions(50_000));
     /// # let _ = config;
     /// ```
+    #[must_use]
+    pub fn sessions(mut self, sessions: SessionConfig) -> Self {
+        self.sessions = sessions;
+        self
+    }
+
+    /// Shorthand for [`SessionConfig::max_sessions`] on [`sessions`](Self::sessions).
     #[must_use]
     pub fn max_sessions(mut self, max: usize) -> Self {
-        self.max_sessions = max.max(1);
+        self.sessions = self.sessions.max_sessions(max);
         self
     }
 
-    /// The most sessions one principal (an authenticated issuer and subject, see
-    /// [`auth`](Self::auth)) holds at once, Streamable HTTP and HTTP+SSE together, counted on
-    /// all workers that share the hub. Default: `max(16, max_sessions / 100)`, 100 with the
-    /// default [`max_sessions`](Self::max_sessions), and no limit when `max_sessions` is
-    /// `usize::MAX`; values below 1 count as 1, and `usize::MAX` turns the limit off. Without
-    /// [`auth`](Self::auth) there is no principal and this limit does not apply.
-    ///
-    /// So one principal cannot take every session of the server: at its limit, its
-    /// `initialize` that would mint a session gets HTTP 503 with the revision's JSON-RPC
-    /// error for an unavailable server (`-32603`, naming the request's id and the limit), and
-    /// its `GET /sse` gets 503; other principals are served as before. Nothing of the
-    /// principal's is ended to make room (a session in use elsewhere is never evicted): a
-    /// session frees its place when the client deletes it (`DELETE`, or the HTTP+SSE stream
-    /// closes) or when it expires ([`session_ttl`](Self::session_ttl) after its last use).
-    ///
-    /// Each principal has one record in the hub's state store (the ids of its sessions, 35
-    /// bytes each, so keep the limit in the hundreds), renewed with its sessions; minting,
-    /// deleting and renewing a principal's session cost one or two more store operations.
-    /// At the limit, the sessions listed are looked up (one read each) to drop those that
-    /// expired.
-    ///
-    /// ```
-    /// use mcp_server::http::HttpConfig;
-    ///
-    /// let config = HttpConfig::new().max_sessions_per_principal(20);
-    /// # let _ = config;
-    /// ```
+    /// Shorthand for [`SessionConfig::max_sessions_per_principal`] on
+    /// [`sessions`](Self::sessions).
     #[must_use]
     pub fn max_sessions_per_principal(mut self, max: usize) -> Self {
-        self.max_sessions_per_principal = Some(max.max(1));
+        self.sessions = self.sessions.max_sessions_per_principal(max);
         self
     }
 
-    /// The most sessions without a principal (no [`auth`](Self::auth)) one client address
-    /// holds on this endpoint (one worker) at once, Streamable HTTP and HTTP+SSE together.
-    /// Default: `max(16, max_sessions / 100)`, 100 with the default
-    /// [`max_sessions`](Self::max_sessions), and no limit when `max_sessions` is `usize::MAX`;
-    /// values below 1 count as 1, and `usize::MAX` turns the limit off. Authenticated
-    /// sessions are counted per principal instead
-    /// ([`max_sessions_per_principal`](Self::max_sessions_per_principal)).
-    ///
-    /// The client address is the connection's, or, when the connection comes from one of the
-    /// [`trusted_proxies`](Self::trusted_proxies), the address they report; IPv6 addresses
-    /// count by their /64 network (one host commonly has a whole /64), IPv4-mapped ones as
-    /// IPv4. A mounted endpoint (not run by [`serve`](crate::http::serve) and its siblings)
-    /// does not know the connection's address, and this limit does not apply there.
-    ///
-    /// At the limit, the address's new session takes the place of its own least recently
-    /// used idle session (ended as at [`max_sessions`](Self::max_sessions), and counted as
-    /// `mcp_sessions_evicted_total{reason="peer_quota"}`), so a client that floods the server
-    /// with sessions only ends its own; only when every session of the address is in use does
-    /// its `initialize` get HTTP 503 with `Retry-After: 2` and the revision's JSON-RPC error
-    /// (counted as `mcp_limit_refusals_total{limit="max_sessions_per_peer"}`). The count is
-    /// per worker (in memory, no hub operation per `initialize`): across `n` workers one
-    /// address holds at most `n` times the limit. The addresses tracked are at most the
-    /// sessions held.
-    ///
-    /// ```
-    /// use mcp_server::http::HttpConfig;
-    ///
-    /// let config = HttpConfig::new().max_sessions_per_peer(50);
-    /// # let _ = config;
-    /// ```
+    /// Shorthand for [`SessionConfig::max_sessions_per_peer`] on [`sessions`](Self::sessions).
     #[must_use]
     pub fn max_sessions_per_peer(mut self, max: usize) -> Self {
-        self.max_sessions_per_peer = Some(max.max(1));
+        self.sessions = self.sessions.max_sessions_per_peer(max);
         self
     }
 
-    /// The per-address session limit in force (see
-    /// [`max_sessions_per_peer`](Self::max_sessions_per_peer)).
-    pub(crate) fn sessions_per_peer(&self) -> usize {
-        match self.max_sessions_per_peer {
-            Some(max) => max,
-            None if self.max_sessions == usize::MAX => usize::MAX,
-            None => (self.max_sessions / 100).max(16),
-        }
+    /// Shorthand for [`SessionConfig::max_calls_per_session`] on
+    /// [`sessions`](Self::sessions).
+    #[must_use]
+    pub fn max_calls_per_session(mut self, max: usize) -> Self {
+        self.sessions = self.sessions.max_calls_per_session(max);
+        self
+    }
+
+    /// Shorthand for [`SessionConfig::ttl`] on [`sessions`](Self::sessions).
+    #[must_use]
+    pub fn session_ttl(mut self, ttl: Duration) -> Self {
+        self.sessions = self.sessions.ttl(ttl);
+        self
+    }
+
+    /// Shorthand for [`SessionConfig::cache`] on [`sessions`](Self::sessions).
+    #[must_use]
+    pub fn session_cache(mut self, trust: Duration) -> Self {
+        self.sessions = self.sessions.cache(trust);
+        self
+    }
+
+    /// Shorthand for [`SessionConfig::namespace`] on [`sessions`](Self::sessions): the
+    /// namespace (tenant) of sessions, HTTP+SSE streams, request state and question topics.
+    #[must_use]
+    pub fn namespace(mut self, namespace: Namespace) -> Self {
+        self.sessions = self.sessions.namespace(namespace);
+        self
     }
 
     /// Proxies (addresses or CIDR networks) whose client address headers are believed:
     /// when a connection comes from one of them, the client address that
-    /// [`max_sessions_per_peer`](Self::max_sessions_per_peer) counts is the right-most
+    /// [`SessionConfig::max_sessions_per_peer`] counts is the right-most
     /// address of `Forwarded` (RFC 7239, its `for=`; read when the request has the header)
     /// or else `X-Forwarded-For` that is not itself a trusted proxy (the left-most when every
     /// hop is trusted; the last trusted hop when the next one is hidden, `unknown` or
@@ -444,38 +366,6 @@ impl HttpConfig {
         proxies: impl IntoIterator<Item = crate::http::TrustedProxy>,
     ) -> Self {
         self.trusted_proxies.extend(proxies);
-        self
-    }
-
-    /// The per-principal session limit in force (see
-    /// [`max_sessions_per_principal`](Self::max_sessions_per_principal)).
-    pub(crate) fn sessions_per_principal(&self) -> usize {
-        match self.max_sessions_per_principal {
-            Some(max) => max,
-            // No session limit asked for: no per-principal limit either.
-            None if self.max_sessions == usize::MAX => usize::MAX,
-            None => (self.max_sessions / 100).max(16),
-        }
-    }
-
-    /// The most calls (requests with an id, a batch counting each of its requests) of one
-    /// session in flight on this endpoint at once. Default is 64
-    /// ([`DEFAULT_MAX_CALLS_PER_SESSION`]); values below 1 count as 1.
-    ///
-    /// A request whose calls would exceed it is refused whole with HTTP 503 and the
-    /// revision's JSON-RPC error for an unavailable server (`-32603`, naming the request's
-    /// first id); on HTTP+SSE (where the POST was already answered 202) the error travels on
-    /// the stream. The calls already running go on; the client may retry once one ended.
-    ///
-    /// ```
-    /// use mcp_server::http::HttpConfig;
-    ///
-    /// let config = HttpConfig::new().max_calls_per_session(16);
-    /// # let _ = config;
-    /// ```
-    #[must_use]
-    pub fn max_calls_per_session(mut self, max: usize) -> Self {
-        self.max_calls_per_session = max.max(1);
         self
     }
 
@@ -743,39 +633,6 @@ impl HttpConfig {
         self
     }
 
-    /// How long a session lives after its last use; the TTL is renewed lazily (at most once per
-    /// quarter of the TTL per worker), never by a write on every request. Default is one hour.
-    #[must_use]
-    pub fn session_ttl(mut self, ttl: Duration) -> Self {
-        self.session_ttl = ttl.max(Duration::from_millis(1));
-        self
-    }
-
-    /// How long a worker may serve a session's record (negotiated revision, client
-    /// capabilities, log level, subscriptions) from its memory without reading the state store.
-    /// Default is 1 s; [`Duration::ZERO`] reads the store on every request.
-    ///
-    /// A worker that changes or ends a session publishes the session id on a topic of the
-    /// endpoint's namespace in the event log, and every worker that follows that topic drops
-    /// its copy, so a cached record is replaced as soon as the change is delivered (on Redis,
-    /// typically well under a millisecond). Records are trusted only while this worker follows
-    /// the topic; the time here bounds how long a copy can outlive a change whose notice was
-    /// lost (a worker that died between writing and publishing). A request that reaches another
-    /// worker within that delivery delay may still see the previous record; with sticky
-    /// sessions every change is made on the worker that caches it, so nothing is ever stale.
-    /// On the memory store, records are read in memory anyway: this only saves decoding.
-    ///
-    /// With the cache on, a worker also rides out a store outage for the sessions it has seen:
-    /// when the store fails or does not answer within 3 ms, a request of a session this worker
-    /// holds a copy of is served from that copy (changes to the session still need the store,
-    /// and fail with 503 while it is away). With [`Duration::ZERO`] every request waits for
-    /// the store and gets 503 when it fails.
-    #[must_use]
-    pub fn session_cache(mut self, trust: Duration) -> Self {
-        self.session_cache = trust;
-        self
-    }
-
     /// How often an idle SSE stream gets a keep-alive comment. Default is 15 s.
     #[must_use]
     pub fn keep_alive(mut self, interval: Duration) -> Self {
@@ -808,55 +665,12 @@ impl HttpConfig {
         self
     }
 
-    /// The namespace (tenant) of sessions, HTTP+SSE streams, request state and question topics.
-    /// Default is the root namespace.
-    #[must_use]
-    pub fn namespace(mut self, namespace: Namespace) -> Self {
-        self.namespace = namespace;
-        self
-    }
-
     /// Whether localhost origins and hosts are trusted.
     pub(crate) fn trusts_localhost(&self) -> bool {
         match self.localhost {
             Localhost::Allow => true,
             Localhost::Deny => false,
             Localhost::Auto => self.bound_loopback,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::HttpConfig;
-
-    #[test]
-    fn the_per_principal_session_limit_is_a_small_share_of_the_session_limit() {
-        // (config, the limit in force)
-        for (config, limit) in [
-            (HttpConfig::new(), 100),
-            (HttpConfig::new().max_sessions(500), 16),
-            (HttpConfig::new().max_sessions(50_000), 500),
-            (HttpConfig::new().max_sessions(usize::MAX), usize::MAX),
-            (HttpConfig::new().max_sessions_per_principal(0), 1),
-            (
-                HttpConfig::new()
-                    .max_sessions(usize::MAX)
-                    .max_sessions_per_principal(7),
-                7,
-            ),
-        ] {
-            assert_eq!(config.sessions_per_principal(), limit, "{config:?}");
-            // The per-address limit follows the same rule.
-            let config = match config.max_sessions_per_principal {
-                Some(max) => HttpConfig {
-                    max_sessions_per_principal: None,
-                    ..config
-                }
-                .max_sessions_per_peer(max),
-                None => config,
-            };
-            assert_eq!(config.sessions_per_peer(), limit, "{config:?}");
         }
     }
 }

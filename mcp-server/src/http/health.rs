@@ -110,7 +110,7 @@ impl Health {
             return why;
         }
         let store = shared.server.settings().states.store().clone();
-        let key = shared.config.namespace.key(PROBE_KEY);
+        let key = shared.config.sessions.namespace.key(PROBE_KEY);
         let why = match tokio::time::timeout(HUB_TIMEOUT, store.get(&key)).await {
             Ok(Ok(_)) => None,
             Ok(Err(err)) => {

@@ -125,7 +125,7 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBod
         let shared = shared.clone();
         let id = id.clone();
         tokio::spawn(async move {
-            let period = shared.config.session_ttl / 4;
+            let period = shared.config.sessions.ttl / 4;
             loop {
                 tokio::time::sleep(period).await;
                 match shared.sessions.renew(&id).await {

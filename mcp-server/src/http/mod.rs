@@ -44,13 +44,12 @@
 //!
 //! # Limits
 //!
-//! Every resource a client can make the endpoint hold is bounded by a setting of
-//! [`HttpConfig`] with a safe default: sessions per endpoint
-//! ([`max_sessions`](HttpConfig::max_sessions)) and per client address
-//! ([`max_sessions_per_peer`](HttpConfig::max_sessions_per_peer)), where a new session ends the
-//! least recently used idle one and gets 503 only when every one is in use, calls in flight and GET
-//! streams per session ([`max_calls_per_session`](HttpConfig::max_calls_per_session),
-//! [`max_streams_per_session`](HttpConfig::max_streams_per_session), 503 beyond them), and,
+//! Every resource a client can make the endpoint hold is bounded by a setting with a safe
+//! default: sessions per endpoint, per client address and per principal, and calls in flight
+//! per session ([`SessionConfig`](crate::SessionConfig), through [`HttpConfig::sessions`]: a
+//! new session ends the least recently used idle one and gets 503 only when every one is in
+//! use), GET streams per session
+//! ([`max_streams_per_session`](HttpConfig::max_streams_per_session), 503 beyond it), and,
 //! when the endpoint runs on its own socket, connections
 //! ([`max_connections`](HttpConfig::max_connections): more wait in the listen backlog), the
 //! time to send a request's head ([`header_read_timeout`](HttpConfig::header_read_timeout))
@@ -90,14 +89,15 @@ use tokio::sync::{Notify, watch};
 use crate::refusal::Reason;
 use crate::server::Server;
 
+pub use crate::session::{
+    DEFAULT_MAX_CALLS_PER_SESSION, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL,
+};
 pub use body::HttpBody;
 pub use config::{
     DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_PERIOD, DEFAULT_HEADER_READ_TIMEOUT,
     DEFAULT_HTTP2_KEEP_ALIVE, DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LIVENESS_PATH,
-    DEFAULT_MAX_CALLS_PER_SESSION, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
-    DEFAULT_MAX_STREAMS_PER_SESSION, DEFAULT_POST_STREAM_LEASE, DEFAULT_READINESS_PATH,
-    DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS,
-    HttpConfig,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS_PER_SESSION, DEFAULT_POST_STREAM_LEASE,
+    DEFAULT_READINESS_PATH, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS, HttpConfig,
 };
 #[cfg(feature = "metrics")]
 pub use metrics::serve_metrics;
@@ -215,7 +215,7 @@ impl Shared {
             log: settings.log.clone(),
             store: settings.states.store().clone(),
             lease: self.config.post_stream_lease,
-            done_ttl: self.config.session_ttl,
+            done_ttl: self.config.sessions.ttl,
         }
     }
 
@@ -253,7 +253,7 @@ impl HttpEndpoint {
                 .then_some((config.sse_path.as_str(), config.message_path.as_str()));
             let store = (
                 server.settings().states.store().clone(),
-                config.namespace.clone(),
+                config.sessions.namespace.clone(),
             );
             config.auth = Some(auth.for_endpoint(&config.path, legacy, Some(store)));
         }
@@ -264,25 +264,10 @@ impl HttpEndpoint {
         } else {
             None
         };
-        let cancels = Arc::new(Cancels::new(config.max_calls_per_session));
+        let (sessions, cancels) = config.sessions.build(&server);
         let streams = Arc::new(crate::session::streams::StreamSlots::new(
             config.max_streams_per_session,
         ));
-        let sessions = Sessions::new(
-            server.settings().states.store().clone(),
-            config.namespace.clone(),
-            config.session_ttl,
-            Some((server.settings().log.clone(), config.session_cache)),
-        )
-        .limited(
-            config.max_sessions,
-            config.sessions_per_principal(),
-            config.sessions_per_peer(),
-            cancels.clone(),
-        );
-        let sessions = sessions.noting(server.settings().refusals.clone());
-        #[cfg(feature = "metrics")]
-        let sessions = sessions.metered(server.settings().metrics.clone());
         Self {
             shared: Arc::new(Shared {
                 server,

@@ -21,6 +21,7 @@
 //! Nothing here knows HTTP: the transports frame the bytes and render [`Refusal`]s.
 
 pub(crate) mod cancel;
+pub(crate) mod config;
 pub(crate) mod held;
 pub(crate) mod resume;
 pub(crate) mod store;
@@ -39,6 +40,10 @@ use crate::dispatch::{Context, Outgoing, Reply};
 use crate::server::{Served, Server};
 
 pub(crate) use cancel::{Cancels, Registered};
+pub use config::{
+    DEFAULT_MAX_CALLS_PER_SESSION, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_CACHE,
+    DEFAULT_SESSION_TTL, SessionConfig,
+};
 pub(crate) use held::PeerKey;
 pub(crate) use store::{Hold, Loaded, SessionError, SessionRecord, Sessions};
 
