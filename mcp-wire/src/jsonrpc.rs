@@ -547,14 +547,18 @@ fn special_bytes(word: u64) -> u64 {
 }
 
 /// The index of the first quote, backslash or control character in `bytes` from `from` on
-/// (or the length), eight bytes at a time while there is none.
+/// (or the length), eight bytes at a time: the lowest byte [`special_bytes`] flags in a word
+/// is the first special one (a false flag only ever sits above a true one), so a word that
+/// has one gives its index at once; only the last bytes of the text, fewer than eight, are
+/// read one by one.
 fn plain_run(bytes: &[u8], from: usize) -> usize {
     let mut end = from;
     while let Some(chunk) = bytes.get(end..end + 8) {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
-        if special_bytes(u64::from_le_bytes(word)) != 0 {
-            break;
+        let flags = special_bytes(u64::from_le_bytes(word));
+        if flags != 0 {
+            return end + (flags.trailing_zeros() / 8) as usize;
         }
         end += 8;
     }
@@ -1876,6 +1880,23 @@ mod tests {
                     serde_json::to_vec(&message).unwrap()
                 };
                 prop_assert_eq!(decode(&body), by_serde(&body));
+            }
+
+            /// The word-at-a-time scan stops where a byte-by-byte one does, from any start.
+            #[test]
+            fn plain_run_stops_at_the_first_special_byte(
+                bytes in proptest::collection::vec(
+                    prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..=0xff],
+                    0..40,
+                ),
+                from in 0usize..40,
+            ) {
+                let from = from.min(bytes.len());
+                let expected = bytes[from..]
+                    .iter()
+                    .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                    .map_or(bytes.len(), |at| from + at);
+                prop_assert_eq!(plain_run(&bytes, from), expected);
             }
 
             /// Usual requests are always read directly, and the same.
