@@ -92,11 +92,11 @@ fn child_of(span: &tracing::Span, cause: Option<&str>) {
     let _ = (span, cause);
 }
 
-/// Records that a `notifications/cancelled` cancelled the call `id` of `session` running on
-/// this worker: a server span (`notifications/cancelled`), the child of the span that sent
-/// the cancellation (`cause`, the client's, from its `_meta`), whichever worker it was POSTed
-/// to. Nothing is made without a cause: a cancellation outside any trace is no span of its
-/// own.
+/// Records that a `notifications/cancelled` cancelled the call `id` of the session `session`
+/// (its tag, as logs show it) running on this worker: a server span
+/// (`notifications/cancelled`), the child of the span that sent the cancellation (`cause`, the
+/// client's, from its `_meta`), whichever worker it was POSTed to. Nothing is made without a
+/// cause: a cancellation outside any trace is no span of its own.
 pub(crate) fn cancelled_here(id: &mcp_wire::jsonrpc::Id, session: &str, cause: Option<&str>) {
     if cause.is_none() {
         return;
@@ -107,7 +107,7 @@ pub(crate) fn cancelled_here(id: &mcp_wire::jsonrpc::Id, session: &str, cause: O
         otel.name = mcp_wire::names::method::NOTIFICATION_CANCELLED,
         otel.kind = "server",
         mcp.method.name = mcp_wire::names::method::NOTIFICATION_CANCELLED,
-        mcp.session.id = crate::dispatch::telemetry::session_tag(session),
+        mcp.session.id = session,
         jsonrpc.request.id = %id,
     );
     child_of(&span, cause);

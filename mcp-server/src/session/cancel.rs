@@ -297,7 +297,8 @@ impl Cancels {
             .unwrap_or_default();
         for ctx in contexts {
             if ctx.cancel(id) {
-                crate::trace_link::cancelled_here(id, session, cause);
+                let tag = crate::dispatch::telemetry::session_tag(session);
+                crate::trace_link::cancelled_here(id, tag, cause);
             }
         }
     }
