@@ -412,7 +412,7 @@ pub(crate) struct Cancelled {
 }
 
 /// The cancellations (`notifications/cancelled`) of a body.
-pub(crate) fn cancelled_ids(decoded: &Decoded) -> Vec<Cancelled> {
+pub(crate) fn cancellations(decoded: &Decoded) -> Vec<Cancelled> {
     let cancelled = |message: &Message| match message {
         Message::Notification(n) if n.method == method::NOTIFICATION_CANCELLED => {
             let params = n.params.as_ref();

@@ -246,7 +246,7 @@ where
         let id = initialize.then(|| first_id(&decoded)).flatten();
         if let Some(Loaded { id, .. }) = &session {
             // A call of this session runs in an earlier request, here or on another worker.
-            let cancelled = cancel::cancelled_ids(&decoded);
+            let cancelled = cancel::cancellations(&decoded);
             if !cancelled.is_empty() {
                 let topic = pipeline.sessions.cancel_topic(id);
                 let log = &pipeline.server.settings().log;
