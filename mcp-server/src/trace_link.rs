@@ -53,13 +53,7 @@ pub(crate) fn answer_span(id: &str) -> tracing::Span {
         otel.kind = "server",
         jsonrpc.request.id = id,
     );
-    #[cfg(feature = "otel")]
-    if !span.is_disabled()
-        && let Some((_, asking)) = id.rsplit_once('.')
-        && let Ok(asking) = mcp_wire::trace::TraceParent::parse(asking)
-    {
-        crate::otel::set_parent(&span, &mcp_wire::trace::TraceContext::new(asking));
-    }
+    child_of(&span, id.rsplit_once('.').map(|(_, asking)| asking));
     span
 }
 
