@@ -15,54 +15,7 @@ use crate::ask::{Answer, Question};
 use crate::error::Interrupt;
 use crate::state::random_id;
 
-pub(crate) use crate::sink::Sink;
-
-/// A cancellation signal shared by a call and whoever may cancel it (clones share it: one
-/// small allocation per call).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct CancelHandle(Arc<CancelState>);
-
-#[derive(Debug, Default)]
-struct CancelState {
-    cancelled: std::sync::atomic::AtomicBool,
-    /// Wakes whoever waits in [`CancelHandle::cancelled`].
-    waiters: tokio::sync::Notify,
-}
-
-impl CancelHandle {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    pub(crate) fn cancel(&self) {
-        if !self
-            .0
-            .cancelled
-            .swap(true, std::sync::atomic::Ordering::AcqRel)
-        {
-            self.0.waiters.notify_waiters();
-        }
-    }
-
-    /// The call was cancelled.
-    pub(crate) fn is_cancelled(&self) -> bool {
-        self.0.cancelled.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// Waits until the call is cancelled.
-    pub(crate) async fn cancelled(&self) {
-        loop {
-            let notified = self.0.waiters.notified();
-            let mut notified = std::pin::pin!(notified);
-            // Registered before the check, so a cancel between the two is not missed.
-            notified.as_mut().enable();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
+pub(crate) use crate::sink::{CancelHandle, Sink};
 
 /// How pushed questions travel: out on the call's sink, back through the event log under a
 /// topic named for the question's id and its owner.

@@ -18,6 +18,10 @@
 //!   the handler.
 //!
 //! Dropped messages are counted; the count is logged when the call ends.
+//!
+//! The call's cancellation signal ([`CancelHandle`]) lives here too: the call of a
+//! single-message body takes the one in its queue's allocation ([`Sink::cancel_handle`]), the
+//! calls of a batch, which share a queue, one each.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -44,6 +48,79 @@ struct Shared {
     /// Woken when room is made (a message taken) or the queue closes.
     room: Notify,
     capacity: usize,
+    /// The cancellation of the call that takes it ([`Sink::cancel_handle`]).
+    cancel: CancelState,
+}
+
+/// A cancellation signal shared by a call and whoever may cancel it (clones share it).
+#[derive(Clone, Debug)]
+pub(crate) struct CancelHandle(Signal);
+
+#[derive(Clone, Debug)]
+enum Signal {
+    /// A signal of its own: one small allocation.
+    Own(Arc<CancelState>),
+    /// The one in a call's queue, in the queue's allocation.
+    Queue(Arc<Shared>),
+}
+
+#[derive(Debug, Default)]
+struct CancelState {
+    cancelled: std::sync::atomic::AtomicBool,
+    /// Wakes whoever waits in [`CancelHandle::cancelled`].
+    waiters: Notify,
+}
+
+impl Default for CancelHandle {
+    fn default() -> Self {
+        Self(Signal::Own(Arc::default()))
+    }
+}
+
+impl CancelHandle {
+    /// A signal of its own.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> &CancelState {
+        match &self.0 {
+            Signal::Own(state) => state,
+            Signal::Queue(shared) => &shared.cancel,
+        }
+    }
+
+    pub(crate) fn cancel(&self) {
+        let state = self.state();
+        if !state
+            .cancelled
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            state.waiters.notify_waiters();
+        }
+    }
+
+    /// The call was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.state()
+            .cancelled
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Waits until the call is cancelled.
+    pub(crate) async fn cancelled(&self) {
+        let state = self.state();
+        loop {
+            let notified = state.waiters.notified();
+            let mut notified = std::pin::pin!(notified);
+            // Registered before the check, so a cancel between the two is not missed.
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -86,11 +163,18 @@ pub(crate) fn queue(capacity: usize) -> (Sink, Drain) {
         state: Mutex::new(State::default()),
         room: Notify::new(),
         capacity: capacity.max(1),
+        cancel: CancelState::default(),
     });
     (Sink(shared.clone()), Drain(shared))
 }
 
 impl Sink {
+    /// The cancellation signal kept in this queue's allocation, for the one call that has the
+    /// queue to itself (a batch's calls share a queue and take [`CancelHandle::new`] each).
+    pub(crate) fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle(Signal::Queue(self.0.clone()))
+    }
+
     /// Queues a progress or log message by the lossy policy (see the module docs). Returns
     /// whether it was queued (or replaced the one queued for its token).
     pub(crate) fn send_lossy(&self, message: Value, kind: Lossy<'_>) -> bool {

@@ -258,7 +258,7 @@ impl Served {
             }
             // One message: no list of responses to build.
             mcp_adapters::DecodedBody::Single(item) => self
-                .item(adapter, item, ctx, sink)
+                .item(adapter, item, ctx, sink, Cancel::Queue)
                 .await
                 .map(Outgoing::Response),
         }
@@ -275,7 +275,7 @@ impl Served {
     ) -> Option<Outgoing> {
         let mut responses = Vec::new();
         for item in items {
-            if let Some(response) = self.item(adapter, item, ctx, sink).await {
+            if let Some(response) = self.item(adapter, item, ctx, sink, Cancel::Own).await {
                 responses.push(response);
             }
         }
@@ -288,6 +288,7 @@ impl Served {
         item: Incoming,
         ctx: &Context,
         sink: &Sink,
+        signal: Cancel,
     ) -> Option<Encoded> {
         match item {
             Incoming::Reply(reply) => {
@@ -299,7 +300,10 @@ impl Served {
                 .then(|| adapter.encode_failure(invalid.id, &invalid.failure)),
             Incoming::Call(mut call) => {
                 // Kept boxed: a `Call` inline would make every call's future larger.
-                let cancel = CancelHandle::new();
+                let cancel = match signal {
+                    Cancel::Queue => sink.cancel_handle(),
+                    Cancel::Own => CancelHandle::new(),
+                };
                 let mut registered = None;
                 if let Some(id) = &call.id {
                     if !ctx.in_flight().insert(id.clone(), cancel.clone()) {
@@ -425,6 +429,14 @@ impl Served {
             Err(err) => tracing::warn!(%err, "could not publish a reply to a pushed question"),
         }
     }
+}
+
+/// Where a call's cancellation signal lives: in its queue's allocation when the call has the
+/// queue to itself (a single-message body), else its own (each call of a batch).
+#[derive(Clone, Copy)]
+enum Cancel {
+    Queue,
+    Own,
 }
 
 /// What a call leads to. The encoder reads how to write it from the variant, never from a

@@ -20,13 +20,13 @@ use mcp_hub::{Subscription, Topic};
 use mcp_wire::jsonrpc;
 use tokio::sync::{mpsc, watch};
 
-use crate::Reply;
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::{
     Accepts, CallGuard, Head, ReadableBody, Shared, failure_response, posted_json, read_body,
     refusal_response, sse_response, status_only,
 };
 use crate::session::{self, Bound, Inbound, Named, Refused, SessionError, SessionRecord};
+use crate::{Outgoing, Reply};
 
 /// The revision an HTTP+SSE session speaks before `initialize` says otherwise: the served one
 /// whose own transport this is, else the oldest served.
@@ -281,28 +281,36 @@ impl<'a> Delivery<'a> {
         }
     }
 
-    async fn send(&mut self, message: Vec<u8>) {
-        let mut message = Bytes::from(message);
-        if let Some(local) = &self.local {
-            match local.try_send(message) {
-                Ok(()) => return,
-                Err(mpsc::error::TrySendError::Closed(back)) => {
-                    // The stream went away: the rest of the POST follows this message to the
-                    // hub.
-                    self.local = None;
-                    message = back;
-                }
-                Err(mpsc::error::TrySendError::Full(back)) => {
-                    // The client has not read its stream for LOCAL_BACKLOG messages: the
-                    // stream ends (as when the event log's retention passes a slow reader),
-                    // instead of this worker buffering without bound.
-                    tracing::warn!("an HTTP+SSE client stopped reading its stream; ending it");
-                    self.shared.local_streams.remove(self.id);
-                    self.local = None;
-                    message = back;
-                }
+    /// Sends `message` into this worker's stream of the session, if it holds it and the
+    /// stream takes it; else gives it back for the hub ([`send`](Self::send)).
+    fn send_local(&mut self, message: Bytes) -> Result<(), Bytes> {
+        let Some(local) = &self.local else {
+            return Err(message);
+        };
+        match local.try_send(message) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Closed(back)) => {
+                // The stream went away: the rest of the POST follows this message to the
+                // hub.
+                self.local = None;
+                Err(back)
+            }
+            Err(mpsc::error::TrySendError::Full(back)) => {
+                // The client has not read its stream for LOCAL_BACKLOG messages: the stream
+                // ends (as when the event log's retention passes a slow reader), instead of
+                // this worker buffering without bound.
+                tracing::warn!("an HTTP+SSE client stopped reading its stream; ending it");
+                self.shared.local_streams.remove(self.id);
+                self.local = None;
+                Err(back)
             }
         }
+    }
+
+    async fn send(&mut self, message: Bytes) {
+        let Err(message) = self.send_local(message) else {
+            return;
+        };
         let (shared, id) = (self.shared, self.id);
         let topic = self
             .topic
@@ -343,7 +351,9 @@ impl Drop for Cleanup {
 }
 
 /// `POST /messages?session_id=...`: 202, and the answers go to the stream (straight when this
-/// worker holds it, else through the hub).
+/// worker holds it, else through the hub). What the message produces without waiting (most
+/// calls: their whole reply) is sent before the 202; a task serves the rest, so a call that
+/// waits (for a question's answer, a slow handler) never holds the POST open.
 pub(crate) async fn post(
     shared: &Arc<Shared>,
     parts: &Head,
@@ -417,37 +427,92 @@ pub(crate) async fn post(
         }
         prepared => prepared,
     };
-    let guard = shared.call_guard();
-    let cancelling = shared.cancelling.subscribe();
-    // Boxed before it is spawned: tokio moves a task's future (and its output) through its
-    // stages by value, five copies per message; a box is moved as a pointer (about 2k
-    // instructions per message fewer). The message is run (its reply stream made) before the
-    // task is, so the task holds the reply and its session, not the prepared message besides:
-    // its future then fits glibc's per-thread cache (at most 1,032 bytes), which a larger box
-    // misses on every message.
+    let id = &*id;
     match prepared {
         Ok(prepared) => {
-            let (reply, bound) = prepared.run();
-            let serving = serve_message(shared.clone(), id, reply, bound, guard, cancelling);
+            let (mut reply, bound) = prepared.run();
+            // Served here while nothing waits: most calls end in their first poll, and then
+            // no task is made for them (a task and its box cost two allocations glibc serves
+            // from its slow path when many messages are in flight).
+            let mut delivery = Delivery::new(shared, id);
+            let Some(pending) = serve_ready(&mut delivery, &mut reply, &bound) else {
+                return status_only(StatusCode::ACCEPTED);
+            };
+            let local = delivery.local.take();
+            // Boxed before it is spawned: tokio moves a task's future (and its output) through
+            // its stages by value, five copies per message; a box is moved as a pointer. The
+            // task holds the reply and its session, not the prepared message besides.
+            let serving = serve_message(
+                shared.clone(),
+                id.into(),
+                Rest {
+                    pending,
+                    local,
+                    reply,
+                    bound,
+                },
+                shared.call_guard(),
+                shared.cancelling.subscribe(),
+            );
             tokio::spawn(Box::pin(serving));
         }
         Err(refusal) => {
-            let bytes = refusal.encode().to_bytes();
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                let _guard = guard;
-                Delivery::new(&shared, &id).send(bytes).await;
-            });
+            let mut delivery = Delivery::new(shared, id);
+            if let Err(bytes) = delivery.send_local(refusal.encode().to_bytes().into()) {
+                let shared = shared.clone();
+                let id: Arc<str> = id.into();
+                let guard = shared.call_guard();
+                tokio::spawn(async move {
+                    let _guard = guard;
+                    Delivery::new(&shared, &id).send(bytes).await;
+                });
+            }
         }
     }
     status_only(StatusCode::ACCEPTED)
 }
 
-/// Serves one posted message and sends what it produces to the stream: through its local
-/// channel when this worker holds it, else through its topic. The session is settled (after
-/// `initialize`, `logging/setLevel`) before the response goes out, so the client's next
-/// message, on any worker, sees it; other refusals travel on the stream too. Stops when the
-/// endpoint shuts down (`cancelling`).
+/// What [`serve_ready`] left to the task: the reply's next item is not ready, or the item it
+/// took needs the store to settle, or the message it made needs the hub to travel.
+enum Pending {
+    Reply,
+    Settle(Outgoing),
+    Send(Bytes),
+}
+
+/// Takes the reply's items while they are ready and sends them into this worker's stream of
+/// the session. `None` when the reply ended so; else what is left to a task, which then takes
+/// the same path ([`Delivery`]) so the order within the call holds.
+fn serve_ready(delivery: &mut Delivery<'_>, reply: &mut Reply, bound: &Bound) -> Option<Pending> {
+    use futures::FutureExt as _;
+    loop {
+        let item = match reply.next().now_or_never() {
+            None => return Some(Pending::Reply),
+            Some(None) => return None,
+            Some(Some(item)) => item,
+        };
+        if item.is_response() && bound.stores(&item) {
+            return Some(Pending::Settle(item));
+        }
+        if let Err(bytes) = delivery.send_local(item.into_bytes().into()) {
+            return Some(Pending::Send(bytes));
+        }
+    }
+}
+
+/// A posted message's reply as its task takes it over from [`serve_ready`].
+struct Rest {
+    pending: Pending,
+    local: Option<mpsc::Sender<Bytes>>,
+    reply: Reply,
+    bound: Bound,
+}
+
+/// Serves the rest of one posted message and sends what it produces to the stream: through
+/// its local channel when this worker holds it, else through its topic. The session is
+/// settled (after `initialize`, `logging/setLevel`) before the response goes out, so the
+/// client's next message, on any worker, sees it; other refusals travel on the stream too.
+/// Stops when the endpoint shuts down (`cancelling`).
 ///
 /// A function returning an `async` block that uses its captures in place (a moved argument
 /// would sit in the future twice), and whose serving part borrows them.
@@ -458,24 +523,43 @@ pub(crate) async fn post(
 fn serve_message(
     shared: Arc<Shared>,
     id: Arc<str>,
-    mut reply: Reply,
-    bound: Bound,
+    rest: Rest,
     guard: CallGuard,
     mut cancelling: watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + Send + 'static {
     async move {
+        let Rest {
+            pending,
+            local,
+            mut reply,
+            bound,
+        } = rest;
         let serving = async {
-            let mut delivery = Delivery::new(&shared, &id);
-            while let Some(item) = reply.next().await {
+            let mut delivery = Delivery {
+                shared: &shared,
+                id: &id,
+                local,
+                topic: None,
+            };
+            let first = match pending {
+                Pending::Reply => None,
+                Pending::Settle(item) => Some(item),
+                Pending::Send(bytes) => {
+                    delivery.send(bytes).await;
+                    None
+                }
+            };
+            let mut items = stream::iter(first).chain(&mut reply);
+            while let Some(item) = items.next().await {
                 if item.is_response()
                     && let Err(refusal) = bound.settle(&shared.sessions, &item).await
                 {
                     // A change the store did not take is not reported as done: the client
                     // gets the store failure, with the request's id, instead.
-                    delivery.send(refusal.encode().to_bytes()).await;
+                    delivery.send(refusal.encode().to_bytes().into()).await;
                     continue;
                 }
-                delivery.send(item.into_bytes()).await;
+                delivery.send(item.into_bytes().into()).await;
             }
         };
         tokio::select! {
@@ -514,14 +598,14 @@ mod tests {
         // A full backlog goes straight into the stream; the hub sees nothing.
         let mut delivery = Delivery::new(shared, id);
         for n in 0..LOCAL_BACKLOG {
-            delivery.send(n.to_string().into_bytes()).await;
+            delivery.send(n.to_string().into()).await;
         }
         assert_eq!(log.position(&topic).await.unwrap(), before);
         assert!(shared.local_streams.sender(id).is_some());
 
         // One more: the stream is given up (the message goes to the hub, as for a stream on
         // another worker) and later POSTs no longer find it here.
-        delivery.send(b"overflow".to_vec()).await;
+        delivery.send(Bytes::from_static(b"overflow")).await;
         assert_ne!(log.position(&topic).await.unwrap(), before);
         assert!(shared.local_streams.sender(id).is_none());
         drop(delivery);

@@ -107,12 +107,30 @@ fn respond(
     prepared: Prepared,
     accepts: Accepts,
 ) -> impl Future<Output = Response<HttpBody>> + '_ {
+    use futures::FutureExt as _;
+    use futures::future::{Either, ready};
     // Run before the future is built: it holds the reply and the session once, not the
     // prepared body besides.
     let (mut reply, bound) = prepared.run();
-    async move {
-        let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
-        let Some(first) = reply.next().await else {
+    let stream_first = accepts.sse && (shared.config.prefer_sse || !accepts.json);
+    // Most calls end in their first poll: a JSON answer that stores nothing is written
+    // without the serving future (building and moving it is most of what it would cost).
+    let first = match reply.next().now_or_never() {
+        Some(None) => return Either::Left(ready(status_only(StatusCode::ACCEPTED))),
+        Some(Some(first)) if first.is_response() && !stream_first && !bound.stores(&first) => {
+            let status = first.status().unwrap_or(StatusCode::OK);
+            return Either::Left(ready(crate::http::json_response(
+                status,
+                first.into_bytes(),
+            )));
+        }
+        taken => taken.flatten(),
+    };
+    Either::Right(async move {
+        let Some(first) = (match first {
+            Some(first) => Some(first),
+            None => reply.next().await,
+        }) else {
             return status_only(StatusCode::ACCEPTED);
         };
         let mut minted = None;
@@ -153,7 +171,7 @@ fn respond(
         let mut response = sse_response(HttpBody::sse(stream));
         add_session_header(&mut response, minted.as_deref());
         response
-    }
+    })
 }
 
 /// The events of a call answered as SSE: the priming event (SSE polling), what the call sends,

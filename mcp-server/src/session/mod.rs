@@ -626,19 +626,15 @@ impl Bound {
         // Decided before any future is built: the usual request stores nothing, and a
         // store operation's state (boxed, it is rare) would otherwise sit in every request's
         // future.
+        if !self.stores(response) {
+            return Either::Left(ready(Ok(None)));
+        }
         if self.initialize {
-            let succeeded = matches!(response, Outgoing::Response(e) if !e.is_error());
             let mut record = SessionRecord {
                 owner: self.owner.as_deref().map(str::to_owned),
                 ..SessionRecord::default()
             };
-            let with_sessions = self.ctx.inspect_session(|now| {
-                record.absorb(now);
-                now.adapter.is_some_and(|a| a.has_sessions())
-            });
-            if !succeeded || !with_sessions {
-                return Either::Left(ready(Ok(None)));
-            }
+            self.ctx.inspect_session(|now| record.absorb(now));
             let (adapter, id, peer) = (self.adapter, self.id.clone(), self.peer);
             return Either::Right(
                 async move {
@@ -651,16 +647,9 @@ impl Bound {
             );
         }
         let Some(loaded) = &self.session else {
-            // Stateless (2026-07-28): nothing to save.
+            // `stores` said a stateless request (2026-07-28) saves nothing.
             return Either::Left(ready(Ok(None)));
         };
-        if !self
-            .ctx
-            .inspect_session(|now| loaded.record.would_change(now))
-        {
-            // The usual call changes nothing of its session: no store operation.
-            return Either::Left(ready(Ok(None)));
-        }
         let (adapter, id) = (self.adapter, response_id(response));
         Either::Right(
             async move {
@@ -674,6 +663,25 @@ impl Bound {
             }
             .boxed(),
         )
+    }
+
+    /// Whether [`settle`](Self::settle) after `response` goes to the store: an `initialize`
+    /// that succeeded on a revision with sessions (minting), or a request that changed its
+    /// session (saving). When it does not, `settle` is `Ok(None)` without waiting, so a
+    /// transport may send `response` at once.
+    pub(crate) fn stores(&self, response: &Outgoing) -> bool {
+        if self.initialize {
+            return matches!(response, Outgoing::Response(e) if !e.is_error())
+                && self
+                    .ctx
+                    .inspect_session(|now| now.adapter.is_some_and(|a| a.has_sessions()));
+        }
+        // Stateless (2026-07-28): nothing to save. The usual call changes nothing of its
+        // session either.
+        self.session.as_ref().is_some_and(|loaded| {
+            self.ctx
+                .inspect_session(|now| loaded.record.would_change(now))
+        })
     }
 
     /// The request is an `initialize` that mints its session when it succeeds.
@@ -820,7 +828,13 @@ mod tests {
             let id = sessions.create(&record, None).await.unwrap();
             let loaded = sessions.load(&id).await.unwrap();
             assert_eq!(loaded.record.log_level, None);
+            let unchanged = bound(adapter, Some(loaded.clone()), false, false);
+            assert!(
+                !unchanged.stores(&answer(adapter, error)),
+                "a request that changed nothing of its session stores nothing"
+            );
             let bound = bound(adapter, Some(loaded), false, true);
+            assert!(bound.stores(&answer(adapter, error)));
             let minted = bound
                 .settle(&sessions, &answer(adapter, error))
                 .await
@@ -842,6 +856,7 @@ mod tests {
         let sessions = sessions();
         let adapter = AdapterSet::all().get(Revision::V2025_11_25).unwrap();
         let failed = bound(adapter, None, true, false);
+        assert!(!failed.stores(&answer(adapter, true)));
         assert_eq!(
             failed
                 .settle(&sessions, &answer(adapter, true))
@@ -850,6 +865,7 @@ mod tests {
             None
         );
         let succeeded = bound(adapter, None, true, false);
+        assert!(succeeded.stores(&answer(adapter, false)));
         let id = succeeded
             .settle(&sessions, &answer(adapter, false))
             .await
@@ -860,6 +876,7 @@ mod tests {
 
         let stateless = AdapterSet::all().get(Revision::V2026_07_28).unwrap();
         let request = bound(stateless, None, false, true);
+        assert!(!request.stores(&answer(stateless, false)));
         assert_eq!(
             request
                 .settle(&sessions, &answer(stateless, false))
