@@ -427,14 +427,13 @@ pub(crate) async fn post(
         }
         prepared => prepared,
     };
-    let id = &*id;
     match prepared {
         Ok(prepared) => {
             let (mut reply, bound) = prepared.run();
             // Served here while nothing waits: most calls end in their first poll, and then
             // no task is made for them (a task and its box cost two allocations glibc serves
             // from its slow path when many messages are in flight).
-            let mut delivery = Delivery::new(shared, id);
+            let mut delivery = Delivery::new(shared, &id);
             let Some(pending) = serve_ready(&mut delivery, &mut reply, &bound) else {
                 return status_only(StatusCode::ACCEPTED);
             };
@@ -444,7 +443,7 @@ pub(crate) async fn post(
             // task holds the reply and its session, not the prepared message besides.
             let serving = serve_message(
                 shared.clone(),
-                id.into(),
+                id,
                 Rest {
                     pending,
                     local,
@@ -457,10 +456,9 @@ pub(crate) async fn post(
             tokio::spawn(Box::pin(serving));
         }
         Err(refusal) => {
-            let mut delivery = Delivery::new(shared, id);
+            let mut delivery = Delivery::new(shared, &id);
             if let Err(bytes) = delivery.send_local(refusal.encode().to_bytes().into()) {
                 let shared = shared.clone();
-                let id: Arc<str> = id.into();
                 let guard = shared.call_guard();
                 tokio::spawn(async move {
                     let _guard = guard;

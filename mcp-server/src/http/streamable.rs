@@ -118,11 +118,7 @@ fn respond(
     let first = match reply.next().now_or_never() {
         Some(None) => return Either::Left(ready(status_only(StatusCode::ACCEPTED))),
         Some(Some(first)) if first.is_response() && !stream_first && !bound.stores(&first) => {
-            let status = first.status().unwrap_or(StatusCode::OK);
-            return Either::Left(ready(crate::http::json_response(
-                status,
-                first.into_bytes(),
-            )));
+            return Either::Left(ready(json_answer(first, None)));
         }
         taken => taken.flatten(),
     };
@@ -140,10 +136,7 @@ fn respond(
                 Err(refusal) => return refusal_response(&refusal),
             }
             if !stream_first {
-                let status = first.status().unwrap_or(StatusCode::OK);
-                let mut response = crate::http::json_response(status, first.into_bytes());
-                add_session_header(&mut response, minted.as_deref());
-                return response;
+                return json_answer(first, minted.as_deref());
             }
         } else if !accepts.sse {
             // Nothing but the result can travel in a JSON body: wait for it.
@@ -160,10 +153,7 @@ fn respond(
                 Ok(minted) => minted,
                 Err(refusal) => return refusal_response(&refusal),
             };
-            let status = last.status().unwrap_or(StatusCode::OK);
-            let mut response = crate::http::json_response(status, last.into_bytes());
-            add_session_header(&mut response, minted.as_deref());
-            return response;
+            return json_answer(last, minted.as_deref());
         }
         let source = call_stream(shared, bound, first, reply);
         let stream =
@@ -268,6 +258,14 @@ fn call_stream(
 
 fn frame(item: &Outgoing) -> Bytes {
     body::event(None, None, &item.to_bytes())
+}
+
+/// A response item as a JSON body with its status, naming the session it minted.
+fn json_answer(item: Outgoing, minted: Option<&str>) -> Response<HttpBody> {
+    let status = item.status().unwrap_or(StatusCode::OK);
+    let mut response = crate::http::json_response(status, item.into_bytes());
+    add_session_header(&mut response, minted);
+    response
 }
 
 fn add_session_header(response: &mut Response<HttpBody>, id: Option<&str>) {
