@@ -195,6 +195,7 @@ mod handler;
 pub mod http;
 mod icon;
 mod limit;
+mod listen;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod notifier;

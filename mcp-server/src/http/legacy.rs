@@ -2,29 +2,31 @@
 //! in an `endpoint` event; every POST there gets 202 and its answers travel on the stream,
 //! through the hub (a per-stream topic), so the POST may land on any worker.
 //!
-//! The worker that holds a stream also registers a local channel for it ([`LocalStreams`]).
+//! The worker that holds a stream also registers a local channel for it
+//! ([`LocalStreams`](crate::session::streams::LocalStreams)).
 //! A POST that lands on that worker sends what it produces straight into the channel, without
 //! a round trip through the event log; a POST on another worker (or one whose stream has just
 //! gone) publishes to the topic as before, and the stream reads both. Every message of one
 //! POST takes the same path, so the order within a call holds.
 
-use crate::FastMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::{self};
 use http::{Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
-use mcp_hub::{Subscription, Topic};
+use mcp_hub::Subscription;
 use mcp_wire::jsonrpc;
 use tokio::sync::{mpsc, watch};
 
 use crate::http::body::{self, HttpBody, SseStream};
 use crate::http::{
-    Accepts, CallGuard, Head, ReadableBody, Shared, failure_response, posted_json, read_body,
+    Accepts, Head, ReadableBody, Shared, failure_response, posted_json, read_body,
     refusal_response, sse_response, status_only,
 };
+use crate::session::cancel::DetachedCall;
+use crate::session::streams::{Delivery, StreamSession};
 use crate::session::{self, Bound, Inbound, Named, Refused, SessionError, SessionRecord};
 use crate::{Outgoing, Reply};
 
@@ -80,10 +82,10 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBod
             return response;
         }
     };
-    let topic = shared.sessions.stream_topic(&id);
     let log = shared.server.settings().log.clone();
     // Subscribe before the client can know the endpoint: nothing published for it is missed.
-    let subscription = match Subscription::start(log, topic.clone(), None).await {
+    let subscription = match Subscription::start(log, shared.sessions.stream_topic(&id), None).await
+    {
         Ok(subscription) => subscription,
         Err(err) => {
             shared.refused_failure(
@@ -119,32 +121,17 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBod
         .with_event("endpoint")
         .map(|e| Bytes::from(e.to_bytes()))
         .unwrap_or_default();
-    // The record lives as long as the stream: renew it while the stream is open, even when
-    // no POST comes for longer than the TTL.
-    let renew = {
-        let shared = shared.clone();
-        let id = id.clone();
-        tokio::spawn(async move {
-            let period = shared.config.sessions.ttl / 4;
-            loop {
-                tokio::time::sleep(period).await;
-                match shared.sessions.renew(&id).await {
-                    Err(SessionError::NotFound) => return,
-                    Err(err) => tracing::warn!(%err, "could not renew an HTTP+SSE session"),
-                    Ok(()) => {}
-                }
-            }
-        })
-    };
-    // Registered with no await before the cleanup exists, so the cleanup always removes it.
-    let mut local = shared.local_streams.register(&id);
-    let cleanup = Cleanup {
-        shared: shared.clone(),
+    // The record lives as long as the stream (renewed while it is open, deleted when the
+    // client goes away).
+    let (session, mut local) = StreamSession::open(
+        &shared.sessions,
+        &shared.cancels,
+        &shared.server.settings().log,
+        &shared.local_streams,
         id,
-        topic,
-        renew,
-        _hold: hold,
-    };
+        hold,
+        shared.config.sessions.ttl / 4,
+    );
     // The sources, each polled only when it woke (`select_all`; a `select` would poll the idle
     // ones, such as the hub subscription and the change feed, at every event). An event is
     // `Some(frame)`; `None` ends the stream.
@@ -157,7 +144,8 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBod
         .chain(stream::iter([None]))
         .boxed();
     // The local channel closes only when a client that does not read its stream let the
-    // backlog fill up ([`LOCAL_BACKLOG`]): the stream ends there too, once drained.
+    // backlog fill up (`session::streams::LOCAL_BACKLOG`): the stream ends there too, once
+    // drained.
     let local = stream::poll_fn(move |cx| local.poll_recv(cx))
         .map(move |payload| Some(message(payload)))
         .chain(stream::iter([None]))
@@ -165,17 +153,26 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBod
     let mut sources = vec![hub, local];
     if let Some(changes) = changes {
         // Server notifications; when their feed ends, the stream goes on without them.
+        // Nothing is sent before `initialize` chose the session's revision.
+        let wanted = session::changes::wanted(
+            shared.server.clone(),
+            shared.sessions.clone(),
+            id_for_changes,
+            None,
+            set.clone(),
+            changes,
+        );
         sources.push(
-            session_notifications(shared.clone(), set.clone(), id_for_changes, changes)
-                .map(Some)
+            wanted
+                .map(move |(_, json)| Some(message(json.into())))
                 .boxed(),
         );
     }
     let events = stream::select_all(sources)
         .take_while(|frame| std::future::ready(frame.is_some()))
         .filter_map(move |frame| {
-            // The stream owns the cleanup: it runs when the client goes away.
-            let _owned = &cleanup;
+            // The stream owns its session: it ends when the client goes away.
+            let _owned = &session;
             std::future::ready(frame)
         });
     let source = stream::iter([head]).chain(events).boxed();
@@ -183,171 +180,6 @@ pub(crate) async fn open(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBod
         .until_closing(shared.closing.subscribe())
         .counted(&shared.server, "sse");
     sse_response(HttpBody::sse(stream))
-}
-
-/// The notifications an HTTP+SSE session wants, rendered by the revision its `initialize`
-/// chose: the list changes its capabilities announce and updates of the URIs it subscribed to,
-/// both read from the session record at each change so a subscription made on any worker
-/// counts. Nothing is sent before `initialize`.
-fn session_notifications(
-    shared: Arc<Shared>,
-    set: AdapterSet,
-    id: String,
-    changes: crate::notify::ChangeStream,
-) -> impl futures::Stream<Item = Bytes> + Send + 'static {
-    changes
-        .traced()
-        .take_while(|item| std::future::ready(item.is_ok()))
-        .filter_map(move |item| {
-            let shared = shared.clone();
-            let set = set.clone();
-            let id = id.clone();
-            async move {
-                let (_, change, cause) = item.ok()?;
-                let loaded = shared.sessions.load(&id).await.ok()?;
-                let adapter = loaded
-                    .record
-                    .version
-                    .as_deref()
-                    .and_then(|v| set.by_version(v))?;
-                let filter = shared
-                    .server
-                    .session_filter(adapter, loaded.record.subscriptions.iter().cloned());
-                if !filter.matches(&change) {
-                    return None;
-                }
-                drop(crate::trace_link::delivery_span(
-                    change.method(),
-                    cause.as_deref(),
-                ));
-                let message = serde_json::to_vec(&change.to_message(adapter, None)).ok()?;
-                Some(body::event(Some("message"), None, &message))
-            }
-        })
-}
-
-/// The most messages waiting in a local stream channel for a client that does not read; one
-/// more ends the stream (the event log keeps 1000 per topic by default, alike).
-const LOCAL_BACKLOG: usize = 1024;
-
-/// The HTTP+SSE streams held by this worker: a channel into each, by session id, so the
-/// answers to POSTs that land here skip the event log.
-#[derive(Default)]
-pub(crate) struct LocalStreams {
-    senders: Mutex<FastMap<String, mpsc::Sender<Bytes>>>,
-}
-
-impl LocalStreams {
-    fn lock(&self) -> MutexGuard<'_, FastMap<String, mpsc::Sender<Bytes>>> {
-        self.senders.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Opens the channel of the stream of session `id`; its messages arrive on the receiver.
-    fn register(&self, id: &str) -> mpsc::Receiver<Bytes> {
-        let (sender, receiver) = mpsc::channel(LOCAL_BACKLOG);
-        self.lock().insert(id.to_owned(), sender);
-        receiver
-    }
-
-    /// The channel into the stream of session `id`, when this worker holds it.
-    fn sender(&self, id: &str) -> Option<mpsc::Sender<Bytes>> {
-        self.lock().get(id).cloned()
-    }
-
-    /// Forgets the channel of session `id`.
-    fn remove(&self, id: &str) {
-        self.lock().remove(id);
-    }
-}
-
-/// Where the messages one POST produces go: into the stream's local channel while this worker
-/// holds the stream, else (or from the first failed send on) to the stream's topic.
-struct Delivery<'a> {
-    shared: &'a Shared,
-    id: &'a str,
-    local: Option<mpsc::Sender<Bytes>>,
-    /// The stream's topic, named on the first publish.
-    topic: Option<Topic>,
-}
-
-impl<'a> Delivery<'a> {
-    /// Looks the stream of session `id` up once, for every message of the POST.
-    fn new(shared: &'a Shared, id: &'a str) -> Self {
-        Self {
-            shared,
-            id,
-            local: shared.local_streams.sender(id),
-            topic: None,
-        }
-    }
-
-    /// Sends `message` into this worker's stream of the session, if it holds it and the
-    /// stream takes it; else gives it back for the hub ([`send`](Self::send)).
-    fn send_local(&mut self, message: Bytes) -> Result<(), Bytes> {
-        let Some(local) = &self.local else {
-            return Err(message);
-        };
-        match local.try_send(message) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Closed(back)) => {
-                // The stream went away: the rest of the POST follows this message to the
-                // hub.
-                self.local = None;
-                Err(back)
-            }
-            Err(mpsc::error::TrySendError::Full(back)) => {
-                // The client has not read its stream for LOCAL_BACKLOG messages: the stream
-                // ends (as when the event log's retention passes a slow reader), instead of
-                // this worker buffering without bound.
-                tracing::warn!("an HTTP+SSE client stopped reading its stream; ending it");
-                self.shared.local_streams.remove(self.id);
-                self.local = None;
-                Err(back)
-            }
-        }
-    }
-
-    async fn send(&mut self, message: Bytes) {
-        let Err(message) = self.send_local(message) else {
-            return;
-        };
-        let (shared, id) = (self.shared, self.id);
-        let topic = self
-            .topic
-            .get_or_insert_with(|| shared.sessions.stream_topic(id));
-        let log = &shared.server.settings().log;
-        if let Err(err) = log.publish(topic, message).await {
-            tracing::warn!(%err, "could not publish to an HTTP+SSE stream");
-        }
-    }
-}
-
-/// Forgets an HTTP+SSE session and its topic when its stream ends.
-struct Cleanup {
-    shared: Arc<Shared>,
-    id: String,
-    topic: Topic,
-    renew: tokio::task::JoinHandle<()>,
-    /// Keeps the session busy (never evicted) while its stream is open.
-    _hold: Option<session::Hold>,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        self.renew.abort();
-        self.shared.local_streams.remove(&self.id);
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let shared = self.shared.clone();
-        let id = std::mem::take(&mut self.id);
-        let topic = self.topic.clone();
-        runtime.spawn(async move {
-            shared.cancels.forget(&id);
-            let _ = shared.sessions.delete(&id).await;
-            let _ = shared.server.settings().log.delete(&topic).await;
-        });
-    }
 }
 
 /// `POST /messages?session_id=...`: 202, and the answers go to the stream (straight when this
@@ -433,7 +265,7 @@ pub(crate) async fn post(
             // Served here while nothing waits: most calls end in their first poll, and then
             // no task is made for them (a task and its box cost two allocations glibc serves
             // from its slow path when many messages are in flight).
-            let mut delivery = Delivery::new(shared, &id);
+            let mut delivery = delivery_of(shared, &id, None);
             let Some(pending) = serve_ready(&mut delivery, &mut reply, &bound) else {
                 return status_only(StatusCode::ACCEPTED);
             };
@@ -450,24 +282,34 @@ pub(crate) async fn post(
                     reply,
                     bound,
                 },
-                shared.call_guard(),
+                shared.calls.start(),
                 shared.cancelling.subscribe(),
             );
             tokio::spawn(Box::pin(serving));
         }
         Err(refusal) => {
-            let mut delivery = Delivery::new(shared, &id);
+            let mut delivery = delivery_of(shared, &id, None);
             if let Err(bytes) = delivery.send_local(refusal.encode().to_bytes().into()) {
                 let shared = shared.clone();
-                let guard = shared.call_guard();
+                let guard = shared.calls.start();
                 tokio::spawn(async move {
                     let _guard = guard;
-                    Delivery::new(&shared, &id).send(bytes).await;
+                    delivery_of(&shared, &id, None).send(bytes).await;
                 });
             }
         }
     }
     status_only(StatusCode::ACCEPTED)
+}
+
+/// Where the messages of one POST to session `id` go (see [`Delivery`]).
+fn delivery_of<'a>(
+    shared: &'a Shared,
+    id: &'a str,
+    local: Option<Option<mpsc::Sender<Bytes>>>,
+) -> Delivery<'a> {
+    let log = &*shared.server.settings().log;
+    Delivery::new(&shared.local_streams, &shared.sessions, log, id, local)
 }
 
 /// What [`serve_ready`] left to the task: the reply's next item is not ready, or the item it
@@ -522,7 +364,7 @@ fn serve_message(
     shared: Arc<Shared>,
     id: Arc<str>,
     rest: Rest,
-    guard: CallGuard,
+    guard: DetachedCall,
     mut cancelling: watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + Send + 'static {
     async move {
@@ -533,12 +375,7 @@ fn serve_message(
             bound,
         } = rest;
         let serving = async {
-            let mut delivery = Delivery {
-                shared: &shared,
-                id: &id,
-                local,
-                topic: None,
-            };
+            let mut delivery = delivery_of(&shared, &id, Some(local));
             let first = match pending {
                 Pending::Reply => None,
                 Pending::Settle(item) => Some(item),
@@ -574,44 +411,4 @@ fn session_of(query: &str) -> Option<&str> {
         .split('&')
         .find_map(|pair| pair.strip_prefix("session_id="))
         .filter(|id| !id.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Server;
-    use crate::http::{HttpConfig, HttpEndpoint};
-
-    #[tokio::test]
-    async fn a_stream_whose_client_stops_reading_is_ended_instead_of_buffered() {
-        let server = Server::builder("overflow", "1").build().unwrap();
-        let endpoint = HttpEndpoint::new(server, HttpConfig::new());
-        let shared = &endpoint.shared;
-        let id = "unread-stream";
-        let topic = shared.sessions.stream_topic(id);
-        let log = &shared.server.settings().log;
-        let before = log.position(&topic).await.unwrap();
-        let mut receiver = shared.local_streams.register(id);
-
-        // A full backlog goes straight into the stream; the hub sees nothing.
-        let mut delivery = Delivery::new(shared, id);
-        for n in 0..LOCAL_BACKLOG {
-            delivery.send(n.to_string().into()).await;
-        }
-        assert_eq!(log.position(&topic).await.unwrap(), before);
-        assert!(shared.local_streams.sender(id).is_some());
-
-        // One more: the stream is given up (the message goes to the hub, as for a stream on
-        // another worker) and later POSTs no longer find it here.
-        delivery.send(Bytes::from_static(b"overflow")).await;
-        assert_ne!(log.position(&topic).await.unwrap(), before);
-        assert!(shared.local_streams.sender(id).is_none());
-        drop(delivery);
-
-        // The stream drains what it holds, in order, then ends.
-        for n in 0..LOCAL_BACKLOG {
-            assert_eq!(receiver.recv().await, Some(Bytes::from(n.to_string())));
-        }
-        assert_eq!(receiver.recv().await, None);
-    }
 }

@@ -61,8 +61,6 @@ mod body;
 mod config;
 mod health;
 mod legacy;
-#[cfg(feature = "metrics")]
-mod metrics;
 mod origin;
 mod peer;
 mod resume;
@@ -73,7 +71,6 @@ mod streamable;
 use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context as TaskContext, Poll};
 
 use bytes::Buf as _;
@@ -84,11 +81,14 @@ use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use mcp_adapters::{Adapter, AdapterSet, Failure, FailureKind};
 use mcp_wire::jsonrpc::Id;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use crate::refusal::Reason;
 use crate::server::Server;
 
+pub use crate::listen::{HttpError, Tls};
+#[cfg(feature = "metrics")]
+pub use crate::metrics::serve_metrics;
 pub use crate::session::{
     DEFAULT_MAX_CALLS_PER_SESSION, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_CACHE, DEFAULT_SESSION_TTL,
 };
@@ -99,14 +99,9 @@ pub use config::{
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS_PER_SESSION, DEFAULT_POST_STREAM_LEASE,
     DEFAULT_READINESS_PATH, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_SSE_RETRY_MS, HttpConfig,
 };
-#[cfg(feature = "metrics")]
-pub use metrics::serve_metrics;
 pub use peer::{InvalidProxy, TrustedProxy};
 pub use routes::Routes;
-pub use serve::{
-    HttpError, Tls, serve, serve_tls_with_shutdown, serve_with, serve_with_shutdown,
-    shutdown_signal,
-};
+pub use serve::{serve, serve_tls_with_shutdown, serve_with, serve_with_shutdown, shutdown_signal};
 
 use crate::session::first_id;
 use crate::session::{Cancels, Pipeline, Sessions};
@@ -176,34 +171,18 @@ pub(crate) struct Shared {
     pub(crate) closing: watch::Sender<bool>,
     /// Turns true when the shutdown deadline passes: detached calls are cancelled.
     pub(crate) cancelling: watch::Sender<bool>,
-    pub(crate) calls: CallTracker,
+    /// The calls running outside a request future (HTTP+SSE, resumable POST streams), so
+    /// shutdown can wait for them.
+    pub(crate) calls: Arc<crate::session::cancel::Detached>,
     /// The session calls running on this worker, for `notifications/cancelled`.
     pub(crate) cancels: Arc<Cancels>,
     /// The HTTP+SSE streams this worker holds, for answers to POSTs that land here.
-    pub(crate) local_streams: legacy::LocalStreams,
+    pub(crate) local_streams: Arc<crate::session::streams::LocalStreams>,
     /// The open GET streams of each session on this endpoint.
     pub(crate) streams: Arc<crate::session::streams::StreamSlots>,
     /// Draining, and the hub's last readiness answer (shared with the copy
     /// [`HttpEndpoint::bound_to`] makes, so [`HttpEndpoint::drain`] reaches the listener).
     pub(crate) health: Arc<health::Health>,
-}
-
-/// Counts calls running outside a request future (HTTP+SSE), so shutdown can wait for them.
-#[derive(Default)]
-pub(crate) struct CallTracker {
-    running: AtomicUsize,
-    idle: Notify,
-}
-
-/// One running call; dropping it ends the count.
-pub(crate) struct CallGuard(Arc<Shared>);
-
-impl Drop for CallGuard {
-    fn drop(&mut self) {
-        if self.0.calls.running.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.calls.idle.notify_waiters();
-        }
-    }
 }
 
 impl Shared {
@@ -216,22 +195,6 @@ impl Shared {
             store: settings.states.store().clone(),
             lease: self.config.post_stream_lease,
             done_ttl: self.config.sessions.ttl,
-        }
-    }
-
-    pub(crate) fn call_guard(self: &Arc<Self>) -> CallGuard {
-        self.calls.running.fetch_add(1, Ordering::AcqRel);
-        CallGuard(self.clone())
-    }
-
-    /// Waits until no detached call runs.
-    pub(crate) async fn calls_done(&self) {
-        loop {
-            let idle = self.calls.idle.notified();
-            if self.calls.running.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            idle.await;
         }
     }
 }
@@ -277,9 +240,9 @@ impl HttpEndpoint {
                 sessions,
                 closing: watch::channel(false).0,
                 cancelling: watch::channel(false).0,
-                calls: CallTracker::default(),
+                calls: Arc::default(),
                 cancels,
-                local_streams: legacy::LocalStreams::default(),
+                local_streams: Arc::default(),
                 streams,
                 health,
             }),
@@ -405,7 +368,7 @@ impl HttpEndpoint {
 
     /// Waits until no detached call runs.
     pub(crate) async fn calls_done(&self) {
-        self.shared.calls_done().await;
+        self.shared.calls.done().await;
     }
 
     /// Answers one request.

@@ -82,7 +82,7 @@ pub(crate) fn detached(
     mut rest: BoxStream<'static, Vec<u8>>,
 ) -> BoxStream<'static, Bytes> {
     let (tx, rx) = mpsc::channel(shared.server.settings().max_queued);
-    let guard = shared.call_guard();
+    let guard = shared.calls.start();
     let shared = shared.clone();
     tokio::spawn(async move {
         let _guard = guard;

@@ -19,7 +19,6 @@ use crate::http::{
     Accepts, Head, ReadableBody, Shared, bodiless_failure, failure_response, posted_json,
     read_body, refusal_response, session_header, sse_response, status_only,
 };
-use crate::notify::Change;
 use crate::session::{self, Bound, Inbound, Named, Prepared, SessionError};
 
 /// `POST`: one message or batch in, JSON or SSE out.
@@ -223,7 +222,7 @@ fn call_stream(
     if !detached {
         return head.chain(rest).boxed();
     }
-    let guard = shared.call_guard();
+    let guard = shared.calls.start();
     let mut cancelling = shared.cancelling.subscribe();
     // Disconnecting is not cancelling on this revision: the call runs to its end (or to the
     // shutdown deadline) whatever the client does.
@@ -371,23 +370,17 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBody
     if let Some(after) = after {
         tracing::debug!(after = %after, "GET stream resumed after Last-Event-ID");
     }
-    let lists = server.session_filter(adapter, std::iter::empty::<String>());
     // A `Last-Event-ID` the log can no longer serve (its events fell out of retention, it is
     // from another log, or it is no cursor at all) is never skipped silently: the stream
-    // starts from now, led by one notification of every kind this session could have missed
-    // (each list it is told changes, each resource it subscribed to). Every event of this
-    // stream says "re-read this", so re-reading everything is exactly what was lost.
+    // starts from now, led by one notification of every kind this session could have missed.
     let resync = |why: &dyn std::fmt::Display| {
         tracing::info!(
             reason = %why,
             "a resumed stream's events are no longer retained; the client is told to re-read"
         );
-        let subscribed = loaded.record.subscriptions.iter().cloned();
-        missed_changes(&lists, subscribed)
-            .filter_map(|change| {
-                let message = serde_json::to_vec(&change.to_message(adapter, None)).ok()?;
-                Some(body::event(None, None, &message))
-            })
+        session::changes::missed(&server, adapter, &loaded.record)
+            .iter()
+            .map(|message| body::event(None, None, message))
             .collect::<Vec<_>>()
     };
     let mut missed = Vec::new();
@@ -420,34 +413,15 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBody
         .features()
         .sse_polling
         .then(|| body::priming(&changes.cursor().to_string(), shared.config.sse_retry_ms));
-    let session = (shared.clone(), id.to_owned());
-    let events = changes
-        .traced()
-        .take_while(|item| std::future::ready(item.is_ok()))
-        .filter_map(move |item| {
-            let (shared, id) = session.clone();
-            let lists = lists.clone();
-            async move {
-                let (cursor, change, cause) = item.ok()?;
-                let wanted = match &change {
-                    Change::ResourceUpdated { uri } => shared
-                        .sessions
-                        .load(&id)
-                        .await
-                        .is_ok_and(|loaded| loaded.record.subscriptions.contains(uri)),
-                    other => lists.matches(other),
-                };
-                if !wanted {
-                    return None;
-                }
-                drop(crate::trace_link::delivery_span(
-                    change.method(),
-                    cause.as_deref(),
-                ));
-                let message = serde_json::to_vec(&change.to_message(adapter, None)).ok()?;
-                Some(body::event(None, Some(&cursor.to_string()), &message))
-            }
-        });
+    let events = session::changes::wanted(
+        server,
+        shared.sessions.clone(),
+        id.to_owned(),
+        Some(adapter),
+        set.clone(),
+        changes,
+    )
+    .map(|(cursor, message)| body::event(None, Some(&cursor.to_string()), &message));
     let source = stream::iter(priming.into_iter().chain(missed))
         .chain(events)
         // The stream holds its slot among the session's GET streams, and keeps the session
@@ -461,21 +435,6 @@ pub(crate) async fn get(shared: &Arc<Shared>, parts: &Head) -> Response<HttpBody
         .until_closing(shared.closing.subscribe())
         .counted(&shared.server, "get");
     sse_response(HttpBody::sse(stream))
-}
-
-/// One change of every kind a GET stream with `lists` and `subscribed` resources delivers.
-fn missed_changes(
-    lists: &crate::notify::NotificationFilter,
-    subscribed: impl Iterator<Item = String>,
-) -> impl Iterator<Item = Change> {
-    [
-        Change::ToolsListChanged,
-        Change::PromptsListChanged,
-        Change::ResourcesListChanged,
-    ]
-    .into_iter()
-    .filter(|change| lists.matches(change))
-    .chain(subscribed.map(|uri| Change::ResourceUpdated { uri }))
 }
 
 /// The adapter that renders failures of a `GET` or `DELETE`: the served revision its

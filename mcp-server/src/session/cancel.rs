@@ -12,6 +12,7 @@
 //! of them.
 
 use crate::FastMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ use futures::StreamExt as _;
 use mcp_hub::{EventLog, Subscription, Topic};
 use mcp_wire::jsonrpc::{Decoded, Id, Message};
 use mcp_wire::names::method;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use crate::dispatch::Context;
 
@@ -435,6 +436,44 @@ pub(crate) fn cancellations(decoded: &Decoded) -> Vec<Cancelled> {
             .filter_map(|i| i.as_ref().ok())
             .filter_map(cancelled)
             .collect(),
+    }
+}
+
+/// Counts the calls of an endpoint that run outside a request future (an HTTP+SSE message's
+/// task, a resumable POST stream's driver), so shutdown can wait for them.
+#[derive(Default)]
+pub(crate) struct Detached {
+    running: AtomicUsize,
+    idle: Notify,
+}
+
+/// One detached call; dropping it ends the count.
+pub(crate) struct DetachedCall(Arc<Detached>);
+
+impl Detached {
+    /// Counts one more call until the returned guard drops.
+    pub(crate) fn start(self: &Arc<Self>) -> DetachedCall {
+        self.running.fetch_add(1, Ordering::AcqRel);
+        DetachedCall(self.clone())
+    }
+
+    /// Waits until no detached call runs.
+    pub(crate) async fn done(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.running.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+impl Drop for DetachedCall {
+    fn drop(&mut self) {
+        if self.0.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 //! Nothing here knows HTTP: the transports frame the bytes and render [`Refusal`]s.
 
 pub(crate) mod cancel;
+pub(crate) mod changes;
 pub(crate) mod config;
 pub(crate) mod held;
 pub(crate) mod resume;

@@ -8,9 +8,11 @@ use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
-use super::HttpBody;
-use super::serve::{Limits, accept};
+use bytes::Bytes;
+use http_body_util::Full;
+
 use crate::Metrics;
+use crate::listen::{Limits, accept};
 
 /// The most scrapes served at once; more connections wait in the listen backlog.
 const MAX_SCRAPERS: usize = 16;
@@ -26,7 +28,7 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 /// private address (the demo's `--metrics 127.0.0.1:9090`): it has no authentication. At
 /// most 16 scrapes are served at once, each with 5 s to send its headers; a connection is
 /// closed after 60 s without a scrape. The accept loop and connection handling are the MCP
-/// endpoint's (see [`serve_with_shutdown`](super::serve_with_shutdown)).
+/// endpoint's (see [`serve_with_shutdown`](crate::http::serve_with_shutdown)).
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
@@ -52,19 +54,19 @@ pub async fn serve_metrics(
         http2_keep_alive: None,
         max_connections: MAX_SCRAPERS,
     };
-    let handler = move |request: Request<Incoming>, _: &crate::auth::RequestFacts| {
-        let response = respond(&metrics, &request);
-        std::future::ready(response)
+    let connect = move |_peer| {
+        let metrics = metrics.clone();
+        move |request: Request<Incoming>| std::future::ready(respond(&metrics, &request))
     };
-    let mut connections = accept(listener, limits, None, handler, shutdown).await;
+    let mut connections = accept(listener, limits, None, connect, shutdown).await;
     connections.abort();
     connections.join().await;
     Ok(())
 }
 
-fn respond(metrics: &Metrics, request: &Request<Incoming>) -> Response<HttpBody> {
+fn respond(metrics: &Metrics, request: &Request<Incoming>) -> Response<Full<Bytes>> {
     let status = |status: StatusCode| {
-        let mut response = Response::new(HttpBody::full(bytes::Bytes::new()));
+        let mut response = Response::new(Full::new(Bytes::new()));
         *response.status_mut() = status;
         response
     };
@@ -78,7 +80,7 @@ fn respond(metrics: &Metrics, request: &Request<Incoming>) -> Response<HttpBody>
             .insert(ALLOW, http::HeaderValue::from_static("GET, HEAD"));
         return response;
     }
-    let mut response = Response::new(HttpBody::full(metrics.render().into_bytes()));
+    let mut response = Response::new(Full::new(Bytes::from(metrics.render())));
     response
         .headers_mut()
         .insert(CONTENT_TYPE, http::HeaderValue::from_static(OPENMETRICS));

@@ -43,6 +43,10 @@
 //! Process metrics (CPU, memory, descriptors) are not exported: `prometheus-client` has no
 //! collector for them; node or container exporters report them.
 
+mod scrape;
+
+pub use scrape::serve_metrics;
+
 use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
