@@ -229,6 +229,34 @@ impl Failure {
         )
     }
 
+    /// The failure a JSON-RPC error from a peer stands for, to pass it on (a gateway
+    /// answering with its upstream's error): invalid params (`-32602`), a missing client
+    /// capability (`-32021`), a resource not found (`-32002`) and a rate limit (`-31429`)
+    /// keep their kind, with the peer's message and `data`; any other code is an internal
+    /// error. The adapter that encodes it writes its own revision's code for the kind.
+    ///
+    /// ```
+    /// use mcp_adapters::{Failure, FailureKind};
+    ///
+    /// let failure = Failure::from_peer(-32021, "needs tasks", None);
+    /// assert_eq!(failure.kind, FailureKind::MissingCapability);
+    /// assert_eq!(Failure::from_peer(-32000, "oops", None).kind, FailureKind::Internal);
+    /// ```
+    pub fn from_peer(code: i64, message: impl Into<String>, data: Option<Value>) -> Self {
+        let kind = match code {
+            codes::INVALID_PARAMS => FailureKind::InvalidParams,
+            codes::MISSING_REQUIRED_CLIENT_CAPABILITY => FailureKind::MissingCapability,
+            codes::RESOURCE_NOT_FOUND => FailureKind::ResourceNotFound,
+            codes::RATE_LIMITED => FailureKind::RateLimited,
+            _ => FailureKind::Internal,
+        };
+        Self {
+            kind,
+            message: message.into(),
+            data,
+        }
+    }
+
     /// No resource at `uri`; `data: {"uri": uri}`.
     pub fn resource_not_found(uri: &str) -> Self {
         Self::new(FailureKind::ResourceNotFound, "Resource not found")

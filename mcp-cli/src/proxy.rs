@@ -83,7 +83,7 @@ pub(crate) async fn run(global: &Global, args: Box<ProxyArgs>) -> Result<(), Cli
     let session = Arc::new(Session::new(global, &mut words)?);
     // The upstream's questions go to the downstream client whose call caused them.
     let relay = QuestionRelay::new();
-    let connecting = session.connect_configured(|builder| relay.install(builder));
+    let connecting = session.connect_configured(|builder| upstream_builder(&relay, builder));
     let upstream = match tokio::time::timeout(session.timeout, connecting).await {
         Ok(connected) => connected?,
         Err(_) => return Err(session.deadline_passed("connecting")),
@@ -116,7 +116,8 @@ pub(crate) async fn run(global: &Global, args: Box<ProxyArgs>) -> Result<(), Cli
         let connect = move |relay: QuestionRelay| {
             let session = session.clone();
             async move {
-                let connecting = session.connect_configured(|builder| relay.install(builder));
+                let connecting =
+                    session.connect_configured(|builder| upstream_builder(&relay, builder));
                 match tokio::time::timeout(session.timeout, connecting).await {
                     Ok(connected) => connected.map_err(|e| e.to_string()),
                     Err(_) => Err(format!("no answer within {:?}", session.timeout)),
@@ -240,4 +241,16 @@ fn proxy_error(error: GatewayError) -> CliError {
         },
         other => CliError::Proxy(other.to_string()),
     }
+}
+
+/// The upstream client's builder: questions relayed to the downstream clients, and the tasks
+/// the upstream answers with followed as the downstream client's (the questions a task asks
+/// at once put to the downstream client together, as its own task shows them).
+fn upstream_builder(
+    relay: &QuestionRelay,
+    builder: mcp_client::ClientBuilder,
+) -> mcp_client::ClientBuilder {
+    relay
+        .install(builder)
+        .tasks(mcp_client::TaskPolling::new().answer_together(true))
 }

@@ -1598,8 +1598,9 @@ impl Client {
         }
     }
 
-    /// How tasks are followed, when the client declares the Tasks extension.
-    pub(crate) fn task_polling(&self) -> Option<crate::polling::TaskPolling> {
+    /// How the client follows tasks, when it declares the Tasks extension
+    /// ([`ClientBuilder::tasks`](crate::ClientBuilder::tasks)); `None` when it does not.
+    pub fn task_polling(&self) -> Option<crate::polling::TaskPolling> {
         self.inner.config.tasks
     }
 

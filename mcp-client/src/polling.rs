@@ -25,6 +25,7 @@ pub struct TaskPolling {
     pub(crate) max_wait: Duration,
     pub(crate) max_questions: usize,
     pub(crate) cancel_on_drop: bool,
+    pub(crate) answer_together: bool,
 }
 
 impl Default for TaskPolling {
@@ -55,6 +56,7 @@ impl TaskPolling {
             max_wait: Duration::from_secs(3600),
             max_questions: Self::DEFAULT_MAX_QUESTIONS,
             cancel_on_drop: true,
+            answer_together: false,
         }
     }
 
@@ -110,6 +112,25 @@ impl TaskPolling {
     #[must_use]
     pub fn cancel_on_drop(mut self, cancel: bool) -> Self {
         self.cancel_on_drop = cancel;
+        self
+    }
+
+    /// Whether the questions a task asks at once (several `inputRequests` in one status) are
+    /// put to the [`on_ask`](crate::ClientBuilder::on_ask) callback together, concurrently,
+    /// rather than one after another in the order the server lists them; either way their
+    /// answers go back in one `tasks/update`. For a callback that relays them elsewhere (a
+    /// gateway passing them to its own client, who sees them as the task's) or shows them as
+    /// one form. Default `false`: a terminal asks one question at a time.
+    ///
+    /// ```
+    /// use mcp_client::TaskPolling;
+    ///
+    /// let builder = mcp_client::Client::builder().tasks(TaskPolling::new().answer_together(true));
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn answer_together(mut self, together: bool) -> Self {
+        self.answer_together = together;
         self
     }
 

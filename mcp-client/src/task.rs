@@ -266,7 +266,7 @@ impl TaskHandle {
                         );
                         return Err(self.give_up(detail).await);
                     }
-                    let mut responses = Map::new();
+                    let mut questions = Vec::new();
                     for (key, request) in self.task.input_requests().into_iter().flatten() {
                         if answered.contains(key) {
                             continue;
@@ -282,9 +282,27 @@ impl TaskHandle {
                             request.get("params").cloned(),
                             Some(key.clone()),
                         );
-                        let answer = self.client.answer_question(question).await?;
-                        responses.insert(key.clone(), answer);
-                        answered.insert(key.clone());
+                        questions.push((key.clone(), question));
+                    }
+                    let mut responses = Map::new();
+                    if self.polling.answer_together {
+                        let (keys, questions): (Vec<String>, Vec<Question>) =
+                            questions.into_iter().unzip();
+                        let client = &self.client;
+                        let answers = futures::future::join_all(
+                            questions.into_iter().map(|q| client.answer_question(q)),
+                        )
+                        .await;
+                        for (key, answer) in keys.into_iter().zip(answers) {
+                            responses.insert(key.clone(), answer?);
+                            answered.insert(key);
+                        }
+                    } else {
+                        for (key, question) in questions {
+                            let answer = self.client.answer_question(question).await?;
+                            responses.insert(key.clone(), answer);
+                            answered.insert(key);
+                        }
                     }
                     if !responses.is_empty() {
                         self.update(responses).await?;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use mcp_client::model::ReadResourceResult;
+use mcp_client::task::{TASKS_EXTENSION, ToolCall};
 use mcp_client::{CallOptions, Client};
 use mcp_server::{
     CallToolResult, Completion, CompletionRef, CompletionRequest, Exchange, GetPromptResult,
@@ -26,6 +27,8 @@ use crate::relay::{Call, InFlight, outside_calls};
 const RESOURCE_NOT_FOUND: i64 = -32002;
 /// Invalid params (also "resource not found" on 2026-07-28).
 const INVALID_PARAMS: i64 = -32602;
+/// Internal error.
+const INTERNAL_ERROR: i64 = -32603;
 /// The `_meta` prefix reserved for the protocol: such keys describe the upstream hop and are
 /// not passed on (the downstream server writes its own).
 const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
@@ -143,7 +146,8 @@ impl Link {
             None => CallOptions::new(),
         };
         if self.narrows(ex) {
-            options = options.meta(meta::CLIENT_CAPABILITIES, answerable(ex));
+            let tasks = self.client.task_polling().is_some() && takes_tasks(ex);
+            options = options.meta(meta::CLIENT_CAPABILITIES, answerable(ex, tasks));
         }
         options
     }
@@ -232,10 +236,38 @@ impl Link {
             .on_progress(move |p| {
                 progress.progress(p.progress, p.total, p.message.as_deref());
             });
-        // Boxed where it is made: the client's future is large (its transport, timeout and
-        // retry states), and every level that holds it inline copies it once more per call.
-        let called = Box::pin(self.client.call_tool_with(&name, arguments, options));
-        let called = self.forward(&ex, called).await?;
+        let called: BoxFuture<'_, Result<Result<Value, mcp_client::Error>, Interrupt>> =
+            if self.client.task_polling().is_some() {
+                // An upstream task is passed on when the downstream call can become one (it
+                // is started here, and the downstream client follows it while the gateway
+                // follows the upstream's), else followed here to its result.
+                let (client, task_ex) = (self.client.clone(), ex.clone());
+                Box::pin(async move {
+                    let task = match client
+                        .call_tool_as_task_with(&name, arguments, options)
+                        .await
+                    {
+                        Ok(ToolCall::Task(task)) => task,
+                        Ok(ToolCall::Done(result)) => return Ok(Ok(result)),
+                        Ok(other) => {
+                            return Err(ex_fail(&task_ex, &format!("upstream: {other:?}")));
+                        }
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    // Not made (the downstream call ended meanwhile): the upstream task is
+                    // cancelled as the handle drops.
+                    task_ex.start_task().await?;
+                    Ok(task.wait().await)
+                })
+            } else {
+                // Boxed where it is made: the client's future is large (its transport,
+                // timeout and retry states), and every level that holds it inline copies it
+                // once more per call.
+                Box::pin(
+                    async move { Ok(self.client.call_tool_with(&name, arguments, options).await) },
+                )
+            };
+        let called = self.forward(&ex, called).await??;
         self.note(&called);
         match called {
             Ok(value) => {
@@ -254,7 +286,11 @@ impl Link {
             {
                 Err(missing_capability(&ex, &e).await.into())
             }
-            // A protocol error upstream: the tool could not run.
+            // The upstream's protocol error (an upstream task that failed included) is
+            // the downstream call's, in its revision's words.
+            Err(e) if e.rpc().is_some() => Err(pass_on(&ex, &e).into()),
+            // The upstream could not be reached or answered nothing usable: the tool could
+            // not run.
             Err(e) => Err(ToolError::new(format!("upstream: {e}"))),
         }
     }
@@ -410,6 +446,11 @@ async fn missing_capability(ex: &Exchange, error: &mcp_client::Error) -> Interru
         .and_then(|data| data.get("requiredCapabilities"))
         .and_then(Value::as_object);
     let needs = |key: &str| required.is_some_and(|caps| caps.contains_key(key));
+    if needs("extensions") {
+        // An extension the downstream client did not declare (Tasks): no question stands for
+        // it, so the downstream call is refused with the upstream's own error.
+        return pass_on(ex, error);
+    }
     let question = if needs("sampling") {
         Question::sample("", 1)
     } else if needs("roots") {
@@ -434,9 +475,23 @@ async fn missing_capability(ex: &Exchange, error: &mcp_client::Error) -> Interru
     }
 }
 
+/// Ends the downstream call of `ex` with an internal error saying `message`.
+fn ex_fail(ex: &Exchange, message: &str) -> Interrupt {
+    ex.fail(INTERNAL_ERROR, message, None)
+}
+
+/// Ends the downstream call of `ex` with the upstream's protocol error `error`.
+fn pass_on(ex: &Exchange, error: &mcp_client::Error) -> Interrupt {
+    match error.rpc() {
+        Some(rpc) => ex.fail(rpc.code, rpc.message.clone(), rpc.data.clone()),
+        None => ex.fail(INTERNAL_ERROR, error.to_string(), None),
+    }
+}
+
 /// The ways the downstream client of `ex` can answer (form and URL elicitation, sampling,
-/// roots), as client capabilities: what it declared, nothing else.
-fn answerable(ex: &Exchange) -> Value {
+/// roots), as client capabilities: what it declared, nothing else; with `tasks`, the Tasks
+/// extension too.
+fn answerable(ex: &Exchange, tasks: bool) -> Value {
     let declared = ex.client_capabilities();
     let mut out = Map::new();
     for key in ["elicitation", "sampling", "roots"] {
@@ -444,7 +499,27 @@ fn answerable(ex: &Exchange) -> Value {
             out.insert(key.into(), value.clone());
         }
     }
+    if tasks {
+        out.insert("extensions".into(), json!({ TASKS_EXTENSION: {} }));
+    }
     Value::Object(out)
+}
+
+/// Whether a call forwarded for `ex` may be answered with a task upstream: when the
+/// downstream request declared the Tasks extension (the task is passed on), or when its
+/// revision cannot carry a task at all (the gateway follows the task and answers with its
+/// result). A 2026-07-28 request that did not declare it is forwarded without it, so an
+/// upstream tool that needs a task refuses it as it would refuse the downstream client.
+fn takes_tasks(ex: &Exchange) -> bool {
+    !ex.adapter().features().result_envelope || declares_tasks(ex)
+}
+
+/// Whether the downstream request of `ex` declared the Tasks extension.
+fn declares_tasks(ex: &Exchange) -> bool {
+    ex.client_capabilities()
+        .and_then(|caps| caps.get("extensions"))
+        .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+        .is_some()
 }
 
 /// Drops the protocol's own `_meta` keys of the upstream hop; the rest is the tool's.

@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcp_adapters::{ANSWERS_ARGUMENT, STATE_ARGUMENT};
+use mcp_client::task::TASKS_EXTENSION;
 use mcp_server::{
-    Completer, Exchange, Icon, Prompt, Resource, ResourceRequest, ResourceTemplate, Server, Tool,
-    ToolAnnotations,
+    Completer, Exchange, Icon, Prompt, Resource, ResourceRequest, ResourceTemplate, Server,
+    TaskSupport, Tool, ToolAnnotations,
 };
 use serde_json::{Map, Value, json};
 
@@ -124,14 +125,15 @@ pub(crate) fn resource_uris(listing: &Listing, limit: usize) -> Vec<String> {
         .collect()
 }
 
-/// The declarations of `listing`, each forwarding to `link`.
 /// Scopes a downstream access token needs per proxied tool, by tool name.
 pub(crate) type ToolScopes = BTreeMap<String, Vec<String>>;
 
+/// The declarations of `listing`, each forwarding to `link`.
 pub(crate) fn declare(link: &Arc<Link>, listing: Listing, scopes: &ToolScopes) -> Declarations {
     let mut out = Declarations::default();
+    let tasks = passes_tasks(link);
     for definition in &listing.tools {
-        let scoped = tool(link, definition).map(|tool| match scopes.get(tool.name()) {
+        let scoped = tool(link, definition, tasks).map(|tool| match scopes.get(tool.name()) {
             Some(needed) => tool.scopes(needed),
             None => tool,
         });
@@ -266,7 +268,22 @@ fn meta(definition: &Value) -> Option<Map<String, Value>> {
 }
 
 /// A tool forwarding `tools/call` upstream.
-fn tool(link: &Arc<Link>, definition: &Value) -> Result<Tool, String> {
+/// Whether the upstream may answer the gateway's tool calls with tasks: it declares the Tasks
+/// extension, and so does the gateway's client. Every proxied tool then supports tasks
+/// downstream, started only when the upstream answers with one (the spec's tool listing does
+/// not say which tools do).
+fn passes_tasks(link: &Link) -> bool {
+    let pointer = format!("/extensions/{}", TASKS_EXTENSION.replace('/', "~1"));
+    link.client.task_polling().is_some()
+        && link
+            .client
+            .server()
+            .is_some_and(|server| server.capabilities.pointer(&pointer).is_some())
+}
+
+/// A proxied tool; with `tasks`, one that runs as a task downstream whenever the upstream
+/// answers it with one.
+fn tool(link: &Arc<Link>, definition: &Value, tasks: bool) -> Result<Tool, String> {
     let name = required_text(definition, "name")?;
     let input_schema = definition
         .get("inputSchema")
@@ -296,6 +313,9 @@ fn tool(link: &Arc<Link>, definition: &Value) -> Result<Tool, String> {
     let mut tool = Tool::new(name, handler)
         .with_input_schema(input_schema)
         .with_output_schema(output_schema);
+    if tasks {
+        tool = tool.task_support(TaskSupport::Optional).deferred_task();
+    }
     if let Some(title) = text(definition, "title") {
         tool = tool.title(title);
     }

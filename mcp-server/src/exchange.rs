@@ -799,6 +799,30 @@ impl Exchange {
         }
     }
 
+    /// Ends the call with a JSON-RPC error instead of a result: `code`, `message` and `data`
+    /// as a peer would have sent them, rendered by the revision the call speaks (invalid
+    /// params, a missing client capability, a resource not found and a rate limit keep their
+    /// meaning and take that revision's code; any other code is an internal error). In a task
+    /// the task ends `failed` with this error. Pass the returned [`Interrupt`] on with `?`
+    /// (what the handler returns after it is not sent).
+    ///
+    /// For a handler that passes on another server's protocol error (a gateway); a tool's own
+    /// failures are tool errors ([`ToolError`](crate::ToolError), a result with `isError`),
+    /// which the model sees.
+    ///
+    /// ```
+    /// use mcp_server::{Exchange, NoArgs, ToolError};
+    ///
+    /// async fn forward(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
+    ///     // The other server refused the call with invalid params.
+    ///     Err(ex.fail(-32602, "unknown field `x`", None).into())
+    /// }
+    /// # let _ = forward;
+    /// ```
+    pub fn fail(&self, code: i64, message: impl Into<String>, data: Option<Value>) -> Interrupt {
+        self.stop(Interrupted::Failed(Failure::from_peer(code, message, data)))
+    }
+
     fn stop(&self, why: Interrupted) -> Interrupt {
         let interrupt = match &why {
             Interrupted::NeedsInput => Interrupt::NeedsInput,

@@ -103,6 +103,7 @@ fn server_on(hub: Option<Arc<dyn Hub>>, tasks: Tasks, gates: &Arc<Gates>) -> Ser
         .tool(Tool::new("confirm", confirm).task_support(TaskSupport::Optional))
         .tool(Tool::new("two_questions", two_questions).task_support(TaskSupport::Optional))
         .tool(Tool::new("boom", boom).task_support(TaskSupport::Optional))
+        .tool(Tool::new("refused", refused).task_support(TaskSupport::Optional))
         .tool(Tool::new("tool_error", tool_error).task_support(TaskSupport::Required))
         .tool(Tool::new("sync_only", sync_only))
         .tool(
@@ -139,6 +140,17 @@ async fn two_questions(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
 
 async fn boom(_: NoArgs) -> String {
     panic!("boom by design")
+}
+
+/// Passes on a protocol error as a gateway would (`Exchange::fail`).
+async fn refused(_: NoArgs, ex: Exchange) -> Result<String, ToolError> {
+    Err(ex
+        .fail(
+            -32602,
+            "the upstream refused the arguments",
+            Some(json!({"field": "x"})),
+        )
+        .into())
 }
 
 async fn tool_error(_: NoArgs) -> Result<String, ToolError> {
@@ -454,6 +466,24 @@ async fn tool_errors_complete_and_protocol_errors_fail() {
         "tool \"boom\" failed unexpectedly"
     );
     assert!(!failed.to_string().contains("boom by design"), "{failed}");
+
+    // A protocol error the handler passes on (`Exchange::fail`): the task fails with it, and
+    // a call without a task is answered with it, both in the revision's words.
+    let id = peer.start("refused", json!({})).await;
+    let failed = peer.until_status(&id, "failed").await;
+    assert_eq!(failed["error"]["code"], -32602);
+    assert_eq!(
+        failed["error"]["message"],
+        "the upstream refused the arguments"
+    );
+    assert_eq!(failed["error"]["data"], json!({"field": "x"}));
+    assert!(failed.get("result").is_none(), "{failed}");
+    let without_tasks = Peer::new(&running, false);
+    let error = without_tasks
+        .err("tools/call", json!({"name": "refused", "arguments": {}}))
+        .await;
+    assert_eq!(error["code"], -32602);
+    assert_eq!(error["data"], json!({"field": "x"}));
 }
 
 #[tokio::test]
