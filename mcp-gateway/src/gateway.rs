@@ -398,6 +398,9 @@ impl GatewayBuilder {
         if offers.completions {
             builder = builder.completion(translate::completer(&link));
         }
+        if let Some(skills) = translate::skills(&link) {
+            builder = builder.extension(skills);
+        }
         if let Some(schemas) = self.tool_schemas {
             builder = builder.tool_schemas(schemas);
         }

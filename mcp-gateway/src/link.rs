@@ -14,8 +14,8 @@ use mcp_client::model::ReadResourceResult;
 use mcp_client::task::{TASKS_EXTENSION, ToolCall};
 use mcp_client::{CallOptions, Client};
 use mcp_server::{
-    CallToolResult, Completion, CompletionRef, CompletionRequest, Exchange, GetPromptResult,
-    Interrupt, PromptError, Question, ResourceContents, ResourceError, ToolError,
+    CallToolResult, Completion, CompletionRef, CompletionRequest, Exchange, ExtensionError,
+    GetPromptResult, Interrupt, PromptError, Question, ResourceContents, ResourceError, ToolError,
 };
 use mcp_wire::names::{error_code, meta, method};
 use serde_json::{Map, Value, json};
@@ -382,6 +382,45 @@ impl Link {
     }
 
     /// `completion/complete` upstream; no values when the upstream fails.
+    /// An extension method forwarded upstream as it is (its params and result are the
+    /// extension's own JSON), in no downstream call's scope: an upstream `-32602` stays
+    /// invalid params, any other failure is an internal error.
+    pub(crate) async fn forward_method(
+        self: Arc<Self>,
+        method: String,
+        params: Map<String, Value>,
+    ) -> Result<Value, ExtensionError> {
+        let options = match self.call_timeout {
+            Some(timeout) => CallOptions::new().timeout(timeout),
+            None => CallOptions::new(),
+        };
+        let _permit = self.permit().await;
+        let params = (!params.is_empty()).then_some(Value::Object(params));
+        let answer = outside_calls(self.client.request_with(&method, params, options)).await;
+        self.note(&answer);
+        match answer {
+            Ok(mut result) => {
+                if let Some(result) = result.as_object_mut() {
+                    // The upstream hop's envelope; the downstream server writes its own.
+                    result.remove("resultType");
+                    let mut meta = result.remove("_meta").and_then(|meta| match meta {
+                        Value::Object(meta) => Some(meta),
+                        _ => None,
+                    });
+                    strip_protocol_meta(&mut meta);
+                    if let Some(meta) = meta.filter(|meta| !meta.is_empty()) {
+                        result.insert("_meta".into(), Value::Object(meta));
+                    }
+                }
+                Ok(result)
+            }
+            Err(e) if e.code() == Some(INVALID_PARAMS) => Err(ExtensionError::InvalidParams(
+                e.message().unwrap_or("invalid params").to_owned(),
+            )),
+            Err(e) => Err(ExtensionError::Internal(format!("upstream: {e}"))),
+        }
+    }
+
     pub(crate) async fn complete(self: Arc<Self>, request: CompletionRequest) -> Completion {
         let reference = match &request.reference {
             CompletionRef::Prompt(name) => json!({"type": "ref/prompt", "name": name}),

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use mcp_adapters::{ANSWERS_ARGUMENT, STATE_ARGUMENT};
 use mcp_client::task::TASKS_EXTENSION;
 use mcp_server::{
-    Completer, Exchange, Icon, Prompt, Resource, ResourceRequest, ResourceTemplate, Server,
-    TaskSupport, Tool, ToolAnnotations,
+    Completer, Exchange, Extension, ExtensionRequest, Icon, Prompt, Resource, ResourceRequest,
+    ResourceTemplate, SKILLS_EXTENSION, Server, TaskSupport, Tool, ToolAnnotations,
 };
 use serde_json::{Map, Value, json};
 
@@ -268,6 +268,33 @@ fn meta(definition: &Value) -> Option<Map<String, Value>> {
 }
 
 /// A tool forwarding `tools/call` upstream.
+/// The Skills extension (`io.modelcontextprotocol/skills`, SEP-2640) as the upstream declares
+/// it, when it does: the same settings, and its methods (`skills/list`, `skills/get`, and
+/// `resources/directory/read` when the settings offer it) forwarded upstream as they are.
+/// The skills' files are the upstream's resources, which the gateway serves as any other.
+pub(crate) fn skills(link: &Arc<Link>) -> Option<Extension> {
+    let settings = link
+        .client
+        .server()?
+        .capabilities
+        .get("extensions")?
+        .get(SKILLS_EXTENSION)?
+        .clone();
+    let mut methods = vec!["skills/list", "skills/get"];
+    if settings.get("directoryRead").and_then(Value::as_bool) == Some(true) {
+        methods.push("resources/directory/read");
+    }
+    let mut extension = Extension::new(SKILLS_EXTENSION).settings(settings);
+    for method in methods {
+        let link = link.clone();
+        extension = extension.method(method, move |request: ExtensionRequest| {
+            link.clone()
+                .forward_method(request.method().to_owned(), request.params().clone())
+        });
+    }
+    Some(extension)
+}
+
 /// Whether the upstream may answer the gateway's tool calls with tasks: it declares the Tasks
 /// extension, and so does the gateway's client. Every proxied tool then supports tasks
 /// downstream, started only when the upstream answers with one (the spec's tool listing does

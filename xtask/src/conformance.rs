@@ -11,8 +11,9 @@
 //!    client, for R in 2025-11-25 and 2026-07-28, each with the expected failures of
 //!    `conformance/expected-failures.yml` that apply to R.
 //!    Then it runs `server --requirements R` again through `mcp proxy --upstream <target>`
-//!    (issue 48: the gateway serves the target's catalog as its own), with the same baseline;
-//!    the extension scenarios are not run through it (the gateway passes no extensions on).
+//!    (issue 48: the gateway serves the target's catalog as its own), with the same baseline,
+//!    and the server's extension scenarios ([`EXTENSION_SCENARIOS`]) through it too (the
+//!    gateway passes the Tasks and Skills extensions on).
 //! 4. Runs, one by one with `--scenario`, the extension scenarios no requirement set lists
 //!    ([`EXTENSION_SCENARIOS`]: the Skills extension's `sep-2640-*`, server and client). They
 //!    must pass with no failed check (no baseline applies to them).
@@ -113,7 +114,19 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         let expected = dir.join("expected-failures.yml");
         std::fs::write(&expected, baseline.for_proxied(requirements))?;
         let mut outcome = suite.run(Mode::Server, requirements, &proxy.url, &expected, &dir)?;
-        outcome.requirements = label;
+        outcome.requirements = label.to_owned();
+        outcomes.push(outcome);
+    }
+    // The extension scenarios of the server through the proxy too: the gateway passes the
+    // upstream's Skills extension on.
+    for &(mode, scenario) in EXTENSION_SCENARIOS {
+        if mode != Mode::Server {
+            continue;
+        }
+        let dir = results.join(format!("proxy-{scenario}"));
+        std::fs::create_dir_all(&dir)?;
+        let mut outcome = suite.scenario(mode, scenario, &proxy.url, &dir)?;
+        outcome.requirements = format!("{scenario} through mcp proxy");
         outcomes.push(outcome);
     }
     drop(proxy);
@@ -375,7 +388,7 @@ impl std::fmt::Display for Mode {
 /// What one run of the suite printed and how it ended.
 struct Outcome {
     mode: Mode,
-    requirements: &'static str,
+    requirements: String,
     ok: bool,
     /// The `Total: N passed, M failed` line.
     total: Option<String>,
@@ -458,7 +471,7 @@ impl Suite {
             .collect();
         Ok(Outcome {
             mode,
-            requirements,
+            requirements: requirements.to_owned(),
             ok: output.status.success(),
             total,
             scenarios,
@@ -516,7 +529,7 @@ impl Suite {
         );
         Ok(Outcome {
             mode,
-            requirements: scenario,
+            requirements: scenario.to_owned(),
             ok: output.status.success() && clean,
             total,
             scenarios: vec![scenario.to_owned()],
@@ -603,7 +616,7 @@ impl Suite {
         let ok = status.success() && total.as_deref().is_some_and(|t| t.ends_with(" 0 failed"));
         Ok(Outcome {
             mode: Mode::Authorization,
-            requirements: "all",
+            requirements: "all".to_owned(),
             ok,
             total,
             scenarios: vec![
@@ -863,7 +876,7 @@ client:
         let baseline = Baseline::parse(SAMPLE).unwrap();
         let outcomes = vec![Outcome {
             mode: Mode::Server,
-            requirements: "2025-11-25",
+            requirements: "2025-11-25".to_owned(),
             ok: true,
             total: None,
             scenarios: vec![
