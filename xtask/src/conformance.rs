@@ -276,17 +276,23 @@ pub(crate) fn build_peers() -> Result<Peers> {
     })
 }
 
-/// `mcp proxy` in front of the running target; killed when dropped.
-struct Proxy(Listening);
+/// `mcp proxy` in front of an upstream; killed when dropped.
+pub(crate) struct Proxy(Listening);
 
 impl Proxy {
-    fn start(mcp: &Path, upstream: &str) -> Result<Self> {
+    /// In front of the server at `upstream`, showing its schemas natively (as the target
+    /// shows its own, `ToolSchemas::Native`).
+    pub(crate) fn start(mcp: &Path, upstream: &str) -> Result<Self> {
+        Self::start_with(mcp, &["--upstream", upstream, "--native-schemas"])
+    }
+
+    /// With the upstream (and any other option) given by `args`.
+    pub(crate) fn start_with(mcp: &Path, args: &[&str]) -> Result<Self> {
         let mut command = Command::new(mcp);
         command
-            .args(["proxy", "--upstream", upstream, "--addr", "127.0.0.1:0"])
-            .args(["--timeout", "60"])
-            // As the target shows its own schemas (ToolSchemas::Native).
-            .arg("--native-schemas")
+            .arg("proxy")
+            .args(args)
+            .args(["--addr", "127.0.0.1:0", "--timeout", "60"])
             .stdin(Stdio::null());
         // `mcp proxy listening on http://ADDR/mcp (Streamable HTTP) and ...`
         Listening::spawn(command, "mcp proxy", "mcp proxy listening on ").map(Self)

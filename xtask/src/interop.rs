@@ -20,6 +20,10 @@
 //!    `mcp-demo --auth --auth-auto-approve` (our resource server and development authorization
 //!    server): a 401, discovery, dynamic registration, PKCE, a token, a protected tool, and a 403
 //!    `insufficient_scope` with a step-up to a wider scope ([`oauth_cells`]).
+//!    The gateway's rows (issue 48): the TypeScript SDK v2 and Python SDK clients through
+//!    `mcp proxy --stdio` to the Python SDK's stdio server (`interop/py-stdio-server.py`), and
+//!    our client through `mcp proxy --upstream` to the TypeScript SDK v2 server (every
+//!    revision, both transports) and to rmcp (the Tasks fixtures) ([`gateway_cells`]).
 //! 4. Runs `mcp-conformance` against the aiohttp-tiny-mcp server (Streamable HTTP and HTTP+SSE):
 //!    the step passes when the checker ends without crashing and prints its `N passed, M failed`
 //!    line; the failed checks are the peer's differences, listed with what each one is.
@@ -57,7 +61,8 @@ const PY_MCP_VERSION: &str = "2.3.0";
 pub(crate) const TINY: &str = "aiohttp-tiny-mcp";
 pub(crate) const TINY_VERSION: &str = "0.5.8";
 /// The scripts copied from `interop/`.
-const SCRIPTS: [&str; 15] = [
+const SCRIPTS: [&str; 16] = [
+    "py-stdio-server.py",
     "ts-v1-client.mjs",
     "ts-v2-client.mjs",
     "ts-v2-trace.mjs",
@@ -452,6 +457,12 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             no_defect,
         )?);
     }
+    cells.extend(gateway_cells(
+        &peers,
+        (&node, &python, &prefix),
+        &driver,
+        &rmcp,
+    )?);
     let mut checked = None;
     if tiny.exists() {
         cells.extend(pinned_cells(
@@ -479,7 +490,8 @@ pub(crate) fn run(root: &Path) -> Result<()> {
          cannot ask, or next to a leg's elicitation cells when a peer defect stops its asking), \
          the peer clients with their SDKs' OAuth support against `mcp-demo --auth`, and our \
          client against the peers' own protected servers (the rows `with OAuth`, see the \
-         notes). The peer scripts are in \
+         notes), and the rows through `mcp proxy` (peer clients in front of it, peer servers \
+         behind it). The peer scripts are in \
          [`interop/`](../interop); our server is `conformance-target`, our client \
          `conformance-client`.\n\n{table}\n{}",
         notes(&cells)
@@ -512,6 +524,80 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         bail!("{failures} interop step(s) failed");
     }
     Ok(())
+}
+
+/// The gateway's cells (issue 48): the peer clients (TypeScript SDK v2, Python SDK) through
+/// `mcp proxy --stdio` to the Python SDK's stdio server; our client through `mcp proxy
+/// --upstream` to the TypeScript SDK v2 server (negotiating, then pinned to every older
+/// revision, on both transports: the proxy serves every revision whatever the upstream speaks,
+/// and its question reaches our client on each, by the argument convention on 2025-03-26 and
+/// 2024-11-05) and to rmcp (the Tasks fixtures, passed on as the proxy's own tasks).
+fn gateway_cells(
+    peers: &conformance::Peers,
+    (node, python, prefix): (&Path, &Path, &Path),
+    driver: &Path,
+    rmcp: &Path,
+) -> Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    if python.exists() {
+        let child = format!(
+            "{} {}",
+            python.display(),
+            prefix.join("py-stdio-server.py").display()
+        );
+        // A child per downstream session: room for every session of the rows below.
+        let proxy = conformance::Proxy::start_with(
+            &peers.proxy,
+            &["--stdio", &child, "--max-children", "64"],
+        )?;
+        cells.extend(mode_cells(
+            node,
+            "ts-v2-client.mjs",
+            "TypeScript SDK v2 client → `mcp proxy --stdio` → Python SDK stdio server",
+            &proxy.url,
+            prefix,
+        )?);
+        cells.extend(mode_cells(
+            python,
+            "py-client.py",
+            "Python SDK client → `mcp proxy --stdio` → Python SDK stdio server",
+            &proxy.url,
+            prefix,
+        )?);
+    }
+    let server = PeerServer::start(node, "ts-v2-server.mjs", prefix)?;
+    let proxy = conformance::Proxy::start(&peers.proxy, &format!("{}/mcp", server.base))?;
+    let base = proxy.url.trim_end_matches("/mcp").to_owned();
+    for (transport, path) in [("Streamable HTTP", "/mcp"), ("HTTP+SSE", "/sse")] {
+        for pinned in DUAL_ERA_SERVER_REVISIONS {
+            // HTTP+SSE carries the revisions with a handshake only: no negotiation to 2026-07-28.
+            if transport == "HTTP+SSE" && pinned.is_none() {
+                continue;
+            }
+            cells.extend(pinned_cell(
+                &peers.client,
+                &base,
+                (
+                    "`mcp proxy --upstream` → TypeScript SDK v2 server",
+                    transport,
+                    path,
+                ),
+                pinned,
+                &["accept", "decline"],
+                no_defect,
+            )?);
+        }
+    }
+    drop(proxy);
+    drop(server);
+    let rmcp_server = PeerServer::start(rmcp, "", prefix)?;
+    let proxy = conformance::Proxy::start(&peers.proxy, &format!("{}/mcp", rmcp_server.base))?;
+    cells.extend(task_cells(
+        driver,
+        &proxy.url,
+        "`mcp proxy --upstream` → rmcp 3.11.0 server (Tasks fixtures)",
+    )?);
+    Ok(cells)
 }
 
 /// The cell of one peer client run (`script` run by `program` in the cache `prefix`, with
