@@ -381,7 +381,6 @@ impl Link {
         }
     }
 
-    /// `completion/complete` upstream; no values when the upstream fails.
     /// An extension method forwarded upstream as it is (its params and result are the
     /// extension's own JSON), in no downstream call's scope: an upstream `-32602` stays
     /// invalid params, any other failure is an internal error.
@@ -421,6 +420,7 @@ impl Link {
         }
     }
 
+    /// `completion/complete` upstream; no values when the upstream fails.
     pub(crate) async fn complete(self: Arc<Self>, request: CompletionRequest) -> Completion {
         let reference = match &request.reference {
             CompletionRef::Prompt(name) => json!({"type": "ref/prompt", "name": name}),
