@@ -8,6 +8,10 @@
 //! the tables as [`Cell::Impossible`] with their reason, and the test checks that they are
 //! refused rather than skipping them silently.
 
+mod support;
+
+use support::serve;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +21,7 @@ use mcp_client::{
     Subscriptions,
 };
 use mcp_gateway::{Gateway, QuestionRelay};
-use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
+use mcp_server::http::{HttpConfig, HttpEndpoint};
 use mcp_server::{
     Completer, CompletionRef, Exchange, Json, Prompt, Question, Resource, ResourceRequest,
     ResourceTemplate, Server, Tool, ToolError,
@@ -234,18 +238,6 @@ async fn upstream() -> Upstream {
         base,
         signals,
     }
-}
-
-/// Serves `endpoint` on a free port of 127.0.0.1 until the test ends; its `http://` origin.
-async fn serve(endpoint: HttpEndpoint) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("local address");
-    tokio::spawn(serve_with_shutdown(
-        listener,
-        endpoint,
-        std::future::pending::<()>(),
-    ));
-    format!("http://{addr}")
 }
 
 /// The log messages a downstream client received (their `data`).

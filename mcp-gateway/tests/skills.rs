@@ -4,13 +4,15 @@
 //! revision that has extensions; a gateway in front of an upstream without skills declares
 //! none.
 
+mod support;
+
+use support::serve_mcp;
+
 use std::time::Duration;
 
 use mcp_client::{Client, Revision, SkillError};
 use mcp_gateway::Gateway;
-use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
 use mcp_server::{SKILLS_EXTENSION, Server, Skill, Skills};
-use tokio::net::TcpListener;
 
 /// A bound on each step (not a synchronisation).
 const STEP: Duration = Duration::from_secs(20);
@@ -18,35 +20,20 @@ const STEP: Duration = Duration::from_secs(20);
 const GREETING: &str =
     "---\nname: greeting\ndescription: Greets people politely\n---\n\nSay hello.\n";
 
-async fn serve(endpoint: HttpEndpoint) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(serve_with_shutdown(
-        listener,
-        endpoint,
-        std::future::pending::<()>(),
-    ));
-    base
-}
-
 /// A gateway in front of `upstream`; its `/mcp` URL.
 async fn gateway(upstream: Server) -> (Gateway, String) {
-    let upstream = serve(HttpEndpoint::new(upstream, HttpConfig::new())).await;
+    let upstream = serve_mcp(upstream).await;
     let client = Client::builder()
         .timeout(STEP)
-        .connect_http(&format!("{upstream}/mcp"))
+        .connect_http(&upstream)
         .await
         .expect("the gateway reaches the upstream");
     let gateway = Gateway::builder()
         .start(client)
         .await
         .expect("the gateway starts");
-    let base = serve(HttpEndpoint::new(
-        gateway.server().clone(),
-        HttpConfig::new(),
-    ))
-    .await;
-    (gateway, format!("{base}/mcp"))
+    let url = serve_mcp(gateway.server().clone()).await;
+    (gateway, url)
 }
 
 fn declares_skills(client: &Client) -> bool {

@@ -10,6 +10,10 @@
 //! tool that may run either way synchronously; a client on a revision without tasks
 //! (2025-11-25) gets the result of a task the gateway followed for it.
 
+mod support;
+
+use support::serve_mcp;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,10 +21,8 @@ use std::time::Duration;
 use mcp_client::task::{TaskStatus, ToolCall};
 use mcp_client::{Answer, Asks, Client, ErrorKind, Revision, TaskPolling};
 use mcp_gateway::{Gateway, QuestionRelay};
-use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
 use mcp_server::{Exchange, Interrupt, NoArgs, Question, Server, TaskSupport, Tool, ToolError};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 /// A bound on each step (not a synchronisation).
@@ -69,17 +71,6 @@ async fn needs_task(_: NoArgs) -> &'static str {
     "done as a task"
 }
 
-async fn serve(endpoint: HttpEndpoint) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(serve_with_shutdown(
-        listener,
-        endpoint,
-        std::future::pending::<()>(),
-    ));
-    base
-}
-
 /// The upstream, a gateway in front of it, and the gateway's `/mcp` URL.
 async fn gateway(gates: &Arc<Gates>) -> (Gateway, String) {
     let gated = {
@@ -107,7 +98,7 @@ async fn gateway(gates: &Arc<Gates>) -> (Gateway, String) {
         .tool(Tool::new("needs_task", needs_task).task_support(TaskSupport::Required))
         .build()
         .expect("the upstream builds");
-    let upstream = serve(HttpEndpoint::new(upstream, HttpConfig::new())).await;
+    let upstream = serve_mcp(upstream).await;
     let relay = QuestionRelay::new();
     let polling = TaskPolling::new()
         .interval_bounds(Duration::from_millis(10), Duration::from_millis(50))
@@ -119,7 +110,7 @@ async fn gateway(gates: &Arc<Gates>) -> (Gateway, String) {
                 .timeout(STEP)
                 .tasks(polling),
         )
-        .connect_http(&format!("{upstream}/mcp"))
+        .connect_http(&upstream)
         .await
         .expect("the gateway reaches the upstream");
     let gateway = Gateway::builder()
@@ -127,12 +118,8 @@ async fn gateway(gates: &Arc<Gates>) -> (Gateway, String) {
         .start(client)
         .await
         .expect("the gateway starts");
-    let base = serve(HttpEndpoint::new(
-        gateway.server().clone(),
-        HttpConfig::new(),
-    ))
-    .await;
-    (gateway, format!("{base}/mcp"))
+    let url = serve_mcp(gateway.server().clone()).await;
+    (gateway, url)
 }
 
 /// A downstream client on `revision`, declaring the Tasks extension when `tasks`, that

@@ -9,16 +9,18 @@
 //! front is answered without a round trip, a question it does not (a confirmation) still
 //! reaches the downstream client, and the extra keys change nothing.
 
+mod support;
+
+use support::serve_mcp;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_client::{Answer, Asks, CallOptions, Client, Revision};
 use mcp_gateway::{Gateway, QuestionRelay};
-use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
 use mcp_server::{Exchange, Question, Server, Tool, ToolError};
 use serde_json::{Map, Value, json};
-use tokio::net::TcpListener;
 
 /// A bound on each step (not a synchronisation).
 const STEP: Duration = Duration::from_secs(20);
@@ -49,17 +51,6 @@ async fn confirm(ex: Exchange) -> Result<String, ToolError> {
     })
 }
 
-async fn serve(endpoint: HttpEndpoint) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(serve_with_shutdown(
-        listener,
-        endpoint,
-        std::future::pending::<()>(),
-    ));
-    base
-}
-
 /// The upstream (our server), a gateway in front of it whose client is pinned to `up`, and
 /// the gateway's `/mcp` URL.
 async fn gateway(up: Revision) -> (Gateway, String) {
@@ -68,11 +59,11 @@ async fn gateway(up: Revision) -> (Gateway, String) {
         .tool(Tool::new("confirm", confirm))
         .build()
         .expect("the upstream builds");
-    let upstream = serve(HttpEndpoint::new(upstream, HttpConfig::new())).await;
+    let upstream = serve_mcp(upstream).await;
     let relay = QuestionRelay::new();
     let client = relay
         .install(Client::builder().revision(up).timeout(STEP))
-        .connect_http(&format!("{upstream}/mcp"))
+        .connect_http(&upstream)
         .await
         .expect("the gateway reaches the upstream");
     let gateway = Gateway::builder()
@@ -80,12 +71,8 @@ async fn gateway(up: Revision) -> (Gateway, String) {
         .start(client)
         .await
         .expect("the gateway starts");
-    let base = serve(HttpEndpoint::new(
-        gateway.server().clone(),
-        HttpConfig::new(),
-    ))
-    .await;
-    (gateway, format!("{base}/mcp"))
+    let url = serve_mcp(gateway.server().clone()).await;
+    (gateway, url)
 }
 
 /// A downstream client on `down` that answers every question it is asked with

@@ -6,6 +6,10 @@
 //! other. Each worker has its own upstream connection. The Redis case is the issue's
 //! acceptance test (two workers, each with a connection of its own, as two processes have).
 
+mod support;
+
+use support::serve;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -18,10 +22,9 @@ use mcp_client::transport::{
 use mcp_client::{Answer, Asks, Client, Revision};
 use mcp_gateway::{Gateway, QuestionRelay};
 use mcp_hub::{ConnectOptions, Hub, HubConfig, MemoryHub};
-use mcp_server::http::{HttpConfig, HttpEndpoint, serve_with_shutdown};
+use mcp_server::http::{HttpConfig, HttpEndpoint};
 use mcp_server::{Exchange, Question, Server, Tool, ToolError};
 use serde_json::json;
-use tokio::net::TcpListener;
 
 /// A bound on each step (not a synchronisation).
 const STEP: Duration = Duration::from_secs(20);
@@ -107,17 +110,6 @@ async fn confirm(ex: Exchange) -> Result<String, ToolError> {
     } else {
         "declined".into()
     })
-}
-
-async fn serve(endpoint: HttpEndpoint) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(serve_with_shutdown(
-        listener,
-        endpoint,
-        std::future::pending::<()>(),
-    ));
-    base
 }
 
 /// A gateway worker in front of `upstream` with `hub`: the gateway (it follows the upstream
