@@ -37,6 +37,29 @@ pub fn is_plain_complete_result(body: &str) -> bool {
     memchr::memchr3_iter(b'\\', b'_', b'T', body.as_bytes()).all(|at| byte_allows(body, at))
 }
 
+impl crate::Adapter {
+    /// [`is_plain_complete_result`] for a response to a request of this revision: on a
+    /// revision whose results say what they are (`resultType`, 2026-07-28), a question is
+    /// never in `_meta`, so a `_meta` (the server's identity every result carries there) does
+    /// not stop the body from being read straight into the caller's type; on the others it
+    /// does, as there.
+    ///
+    /// ```
+    /// use mcp_adapters::AdapterSet;
+    ///
+    /// let body = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"_meta":{"a":1},"resultType":"complete"}}"#;
+    /// let all = AdapterSet::all();
+    /// assert!(all.by_version("2026-07-28").unwrap().is_plain_complete_result(body));
+    /// assert!(!all.by_version("2025-11-25").unwrap().is_plain_complete_result(body));
+    /// ```
+    pub fn is_plain_complete_result(&self, body: &str) -> bool {
+        if !self.features().result_envelope {
+            return is_plain_complete_result(body);
+        }
+        memchr::memchr2_iter(b'\\', b'T', body.as_bytes()).all(|at| byte_allows(body, at))
+    }
+}
+
 /// The rule of [`is_plain_complete_result`] at one byte of `text`: no `\u` escape, no
 /// `"_meta"` member name, every `"resultType"` member name followed by `"complete"`.
 fn byte_allows(text: &str, at: usize) -> bool {
@@ -100,6 +123,36 @@ mod tests {
             assert!(!surely_complete(body.as_bytes()), "{body}");
         }
         assert!(!surely_complete(b"{\"result\":\"\xff\"}"));
+    }
+
+    #[test]
+    fn a_revision_with_result_types_reads_past_meta() {
+        let all = AdapterSet::all();
+        let modern = all.by_version("2026-07-28").unwrap();
+        let meta = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}},"resultType":"complete"}}"#;
+        assert!(modern.is_plain_complete_result(meta));
+        assert_eq!(
+            modern.read_result(&serde_json::from_str::<Value>(meta).unwrap()["result"]),
+            Ok(ResultKind::Complete)
+        );
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{},"resultType":"input_required"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{},"resultType":"task"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{},"\u0072esultType":"task"}}"#,
+        ] {
+            assert!(!modern.is_plain_complete_result(body), "{body}");
+        }
+        for adapter in all
+            .adapters()
+            .iter()
+            .filter(|a| !a.features().result_envelope)
+        {
+            assert!(
+                !adapter.is_plain_complete_result(meta),
+                "{}",
+                adapter.version()
+            );
+        }
     }
 
     /// The rule [`is_plain_complete_result`] implements, as plain text searches.

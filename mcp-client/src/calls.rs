@@ -394,15 +394,29 @@ impl Client {
         name: &str,
         arguments: impl Borrow<Value> + Send,
     ) -> Result<T, Error> {
-        if self.task_polling().is_some() {
-            // The result may be a task's: followed first, read into `T` after.
-            let result = self.call_tool(name, arguments).await?;
-            return serde_json::from_value(result)
-                .map_err(|e| Error::protocol(format!("tools/call result: {e}")));
-        }
+        let value = match self
+            .call_tool_read::<T>(name, arguments.borrow(), CallOptions::new())
+            .await?
+        {
+            Ok(result) => return Ok(result),
+            // A task's (followed first), or a result read as a `Value` first.
+            Err(value) if self.task_polling().is_some() => self.finish_tool_call(value).await?,
+            Err(value) => value,
+        };
+        serde_json::from_value(value)
+            .map_err(|e| Error::protocol(format!("tools/call result: {e}")))
+    }
+
+    /// A tool call's result read into `T` when it came as a complete result in a JSON body
+    /// (see [`Client::call_tool_as`]), else as the server sent it (a task's included).
+    pub(crate) async fn call_tool_read<T: serde::de::DeserializeOwned + Send>(
+        &self,
+        name: &str,
+        arguments: &Value,
+        options: CallOptions,
+    ) -> Result<Result<T, Value>, Error> {
         let call = self.method_of(Operation::CallTool)?;
-        let arguments = arguments.borrow();
-        self.request_params_as(call, Params::Tool { name, arguments }, CallOptions::new())
+        self.request_params_read(call, Params::Tool { name, arguments }, options)
             .await
     }
 

@@ -602,7 +602,7 @@ impl Inner {
     }
 
     /// [`Inner::attempt`]; with a `reader`, a single JSON body that is certainly a complete result
-    /// ([`mcp_adapters::is_plain_complete_result`]) is handed to it unparsed (the reader is
+    /// ([`Adapter::is_plain_complete_result`]) is handed to it unparsed (the reader is
     /// [`mcp_wire::jsonrpc::read_success_as`]), and [`Attempted::Read`] returned when it took the
     /// body. Whatever it does not take is read as usual.
     async fn attempt_with(
@@ -652,7 +652,7 @@ impl Inner {
             // The text is checked as UTF-8 once here, and read as text from then on.
             Ok(Delivery::Json(crate::transport::RawAnswer(body)))
                 if std::str::from_utf8(&body).is_ok_and(|text| {
-                    mcp_adapters::is_plain_complete_result(text)
+                    adapter.is_plain_complete_result(text)
                         && reader.as_mut().is_some_and(|read| read(&id, text))
                 }) =>
             {
@@ -1379,6 +1379,24 @@ impl Client {
         params: Params<'_>,
         options: CallOptions,
     ) -> Result<T, Error> {
+        match self
+            .request_params_read(method_name, params, options)
+            .await?
+        {
+            Ok(result) => Ok(result),
+            Err(value) => serde_json::from_value(value)
+                .map_err(|e| Error::protocol(format!("{method_name} result: {e}"))),
+        }
+    }
+
+    /// The result read straight into `T` when it is a complete result in a single JSON body,
+    /// else the result as a [`Value`] (questions answered on the way), for the caller to read.
+    pub(crate) async fn request_params_read<T: serde::de::DeserializeOwned + Send>(
+        &self,
+        method_name: &str,
+        params: Params<'_>,
+        options: CallOptions,
+    ) -> Result<Result<T, Value>, Error> {
         let mut read = None;
         let mut reader = |id: &Id, body: &str| {
             read = mcp_wire::jsonrpc::read_success_as::<T>(id, body);
@@ -1388,10 +1406,9 @@ impl Client {
             .answer_with(method_name, params, &options, Some(&mut reader))
             .await?;
         match (answer, read) {
-            (Answer::Read, Some(result)) => Ok(result),
+            (Answer::Read, Some(result)) => Ok(Ok(result)),
             (Answer::Read, None) => Err(Error::protocol("a result read by no reader")),
-            (Answer::Value(value), _) => serde_json::from_value(value)
-                .map_err(|e| Error::protocol(format!("{method_name} result: {e}"))),
+            (Answer::Value(value), _) => Ok(Err(value)),
         }
     }
 

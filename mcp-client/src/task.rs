@@ -141,12 +141,13 @@ impl Task {
     }
 }
 
-/// What [`Client::call_tool_as_task`] got: the result at once, or a task.
+/// What [`Client::call_tool_as_task`] got: the result at once, or a task. The result is a
+/// [`Value`], or the type [`Client::call_tool_as_task_read`] reads it into.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum ToolCall {
+pub enum ToolCall<T = Value> {
     /// The server answered without a task.
-    Done(Value),
+    Done(T),
     /// The server runs the call as a task.
     Task(TaskHandle),
 }
@@ -210,6 +211,15 @@ impl TaskHandle {
     /// [`TaskPolling::TTL_GRACE`] (both [`ErrorKind::Task`], after `tasks/cancel`).
     pub async fn wait(self) -> Result<Value, Error> {
         self.wait_with(|_| {}).await
+    }
+
+    /// [`TaskHandle::wait`], with the tool's result read into `T` (for instance
+    /// [`mcp_wire::model::CallToolResult`]); a result that does not fit `T` is an
+    /// [`ErrorKind::Protocol`] error.
+    pub async fn wait_as<T: serde::de::DeserializeOwned>(self) -> Result<T, Error> {
+        let result = self.wait().await?;
+        serde_json::from_value(result)
+            .map_err(|e| Error::protocol(format!("tools/call result: {e}")))
     }
 
     /// [`TaskHandle::wait`], showing `seen` the task each time the client reads it (to show
@@ -418,6 +428,51 @@ impl Client {
             .call_tool_raw(name, arguments.borrow(), options)
             .await?;
         self.tool_call(result)
+    }
+
+    /// [`Client::call_tool_as_task_with`], with a result the server gives at once read into `T`
+    /// (any [`serde::Deserialize`] type: [`mcp_wire::model::CallToolResult`], or a struct of the
+    /// fields the caller needs). Over Streamable HTTP a complete result in a JSON body is read
+    /// from the bytes without a [`Value`] in between, as [`Client::call_tool_as`] does; a task
+    /// is [`ToolCall::Task`], as there. A result that does not fit `T` is an
+    /// [`ErrorKind::Protocol`] error. Without [`ClientBuilder::tasks`](crate::ClientBuilder::tasks)
+    /// the answer is always [`ToolCall::Done`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: mcp_client::Client) -> Result<(), mcp_client::Error> {
+    /// use mcp_client::{CallOptions, ToolCall};
+    /// use mcp_wire::model::CallToolResult;
+    /// use serde_json::json;
+    ///
+    /// let args = json!({"a": 2, "b": 3});
+    /// match client.call_tool_as_task_read::<CallToolResult>("add", &args, CallOptions::new()).await? {
+    ///     ToolCall::Done(result) => println!("{} content blocks", result.content.len()),
+    ///     ToolCall::Task(task) => println!("the server runs it as task {}", task.id()),
+    ///     _ => {}
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call_tool_as_task_read<T: serde::de::DeserializeOwned + Send>(
+        &self,
+        name: &str,
+        arguments: impl Borrow<Value> + Send,
+        options: CallOptions,
+    ) -> Result<ToolCall<T>, Error> {
+        let read = |value: Value| {
+            serde_json::from_value(value)
+                .map_err(|e| Error::protocol(format!("tools/call result: {e}")))
+        };
+        match self
+            .call_tool_read::<T>(name, arguments.borrow(), options)
+            .await?
+        {
+            Ok(result) => Ok(ToolCall::Done(result)),
+            Err(value) => match self.tool_call(value)? {
+                ToolCall::Done(value) => read(value).map(ToolCall::Done),
+                ToolCall::Task(task) => Ok(ToolCall::Task(task)),
+            },
+        }
     }
 
     /// `tasks/get` for the task `id`.

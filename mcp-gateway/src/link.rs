@@ -236,46 +236,36 @@ impl Link {
             .on_progress(move |p| {
                 progress.progress(p.progress, p.total, p.message.as_deref());
             });
-        let called: BoxFuture<'_, Result<Result<Value, mcp_client::Error>, Interrupt>> =
-            if self.client.task_polling().is_some() {
-                // An upstream task is passed on when the downstream call can become one (it
-                // is started here, and the downstream client follows it while the gateway
-                // follows the upstream's), else followed here to its result.
-                let (client, task_ex) = (self.client.clone(), ex.clone());
-                Box::pin(async move {
-                    let task = match client
-                        .call_tool_as_task_with(&name, arguments, options)
-                        .await
-                    {
-                        Ok(ToolCall::Task(task)) => task,
-                        Ok(ToolCall::Done(result)) => return Ok(Ok(result)),
-                        Ok(other) => {
-                            return Err(ex_fail(&task_ex, &format!("upstream: {other:?}")));
-                        }
-                        Err(e) => return Ok(Err(e)),
-                    };
-                    // Not made (the downstream call ended meanwhile): the upstream task is
-                    // cancelled as the handle drops.
-                    task_ex.start_task().await?;
-                    Ok(task.wait().await)
-                })
-            } else {
-                // Boxed where it is made: the client's future is large (its transport,
-                // timeout and retry states), and every level that holds it inline copies it
-                // once more per call.
-                Box::pin(
-                    async move { Ok(self.client.call_tool_with(&name, arguments, options).await) },
-                )
-            };
+        // Boxed where it is made: the client's future is large (its transport, timeout and
+        // retry states), and every level that holds it inline copies it once more per call.
+        // A complete result is read straight into a `CallToolResult` (no `Value` in between).
+        let (client, task_ex) = (self.client.clone(), ex.clone());
+        let called: BoxFuture<'_, Result<Result<CallToolResult, mcp_client::Error>, Interrupt>> =
+            Box::pin(async move {
+                // An upstream task (only when the client follows tasks) is passed on when the
+                // downstream call can become one (it is started here, and the downstream client
+                // follows it while the gateway follows the upstream's), else followed here to
+                // its result.
+                let task = match client
+                    .call_tool_as_task_read::<CallToolResult>(&name, arguments, options)
+                    .await
+                {
+                    Ok(ToolCall::Task(task)) => task,
+                    Ok(ToolCall::Done(result)) => return Ok(Ok(result)),
+                    Ok(other) => {
+                        return Err(ex_fail(&task_ex, &format!("upstream: {other:?}")));
+                    }
+                    Err(e) => return Ok(Err(e)),
+                };
+                // Not made (the downstream call ended meanwhile): the upstream task is
+                // cancelled as the handle drops.
+                task_ex.start_task().await?;
+                Ok(task.wait_as::<CallToolResult>().await)
+            });
         let called = self.forward(&ex, called).await??;
         self.note(&called);
         match called {
-            Ok(value) => {
-                let mut result: CallToolResult = serde_json::from_value(value).map_err(|e| {
-                    ToolError::new(format!(
-                        "the upstream's tools/call result is unreadable: {e}"
-                    ))
-                })?;
+            Ok(mut result) => {
                 result.result_type = None;
                 strip_protocol_meta(&mut result.meta);
                 Ok(result)

@@ -264,6 +264,81 @@ async fn the_handle_reads_cancels_and_waits() {
     );
 }
 
+/// `call_tool_as_task_read` reads a result given at once into the caller's type (here from
+/// the body's bytes: our server's 2026-07-28 results carry `_meta`, which no longer sends them
+/// through a `Value`), gives a task as a handle whose `wait_as` reads the task's result, and
+/// `call_tool_as` reads both the same way.
+#[tokio::test]
+async fn a_typed_call_reads_a_result_or_gives_its_task() {
+    use mcp_wire::model::{CallToolResult, ContentBlock};
+    let text_of = |result: &CallToolResult| match result.content.first() {
+        Some(ContentBlock::Text(text)) => text.text.clone(),
+        other => panic!("not one text block: {other:?}"),
+    };
+    let (url, gates) = start().await;
+    let client = client(&url).await;
+    // Without the extension the server answers at once.
+    let plain = Client::builder()
+        .revision(Revision::V2026_07_28)
+        .connect_http(&url)
+        .await
+        .unwrap();
+    let no_args = json!({});
+    let ToolCall::Done(quick) = within(plain.call_tool_as_task_read::<CallToolResult>(
+        "quick",
+        &no_args,
+        mcp_client::CallOptions::new(),
+    ))
+    .await
+    .unwrap() else {
+        panic!("quick answers at once");
+    };
+    assert_eq!(text_of(&quick), "quick");
+    assert!(
+        quick.meta.is_some(),
+        "the result's `_meta` is read too: {quick:?}"
+    );
+    // With it, `quick` runs as a task, which `call_tool_as` follows to the same result.
+    let quick_again: CallToolResult = within(client.call_tool_as("quick", &no_args))
+        .await
+        .unwrap();
+    assert_eq!(quick_again.content, quick.content);
+
+    let ToolCall::Task(handle) = within(client.call_tool_as_task_read::<CallToolResult>(
+        "gated",
+        &no_args,
+        mcp_client::CallOptions::new(),
+    ))
+    .await
+    .unwrap() else {
+        panic!("gated runs as a task for a client that declares the extension");
+    };
+    within(gates.started.acquire()).await.unwrap().forget();
+    gates.release.add_permits(1);
+    let released = within(handle.wait_as::<CallToolResult>()).await.unwrap();
+    assert_eq!(text_of(&released), "released");
+    // A result that does not fit the type is a protocol error.
+    let error = within(plain.call_tool_as_task_read::<Vec<u8>>(
+        "quick",
+        &no_args,
+        mcp_client::CallOptions::new(),
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Protocol, "{error}");
+    let follow = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .call_tool_as::<CallToolResult>("gated", json!({}))
+                .await
+        }
+    });
+    within(gates.started.acquire()).await.unwrap().forget();
+    gates.release.add_permits(1);
+    assert_eq!(text_of(&within(follow).await.unwrap().unwrap()), "released");
+}
+
 #[tokio::test]
 async fn dropping_the_call_cancels_its_task() {
     let (url, gates) = start().await;
