@@ -221,6 +221,69 @@ impl Adapter {
         out.extend_from_slice(b"}}");
         out
     }
+
+    /// [`Adapter::encode_tool_call`] with `_meta` entries of the call's own (a progress token,
+    /// the caller's), which win over `meta`'s entries of the same name; `own` names each key
+    /// once. What [`Adapter::encode_request`] writes for the same params with `own` in their
+    /// `_meta`, without building that map.
+    ///
+    /// ```
+    /// use mcp_adapters::{AdapterSet, RequestMeta};
+    /// use mcp_wire::jsonrpc::Id;
+    /// use serde_json::{Map, Value, json};
+    ///
+    /// let adapter = AdapterSet::all().by_version("2025-11-25").unwrap();
+    /// let mut entries = Map::new();
+    /// entries.insert("a".into(), json!(1));
+    /// entries.insert("b".into(), json!(2));
+    /// let meta = RequestMeta::new(entries);
+    /// let token = json!(7);
+    /// let body = adapter.encode_tool_call_with_meta(
+    ///     &Id::Number(1), "add", &json!({"x": 1}), &meta, &[("progressToken", &token), ("b", &json!(3))],
+    /// );
+    /// let sent: Value = serde_json::from_slice(&body).unwrap();
+    /// assert_eq!(sent["params"]["_meta"], json!({"progressToken": 7, "b": 3, "a": 1}));
+    /// ```
+    pub fn encode_tool_call_with_meta(
+        &self,
+        id: &Id,
+        name: &str,
+        arguments: &Value,
+        meta: &RequestMeta,
+        own: &[(&str, &Value)],
+    ) -> Vec<u8> {
+        if own.is_empty() {
+            return self.encode_tool_call(id, name, arguments, meta);
+        }
+        let method_name = self
+            .method(Operation::CallTool)
+            .unwrap_or(method::TOOLS_CALL);
+        let mut out = request_head(id, method_name, meta.members.len());
+        out.extend_from_slice(br#","params":{"name":"#);
+        write::write_str(&mut out, name);
+        if !arguments.is_null() {
+            out.extend_from_slice(br#","arguments":"#);
+            write::write_value(&mut out, arguments);
+        }
+        out.extend_from_slice(br#","_meta":{"#);
+        let mut first = true;
+        let entries = own.iter().copied().chain(
+            meta.entries
+                .iter()
+                .filter(|(key, _)| !own.iter().any(|(k, _)| k == key))
+                .map(|(key, value)| (key.as_str(), value)),
+        );
+        for (key, value) in entries {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+            write::write_str(&mut out, key);
+            out.push(b':');
+            write::write_value(&mut out, value);
+        }
+        out.extend_from_slice(b"}}}");
+        out
+    }
 }
 
 /// `{"jsonrpc":"2.0","id":...,"method":...` with room for `extra` more bytes than a small

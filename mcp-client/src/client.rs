@@ -467,7 +467,9 @@ impl Inner {
                 let bindings = bindings(map.get("name").and_then(Value::as_str));
                 adapter.request_headers(method_name, map, is_notification, bindings.as_deref())
             }
-            ParamsRef::Tool { name, arguments } => {
+            ParamsRef::Tool {
+                name, arguments, ..
+            } => {
                 let bindings = bindings(Some(name));
                 adapter.tool_call_headers(name, arguments, bindings.as_deref())
             }
@@ -528,29 +530,7 @@ impl Inner {
         progress: Option<&Id>,
         extra: Option<&Map<String, Value>>,
     ) -> Option<Value> {
-        if progress.is_none() && extra.is_none() {
-            return params;
-        }
-        let mut params = match params {
-            Some(Value::Object(map)) => map,
-            None => Map::new(),
-            Some(other) => return Some(other),
-        };
-        let entry = params
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(m) = entry {
-            for (k, v) in extra.into_iter().flatten() {
-                m.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-            if let Some(token) = progress {
-                m.insert(
-                    meta::PROGRESS_TOKEN.into(),
-                    serde_json::to_value(token).unwrap_or(Value::Null),
-                );
-            }
-        }
-        Some(Value::Object(params))
+        add_own_meta(params, progress, extra)
     }
 
     /// Sends a notification.
@@ -630,8 +610,30 @@ impl Inner {
         }
         let body = match params {
             ParamsRef::Value(params) => adapter.encode_request(&id, method_name, params, &meta),
-            ParamsRef::Tool { name, arguments } => {
-                adapter.encode_tool_call(&id, name, arguments, &meta)
+            ParamsRef::Tool {
+                name,
+                arguments,
+                meta: None,
+                progress: None,
+            } => adapter.encode_tool_call(&id, name, arguments, &meta),
+            ParamsRef::Tool {
+                name,
+                arguments,
+                meta: extra,
+                progress,
+            } => {
+                // The call's own entries, each key once: the progress token over the caller's.
+                let token = progress.map(|t| serde_json::to_value(t).unwrap_or(Value::Null));
+                let mut own: Vec<(&str, &Value)> = Vec::new();
+                if let Some(token) = &token {
+                    own.push((meta::PROGRESS_TOKEN, token));
+                }
+                for (key, value) in extra.into_iter().flatten() {
+                    if token.is_none() || key != meta::PROGRESS_TOKEN {
+                        own.push((key, value));
+                    }
+                }
+                adapter.encode_tool_call_with_meta(&id, name, arguments, &meta, &own)
             }
         };
         let mut guard = InFlight {
@@ -1066,7 +1068,13 @@ enum Answer {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ParamsRef<'a> {
     Value(Option<&'a Value>),
-    Tool { name: &'a str, arguments: &'a Value },
+    Tool {
+        name: &'a str,
+        arguments: &'a Value,
+        /// The call's own `_meta` entries (see [`Params::Tool`]).
+        meta: Option<&'a Map<String, Value>>,
+        progress: Option<&'a Id>,
+    },
 }
 
 /// The params of one call, owned: a tool call stays name and arguments until a path needs the
@@ -1079,6 +1087,11 @@ pub(crate) enum Params<'a> {
     Tool {
         name: &'a str,
         arguments: &'a Value,
+        /// The caller's extra `_meta` entries ([`CallOptions::meta`]), written into the
+        /// request's `_meta` without building the params map.
+        meta: Option<&'a Map<String, Value>>,
+        /// The progress token, written as `_meta.progressToken` (over `meta`'s).
+        progress: Option<Id>,
     },
 }
 
@@ -1086,14 +1099,33 @@ impl Params<'_> {
     fn as_ref(&self) -> ParamsRef<'_> {
         match self {
             Params::Value(value) => ParamsRef::Value(value.as_ref()),
-            Params::Tool { name, arguments } => ParamsRef::Tool { name, arguments },
+            Params::Tool {
+                name,
+                arguments,
+                meta,
+                progress,
+            } => ParamsRef::Tool {
+                name,
+                arguments,
+                meta: *meta,
+                progress: progress.as_ref(),
+            },
         }
     }
 
     fn into_value(self) -> Option<Value> {
         match self {
             Params::Value(value) => value,
-            Params::Tool { name, arguments } => Some(tool_params(name, arguments.clone())),
+            Params::Tool {
+                name,
+                arguments,
+                meta,
+                progress,
+            } => add_own_meta(
+                Some(tool_params(name, arguments.clone())),
+                progress.as_ref(),
+                meta,
+            ),
         }
     }
 
@@ -1118,6 +1150,39 @@ fn tool_params(name: &str, arguments: Value) -> Value {
         params.insert("arguments".into(), arguments);
     }
     Value::Object(params)
+}
+
+/// `params` with the call's own `_meta` entries: `extra` where `params._meta` has none of
+/// the name, then the progress token (over both). Params that are not an object stay as they
+/// are.
+fn add_own_meta(
+    params: Option<Value>,
+    progress: Option<&Id>,
+    extra: Option<&Map<String, Value>>,
+) -> Option<Value> {
+    if progress.is_none() && extra.is_none() {
+        return params;
+    }
+    let mut params = match params {
+        Some(Value::Object(map)) => map,
+        None => Map::new(),
+        Some(other) => return Some(other),
+    };
+    let entry = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(m) = entry {
+        for (k, v) in extra.into_iter().flatten() {
+            m.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        if let Some(token) = progress {
+            m.insert(
+                meta::PROGRESS_TOKEN.into(),
+                serde_json::to_value(token).unwrap_or(Value::Null),
+            );
+        }
+    }
+    Some(Value::Object(params))
 }
 
 /// The adapter's headers as a [`HeaderMap`]: the version and the revision's method names
@@ -1474,15 +1539,22 @@ impl Client {
             inner: &self.inner,
             token: token.clone(),
         };
-        // The `{name, arguments}` map of a tool call is built only when something is added to it.
-        let mut params = if token.is_some() || options.meta.is_some() {
-            Params::Value(self.inner.decorate(
-                params.into_value(),
-                token.as_ref(),
-                options.meta.as_ref(),
-            ))
-        } else {
-            params
+        // The `{name, arguments}` map of a tool call is built only on a path that needs it (a
+        // question round); a progress token and extra `_meta` are written without it.
+        let mut params = match params {
+            Params::Tool {
+                name, arguments, ..
+            } => Params::Tool {
+                name,
+                arguments,
+                meta: options.meta.as_ref(),
+                progress: token.clone(),
+            },
+            Params::Value(value) if token.is_some() || options.meta.is_some() => Params::Value(
+                self.inner
+                    .decorate(value, token.as_ref(), options.meta.as_ref()),
+            ),
+            params => params,
         };
         let mut rounds = 0usize;
         let mut answers = options
@@ -1789,13 +1861,30 @@ mod tests {
         let arguments = [Value::Null, json!({}), json!({"text": "x\ny"})];
         for name in names {
             for arguments in &arguments {
-                let mut owned = Params::Tool { name, arguments };
+                let mut owned = Params::Tool {
+                    name,
+                    arguments,
+                    meta: None,
+                    progress: None,
+                };
                 let mut want = json!({"name": name});
                 if !arguments.is_null() {
                     want["arguments"] = arguments.clone();
                 }
-                assert_eq!(owned.value_mut(), &Some(want));
+                assert_eq!(owned.value_mut(), &Some(want.clone()));
                 assert!(matches!(owned, Params::Value(Some(_))));
+                // With the call's own `_meta`: the caller's entries, the token over them.
+                let mut extra = Map::new();
+                extra.insert("progressToken".into(), json!("theirs"));
+                extra.insert("app/x".into(), json!(1));
+                let mut owned = Params::Tool {
+                    name,
+                    arguments,
+                    meta: Some(&extra),
+                    progress: Some(Id::Number(9)),
+                };
+                want["_meta"] = json!({"progressToken": 9, "app/x": 1});
+                assert_eq!(owned.value_mut(), &Some(want));
             }
         }
     }

@@ -904,7 +904,7 @@ async fn a_tool_call_puts_its_name_arguments_and_meta_on_the_wire() {
         let _ = within(client.call_tool("echo", Value::Null)).await;
         assert_eq!(last_call_params(&mock), expect(None, None), "{revision:?}");
 
-        // A progress token is added to the map the call builds on this path.
+        // A progress token goes into the request's `_meta`.
         let options = CallOptions::new().on_progress(|_| {});
         within(client.call_tool_with("echo", json!({"text": "p"}), options))
             .await
@@ -920,6 +920,28 @@ async fn a_tool_call_puts_its_name_arguments_and_meta_on_the_wire() {
             ),
             "{revision:?}"
         );
+
+        // The caller's own `_meta` entries with a token: each key once, the caller's over the
+        // revision's entry of the same name (2026-07-28's client capabilities), the token over
+        // the caller's.
+        let options = CallOptions::new()
+            .on_progress(|_| {})
+            .meta("app/x", json!({"deep": [1, "two"]}))
+            .meta(meta::PROGRESS_TOKEN, json!("theirs"))
+            .meta(meta::CLIENT_CAPABILITIES, json!({"sampling": {}}));
+        within(client.call_tool_with("echo", json!({"text": "m"}), options))
+            .await
+            .unwrap();
+        let params = last_call_params(&mock);
+        let token = params["_meta"][meta::PROGRESS_TOKEN].clone();
+        assert!(!token.is_null() && token != json!("theirs"), "{params}");
+        let mut want = expect(
+            Some(&json!({"text": "m"})),
+            Some((meta::PROGRESS_TOKEN, token)),
+        );
+        want["_meta"]["app/x"] = json!({"deep": [1, "two"]});
+        want["_meta"][meta::CLIENT_CAPABILITIES] = json!({"sampling": {}});
+        assert_eq!(params, want, "{revision:?}");
         support::schema::validate(&mock.recorded());
     }
 }
