@@ -39,17 +39,42 @@ pub struct RequestMeta {
     entries: Map<String, Value>,
     /// The members of `entries` as JSON, `"key":value,...`, without the braces.
     members: Vec<u8>,
+    /// Where each entry's `"key":value` is in `members`, in the order of `entries`: a request
+    /// that overrides some entries copies the others' bytes.
+    spans: Vec<std::ops::Range<usize>>,
 }
 
 impl RequestMeta {
     /// The `_meta` entries `entries` (usually [`Adapter::request_meta`]'s), serialized once.
     pub fn new(entries: Map<String, Value>) -> Self {
         let mut members = Vec::new();
-        write::write_object(&mut members, &entries);
-        // `{...}` without its braces: the members alone.
-        members.pop();
-        members.remove(0);
-        Self { entries, members }
+        let mut spans = Vec::with_capacity(entries.len());
+        for (key, value) in &entries {
+            if !members.is_empty() {
+                members.push(b',');
+            }
+            let start = members.len();
+            write::write_str(&mut members, key);
+            members.push(b':');
+            write::write_value(&mut members, value);
+            spans.push(start..members.len());
+        }
+        Self {
+            entries,
+            members,
+            spans,
+        }
+    }
+
+    /// Writes the members whose keys `skip` does not name (already serialized), each followed
+    /// by a comma.
+    fn write_except(&self, out: &mut Vec<u8>, skip: impl Fn(&str) -> bool) {
+        for ((key, _), span) in self.entries.iter().zip(&self.spans) {
+            if !skip(key) {
+                out.extend_from_slice(&self.members[span.clone()]);
+                out.push(b',');
+            }
+        }
     }
 
     /// The entries.
@@ -163,12 +188,7 @@ impl Adapter {
             out.push(b',');
         }
         if overridden {
-            for (k, v) in meta.entries.iter().filter(|(k, _)| !own.contains_key(*k)) {
-                write::write_str(&mut out, k);
-                out.push(b':');
-                write::write_value(&mut out, v);
-                out.push(b',');
-            }
+            meta.write_except(&mut out, |k| own.contains_key(k));
             if out.last() == Some(&b',') {
                 out.pop();
             }
@@ -266,21 +286,14 @@ impl Adapter {
             write::write_value(&mut out, arguments);
         }
         out.extend_from_slice(br#","_meta":{"#);
-        let mut first = true;
-        let entries = own.iter().copied().chain(
-            meta.entries
-                .iter()
-                .filter(|(key, _)| !own.iter().any(|(k, _)| k == key))
-                .map(|(key, value)| (key.as_str(), value)),
-        );
-        for (key, value) in entries {
-            if !std::mem::take(&mut first) {
-                out.push(b',');
-            }
+        for (key, value) in own {
             write::write_str(&mut out, key);
             out.push(b':');
             write::write_value(&mut out, value);
+            out.push(b',');
         }
+        meta.write_except(&mut out, |key| own.iter().any(|(k, _)| *k == key));
+        out.pop();
         out.extend_from_slice(b"}}}");
         out
     }
@@ -647,6 +660,42 @@ mod tests {
                 parse(&bytes),
                 reference(adapter, &id, method::TOOLS_CALL, Some(&params), &client, None, token.as_ref())
             );
+        }
+
+        /// With the call's own `_meta` entries (some of the revision's names among them), the
+        /// tool-call form is the request of `{name, arguments, _meta: own}`.
+        #[test]
+        fn encode_tool_call_with_meta_is_its_params_encoded(
+            revision in proptest::sample::select(Revision::ALL.to_vec()),
+            name in any::<String>(),
+            arguments in any_value(),
+            client in any_client(),
+            own in proptest::collection::btree_map(
+                prop_oneof![
+                    meta_key(),
+                    Just(mcp_wire::names::meta::CLIENT_CAPABILITIES.to_owned()),
+                    Just(mcp_wire::names::meta::PROTOCOL_VERSION.to_owned()),
+                ],
+                any_value(),
+                0..4,
+            ),
+        ) {
+            let adapter = Adapter::new(revision);
+            let meta = RequestMeta::new(adapter.request_meta(&client, None, None));
+            let id = Id::Number(1);
+            let own_list: Vec<(&str, &Value)> = own.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            let bytes = adapter.encode_tool_call_with_meta(&id, &name, &arguments, &meta, &own_list);
+            let mut params = Map::new();
+            params.insert("name".into(), name.clone().into());
+            if !arguments.is_null() {
+                params.insert("arguments".into(), arguments.clone());
+            }
+            if !own.is_empty() {
+                params.insert("_meta".into(), Value::Object(own.clone().into_iter().collect()));
+            }
+            let params = Value::Object(params);
+            let want = adapter.encode_request(&id, method::TOOLS_CALL, Some(&params), &meta);
+            prop_assert_eq!(parse(&bytes), parse(&want));
         }
     }
 }
