@@ -223,16 +223,7 @@ impl Adapter {
         arguments: &Value,
         meta: &RequestMeta,
     ) -> Vec<u8> {
-        let method_name = self
-            .method(Operation::CallTool)
-            .unwrap_or(method::TOOLS_CALL);
-        let mut out = request_head(id, method_name, meta.members.len());
-        out.extend_from_slice(br#","params":{"name":"#);
-        write::write_str(&mut out, name);
-        if !arguments.is_null() {
-            out.extend_from_slice(br#","arguments":"#);
-            write::write_value(&mut out, arguments);
-        }
+        let mut out = self.tool_call_head(id, name, arguments, meta);
         if !meta.is_empty() {
             out.extend_from_slice(br#","_meta":{"#);
             out.extend_from_slice(&meta.members);
@@ -275,16 +266,7 @@ impl Adapter {
         if own.is_empty() {
             return self.encode_tool_call(id, name, arguments, meta);
         }
-        let method_name = self
-            .method(Operation::CallTool)
-            .unwrap_or(method::TOOLS_CALL);
-        let mut out = request_head(id, method_name, meta.members.len());
-        out.extend_from_slice(br#","params":{"name":"#);
-        write::write_str(&mut out, name);
-        if !arguments.is_null() {
-            out.extend_from_slice(br#","arguments":"#);
-            write::write_value(&mut out, arguments);
-        }
+        let mut out = self.tool_call_head(id, name, arguments, meta);
         out.extend_from_slice(br#","_meta":{"#);
         for (key, value) in own {
             write::write_str(&mut out, key);
@@ -295,6 +277,30 @@ impl Adapter {
         meta.write_except(&mut out, |key| own.iter().any(|(k, _)| *k == key));
         out.pop();
         out.extend_from_slice(b"}}}");
+        out
+    }
+}
+
+impl Adapter {
+    /// A tool call up to its arguments: `{"jsonrpc":"2.0","id":...,"method":...,"params":{"name":...`
+    /// and `,"arguments":...` unless they are `null`, with room for `meta`.
+    fn tool_call_head(
+        &self,
+        id: &Id,
+        name: &str,
+        arguments: &Value,
+        meta: &RequestMeta,
+    ) -> Vec<u8> {
+        let method_name = self
+            .method(Operation::CallTool)
+            .unwrap_or(method::TOOLS_CALL);
+        let mut out = request_head(id, method_name, meta.members.len());
+        out.extend_from_slice(br#","params":{"name":"#);
+        write::write_str(&mut out, name);
+        if !arguments.is_null() {
+            out.extend_from_slice(br#","arguments":"#);
+            write::write_value(&mut out, arguments);
+        }
         out
     }
 }

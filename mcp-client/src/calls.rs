@@ -379,17 +379,8 @@ impl Client {
         let call = self.method_of(Operation::CallTool)?;
         // Encoded straight from the name and arguments: the `{name, arguments}` map is built
         // only on the paths that add to it.
-        self.request_params_with(
-            call,
-            Params::Tool {
-                name,
-                arguments,
-                meta: None,
-                progress: None,
-            },
-            options,
-        )
-        .await
+        self.request_params_with(call, Params::tool(name, arguments), options)
+            .await
     }
 
     /// [`Client::call_tool`], with the result read straight into `T` (any
@@ -425,17 +416,8 @@ impl Client {
         options: CallOptions,
     ) -> Result<Result<T, Value>, Error> {
         let call = self.method_of(Operation::CallTool)?;
-        self.request_params_read(
-            call,
-            Params::Tool {
-                name,
-                arguments,
-                meta: None,
-                progress: None,
-            },
-            options,
-        )
-        .await
+        self.request_params_read(call, Params::tool(name, arguments), options)
+            .await
     }
 
     /// Reads a resource.

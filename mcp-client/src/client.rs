@@ -1095,7 +1095,17 @@ pub(crate) enum Params<'a> {
     },
 }
 
-impl Params<'_> {
+impl<'a> Params<'a> {
+    /// A tool call's params, nothing added to them yet.
+    pub(crate) fn tool(name: &'a str, arguments: &'a Value) -> Self {
+        Params::Tool {
+            name,
+            arguments,
+            meta: None,
+            progress: None,
+        }
+    }
+
     fn as_ref(&self) -> ParamsRef<'_> {
         match self {
             Params::Value(value) => ParamsRef::Value(value.as_ref()),
@@ -1861,12 +1871,7 @@ mod tests {
         let arguments = [Value::Null, json!({}), json!({"text": "x\ny"})];
         for name in names {
             for arguments in &arguments {
-                let mut owned = Params::Tool {
-                    name,
-                    arguments,
-                    meta: None,
-                    progress: None,
-                };
+                let mut owned = Params::tool(name, arguments);
                 let mut want = json!({"name": name});
                 if !arguments.is_null() {
                     want["arguments"] = arguments.clone();
