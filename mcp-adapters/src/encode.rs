@@ -496,9 +496,7 @@ fn write_tool_result(
     }
     for (key, value) in &result.extra {
         out.push(b',');
-        write::write_str(out, key);
-        out.push(b':');
-        write::write_value(out, value);
+        write::write_member(out, key, value);
     }
     if result_type {
         out.extend_from_slice(br#","resultType":"complete""#);
@@ -584,9 +582,7 @@ fn write_meta_with_server_info(
 ) {
     out.push(b'{');
     for (key, value) in entries.into_iter().flatten() {
-        write::write_str(out, key);
-        out.push(b':');
-        write::write_value(out, value);
+        write::write_member(out, key, value);
         out.push(b',');
     }
     write::write_str(out, meta::SERVER_INFO);

@@ -54,9 +54,7 @@ impl RequestMeta {
                 members.push(b',');
             }
             let start = members.len();
-            write::write_str(&mut members, key);
-            members.push(b':');
-            write::write_value(&mut members, value);
+            write::write_member(&mut members, key, value);
             spans.push(start..members.len());
         }
         Self {
@@ -175,16 +173,12 @@ impl Adapter {
             if k == "_meta" {
                 continue;
             }
-            write::write_str(&mut out, k);
-            out.push(b':');
-            write::write_value(&mut out, v);
+            write::write_member(&mut out, k, v);
             out.push(b',');
         }
         out.extend_from_slice(br#""_meta":{"#);
         for (k, v) in own {
-            write::write_str(&mut out, k);
-            out.push(b':');
-            write::write_value(&mut out, v);
+            write::write_member(&mut out, k, v);
             out.push(b',');
         }
         if overridden {
@@ -269,9 +263,7 @@ impl Adapter {
         let mut out = self.tool_call_head(id, name, arguments, meta);
         out.extend_from_slice(br#","_meta":{"#);
         for (key, value) in own {
-            write::write_str(&mut out, key);
-            out.push(b':');
-            write::write_value(&mut out, value);
+            write::write_member(&mut out, key, value);
             out.push(b',');
         }
         meta.write_except(&mut out, |key| own.iter().any(|(k, _)| *k == key));

@@ -47,6 +47,13 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     }
 }
 
+/// Appends one object member, `"key":value`, without a separator.
+pub(crate) fn write_member(out: &mut Vec<u8>, key: &str, value: &Value) {
+    write_str(out, key);
+    out.push(b':');
+    write_value(out, value);
+}
+
 /// Appends `map` as a JSON object, members in the map's order.
 pub(crate) fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
     out.push(b'{');
@@ -56,9 +63,7 @@ pub(crate) fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
             out.push(b',');
         }
         first = false;
-        write_str(out, key);
-        out.push(b':');
-        write_value(out, value);
+        write_member(out, key, value);
     }
     out.push(b'}');
 }
